@@ -1,0 +1,267 @@
+//! The device layer: one interface for reading and writing runs of pages of
+//! paged files, whatever the medium.
+//!
+//! * [`FileDevice`] is the real one: files on a filesystem, opened with `O_DIRECT`
+//!   and aligned buffers so that a run is really cold without dropping the OS page
+//!   cache (with a warning and a buffered fallback where the filesystem refuses
+//!   `O_DIRECT`). Several requests can be in flight at once ([`Device::read_many`],
+//!   io_uring).
+//! * [`ModeledDevice`] wraps any device and charges every request by a
+//!   [`DeviceProfile`] (`hdd`, `ssd`, or custom), accumulating modeled time
+//!   deterministically and, optionally, really waiting.
+//!
+//! A paged file is a flat array of 8 KiB pages; on disk it is stored as segments of
+//! a fixed number of pages (`<path>.0000`, `<path>.0001`, ...) so the cold tier can
+//! ship a table segment by segment. Requests that cross a segment boundary are
+//! split by the device.
+//!
+//! Every device counts what it does in [`IoStats`]: requests, pages, bytes,
+//! sequential vs random (a read is sequential when it starts at the page right after
+//! the previous read of the same device ended, in the same file), modeled time.
+
+mod file;
+mod modeled;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use file::FileDevice;
+pub use modeled::{DeviceProfile, ModeledDevice, ProfileKind};
+use parking_lot::Mutex;
+
+use crate::error::Result;
+pub use crate::page::PAGE_SIZE;
+
+/// Identifies an open paged file on a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId(pub u32);
+
+/// One read of `buf.len() / PAGE_SIZE` contiguous pages starting at `first_page`.
+/// `buf` must be aligned to [`ALIGN`] (use [`AlignedBuf`]).
+pub struct ReadRequest<'a> {
+    pub file: FileId,
+    pub first_page: u64,
+    pub buf: &'a mut [u8],
+}
+
+/// Alignment required for buffers handed to a device (O_DIRECT).
+pub const ALIGN: usize = 4096;
+
+/// The interface every storage medium implements. All methods take `&self`: a
+/// device is shared by every thread of the process.
+pub trait Device: Send + Sync {
+    /// Creates (or truncates to empty) a paged file stored as segments of
+    /// `segment_pages` pages, and opens it.
+    fn create(&self, path: &Path, segment_pages: u64) -> Result<FileId>;
+    /// Opens an existing paged file. Fails naming the path if a segment is missing
+    /// or has a size that is not a whole number of pages.
+    fn open(&self, path: &Path, segment_pages: u64) -> Result<FileId>;
+    /// Forgets an open file (its pages stay on disk).
+    fn close(&self, file: FileId);
+    /// Path of the file's first segment's base name, for error messages.
+    fn path(&self, file: FileId) -> PathBuf;
+    /// Number of pages in the file.
+    fn num_pages(&self, file: FileId) -> Result<u64>;
+    /// Reads `buf.len() / PAGE_SIZE` pages starting at `first_page` in one request.
+    fn read(&self, file: FileId, first_page: u64, buf: &mut [u8]) -> Result<()>;
+    /// Reads several runs with all of them in flight at once where the device can
+    /// (the default issues them one after another).
+    fn read_many(&self, reqs: &mut [ReadRequest<'_>]) -> Result<()> {
+        for r in reqs.iter_mut() {
+            self.read(r.file, r.first_page, r.buf)?;
+        }
+        Ok(())
+    }
+    /// Writes `buf.len() / PAGE_SIZE` pages starting at `first_page` (the file grows
+    /// as needed; writing past the end leaves no holes the caller did not write).
+    fn write(&self, file: FileId, first_page: u64, buf: &[u8]) -> Result<()>;
+    /// Shrinks the file to `pages` pages.
+    fn truncate(&self, file: FileId, pages: u64) -> Result<()>;
+    /// Makes every write to the file durable (fsync of each segment written to).
+    fn sync(&self, file: FileId) -> Result<()>;
+    /// The device's counters.
+    fn stats(&self) -> &IoStats;
+    /// Short description for reports, e.g. `real (O_DIRECT)` or `hdd (modeled)`.
+    fn describe(&self) -> String;
+}
+
+/// A heap-allocated, [`ALIGN`]-aligned, zeroed byte buffer of whole pages.
+pub struct AlignedBuf {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// The buffer is plain owned memory.
+unsafe impl Send for AlignedBuf {}
+unsafe impl Sync for AlignedBuf {}
+
+impl AlignedBuf {
+    /// A zeroed buffer of `pages` pages.
+    pub fn new(pages: usize) -> AlignedBuf {
+        let len = pages.max(1) * PAGE_SIZE;
+        let layout = std::alloc::Layout::from_size_align(len, ALIGN).expect("layout");
+        // SAFETY: layout has non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = std::ptr::NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        AlignedBuf { ptr, len }
+    }
+    pub fn pages(&self) -> usize {
+        self.len / PAGE_SIZE
+    }
+    /// Page `i` of the buffer.
+    pub fn page(&self, i: usize) -> &[u8] {
+        &self[i * PAGE_SIZE..(i + 1) * PAGE_SIZE]
+    }
+    pub fn page_mut(&mut self, i: usize) -> &mut [u8] {
+        &mut self[i * PAGE_SIZE..(i + 1) * PAGE_SIZE]
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        let layout = std::alloc::Layout::from_size_align(self.len, ALIGN).expect("layout");
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout) }
+    }
+}
+
+impl std::ops::Deref for AlignedBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len bytes for the buffer's lifetime.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for AlignedBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and we hold &mut self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+/// Counters of one device. Cheap atomics; read a consistent-enough view with
+/// [`IoStats::snapshot`] and subtract two snapshots to get what an operator did.
+#[derive(Default)]
+pub struct IoStats {
+    read_requests: AtomicU64,
+    pages_read: AtomicU64,
+    sequential_reads: AtomicU64,
+    random_reads: AtomicU64,
+    write_requests: AtomicU64,
+    pages_written: AtomicU64,
+    modeled_ns: AtomicU64,
+    /// Where the previous read ended: (file, next page). Decides sequential vs random.
+    last_read_end: Mutex<Option<(FileId, u64)>>,
+}
+
+impl IoStats {
+    /// Records a read request of `pages` pages starting at `first`; returns whether it
+    /// was sequential (started where the previous read ended).
+    pub fn record_read(&self, file: FileId, first: u64, pages: u64) -> bool {
+        let sequential = {
+            let mut last = self.last_read_end.lock();
+            let seq = *last == Some((file, first));
+            *last = Some((file, first + pages));
+            seq
+        };
+        self.read_requests.fetch_add(1, Ordering::Relaxed);
+        self.pages_read.fetch_add(pages, Ordering::Relaxed);
+        if sequential {
+            self.sequential_reads.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.random_reads.fetch_add(1, Ordering::Relaxed);
+        }
+        sequential
+    }
+
+    pub fn record_write(&self, pages: u64) {
+        self.write_requests.fetch_add(1, Ordering::Relaxed);
+        self.pages_written.fetch_add(pages, Ordering::Relaxed);
+    }
+
+    pub fn add_modeled_ns(&self, ns: u64) {
+        self.modeled_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// Forgets where the previous read ended, so the next read counts as random
+    /// (e.g. between two queries, as the head has moved elsewhere).
+    pub fn forget_position(&self) {
+        *self.last_read_end.lock() = None;
+    }
+
+    pub fn snapshot(&self) -> IoCounters {
+        IoCounters {
+            read_requests: self.read_requests.load(Ordering::Relaxed),
+            pages_read: self.pages_read.load(Ordering::Relaxed),
+            sequential_reads: self.sequential_reads.load(Ordering::Relaxed),
+            random_reads: self.random_reads.load(Ordering::Relaxed),
+            write_requests: self.write_requests.load(Ordering::Relaxed),
+            pages_written: self.pages_written.load(Ordering::Relaxed),
+            modeled_ns: self.modeled_ns.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A plain copy of [`IoStats`]; `after - before` is what happened in between.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IoCounters {
+    pub read_requests: u64,
+    pub pages_read: u64,
+    pub sequential_reads: u64,
+    pub random_reads: u64,
+    pub write_requests: u64,
+    pub pages_written: u64,
+    pub modeled_ns: u64,
+}
+
+impl IoCounters {
+    pub fn bytes_read(&self) -> u64 {
+        self.pages_read * PAGE_SIZE as u64
+    }
+    pub fn bytes_written(&self) -> u64 {
+        self.pages_written * PAGE_SIZE as u64
+    }
+    pub fn modeled_ms(&self) -> f64 {
+        self.modeled_ns as f64 / 1e6
+    }
+}
+
+impl std::ops::Sub for IoCounters {
+    type Output = IoCounters;
+    fn sub(self, o: IoCounters) -> IoCounters {
+        IoCounters {
+            read_requests: self.read_requests - o.read_requests,
+            pages_read: self.pages_read - o.pages_read,
+            sequential_reads: self.sequential_reads - o.sequential_reads,
+            random_reads: self.random_reads - o.random_reads,
+            write_requests: self.write_requests - o.write_requests,
+            pages_written: self.pages_written - o.pages_written,
+            modeled_ns: self.modeled_ns - o.modeled_ns,
+        }
+    }
+}
+
+impl std::fmt::Display for IoCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "reads: {} requests ({} sequential, {} random), {} pages, {:.1} MiB; writes: {} requests, {} pages; modeled {:.3} ms",
+            self.read_requests,
+            self.sequential_reads,
+            self.random_reads,
+            self.pages_read,
+            self.bytes_read() as f64 / (1 << 20) as f64,
+            self.write_requests,
+            self.pages_written,
+            self.modeled_ms()
+        )
+    }
+}
+
+/// Path of segment `seg` of a paged file whose base path is `base`.
+pub fn segment_path(base: &Path, seg: u64) -> PathBuf {
+    let mut s = base.as_os_str().to_owned();
+    s.push(format!(".{seg:04}"));
+    PathBuf::from(s)
+}

@@ -1,0 +1,67 @@
+//! The storage layer's one error type. Every variant names *where* the problem is
+//! (file, page, table, column) so a user can act on it.
+
+use std::path::PathBuf;
+
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("corrupt page {page} of {path}: {reason}")]
+    CorruptPage {
+        path: PathBuf,
+        page: u64,
+        reason: String,
+    },
+    #[error("{path} is truncated: it has {bytes} bytes, expected a multiple of the page size with at least {expected_pages} pages")]
+    Truncated {
+        path: PathBuf,
+        bytes: u64,
+        expected_pages: u64,
+    },
+    #[error("page {page} is beyond the end of {path} ({pages} pages)")]
+    PageOutOfRange { path: PathBuf, page: u64, pages: u64 },
+    #[error("unknown table '{0}'")]
+    UnknownTable(String),
+    #[error("table '{0}' already exists")]
+    TableExists(String),
+    #[error("unknown index '{0}'")]
+    UnknownIndex(String),
+    #[error("index '{0}' already exists")]
+    IndexExists(String),
+    #[error("unknown column '{column}' in table '{table}'")]
+    UnknownColumn { table: String, column: String },
+    #[error("invalid schema: {0}")]
+    Schema(String),
+    #[error("value does not fit column '{column}': {reason}")]
+    Value { column: String, reason: String },
+    #[error("tuple of {size} bytes does not fit in a page (at most {max} bytes)")]
+    TupleTooLarge { size: usize, max: usize },
+    #[error("no tuple at page {page} slot {slot} of table '{table}'")]
+    NoSuchTuple { table: String, page: u32, slot: u16 },
+    #[error("buffer pool exhausted: all {frames} frames are pinned")]
+    PoolExhausted { frames: usize },
+    #[error("catalog {path}: {reason}")]
+    Catalog { path: PathBuf, reason: String },
+    #[error("database directory {path}: {reason}")]
+    Database { path: PathBuf, reason: String },
+    #[error("device profile: {0}")]
+    Profile(String),
+    #[error("index '{index}': {reason}")]
+    Index { index: String, reason: String },
+}
+
+impl StorageError {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        StorageError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

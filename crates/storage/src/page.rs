@@ -1,0 +1,390 @@
+//! The 8 KiB slotted page shared by heap files and B+-trees.
+//!
+//! ```text
+//! 0        4         12    13     14       16      18      20          32
+//! | crc32c | page no | kind| flags| n_slots| lower | upper | special    | slot dir -> ... free ... <- tuples |
+//! ```
+//! The slot directory (4 bytes a slot: offset, length) grows up from the header and
+//! tuples grow down from the end, so the free space of a page is always one
+//! contiguous region between `lower` and `upper` (B+-tree leaves reuse exactly this
+//! layout; the index-cache work of the No Bits Left Behind paper lives in that gap).
+//! A slot of length 0 is dead. The checksum covers bytes 4.. of the page, including
+//! the page's own number, so a page written to the wrong place is caught too.
+
+use crate::error::{Result, StorageError};
+
+pub const PAGE_SIZE: usize = 8192;
+pub const HEADER_SIZE: usize = 32;
+pub const SLOT_SIZE: usize = 4;
+/// Largest tuple a page can hold (one slot, empty page).
+pub const MAX_TUPLE: usize = PAGE_SIZE - HEADER_SIZE - SLOT_SIZE;
+/// Bytes of the header a page kind may use for its own fields.
+pub const SPECIAL_LEN: usize = 12;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PageKind {
+    Heap = 1,
+    BTreeMeta = 2,
+    BTreeLeaf = 3,
+    BTreeInternal = 4,
+}
+
+impl PageKind {
+    pub fn from_u8(b: u8) -> Option<PageKind> {
+        Some(match b {
+            1 => PageKind::Heap,
+            2 => PageKind::BTreeMeta,
+            3 => PageKind::BTreeLeaf,
+            4 => PageKind::BTreeInternal,
+            _ => return None,
+        })
+    }
+}
+
+fn rd16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+fn wr16(b: &mut [u8], at: usize, v: u16) {
+    b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Computes and stores the checksum; call just before a page goes to the device.
+pub fn seal(page: &mut [u8]) {
+    let crc = crc32c::crc32c(&page[4..PAGE_SIZE]);
+    page[0..4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Checks a page read from `path` at `page_no`: checksum, page number and header
+/// sanity. The error names the file and page.
+pub fn verify(page: &[u8], page_no: u64, path: &std::path::Path) -> Result<()> {
+    let corrupt = |reason: String| StorageError::CorruptPage {
+        path: path.to_path_buf(),
+        page: page_no,
+        reason,
+    };
+    if page.iter().all(|&b| b == 0) {
+        return Err(corrupt("page is all zeros (never written)".into()));
+    }
+    let stored = u32::from_le_bytes(page[0..4].try_into().unwrap());
+    let actual = crc32c::crc32c(&page[4..PAGE_SIZE]);
+    if stored != actual {
+        return Err(corrupt(format!(
+            "checksum mismatch (stored {stored:08x}, computed {actual:08x})"
+        )));
+    }
+    let v = PageView::new(page);
+    if v.page_no() != page_no {
+        return Err(corrupt(format!("page claims to be page {}", v.page_no())));
+    }
+    if PageKind::from_u8(page[12]).is_none() {
+        return Err(corrupt(format!("unknown page kind {}", page[12])));
+    }
+    let (lower, upper) = (v.lower() as usize, v.upper() as usize);
+    if lower < HEADER_SIZE
+        || lower > upper
+        || upper > PAGE_SIZE
+        || lower != HEADER_SIZE + v.n_slots() as usize * SLOT_SIZE
+    {
+        return Err(corrupt(format!("bad free-space bounds lower={lower} upper={upper}")));
+    }
+    for s in 0..v.n_slots() {
+        let (off, len) = v.slot(s);
+        if len > 0 && (off < upper || off + len > PAGE_SIZE) {
+            return Err(corrupt(format!("slot {s} points outside the tuple area")));
+        }
+    }
+    Ok(())
+}
+
+/// Read-only view of a page.
+#[derive(Clone, Copy)]
+pub struct PageView<'a> {
+    b: &'a [u8],
+}
+
+impl<'a> PageView<'a> {
+    pub fn new(b: &'a [u8]) -> Self {
+        debug_assert_eq!(b.len(), PAGE_SIZE);
+        PageView { b }
+    }
+    pub fn page_no(&self) -> u64 {
+        u64::from_le_bytes(self.b[4..12].try_into().unwrap())
+    }
+    pub fn kind(&self) -> Option<PageKind> {
+        PageKind::from_u8(self.b[12])
+    }
+    pub fn flags(&self) -> u8 {
+        self.b[13]
+    }
+    pub fn n_slots(&self) -> u16 {
+        rd16(self.b, 14)
+    }
+    pub fn lower(&self) -> u16 {
+        rd16(self.b, 16)
+    }
+    pub fn upper(&self) -> u16 {
+        rd16(self.b, 18)
+    }
+    pub fn special(&self) -> &'a [u8] {
+        &self.b[20..32]
+    }
+    /// Contiguous free bytes between the slot directory and the tuples.
+    pub fn free_space(&self) -> usize {
+        (self.upper() - self.lower()) as usize
+    }
+    /// (offset, length) of slot `s`.
+    pub fn slot(&self, s: u16) -> (usize, usize) {
+        let at = HEADER_SIZE + s as usize * SLOT_SIZE;
+        (rd16(self.b, at) as usize, rd16(self.b, at + 2) as usize)
+    }
+    /// The tuple in slot `s`, or `None` if the slot is dead or does not exist.
+    pub fn get(&self, s: u16) -> Option<&'a [u8]> {
+        if s >= self.n_slots() {
+            return None;
+        }
+        let (off, len) = self.slot(s);
+        (len > 0).then(|| &self.b[off..off + len])
+    }
+    /// Live tuples with their slot numbers.
+    pub fn tuples(&self) -> impl Iterator<Item = (u16, &'a [u8])> + 'a {
+        let v = *self;
+        (0..v.n_slots()).filter_map(move |s| v.get(s).map(|t| (s, t)))
+    }
+    /// Bytes used by live tuples and their slots.
+    pub fn used_bytes(&self) -> usize {
+        HEADER_SIZE + self.n_slots() as usize * SLOT_SIZE + self.tuples().map(|(_, t)| t.len()).sum::<usize>()
+    }
+}
+
+/// Mutable view of a page.
+pub struct PageMut<'a> {
+    b: &'a mut [u8],
+}
+
+impl<'a> PageMut<'a> {
+    pub fn new(b: &'a mut [u8]) -> Self {
+        debug_assert_eq!(b.len(), PAGE_SIZE);
+        PageMut { b }
+    }
+
+    /// Formats an empty page.
+    pub fn init(b: &'a mut [u8], kind: PageKind, page_no: u64) -> Self {
+        b.fill(0);
+        b[4..12].copy_from_slice(&page_no.to_le_bytes());
+        b[12] = kind as u8;
+        wr16(b, 14, 0);
+        wr16(b, 16, HEADER_SIZE as u16);
+        wr16(b, 18, PAGE_SIZE as u16);
+        PageMut { b }
+    }
+
+    pub fn view(&self) -> PageView<'_> {
+        PageView { b: self.b }
+    }
+    pub fn set_flags(&mut self, f: u8) {
+        self.b[13] = f;
+    }
+    pub fn special_mut(&mut self) -> &mut [u8] {
+        &mut self.b[20..32]
+    }
+    fn set_n_slots(&mut self, n: u16) {
+        wr16(self.b, 14, n)
+    }
+    fn set_lower(&mut self, v: u16) {
+        wr16(self.b, 16, v)
+    }
+    fn set_upper(&mut self, v: u16) {
+        wr16(self.b, 18, v)
+    }
+    fn set_slot(&mut self, s: u16, off: usize, len: usize) {
+        let at = HEADER_SIZE + s as usize * SLOT_SIZE;
+        wr16(self.b, at, off as u16);
+        wr16(self.b, at + 2, len as u16);
+    }
+
+    /// Whether a tuple of `len` bytes fits, counting a new slot.
+    pub fn fits(&self, len: usize) -> bool {
+        self.view().free_space() >= len + SLOT_SIZE
+    }
+
+    /// Appends a tuple in a new slot at the end of the directory.
+    pub fn push(&mut self, data: &[u8]) -> Option<u16> {
+        let n = self.view().n_slots();
+        self.insert_at(n, data).then_some(n)
+    }
+
+    /// Puts a tuple in the first dead slot, or a new one; returns the slot.
+    /// Compacts the page when the free space is fragmented.
+    pub fn insert(&mut self, data: &[u8]) -> Option<u16> {
+        let v = self.view();
+        let dead = (0..v.n_slots()).find(|&s| v.slot(s).1 == 0);
+        match dead {
+            Some(s) => {
+                if v.free_space() < data.len() {
+                    self.compact();
+                    if self.view().free_space() < data.len() {
+                        return None;
+                    }
+                }
+                let off = self.view().upper() as usize - data.len();
+                self.b[off..off + data.len()].copy_from_slice(data);
+                self.set_upper(off as u16);
+                self.set_slot(s, off, data.len());
+                Some(s)
+            }
+            None => {
+                if !self.fits(data.len()) {
+                    self.compact();
+                }
+                self.push(data)
+            }
+        }
+    }
+
+    /// Inserts a tuple with a new slot at directory position `pos`, shifting later
+    /// slots up by one (B+-trees keep their directory in key order this way).
+    pub fn insert_at(&mut self, pos: u16, data: &[u8]) -> bool {
+        let v = self.view();
+        let n = v.n_slots();
+        assert!(pos <= n);
+        if data.is_empty() || !self.fits(data.len()) {
+            return false;
+        }
+        let off = v.upper() as usize - data.len();
+        self.b[off..off + data.len()].copy_from_slice(data);
+        let at = HEADER_SIZE + pos as usize * SLOT_SIZE;
+        let end = HEADER_SIZE + n as usize * SLOT_SIZE;
+        self.b.copy_within(at..end, at + SLOT_SIZE);
+        self.set_slot(pos, off, data.len());
+        self.set_n_slots(n + 1);
+        self.set_lower((end + SLOT_SIZE) as u16);
+        self.set_upper(off as u16);
+        true
+    }
+
+    /// Removes directory entry `pos` entirely, shifting later slots down (B+-tree
+    /// delete). The tuple bytes become garbage reclaimed by [`PageMut::compact`].
+    pub fn remove_at(&mut self, pos: u16) {
+        let n = self.view().n_slots();
+        assert!(pos < n);
+        let at = HEADER_SIZE + pos as usize * SLOT_SIZE;
+        let end = HEADER_SIZE + n as usize * SLOT_SIZE;
+        self.b.copy_within(at + SLOT_SIZE..end, at);
+        self.b[end - SLOT_SIZE..end].fill(0);
+        self.set_n_slots(n - 1);
+        self.set_lower((end - SLOT_SIZE) as u16);
+        self.compact();
+    }
+
+    /// Marks slot `s` dead, keeping slot numbers stable (heap delete).
+    pub fn kill(&mut self, s: u16) -> bool {
+        if self.view().get(s).is_none() {
+            return false;
+        }
+        self.set_slot(s, 0, 0);
+        true
+    }
+
+    /// Replaces the tuple in slot `s` if the new version fits on this page.
+    pub fn update(&mut self, s: u16, data: &[u8]) -> bool {
+        let Some(old) = self.view().get(s) else { return false };
+        if data.len() <= old.len() {
+            let (off, _) = self.view().slot(s);
+            self.b[off..off + data.len()].copy_from_slice(data);
+            self.set_slot(s, off, data.len());
+            return true;
+        }
+        // Drop the old version, then place the new one (compacting if needed).
+        let live = self.view().used_bytes() - old.len();
+        if PAGE_SIZE - live < data.len() {
+            return false;
+        }
+        self.set_slot(s, 0, 0);
+        if self.view().free_space() < data.len() {
+            self.compact();
+        }
+        let off = self.view().upper() as usize - data.len();
+        self.b[off..off + data.len()].copy_from_slice(data);
+        self.set_upper(off as u16);
+        self.set_slot(s, off, data.len());
+        true
+    }
+
+    /// Moves live tuples together at the end of the page so the free space is one
+    /// region again. Slot numbers do not change.
+    pub fn compact(&mut self) {
+        let v = self.view();
+        let n = v.n_slots();
+        let mut live: Vec<(u16, Vec<u8>)> = v.tuples().map(|(s, t)| (s, t.to_vec())).collect();
+        live.sort_by_key(|(s, _)| *s);
+        let mut upper = PAGE_SIZE;
+        let lower = HEADER_SIZE + n as usize * SLOT_SIZE;
+        self.b[lower..PAGE_SIZE].fill(0);
+        for (s, t) in &live {
+            upper -= t.len();
+            self.b[upper..upper + t.len()].copy_from_slice(t);
+            self.set_slot(*s, upper, t.len());
+        }
+        self.set_upper(upper as u16);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn insert_get_kill_update_compact() {
+        let mut buf = vec![0u8; PAGE_SIZE];
+        let mut p = PageMut::init(&mut buf, PageKind::Heap, 7);
+        let a = p.insert(b"hello").unwrap();
+        let b = p.insert(b"world!").unwrap();
+        assert_eq!((a, b), (0, 1));
+        assert!(p.kill(a));
+        assert_eq!(p.view().get(a), None);
+        assert_eq!(p.insert(b"again").unwrap(), 0, "dead slot is reused");
+        assert!(p.update(b, b"a much longer tuple than before"));
+        assert_eq!(p.view().get(b).unwrap(), b"a much longer tuple than before");
+        p.compact();
+        assert_eq!(p.view().get(0).unwrap(), b"again");
+        seal(&mut buf);
+        verify(&buf, 7, Path::new("t")).unwrap();
+        let e = verify(&buf, 8, Path::new("t")).unwrap_err().to_string();
+        assert!(e.contains("page 8") && e.contains("claims to be page 7"), "{e}");
+        buf[5000] ^= 1;
+        let e = verify(&buf, 7, Path::new("t")).unwrap_err().to_string();
+        assert!(e.contains("corrupt page 7 of t") && e.contains("checksum"), "{e}");
+    }
+
+    #[test]
+    fn fills_exactly_and_keeps_free_space_contiguous() {
+        let mut buf = vec![0u8; PAGE_SIZE];
+        let mut p = PageMut::init(&mut buf, PageKind::Heap, 0);
+        let t = [9u8; 100];
+        let mut n = 0;
+        while p.push(&t).is_some() {
+            n += 1;
+        }
+        assert_eq!(n, (PAGE_SIZE - HEADER_SIZE) / (100 + SLOT_SIZE));
+        let v = p.view();
+        assert_eq!(v.free_space(), v.upper() as usize - v.lower() as usize);
+        assert!(v.free_space() < 104);
+    }
+
+    #[test]
+    fn ordered_insert_and_remove() {
+        let mut buf = vec![0u8; PAGE_SIZE];
+        let mut p = PageMut::init(&mut buf, PageKind::BTreeLeaf, 0);
+        assert!(p.insert_at(0, b"b"));
+        assert!(p.insert_at(0, b"a"));
+        assert!(p.insert_at(2, b"c"));
+        let got: Vec<_> = p.view().tuples().map(|(_, t)| t.to_vec()).collect();
+        assert_eq!(got, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+        p.remove_at(1);
+        let got: Vec<_> = p.view().tuples().map(|(_, t)| t.to_vec()).collect();
+        assert_eq!(got, vec![b"a".to_vec(), b"c".to_vec()]);
+        assert_eq!(p.view().lower() as usize, HEADER_SIZE + 2 * SLOT_SIZE);
+    }
+}

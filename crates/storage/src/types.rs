@@ -1,0 +1,925 @@
+//! Column types, values, schemas, the on-page row format and the order-preserving
+//! key format used by B+-trees.
+//!
+//! Row format (one tuple on a heap page): an optional null bitmap (present only when
+//! the schema has nullable columns, one bit per column, set = NULL), then each
+//! non-NULL value in column order, little-endian, unaligned:
+//! INT32/DATE 4 bytes, INT64/DECIMAL/FLOAT64 8 bytes, BOOL 1 byte, CHAR(n) n bytes
+//! space-padded, VARCHAR(n) a u16 length then the bytes. When no column is nullable
+//! or variable-length every column sits at a fixed offset, so a predicate reads its
+//! column without decoding the rest of the row ([`RowLayout::fixed_offset`]).
+//!
+//! Key format (B+-tree entries): each column is one flag byte (0 = NULL, 1 = value;
+//! NULLs sort first) followed by a byte string whose unsigned lexicographic order is
+//! the value order (sign-flipped big-endian integers, IEEE-754 total order for
+//! floats, 0x00-escaped strings with a 0x00 0x00 terminator). Comparing encoded keys
+//! with `memcmp` is then comparing values, and appending a [`Tid`] makes every
+//! entry unique and strictly ordered by (key, tuple id).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, StorageError};
+
+/// A column type. DECIMAL is a scaled 64-bit integer, so precision is at most 18.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum DataType {
+    Int32,
+    Int64,
+    Float64,
+    Decimal { precision: u8, scale: u8 },
+    /// Days since 1970-01-01.
+    Date,
+    /// Fixed length in bytes, space padded; trailing spaces are not significant.
+    Char { len: u16 },
+    /// At most `len` bytes.
+    Varchar { len: u16 },
+    Bool,
+}
+
+impl DataType {
+    /// Parses a type name as written in a schema: `INT`, `INT32`, `INTEGER`,
+    /// `BIGINT`, `INT64`, `DOUBLE`, `FLOAT64`, `DECIMAL(p,s)`, `DATE`, `CHAR(n)`,
+    /// `VARCHAR(n)`, `BOOL`, `BOOLEAN` (case-insensitive).
+    pub fn parse(text: &str) -> Result<DataType> {
+        let t = text.trim().to_ascii_uppercase();
+        let args = |name: &str| -> Option<Vec<u32>> {
+            let rest = t.strip_prefix(name)?.trim();
+            let inner = rest.strip_prefix('(')?.strip_suffix(')')?;
+            inner
+                .split(',')
+                .map(|p| p.trim().parse::<u32>().ok())
+                .collect()
+        };
+        let bad = |why: &str| StorageError::Schema(format!("type '{}': {why}", text.trim()));
+        Ok(match t.as_str() {
+            "INT" | "INT4" | "INT32" | "INTEGER" => DataType::Int32,
+            "BIGINT" | "INT8" | "INT64" => DataType::Int64,
+            "DOUBLE" | "FLOAT" | "FLOAT8" | "FLOAT64" | "DOUBLE PRECISION" | "REAL" => {
+                DataType::Float64
+            }
+            "DATE" => DataType::Date,
+            "BOOL" | "BOOLEAN" => DataType::Bool,
+            _ if t.starts_with("DECIMAL") || t.starts_with("NUMERIC") => {
+                let name = if t.starts_with("DECIMAL") { "DECIMAL" } else { "NUMERIC" };
+                let a = args(name).ok_or_else(|| bad("expected DECIMAL(p,s)"))?;
+                let (p, s) = match a.as_slice() {
+                    [p] => (*p, 0),
+                    [p, s] => (*p, *s),
+                    _ => return Err(bad("expected DECIMAL(p,s)")),
+                };
+                if p == 0 || p > 18 || s > p {
+                    return Err(bad("precision must be 1..=18 and scale at most the precision"));
+                }
+                DataType::Decimal {
+                    precision: p as u8,
+                    scale: s as u8,
+                }
+            }
+            _ if t.starts_with("VARCHAR") || t.starts_with("CHAR") => {
+                let var = t.starts_with("VARCHAR");
+                let a = args(if var { "VARCHAR" } else { "CHAR" })
+                    .ok_or_else(|| bad("expected a length, e.g. CHAR(10)"))?;
+                let [n] = a.as_slice() else {
+                    return Err(bad("expected one length"));
+                };
+                if *n == 0 || *n > 4000 {
+                    return Err(bad("length must be 1..=4000 bytes"));
+                }
+                if var {
+                    DataType::Varchar { len: *n as u16 }
+                } else {
+                    DataType::Char { len: *n as u16 }
+                }
+            }
+            _ => return Err(bad("unknown type")),
+        })
+    }
+
+    /// Bytes a value of this type takes in a row; `None` when it varies.
+    pub fn fixed_width(&self) -> Option<usize> {
+        match self {
+            DataType::Int32 | DataType::Date => Some(4),
+            DataType::Int64 | DataType::Float64 | DataType::Decimal { .. } => Some(8),
+            DataType::Bool => Some(1),
+            DataType::Char { len } => Some(*len as usize),
+            DataType::Varchar { .. } => None,
+        }
+    }
+
+    /// Largest number of bytes a value takes in a row.
+    pub fn max_width(&self) -> usize {
+        match self {
+            DataType::Varchar { len } => 2 + *len as usize,
+            t => t.fixed_width().unwrap_or(0),
+        }
+    }
+
+    /// Parses a value written as text (a CSV field, a literal on the command line).
+    /// The error is a short reason, meant to be prefixed with where the text came from.
+    pub fn parse_value(&self, text: &str) -> std::result::Result<Value, String> {
+        let s = text.trim();
+        match self {
+            DataType::Int32 => s
+                .parse::<i32>()
+                .map(Value::Int32)
+                .map_err(|_| format!("'{s}' is not a 32-bit integer")),
+            DataType::Int64 => s
+                .parse::<i64>()
+                .map(Value::Int64)
+                .map_err(|_| format!("'{s}' is not a 64-bit integer")),
+            DataType::Float64 => s
+                .parse::<f64>()
+                .map(Value::Float64)
+                .map_err(|_| format!("'{s}' is not a number")),
+            DataType::Decimal { precision, scale } => {
+                parse_decimal(s, *precision, *scale).map(Value::Decimal)
+            }
+            DataType::Date => parse_date(s).map(Value::Date),
+            DataType::Bool => match s.to_ascii_lowercase().as_str() {
+                "true" | "t" | "1" | "yes" | "y" => Ok(Value::Bool(true)),
+                "false" | "f" | "0" | "no" | "n" => Ok(Value::Bool(false)),
+                _ => Err(format!("'{s}' is not a boolean")),
+            },
+            DataType::Char { len } | DataType::Varchar { len } => {
+                // Strings keep their inner text exactly; only CHAR drops trailing spaces.
+                let v = if matches!(self, DataType::Char { .. }) {
+                    text.trim_end_matches(' ')
+                } else {
+                    text
+                };
+                if v.len() > *len as usize {
+                    Err(format!(
+                        "value of {} bytes is too long for {self} (at most {len})",
+                        v.len()
+                    ))
+                } else {
+                    Ok(Value::Str(v.to_string()))
+                }
+            }
+        }
+    }
+
+    /// Checks that `v` can be stored in a column of this type (NULL is checked by the
+    /// schema, not here).
+    pub fn check(&self, v: &Value) -> std::result::Result<(), String> {
+        let ok = match (self, v) {
+            (_, Value::Null) => true,
+            (DataType::Int32, Value::Int32(_))
+            | (DataType::Int64, Value::Int64(_))
+            | (DataType::Float64, Value::Float64(_))
+            | (DataType::Date, Value::Date(_))
+            | (DataType::Bool, Value::Bool(_)) => true,
+            (DataType::Decimal { precision, .. }, Value::Decimal(d)) => {
+                return if d.unsigned_abs() < 10u64.pow(*precision as u32) {
+                    Ok(())
+                } else {
+                    Err(format!("{d} (scaled) is out of range for {self}"))
+                };
+            }
+            (DataType::Char { len } | DataType::Varchar { len }, Value::Str(s)) => {
+                return if s.len() <= *len as usize {
+                    Ok(())
+                } else {
+                    Err(format!("string of {} bytes is too long for {self}", s.len()))
+                };
+            }
+            _ => false,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(format!("a {} value does not fit a {self} column", v.type_name()))
+        }
+    }
+}
+
+impl fmt::Display for DataType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DataType::Int32 => write!(f, "INT32"),
+            DataType::Int64 => write!(f, "INT64"),
+            DataType::Float64 => write!(f, "FLOAT64"),
+            DataType::Decimal { precision, scale } => write!(f, "DECIMAL({precision},{scale})"),
+            DataType::Date => write!(f, "DATE"),
+            DataType::Char { len } => write!(f, "CHAR({len})"),
+            DataType::Varchar { len } => write!(f, "VARCHAR({len})"),
+            DataType::Bool => write!(f, "BOOL"),
+        }
+    }
+}
+
+/// One value. DECIMAL values are scaled integers (the scale is the column's).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Int32(i32),
+    Int64(i64),
+    Float64(f64),
+    Decimal(i64),
+    Date(i32),
+    Str(String),
+    Bool(bool),
+}
+
+impl Value {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "NULL",
+            Value::Int32(_) => "INT32",
+            Value::Int64(_) => "INT64",
+            Value::Float64(_) => "FLOAT64",
+            Value::Decimal(_) => "DECIMAL",
+            Value::Date(_) => "DATE",
+            Value::Str(_) => "string",
+            Value::Bool(_) => "BOOL",
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The value as an i64 when it is an integer-like value (INT32, INT64, DATE,
+    /// scaled DECIMAL, BOOL).
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int32(v) | Value::Date(v) => Some(*v as i64),
+            Value::Int64(v) | Value::Decimal(v) => Some(*v),
+            Value::Bool(b) => Some(*b as i64),
+            _ => None,
+        }
+    }
+
+    /// Formats the value for display given its column type (needed for DECIMAL's scale).
+    pub fn display(&self, ty: &DataType) -> String {
+        match (self, ty) {
+            (Value::Null, _) => "NULL".to_string(),
+            (Value::Decimal(d), DataType::Decimal { scale, .. }) => format_decimal(*d, *scale),
+            (Value::Date(d), _) => format_date(*d),
+            (Value::Int32(v), _) => v.to_string(),
+            (Value::Int64(v), _) | (Value::Decimal(v), _) => v.to_string(),
+            (Value::Float64(v), _) => v.to_string(),
+            (Value::Str(s), _) => s.clone(),
+            (Value::Bool(b), _) => b.to_string(),
+        }
+    }
+}
+
+/// A column of a table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Column {
+    pub name: String,
+    #[serde(flatten)]
+    pub ty: DataType,
+    #[serde(default)]
+    pub nullable: bool,
+}
+
+impl Column {
+    pub fn new(name: impl Into<String>, ty: DataType, nullable: bool) -> Column {
+        Column {
+            name: name.into(),
+            ty,
+            nullable,
+        }
+    }
+}
+
+/// An ordered list of columns with unique names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Schema {
+    pub columns: Vec<Column>,
+}
+
+impl Schema {
+    pub fn new(columns: Vec<Column>) -> Result<Schema> {
+        if columns.is_empty() {
+            return Err(StorageError::Schema("a table needs at least one column".into()));
+        }
+        for (i, c) in columns.iter().enumerate() {
+            if c.name.is_empty() {
+                return Err(StorageError::Schema(format!("column {} has an empty name", i + 1)));
+            }
+            if columns[..i].iter().any(|o| o.name.eq_ignore_ascii_case(&c.name)) {
+                return Err(StorageError::Schema(format!("duplicate column name '{}'", c.name)));
+            }
+        }
+        if columns.len() > u16::MAX as usize {
+            return Err(StorageError::Schema("too many columns".into()));
+        }
+        Ok(Schema { columns })
+    }
+
+    /// Parses `name TYPE [NULL|NOT NULL], ...` (columns are NOT NULL unless marked NULL).
+    pub fn parse(text: &str) -> Result<Schema> {
+        let mut columns = Vec::new();
+        for part in split_top_level(text) {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            let (name, rest) = part.split_once(char::is_whitespace).ok_or_else(|| {
+                StorageError::Schema(format!("'{part}': expected 'name TYPE [NULL]'"))
+            })?;
+            let mut rest = rest.trim().to_string();
+            let upper = rest.to_ascii_uppercase();
+            let mut nullable = false;
+            if let Some(stripped) = upper.strip_suffix("NOT NULL") {
+                rest.truncate(stripped.len());
+            } else if let Some(stripped) = upper.strip_suffix("NULL") {
+                rest.truncate(stripped.len());
+                nullable = true;
+            }
+            columns.push(Column::new(name, DataType::parse(&rest)?, nullable));
+        }
+        Schema::new(columns)
+    }
+
+    pub fn len(&self) -> usize {
+        self.columns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.columns.is_empty()
+    }
+
+    /// Position of a column by name (case-insensitive).
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn types(&self) -> Vec<DataType> {
+        self.columns.iter().map(|c| c.ty).collect()
+    }
+
+    /// Largest encoded row.
+    pub fn max_row_size(&self) -> usize {
+        RowLayout::new(self).bitmap_len + self.columns.iter().map(|c| c.ty.max_width()).sum::<usize>()
+    }
+}
+
+impl fmt::Display for Schema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, c) in self.columns.iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ")?;
+            }
+            write!(f, "{} {}{}", c.name, c.ty, if c.nullable { " NULL" } else { "" })?;
+        }
+        Ok(())
+    }
+}
+
+fn split_top_level(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, ch) in text.char_indices() {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+/// Encodes and decodes rows of one schema.
+#[derive(Clone, Debug)]
+pub struct RowLayout {
+    types: Vec<DataType>,
+    nullable: Vec<bool>,
+    bitmap_len: usize,
+    /// Offset of every column when all are fixed-width and none nullable.
+    offsets: Option<Vec<usize>>,
+}
+
+impl RowLayout {
+    pub fn new(schema: &Schema) -> RowLayout {
+        let any_null = schema.columns.iter().any(|c| c.nullable);
+        let bitmap_len = if any_null { schema.len().div_ceil(8) } else { 0 };
+        let offsets = if any_null {
+            None
+        } else {
+            let mut off = 0;
+            let mut v = Vec::with_capacity(schema.len());
+            let mut all_fixed = true;
+            for c in &schema.columns {
+                v.push(off);
+                match c.ty.fixed_width() {
+                    Some(w) => off += w,
+                    None => all_fixed = false,
+                }
+            }
+            all_fixed.then_some(v)
+        };
+        RowLayout {
+            types: schema.types(),
+            nullable: schema.columns.iter().map(|c| c.nullable).collect(),
+            bitmap_len,
+            offsets,
+        }
+    }
+
+    /// Byte offset of column `col` in every row, when rows have a fixed layout.
+    pub fn fixed_offset(&self, col: usize) -> Option<usize> {
+        self.offsets.as_ref().map(|o| o[col])
+    }
+
+    /// Appends the encoding of `row` to `out`, checking types, NULLs and lengths.
+    /// `names` is only used for error messages.
+    pub fn encode(&self, row: &[Value], out: &mut Vec<u8>, names: &Schema) -> Result<()> {
+        if row.len() != self.types.len() {
+            return Err(StorageError::Schema(format!(
+                "row has {} values, table has {} columns",
+                row.len(),
+                self.types.len()
+            )));
+        }
+        let start = out.len();
+        out.resize(start + self.bitmap_len, 0);
+        for (i, (v, ty)) in row.iter().zip(&self.types).enumerate() {
+            let col_err = |reason: String| StorageError::Value {
+                column: names.columns[i].name.clone(),
+                reason,
+            };
+            if v.is_null() {
+                if !self.nullable[i] {
+                    return Err(col_err("NULL in a NOT NULL column".into()));
+                }
+                out[start + i / 8] |= 1 << (i % 8);
+                continue;
+            }
+            ty.check(v).map_err(col_err)?;
+            match (ty, v) {
+                (DataType::Int32, Value::Int32(x)) | (DataType::Date, Value::Date(x)) => {
+                    out.extend_from_slice(&x.to_le_bytes())
+                }
+                (DataType::Int64, Value::Int64(x)) | (DataType::Decimal { .. }, Value::Decimal(x)) => {
+                    out.extend_from_slice(&x.to_le_bytes())
+                }
+                (DataType::Float64, Value::Float64(x)) => out.extend_from_slice(&x.to_le_bytes()),
+                (DataType::Bool, Value::Bool(b)) => out.push(*b as u8),
+                (DataType::Char { len }, Value::Str(s)) => {
+                    out.extend_from_slice(s.as_bytes());
+                    out.resize(out.len() + *len as usize - s.len(), b' ');
+                }
+                (DataType::Varchar { .. }, Value::Str(s)) => {
+                    out.extend_from_slice(&(s.len() as u16).to_le_bytes());
+                    out.extend_from_slice(s.as_bytes());
+                }
+                _ => unreachable!("checked by DataType::check"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes a whole row. `bytes` must have been produced by [`RowLayout::encode`]
+    /// for the same schema (pages are checksummed, so this holds for stored tuples).
+    pub fn decode(&self, bytes: &[u8]) -> Vec<Value> {
+        let mut out = Vec::with_capacity(self.types.len());
+        let mut pos = self.bitmap_len;
+        for i in 0..self.types.len() {
+            if self.is_null(bytes, i) {
+                out.push(Value::Null);
+                continue;
+            }
+            let (v, w) = decode_value(&self.types[i], &bytes[pos..]);
+            pos += w;
+            out.push(v);
+        }
+        out
+    }
+
+    /// Decodes one column, skipping the others (constant time for fixed layouts).
+    pub fn decode_column(&self, bytes: &[u8], col: usize) -> Value {
+        if let Some(off) = self.fixed_offset(col) {
+            return decode_value(&self.types[col], &bytes[off..]).0;
+        }
+        if self.is_null(bytes, col) {
+            return Value::Null;
+        }
+        let mut pos = self.bitmap_len;
+        for i in 0..col {
+            if !self.is_null(bytes, i) {
+                pos += value_width(&self.types[i], &bytes[pos..]);
+            }
+        }
+        decode_value(&self.types[col], &bytes[pos..]).0
+    }
+
+    fn is_null(&self, bytes: &[u8], col: usize) -> bool {
+        self.bitmap_len > 0 && bytes[col / 8] & (1 << (col % 8)) != 0
+    }
+}
+
+fn value_width(ty: &DataType, bytes: &[u8]) -> usize {
+    match ty.fixed_width() {
+        Some(w) => w,
+        None => 2 + u16::from_le_bytes([bytes[0], bytes[1]]) as usize,
+    }
+}
+
+fn decode_value(ty: &DataType, b: &[u8]) -> (Value, usize) {
+    let i32_at = || i32::from_le_bytes(b[..4].try_into().unwrap());
+    let i64_at = || i64::from_le_bytes(b[..8].try_into().unwrap());
+    match ty {
+        DataType::Int32 => (Value::Int32(i32_at()), 4),
+        DataType::Date => (Value::Date(i32_at()), 4),
+        DataType::Int64 => (Value::Int64(i64_at()), 8),
+        DataType::Decimal { .. } => (Value::Decimal(i64_at()), 8),
+        DataType::Float64 => (Value::Float64(f64::from_le_bytes(b[..8].try_into().unwrap())), 8),
+        DataType::Bool => (Value::Bool(b[0] != 0), 1),
+        DataType::Char { len } => {
+            let s = String::from_utf8_lossy(&b[..*len as usize]);
+            (Value::Str(s.trim_end_matches(' ').to_string()), *len as usize)
+        }
+        DataType::Varchar { .. } => {
+            let n = u16::from_le_bytes([b[0], b[1]]) as usize;
+            (Value::Str(String::from_utf8_lossy(&b[2..2 + n]).into_owned()), 2 + n)
+        }
+    }
+}
+
+/// A tuple id: heap page number and slot on that page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Tid {
+    pub page: u32,
+    pub slot: u16,
+}
+
+impl Tid {
+    pub const ENCODED_LEN: usize = 6;
+
+    pub fn new(page: u32, slot: u16) -> Tid {
+        Tid { page, slot }
+    }
+
+    /// Big-endian, so encoded tids order like tids.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.page.to_be_bytes());
+        out.extend_from_slice(&self.slot.to_be_bytes());
+    }
+
+    pub fn decode(b: &[u8]) -> Tid {
+        Tid {
+            page: u32::from_be_bytes(b[..4].try_into().unwrap()),
+            slot: u16::from_be_bytes(b[4..6].try_into().unwrap()),
+        }
+    }
+}
+
+impl fmt::Display for Tid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "({},{})", self.page, self.slot)
+    }
+}
+
+/// Appends the order-preserving encoding of `values` (typed by `types`) to `out`.
+pub fn encode_key(types: &[DataType], values: &[Value], out: &mut Vec<u8>) {
+    debug_assert_eq!(types.len(), values.len());
+    for (ty, v) in types.iter().zip(values) {
+        encode_key_value(ty, v, out);
+    }
+}
+
+/// Encodes one key column (see the module docs).
+pub fn encode_key_value(ty: &DataType, v: &Value, out: &mut Vec<u8>) {
+    if v.is_null() {
+        out.push(0);
+        return;
+    }
+    out.push(1);
+    match v {
+        Value::Int32(x) | Value::Date(x) => out.extend_from_slice(&((*x as u32) ^ 0x8000_0000).to_be_bytes()),
+        Value::Int64(x) | Value::Decimal(x) => {
+            out.extend_from_slice(&((*x as u64) ^ 0x8000_0000_0000_0000).to_be_bytes())
+        }
+        Value::Float64(x) => {
+            let bits = x.to_bits();
+            let k = if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) };
+            out.extend_from_slice(&k.to_be_bytes());
+        }
+        Value::Bool(b) => out.push(*b as u8),
+        Value::Str(s) => {
+            let s = if matches!(ty, DataType::Char { .. }) { s.trim_end_matches(' ') } else { s };
+            for &byte in s.as_bytes() {
+                out.push(byte);
+                if byte == 0 {
+                    out.push(0xFF);
+                }
+            }
+            out.extend_from_slice(&[0, 0]);
+        }
+        Value::Null => unreachable!(),
+    }
+}
+
+/// Decodes a key produced by [`encode_key`]; returns the values and the number of
+/// bytes consumed (a tid may follow).
+pub fn decode_key(types: &[DataType], b: &[u8]) -> (Vec<Value>, usize) {
+    let mut pos = 0;
+    let mut out = Vec::with_capacity(types.len());
+    for ty in types {
+        let flag = b[pos];
+        pos += 1;
+        if flag == 0 {
+            out.push(Value::Null);
+            continue;
+        }
+        let u32_at = |p: usize| u32::from_be_bytes(b[p..p + 4].try_into().unwrap());
+        let u64_at = |p: usize| u64::from_be_bytes(b[p..p + 8].try_into().unwrap());
+        match ty {
+            DataType::Int32 => {
+                out.push(Value::Int32((u32_at(pos) ^ 0x8000_0000) as i32));
+                pos += 4;
+            }
+            DataType::Date => {
+                out.push(Value::Date((u32_at(pos) ^ 0x8000_0000) as i32));
+                pos += 4;
+            }
+            DataType::Int64 => {
+                out.push(Value::Int64((u64_at(pos) ^ (1 << 63)) as i64));
+                pos += 8;
+            }
+            DataType::Decimal { .. } => {
+                out.push(Value::Decimal((u64_at(pos) ^ (1 << 63)) as i64));
+                pos += 8;
+            }
+            DataType::Float64 => {
+                let k = u64_at(pos);
+                let bits = if k >> 63 == 1 { k ^ (1 << 63) } else { !k };
+                out.push(Value::Float64(f64::from_bits(bits)));
+                pos += 8;
+            }
+            DataType::Bool => {
+                out.push(Value::Bool(b[pos] != 0));
+                pos += 1;
+            }
+            DataType::Char { .. } | DataType::Varchar { .. } => {
+                let mut s = Vec::new();
+                loop {
+                    let byte = b[pos];
+                    if byte == 0 {
+                        if b[pos + 1] == 0 {
+                            pos += 2;
+                            break;
+                        }
+                        s.push(0);
+                        pos += 2;
+                    } else {
+                        s.push(byte);
+                        pos += 1;
+                    }
+                }
+                out.push(Value::Str(String::from_utf8_lossy(&s).into_owned()));
+            }
+        }
+    }
+    (out, pos)
+}
+
+fn parse_decimal(s: &str, precision: u8, scale: u8) -> std::result::Result<i64, String> {
+    let bad = || format!("'{s}' is not a decimal number");
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let (int_part, frac_part) = digits.split_once('.').unwrap_or((digits, ""));
+    if (int_part.is_empty() && frac_part.is_empty())
+        || !int_part.bytes().all(|c| c.is_ascii_digit())
+        || !frac_part.bytes().all(|c| c.is_ascii_digit())
+    {
+        return Err(bad());
+    }
+    let mut v: i128 = 0;
+    for c in int_part.bytes() {
+        v = v * 10 + (c - b'0') as i128;
+        if v > i64::MAX as i128 {
+            return Err(format!("'{s}' is out of range for DECIMAL({precision},{scale})"));
+        }
+    }
+    let frac = frac_part.as_bytes();
+    for i in 0..scale as usize {
+        v = v * 10 + frac.get(i).map_or(0, |c| (c - b'0') as i128);
+    }
+    // Round half away from zero on the first dropped digit, as PostgreSQL's numeric does.
+    if frac.get(scale as usize).is_some_and(|c| *c >= b'5') {
+        v += 1;
+    }
+    if v >= 10i128.pow(precision as u32) {
+        return Err(format!("'{s}' is out of range for DECIMAL({precision},{scale})"));
+    }
+    Ok(if neg { -(v as i64) } else { v as i64 })
+}
+
+/// Formats a scaled decimal.
+pub fn format_decimal(v: i64, scale: u8) -> String {
+    if scale == 0 {
+        return v.to_string();
+    }
+    let p = 10u64.pow(scale as u32);
+    let a = v.unsigned_abs();
+    format!(
+        "{}{}.{:0width$}",
+        if v < 0 { "-" } else { "" },
+        a / p,
+        a % p,
+        width = scale as usize
+    )
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+pub fn days_from_civil(y: i32, m: u32, d: u32) -> i32 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = (y - era * 400) as u32;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146097 + doe as i32 - 719468
+}
+
+/// The (year, month, day) of a day number.
+pub fn civil_from_days(z: i32) -> (i32, u32, u32) {
+    let z = z + 719468;
+    let era = if z >= 0 { z } else { z - 146096 } / 146097;
+    let doe = (z - era * 146097) as u32;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe as i32 + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn parse_date(s: &str) -> std::result::Result<i32, String> {
+    let bad = || format!("'{s}' is not a date (expected YYYY-MM-DD)");
+    let mut it = s.splitn(3, '-');
+    let (Some(y), Some(m), Some(d)) = (it.next(), it.next(), it.next()) else {
+        return Err(bad());
+    };
+    let (y, m, d) = (
+        y.parse::<i32>().map_err(|_| bad())?,
+        m.parse::<u32>().map_err(|_| bad())?,
+        d.parse::<u32>().map_err(|_| bad())?,
+    );
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days_in_month = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if !(1..=12).contains(&m) || d == 0 || d > days_in_month[m as usize - 1] || !(-9999..=9999).contains(&y) {
+        return Err(format!("'{s}' is not a valid date"));
+    }
+    Ok(days_from_civil(y, m, d))
+}
+
+/// Formats a day number as YYYY-MM-DD.
+pub fn format_date(days: i32) -> String {
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn schema() -> Schema {
+        Schema::parse("a INT, b BIGINT NULL, c DECIMAL(12,2), d DATE, e CHAR(5), f VARCHAR(20) NULL, g BOOL, h DOUBLE").unwrap()
+    }
+
+    #[test]
+    fn parses_schemas_and_rejects_bad_types() {
+        let s = schema();
+        assert_eq!(s.len(), 8);
+        assert_eq!(s.columns[2].ty, DataType::Decimal { precision: 12, scale: 2 });
+        assert!(s.columns[1].nullable && !s.columns[0].nullable);
+        let e = Schema::parse("a INT, b FOO").unwrap_err().to_string();
+        assert!(e.contains("'FOO'") && e.contains("unknown type"), "{e}");
+        let e = Schema::parse("a INT, A INT").unwrap_err().to_string();
+        assert!(e.contains("duplicate column name 'A'"), "{e}");
+        assert!(Schema::parse("a DECIMAL(19,2)").is_err());
+    }
+
+    #[test]
+    fn parses_values_with_clear_errors() {
+        let dec = DataType::Decimal { precision: 5, scale: 2 };
+        assert_eq!(dec.parse_value("123.456"), Ok(Value::Decimal(12346)));
+        assert_eq!(dec.parse_value("-0.5"), Ok(Value::Decimal(-50)));
+        assert!(dec.parse_value("1234.5").unwrap_err().contains("out of range"));
+        assert!(dec.parse_value("1.2.3").unwrap_err().contains("not a decimal"));
+        assert_eq!(DataType::Date.parse_value("1998-12-01"), Ok(Value::Date(days_from_civil(1998, 12, 1))));
+        assert!(DataType::Date.parse_value("1998-02-30").unwrap_err().contains("not a valid date"));
+        assert!(DataType::Int32.parse_value("12x").unwrap_err().contains("not a 32-bit integer"));
+        assert!(DataType::Int32.parse_value("3000000000").is_err());
+        assert!(DataType::Char { len: 3 }.parse_value("abcd").unwrap_err().contains("too long"));
+        assert_eq!(format_decimal(-1205, 2), "-12.05");
+        assert_eq!(format_date(0), "1970-01-01");
+    }
+
+    #[test]
+    fn fixed_layout_offsets() {
+        let s = Schema::parse("a INT, b BIGINT, c CHAR(3), d INT").unwrap();
+        let l = RowLayout::new(&s);
+        assert_eq!(l.fixed_offset(3), Some(4 + 8 + 3));
+        let s2 = Schema::parse("a INT, b VARCHAR(3)").unwrap();
+        assert_eq!(RowLayout::new(&s2).fixed_offset(0), None);
+    }
+
+    #[test]
+    fn encode_rejects_nulls_and_wrong_types() {
+        let s = schema();
+        let l = RowLayout::new(&s);
+        let mut row = vec![
+            Value::Null, Value::Null, Value::Decimal(1), Value::Date(1), Value::Str("x".into()),
+            Value::Null, Value::Bool(true), Value::Float64(1.0),
+        ];
+        let e = l.encode(&row, &mut Vec::new(), &s).unwrap_err().to_string();
+        assert!(e.contains("'a'") && e.contains("NOT NULL"), "{e}");
+        row[0] = Value::Str("no".into());
+        let e = l.encode(&row, &mut Vec::new(), &s).unwrap_err().to_string();
+        assert!(e.contains("'a'") && e.contains("string"), "{e}");
+    }
+
+    fn arb_row() -> impl Strategy<Value = Vec<Value>> {
+        (
+            any::<i32>(),
+            proptest::option::of(any::<i64>()),
+            -99_999_999_999i64..99_999_999_999,
+            -100_000i32..100_000,
+            "[a-z ]{0,5}",
+            proptest::option::of("[a-z\\x00é]{0,6}"),
+            any::<bool>(),
+            any::<f64>().prop_filter("no NaN", |f| !f.is_nan()),
+        )
+            .prop_map(|(a, b, c, d, e, f, g, h)| {
+                vec![
+                    Value::Int32(a),
+                    b.map_or(Value::Null, Value::Int64),
+                    Value::Decimal(c),
+                    Value::Date(d),
+                    Value::Str(e.trim_end_matches(' ').to_string()),
+                    f.map_or(Value::Null, Value::Str),
+                    Value::Bool(g),
+                    Value::Float64(h),
+                ]
+            })
+    }
+
+    fn cmp_values(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        for (x, y) in a.iter().zip(b) {
+            let o = match (x, y) {
+                (Value::Null, Value::Null) => Ordering::Equal,
+                (Value::Null, _) => Ordering::Less,
+                (_, Value::Null) => Ordering::Greater,
+                (Value::Float64(p), Value::Float64(q)) => p.total_cmp(q),
+                (Value::Str(p), Value::Str(q)) => p.as_bytes().cmp(q.as_bytes()),
+                (Value::Bool(p), Value::Bool(q)) => p.cmp(q),
+                _ => x.as_i64().unwrap().cmp(&y.as_i64().unwrap()),
+            };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    }
+
+    proptest! {
+        #[test]
+        fn rows_round_trip(row in arb_row()) {
+            let s = schema();
+            let l = RowLayout::new(&s);
+            let mut buf = Vec::new();
+            l.encode(&row, &mut buf, &s).unwrap();
+            prop_assert!(buf.len() <= s.max_row_size());
+            prop_assert_eq!(&l.decode(&buf), &row);
+            for c in 0..row.len() {
+                prop_assert_eq!(&l.decode_column(&buf, c), &row[c]);
+            }
+        }
+
+        #[test]
+        fn keys_round_trip_and_preserve_order(a in arb_row(), b in arb_row()) {
+            let types = schema().types();
+            let (mut ka, mut kb) = (Vec::new(), Vec::new());
+            encode_key(&types, &a, &mut ka);
+            encode_key(&types, &b, &mut kb);
+            prop_assert_eq!(decode_key(&types, &ka), (a.clone(), ka.len()));
+            prop_assert_eq!(ka.cmp(&kb), cmp_values(&a, &b));
+        }
+
+        #[test]
+        fn dates_round_trip(d in -1_000_000i32..1_000_000) {
+            let (y, m, dd) = civil_from_days(d);
+            prop_assert_eq!(days_from_civil(y, m, dd), d);
+        }
+    }
+}
