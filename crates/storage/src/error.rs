@@ -45,6 +45,10 @@ pub enum StorageError {
     TupleTooLarge { size: usize, max: usize },
     #[error("no tuple at page {page} slot {slot} of table '{table}'")]
     NoSuchTuple { table: String, page: u32, slot: u16 },
+    #[error("page {page} of table '{table}' has no room for a tuple of {size} bytes")]
+    NoRoom { table: String, page: u64, size: usize },
+    #[error("page {page} of {path} is pinned; it cannot be dropped now")]
+    PagePinned { path: PathBuf, page: u64 },
     #[error("buffer pool exhausted: all {frames} frames are pinned")]
     PoolExhausted { frames: usize },
     #[error("catalog {path}: {reason}")]

@@ -2,9 +2,17 @@
 //! secondary indexes, a buffer pool, real (direct-I/O) and modeled devices, and a
 //! crash-safe catalog. See `docs/architecture.md` for a walk through the layers.
 
+pub mod btree;
+pub mod buffer;
+pub mod catalog;
+pub mod check;
+pub mod db;
 pub mod device;
 pub mod error;
+pub mod heap;
 pub mod page;
 pub mod types;
+pub mod util;
 
+pub use db::{Database, DbOptions, IndexSpec, Progress, Table, TableOptions};
 pub use error::{Result, StorageError};

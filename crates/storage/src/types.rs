@@ -481,6 +481,43 @@ impl RowLayout {
         Ok(())
     }
 
+    /// Checks that `bytes` is a well-formed row of this layout (lengths, NULLs,
+    /// UTF-8), so that decoding it cannot fail. Used by `strata check`.
+    pub fn validate(&self, bytes: &[u8]) -> std::result::Result<(), String> {
+        if bytes.len() < self.bitmap_len {
+            return Err(format!("tuple of {} bytes is shorter than its null bitmap", bytes.len()));
+        }
+        let mut pos = self.bitmap_len;
+        for i in 0..self.types.len() {
+            if self.is_null(bytes, i) {
+                if !self.nullable[i] {
+                    return Err(format!("column {} is NULL but NOT NULL", i + 1));
+                }
+                continue;
+            }
+            let rest = &bytes[pos..];
+            let w = match self.types[i].fixed_width() {
+                Some(w) => w,
+                None if rest.len() >= 2 => 2 + u16::from_le_bytes([rest[0], rest[1]]) as usize,
+                None => usize::MAX,
+            };
+            if w > rest.len() {
+                return Err(format!("tuple ends inside column {}", i + 1));
+            }
+            if let DataType::Char { .. } | DataType::Varchar { .. } = self.types[i] {
+                let text = if w == self.types[i].fixed_width().unwrap_or(0) { &rest[..w] } else { &rest[2..w] };
+                if std::str::from_utf8(text).is_err() {
+                    return Err(format!("column {} is not valid UTF-8", i + 1));
+                }
+            }
+            pos += w;
+        }
+        if pos != bytes.len() {
+            return Err(format!("tuple has {} bytes, its columns account for {pos}", bytes.len()));
+        }
+        Ok(())
+    }
+
     /// Decodes a whole row. `bytes` must have been produced by [`RowLayout::encode`]
     /// for the same schema (pages are checksummed, so this holds for stored tuples).
     pub fn decode(&self, bytes: &[u8]) -> Vec<Value> {

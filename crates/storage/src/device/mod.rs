@@ -153,6 +153,9 @@ pub struct IoStats {
     modeled_ns: AtomicU64,
     /// Where the previous read ended: (file, next page). Decides sequential vs random.
     last_read_end: Mutex<Option<(FileId, u64)>>,
+    /// How many times [`IoStats::forget_position`] was called, so a device that
+    /// models a head position of its own (the `hdd` profile) forgets it too.
+    position_epoch: AtomicU64,
 }
 
 impl IoStats {
@@ -188,6 +191,12 @@ impl IoStats {
     /// (e.g. between two queries, as the head has moved elsewhere).
     pub fn forget_position(&self) {
         *self.last_read_end.lock() = None;
+        self.position_epoch.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Changes every time [`IoStats::forget_position`] is called.
+    pub fn position_epoch(&self) -> u64 {
+        self.position_epoch.load(Ordering::Relaxed)
     }
 
     pub fn snapshot(&self) -> IoCounters {

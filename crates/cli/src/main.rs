@@ -1,0 +1,112 @@
+//! `strata`: create a database, load or generate data, inspect and check it, and
+//! run the experiments.
+//!
+//! Exit codes: 0 success; 1 an operational failure (I/O, a full disk); 2 bad usage
+//! or an unknown name (table, column, index, device profile); 3 bad input data
+//! (a malformed CSV row, a Parquet type strata cannot store); 4 corruption found
+//! (a checksum, a truncated file, an index that disagrees with its heap).
+
+mod bench_io;
+mod commands;
+mod progress;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use strata_storage::StorageError;
+
+#[derive(Parser)]
+#[command(name = "strata", version, about = "A storage-aware relational engine")]
+pub struct Cli {
+    /// Database directory.
+    #[arg(long, global = true, default_value = "./strata.db")]
+    pub db: PathBuf,
+    /// Buffer pool size, e.g. 256MiB.
+    #[arg(long, global = true, default_value = "256MiB")]
+    pub buffer_pool: String,
+    /// Device: `real` (direct I/O), `buffered` (through the OS page cache), or a
+    /// modeled profile over the real files: `hdd`, `ssd`, or a JSON profile file.
+    #[arg(long, global = true, default_value = "real")]
+    pub device: String,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Build a demo database (1M-row microbenchmark table), check it, and run one
+    /// range query by a full scan and by the index, cold, with their I/O counters.
+    Demo {
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: u64,
+    },
+    /// Create an empty database.
+    Create,
+    /// Load a CSV or Parquet file into a table (created if it does not exist).
+    Load(commands::LoadArgs),
+    /// Generate one of the papers' data sets: microbench, skewed, flash.
+    Gen(commands::GenArgs),
+    /// Tables, sizes, pages, fill, index heights and fill.
+    Info {
+        /// Only this table.
+        table: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify every checksum and index ↔ heap consistency.
+    Check,
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        which: BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Sequential and random read throughput of a table's heap through the device,
+    /// next to fio on the same file.
+    Io(bench_io::IoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match commands::run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit_code(&e))
+        }
+    }
+}
+
+fn exit_code(e: &anyhow::Error) -> u8 {
+    if e.downcast_ref::<strata_load::LoadError>().is_some_and(|l| l.is_bad_input()) {
+        return 3;
+    }
+    let storage = e
+        .downcast_ref::<StorageError>()
+        .or_else(|| e.downcast_ref::<strata_load::LoadError>().and_then(|l| l.storage()));
+    match storage {
+        Some(
+            StorageError::UnknownTable(_)
+            | StorageError::UnknownColumn { .. }
+            | StorageError::UnknownIndex(_)
+            | StorageError::TableExists(_)
+            | StorageError::IndexExists(_)
+            | StorageError::Schema(_)
+            | StorageError::Profile(_),
+        ) => 2,
+        Some(StorageError::Value { .. }) => 3,
+        Some(
+            StorageError::CorruptPage { .. }
+            | StorageError::Truncated { .. }
+            | StorageError::Catalog { .. }
+            | StorageError::Index { .. },
+        ) => 4,
+        _ if e.downcast_ref::<commands::UsageError>().is_some() => 2,
+        _ => 1,
+    }
+}

@@ -1,0 +1,276 @@
+//! Native generators for the synthetic data of the papers strata reproduces.
+//!
+//! Each generator creates its table and index in one atomic load: rows stream
+//! straight into the heap writer (1 MiB runs, no buffer pool) and the index is
+//! bulk-built from sorted keys at commit. One `Vec<Value>` is reused for every row,
+//! so generation does not allocate per row; 10 M microbench rows take seconds plus
+//! the index build.
+//!
+//! All data is a pure function of (kind, rows, seed): [`SmallRng`] seeded with
+//! `seed`, drawn in a fixed order, so a seed reproduces a data set exactly.
+//!
+//! - `microbench` (Smooth Scan, §7.3): `c1..c10 INT32 NOT NULL`; `c1` is the row
+//!   number from 0, equal to the tuple order (the primary key), `c2..c10` uniform in
+//!   `[0, 100000]`; non-clustered B+-tree `<table>_c2` on `c2`, so a range on `c2`
+//!   has a selectivity set by its width and its matches are spread over the heap.
+//! - `skewed` (Smooth Scan, §7.4): the same table, but `c2 = 0` exactly on the
+//!   first 1% of rows by position plus 0.001% of the remaining rows chosen at
+//!   random; all other `c2` are uniform in `[1, 100000]`, so the predicate
+//!   `c2 = 0` selects exactly the skewed rows: a dense cluster at the start of the
+//!   heap and a few stragglers ([`skewed_counts`] gives the numbers).
+//! - `flash` (the flash paper, §3.2): 300-byte tuples, `a INT32` a random
+//!   permutation of `1..=N` (Fisher–Yates) and `pad CHAR(296)` filled with one
+//!   letter repeated (cheap, deterministic, and not all blanks, so the bytes are
+//!   really stored); B+-tree `<table>_a` on `a`, whose order is uncorrelated with
+//!   the heap order.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use strata_storage::db::{Database, IndexSpec, LoadSummary, Progress, TableOptions};
+use strata_storage::types::{Column, DataType, Schema, Value};
+
+use crate::LoadError;
+
+/// Largest value of the uniform microbench columns (inclusive).
+pub const MICROBENCH_MAX: i32 = 100_000;
+/// Bytes of a `flash` tuple.
+const FLASH_TUPLE: u16 = 300;
+/// Rows between progress reports.
+const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// Which data set to generate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GenKind {
+    Microbench,
+    Skewed,
+    Flash,
+}
+
+impl GenKind {
+    pub const ALL: [GenKind; 3] = [GenKind::Microbench, GenKind::Skewed, GenKind::Flash];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            GenKind::Microbench => "microbench",
+            GenKind::Skewed => "skewed",
+            GenKind::Flash => "flash",
+        }
+    }
+
+    /// The table name used when none is given (the generator's name).
+    pub fn default_table(self) -> &'static str {
+        self.name()
+    }
+
+    /// The indexed column.
+    pub fn index_column(self) -> &'static str {
+        match self {
+            GenKind::Microbench | GenKind::Skewed => "c2",
+            GenKind::Flash => "a",
+        }
+    }
+
+    pub fn schema(self) -> Schema {
+        match self {
+            GenKind::Microbench | GenKind::Skewed => microbench_schema(),
+            GenKind::Flash => flash_schema(),
+        }
+    }
+}
+
+impl fmt::Display for GenKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for GenKind {
+    type Err = LoadError;
+
+    /// Parses `microbench`, `skewed` or `flash` (case-insensitive).
+    fn from_str(s: &str) -> Result<GenKind, LoadError> {
+        GenKind::ALL.into_iter().find(|k| k.name().eq_ignore_ascii_case(s.trim())).ok_or_else(|| {
+            LoadError::Usage(format!(
+                "unknown data set '{s}': expected one of {}",
+                GenKind::ALL.map(|k| k.name()).join(", ")
+            ))
+        })
+    }
+}
+
+/// What to generate.
+#[derive(Clone, Debug)]
+pub struct GenSpec {
+    pub kind: GenKind,
+    pub rows: u64,
+    pub seed: u64,
+    /// Table name; `None`: the generator's name.
+    pub table: Option<String>,
+    /// Heap options, e.g. `fill_factor` to spread rows over more pages.
+    pub options: TableOptions,
+}
+
+impl GenSpec {
+    /// `rows` rows of `kind` with seed 42 and default table options.
+    pub fn new(kind: GenKind, rows: u64) -> GenSpec {
+        GenSpec { kind, rows, seed: 42, table: None, options: TableOptions::default() }
+    }
+
+    pub fn table_name(&self) -> &str {
+        self.table.as_deref().unwrap_or(self.kind.default_table())
+    }
+
+    /// Name of the generated index: `<table>_<column>`.
+    pub fn index_name(&self) -> String {
+        format!("{}_{}", self.table_name(), self.kind.index_column())
+    }
+}
+
+/// What [`generate`] did.
+#[derive(Clone, Debug)]
+pub struct GenReport {
+    pub table: String,
+    pub kind: GenKind,
+    pub rows: u64,
+    /// For `skewed`: rows with `c2 = 0`.
+    pub c2_zero_rows: Option<u64>,
+    /// Wall time including the index build and commit.
+    pub elapsed: Duration,
+    pub summary: LoadSummary,
+}
+
+/// `c1..c10 INT32 NOT NULL`: the microbench and skewed table.
+pub fn microbench_schema() -> Schema {
+    Schema::new((1..=10).map(|i| Column::new(format!("c{i}"), DataType::Int32, false)).collect())
+        .expect("valid schema")
+}
+
+/// `a INT32 NOT NULL, pad CHAR(296) NOT NULL`: a 300-byte tuple.
+pub fn flash_schema() -> Schema {
+    let pad = FLASH_TUPLE - 4;
+    Schema::new(vec![
+        Column::new("a", DataType::Int32, false),
+        Column::new("pad", DataType::Char { len: pad }, false),
+    ])
+    .expect("valid schema")
+}
+
+/// How the `skewed` data set places `c2 = 0`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SkewedCounts {
+    /// The first `hot` rows (1%, rounded down) have `c2 = 0`.
+    pub hot: u64,
+    /// So do this many of the other rows (0.001% of them, rounded to nearest),
+    /// chosen uniformly at random without repetition.
+    pub scattered: u64,
+}
+
+impl SkewedCounts {
+    /// Rows with `c2 = 0`.
+    pub fn total(&self) -> u64 {
+        self.hot + self.scattered
+    }
+}
+
+/// The `c2 = 0` rows of a `skewed` table of `rows` rows.
+pub fn skewed_counts(rows: u64) -> SkewedCounts {
+    let hot = rows / 100;
+    let scattered = ((rows - hot) as f64 * 1e-5).round() as u64;
+    SkewedCounts { hot, scattered }
+}
+
+/// Generates `spec` into a new table with its index, atomically. Progress: phase
+/// `generate <table>` in rows, then the commit's phases (index build).
+pub fn generate(db: &Database, spec: &GenSpec, progress: &dyn Progress) -> Result<GenReport, LoadError> {
+    let start = Instant::now();
+    let table = spec.table_name();
+    // c1 runs 0..rows and `a` 1..=rows, both INT32.
+    let limit = i32::MAX as u64;
+    if spec.rows > limit {
+        return Err(LoadError::Usage(format!(
+            "{} rows is too many for {}: its INT32 key holds at most {limit}",
+            spec.rows, spec.kind
+        )));
+    }
+    let index = IndexSpec::new(spec.index_name(), &[spec.kind.index_column()]);
+    let mut load = db.begin_create_load(table, spec.kind.schema(), spec.options.clone(), vec![index])?;
+    progress.phase(&format!("generate {table}"), spec.rows);
+    let mut rng = SmallRng::seed_from_u64(spec.seed);
+    let n = spec.rows;
+    let mut c2_zero_rows = None;
+    let tick = |i: u64| {
+        if (i + 1).is_multiple_of(PROGRESS_EVERY) {
+            progress.advance(PROGRESS_EVERY);
+        }
+    };
+
+    match spec.kind {
+        GenKind::Microbench | GenKind::Skewed => {
+            // Rows (by position) with c2 = 0, ascending; empty for microbench.
+            let (hot, mut zeros) = if spec.kind == GenKind::Skewed {
+                let counts = skewed_counts(n);
+                c2_zero_rows = Some(counts.total());
+                let mut z: Vec<u64> =
+                    rand::seq::index::sample(&mut rng, (n - counts.hot) as usize, counts.scattered as usize)
+                        .into_iter()
+                        .map(|i| counts.hot + i as u64)
+                        .collect();
+                z.sort_unstable();
+                (counts.hot, z.into_iter().peekable())
+            } else {
+                (0, Vec::new().into_iter().peekable())
+            };
+            let skewed = spec.kind == GenKind::Skewed;
+            let mut row = vec![Value::Int32(0); 10];
+            for i in 0..n {
+                row[0] = Value::Int32(i as i32);
+                row[1] = Value::Int32(if !skewed {
+                    rng.random_range(0..=MICROBENCH_MAX)
+                } else if i < hot || zeros.next_if_eq(&i).is_some() {
+                    0
+                } else {
+                    rng.random_range(1..=MICROBENCH_MAX)
+                });
+                for v in &mut row[2..] {
+                    *v = Value::Int32(rng.random_range(0..=MICROBENCH_MAX));
+                }
+                load.append(&row)?;
+                tick(i);
+            }
+        }
+        GenKind::Flash => {
+            let mut perm: Vec<i32> = (1..=n as i32).collect();
+            for i in (1..perm.len()).rev() {
+                let j = rng.random_range(0..=i);
+                perm.swap(i, j);
+            }
+            let pad_len = (FLASH_TUPLE - 4) as usize;
+            let pads: Vec<String> = (b'a'..=b'z').map(|c| (c as char).to_string().repeat(pad_len)).collect();
+            let mut row = vec![Value::Int32(0), Value::Str(String::with_capacity(pad_len))];
+            for (i, &a) in perm.iter().enumerate() {
+                row[0] = Value::Int32(a);
+                if let Value::Str(s) = &mut row[1] {
+                    s.clear();
+                    s.push_str(&pads[i % pads.len()]);
+                }
+                load.append(&row)?;
+                tick(i as u64);
+            }
+        }
+    }
+    progress.advance(n % PROGRESS_EVERY);
+
+    let summary = load.commit(progress)?;
+    Ok(GenReport {
+        table: table.to_string(),
+        kind: spec.kind,
+        rows: n,
+        c2_zero_rows,
+        elapsed: start.elapsed(),
+        summary,
+    })
+}

@@ -1,0 +1,203 @@
+//! strata's loaders: typed CSV ([`load_csv`]) and Parquet ([`load_parquet`])
+//! import, and native generators for the papers' synthetic data ([`generate`]).
+//!
+//! Every loader appends through one [`TableLoad`](strata_storage::db::TableLoad)
+//! and commits it at the very end, so a load is atomic: it either adds every good
+//! row (and rebuilds the table's indexes) or leaves the table exactly as it was. A
+//! load that fails before commit simply drops the `TableLoad`, which gives its
+//! pages back; a table the load was creating never appears in the catalog.
+//!
+//! Errors name where the problem is: the file, the line (CSV) or row (Parquet),
+//! the column by number and name, and the reason, e.g.
+//! `data.csv:17: column 3 (c2): 'abc' is not a 32-bit integer`. Loaders print
+//! nothing; rows skipped under `max_errors` are returned in the [`LoadReport`].
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use strata_storage::StorageError;
+use strata_storage::db::{Database, IndexSpec, LoadSummary, TableLoad, TableOptions};
+use strata_storage::types::Schema;
+
+mod csv;
+mod gen;
+mod parquet;
+
+pub use crate::csv::{CsvOptions, CsvReport, load_csv};
+pub use crate::gen::{
+    GenKind, GenReport, GenSpec, MICROBENCH_MAX, SkewedCounts, flash_schema, generate, microbench_schema, skewed_counts,
+};
+pub use crate::parquet::{ParquetOptions, ParquetReport, load_parquet};
+
+/// Where in an input file a bad row is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RowPosition {
+    /// 1-based physical line where a CSV record starts.
+    Line(u64),
+    /// 1-based row number in a Parquet file.
+    Row(u64),
+}
+
+/// One bad input row: where it is, which column (when one is to blame) and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowError {
+    /// The input file as the caller named it.
+    pub file: String,
+    pub position: RowPosition,
+    /// 1-based column (field) number in the input and the table column's name.
+    pub column: Option<(usize, String)>,
+    pub reason: String,
+}
+
+impl fmt::Display for RowError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.position {
+            RowPosition::Line(l) => write!(f, "{}:{l}: ", self.file)?,
+            RowPosition::Row(r) => write!(f, "{}: row {r}: ", self.file)?,
+        }
+        if let Some((n, name)) = &self.column {
+            write!(f, "column {n} ({name}): ")?;
+        }
+        write!(f, "{}", self.reason)
+    }
+}
+
+/// Why a load or generation failed. In every case nothing was committed.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The input could not be read (open, read or format errors below the row level).
+    #[error("{path}: {reason}")]
+    Input { path: PathBuf, reason: String },
+    /// The input does not fit the table (header names, column count, types), or
+    /// the request is incomplete (no schema for a new table).
+    #[error("{0}")]
+    Mismatch(String),
+    /// A bad row beyond `max_errors`: the whole load was rolled back.
+    #[error("{}", rejected_message(.error, *.max_errors, .table, *.new_table))]
+    Rejected {
+        /// The bad row that made the count exceed `max_errors`.
+        error: RowError,
+        /// Bad rows before it, which were being skipped.
+        skipped: Vec<RowError>,
+        max_errors: u64,
+        table: String,
+        /// The load was creating the table (which therefore does not exist now).
+        new_table: bool,
+    },
+    /// Bad generator name or parameters.
+    #[error("{0}")]
+    Usage(String),
+}
+
+fn rejected_message(error: &RowError, max_errors: u64, table: &str, new_table: bool) -> String {
+    let outcome = if new_table {
+        format!("table '{table}' was not created")
+    } else {
+        format!("table '{table}' is unchanged")
+    };
+    if max_errors == 0 {
+        format!("{error}; load rolled back, {outcome}")
+    } else {
+        format!("{error}; more than {max_errors} bad rows, load rolled back, {outcome}")
+    }
+}
+
+impl LoadError {
+    /// The located row error, when the load failed on a bad row.
+    pub fn row_error(&self) -> Option<&RowError> {
+        match self {
+            LoadError::Rejected { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// What a committed CSV or Parquet load did.
+#[derive(Clone, Debug)]
+pub struct LoadReport {
+    pub table: String,
+    /// The load created the table.
+    pub created: bool,
+    pub rows_loaded: u64,
+    /// Bad rows skipped (at most `max_errors`), in input order.
+    pub skipped: Vec<RowError>,
+    /// Size of the input file.
+    pub bytes: u64,
+    /// Wall time from opening the input to the committed catalog, index builds included.
+    pub elapsed: Duration,
+    /// The storage layer's account of the commit (total rows, pages, indexes built).
+    pub summary: LoadSummary,
+}
+
+impl LoadReport {
+    pub fn rows_skipped(&self) -> u64 {
+        self.skipped.len() as u64
+    }
+}
+
+/// Counts bad rows against `max_errors` and decides when a load must give up.
+pub(crate) struct ErrorBudget {
+    pub max_errors: u64,
+    pub skipped: Vec<RowError>,
+}
+
+impl ErrorBudget {
+    pub fn new(max_errors: u64) -> Self {
+        ErrorBudget { max_errors, skipped: Vec::new() }
+    }
+
+    /// Records a bad row; `Err` (the load must be rolled back) once there are more
+    /// than `max_errors`.
+    pub fn reject(&mut self, error: RowError, table: &str, new_table: bool) -> Result<(), LoadError> {
+        if (self.skipped.len() as u64) < self.max_errors {
+            self.skipped.push(error);
+            Ok(())
+        } else {
+            Err(LoadError::Rejected {
+                error,
+                skipped: std::mem::take(&mut self.skipped),
+                max_errors: self.max_errors,
+                table: table.to_string(),
+                new_table,
+            })
+        }
+    }
+}
+
+/// Splits a failed `TableLoad::append` into a row error (the row is at fault: a
+/// value out of range, a row too large for a page) or a fatal storage error.
+pub(crate) fn classify_append_error(e: StorageError) -> Result<(Option<String>, String), LoadError> {
+    match e {
+        StorageError::Value { column, reason } => Ok((Some(column), reason)),
+        e @ StorageError::TupleTooLarge { .. } => Ok((None, e.to_string())),
+        e => Err(e.into()),
+    }
+}
+
+/// Starts the load: creates the table with its indexes, or appends to the existing
+/// one and adds the requested indexes it does not have yet (so re-running a load
+/// with the same `--index` options appends instead of failing).
+pub(crate) fn begin_load<'a>(
+    db: &'a Database,
+    table: &str,
+    schema: &Schema,
+    new_table: bool,
+    create: &TableOptions,
+    indexes: &[IndexSpec],
+) -> Result<TableLoad<'a>, LoadError> {
+    if new_table {
+        return Ok(db.begin_create_load(table, schema.clone(), create.clone(), indexes.to_vec())?);
+    }
+    let t = db.table(table)?;
+    let mut load = db.begin_load(table)?;
+    for spec in indexes {
+        if t.index(&spec.name).is_err() {
+            load.add_index(spec.clone())?;
+        }
+    }
+    Ok(load)
+}
+

@@ -1,0 +1,589 @@
+//! The buffer pool: a fixed number of 8 KiB frames shared by every thread, with pin
+//! guards, clock eviction and dirty write-back.
+//!
+//! * [`BufferPool::read`] / [`BufferPool::write`] pin one page and return a guard
+//!   (shared or exclusive); the page stays in its frame while a guard lives.
+//! * A miss reads the page from the device and verifies its checksum; write-back
+//!   seals (checksums) the page before it goes to the device.
+//! * Eviction is the clock algorithm over unpinned frames (a reference bit a hit
+//!   sets and the hand clears).
+//! * Scans do not go through frames at all: [`BufferPool::read_run`] reads a run of
+//!   contiguous pages in one device request into the caller's own buffer (a small
+//!   ring the scan owns), overlaying any page that is dirty in the pool, so a full
+//!   scan neither floods the pool nor misses a write that is not yet on disk.
+//!
+//! Locking: one mutex protects the page table and the clock hand; each frame has a
+//! reader-writer lock over its bytes. The table mutex is never held while waiting
+//! for a frame lock (an unpinned frame's lock is free by construction), so there is
+//! no lock-order cycle. A frame being loaded is pinned and write-locked by the
+//! loader; other threads that find it in the table wait on its lock and then check
+//! that the load succeeded.
+
+use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::device::{AlignedBuf, Device, FileId, ReadRequest};
+use crate::error::{Result, StorageError};
+use crate::page::{self, PAGE_SIZE};
+
+type Key = (FileId, u64);
+
+struct FrameData {
+    buf: AlignedBuf,
+    /// The page this frame holds, once loaded.
+    tag: Option<Key>,
+}
+
+struct Frame {
+    data: RwLock<FrameData>,
+    pins: AtomicU32,
+    referenced: AtomicBool,
+    dirty: AtomicBool,
+}
+
+struct Table {
+    map: HashMap<Key, usize>,
+    /// Page each frame is assigned to (mirrors `map`), for eviction.
+    owner: Vec<Option<Key>>,
+    hand: usize,
+}
+
+/// Counters of the pool (cumulative).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PoolCounters {
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+    pub writebacks: u64,
+}
+
+impl std::ops::Sub for PoolCounters {
+    type Output = PoolCounters;
+    fn sub(self, o: PoolCounters) -> PoolCounters {
+        PoolCounters {
+            hits: self.hits - o.hits,
+            misses: self.misses - o.misses,
+            evictions: self.evictions - o.evictions,
+            writebacks: self.writebacks - o.writebacks,
+        }
+    }
+}
+
+pub struct BufferPool {
+    device: Arc<dyn Device>,
+    frames: Vec<Frame>,
+    table: Mutex<Table>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    evictions: AtomicU64,
+    writebacks: AtomicU64,
+}
+
+/// A pinned page, shared.
+pub struct PageRef<'a> {
+    frame: &'a Frame,
+    guard: RwLockReadGuard<'a, FrameData>,
+    page_no: u64,
+}
+
+/// A pinned page, exclusive; the page is marked dirty.
+pub struct PageMutRef<'a> {
+    frame: &'a Frame,
+    guard: RwLockWriteGuard<'a, FrameData>,
+    page_no: u64,
+}
+
+impl PageRef<'_> {
+    pub fn page_no(&self) -> u64 {
+        self.page_no
+    }
+}
+impl PageMutRef<'_> {
+    pub fn page_no(&self) -> u64 {
+        self.page_no
+    }
+}
+
+impl Deref for PageRef<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.guard.buf
+    }
+}
+impl Deref for PageMutRef<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.guard.buf
+    }
+}
+impl DerefMut for PageMutRef<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.guard.buf
+    }
+}
+impl Drop for PageRef<'_> {
+    fn drop(&mut self) {
+        self.frame.pins.fetch_sub(1, Ordering::Release);
+    }
+}
+impl Drop for PageMutRef<'_> {
+    fn drop(&mut self) {
+        self.frame.pins.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// How a page is brought into its frame on a miss.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    /// Read it from the device and verify it.
+    Read,
+    /// A brand-new page: zero the frame, do not read.
+    Zero,
+}
+
+impl BufferPool {
+    /// A pool of `bytes / PAGE_SIZE` frames (at least 8) over `device`.
+    pub fn new(device: Arc<dyn Device>, bytes: usize) -> BufferPool {
+        let n = (bytes / PAGE_SIZE).max(8);
+        let frames = (0..n)
+            .map(|_| Frame {
+                data: RwLock::new(FrameData {
+                    buf: AlignedBuf::new(1),
+                    tag: None,
+                }),
+                pins: AtomicU32::new(0),
+                referenced: AtomicBool::new(false),
+                dirty: AtomicBool::new(false),
+            })
+            .collect();
+        BufferPool {
+            device,
+            frames,
+            table: Mutex::new(Table {
+                map: HashMap::with_capacity(n),
+                owner: vec![None; n],
+                hand: 0,
+            }),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            writebacks: AtomicU64::new(0),
+        }
+    }
+
+    pub fn device(&self) -> &Arc<dyn Device> {
+        &self.device
+    }
+
+    /// Number of frames.
+    pub fn capacity(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn counters(&self) -> PoolCounters {
+        PoolCounters {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            evictions: self.evictions.load(Ordering::Relaxed),
+            writebacks: self.writebacks.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Pins `page` of `file` for reading.
+    pub fn read(&self, file: FileId, page: u64) -> Result<PageRef<'_>> {
+        loop {
+            let (idx, loaded) = self.pin(file, page, Fill::Read)?;
+            let frame = &self.frames[idx];
+            let guard = match loaded {
+                Some(w) => RwLockWriteGuard::downgrade(w),
+                None => frame.data.read(),
+            };
+            if guard.tag == Some((file, page)) {
+                return Ok(PageRef {
+                    frame,
+                    guard,
+                    page_no: page,
+                });
+            }
+            // The loader failed (and reported it); try again ourselves.
+            drop(guard);
+            frame.pins.fetch_sub(1, Ordering::Release);
+        }
+    }
+
+    /// Pins `page` of `file` for writing and marks it dirty.
+    pub fn write(&self, file: FileId, page: u64) -> Result<PageMutRef<'_>> {
+        self.pin_mut(file, page, Fill::Read)
+    }
+
+    /// Pins a new page (not read from the device; the frame is zeroed) for writing.
+    /// Use it for pages past the end of a file; the caller formats the page.
+    pub fn create(&self, file: FileId, page: u64) -> Result<PageMutRef<'_>> {
+        let mut g = self.pin_mut(file, page, Fill::Zero)?;
+        g.fill(0);
+        Ok(g)
+    }
+
+    fn pin_mut(&self, file: FileId, page: u64, fill: Fill) -> Result<PageMutRef<'_>> {
+        loop {
+            let (idx, loaded) = self.pin(file, page, fill)?;
+            let frame = &self.frames[idx];
+            let guard = match loaded {
+                Some(w) => w,
+                None => frame.data.write(),
+            };
+            if guard.tag == Some((file, page)) {
+                frame.dirty.store(true, Ordering::Release);
+                return Ok(PageMutRef {
+                    frame,
+                    guard,
+                    page_no: page,
+                });
+            }
+            drop(guard);
+            frame.pins.fetch_sub(1, Ordering::Release);
+        }
+    }
+
+    /// Finds or loads the frame for a page and pins it. When this call loaded the
+    /// page it returns the frame's write guard, still held, so nobody sees the
+    /// frame before it is filled.
+    fn pin(
+        &self,
+        file: FileId,
+        page: u64,
+        fill: Fill,
+    ) -> Result<(usize, Option<RwLockWriteGuard<'_, FrameData>>)> {
+        let key = (file, page);
+        let mut t = self.table.lock();
+        if let Some(&idx) = t.map.get(&key) {
+            let f = &self.frames[idx];
+            f.pins.fetch_add(1, Ordering::Acquire);
+            f.referenced.store(true, Ordering::Relaxed);
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok((idx, None));
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let idx = self.find_victim(&mut t)?;
+        let frame = &self.frames[idx];
+        frame.pins.store(1, Ordering::Release);
+        // Unpinned, so nobody holds or waits for this lock except a thread that
+        // found the frame under its old tag and is about to drop it again.
+        let mut w = frame.data.write();
+        if let Some(old) = t.owner[idx].take() {
+            t.map.remove(&old);
+            self.evictions.fetch_add(1, Ordering::Relaxed);
+            if frame.dirty.swap(false, Ordering::AcqRel) {
+                // Written back while the table is locked, so no reader can fetch
+                // the old page from disk before its newest version is there.
+                if let Err(e) = self.write_back(old, &mut w.buf) {
+                    frame.dirty.store(true, Ordering::Release);
+                    t.map.insert(old, idx);
+                    t.owner[idx] = Some(old);
+                    frame.pins.store(0, Ordering::Release);
+                    return Err(e);
+                }
+            }
+        }
+        w.tag = None;
+        t.map.insert(key, idx);
+        t.owner[idx] = Some(key);
+        drop(t);
+
+        let filled = match fill {
+            Fill::Zero => {
+                w.buf.fill(0);
+                Ok(())
+            }
+            Fill::Read => self.device.read(file, page, &mut w.buf).and_then(|()| {
+                page::verify(&w.buf, page, &self.device.path(file))
+            }),
+        };
+        match filled {
+            Ok(()) => {
+                w.tag = Some(key);
+                frame.referenced.store(true, Ordering::Relaxed);
+                Ok((idx, Some(w)))
+            }
+            Err(e) => {
+                let mut t = self.table.lock();
+                t.map.remove(&key);
+                t.owner[idx] = None;
+                frame.pins.fetch_sub(1, Ordering::Release);
+                Err(e)
+            }
+        }
+    }
+
+    fn find_victim(&self, t: &mut Table) -> Result<usize> {
+        let n = self.frames.len();
+        for _ in 0..2 * n + 1 {
+            let idx = t.hand;
+            t.hand = (t.hand + 1) % n;
+            let f = &self.frames[idx];
+            if f.pins.load(Ordering::Acquire) != 0 {
+                continue;
+            }
+            if f.referenced.swap(false, Ordering::Relaxed) {
+                continue;
+            }
+            return Ok(idx);
+        }
+        Err(StorageError::PoolExhausted { frames: n })
+    }
+
+    fn write_back(&self, key: Key, buf: &mut [u8]) -> Result<()> {
+        page::seal(buf);
+        self.device.write(key.0, key.1, buf)?;
+        self.writebacks.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Writes back every dirty page of `file` (in page order, coalescing nothing:
+    /// the device sees one request a page). Pages stay cached.
+    pub fn flush_file(&self, file: FileId) -> Result<()> {
+        self.flush_where(|k| k.0 == file)
+    }
+
+    /// Writes back every dirty page.
+    pub fn flush_all(&self) -> Result<()> {
+        self.flush_where(|_| true)
+    }
+
+    fn flush_where(&self, want: impl Fn(&Key) -> bool) -> Result<()> {
+        let mut pages: Vec<(Key, usize)> = {
+            let t = self.table.lock();
+            t.map.iter().filter(|(k, _)| want(k)).map(|(k, i)| (*k, *i)).collect()
+        };
+        pages.sort();
+        for (key, idx) in pages {
+            let frame = &self.frames[idx];
+            if !frame.dirty.load(Ordering::Acquire) {
+                continue;
+            }
+            let mut w = frame.data.write();
+            if w.tag == Some(key) && frame.dirty.swap(false, Ordering::AcqRel) {
+                if let Err(e) = self.write_back(key, &mut w.buf) {
+                    frame.dirty.store(true, Ordering::Release);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops every cached page of `file` without writing it back (the file is being
+    /// deleted or truncated). Fails if a page of it is pinned.
+    pub fn discard_file(&self, file: FileId) -> Result<()> {
+        let mut t = self.table.lock();
+        let keys: Vec<(Key, usize)> = t.map.iter().filter(|(k, _)| k.0 == file).map(|(k, i)| (*k, *i)).collect();
+        for (key, idx) in keys {
+            let frame = &self.frames[idx];
+            if frame.pins.load(Ordering::Acquire) != 0 {
+                return Err(StorageError::PagePinned { path: self.device.path(file), page: key.1 });
+            }
+            let mut w = frame.data.write();
+            w.tag = None;
+            frame.dirty.store(false, Ordering::Release);
+            t.map.remove(&key);
+            t.owner[idx] = None;
+        }
+        Ok(())
+    }
+
+    /// Drops pages `from..` of `file` from the pool (after the file was truncated).
+    pub fn discard_from(&self, file: FileId, from: u64) {
+        let mut t = self.table.lock();
+        let keys: Vec<(Key, usize)> =
+            t.map.iter().filter(|(k, _)| k.0 == file && k.1 >= from).map(|(k, i)| (*k, *i)).collect();
+        for (key, idx) in keys {
+            let frame = &self.frames[idx];
+            if frame.pins.load(Ordering::Acquire) == 0 {
+                let mut w = frame.data.write();
+                w.tag = None;
+                frame.dirty.store(false, Ordering::Release);
+                t.map.remove(&key);
+                t.owner[idx] = None;
+            }
+        }
+    }
+
+    /// Reads `buf.pages()` contiguous pages of `file` starting at `first` in one
+    /// device request into `buf`, bypassing the frames: pages that are dirty in the
+    /// pool are copied over what the device returned. Every page read from the
+    /// device is verified.
+    pub fn read_run(&self, file: FileId, first: u64, buf: &mut AlignedBuf) -> Result<()> {
+        self.device.read(file, first, buf)?;
+        self.finish_run(file, first, buf)
+    }
+
+    /// Like [`BufferPool::read_run`] for several runs at once, all in flight
+    /// together where the device can (sort scans, SIDX).
+    pub fn read_runs(&self, file: FileId, runs: &mut [(u64, &mut AlignedBuf)]) -> Result<()> {
+        {
+            let mut reqs: Vec<ReadRequest<'_>> = runs
+                .iter_mut()
+                .map(|(first, buf)| ReadRequest {
+                    file,
+                    first_page: *first,
+                    buf: &mut buf[..],
+                })
+                .collect();
+            self.device.read_many(&mut reqs)?;
+        }
+        for (first, buf) in runs.iter_mut() {
+            self.finish_run(file, *first, buf)?;
+        }
+        Ok(())
+    }
+
+    fn finish_run(&self, file: FileId, first: u64, buf: &mut AlignedBuf) -> Result<()> {
+        let path = self.device.path(file);
+        for i in 0..buf.pages() {
+            let page_no = first + i as u64;
+            let cached = {
+                let t = self.table.lock();
+                t.map.get(&(file, page_no)).copied()
+            };
+            if let Some(idx) = cached {
+                let frame = &self.frames[idx];
+                if frame.dirty.load(Ordering::Acquire) {
+                    let g = frame.data.read();
+                    if g.tag == Some((file, page_no)) {
+                        buf.page_mut(i).copy_from_slice(&g.buf);
+                        continue;
+                    }
+                }
+            }
+            page::verify(buf.page(i), page_no, &path)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::FileDevice;
+    use crate::page::{PageKind, PageMut, PageView};
+    use rand::{Rng, SeedableRng};
+
+    fn pool(dir: &std::path::Path, frames: usize, pages: u64) -> (Arc<BufferPool>, FileId) {
+        let dev: Arc<dyn Device> = Arc::new(FileDevice::new(false));
+        let f = dev.create(&dir.join("t"), 16).unwrap();
+        let pool = Arc::new(BufferPool::new(dev, frames * PAGE_SIZE));
+        for p in 0..pages {
+            let mut g = pool.create(f, p).unwrap();
+            let mut pm = PageMut::init(&mut g, PageKind::Heap, p);
+            pm.push(&p.to_le_bytes()).unwrap();
+        }
+        pool.flush_file(f).unwrap();
+        (pool, f)
+    }
+
+    fn value(g: &[u8]) -> u64 {
+        u64::from_le_bytes(PageView::new(g).get(0).unwrap().try_into().unwrap())
+    }
+
+    #[test]
+    fn evicts_writes_back_and_rereads() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, f) = pool(dir.path(), 8, 40);
+        for p in 0..40 {
+            let g = pool.read(f, p).unwrap();
+            assert_eq!(value(&g), p);
+        }
+        let c = pool.counters();
+        assert!(c.evictions >= 32, "{c:?}");
+        // Modify through the pool, force eviction, read back from disk.
+        {
+            let mut g = pool.write(f, 3).unwrap();
+            let mut pm = PageMut::new(&mut g);
+            assert!(pm.update(0, &1003u64.to_le_bytes()));
+        }
+        for p in 10..40 {
+            drop(pool.read(f, p).unwrap());
+        }
+        assert_eq!(value(&pool.read(f, 3).unwrap()), 1003);
+        assert!(pool.counters().writebacks >= 1);
+    }
+
+    #[test]
+    fn all_pinned_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, f) = pool(dir.path(), 8, 20);
+        let guards: Vec<_> = (0..8).map(|p| pool.read(f, p).unwrap()).collect();
+        let e = pool.read(f, 9).err().unwrap();
+        assert!(matches!(e, StorageError::PoolExhausted { frames: 8 }));
+        drop(guards);
+        assert_eq!(value(&pool.read(f, 9).unwrap()), 9);
+    }
+
+    #[test]
+    fn corrupt_page_is_reported_with_its_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, f) = pool(dir.path(), 8, 4);
+        pool.discard_file(f).unwrap();
+        let path = crate::device::segment_path(&dir.path().join("t"), 0);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[2 * PAGE_SIZE + 100] ^= 0x40;
+        std::fs::write(&path, bytes).unwrap();
+        let e = pool.read(f, 2).err().unwrap().to_string();
+        assert!(e.contains("corrupt page 2") && e.contains("checksum"), "{e}");
+        // The failed load left no frame behind: other pages still work.
+        assert_eq!(value(&pool.read(f, 1).unwrap()), 1);
+    }
+
+    #[test]
+    fn read_run_sees_dirty_pages_and_is_one_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, f) = pool(dir.path(), 8, 10);
+        {
+            let mut g = pool.write(f, 5).unwrap();
+            assert!(PageMut::new(&mut g).update(0, &555u64.to_le_bytes()));
+        }
+        let before = pool.device().stats().snapshot();
+        let mut buf = AlignedBuf::new(10);
+        pool.read_run(f, 0, &mut buf).unwrap();
+        let d = pool.device().stats().snapshot() - before;
+        assert_eq!((d.read_requests, d.pages_read), (1, 10));
+        assert_eq!(value(buf.page(5)), 555);
+        assert_eq!(value(buf.page(7)), 7);
+    }
+
+    /// Eight threads pin random pages of a 64-page file through a 16-frame pool,
+    /// some of them writing; every read sees the last value its page was given.
+    #[test]
+    fn eight_threads_through_a_tiny_pool() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, f) = pool(dir.path(), 16, 64);
+        // Page p always holds a value v with v % 64 == p; writers add 64.
+        std::thread::scope(|s| {
+            for t in 0..8u64 {
+                let pool = pool.clone();
+                s.spawn(move || {
+                    let mut rng = rand::rngs::SmallRng::seed_from_u64(t);
+                    for i in 0..3000 {
+                        let p = rng.random_range(0..64u64);
+                        if i % 7 == 0 {
+                            let mut g = pool.write(f, p).unwrap();
+                            let v = value(&g);
+                            assert_eq!(v % 64, p);
+                            assert!(PageMut::new(&mut g).update(0, &(v + 64).to_le_bytes()));
+                        } else {
+                            let g = pool.read(f, p).unwrap();
+                            assert_eq!(value(&g) % 64, p);
+                        }
+                    }
+                });
+            }
+        });
+        pool.flush_all().unwrap();
+        let total: u64 = (0..64).map(|p| value(&pool.read(f, p).unwrap()) / 64).sum();
+        assert_eq!(total, (0..8).map(|_| 3000u64.div_ceil(7)).sum::<u64>());
+    }
+}

@@ -1,0 +1,158 @@
+//! The catalog: every table's schema, files, fill factors, sizes and indexes, in one
+//! JSON document `catalog.json` in the database directory.
+//!
+//! It is the commit point of the database. It is replaced atomically — written to a
+//! temporary file, fsynced, renamed over the old one, then the directory fsynced —
+//! so after a crash a reader sees either the old catalog or the new one. Data files
+//! are always made durable *before* the catalog that references them is written,
+//! and files the catalog does not reference are garbage from a load that did not
+//! commit (the database removes them when it opens).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, StorageError};
+use crate::types::Schema;
+
+pub const CATALOG_FILE: &str = "catalog.json";
+const FORMAT: u32 = 1;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Catalog {
+    pub format: u32,
+    /// Counter that makes every data file name unique.
+    pub next_file: u64,
+    pub tables: BTreeMap<String, TableDef>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TableDef {
+    pub name: String,
+    pub schema: Schema,
+    /// Base path of the heap file, relative to the database directory.
+    pub heap_file: String,
+    pub segment_pages: u64,
+    pub fill_factor: f64,
+    /// Committed pages of the heap.
+    pub pages: u64,
+    /// Live tuples.
+    pub rows: u64,
+    pub indexes: Vec<IndexDef>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct IndexDef {
+    pub name: String,
+    pub columns: Vec<String>,
+    /// Base path of the index file, relative to the database directory.
+    pub file: String,
+    pub leaf_fill: f64,
+    pub entries: u64,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Catalog { format: FORMAT, next_file: 1, tables: BTreeMap::new() }
+    }
+}
+
+impl Catalog {
+    pub fn path(dir: &Path) -> PathBuf {
+        dir.join(CATALOG_FILE)
+    }
+
+    /// Reads the catalog of the database in `dir`.
+    pub fn load(dir: &Path) -> Result<Catalog> {
+        let path = Self::path(dir);
+        let bytes = std::fs::read(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                StorageError::Database {
+                    path: dir.to_path_buf(),
+                    reason: "not a strata database (no catalog.json); create one with `strata create`".into(),
+                }
+            } else {
+                StorageError::io(&path, e)
+            }
+        })?;
+        let cat: Catalog = serde_json::from_slice(&bytes).map_err(|e| StorageError::Catalog {
+            path: path.clone(),
+            reason: format!("unreadable: {e}"),
+        })?;
+        if cat.format != FORMAT {
+            return Err(StorageError::Catalog {
+                path,
+                reason: format!("format {} is not supported (this strata reads format {FORMAT})", cat.format),
+            });
+        }
+        Ok(cat)
+    }
+
+    /// Replaces the catalog atomically (see the module docs).
+    pub fn save(&self, dir: &Path) -> Result<()> {
+        let path = Self::path(dir);
+        let tmp = dir.join(format!("{CATALOG_FILE}.tmp"));
+        let json = serde_json::to_vec_pretty(self).expect("catalog serializes");
+        let io = |p: &Path| {
+            let p = p.to_path_buf();
+            move |e| StorageError::io(p, e)
+        };
+        let mut f = File::create(&tmp).map_err(io(&tmp))?;
+        f.write_all(&json).map_err(io(&tmp))?;
+        f.sync_all().map_err(io(&tmp))?;
+        drop(f);
+        std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        sync_dir(dir)
+    }
+
+    /// A fresh file name stem for `what` (e.g. `orders.heap`), unique in this database.
+    pub fn new_file_name(&mut self, what: &str) -> String {
+        let n = self.next_file;
+        self.next_file += 1;
+        format!("data/{what}.{n}")
+    }
+
+    pub fn table(&self, name: &str) -> Result<&TableDef> {
+        self.tables.get(name).ok_or_else(|| StorageError::UnknownTable(name.to_string()))
+    }
+}
+
+/// fsyncs a directory so a rename or a new file in it is durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| StorageError::io(dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn save_load_round_trip_and_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Catalog::load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("not a strata database"), "{e}");
+        let mut c = Catalog::default();
+        let f = c.new_file_name("t.heap");
+        c.tables.insert(
+            "t".into(),
+            TableDef {
+                name: "t".into(),
+                schema: Schema::parse("a INT, b VARCHAR(3) NULL").unwrap(),
+                heap_file: f,
+                segment_pages: 8,
+                fill_factor: 1.0,
+                pages: 3,
+                rows: 10,
+                indexes: vec![],
+            },
+        );
+        c.save(dir.path()).unwrap();
+        assert_eq!(Catalog::load(dir.path()).unwrap(), c);
+        std::fs::write(Catalog::path(dir.path()), b"{ torn").unwrap();
+        let e = Catalog::load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("catalog.json") && e.contains("unreadable"), "{e}");
+    }
+}

@@ -1,0 +1,761 @@
+//! A database: a directory holding `catalog.json`, a `LOCK` file and the data files
+//! under `data/`, plus the device and buffer pool every table shares.
+//!
+//! Loads are atomic ([`TableLoad`]): new heap pages are written after the last
+//! committed page, every index of the table is rebuilt into a new file, all of it
+//! is fsynced, and only then is the catalog swapped. A crash at any point leaves
+//! either the old state or the new one: opening the database read-write removes
+//! files the catalog does not know and cuts heaps back to their committed size.
+//!
+//! Single-row changes ([`Table::insert_row`] and friends) go through the buffer
+//! pool and become durable at [`Database::checkpoint`]. There is no write-ahead log:
+//! a crash between checkpoints may lose those changes (loads are unaffected).
+//!
+//! Concurrency between processes: a read-write open takes an exclusive `flock` on
+//! `LOCK`, a read-only open a shared one, so a reader never sees a load in progress
+//! and two writers never meet.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::btree::BTree;
+use crate::buffer::BufferPool;
+use crate::catalog::{Catalog, IndexDef, TableDef, sync_dir};
+use crate::device::{Device, DeviceProfile, FileDevice, ModeledDevice};
+use crate::error::{Result, StorageError};
+use crate::heap::{HeapFile, HeapWriter};
+use crate::types::{DataType, RowLayout, Schema, Tid, Value, encode_key};
+
+/// Default buffer pool size.
+pub const DEFAULT_POOL_BYTES: usize = 256 << 20;
+/// Default segment size: 1 GiB of pages, as Skipper ships 1 GB objects.
+pub const DEFAULT_SEGMENT_PAGES: u64 = (1 << 30) / crate::page::PAGE_SIZE as u64;
+
+#[derive(Clone, Debug)]
+pub struct DbOptions {
+    pub buffer_pool_bytes: usize,
+    /// Open data files with O_DIRECT (cold reads).
+    pub direct_io: bool,
+    /// Charge I/O by a modeled device profile.
+    pub profile: Option<DeviceProfile>,
+    /// Open with a shared lock and change nothing.
+    pub read_only: bool,
+}
+
+impl Default for DbOptions {
+    fn default() -> Self {
+        DbOptions { buffer_pool_bytes: DEFAULT_POOL_BYTES, direct_io: true, profile: None, read_only: false }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct TableOptions {
+    /// Fraction of each heap page filled by loads and inserts.
+    pub fill_factor: f64,
+    pub segment_pages: u64,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions { fill_factor: 1.0, segment_pages: DEFAULT_SEGMENT_PAGES }
+    }
+}
+
+/// An index to create.
+#[derive(Clone, Debug)]
+pub struct IndexSpec {
+    pub name: String,
+    pub columns: Vec<String>,
+    /// Fraction of each leaf filled by the bulk build (default 0.9).
+    pub leaf_fill: f64,
+}
+
+impl IndexSpec {
+    pub fn new(name: impl Into<String>, columns: &[&str]) -> IndexSpec {
+        IndexSpec { name: name.into(), columns: columns.iter().map(|c| c.to_string()).collect(), leaf_fill: 0.9 }
+    }
+}
+
+/// Receives progress of long operations (the CLI draws bars from it).
+pub trait Progress: Send + Sync {
+    /// A new phase of `total` units (rows, pages, entries) begins.
+    fn phase(&self, name: &str, total: u64);
+    /// `n` more units are done.
+    fn advance(&self, n: u64);
+}
+
+/// Progress that goes nowhere.
+pub struct NoProgress;
+impl Progress for NoProgress {
+    fn phase(&self, _: &str, _: u64) {}
+    fn advance(&self, _: u64) {}
+}
+
+pub struct Database {
+    dir: PathBuf,
+    device: Arc<dyn Device>,
+    pool: Arc<BufferPool>,
+    catalog: Mutex<Catalog>,
+    tables: Mutex<HashMap<String, Arc<Table>>>,
+    read_only: bool,
+    _lock: File,
+}
+
+impl Database {
+    /// Creates a new, empty database in `dir` (created if missing).
+    pub fn create(dir: &Path, opts: DbOptions) -> Result<Database> {
+        let dberr = |reason: String| StorageError::Database { path: dir.to_path_buf(), reason };
+        if Catalog::path(dir).exists() {
+            return Err(dberr("a database already exists here".into()));
+        }
+        std::fs::create_dir_all(dir.join("data")).map_err(|e| StorageError::io(dir, e))?;
+        let lock = lock(dir, false)?;
+        Catalog::default().save(dir)?;
+        sync_dir(&dir.join("data"))?;
+        drop(lock);
+        Self::open(dir, opts)
+    }
+
+    /// Opens the database in `dir`, creating it if it does not exist.
+    pub fn open_or_create(dir: &Path, opts: DbOptions) -> Result<Database> {
+        if Catalog::path(dir).exists() { Self::open(dir, opts) } else { Self::create(dir, opts) }
+    }
+
+    /// Opens an existing database. A read-write open also repairs what an
+    /// interrupted load left behind (see the module docs).
+    pub fn open(dir: &Path, opts: DbOptions) -> Result<Database> {
+        let lock = lock(dir, opts.read_only)?;
+        let catalog = Catalog::load(dir)?;
+        let real: Arc<dyn Device> = Arc::new(FileDevice::new(opts.direct_io));
+        let device: Arc<dyn Device> = match &opts.profile {
+            Some(p) => Arc::new(ModeledDevice::new(real, p.clone())),
+            None => real,
+        };
+        let pool = Arc::new(BufferPool::new(device.clone(), opts.buffer_pool_bytes));
+        let db = Database {
+            dir: dir.to_path_buf(),
+            device,
+            pool,
+            catalog: Mutex::new(catalog),
+            tables: Mutex::new(HashMap::new()),
+            read_only: opts.read_only,
+            _lock: lock,
+        };
+        if !opts.read_only {
+            db.remove_orphans()?;
+        }
+        Ok(db)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn device(&self) -> &Arc<dyn Device> {
+        &self.device
+    }
+    pub fn pool(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
+    /// A copy of the current catalog.
+    pub fn catalog(&self) -> Catalog {
+        self.catalog.lock().clone()
+    }
+    pub fn table_names(&self) -> Vec<String> {
+        self.catalog.lock().tables.keys().cloned().collect()
+    }
+
+    fn writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(StorageError::Database { path: self.dir.clone(), reason: "opened read-only".into() });
+        }
+        Ok(())
+    }
+
+    /// Deletes data files the catalog does not reference (from loads that never
+    /// committed) and a leftover temporary catalog.
+    fn remove_orphans(&self) -> Result<()> {
+        let cat = self.catalog.lock();
+        let mut live = BTreeSet::new();
+        for t in cat.tables.values() {
+            live.insert(t.heap_file.clone());
+            for i in &t.indexes {
+                live.insert(i.file.clone());
+            }
+        }
+        let data = self.dir.join("data");
+        let entries = std::fs::read_dir(&data).map_err(|e| StorageError::io(&data, e))?;
+        let mut removed = false;
+        for e in entries {
+            let e = e.map_err(|e| StorageError::io(&data, e))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            // Segment files are `<base>.NNNN`.
+            let base = match name.rsplit_once('.') {
+                Some((b, seg)) if seg.len() == 4 && seg.bytes().all(|c| c.is_ascii_digit()) => b.to_string(),
+                _ => name.clone(),
+            };
+            if !live.contains(&format!("data/{base}")) {
+                std::fs::remove_file(e.path()).map_err(|err| StorageError::io(e.path(), err))?;
+                removed = true;
+            }
+        }
+        let _ = std::fs::remove_file(self.dir.join(format!("{}.tmp", crate::catalog::CATALOG_FILE)));
+        if removed {
+            sync_dir(&data)?;
+        }
+        Ok(())
+    }
+
+    /// The open table `name`.
+    pub fn table(&self, name: &str) -> Result<Arc<Table>> {
+        if let Some(t) = self.tables.lock().get(name) {
+            return Ok(t.clone());
+        }
+        let def = self.catalog.lock().table(name)?.clone();
+        let t = Arc::new(Table::open(self, def)?);
+        Ok(self.tables.lock().entry(name.to_string()).or_insert(t).clone())
+    }
+
+    /// Creates an empty table and commits it.
+    pub fn create_table(&self, name: &str, schema: Schema, opts: TableOptions) -> Result<()> {
+        let load = self.begin_create_load(name, schema, opts, vec![])?;
+        load.commit(&NoProgress)?;
+        Ok(())
+    }
+
+    /// Starts a load that creates table `name` with `indexes`; nothing is visible
+    /// until [`TableLoad::commit`].
+    pub fn begin_create_load(&self, name: &str, schema: Schema, opts: TableOptions, indexes: Vec<IndexSpec>) -> Result<TableLoad<'_>> {
+        self.writable()?;
+        validate_name(name, "table")?;
+        if !(0.05..=1.0).contains(&opts.fill_factor) {
+            return Err(StorageError::Schema(format!("fill factor {} is outside 0.05..=1.0", opts.fill_factor)));
+        }
+        if opts.segment_pages == 0 {
+            return Err(StorageError::Schema("segment size must be at least one page".into()));
+        }
+        let heap_file = {
+            let mut cat = self.catalog.lock();
+            if cat.tables.contains_key(name) {
+                return Err(StorageError::TableExists(name.to_string()));
+            }
+            cat.new_file_name(&format!("{name}.heap"))
+        };
+        let def = TableDef {
+            name: name.to_string(),
+            schema,
+            heap_file,
+            segment_pages: opts.segment_pages,
+            fill_factor: opts.fill_factor,
+            pages: 0,
+            rows: 0,
+            indexes: vec![],
+        };
+        let heap = Arc::new(HeapFile::create(
+            self.pool.clone(),
+            &self.dir.join(&def.heap_file),
+            name,
+            def.segment_pages,
+            def.fill_factor,
+        )?);
+        TableLoad::new(self, def, heap, true, indexes)
+    }
+
+    /// Starts a load that appends to an existing table.
+    pub fn begin_load(&self, name: &str) -> Result<TableLoad<'_>> {
+        self.writable()?;
+        let table = self.table(name)?;
+        let def = self.catalog.lock().table(name)?.clone();
+        TableLoad::new(self, def, table.heap.clone(), false, vec![])
+    }
+
+    /// Builds a new index over an existing table and commits it.
+    pub fn create_index(&self, table: &str, spec: IndexSpec, progress: &dyn Progress) -> Result<()> {
+        let mut load = self.begin_load(table)?;
+        load.add_index(spec)?;
+        load.commit(progress)?;
+        Ok(())
+    }
+
+    /// Removes a table and its files.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.writable()?;
+        let table = self.table(name)?;
+        let mut cat = self.catalog.lock();
+        let def = cat.tables.remove(name).ok_or_else(|| StorageError::UnknownTable(name.into()))?;
+        cat.save(&self.dir)?;
+        drop(cat);
+        self.tables.lock().remove(name);
+        self.forget_table(&table)?;
+        remove_files(&self.dir, &def.heap_file)?;
+        for i in &def.indexes {
+            remove_files(&self.dir, &i.file)?;
+        }
+        Ok(())
+    }
+
+    fn forget_table(&self, table: &Table) -> Result<()> {
+        for f in std::iter::once(table.heap.file_id()).chain(table.indexes.iter().map(|i| i.btree.file_id())) {
+            self.pool.discard_file(f)?;
+            self.device.close(f);
+        }
+        Ok(())
+    }
+
+    /// Makes single-row changes to `table` durable: writes back its pages and
+    /// records its size in the catalog.
+    pub fn checkpoint(&self, table: &str) -> Result<()> {
+        self.writable()?;
+        let t = self.table(table)?;
+        t.heap.flush()?;
+        let mut defs = Vec::new();
+        for i in &t.indexes {
+            i.btree.flush()?;
+            defs.push(i.btree.len());
+        }
+        let mut cat = self.catalog.lock();
+        let def = cat.tables.get_mut(table).ok_or_else(|| StorageError::UnknownTable(table.into()))?;
+        def.pages = t.heap.num_pages();
+        def.rows = t.rows();
+        for (d, n) in def.indexes.iter_mut().zip(defs) {
+            d.entries = n;
+        }
+        cat.save(&self.dir)
+    }
+}
+
+fn validate_name(name: &str, what: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+        && !name.as_bytes()[0].is_ascii_digit();
+    if ok {
+        Ok(())
+    } else {
+        Err(StorageError::Schema(format!(
+            "{what} name '{name}' must be 1-64 letters, digits or '_' and not start with a digit"
+        )))
+    }
+}
+
+fn lock(dir: &Path, shared: bool) -> Result<File> {
+    let path = dir.join("LOCK");
+    if !dir.is_dir() {
+        return Err(StorageError::Database { path: dir.to_path_buf(), reason: "no such directory".into() });
+    }
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| StorageError::io(&path, e))?;
+    let op = if shared { libc::LOCK_SH } else { libc::LOCK_EX } | libc::LOCK_NB;
+    // SAFETY: flock on a valid open descriptor.
+    if unsafe { libc::flock(f.as_raw_fd(), op) } != 0 {
+        return Err(StorageError::Database {
+            path: dir.to_path_buf(),
+            reason: "in use by another strata process (it holds the LOCK file)".into(),
+        });
+    }
+    Ok(f)
+}
+
+fn remove_files(dir: &Path, base: &str) -> Result<()> {
+    let base = dir.join(base);
+    for seg in 0.. {
+        let p = crate::device::segment_path(&base, seg);
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+            Err(e) => return Err(StorageError::io(p, e)),
+        }
+    }
+    Ok(())
+}
+
+/// An open table: heap, row layout and indexes.
+pub struct Table {
+    name: String,
+    schema: Schema,
+    layout: RowLayout,
+    heap: Arc<HeapFile>,
+    indexes: Vec<Index>,
+    rows: AtomicU64,
+    segment_pages: u64,
+}
+
+/// An open B+-tree index over some columns of a table.
+pub struct Index {
+    pub def: IndexDef,
+    /// Positions of the key columns in the table.
+    pub key_cols: Vec<usize>,
+    pub key_types: Vec<DataType>,
+    pub btree: BTree,
+}
+
+impl Index {
+    /// The encoded key of a row.
+    pub fn key_of_row(&self, row: &[Value]) -> Vec<u8> {
+        let vals: Vec<Value> = self.key_cols.iter().map(|&c| row[c].clone()).collect();
+        let mut k = Vec::new();
+        encode_key(&self.key_types, &vals, &mut k);
+        k
+    }
+
+    /// The encoded key of a stored tuple.
+    pub fn key_of_tuple(&self, layout: &RowLayout, tuple: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        for (ty, &c) in self.key_types.iter().zip(&self.key_cols) {
+            crate::types::encode_key_value(ty, &layout.decode_column(tuple, c), out);
+        }
+    }
+}
+
+fn resolve_columns(def: &TableDef, cols: &[String]) -> Result<(Vec<usize>, Vec<DataType>)> {
+    let mut idx = Vec::new();
+    for c in cols {
+        let i = def.schema.index_of(c).ok_or_else(|| StorageError::UnknownColumn { table: def.name.clone(), column: c.clone() })?;
+        idx.push(i);
+    }
+    let types = idx.iter().map(|&i| def.schema.columns[i].ty).collect();
+    Ok((idx, types))
+}
+
+impl Table {
+    fn open(db: &Database, def: TableDef) -> Result<Table> {
+        let heap = Arc::new(HeapFile::open(
+            db.pool.clone(),
+            &db.dir.join(&def.heap_file),
+            &def.name,
+            def.segment_pages,
+            def.fill_factor,
+            def.pages,
+            !db.read_only,
+        )?);
+        let mut indexes = Vec::new();
+        for idef in &def.indexes {
+            let (key_cols, key_types) = resolve_columns(&def, &idef.columns)?;
+            let btree = BTree::open(db.pool.clone(), &db.dir.join(&idef.file), &idef.name, key_types.clone(), def.segment_pages)?;
+            indexes.push(Index { def: idef.clone(), key_cols, key_types, btree });
+        }
+        Ok(Table {
+            layout: RowLayout::new(&def.schema),
+            name: def.name,
+            schema: def.schema,
+            heap,
+            indexes,
+            rows: AtomicU64::new(def.rows),
+            segment_pages: def.segment_pages,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+    pub fn layout(&self) -> &RowLayout {
+        &self.layout
+    }
+    pub fn heap(&self) -> &Arc<HeapFile> {
+        &self.heap
+    }
+    pub fn indexes(&self) -> &[Index] {
+        &self.indexes
+    }
+    pub fn rows(&self) -> u64 {
+        self.rows.load(Ordering::Acquire)
+    }
+    pub fn segment_pages(&self) -> u64 {
+        self.segment_pages
+    }
+    pub fn index(&self, name: &str) -> Result<&Index> {
+        self.indexes.iter().find(|i| i.def.name.eq_ignore_ascii_case(name)).ok_or_else(|| StorageError::UnknownIndex(name.into()))
+    }
+    /// An index whose first key column is `column`.
+    pub fn index_on(&self, column: &str) -> Option<&Index> {
+        let c = self.schema.index_of(column)?;
+        self.indexes.iter().find(|i| i.key_cols[0] == c)
+    }
+    /// Position of a column, or an error naming the table and column.
+    pub fn column(&self, name: &str) -> Result<usize> {
+        self.schema.index_of(name).ok_or_else(|| StorageError::UnknownColumn { table: self.name.clone(), column: name.into() })
+    }
+
+    pub fn get_row(&self, tid: Tid) -> Result<Option<Vec<Value>>> {
+        self.heap.with_tuple(tid, |b| self.layout.decode(b))
+    }
+
+    fn encode(&self, row: &[Value]) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.layout.encode(row, &mut buf, &self.schema)?;
+        Ok(buf)
+    }
+
+    /// Inserts a row and its index entries (durable at the next checkpoint).
+    pub fn insert_row(&self, row: &[Value]) -> Result<Tid> {
+        let tid = self.heap.insert(&self.encode(row)?)?;
+        for i in &self.indexes {
+            i.btree.insert(&i.key_of_row(row), tid)?;
+        }
+        self.rows.fetch_add(1, Ordering::AcqRel);
+        Ok(tid)
+    }
+
+    /// Deletes a row and its index entries.
+    pub fn delete_row(&self, tid: Tid) -> Result<()> {
+        let row = self.get_row(tid)?.ok_or_else(|| StorageError::NoSuchTuple { table: self.name.clone(), page: tid.page, slot: tid.slot })?;
+        for i in &self.indexes {
+            i.btree.delete(&i.key_of_row(&row), tid)?;
+        }
+        self.heap.delete(tid)?;
+        self.rows.fetch_sub(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Replaces a row; returns its tid, which changes when the row had to move.
+    pub fn update_row(&self, tid: Tid, row: &[Value]) -> Result<Tid> {
+        let old = self.get_row(tid)?.ok_or_else(|| StorageError::NoSuchTuple { table: self.name.clone(), page: tid.page, slot: tid.slot })?;
+        let new_tid = self.heap.update(tid, &self.encode(row)?)?;
+        for i in &self.indexes {
+            let (ok, nk) = (i.key_of_row(&old), i.key_of_row(row));
+            if ok != nk || new_tid != tid {
+                i.btree.delete(&ok, tid)?;
+                i.btree.insert(&nk, new_tid)?;
+            }
+        }
+        Ok(new_tid)
+    }
+
+    /// Moves a row to another heap page (`None`: the page inserts fill), keeping
+    /// its indexes pointing at it. Hot/cold partitioning is built on this.
+    pub fn move_row(&self, tid: Tid, target_page: Option<u64>) -> Result<Tid> {
+        let row = self.get_row(tid)?.ok_or_else(|| StorageError::NoSuchTuple { table: self.name.clone(), page: tid.page, slot: tid.slot })?;
+        let new_tid = self.heap.move_tuple(tid, target_page)?;
+        for i in &self.indexes {
+            let k = i.key_of_row(&row);
+            i.btree.delete(&k, tid)?;
+            i.btree.insert(&k, new_tid)?;
+        }
+        Ok(new_tid)
+    }
+
+    /// Visits every row in heap order.
+    pub fn scan_rows(&self, mut f: impl FnMut(Tid, Vec<Value>) -> Result<()>) -> Result<()> {
+        self.heap.scan(|tid, b| f(tid, self.layout.decode(b)))
+    }
+}
+
+/// Sorted (key, tid) entries of an index over a heap, in one byte arena so that
+/// tens of millions of entries cost a few bytes of overhead each.
+pub struct SortedEntries {
+    arena: Vec<u8>,
+    /// (offset, length) of each entry's key in `arena`, then its tid.
+    items: Vec<(u32, u16, Tid)>,
+}
+
+impl SortedEntries {
+    /// Scans `heap` and collects the key of every tuple for an index on `key_cols`.
+    pub fn collect(heap: &HeapFile, layout: &RowLayout, key_cols: &[usize], key_types: &[DataType], progress: &dyn Progress) -> Result<SortedEntries> {
+        let mut arena = Vec::new();
+        let mut items = Vec::new();
+        progress.phase("scan heap for index keys", heap.num_pages());
+        let mut last_page = 0;
+        heap.scan(|tid, tuple| {
+            let off = arena.len();
+            for (ty, &c) in key_types.iter().zip(key_cols) {
+                crate::types::encode_key_value(ty, &layout.decode_column(tuple, c), &mut arena);
+            }
+            if arena.len() > u32::MAX as usize {
+                return Err(StorageError::Index { index: "build".into(), reason: "more than 4 GiB of keys; index build needs an external sort".into() });
+            }
+            items.push((off as u32, (arena.len() - off) as u16, tid));
+            if tid.page != last_page {
+                progress.advance((tid.page - last_page) as u64);
+                last_page = tid.page;
+            }
+            Ok(())
+        })?;
+        progress.phase("sort index keys", items.len() as u64);
+        items.sort_unstable_by(|a, b| arena[a.0 as usize..][..a.1 as usize].cmp(&arena[b.0 as usize..][..b.1 as usize]).then(a.2.cmp(&b.2)));
+        progress.advance(items.len() as u64);
+        Ok(SortedEntries { arena, items })
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+    /// Entries in (key, tid) order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], Tid)> + '_ {
+        self.items.iter().map(|(o, l, t)| (&self.arena[*o as usize..][..*l as usize], *t))
+    }
+}
+
+/// A load in progress: rows appended after the table's committed pages, indexes
+/// rebuilt at commit. Dropping it without committing leaves the table as it was.
+pub struct TableLoad<'a> {
+    db: &'a Database,
+    def: TableDef,
+    heap: Arc<HeapFile>,
+    writer: Option<HeapWriter>,
+    layout: RowLayout,
+    new_table: bool,
+    new_indexes: Vec<IndexSpec>,
+    appended: u64,
+    scratch: Vec<u8>,
+}
+
+/// What a committed load did.
+#[derive(Clone, Debug, Default)]
+pub struct LoadSummary {
+    pub rows_appended: u64,
+    pub rows_total: u64,
+    pub pages_total: u64,
+    pub indexes_built: usize,
+}
+
+impl<'a> TableLoad<'a> {
+    fn new(db: &'a Database, def: TableDef, heap: Arc<HeapFile>, new_table: bool, indexes: Vec<IndexSpec>) -> Result<TableLoad<'a>> {
+        let layout = RowLayout::new(&def.schema);
+        let writer = Some(heap.writer());
+        let mut load = TableLoad { db, def, heap, writer, layout, new_table, new_indexes: vec![], appended: 0, scratch: Vec::new() };
+        for s in indexes {
+            load.add_index(s)?;
+        }
+        Ok(load)
+    }
+
+    /// Also build this index at commit.
+    pub fn add_index(&mut self, spec: IndexSpec) -> Result<()> {
+        validate_name(&spec.name, "index")?;
+        if spec.columns.is_empty() {
+            return Err(StorageError::Index { index: spec.name, reason: "needs at least one column".into() });
+        }
+        if !(0.1..=1.0).contains(&spec.leaf_fill) {
+            return Err(StorageError::Index { index: spec.name, reason: format!("leaf fill {} is outside 0.1..=1.0", spec.leaf_fill) });
+        }
+        resolve_columns(&self.def, &spec.columns)?;
+        let cat = self.db.catalog.lock();
+        let taken = cat.tables.values().flat_map(|t| &t.indexes).any(|i| i.name.eq_ignore_ascii_case(&spec.name))
+            || self.def.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&spec.name))
+            || self.new_indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&spec.name));
+        if taken {
+            return Err(StorageError::IndexExists(spec.name));
+        }
+        self.new_indexes.push(spec);
+        Ok(())
+    }
+
+    pub fn schema(&self) -> &Schema {
+        &self.def.schema
+    }
+
+    /// Rows appended so far.
+    pub fn appended(&self) -> u64 {
+        self.appended
+    }
+
+    /// Appends one row (checked against the schema).
+    pub fn append(&mut self, row: &[Value]) -> Result<Tid> {
+        self.scratch.clear();
+        self.layout.encode(row, &mut self.scratch, &self.def.schema)?;
+        let tid = self.writer.as_mut().expect("writer lives until commit").append(&self.scratch)?;
+        self.appended += 1;
+        Ok(tid)
+    }
+
+    /// Makes the load durable and visible: heap pages fsynced, every index of the
+    /// table (re)built into new files and fsynced, then the catalog swapped.
+    pub fn commit(mut self, progress: &dyn Progress) -> Result<LoadSummary> {
+        let db = self.db;
+        self.writer.take().expect("commit once").finish()?;
+        self.heap.flush()?;
+
+        // Every index of the table is rebuilt over the whole heap into a new file.
+        let mut specs: Vec<IndexSpec> = self.def.indexes.iter().map(|i| IndexSpec { name: i.name.clone(), columns: i.columns.clone(), leaf_fill: i.leaf_fill }).collect();
+        specs.extend(self.new_indexes.iter().cloned());
+        let mut new_defs = Vec::new();
+        let mut built = Vec::new();
+        for spec in &specs {
+            let file = db.catalog.lock().new_file_name(&format!("{}.{}.idx", self.def.name, spec.name));
+            let (key_cols, key_types) = resolve_columns(&self.def, &spec.columns)?;
+            let entries = SortedEntries::collect(&self.heap, &self.layout, &key_cols, &key_types, progress)?;
+            let btree = BTree::create(db.pool.clone(), &db.dir.join(&file), &spec.name, key_types, self.def.segment_pages)?;
+            progress.phase(&format!("build index {}", spec.name), entries.len() as u64);
+            btree.bulk_build(entries.iter().map(|(k, t)| (k.to_vec(), t)), spec.leaf_fill)?;
+            progress.advance(entries.len() as u64);
+            btree.flush()?;
+            new_defs.push(IndexDef { name: spec.name.clone(), columns: spec.columns.clone(), file, leaf_fill: spec.leaf_fill, entries: entries.len() as u64 });
+            built.push(btree);
+        }
+        sync_dir(&db.dir.join("data"))?;
+
+        let old_indexes = std::mem::take(&mut self.def.indexes);
+        let mut def = self.def.clone();
+        def.pages = self.heap.num_pages();
+        def.rows += self.appended;
+        def.indexes = new_defs;
+        {
+            let mut cat = db.catalog.lock();
+            if self.new_table && cat.tables.contains_key(&def.name) {
+                return Err(StorageError::TableExists(def.name.clone()));
+            }
+            let mut next = cat.clone();
+            next.tables.insert(def.name.clone(), def.clone());
+            next.save(&db.dir)?;
+            *cat = next;
+        }
+        // Committed: the open table now uses the new indexes (and the same heap);
+        // the old index files go.
+        let mut indexes = Vec::new();
+        for (idef, btree) in def.indexes.iter().zip(built) {
+            let (key_cols, key_types) = resolve_columns(&def, &idef.columns)?;
+            indexes.push(Index { def: idef.clone(), key_cols, key_types, btree });
+        }
+        let table = Arc::new(Table {
+            name: def.name.clone(),
+            schema: def.schema.clone(),
+            layout: self.layout.clone(),
+            heap: self.heap.clone(),
+            indexes,
+            rows: AtomicU64::new(def.rows),
+            segment_pages: def.segment_pages,
+        });
+        if let Some(old) = db.tables.lock().insert(def.name.clone(), table) {
+            for i in &old.indexes {
+                db.pool.discard_file(i.btree.file_id())?;
+                db.device.close(i.btree.file_id());
+            }
+        }
+        for i in &old_indexes {
+            remove_files(&db.dir, &i.file)?;
+        }
+        let summary = LoadSummary { rows_appended: self.appended, rows_total: def.rows, pages_total: def.pages, indexes_built: def.indexes.len() };
+        self.appended = 0;
+        self.new_table = false;
+        Ok(summary)
+    }
+}
+
+impl Drop for TableLoad<'_> {
+    /// An uncommitted load gives its pages back (a new table's files are removed
+    /// at the next read-write open if this process dies first).
+    fn drop(&mut self) {
+        if self.writer.is_some() || self.appended > 0 {
+            let committed = self.def.pages;
+            let dev = self.db.device();
+            self.db.pool.discard_from(self.heap.file_id(), committed);
+            let _ = dev.truncate(self.heap.file_id(), committed);
+            self.heap.reset_pages(committed);
+        }
+    }
+}

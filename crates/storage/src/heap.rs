@@ -1,0 +1,500 @@
+//! Heap files: a table's tuples on slotted pages, addressed by [`Tid`] (page, slot).
+//!
+//! * Loads go through [`HeapWriter`], which fills pages in a private aligned buffer
+//!   and writes them to the device in runs (one request per run, not per page),
+//!   always starting on a fresh page after the last committed one. Committed pages
+//!   are therefore never rewritten by a load, which is what makes a load atomic:
+//!   if the process dies before the catalog records the new page count, reopening
+//!   truncates the file back to the committed count.
+//! * Single-tuple changes (insert, update, delete, moving a tuple to another page
+//!   for hot/cold partitioning) go through the buffer pool.
+//! * A per-table fill factor leaves room on every page (loads and inserts stop
+//!   filling a page at `fill_factor * PAGE_SIZE`), as PostgreSQL's heap fillfactor
+//!   does; experiments use it to control tuples per page.
+//! * Scans read runs of contiguous pages with [`BufferPool::read_runs`], several
+//!   runs in flight, into buffers the scan owns.
+
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::buffer::BufferPool;
+use crate::device::{AlignedBuf, FileId};
+use crate::error::{Result, StorageError};
+use crate::page::{self, MAX_TUPLE, PAGE_SIZE, PageKind, PageMut, PageView};
+use crate::types::Tid;
+
+/// Pages a [`HeapWriter`] buffers before writing them in one request (1 MiB).
+pub const WRITE_RUN_PAGES: usize = 128;
+
+pub struct HeapFile {
+    pool: Arc<BufferPool>,
+    file: FileId,
+    table: String,
+    pages: AtomicU64,
+    fill_factor: f64,
+    /// Page that single inserts try first.
+    insert_page: Mutex<Option<u64>>,
+}
+
+impl HeapFile {
+    /// Creates an empty heap file.
+    pub fn create(pool: Arc<BufferPool>, path: &Path, table: &str, segment_pages: u64, fill_factor: f64) -> Result<HeapFile> {
+        let file = pool.device().create(path, segment_pages)?;
+        Ok(Self::with(pool, file, table, 0, fill_factor))
+    }
+
+    /// Opens a heap file whose committed size is `committed_pages`. Pages past it
+    /// were left by a load that did not commit: with `repair` they are cut off,
+    /// otherwise (a read-only open) they are ignored.
+    pub fn open(
+        pool: Arc<BufferPool>,
+        path: &Path,
+        table: &str,
+        segment_pages: u64,
+        fill_factor: f64,
+        committed_pages: u64,
+        repair: bool,
+    ) -> Result<HeapFile> {
+        let dev = pool.device().clone();
+        let file = dev.open(path, segment_pages)?;
+        let have = dev.num_pages(file)?;
+        if have < committed_pages {
+            return Err(StorageError::Truncated {
+                path: dev.path(file),
+                bytes: have * PAGE_SIZE as u64,
+                expected_pages: committed_pages,
+            });
+        }
+        if have > committed_pages && repair {
+            dev.truncate(file, committed_pages)?;
+            dev.sync(file)?;
+        }
+        Ok(Self::with(pool, file, table, committed_pages, fill_factor))
+    }
+
+    fn with(pool: Arc<BufferPool>, file: FileId, table: &str, pages: u64, fill_factor: f64) -> HeapFile {
+        HeapFile {
+            pool,
+            file,
+            table: table.to_string(),
+            pages: AtomicU64::new(pages),
+            fill_factor: fill_factor.clamp(0.05, 1.0),
+            insert_page: Mutex::new(None),
+        }
+    }
+
+    pub fn file_id(&self) -> FileId {
+        self.file
+    }
+    pub fn pool(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
+    pub fn num_pages(&self) -> u64 {
+        self.pages.load(Ordering::Acquire)
+    }
+    pub fn fill_factor(&self) -> f64 {
+        self.fill_factor
+    }
+
+    /// Forgets pages past `pages` (an aborted load truncated the file back).
+    pub fn reset_pages(&self, pages: u64) {
+        self.pages.store(pages, Ordering::Release);
+        let mut hint = self.insert_page.lock();
+        if hint.is_some_and(|p| p >= pages) {
+            *hint = None;
+        }
+    }
+
+    /// Bytes a page may fill before inserts move on to the next page.
+    fn fill_limit(&self) -> usize {
+        (self.fill_factor * PAGE_SIZE as f64) as usize
+    }
+
+    fn check_size(len: usize) -> Result<()> {
+        if len == 0 || len > MAX_TUPLE {
+            return Err(StorageError::TupleTooLarge { size: len, max: MAX_TUPLE });
+        }
+        Ok(())
+    }
+
+    /// Whether `page` (used bytes `used`) takes a tuple of `len` under the fill factor.
+    /// An empty page always takes one tuple, however large.
+    fn accepts(&self, v: &PageView<'_>, len: usize) -> bool {
+        let used = PAGE_SIZE - v.free_space();
+        v.free_space() >= len + page::SLOT_SIZE && (v.n_slots() == 0 || used + len + page::SLOT_SIZE <= self.fill_limit())
+    }
+
+    /// A writer that appends tuples on fresh pages after the current end.
+    pub fn writer(self: &Arc<Self>) -> HeapWriter {
+        HeapWriter::new(self.clone())
+    }
+
+    /// Inserts one tuple through the buffer pool.
+    pub fn insert(&self, data: &[u8]) -> Result<Tid> {
+        Self::check_size(data.len())?;
+        let mut hint = self.insert_page.lock();
+        if let Some(p) = *hint {
+            if let Some(tid) = self.insert_into(p, data)? {
+                return Ok(tid);
+            }
+        }
+        let p = self.pages.fetch_add(1, Ordering::AcqRel);
+        {
+            let mut g = self.pool.create(self.file, p)?;
+            PageMut::init(&mut g, PageKind::Heap, p);
+        }
+        *hint = Some(p);
+        Ok(self.insert_into(p, data)?.expect("an empty page takes any tuple that fits a page"))
+    }
+
+    /// Inserts into a given page if it has room under the fill factor.
+    pub fn insert_into(&self, page_no: u64, data: &[u8]) -> Result<Option<Tid>> {
+        Self::check_size(data.len())?;
+        self.check_page(page_no)?;
+        let mut g = self.pool.write(self.file, page_no)?;
+        let mut p = PageMut::new(&mut g);
+        if !self.accepts(&p.view(), data.len()) {
+            return Ok(None);
+        }
+        Ok(p.insert(data).map(|slot| Tid::new(page_no as u32, slot)))
+    }
+
+    fn check_page(&self, page_no: u64) -> Result<()> {
+        let pages = self.num_pages();
+        if page_no >= pages {
+            return Err(StorageError::PageOutOfRange {
+                path: self.pool.device().path(self.file),
+                page: page_no,
+                pages,
+            });
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with the tuple's bytes; `None` if the slot is empty or absent.
+    pub fn with_tuple<R>(&self, tid: Tid, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        self.check_page(tid.page as u64)?;
+        let g = self.pool.read(self.file, tid.page as u64)?;
+        Ok(PageView::new(&g).get(tid.slot).map(f))
+    }
+
+    /// The tuple's bytes.
+    pub fn get(&self, tid: Tid) -> Result<Option<Vec<u8>>> {
+        self.with_tuple(tid, |b| b.to_vec())
+    }
+
+    fn missing(&self, tid: Tid) -> StorageError {
+        StorageError::NoSuchTuple { table: self.table.clone(), page: tid.page, slot: tid.slot }
+    }
+
+    /// Deletes a tuple; its slot number may be reused later.
+    pub fn delete(&self, tid: Tid) -> Result<()> {
+        self.check_page(tid.page as u64)?;
+        let mut g = self.pool.write(self.file, tid.page as u64)?;
+        if !PageMut::new(&mut g).kill(tid.slot) {
+            return Err(self.missing(tid));
+        }
+        Ok(())
+    }
+
+    /// Replaces a tuple. It stays at `tid` when the new version fits on its page,
+    /// otherwise it moves and the new tid is returned (indexes must follow).
+    pub fn update(&self, tid: Tid, data: &[u8]) -> Result<Tid> {
+        Self::check_size(data.len())?;
+        self.check_page(tid.page as u64)?;
+        {
+            let mut g = self.pool.write(self.file, tid.page as u64)?;
+            let mut p = PageMut::new(&mut g);
+            if p.view().get(tid.slot).is_none() {
+                return Err(self.missing(tid));
+            }
+            if p.update(tid.slot, data) {
+                return Ok(tid);
+            }
+        }
+        let new = self.insert(data)?;
+        self.delete(tid)?;
+        Ok(new)
+    }
+
+    /// Moves a tuple to `target` (a page with room) or, with `None`, to the page
+    /// single inserts currently fill. Returns the new tid.
+    pub fn move_tuple(&self, tid: Tid, target: Option<u64>) -> Result<Tid> {
+        let data = self.get(tid)?.ok_or_else(|| self.missing(tid))?;
+        let new = match target {
+            Some(p) => self.insert_into(p, &data)?.ok_or_else(|| StorageError::NoRoom {
+                table: self.table.clone(),
+                page: p,
+                size: data.len(),
+            })?,
+            None => self.insert(&data)?,
+        };
+        self.delete(tid)?;
+        Ok(new)
+    }
+
+    /// Writes every dirty page back and makes the file durable.
+    pub fn flush(&self) -> Result<()> {
+        self.pool.flush_file(self.file)?;
+        self.pool.device().sync(self.file)
+    }
+
+    /// Visits every page in order, reading runs of `run_pages` pages with up to
+    /// `depth` runs in flight. `f` returns `Break` to stop early.
+    pub fn scan_pages(
+        &self,
+        run_pages: usize,
+        depth: usize,
+        mut f: impl FnMut(u64, PageView<'_>) -> Result<ControlFlow<()>>,
+    ) -> Result<()> {
+        // Pages changed through the pool may not be on the device yet.
+        self.pool.flush_file(self.file)?;
+        let total = self.num_pages();
+        let run_pages = run_pages.max(1) as u64;
+        let depth = depth.max(1);
+        let mut bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(run_pages as usize)).collect();
+        let mut next = 0u64;
+        while next < total {
+            // Plan up to `depth` runs; the last may be shorter.
+            let mut firsts = Vec::with_capacity(depth);
+            for b in bufs.iter_mut() {
+                if next >= total {
+                    break;
+                }
+                let n = run_pages.min(total - next);
+                if b.pages() as u64 != n {
+                    *b = AlignedBuf::new(n as usize);
+                }
+                firsts.push(next);
+                next += n;
+            }
+            let mut runs: Vec<(u64, &mut AlignedBuf)> = firsts.iter().copied().zip(bufs.iter_mut()).collect();
+            self.pool.read_runs(self.file, &mut runs)?;
+            for (first, buf) in runs {
+                for i in 0..buf.pages() {
+                    if f(first + i as u64, PageView::new(buf.page(i)))?.is_break() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Visits every live tuple in heap order.
+    pub fn scan(&self, mut f: impl FnMut(Tid, &[u8]) -> Result<()>) -> Result<()> {
+        self.scan_pages(WRITE_RUN_PAGES, 2, |p, v| {
+            for (slot, t) in v.tuples() {
+                f(Tid::new(p as u32, slot), t)?;
+            }
+            Ok(ControlFlow::Continue(()))
+        })
+    }
+}
+
+/// Appends tuples on fresh pages after the end of a heap, writing full runs of
+/// pages straight to the device. Call [`HeapWriter::finish`] to write the rest; the
+/// pages only count as committed when the catalog says so.
+pub struct HeapWriter {
+    heap: Arc<HeapFile>,
+    buf: AlignedBuf,
+    /// Page number of the first page in `buf`.
+    first: u64,
+    /// Pages of `buf` in use (the last one is being filled).
+    used: usize,
+}
+
+impl HeapWriter {
+    fn new(heap: Arc<HeapFile>) -> Self {
+        let first = heap.num_pages();
+        let mut w = HeapWriter { heap, buf: AlignedBuf::new(WRITE_RUN_PAGES), first, used: 0 };
+        w.start_page();
+        w
+    }
+
+    fn start_page(&mut self) {
+        let page_no = self.first + self.used as u64;
+        PageMut::init(self.buf.page_mut(self.used), PageKind::Heap, page_no);
+        self.used += 1;
+    }
+
+    /// Appends a tuple and returns where it will live.
+    pub fn append(&mut self, data: &[u8]) -> Result<Tid> {
+        HeapFile::check_size(data.len())?;
+        let cur = self.used - 1;
+        if !self.heap.accepts(&PageView::new(self.buf.page(cur)), data.len()) {
+            if self.used == self.buf.pages() {
+                self.write_out(self.used)?;
+            }
+            self.start_page();
+        }
+        let cur = self.used - 1;
+        let page_no = self.first + cur as u64;
+        if page_no > u32::MAX as u64 {
+            return Err(StorageError::Database {
+                path: self.heap.pool.device().path(self.heap.file),
+                reason: "table exceeds 2^32 pages".into(),
+            });
+        }
+        let slot = PageMut::new(self.buf.page_mut(cur)).push(data).expect("accepts() checked the space");
+        Ok(Tid::new(page_no as u32, slot))
+    }
+
+    /// Writes the first `n` pages of the buffer and starts a new run after them.
+    fn write_out(&mut self, n: usize) -> Result<()> {
+        for i in 0..n {
+            page::seal(self.buf.page_mut(i));
+        }
+        let dev = self.heap.pool.device();
+        dev.write(self.heap.file, self.first, &self.buf[..n * PAGE_SIZE])?;
+        self.first += n as u64;
+        self.heap.pages.store(self.first, Ordering::Release);
+        self.used = 0;
+        Ok(())
+    }
+
+    /// Writes the partly filled last run. The heap's page count now includes every
+    /// appended page; nothing is durable until [`HeapFile::flush`].
+    pub fn finish(mut self) -> Result<()> {
+        if self.used == 0 {
+            return Ok(());
+        }
+        let last_empty = PageView::new(self.buf.page(self.used - 1)).n_slots() == 0;
+        let n = if last_empty { self.used - 1 } else { self.used };
+        if n > 0 {
+            self.write_out(n)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{Device, FileDevice};
+    use proptest::prelude::*;
+
+    fn setup(dir: &Path, frames: usize) -> Arc<BufferPool> {
+        let dev: Arc<dyn Device> = Arc::new(FileDevice::new(false));
+        let _ = dir;
+        Arc::new(BufferPool::new(dev, frames * PAGE_SIZE))
+    }
+
+    #[test]
+    fn writer_fills_pages_by_fill_factor_and_writes_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = setup(dir.path(), 16);
+        let full = Arc::new(HeapFile::create(pool.clone(), &dir.path().join("a"), "a", 64, 1.0).unwrap());
+        let quarter = Arc::new(HeapFile::create(pool.clone(), &dir.path().join("b"), "b", 64, 0.25).unwrap());
+        let t = [7u8; 60];
+        for h in [&full, &quarter] {
+            let mut w = h.writer();
+            for _ in 0..1000 {
+                w.append(&t).unwrap();
+            }
+            w.finish().unwrap();
+        }
+        let per_full = (PAGE_SIZE - page::HEADER_SIZE) / 64;
+        assert_eq!(full.num_pages(), 1000u64.div_ceil(per_full as u64));
+        let per_quarter = (PAGE_SIZE / 4 - page::HEADER_SIZE) / 64;
+        assert_eq!(quarter.num_pages(), 1000u64.div_ceil(per_quarter as u64));
+        let mut n = 0;
+        quarter.scan(|_, b| {
+            assert_eq!(b, &t);
+            n += 1;
+            Ok(())
+        }).unwrap();
+        assert_eq!(n, 1000);
+    }
+
+    #[test]
+    fn reopen_truncates_uncommitted_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = setup(dir.path(), 16);
+        let path = dir.path().join("h");
+        let h = Arc::new(HeapFile::create(pool.clone(), &path, "h", 4, 1.0).unwrap());
+        let mut w = h.writer();
+        for i in 0..3000u32 {
+            w.append(&i.to_le_bytes()).unwrap();
+        }
+        w.finish().unwrap();
+        h.flush().unwrap();
+        let committed = h.num_pages();
+        let mut w = h.writer();
+        for i in 0..3000u32 {
+            w.append(&i.to_le_bytes()).unwrap();
+        }
+        w.finish().unwrap();
+        assert!(h.num_pages() > committed);
+        pool.discard_file(h.file_id()).unwrap();
+        pool.device().close(h.file_id());
+        let h2 = HeapFile::open(pool.clone(), &path, "h", 4, 1.0, committed, true).unwrap();
+        assert_eq!(h2.num_pages(), committed);
+        let mut n = 0;
+        h2.scan(|_, _| {
+            n += 1;
+            Ok(())
+        }).unwrap();
+        assert_eq!(n, 3000);
+        let e = HeapFile::open(pool.clone(), &path, "h", 4, 1.0, committed + 5, true).err().unwrap().to_string();
+        assert!(e.contains("truncated"), "{e}");
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(Vec<u8>),
+        Delete(usize),
+        Update(usize, Vec<u8>),
+        Move(usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => proptest::collection::vec(any::<u8>(), 1..600).prop_map(Op::Insert),
+            1 => any::<usize>().prop_map(Op::Delete),
+            2 => (any::<usize>(), proptest::collection::vec(any::<u8>(), 1..900)).prop_map(|(i, d)| Op::Update(i, d)),
+            1 => any::<usize>().prop_map(Op::Move),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// The heap against a Vec of (tid, bytes): inserts, deletes, updates and moves
+        /// through an 8-frame pool, then a full scan and point reads agree with it.
+        #[test]
+        fn heap_matches_a_vec(ops in proptest::collection::vec(op(), 1..300), fill in 0.3f64..1.0) {
+            let dir = tempfile::tempdir().unwrap();
+            let pool = setup(dir.path(), 8);
+            let h = HeapFile::create(pool.clone(), &dir.path().join("h"), "h", 8, fill).unwrap();
+            let mut model: Vec<(Tid, Vec<u8>)> = Vec::new();
+            for o in ops {
+                match o {
+                    Op::Insert(d) => { let t = h.insert(&d).unwrap(); model.push((t, d)); }
+                    Op::Delete(i) if !model.is_empty() => { let (t, _) = model.remove(i % model.len()); h.delete(t).unwrap(); }
+                    Op::Update(i, d) if !model.is_empty() => {
+                        let i = i % model.len();
+                        let t = h.update(model[i].0, &d).unwrap();
+                        model[i] = (t, d);
+                    }
+                    Op::Move(i) if !model.is_empty() => {
+                        let i = i % model.len();
+                        let t = h.move_tuple(model[i].0, None).unwrap();
+                        model[i].0 = t;
+                    }
+                    _ => {}
+                }
+            }
+            for (t, d) in &model {
+                prop_assert_eq!(h.get(*t).unwrap().as_ref(), Some(d));
+            }
+            let mut scanned = Vec::new();
+            h.scan(|t, b| { scanned.push((t, b.to_vec())); Ok(()) }).unwrap();
+            model.sort();
+            prop_assert_eq!(scanned, model);
+        }
+    }
+}
