@@ -81,7 +81,13 @@ pub fn run(cli: &Cli, a: &IoArgs) -> Result<()> {
         bail!("table {} is empty", a.table);
     }
     let dev = db.device().clone();
-    println!("device: {}; table {}: {} pages ({:.1} MiB)", dev.describe(), a.table, pages, (pages * PAGE_SIZE as u64) as f64 / 1048576.0);
+    println!(
+        "device: {}; table {}: {} pages ({:.1} MiB)",
+        dev.describe(),
+        a.table,
+        pages,
+        (pages * PAGE_SIZE as u64) as f64 / 1048576.0
+    );
     let mut rows = Vec::new();
 
     // Sequential: the heap scan every access path uses.
@@ -102,7 +108,11 @@ pub fn run(cli: &Cli, a: &IoArgs) -> Result<()> {
     let t = median(times);
     let mib = (pages * PAGE_SIZE as u64) as f64 / 1048576.0;
     rows.push(Row {
-        variant: format!("strata sequential scan ({} KiB requests, depth {})", a.run_pages * 8, a.seq_depth),
+        variant: format!(
+            "strata sequential scan ({} KiB requests, depth {})",
+            a.run_pages * 8,
+            a.seq_depth
+        ),
         wall_ms: t * 1e3,
         pages,
         requests: reqs,
@@ -112,7 +122,9 @@ pub fn run(cli: &Cli, a: &IoArgs) -> Result<()> {
 
     // Random single pages at depth 1 and `depth`.
     let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
-    let targets: Vec<u64> = (0..a.random_reads).map(|_| rng.random_range(0..pages)).collect();
+    let targets: Vec<u64> = (0..a.random_reads)
+        .map(|_| rng.random_range(0..pages))
+        .collect();
     let file = heap.file_id();
     for depth in [1usize, a.depth.max(1)] {
         let mut times = Vec::new();
@@ -126,7 +138,11 @@ pub fn run(cli: &Cli, a: &IoArgs) -> Result<()> {
                     let mut reqs: Vec<ReadRequest<'_>> = chunk
                         .iter()
                         .zip(bufs.iter_mut())
-                        .map(|(&p, b)| ReadRequest { file, first_page: p, buf: &mut b[..] })
+                        .map(|(&p, b)| ReadRequest {
+                            file,
+                            first_page: p,
+                            buf: &mut b[..],
+                        })
                         .collect();
                     dev.read_many(&mut reqs)?;
                 }
@@ -150,54 +166,116 @@ pub fn run(cli: &Cli, a: &IoArgs) -> Result<()> {
         let seg = segment_path(&base, 0);
         match ensure_fio() {
             Ok(()) => {
-                let size = std::fs::metadata(&seg).with_context(|| format!("{}", seg.display()))?.len();
+                let size = std::fs::metadata(&seg)
+                    .with_context(|| format!("{}", seg.display()))?
+                    .len();
                 let bs = a.run_pages * PAGE_SIZE;
                 let jobs: Vec<(String, Vec<String>)> = vec![
-                    (format!("fio sequential read ({} KiB, psync, depth 1)", bs / 1024), fio_args("read", bs, "psync", 1, None, size)),
-                    (format!("fio sequential read ({} KiB, io_uring, depth {})", bs / 1024, a.seq_depth), fio_args("read", bs, "io_uring", a.seq_depth, None, size)),
-                    ("fio random 8 KiB reads, depth 1".into(), fio_args("randread", PAGE_SIZE, "psync", 1, Some(a.fio_seconds), size)),
-                    (format!("fio random 8 KiB reads, depth {}", a.depth), fio_args("randread", PAGE_SIZE, "io_uring", a.depth, Some(a.fio_seconds), size)),
+                    (
+                        format!("fio sequential read ({} KiB, psync, depth 1)", bs / 1024),
+                        fio_args("read", bs, "psync", 1, None, size),
+                    ),
+                    (
+                        format!(
+                            "fio sequential read ({} KiB, io_uring, depth {})",
+                            bs / 1024,
+                            a.seq_depth
+                        ),
+                        fio_args("read", bs, "io_uring", a.seq_depth, None, size),
+                    ),
+                    (
+                        "fio random 8 KiB reads, depth 1".into(),
+                        fio_args("randread", PAGE_SIZE, "psync", 1, Some(a.fio_seconds), size),
+                    ),
+                    (
+                        format!("fio random 8 KiB reads, depth {}", a.depth),
+                        fio_args(
+                            "randread",
+                            PAGE_SIZE,
+                            "io_uring",
+                            a.depth,
+                            Some(a.fio_seconds),
+                            size,
+                        ),
+                    ),
                 ];
                 for (name, args) in jobs {
                     let (bw, iops, ms) = run_fio(&seg, &args)?;
-                    rows.push(Row { variant: name, wall_ms: ms, pages: 0, requests: 0, mib_s: bw / 1048576.0, iops });
+                    rows.push(Row {
+                        variant: name,
+                        wall_ms: ms,
+                        pages: 0,
+                        requests: 0,
+                        mib_s: bw / 1048576.0,
+                        iops,
+                    });
                 }
             }
             Err(e) => println!("fio not run: {e:#}"),
         }
     }
 
-    println!("\n{:<58} {:>10} {:>10} {:>10}", "measurement", "MiB/s", "IOPS", "wall ms");
+    println!(
+        "\n{:<58} {:>10} {:>10} {:>10}",
+        "measurement", "MiB/s", "IOPS", "wall ms"
+    );
     for r in &rows {
-        println!("{:<58} {:>10.1} {:>10.0} {:>10.1}", r.variant, r.mib_s, r.iops, r.wall_ms);
+        println!(
+            "{:<58} {:>10.1} {:>10.0} {:>10.1}",
+            r.variant, r.mib_s, r.iops, r.wall_ms
+        );
     }
     let ratio = |a: &str, b: &str| -> Option<f64> {
         let x = rows.iter().find(|r| r.variant.starts_with(a))?.mib_s;
-        let y = rows.iter().filter(|r| r.variant.starts_with(b)).map(|r| r.mib_s).fold(f64::NAN, f64::max);
+        let y = rows
+            .iter()
+            .filter(|r| r.variant.starts_with(b))
+            .map(|r| r.mib_s)
+            .fold(f64::NAN, f64::max);
         (y > 0.0).then_some(x / y)
     };
     let mut summary = String::from("# Storage I/O: strata's device layer next to fio\n\n");
-    summary += &format!("Table `{}`: {pages} pages. Command: `strata bench io --table {}`.\n\n", a.table, a.table);
+    summary += &format!(
+        "Table `{}`: {pages} pages. Command: `strata bench io --table {}`.\n\n",
+        a.table, a.table
+    );
     summary += "| measurement | MiB/s | IOPS | wall ms |\n|---|---:|---:|---:|\n";
     for r in &rows {
-        summary += &format!("| {} | {:.1} | {:.0} | {:.1} |\n", r.variant, r.mib_s, r.iops, r.wall_ms);
+        summary += &format!(
+            "| {} | {:.1} | {:.0} | {:.1} |\n",
+            r.variant, r.mib_s, r.iops, r.wall_ms
+        );
     }
     if let Some(r) = ratio("strata sequential", "fio sequential") {
-        let line = format!("\nSequential scan: strata reaches {:.0}% of fio's best sequential bandwidth (target >= 85%).\n", r * 100.0);
+        let line = format!(
+            "\nSequential scan: strata reaches {:.0}% of fio's best sequential bandwidth (target >= 85%).\n",
+            r * 100.0
+        );
         print!("{line}");
         summary += &line;
     }
     for d in [1, a.depth] {
-        if let Some(r) = ratio(&format!("strata random 8 KiB reads, depth {d}"), &format!("fio random 8 KiB reads, depth {d}")) {
-            let line = format!("Random reads at depth {d}: strata reaches {:.0}% of fio's IOPS.\n", r * 100.0);
+        if let Some(r) = ratio(
+            &format!("strata random 8 KiB reads, depth {d}"),
+            &format!("fio random 8 KiB reads, depth {d}"),
+        ) {
+            let line = format!(
+                "Random reads at depth {d}: strata reaches {:.0}% of fio's IOPS.\n",
+                r * 100.0
+            );
             print!("{line}");
             summary += &line;
         }
     }
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let mut csv = String::from("figure,device,variant,x,wall_ms,modeled_ms,pages_read,io_requests,rows_out,mib_s,iops\n");
+    let mut csv = String::from(
+        "figure,device,variant,x,wall_ms,modeled_ms,pages_read,io_requests,rows_out,mib_s,iops\n",
+    );
     for r in &rows {
-        csv += &format!("io,real,\"{}\",{},{:.3},0,{},{},0,{:.2},{:.1}\n", r.variant, pages, r.wall_ms, r.pages, r.requests, r.mib_s, r.iops);
+        csv += &format!(
+            "io,real,\"{}\",{},{:.3},0,{},{},0,{:.2},{:.1}\n",
+            r.variant, pages, r.wall_ms, r.pages, r.requests, r.mib_s, r.iops
+        );
     }
     std::fs::write(a.out.join("io.csv"), csv)?;
     std::fs::write(a.out.join("io.md"), summary)?;
@@ -205,7 +283,14 @@ pub fn run(cli: &Cli, a: &IoArgs) -> Result<()> {
     Ok(())
 }
 
-fn fio_args(rw: &str, bs: usize, engine: &str, depth: usize, seconds: Option<u64>, size: u64) -> Vec<String> {
+fn fio_args(
+    rw: &str,
+    bs: usize,
+    engine: &str,
+    depth: usize,
+    seconds: Option<u64>,
+    size: u64,
+) -> Vec<String> {
     let mut v = vec![
         "--name=strata".to_string(),
         "--readonly".into(),
@@ -226,13 +311,18 @@ fn fio_args(rw: &str, bs: usize, engine: &str, depth: usize, seconds: Option<u64
 
 /// Runs fio; returns (bytes/s, IOPS, runtime ms).
 fn run_fio(file: &Path, args: &[String]) -> Result<(f64, f64, f64)> {
-    let out = Command::new("fio").arg(format!("--filename={}", file.display())).args(args).output().context("running fio")?;
+    let out = Command::new("fio")
+        .arg(format!("--filename={}", file.display()))
+        .args(args)
+        .output()
+        .context("running fio")?;
     if !out.status.success() {
         bail!("fio failed: {}", String::from_utf8_lossy(&out.stderr));
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let start = text.find('{').context("fio printed no JSON")?;
-    let v: serde_json::Value = serde_json::from_str(&text[start..]).context("parsing fio's JSON")?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text[start..]).context("parsing fio's JSON")?;
     let read = &v["jobs"][0]["read"];
     Ok((
         read["bw_bytes"].as_f64().unwrap_or(0.0),
@@ -242,7 +332,11 @@ fn run_fio(file: &Path, args: &[String]) -> Result<(f64, f64, f64)> {
 }
 
 fn ensure_fio() -> Result<()> {
-    if Command::new("fio").arg("--version").output().is_ok_and(|o| o.status.success()) {
+    if Command::new("fio")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
         return Ok(());
     }
     // SAFETY: geteuid has no preconditions.
@@ -250,9 +344,18 @@ fn ensure_fio() -> Result<()> {
         bail!("fio is not installed (apt-get install fio)");
     }
     println!("installing fio from Debian's packages...");
-    let ok = Command::new("apt-get").args(["install", "-y", "-q", "fio"]).status().is_ok_and(|s| s.success())
-        || (Command::new("apt-get").args(["update", "-q"]).status().is_ok_and(|s| s.success())
-            && Command::new("apt-get").args(["install", "-y", "-q", "fio"]).status().is_ok_and(|s| s.success()));
+    let ok = Command::new("apt-get")
+        .args(["install", "-y", "-q", "fio"])
+        .status()
+        .is_ok_and(|s| s.success())
+        || (Command::new("apt-get")
+            .args(["update", "-q"])
+            .status()
+            .is_ok_and(|s| s.success())
+            && Command::new("apt-get")
+                .args(["install", "-y", "-q", "fio"])
+                .status()
+                .is_ok_and(|s| s.success()));
     if !ok {
         bail!("could not install fio with apt-get");
     }

@@ -92,7 +92,12 @@ pub fn db_options(cli: &Cli, read_only: bool) -> Result<DbOptions> {
         "buffered" => (false, None),
         spec => (true, Some(DeviceProfile::parse(spec)?)),
     };
-    Ok(DbOptions { buffer_pool_bytes: pool, direct_io, profile, read_only })
+    Ok(DbOptions {
+        buffer_pool_bytes: pool,
+        direct_io,
+        profile,
+        read_only,
+    })
 }
 
 pub fn open_db(cli: &Cli, read_only: bool) -> Result<Database> {
@@ -103,9 +108,14 @@ fn table_options(fill: f64, segment: &str) -> Result<TableOptions> {
     let bytes = parse_size(segment).map_err(usage)?;
     let page = strata_storage::page::PAGE_SIZE as u64;
     if bytes < page || bytes % page != 0 {
-        return Err(usage(format!("segment size {segment} must be a whole number of 8 KiB pages")));
+        return Err(usage(format!(
+            "segment size {segment} must be a whole number of 8 KiB pages"
+        )));
     }
-    Ok(TableOptions { fill_factor: fill, segment_pages: bytes / page })
+    Ok(TableOptions {
+        fill_factor: fill,
+        segment_pages: bytes / page,
+    })
 }
 
 pub fn run(cli: &Cli) -> Result<()> {
@@ -120,7 +130,9 @@ pub fn run(cli: &Cli) -> Result<()> {
         Command::Info { table, json } => info(cli, table.as_deref(), *json),
         Command::Check => check_cmd(cli),
         Command::Demo { rows } => demo(cli, *rows),
-        Command::Bench { which: BenchCommand::Io(args) } => crate::bench_io::run(cli, args),
+        Command::Bench {
+            which: BenchCommand::Io(args),
+        } => crate::bench_io::run(cli, args),
     }
 }
 
@@ -128,7 +140,11 @@ fn parse_index(spec: &str) -> Result<IndexSpec> {
     let (name, cols) = spec
         .split_once(':')
         .ok_or_else(|| usage(format!("--index '{spec}': expected NAME:COL[,COL...]")))?;
-    let cols: Vec<&str> = cols.split(',').map(str::trim).filter(|c| !c.is_empty()).collect();
+    let cols: Vec<&str> = cols
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
     if cols.is_empty() {
         return Err(usage(format!("--index '{spec}': no columns")));
     }
@@ -140,16 +156,26 @@ fn load(cli: &Cli, a: &LoadArgs) -> Result<()> {
     let schema = match (&a.schema, &a.schema_file) {
         (Some(s), _) => Some(Schema::parse(s)?),
         (None, Some(f)) => {
-            let text = std::fs::read_to_string(f).with_context(|| format!("reading schema file {}", f.display()))?;
+            let text = std::fs::read_to_string(f)
+                .with_context(|| format!("reading schema file {}", f.display()))?;
             Some(Schema::parse(&text).with_context(|| format!("schema file {}", f.display()))?)
         }
         (None, None) => None,
     };
-    let indexes = a.indexes.iter().map(|s| parse_index(s)).collect::<Result<Vec<_>>>()?;
+    let indexes = a
+        .indexes
+        .iter()
+        .map(|s| parse_index(s))
+        .collect::<Result<Vec<_>>>()?;
     let create = table_options(a.fill_factor, &a.segment_size)?;
     let format = match &a.format {
         Some(f) => f.to_ascii_lowercase(),
-        None => a.file.extension().and_then(|e| e.to_str()).unwrap_or("csv").to_ascii_lowercase(),
+        None => a
+            .file
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("csv")
+            .to_ascii_lowercase(),
     };
     let bars = Bars::new();
     let start = Instant::now();
@@ -171,10 +197,18 @@ fn load(cli: &Cli, a: &LoadArgs) -> Result<()> {
             strata_load::load_csv(&db, &a.table, &a.file, &opts, &bars)?
         }
         "parquet" | "pq" => {
-            let opts = strata_load::ParquetOptions { create, indexes, ..Default::default() };
+            let opts = strata_load::ParquetOptions {
+                create,
+                indexes,
+                ..Default::default()
+            };
             strata_load::load_parquet(&db, &a.table, &a.file, &opts, &bars)?
         }
-        other => return Err(usage(format!("unknown format '{other}' (use csv or parquet)"))),
+        other => {
+            return Err(usage(format!(
+                "unknown format '{other}' (use csv or parquet)"
+            )));
+        }
     };
     bars.finish();
     let secs = start.elapsed().as_secs_f64();
@@ -183,21 +217,25 @@ fn load(cli: &Cli, a: &LoadArgs) -> Result<()> {
     }
     println!(
         "loaded {} rows into {} in {:.2} s ({:.0} rows/s, {:.1} MB/s){}",
-        report.rows,
+        report.rows_loaded,
         a.table,
         secs,
-        report.rows as f64 / secs,
+        report.rows_loaded as f64 / secs,
         bytes as f64 / 1e6 / secs,
-        if report.skipped.is_empty() { String::new() } else { format!("; skipped {} bad rows", report.skipped.len()) }
+        if report.skipped.is_empty() {
+            String::new()
+        } else {
+            format!("; skipped {} bad rows", report.skipped.len())
+        }
     );
     Ok(())
 }
 
 fn gen_cmd(cli: &Cli, a: &GenArgs) -> Result<()> {
     let db = Database::open_or_create(&cli.db, db_options(cli, false)?)?;
-    let dataset: strata_load::Dataset = a.dataset.parse().map_err(|e: String| usage(e))?;
+    let kind: strata_load::GenKind = a.dataset.parse()?;
     let spec = strata_load::GenSpec {
-        dataset,
+        kind,
         rows: a.rows,
         seed: a.seed,
         table: a.table.clone(),
@@ -206,7 +244,7 @@ fn gen_cmd(cli: &Cli, a: &GenArgs) -> Result<()> {
     let bars = Bars::new();
     let start = Instant::now();
     let before = db.device().stats().snapshot();
-    let name = strata_load::generate(&db, &spec, &bars)?;
+    let name = strata_load::generate(&db, &spec, &bars)?.table;
     bars.finish();
     let secs = start.elapsed().as_secs_f64();
     let io = db.device().stats().snapshot() - before;
@@ -276,7 +314,9 @@ fn info(cli: &Cli, only: Option<&str>, json: bool) -> Result<()> {
             t["pages"],
             format_bytes(t["bytes"].as_u64().unwrap()),
             t["segments"],
-            format_bytes(t["segment_pages"].as_u64().unwrap() * strata_storage::page::PAGE_SIZE as u64),
+            format_bytes(
+                t["segment_pages"].as_u64().unwrap() * strata_storage::page::PAGE_SIZE as u64
+            ),
             t["fill_factor"].as_f64().unwrap(),
             t["rows_per_page"].as_f64().unwrap()
         );
@@ -286,7 +326,13 @@ fn info(cli: &Cli, only: Option<&str>, json: bool) -> Result<()> {
             println!(
                 "  index {} on ({}): height {}, {} entries, {} leaf + {} inner pages, leaf fill {:.1}%",
                 i["name"].as_str().unwrap(),
-                i["columns"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect::<Vec<_>>().join(", "),
+                i["columns"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c.as_str().unwrap())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 s["height"],
                 s["entries"],
                 s["leaf_pages"],
@@ -304,16 +350,27 @@ fn check_cmd(cli: &Cli) -> Result<()> {
     let report = check::check_database(&db, &bars)?;
     bars.finish();
     for t in &report {
-        let idx: Vec<String> = t.indexes.iter().map(|(n, e)| format!("{n} ({e} entries)")).collect();
+        let idx: Vec<String> = t
+            .indexes
+            .iter()
+            .map(|(n, e)| format!("{n} ({e} entries)"))
+            .collect();
         println!(
             "ok: table {}: {} pages, {} rows; indexes: {}",
             t.table,
             t.pages,
             t.rows,
-            if idx.is_empty() { "none".to_string() } else { idx.join(", ") }
+            if idx.is_empty() {
+                "none".to_string()
+            } else {
+                idx.join(", ")
+            }
         );
     }
-    println!("check passed: {} table(s), every page verified", report.len());
+    println!(
+        "check passed: {} table(s), every page verified",
+        report.len()
+    );
     Ok(())
 }
 
@@ -348,9 +405,14 @@ fn demo(cli: &Cli, rows: u64) -> Result<()> {
     let db = open_db(cli, true)?;
     let t = db.table("microbench")?;
     let c2 = t.column("c2")?;
-    let index = t.index_on("c2").ok_or_else(|| anyhow::anyhow!("microbench has no index on c2"))?;
+    let index = t
+        .index_on("c2")
+        .ok_or_else(|| anyhow::anyhow!("microbench has no index on c2"))?;
     let hi = 1000;
-    println!("query: SELECT count(*) FROM microbench WHERE c2 < {hi}   (about 1% of rows), cold, {}", db.device().describe());
+    println!(
+        "query: SELECT count(*) FROM microbench WHERE c2 < {hi}   (about 1% of rows), cold, {}",
+        db.device().describe()
+    );
 
     // Full scan: every page, in 1 MiB runs.
     let before = db.device().stats().snapshot();
@@ -359,7 +421,11 @@ fn demo(cli: &Cli, rows: u64) -> Result<()> {
     let layout = t.layout();
     t.heap().scan_pages(128, 2, |_, page| {
         for (_, tuple) in page.tuples() {
-            if layout.decode_column(tuple, c2).as_i64().is_some_and(|v| v < hi) {
+            if layout
+                .decode_column(tuple, c2)
+                .as_i64()
+                .is_some_and(|v| v < hi)
+            {
                 full += 1;
             }
         }
@@ -373,11 +439,21 @@ fn demo(cli: &Cli, rows: u64) -> Result<()> {
     let before = db.device().stats().snapshot();
     let start = Instant::now();
     let mut upper = Vec::new();
-    encode_key_value(&DataType::Int32, &strata_storage::types::Value::Int32(hi as i32), &mut upper);
+    encode_key_value(
+        &DataType::Int32,
+        &strata_storage::types::Value::Int32(hi as i32),
+        &mut upper,
+    );
     let mut by_index = 0u64;
-    for entry in index.btree.range(Bound::Unbounded, Bound::Excluded(upper))? {
+    for entry in index
+        .btree
+        .range(Bound::Unbounded, Bound::Excluded(upper))?
+    {
         let (_, tid) = entry?;
-        if t.heap().with_tuple(tid, |b| layout.decode_column(b, c2).as_i64().is_some_and(|v| v < hi))? == Some(true) {
+        if t.heap().with_tuple(tid, |b| {
+            layout.decode_column(b, c2).as_i64().is_some_and(|v| v < hi)
+        })? == Some(true)
+        {
             by_index += 1;
         }
     }

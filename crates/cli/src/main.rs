@@ -83,12 +83,15 @@ fn main() -> ExitCode {
 }
 
 fn exit_code(e: &anyhow::Error) -> u8 {
-    if e.downcast_ref::<strata_load::LoadError>().is_some_and(|l| l.is_bad_input()) {
-        return 3;
+    match e.downcast_ref::<strata_load::LoadError>() {
+        Some(strata_load::LoadError::Usage(_)) => return 2,
+        Some(l) if l.is_bad_input() => return 3,
+        _ => {}
     }
-    let storage = e
-        .downcast_ref::<StorageError>()
-        .or_else(|| e.downcast_ref::<strata_load::LoadError>().and_then(|l| l.storage()));
+    let storage = e.downcast_ref::<StorageError>().or_else(|| {
+        e.downcast_ref::<strata_load::LoadError>()
+            .and_then(|l| l.storage())
+    });
     match storage {
         Some(
             StorageError::UnknownTable(_)

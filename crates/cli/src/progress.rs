@@ -12,7 +12,9 @@ pub struct Bars {
 
 impl Bars {
     pub fn new() -> Bars {
-        Bars { current: Mutex::new(None) }
+        Bars {
+            current: Mutex::new(None),
+        }
     }
 
     pub fn finish(&self) {
@@ -30,9 +32,11 @@ impl Progress for Bars {
         }
         let bar = ProgressBar::new(total);
         bar.set_style(
-            ProgressStyle::with_template("{msg:32} [{bar:30}] {human_pos}/{human_len} {per_sec:>12} eta {eta}")
-                .expect("valid template")
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{msg:32} [{bar:30}] {human_pos}/{human_len} {per_sec:>12} eta {eta}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
         );
         bar.set_message(name.to_string());
         *cur = Some(bar);

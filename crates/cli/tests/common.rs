@@ -26,7 +26,12 @@ pub fn stderr(o: &Output) -> String {
 /// Runs strata and insists it succeeded.
 pub fn ok(db: &Path, args: &[&str]) -> String {
     let o = strata(db, args);
-    assert!(o.status.success(), "strata {args:?} failed: {}{}", stdout(&o), stderr(&o));
+    assert!(
+        o.status.success(),
+        "strata {args:?} failed: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
     stdout(&o)
 }
 
@@ -34,7 +39,11 @@ pub fn ok(db: &Path, args: &[&str]) -> String {
 pub fn rows(db: &Path, table: &str) -> Option<u64> {
     let out = ok(db, &["info", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).expect("info --json prints JSON");
-    v.as_array().unwrap().iter().find(|t| t["table"] == table).map(|t| t["rows"].as_u64().unwrap())
+    v.as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"] == table)
+        .map(|t| t["rows"].as_u64().unwrap())
 }
 
 /// Writes a CSV of `n` rows `i, i % 1000, "row i"` with a header.

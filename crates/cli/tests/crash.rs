@@ -14,15 +14,27 @@ const ROWS: u64 = 60_000;
 
 fn load_cmd(db: &std::path::Path, csv: &std::path::Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_strata"));
-    c.arg("--db").arg(db).args(["--device", "buffered", "--buffer-pool", "16MiB", "load", "t"]).arg(csv).args([
-        "--schema",
-        SCHEMA,
-        "--index",
-        "t_grp:grp",
-        "--segment-size",
-        "256KiB",
-    ]);
-    c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    c.arg("--db")
+        .arg(db)
+        .args([
+            "--device",
+            "buffered",
+            "--buffer-pool",
+            "16MiB",
+            "load",
+            "t",
+        ])
+        .arg(csv)
+        .args([
+            "--schema",
+            SCHEMA,
+            "--index",
+            "t_grp:grp",
+            "--segment-size",
+            "256KiB",
+        ]);
+    c.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
     c
 }
 
@@ -63,7 +75,11 @@ fn killed_loads_leave_the_old_state_or_the_new_one() {
             }
         }
         let out = strata(&db, &["check"]);
-        assert!(out.status.success(), "iteration {i}: check failed after the kill: {}", stderr(&out));
+        assert!(
+            out.status.success(),
+            "iteration {i}: check failed after the kill: {}",
+            stderr(&out)
+        );
         let now = rows(&db, "t");
         let before = expected.unwrap_or(0);
         assert!(
@@ -73,7 +89,10 @@ fn killed_loads_leave_the_old_state_or_the_new_one() {
         );
         expected = now;
     }
-    assert!(killed >= 5, "only {killed} loads were killed; the test did not test much");
+    assert!(
+        killed >= 5,
+        "only {killed} loads were killed; the test did not test much"
+    );
     assert_eq!(finished + killed, 24);
 
     // The next read-write open removed what killed loads left behind: every data
@@ -84,6 +103,9 @@ fn killed_loads_leave_the_old_state_or_the_new_one() {
     for f in std::fs::read_dir(db.join("data")).unwrap() {
         let name = f.unwrap().file_name().to_string_lossy().into_owned();
         let base = name.rsplit_once('.').unwrap().0;
-        assert!(catalog.contains(&format!("\"data/{base}\"")), "stray file {name}");
+        assert!(
+            catalog.contains(&format!("\"data/{base}\"")),
+            "stray file {name}"
+        );
     }
 }

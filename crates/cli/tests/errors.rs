@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use common::*;
 
 fn heap_segment(db: &Path, table: &str) -> PathBuf {
-    let cat: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(db.join("catalog.json")).unwrap()).unwrap();
+    let cat: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(db.join("catalog.json")).unwrap()).unwrap();
     let base = cat["tables"][table]["heap_file"].as_str().unwrap();
     db.join(format!("{base}.0000"))
 }
@@ -23,7 +24,18 @@ fn setup() -> (tempfile::TempDir, PathBuf) {
     let db = dir.path().join("db");
     let csv = dir.path().join("good.csv");
     write_csv(&csv, 5000);
-    ok(&db, &["load", "t", csv.to_str().unwrap(), "--schema", SCHEMA, "--index", "t_grp:grp"]);
+    ok(
+        &db,
+        &[
+            "load",
+            "t",
+            csv.to_str().unwrap(),
+            "--schema",
+            SCHEMA,
+            "--index",
+            "t_grp:grp",
+        ],
+    );
     (dir, db)
 }
 
@@ -36,7 +48,10 @@ fn malformed_csv_rows_name_file_line_and_column_and_change_nothing() {
     no_panic(&o);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let e = stderr(&o);
-    assert!(e.contains("bad.csv:3") && e.contains("grp") && e.contains("'notanumber'"), "{e}");
+    assert!(
+        e.contains("bad.csv:3") && e.contains("grp") && e.contains("'notanumber'"),
+        "{e}"
+    );
     assert_eq!(rows(&db, "t"), Some(5000), "a failed load changes nothing");
 
     std::fs::write(&bad, "id,grp,note\n1,2\n").unwrap();
@@ -47,7 +62,10 @@ fn malformed_csv_rows_name_file_line_and_column_and_change_nothing() {
 
     // With --max-errors the bad row is skipped and reported; the rest loads.
     std::fs::write(&bad, "id,grp,note\n1,2,a\n2,x,b\n3,4,c\n").unwrap();
-    let o = strata(&db, &["load", "t", bad.to_str().unwrap(), "--max-errors", "1"]);
+    let o = strata(
+        &db,
+        &["load", "t", bad.to_str().unwrap(), "--max-errors", "1"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("bad.csv:3"), "{}", stderr(&o));
     assert_eq!(rows(&db, "t"), Some(5002));
@@ -65,7 +83,10 @@ fn a_flipped_byte_is_reported_with_its_page() {
     no_panic(&o);
     assert_eq!(o.status.code(), Some(4));
     let e = stderr(&o);
-    assert!(e.contains("corrupt page 3") && e.contains("checksum") && e.contains(".0000"), "{e}");
+    assert!(
+        e.contains("corrupt page 3") && e.contains("checksum") && e.contains(".0000"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -73,7 +94,12 @@ fn a_truncated_file_is_reported() {
     let (_dir, db) = setup();
     let seg = heap_segment(&db, "t");
     let len = std::fs::metadata(&seg).unwrap().len();
-    std::fs::OpenOptions::new().write(true).open(&seg).unwrap().set_len(len - 5000).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .unwrap()
+        .set_len(len - 5000)
+        .unwrap();
     let o = strata(&db, &["check"]);
     no_panic(&o);
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
@@ -86,14 +112,33 @@ fn unknown_names_are_usage_errors() {
     let o = strata(&db, &["info", "nosuch"]);
     no_panic(&o);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("unknown table 'nosuch'"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unknown table 'nosuch'"),
+        "{}",
+        stderr(&o)
+    );
 
     let csv = dir.path().join("x.csv");
     write_csv(&csv, 10);
-    let o = strata(&db, &["load", "u", csv.to_str().unwrap(), "--schema", SCHEMA, "--index", "u_x:nosuchcol"]);
+    let o = strata(
+        &db,
+        &[
+            "load",
+            "u",
+            csv.to_str().unwrap(),
+            "--schema",
+            SCHEMA,
+            "--index",
+            "u_x:nosuchcol",
+        ],
+    );
     no_panic(&o);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("unknown column 'nosuchcol'"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unknown column 'nosuchcol'"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(rows(&db, "u"), None);
 
     let o = strata(&db, &["gen", "nosuchdata"]);

@@ -15,11 +15,13 @@ use std::path::Path;
 use std::time::Instant;
 
 use ::csv::{ByteRecord, ReaderBuilder};
+use strata_storage::StorageError;
 use strata_storage::db::{Database, IndexSpec, Progress, TableOptions};
 use strata_storage::types::{Schema, Value};
-use strata_storage::StorageError;
 
-use crate::{ErrorBudget, LoadError, LoadReport, RowError, RowPosition, begin_load, classify_append_error};
+use crate::{
+    ErrorBudget, LoadError, LoadReport, RowError, RowPosition, begin_load, classify_append_error,
+};
 
 /// What [`load_csv`] returns.
 pub type CsvReport = LoadReport;
@@ -67,7 +69,7 @@ impl Default for CsvOptions {
 const PROGRESS_EVERY: u64 = 4096;
 
 /// Loads the CSV file `path` into `table` (creating it from `opts.schema` when it
-/// does not exist) in one atomic [`TableLoad`]. Reports progress as phase
+/// does not exist) in one atomic [`TableLoad`](strata_storage::db::TableLoad). Reports progress as phase
 /// `load <file>` in bytes of the file, then the commit's own phases.
 pub fn load_csv(
     db: &Database,
@@ -78,7 +80,10 @@ pub fn load_csv(
 ) -> Result<CsvReport, LoadError> {
     let start = Instant::now();
     let file_name = path.display().to_string();
-    let input_err = |reason: String| LoadError::Input { path: path.to_path_buf(), reason };
+    let input_err = |reason: String| LoadError::Input {
+        path: path.to_path_buf(),
+        reason,
+    };
     let file = File::open(path).map_err(|e| input_err(e.to_string()))?;
     let size = file.metadata().map_err(|e| input_err(e.to_string()))?.len();
     let mut reader = ReaderBuilder::new()
@@ -90,18 +95,24 @@ pub fn load_csv(
         .from_reader(file);
     let mut rec = ByteRecord::new();
     let read_err = |e: ::csv::Error| {
-        let line = e.position().map(|p| format!("line {}: ", p.line())).unwrap_or_default();
+        let line = e
+            .position()
+            .map(|p| format!("line {}: ", p.line()))
+            .unwrap_or_default();
         input_err(format!("{line}{e}"))
     };
 
     let header = if opts.header {
         if !reader.read_byte_record(&mut rec).map_err(read_err)? {
-            return Err(input_err("the file is empty, but a header row was expected".into()));
+            return Err(input_err(
+                "the file is empty, but a header row was expected".into(),
+            ));
         }
         let mut names = Vec::with_capacity(rec.len());
         for (i, f) in rec.iter().enumerate() {
-            let name = std::str::from_utf8(f)
-                .map_err(|_| input_err(format!("line 1: header field {} is not valid UTF-8", i + 1)))?;
+            let name = std::str::from_utf8(f).map_err(|_| {
+                input_err(format!("line 1: header field {} is not valid UTF-8", i + 1))
+            })?;
             names.push(name.trim().to_string());
         }
         Some(names)
@@ -174,7 +185,10 @@ pub fn load_csv(
             reason,
         };
         if rec.len() != expected {
-            let e = bad(None, format!("expected {expected} fields, found {}", rec.len()));
+            let e = bad(
+                None,
+                format!("expected {expected} fields, found {}", rec.len()),
+            );
             budget.reject(e, table, new_table)?;
             continue;
         }
@@ -211,7 +225,12 @@ pub fn load_csv(
 
 /// Maps header names to table columns: every column must be named exactly once
 /// and no name may be unknown.
-fn map_header(names: &[String], schema: &Schema, file: &str, table: &str) -> Result<Vec<usize>, LoadError> {
+fn map_header(
+    names: &[String],
+    schema: &Schema,
+    file: &str,
+    table: &str,
+) -> Result<Vec<usize>, LoadError> {
     let mut map = vec![usize::MAX; schema.len()];
     let mut unknown = Vec::new();
     for (f, name) in names.iter().enumerate() {
@@ -227,7 +246,14 @@ fn map_header(names: &[String], schema: &Schema, file: &str, table: &str) -> Res
             None => unknown.push(format!("'{name}'")),
         }
     }
-    let columns = || schema.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
+    let columns = || {
+        schema
+            .columns
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     if !unknown.is_empty() {
         return Err(LoadError::Mismatch(format!(
             "{file}:1: header names unknown column{} {} (table '{table}' has {})",
@@ -236,8 +262,13 @@ fn map_header(names: &[String], schema: &Schema, file: &str, table: &str) -> Res
             columns()
         )));
     }
-    let missing: Vec<String> =
-        schema.columns.iter().zip(&map).filter(|(_, f)| **f == usize::MAX).map(|(c, _)| format!("'{}'", c.name)).collect();
+    let missing: Vec<String> = schema
+        .columns
+        .iter()
+        .zip(&map)
+        .filter(|(_, f)| **f == usize::MAX)
+        .map(|(c, _)| format!("'{}'", c.name))
+        .collect();
     if !missing.is_empty() {
         return Err(LoadError::Mismatch(format!(
             "{file}:1: header lacks column{} {} of table '{table}' (every column must be present)",
@@ -270,8 +301,15 @@ fn fill_row(
             }
             Value::Null
         } else {
-            let text = std::str::from_utf8(raw)
-                .map_err(|e| (c, format!("not valid UTF-8 (at byte {} of the field)", e.valid_up_to() + 1)))?;
+            let text = std::str::from_utf8(raw).map_err(|e| {
+                (
+                    c,
+                    format!(
+                        "not valid UTF-8 (at byte {} of the field)",
+                        e.valid_up_to() + 1
+                    ),
+                )
+            })?;
             col.ty.parse_value(text).map_err(|reason| (c, reason))?
         };
     }

@@ -93,12 +93,15 @@ impl FromStr for GenKind {
 
     /// Parses `microbench`, `skewed` or `flash` (case-insensitive).
     fn from_str(s: &str) -> Result<GenKind, LoadError> {
-        GenKind::ALL.into_iter().find(|k| k.name().eq_ignore_ascii_case(s.trim())).ok_or_else(|| {
-            LoadError::Usage(format!(
-                "unknown data set '{s}': expected one of {}",
-                GenKind::ALL.map(|k| k.name()).join(", ")
-            ))
-        })
+        GenKind::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                LoadError::Usage(format!(
+                    "unknown data set '{s}': expected one of {}",
+                    GenKind::ALL.map(|k| k.name()).join(", ")
+                ))
+            })
     }
 }
 
@@ -117,7 +120,13 @@ pub struct GenSpec {
 impl GenSpec {
     /// `rows` rows of `kind` with seed 42 and default table options.
     pub fn new(kind: GenKind, rows: u64) -> GenSpec {
-        GenSpec { kind, rows, seed: 42, table: None, options: TableOptions::default() }
+        GenSpec {
+            kind,
+            rows,
+            seed: 42,
+            table: None,
+            options: TableOptions::default(),
+        }
     }
 
     pub fn table_name(&self) -> &str {
@@ -145,8 +154,12 @@ pub struct GenReport {
 
 /// `c1..c10 INT32 NOT NULL`: the microbench and skewed table.
 pub fn microbench_schema() -> Schema {
-    Schema::new((1..=10).map(|i| Column::new(format!("c{i}"), DataType::Int32, false)).collect())
-        .expect("valid schema")
+    Schema::new(
+        (1..=10)
+            .map(|i| Column::new(format!("c{i}"), DataType::Int32, false))
+            .collect(),
+    )
+    .expect("valid schema")
 }
 
 /// `a INT32 NOT NULL, pad CHAR(296) NOT NULL`: a 300-byte tuple.
@@ -185,7 +198,11 @@ pub fn skewed_counts(rows: u64) -> SkewedCounts {
 
 /// Generates `spec` into a new table with its index, atomically. Progress: phase
 /// `generate <table>` in rows, then the commit's phases (index build).
-pub fn generate(db: &Database, spec: &GenSpec, progress: &dyn Progress) -> Result<GenReport, LoadError> {
+pub fn generate(
+    db: &Database,
+    spec: &GenSpec,
+    progress: &dyn Progress,
+) -> Result<GenReport, LoadError> {
     let start = Instant::now();
     let table = spec.table_name();
     // c1 runs 0..rows and `a` 1..=rows, both INT32.
@@ -197,7 +214,8 @@ pub fn generate(db: &Database, spec: &GenSpec, progress: &dyn Progress) -> Resul
         )));
     }
     let index = IndexSpec::new(spec.index_name(), &[spec.kind.index_column()]);
-    let mut load = db.begin_create_load(table, spec.kind.schema(), spec.options.clone(), vec![index])?;
+    let mut load =
+        db.begin_create_load(table, spec.kind.schema(), spec.options.clone(), vec![index])?;
     progress.phase(&format!("generate {table}"), spec.rows);
     let mut rng = SmallRng::seed_from_u64(spec.seed);
     let n = spec.rows;
@@ -214,11 +232,14 @@ pub fn generate(db: &Database, spec: &GenSpec, progress: &dyn Progress) -> Resul
             let (hot, mut zeros) = if spec.kind == GenKind::Skewed {
                 let counts = skewed_counts(n);
                 c2_zero_rows = Some(counts.total());
-                let mut z: Vec<u64> =
-                    rand::seq::index::sample(&mut rng, (n - counts.hot) as usize, counts.scattered as usize)
-                        .into_iter()
-                        .map(|i| counts.hot + i as u64)
-                        .collect();
+                let mut z: Vec<u64> = rand::seq::index::sample(
+                    &mut rng,
+                    (n - counts.hot) as usize,
+                    counts.scattered as usize,
+                )
+                .into_iter()
+                .map(|i| counts.hot + i as u64)
+                .collect();
                 z.sort_unstable();
                 (counts.hot, z.into_iter().peekable())
             } else {
@@ -249,7 +270,9 @@ pub fn generate(db: &Database, spec: &GenSpec, progress: &dyn Progress) -> Resul
                 perm.swap(i, j);
             }
             let pad_len = (FLASH_TUPLE - 4) as usize;
-            let pads: Vec<String> = (b'a'..=b'z').map(|c| (c as char).to_string().repeat(pad_len)).collect();
+            let pads: Vec<String> = (b'a'..=b'z')
+                .map(|c| (c as char).to_string().repeat(pad_len))
+                .collect();
             let mut row = vec![Value::Int32(0), Value::Str(String::with_capacity(pad_len))];
             for (i, &a) in perm.iter().enumerate() {
                 row[0] = Value::Int32(a);

@@ -1,7 +1,7 @@
 //! strata's loaders: typed CSV ([`load_csv`]) and Parquet ([`load_parquet`])
 //! import, and native generators for the papers' synthetic data ([`generate`]).
 //!
-//! Every loader appends through one [`TableLoad`](strata_storage::db::TableLoad)
+//! Every loader appends through one [`TableLoad`]
 //! and commits it at the very end, so a load is atomic: it either adds every good
 //! row (and rebuilds the table's indexes) or leaves the table exactly as it was. A
 //! load that fails before commit simply drops the `TableLoad`, which gives its
@@ -21,12 +21,15 @@ use strata_storage::db::{Database, IndexSpec, LoadSummary, TableLoad, TableOptio
 use strata_storage::types::Schema;
 
 mod csv;
-mod gen;
+// `gen` is a reserved word in edition 2024.
+#[path = "gen.rs"]
+mod generator;
 mod parquet;
 
 pub use crate::csv::{CsvOptions, CsvReport, load_csv};
-pub use crate::gen::{
-    GenKind, GenReport, GenSpec, MICROBENCH_MAX, SkewedCounts, flash_schema, generate, microbench_schema, skewed_counts,
+pub use crate::generator::{
+    GenKind, GenReport, GenSpec, MICROBENCH_MAX, SkewedCounts, flash_schema, generate,
+    microbench_schema, skewed_counts,
 };
 pub use crate::parquet::{ParquetOptions, ParquetReport, load_parquet};
 
@@ -79,7 +82,7 @@ pub enum LoadError {
     #[error("{}", rejected_message(.error, *.max_errors, .table, *.new_table))]
     Rejected {
         /// The bad row that made the count exceed `max_errors`.
-        error: RowError,
+        error: Box<RowError>,
         /// Bad rows before it, which were being skipped.
         skipped: Vec<RowError>,
         max_errors: u64,
@@ -110,6 +113,21 @@ impl LoadError {
     pub fn row_error(&self) -> Option<&RowError> {
         match self {
             LoadError::Rejected { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The input or the request is at fault (unreadable file, bad rows, columns
+    /// that do not match, bad generator parameters), not the database; a CLI maps
+    /// this to its "bad input" exit code.
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(self, LoadError::Storage(_))
+    }
+
+    /// The storage error underneath, if the database failed.
+    pub fn storage(&self) -> Option<&StorageError> {
+        match self {
+            LoadError::Storage(e) => Some(e),
             _ => None,
         }
     }
@@ -146,18 +164,26 @@ pub(crate) struct ErrorBudget {
 
 impl ErrorBudget {
     pub fn new(max_errors: u64) -> Self {
-        ErrorBudget { max_errors, skipped: Vec::new() }
+        ErrorBudget {
+            max_errors,
+            skipped: Vec::new(),
+        }
     }
 
     /// Records a bad row; `Err` (the load must be rolled back) once there are more
     /// than `max_errors`.
-    pub fn reject(&mut self, error: RowError, table: &str, new_table: bool) -> Result<(), LoadError> {
+    pub fn reject(
+        &mut self,
+        error: RowError,
+        table: &str,
+        new_table: bool,
+    ) -> Result<(), LoadError> {
         if (self.skipped.len() as u64) < self.max_errors {
             self.skipped.push(error);
             Ok(())
         } else {
             Err(LoadError::Rejected {
-                error,
+                error: Box::new(error),
                 skipped: std::mem::take(&mut self.skipped),
                 max_errors: self.max_errors,
                 table: table.to_string(),
@@ -169,7 +195,9 @@ impl ErrorBudget {
 
 /// Splits a failed `TableLoad::append` into a row error (the row is at fault: a
 /// value out of range, a row too large for a page) or a fatal storage error.
-pub(crate) fn classify_append_error(e: StorageError) -> Result<(Option<String>, String), LoadError> {
+pub(crate) fn classify_append_error(
+    e: StorageError,
+) -> Result<(Option<String>, String), LoadError> {
     match e {
         StorageError::Value { column, reason } => Ok((Some(column), reason)),
         e @ StorageError::TupleTooLarge { .. } => Ok((None, e.to_string())),
@@ -189,7 +217,12 @@ pub(crate) fn begin_load<'a>(
     indexes: &[IndexSpec],
 ) -> Result<TableLoad<'a>, LoadError> {
     if new_table {
-        return Ok(db.begin_create_load(table, schema.clone(), create.clone(), indexes.to_vec())?);
+        return Ok(db.begin_create_load(
+            table,
+            schema.clone(),
+            create.clone(),
+            indexes.to_vec(),
+        )?);
     }
     let t = db.table(table)?;
     let mut load = db.begin_load(table)?;
@@ -200,4 +233,3 @@ pub(crate) fn begin_load<'a>(
     }
     Ok(load)
 }
-

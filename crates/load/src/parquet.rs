@@ -35,8 +35,8 @@ use ::parquet::arrow::ProjectionMask;
 use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Date32Type, Decimal32Type, Decimal64Type, Decimal128Type, Float32Type, Float64Type, Int8Type, Int16Type,
-    Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+    Date32Type, Decimal32Type, Decimal64Type, Decimal128Type, Float32Type, Float64Type, Int8Type,
+    Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::DataType as Arrow;
@@ -44,7 +44,9 @@ use strata_storage::StorageError;
 use strata_storage::db::{Database, IndexSpec, Progress, TableOptions};
 use strata_storage::types::{Column, DataType, Schema, Value};
 
-use crate::{ErrorBudget, LoadError, LoadReport, RowError, RowPosition, begin_load, classify_append_error};
+use crate::{
+    ErrorBudget, LoadError, LoadReport, RowError, RowPosition, begin_load, classify_append_error,
+};
 
 /// What [`load_parquet`] returns.
 pub type ParquetReport = LoadReport;
@@ -93,12 +95,17 @@ pub fn load_parquet(
 ) -> Result<ParquetReport, LoadError> {
     let start = Instant::now();
     let file_name = path.display().to_string();
-    let input_err = |reason: String| LoadError::Input { path: path.to_path_buf(), reason };
+    let input_err = |reason: String| LoadError::Input {
+        path: path.to_path_buf(),
+        reason,
+    };
     let open = || -> Result<ParquetRecordBatchReaderBuilder<File>, LoadError> {
         let file = File::open(path).map_err(|e| input_err(e.to_string()))?;
         ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| input_err(e.to_string()))
     };
-    let size = std::fs::metadata(path).map_err(|e| input_err(e.to_string()))?.len();
+    let size = std::fs::metadata(path)
+        .map_err(|e| input_err(e.to_string()))?
+        .len();
     let builder = open()?;
     let arrow_schema = builder.schema().clone();
     let fields = arrow_schema.fields();
@@ -134,7 +141,7 @@ pub fn load_parquet(
             if !strings.is_empty() {
                 let lens = match opts.varchar_len {
                     Some(n) => vec![n as usize; strings.len()],
-                    None => longest_strings(open()?, &strings, &file_name, total_rows, progress)?,
+                    None => longest_strings(open()?, &strings, path, total_rows, progress)?,
                 };
                 for (&i, len) in strings.iter().zip(lens) {
                     if len > MAX_VARCHAR {
@@ -144,7 +151,9 @@ pub fn load_parquet(
                             fields[i].name()
                         )));
                     }
-                    columns[i].ty = DataType::Varchar { len: len.max(1) as u16 };
+                    columns[i].ty = DataType::Varchar {
+                        len: len.max(1) as u16,
+                    };
                 }
             }
             let schema = Schema::new(columns)?;
@@ -154,14 +163,18 @@ pub fn load_parquet(
     };
 
     let mut load = begin_load(db, table, &schema, new_table, &opts.create, &opts.indexes)?;
-    let reader = builder.with_batch_size(opts.batch_size.max(1)).build().map_err(|e| input_err(e.to_string()))?;
+    let reader = builder
+        .with_batch_size(opts.batch_size.max(1))
+        .build()
+        .map_err(|e| input_err(e.to_string()))?;
     progress.phase(&format!("load {file_name}"), total_rows);
     let mut row = vec![Value::Null; schema.len()];
     let mut budget = ErrorBudget::new(opts.max_errors);
     let mut loaded = 0u64;
     let mut row_no = 0u64;
     for batch in reader {
-        let batch: RecordBatch = batch.map_err(|e| input_err(format!("after row {row_no}: {e}")))?;
+        let batch: RecordBatch =
+            batch.map_err(|e| input_err(format!("after row {row_no}: {e}")))?;
         let cols: Vec<Col<'_>> = map
             .iter()
             .map(|&f| Col::new(batch.column(f)).expect("types were checked against the schema"))
@@ -199,7 +212,8 @@ pub fn load_parquet(
                     let e = RowError {
                         file: file_name.clone(),
                         position: RowPosition::Row(row_no),
-                        column: column.and_then(|name| Some((map[schema.index_of(&name)?] + 1, name))),
+                        column: column
+                            .and_then(|name| Some((map[schema.index_of(&name)?] + 1, name))),
                         reason,
                     };
                     budget.reject(e, table, new_table)?;
@@ -231,7 +245,10 @@ fn creation_type(t: &Arrow) -> Option<Option<DataType>> {
         Arrow::Decimal32(p, s) | Arrow::Decimal64(p, s) | Arrow::Decimal128(p, s)
             if (1..=18).contains(p) && *s >= 0 && *s as u8 <= *p =>
         {
-            DataType::Decimal { precision: *p, scale: *s as u8 }
+            DataType::Decimal {
+                precision: *p,
+                scale: *s as u8,
+            }
         }
         Arrow::Date32 => DataType::Date,
         Arrow::Boolean => DataType::Bool,
@@ -242,7 +259,10 @@ fn creation_type(t: &Arrow) -> Option<Option<DataType>> {
 
 fn unsupported(file: &str, i: usize, name: &str, t: &Arrow) -> LoadError {
     let why = match t {
-        Arrow::Decimal32(..) | Arrow::Decimal64(..) | Arrow::Decimal128(..) | Arrow::Decimal256(..) => {
+        Arrow::Decimal32(..)
+        | Arrow::Decimal64(..)
+        | Arrow::Decimal128(..)
+        | Arrow::Decimal256(..) => {
             " (strata's DECIMAL holds at most 18 digits and a scale of 0..=precision)"
         }
         _ => "",
@@ -286,19 +306,30 @@ fn map_fields(
     file: &str,
     table: &str,
 ) -> Result<Vec<usize>, LoadError> {
-    let unknown: Vec<String> =
-        fields.iter().filter(|f| schema.index_of(f.name()).is_none()).map(|f| format!("'{}'", f.name())).collect();
+    let unknown: Vec<String> = fields
+        .iter()
+        .filter(|f| schema.index_of(f.name()).is_none())
+        .map(|f| format!("'{}'", f.name()))
+        .collect();
     if !unknown.is_empty() {
         return Err(LoadError::Mismatch(format!(
             "{file}: unknown column{} {} for table '{table}' (it has {})",
             if unknown.len() > 1 { "s" } else { "" },
             unknown.join(", "),
-            schema.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+            schema
+                .columns
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     }
     let mut map = Vec::with_capacity(schema.len());
     for c in &schema.columns {
-        let mut found = fields.iter().enumerate().filter(|(_, f)| f.name().eq_ignore_ascii_case(&c.name));
+        let mut found = fields
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.name().eq_ignore_ascii_case(&c.name));
         let Some((i, f)) = found.next() else {
             return Err(LoadError::Mismatch(format!(
                 "{file}: has no column '{}' of table '{table}' (every column must be present)",
@@ -306,7 +337,10 @@ fn map_fields(
             )));
         };
         if found.next().is_some() {
-            return Err(LoadError::Mismatch(format!("{file}: has more than one column named '{}'", c.name)));
+            return Err(LoadError::Mismatch(format!(
+                "{file}: has more than one column named '{}'",
+                c.name
+            )));
         }
         if !convertible(f.data_type(), &c.ty) {
             return Err(LoadError::Mismatch(format!(
@@ -327,20 +361,27 @@ fn map_fields(
 fn longest_strings(
     builder: ParquetRecordBatchReaderBuilder<File>,
     cols: &[usize],
-    file: &str,
+    path: &Path,
     total_rows: u64,
     progress: &dyn Progress,
 ) -> Result<Vec<usize>, LoadError> {
+    let input = |e: &dyn std::fmt::Display| LoadError::Input {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
     let mask = ProjectionMask::roots(builder.parquet_schema(), cols.iter().copied());
     let reader = builder
         .with_projection(mask)
         .with_batch_size(8192)
         .build()
-        .map_err(|e| LoadError::Mismatch(format!("{file}: {e}")))?;
-    progress.phase(&format!("scan {file} for string lengths"), total_rows);
+        .map_err(|e| input(&e))?;
+    progress.phase(
+        &format!("scan {} for string lengths", path.display()),
+        total_rows,
+    );
     let mut longest = vec![0usize; cols.len()];
     for batch in reader {
-        let batch = batch.map_err(|e| LoadError::Mismatch(format!("{file}: {e}")))?;
+        let batch = batch.map_err(|e| input(&e))?;
         // The projection keeps the selected columns in file order, as `cols` is.
         for (k, a) in batch.columns().iter().enumerate() {
             let m = match Col::new(a) {
@@ -387,9 +428,19 @@ impl<'a> Col<'a> {
             Arrow::UInt64 => int!(UInt64Type),
             Arrow::Float32 => Col::Float(a, |a, i| a.as_primitive::<Float32Type>().value(i) as f64),
             Arrow::Float64 => Col::Float(a, |a, i| a.as_primitive::<Float64Type>().value(i)),
-            Arrow::Decimal32(_, s) => Col::Decimal(a, |a, i| a.as_primitive::<Decimal32Type>().value(i) as i128, *s),
-            Arrow::Decimal64(_, s) => Col::Decimal(a, |a, i| a.as_primitive::<Decimal64Type>().value(i) as i128, *s),
-            Arrow::Decimal128(_, s) => Col::Decimal(a, |a, i| a.as_primitive::<Decimal128Type>().value(i), *s),
+            Arrow::Decimal32(_, s) => Col::Decimal(
+                a,
+                |a, i| a.as_primitive::<Decimal32Type>().value(i) as i128,
+                *s,
+            ),
+            Arrow::Decimal64(_, s) => Col::Decimal(
+                a,
+                |a, i| a.as_primitive::<Decimal64Type>().value(i) as i128,
+                *s,
+            ),
+            Arrow::Decimal128(_, s) => {
+                Col::Decimal(a, |a, i| a.as_primitive::<Decimal128Type>().value(i), *s)
+            }
             Arrow::Date32 => Col::Date(a.as_primitive::<Date32Type>()),
             Arrow::Utf8 => Col::Str(a.as_string::<i32>()),
             Arrow::LargeUtf8 => Col::LargeStr(a.as_string::<i64>()),
@@ -445,7 +496,12 @@ fn int_value(v: i128, scale: u8, ty: &DataType) -> Result<Value, String> {
         } else {
             let p = 10u128.pow(scale as u32);
             let sign = if v < 0 { "-" } else { "" };
-            format!("{sign}{}.{:0w$}", v.unsigned_abs() / p, v.unsigned_abs() % p, w = scale as usize)
+            format!(
+                "{sign}{}.{:0w$}",
+                v.unsigned_abs() / p,
+                v.unsigned_abs() % p,
+                w = scale as usize
+            )
         };
         format!("{shown} is out of range for {ty}")
     };
@@ -453,8 +509,13 @@ fn int_value(v: i128, scale: u8, ty: &DataType) -> Result<Value, String> {
         DataType::Int32 => Value::Int32(i32::try_from(v).map_err(|_| range())?),
         DataType::Int64 => Value::Int64(i64::try_from(v).map_err(|_| range())?),
         DataType::Float64 => Value::Float64(v as f64),
-        DataType::Decimal { precision, scale: to } => {
-            let scaled = v.checked_mul(10i128.pow((*to - scale) as u32)).ok_or_else(range)?;
+        DataType::Decimal {
+            precision,
+            scale: to,
+        } => {
+            let scaled = v
+                .checked_mul(10i128.pow((*to - scale) as u32))
+                .ok_or_else(range)?;
             if scaled.unsigned_abs() >= 10u128.pow(*precision as u32) {
                 return Err(range());
             }

@@ -299,9 +299,10 @@ impl BufferPool {
                 w.buf.fill(0);
                 Ok(())
             }
-            Fill::Read => self.device.read(file, page, &mut w.buf).and_then(|()| {
-                page::verify(&w.buf, page, &self.device.path(file))
-            }),
+            Fill::Read => self
+                .device
+                .read(file, page, &mut w.buf)
+                .and_then(|()| self.verify(file, page, &w.buf)),
         };
         match filled {
             Ok(()) => {
@@ -317,6 +318,25 @@ impl BufferPool {
                 Err(e)
             }
         }
+    }
+
+    /// Verifies a page read from the device; a failure names the segment file and
+    /// where in it the page is.
+    fn verify(&self, file: FileId, page_no: u64, buf: &[u8]) -> Result<()> {
+        page::verify(buf, page_no, &self.device.path(file)).map_err(|e| match e {
+            StorageError::CorruptPage { page, reason, .. } => {
+                let (path, local) = self.device.locate(file, page);
+                StorageError::CorruptPage {
+                    path,
+                    page,
+                    reason: format!(
+                        "{reason} (at byte {} of that file)",
+                        local * PAGE_SIZE as u64
+                    ),
+                }
+            }
+            other => other,
+        })
     }
 
     fn find_victim(&self, t: &mut Table) -> Result<usize> {
@@ -357,7 +377,11 @@ impl BufferPool {
     fn flush_where(&self, want: impl Fn(&Key) -> bool) -> Result<()> {
         let mut pages: Vec<(Key, usize)> = {
             let t = self.table.lock();
-            t.map.iter().filter(|(k, _)| want(k)).map(|(k, i)| (*k, *i)).collect()
+            t.map
+                .iter()
+                .filter(|(k, _)| want(k))
+                .map(|(k, i)| (*k, *i))
+                .collect()
         };
         pages.sort();
         for (key, idx) in pages {
@@ -366,11 +390,12 @@ impl BufferPool {
                 continue;
             }
             let mut w = frame.data.write();
-            if w.tag == Some(key) && frame.dirty.swap(false, Ordering::AcqRel) {
-                if let Err(e) = self.write_back(key, &mut w.buf) {
-                    frame.dirty.store(true, Ordering::Release);
-                    return Err(e);
-                }
+            if w.tag == Some(key)
+                && frame.dirty.swap(false, Ordering::AcqRel)
+                && let Err(e) = self.write_back(key, &mut w.buf)
+            {
+                frame.dirty.store(true, Ordering::Release);
+                return Err(e);
             }
         }
         Ok(())
@@ -380,11 +405,19 @@ impl BufferPool {
     /// deleted or truncated). Fails if a page of it is pinned.
     pub fn discard_file(&self, file: FileId) -> Result<()> {
         let mut t = self.table.lock();
-        let keys: Vec<(Key, usize)> = t.map.iter().filter(|(k, _)| k.0 == file).map(|(k, i)| (*k, *i)).collect();
+        let keys: Vec<(Key, usize)> = t
+            .map
+            .iter()
+            .filter(|(k, _)| k.0 == file)
+            .map(|(k, i)| (*k, *i))
+            .collect();
         for (key, idx) in keys {
             let frame = &self.frames[idx];
             if frame.pins.load(Ordering::Acquire) != 0 {
-                return Err(StorageError::PagePinned { path: self.device.path(file), page: key.1 });
+                return Err(StorageError::PagePinned {
+                    path: self.device.path(file),
+                    page: key.1,
+                });
             }
             let mut w = frame.data.write();
             w.tag = None;
@@ -398,8 +431,12 @@ impl BufferPool {
     /// Drops pages `from..` of `file` from the pool (after the file was truncated).
     pub fn discard_from(&self, file: FileId, from: u64) {
         let mut t = self.table.lock();
-        let keys: Vec<(Key, usize)> =
-            t.map.iter().filter(|(k, _)| k.0 == file && k.1 >= from).map(|(k, i)| (*k, *i)).collect();
+        let keys: Vec<(Key, usize)> = t
+            .map
+            .iter()
+            .filter(|(k, _)| k.0 == file && k.1 >= from)
+            .map(|(k, i)| (*k, *i))
+            .collect();
         for (key, idx) in keys {
             let frame = &self.frames[idx];
             if frame.pins.load(Ordering::Acquire) == 0 {
@@ -442,7 +479,6 @@ impl BufferPool {
     }
 
     fn finish_run(&self, file: FileId, first: u64, buf: &mut AlignedBuf) -> Result<()> {
-        let path = self.device.path(file);
         for i in 0..buf.pages() {
             let page_no = first + i as u64;
             let cached = {
@@ -459,7 +495,7 @@ impl BufferPool {
                     }
                 }
             }
-            page::verify(buf.page(i), page_no, &path)?;
+            self.verify(file, page_no, buf.page(i))?;
         }
         Ok(())
     }
@@ -533,7 +569,10 @@ mod tests {
         bytes[2 * PAGE_SIZE + 100] ^= 0x40;
         std::fs::write(&path, bytes).unwrap();
         let e = pool.read(f, 2).err().unwrap().to_string();
-        assert!(e.contains("corrupt page 2") && e.contains("checksum"), "{e}");
+        assert!(
+            e.contains("corrupt page 2") && e.contains("checksum"),
+            "{e}"
+        );
         // The failed load left no frame behind: other pages still work.
         assert_eq!(value(&pool.read(f, 1).unwrap()), 1);
     }

@@ -56,7 +56,11 @@ pub struct IndexDef {
 
 impl Default for Catalog {
     fn default() -> Self {
-        Catalog { format: FORMAT, next_file: 1, tables: BTreeMap::new() }
+        Catalog {
+            format: FORMAT,
+            next_file: 1,
+            tables: BTreeMap::new(),
+        }
     }
 }
 
@@ -72,7 +76,9 @@ impl Catalog {
             if e.kind() == std::io::ErrorKind::NotFound {
                 StorageError::Database {
                     path: dir.to_path_buf(),
-                    reason: "not a strata database (no catalog.json); create one with `strata create`".into(),
+                    reason:
+                        "not a strata database (no catalog.json); create one with `strata create`"
+                            .into(),
                 }
             } else {
                 StorageError::io(&path, e)
@@ -85,7 +91,10 @@ impl Catalog {
         if cat.format != FORMAT {
             return Err(StorageError::Catalog {
                 path,
-                reason: format!("format {} is not supported (this strata reads format {FORMAT})", cat.format),
+                reason: format!(
+                    "format {} is not supported (this strata reads format {FORMAT})",
+                    cat.format
+                ),
             });
         }
         Ok(cat)
@@ -116,13 +125,17 @@ impl Catalog {
     }
 
     pub fn table(&self, name: &str) -> Result<&TableDef> {
-        self.tables.get(name).ok_or_else(|| StorageError::UnknownTable(name.to_string()))
+        self.tables
+            .get(name)
+            .ok_or_else(|| StorageError::UnknownTable(name.to_string()))
     }
 }
 
 /// fsyncs a directory so a rename or a new file in it is durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| StorageError::io(dir, e))
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| StorageError::io(dir, e))
 }
 
 #[cfg(test)]
@@ -153,6 +166,9 @@ mod tests {
         assert_eq!(Catalog::load(dir.path()).unwrap(), c);
         std::fs::write(Catalog::path(dir.path()), b"{ torn").unwrap();
         let e = Catalog::load(dir.path()).unwrap_err().to_string();
-        assert!(e.contains("catalog.json") && e.contains("unreadable"), "{e}");
+        assert!(
+            e.contains("catalog.json") && e.contains("unreadable"),
+            "{e}"
+        );
     }
 }

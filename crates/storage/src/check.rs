@@ -42,12 +42,21 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
     let mut rows = 0u64;
     progress.phase(&format!("check {name}: heap pages"), heap.num_pages());
     heap.scan_pages(128, 2, |page_no, view| {
-        let corrupt = |reason: String| StorageError::CorruptPage { path: path.clone(), page: page_no, reason };
+        let corrupt = |reason: String| StorageError::CorruptPage {
+            path: path.clone(),
+            page: page_no,
+            reason,
+        };
         if view.kind() != Some(PageKind::Heap) {
-            return Err(corrupt(format!("expected a heap page, found kind {:?}", view.kind())));
+            return Err(corrupt(format!(
+                "expected a heap page, found kind {:?}",
+                view.kind()
+            )));
         }
         for (slot, t) in view.tuples() {
-            layout.validate(t).map_err(|r| corrupt(format!("slot {slot}: {r}")))?;
+            layout
+                .validate(t)
+                .map_err(|r| corrupt(format!("slot {slot}: {r}")))?;
             rows += 1;
         }
         progress.advance(1);
@@ -57,19 +66,28 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
     if rows != expected && rows != table.rows() {
         return Err(StorageError::Catalog {
             path: crate::catalog::Catalog::path(db.dir()),
-            reason: format!("table '{name}' has {rows} rows in its heap but the catalog says {expected}"),
+            reason: format!(
+                "table '{name}' has {rows} rows in its heap but the catalog says {expected}"
+            ),
         });
     }
     let mut indexes = Vec::new();
     for idx in table.indexes() {
         let iname = &idx.def.name;
-        let bad = |reason: String| StorageError::Index { index: iname.clone(), reason };
+        let bad = |reason: String| StorageError::Index {
+            index: iname.clone(),
+            reason,
+        };
         let entries = idx.btree.check()?;
         if entries != rows {
             return Err(bad(format!("has {entries} entries for {rows} rows")));
         }
-        let expected = SortedEntries::collect(heap, layout, &idx.key_cols, &idx.key_types, progress)?;
-        progress.phase(&format!("check {name}: index {iname} against the heap"), entries);
+        let expected =
+            SortedEntries::collect(heap, layout, &idx.key_cols, &idx.key_types, progress)?;
+        progress.phase(
+            &format!("check {name}: index {iname} against the heap"),
+            entries,
+        );
         let mut want = expected.iter();
         for leaf in idx.btree.leaves()? {
             let (page, got) = leaf?;
@@ -81,7 +99,11 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
                             "leaf page {page}: entry for tuple {tid} does not match the heap (expected an entry for tuple {t})"
                         )));
                     }
-                    None => return Err(bad(format!("leaf page {page}: entry for tuple {tid} has no row in the heap"))),
+                    None => {
+                        return Err(bad(format!(
+                            "leaf page {page}: entry for tuple {tid} has no row in the heap"
+                        )));
+                    }
                 }
             }
             progress.advance(1);
@@ -91,5 +113,10 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
         }
         indexes.push((iname.clone(), entries));
     }
-    Ok(TableCheck { table: name.to_string(), pages: heap.num_pages(), rows, indexes })
+    Ok(TableCheck {
+        table: name.to_string(),
+        pages: heap.num_pages(),
+        rows,
+        indexes,
+    })
 }

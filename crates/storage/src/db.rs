@@ -50,7 +50,12 @@ pub struct DbOptions {
 
 impl Default for DbOptions {
     fn default() -> Self {
-        DbOptions { buffer_pool_bytes: DEFAULT_POOL_BYTES, direct_io: true, profile: None, read_only: false }
+        DbOptions {
+            buffer_pool_bytes: DEFAULT_POOL_BYTES,
+            direct_io: true,
+            profile: None,
+            read_only: false,
+        }
     }
 }
 
@@ -63,7 +68,10 @@ pub struct TableOptions {
 
 impl Default for TableOptions {
     fn default() -> Self {
-        TableOptions { fill_factor: 1.0, segment_pages: DEFAULT_SEGMENT_PAGES }
+        TableOptions {
+            fill_factor: 1.0,
+            segment_pages: DEFAULT_SEGMENT_PAGES,
+        }
     }
 }
 
@@ -78,7 +86,11 @@ pub struct IndexSpec {
 
 impl IndexSpec {
     pub fn new(name: impl Into<String>, columns: &[&str]) -> IndexSpec {
-        IndexSpec { name: name.into(), columns: columns.iter().map(|c| c.to_string()).collect(), leaf_fill: 0.9 }
+        IndexSpec {
+            name: name.into(),
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            leaf_fill: 0.9,
+        }
     }
 }
 
@@ -110,7 +122,10 @@ pub struct Database {
 impl Database {
     /// Creates a new, empty database in `dir` (created if missing).
     pub fn create(dir: &Path, opts: DbOptions) -> Result<Database> {
-        let dberr = |reason: String| StorageError::Database { path: dir.to_path_buf(), reason };
+        let dberr = |reason: String| StorageError::Database {
+            path: dir.to_path_buf(),
+            reason,
+        };
         if Catalog::path(dir).exists() {
             return Err(dberr("a database already exists here".into()));
         }
@@ -124,7 +139,11 @@ impl Database {
 
     /// Opens the database in `dir`, creating it if it does not exist.
     pub fn open_or_create(dir: &Path, opts: DbOptions) -> Result<Database> {
-        if Catalog::path(dir).exists() { Self::open(dir, opts) } else { Self::create(dir, opts) }
+        if Catalog::path(dir).exists() {
+            Self::open(dir, opts)
+        } else {
+            Self::create(dir, opts)
+        }
     }
 
     /// Opens an existing database. A read-write open also repairs what an
@@ -172,7 +191,10 @@ impl Database {
 
     fn writable(&self) -> Result<()> {
         if self.read_only {
-            return Err(StorageError::Database { path: self.dir.clone(), reason: "opened read-only".into() });
+            return Err(StorageError::Database {
+                path: self.dir.clone(),
+                reason: "opened read-only".into(),
+            });
         }
         Ok(())
     }
@@ -196,7 +218,9 @@ impl Database {
             let name = e.file_name().to_string_lossy().into_owned();
             // Segment files are `<base>.NNNN`.
             let base = match name.rsplit_once('.') {
-                Some((b, seg)) if seg.len() == 4 && seg.bytes().all(|c| c.is_ascii_digit()) => b.to_string(),
+                Some((b, seg)) if seg.len() == 4 && seg.bytes().all(|c| c.is_ascii_digit()) => {
+                    b.to_string()
+                }
                 _ => name.clone(),
             };
             if !live.contains(&format!("data/{base}")) {
@@ -204,7 +228,10 @@ impl Database {
                 removed = true;
             }
         }
-        let _ = std::fs::remove_file(self.dir.join(format!("{}.tmp", crate::catalog::CATALOG_FILE)));
+        let _ = std::fs::remove_file(
+            self.dir
+                .join(format!("{}.tmp", crate::catalog::CATALOG_FILE)),
+        );
         if removed {
             sync_dir(&data)?;
         }
@@ -218,7 +245,12 @@ impl Database {
         }
         let def = self.catalog.lock().table(name)?.clone();
         let t = Arc::new(Table::open(self, def)?);
-        Ok(self.tables.lock().entry(name.to_string()).or_insert(t).clone())
+        Ok(self
+            .tables
+            .lock()
+            .entry(name.to_string())
+            .or_insert(t)
+            .clone())
     }
 
     /// Creates an empty table and commits it.
@@ -230,14 +262,25 @@ impl Database {
 
     /// Starts a load that creates table `name` with `indexes`; nothing is visible
     /// until [`TableLoad::commit`].
-    pub fn begin_create_load(&self, name: &str, schema: Schema, opts: TableOptions, indexes: Vec<IndexSpec>) -> Result<TableLoad<'_>> {
+    pub fn begin_create_load(
+        &self,
+        name: &str,
+        schema: Schema,
+        opts: TableOptions,
+        indexes: Vec<IndexSpec>,
+    ) -> Result<TableLoad<'_>> {
         self.writable()?;
         validate_name(name, "table")?;
         if !(0.05..=1.0).contains(&opts.fill_factor) {
-            return Err(StorageError::Schema(format!("fill factor {} is outside 0.05..=1.0", opts.fill_factor)));
+            return Err(StorageError::Schema(format!(
+                "fill factor {} is outside 0.05..=1.0",
+                opts.fill_factor
+            )));
         }
         if opts.segment_pages == 0 {
-            return Err(StorageError::Schema("segment size must be at least one page".into()));
+            return Err(StorageError::Schema(
+                "segment size must be at least one page".into(),
+            ));
         }
         let heap_file = {
             let mut cat = self.catalog.lock();
@@ -275,7 +318,12 @@ impl Database {
     }
 
     /// Builds a new index over an existing table and commits it.
-    pub fn create_index(&self, table: &str, spec: IndexSpec, progress: &dyn Progress) -> Result<()> {
+    pub fn create_index(
+        &self,
+        table: &str,
+        spec: IndexSpec,
+        progress: &dyn Progress,
+    ) -> Result<()> {
         let mut load = self.begin_load(table)?;
         load.add_index(spec)?;
         load.commit(progress)?;
@@ -287,7 +335,10 @@ impl Database {
         self.writable()?;
         let table = self.table(name)?;
         let mut cat = self.catalog.lock();
-        let def = cat.tables.remove(name).ok_or_else(|| StorageError::UnknownTable(name.into()))?;
+        let def = cat
+            .tables
+            .remove(name)
+            .ok_or_else(|| StorageError::UnknownTable(name.into()))?;
         cat.save(&self.dir)?;
         drop(cat);
         self.tables.lock().remove(name);
@@ -300,7 +351,9 @@ impl Database {
     }
 
     fn forget_table(&self, table: &Table) -> Result<()> {
-        for f in std::iter::once(table.heap.file_id()).chain(table.indexes.iter().map(|i| i.btree.file_id())) {
+        for f in std::iter::once(table.heap.file_id())
+            .chain(table.indexes.iter().map(|i| i.btree.file_id()))
+        {
             self.pool.discard_file(f)?;
             self.device.close(f);
         }
@@ -319,7 +372,10 @@ impl Database {
             defs.push(i.btree.len());
         }
         let mut cat = self.catalog.lock();
-        let def = cat.tables.get_mut(table).ok_or_else(|| StorageError::UnknownTable(table.into()))?;
+        let def = cat
+            .tables
+            .get_mut(table)
+            .ok_or_else(|| StorageError::UnknownTable(table.into()))?;
         def.pages = t.heap.num_pages();
         def.rows = t.rows();
         for (d, n) in def.indexes.iter_mut().zip(defs) {
@@ -346,7 +402,10 @@ fn validate_name(name: &str, what: &str) -> Result<()> {
 fn lock(dir: &Path, shared: bool) -> Result<File> {
     let path = dir.join("LOCK");
     if !dir.is_dir() {
-        return Err(StorageError::Database { path: dir.to_path_buf(), reason: "no such directory".into() });
+        return Err(StorageError::Database {
+            path: dir.to_path_buf(),
+            reason: "no such directory".into(),
+        });
     }
     let f = std::fs::OpenOptions::new()
         .create(true)
@@ -419,7 +478,13 @@ impl Index {
 fn resolve_columns(def: &TableDef, cols: &[String]) -> Result<(Vec<usize>, Vec<DataType>)> {
     let mut idx = Vec::new();
     for c in cols {
-        let i = def.schema.index_of(c).ok_or_else(|| StorageError::UnknownColumn { table: def.name.clone(), column: c.clone() })?;
+        let i = def
+            .schema
+            .index_of(c)
+            .ok_or_else(|| StorageError::UnknownColumn {
+                table: def.name.clone(),
+                column: c.clone(),
+            })?;
         idx.push(i);
     }
     let types = idx.iter().map(|&i| def.schema.columns[i].ty).collect();
@@ -440,8 +505,19 @@ impl Table {
         let mut indexes = Vec::new();
         for idef in &def.indexes {
             let (key_cols, key_types) = resolve_columns(&def, &idef.columns)?;
-            let btree = BTree::open(db.pool.clone(), &db.dir.join(&idef.file), &idef.name, key_types.clone(), def.segment_pages)?;
-            indexes.push(Index { def: idef.clone(), key_cols, key_types, btree });
+            let btree = BTree::open(
+                db.pool.clone(),
+                &db.dir.join(&idef.file),
+                &idef.name,
+                key_types.clone(),
+                def.segment_pages,
+            )?;
+            indexes.push(Index {
+                def: idef.clone(),
+                key_cols,
+                key_types,
+                btree,
+            });
         }
         Ok(Table {
             layout: RowLayout::new(&def.schema),
@@ -476,7 +552,10 @@ impl Table {
         self.segment_pages
     }
     pub fn index(&self, name: &str) -> Result<&Index> {
-        self.indexes.iter().find(|i| i.def.name.eq_ignore_ascii_case(name)).ok_or_else(|| StorageError::UnknownIndex(name.into()))
+        self.indexes
+            .iter()
+            .find(|i| i.def.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| StorageError::UnknownIndex(name.into()))
     }
     /// An index whose first key column is `column`.
     pub fn index_on(&self, column: &str) -> Option<&Index> {
@@ -485,7 +564,12 @@ impl Table {
     }
     /// Position of a column, or an error naming the table and column.
     pub fn column(&self, name: &str) -> Result<usize> {
-        self.schema.index_of(name).ok_or_else(|| StorageError::UnknownColumn { table: self.name.clone(), column: name.into() })
+        self.schema
+            .index_of(name)
+            .ok_or_else(|| StorageError::UnknownColumn {
+                table: self.name.clone(),
+                column: name.into(),
+            })
     }
 
     pub fn get_row(&self, tid: Tid) -> Result<Option<Vec<Value>>> {
@@ -510,7 +594,13 @@ impl Table {
 
     /// Deletes a row and its index entries.
     pub fn delete_row(&self, tid: Tid) -> Result<()> {
-        let row = self.get_row(tid)?.ok_or_else(|| StorageError::NoSuchTuple { table: self.name.clone(), page: tid.page, slot: tid.slot })?;
+        let row = self
+            .get_row(tid)?
+            .ok_or_else(|| StorageError::NoSuchTuple {
+                table: self.name.clone(),
+                page: tid.page,
+                slot: tid.slot,
+            })?;
         for i in &self.indexes {
             i.btree.delete(&i.key_of_row(&row), tid)?;
         }
@@ -521,7 +611,13 @@ impl Table {
 
     /// Replaces a row; returns its tid, which changes when the row had to move.
     pub fn update_row(&self, tid: Tid, row: &[Value]) -> Result<Tid> {
-        let old = self.get_row(tid)?.ok_or_else(|| StorageError::NoSuchTuple { table: self.name.clone(), page: tid.page, slot: tid.slot })?;
+        let old = self
+            .get_row(tid)?
+            .ok_or_else(|| StorageError::NoSuchTuple {
+                table: self.name.clone(),
+                page: tid.page,
+                slot: tid.slot,
+            })?;
         let new_tid = self.heap.update(tid, &self.encode(row)?)?;
         for i in &self.indexes {
             let (ok, nk) = (i.key_of_row(&old), i.key_of_row(row));
@@ -536,7 +632,13 @@ impl Table {
     /// Moves a row to another heap page (`None`: the page inserts fill), keeping
     /// its indexes pointing at it. Hot/cold partitioning is built on this.
     pub fn move_row(&self, tid: Tid, target_page: Option<u64>) -> Result<Tid> {
-        let row = self.get_row(tid)?.ok_or_else(|| StorageError::NoSuchTuple { table: self.name.clone(), page: tid.page, slot: tid.slot })?;
+        let row = self
+            .get_row(tid)?
+            .ok_or_else(|| StorageError::NoSuchTuple {
+                table: self.name.clone(),
+                page: tid.page,
+                slot: tid.slot,
+            })?;
         let new_tid = self.heap.move_tuple(tid, target_page)?;
         for i in &self.indexes {
             let k = i.key_of_row(&row);
@@ -562,7 +664,13 @@ pub struct SortedEntries {
 
 impl SortedEntries {
     /// Scans `heap` and collects the key of every tuple for an index on `key_cols`.
-    pub fn collect(heap: &HeapFile, layout: &RowLayout, key_cols: &[usize], key_types: &[DataType], progress: &dyn Progress) -> Result<SortedEntries> {
+    pub fn collect(
+        heap: &HeapFile,
+        layout: &RowLayout,
+        key_cols: &[usize],
+        key_types: &[DataType],
+        progress: &dyn Progress,
+    ) -> Result<SortedEntries> {
         let mut arena = Vec::new();
         let mut items = Vec::new();
         progress.phase("scan heap for index keys", heap.num_pages());
@@ -573,7 +681,10 @@ impl SortedEntries {
                 crate::types::encode_key_value(ty, &layout.decode_column(tuple, c), &mut arena);
             }
             if arena.len() > u32::MAX as usize {
-                return Err(StorageError::Index { index: "build".into(), reason: "more than 4 GiB of keys; index build needs an external sort".into() });
+                return Err(StorageError::Index {
+                    index: "build".into(),
+                    reason: "more than 4 GiB of keys; index build needs an external sort".into(),
+                });
             }
             items.push((off as u32, (arena.len() - off) as u16, tid));
             if tid.page != last_page {
@@ -583,7 +694,11 @@ impl SortedEntries {
             Ok(())
         })?;
         progress.phase("sort index keys", items.len() as u64);
-        items.sort_unstable_by(|a, b| arena[a.0 as usize..][..a.1 as usize].cmp(&arena[b.0 as usize..][..b.1 as usize]).then(a.2.cmp(&b.2)));
+        items.sort_unstable_by(|a, b| {
+            arena[a.0 as usize..][..a.1 as usize]
+                .cmp(&arena[b.0 as usize..][..b.1 as usize])
+                .then(a.2.cmp(&b.2))
+        });
         progress.advance(items.len() as u64);
         Ok(SortedEntries { arena, items })
     }
@@ -596,7 +711,9 @@ impl SortedEntries {
     }
     /// Entries in (key, tid) order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], Tid)> + '_ {
-        self.items.iter().map(|(o, l, t)| (&self.arena[*o as usize..][..*l as usize], *t))
+        self.items
+            .iter()
+            .map(|(o, l, t)| (&self.arena[*o as usize..][..*l as usize], *t))
     }
 }
 
@@ -624,10 +741,26 @@ pub struct LoadSummary {
 }
 
 impl<'a> TableLoad<'a> {
-    fn new(db: &'a Database, def: TableDef, heap: Arc<HeapFile>, new_table: bool, indexes: Vec<IndexSpec>) -> Result<TableLoad<'a>> {
+    fn new(
+        db: &'a Database,
+        def: TableDef,
+        heap: Arc<HeapFile>,
+        new_table: bool,
+        indexes: Vec<IndexSpec>,
+    ) -> Result<TableLoad<'a>> {
         let layout = RowLayout::new(&def.schema);
         let writer = Some(heap.writer());
-        let mut load = TableLoad { db, def, heap, writer, layout, new_table, new_indexes: vec![], appended: 0, scratch: Vec::new() };
+        let mut load = TableLoad {
+            db,
+            def,
+            heap,
+            writer,
+            layout,
+            new_table,
+            new_indexes: vec![],
+            appended: 0,
+            scratch: Vec::new(),
+        };
         for s in indexes {
             load.add_index(s)?;
         }
@@ -638,16 +771,33 @@ impl<'a> TableLoad<'a> {
     pub fn add_index(&mut self, spec: IndexSpec) -> Result<()> {
         validate_name(&spec.name, "index")?;
         if spec.columns.is_empty() {
-            return Err(StorageError::Index { index: spec.name, reason: "needs at least one column".into() });
+            return Err(StorageError::Index {
+                index: spec.name,
+                reason: "needs at least one column".into(),
+            });
         }
         if !(0.1..=1.0).contains(&spec.leaf_fill) {
-            return Err(StorageError::Index { index: spec.name, reason: format!("leaf fill {} is outside 0.1..=1.0", spec.leaf_fill) });
+            return Err(StorageError::Index {
+                index: spec.name,
+                reason: format!("leaf fill {} is outside 0.1..=1.0", spec.leaf_fill),
+            });
         }
         resolve_columns(&self.def, &spec.columns)?;
         let cat = self.db.catalog.lock();
-        let taken = cat.tables.values().flat_map(|t| &t.indexes).any(|i| i.name.eq_ignore_ascii_case(&spec.name))
-            || self.def.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&spec.name))
-            || self.new_indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&spec.name));
+        let taken = cat
+            .tables
+            .values()
+            .flat_map(|t| &t.indexes)
+            .any(|i| i.name.eq_ignore_ascii_case(&spec.name))
+            || self
+                .def
+                .indexes
+                .iter()
+                .any(|i| i.name.eq_ignore_ascii_case(&spec.name))
+            || self
+                .new_indexes
+                .iter()
+                .any(|i| i.name.eq_ignore_ascii_case(&spec.name));
         if taken {
             return Err(StorageError::IndexExists(spec.name));
         }
@@ -667,8 +817,13 @@ impl<'a> TableLoad<'a> {
     /// Appends one row (checked against the schema).
     pub fn append(&mut self, row: &[Value]) -> Result<Tid> {
         self.scratch.clear();
-        self.layout.encode(row, &mut self.scratch, &self.def.schema)?;
-        let tid = self.writer.as_mut().expect("writer lives until commit").append(&self.scratch)?;
+        self.layout
+            .encode(row, &mut self.scratch, &self.def.schema)?;
+        let tid = self
+            .writer
+            .as_mut()
+            .expect("writer lives until commit")
+            .append(&self.scratch)?;
         self.appended += 1;
         Ok(tid)
     }
@@ -681,20 +836,45 @@ impl<'a> TableLoad<'a> {
         self.heap.flush()?;
 
         // Every index of the table is rebuilt over the whole heap into a new file.
-        let mut specs: Vec<IndexSpec> = self.def.indexes.iter().map(|i| IndexSpec { name: i.name.clone(), columns: i.columns.clone(), leaf_fill: i.leaf_fill }).collect();
+        let mut specs: Vec<IndexSpec> = self
+            .def
+            .indexes
+            .iter()
+            .map(|i| IndexSpec {
+                name: i.name.clone(),
+                columns: i.columns.clone(),
+                leaf_fill: i.leaf_fill,
+            })
+            .collect();
         specs.extend(self.new_indexes.iter().cloned());
         let mut new_defs = Vec::new();
         let mut built = Vec::new();
         for spec in &specs {
-            let file = db.catalog.lock().new_file_name(&format!("{}.{}.idx", self.def.name, spec.name));
+            let file = db
+                .catalog
+                .lock()
+                .new_file_name(&format!("{}.{}.idx", self.def.name, spec.name));
             let (key_cols, key_types) = resolve_columns(&self.def, &spec.columns)?;
-            let entries = SortedEntries::collect(&self.heap, &self.layout, &key_cols, &key_types, progress)?;
-            let btree = BTree::create(db.pool.clone(), &db.dir.join(&file), &spec.name, key_types, self.def.segment_pages)?;
+            let entries =
+                SortedEntries::collect(&self.heap, &self.layout, &key_cols, &key_types, progress)?;
+            let btree = BTree::create(
+                db.pool.clone(),
+                &db.dir.join(&file),
+                &spec.name,
+                key_types,
+                self.def.segment_pages,
+            )?;
             progress.phase(&format!("build index {}", spec.name), entries.len() as u64);
             btree.bulk_build(entries.iter().map(|(k, t)| (k.to_vec(), t)), spec.leaf_fill)?;
             progress.advance(entries.len() as u64);
             btree.flush()?;
-            new_defs.push(IndexDef { name: spec.name.clone(), columns: spec.columns.clone(), file, leaf_fill: spec.leaf_fill, entries: entries.len() as u64 });
+            new_defs.push(IndexDef {
+                name: spec.name.clone(),
+                columns: spec.columns.clone(),
+                file,
+                leaf_fill: spec.leaf_fill,
+                entries: entries.len() as u64,
+            });
             built.push(btree);
         }
         sync_dir(&db.dir.join("data"))?;
@@ -719,7 +899,12 @@ impl<'a> TableLoad<'a> {
         let mut indexes = Vec::new();
         for (idef, btree) in def.indexes.iter().zip(built) {
             let (key_cols, key_types) = resolve_columns(&def, &idef.columns)?;
-            indexes.push(Index { def: idef.clone(), key_cols, key_types, btree });
+            indexes.push(Index {
+                def: idef.clone(),
+                key_cols,
+                key_types,
+                btree,
+            });
         }
         let table = Arc::new(Table {
             name: def.name.clone(),
@@ -739,7 +924,12 @@ impl<'a> TableLoad<'a> {
         for i in &old_indexes {
             remove_files(&db.dir, &i.file)?;
         }
-        let summary = LoadSummary { rows_appended: self.appended, rows_total: def.rows, pages_total: def.pages, indexes_built: def.indexes.len() };
+        let summary = LoadSummary {
+            rows_appended: self.appended,
+            rows_total: def.rows,
+            pages_total: def.pages,
+            indexes_built: def.indexes.len(),
+        };
         self.appended = 0;
         self.new_table = false;
         Ok(summary)

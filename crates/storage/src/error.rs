@@ -19,14 +19,20 @@ pub enum StorageError {
         page: u64,
         reason: String,
     },
-    #[error("{path} is truncated: it has {bytes} bytes, expected a multiple of the page size with at least {expected_pages} pages")]
+    #[error(
+        "{path} is truncated: it has {bytes} bytes, expected a multiple of the page size with at least {expected_pages} pages"
+    )]
     Truncated {
         path: PathBuf,
         bytes: u64,
         expected_pages: u64,
     },
     #[error("page {page} is beyond the end of {path} ({pages} pages)")]
-    PageOutOfRange { path: PathBuf, page: u64, pages: u64 },
+    PageOutOfRange {
+        path: PathBuf,
+        page: u64,
+        pages: u64,
+    },
     #[error("unknown table '{0}'")]
     UnknownTable(String),
     #[error("table '{0}' already exists")]
@@ -46,7 +52,11 @@ pub enum StorageError {
     #[error("no tuple at page {page} slot {slot} of table '{table}'")]
     NoSuchTuple { table: String, page: u32, slot: u16 },
     #[error("page {page} of table '{table}' has no room for a tuple of {size} bytes")]
-    NoRoom { table: String, page: u64, size: usize },
+    NoRoom {
+        table: String,
+        page: u64,
+        size: usize,
+    },
     #[error("page {page} of {path} is pinned; it cannot be dropped now")]
     PagePinned { path: PathBuf, page: u64 },
     #[error("buffer pool exhausted: all {frames} frames are pinned")]

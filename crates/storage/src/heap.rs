@@ -42,7 +42,13 @@ pub struct HeapFile {
 
 impl HeapFile {
     /// Creates an empty heap file.
-    pub fn create(pool: Arc<BufferPool>, path: &Path, table: &str, segment_pages: u64, fill_factor: f64) -> Result<HeapFile> {
+    pub fn create(
+        pool: Arc<BufferPool>,
+        path: &Path,
+        table: &str,
+        segment_pages: u64,
+        fill_factor: f64,
+    ) -> Result<HeapFile> {
         let file = pool.device().create(path, segment_pages)?;
         Ok(Self::with(pool, file, table, 0, fill_factor))
     }
@@ -76,7 +82,13 @@ impl HeapFile {
         Ok(Self::with(pool, file, table, committed_pages, fill_factor))
     }
 
-    fn with(pool: Arc<BufferPool>, file: FileId, table: &str, pages: u64, fill_factor: f64) -> HeapFile {
+    fn with(
+        pool: Arc<BufferPool>,
+        file: FileId,
+        table: &str,
+        pages: u64,
+        fill_factor: f64,
+    ) -> HeapFile {
         HeapFile {
             pool,
             file,
@@ -116,7 +128,10 @@ impl HeapFile {
 
     fn check_size(len: usize) -> Result<()> {
         if len == 0 || len > MAX_TUPLE {
-            return Err(StorageError::TupleTooLarge { size: len, max: MAX_TUPLE });
+            return Err(StorageError::TupleTooLarge {
+                size: len,
+                max: MAX_TUPLE,
+            });
         }
         Ok(())
     }
@@ -125,7 +140,8 @@ impl HeapFile {
     /// An empty page always takes one tuple, however large.
     fn accepts(&self, v: &PageView<'_>, len: usize) -> bool {
         let used = PAGE_SIZE - v.free_space();
-        v.free_space() >= len + page::SLOT_SIZE && (v.n_slots() == 0 || used + len + page::SLOT_SIZE <= self.fill_limit())
+        v.free_space() >= len + page::SLOT_SIZE
+            && (v.n_slots() == 0 || used + len + page::SLOT_SIZE <= self.fill_limit())
     }
 
     /// A writer that appends tuples on fresh pages after the current end.
@@ -137,10 +153,10 @@ impl HeapFile {
     pub fn insert(&self, data: &[u8]) -> Result<Tid> {
         Self::check_size(data.len())?;
         let mut hint = self.insert_page.lock();
-        if let Some(p) = *hint {
-            if let Some(tid) = self.insert_into(p, data)? {
-                return Ok(tid);
-            }
+        if let Some(p) = *hint
+            && let Some(tid) = self.insert_into(p, data)?
+        {
+            return Ok(tid);
         }
         let p = self.pages.fetch_add(1, Ordering::AcqRel);
         {
@@ -148,7 +164,9 @@ impl HeapFile {
             PageMut::init(&mut g, PageKind::Heap, p);
         }
         *hint = Some(p);
-        Ok(self.insert_into(p, data)?.expect("an empty page takes any tuple that fits a page"))
+        Ok(self
+            .insert_into(p, data)?
+            .expect("an empty page takes any tuple that fits a page"))
     }
 
     /// Inserts into a given page if it has room under the fill factor.
@@ -188,7 +206,11 @@ impl HeapFile {
     }
 
     fn missing(&self, tid: Tid) -> StorageError {
-        StorageError::NoSuchTuple { table: self.table.clone(), page: tid.page, slot: tid.slot }
+        StorageError::NoSuchTuple {
+            table: self.table.clone(),
+            page: tid.page,
+            slot: tid.slot,
+        }
     }
 
     /// Deletes a tuple; its slot number may be reused later.
@@ -226,11 +248,13 @@ impl HeapFile {
     pub fn move_tuple(&self, tid: Tid, target: Option<u64>) -> Result<Tid> {
         let data = self.get(tid)?.ok_or_else(|| self.missing(tid))?;
         let new = match target {
-            Some(p) => self.insert_into(p, &data)?.ok_or_else(|| StorageError::NoRoom {
-                table: self.table.clone(),
-                page: p,
-                size: data.len(),
-            })?,
+            Some(p) => self
+                .insert_into(p, &data)?
+                .ok_or_else(|| StorageError::NoRoom {
+                    table: self.table.clone(),
+                    page: p,
+                    size: data.len(),
+                })?,
             None => self.insert(&data)?,
         };
         self.delete(tid)?;
@@ -256,7 +280,9 @@ impl HeapFile {
         let total = self.num_pages();
         let run_pages = run_pages.max(1) as u64;
         let depth = depth.max(1);
-        let mut bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(run_pages as usize)).collect();
+        let mut bufs: Vec<AlignedBuf> = (0..depth)
+            .map(|_| AlignedBuf::new(run_pages as usize))
+            .collect();
         let mut next = 0u64;
         while next < total {
             // Plan up to `depth` runs; the last may be shorter.
@@ -272,7 +298,8 @@ impl HeapFile {
                 firsts.push(next);
                 next += n;
             }
-            let mut runs: Vec<(u64, &mut AlignedBuf)> = firsts.iter().copied().zip(bufs.iter_mut()).collect();
+            let mut runs: Vec<(u64, &mut AlignedBuf)> =
+                firsts.iter().copied().zip(bufs.iter_mut()).collect();
             self.pool.read_runs(self.file, &mut runs)?;
             for (first, buf) in runs {
                 for i in 0..buf.pages() {
@@ -311,7 +338,12 @@ pub struct HeapWriter {
 impl HeapWriter {
     fn new(heap: Arc<HeapFile>) -> Self {
         let first = heap.num_pages();
-        let mut w = HeapWriter { heap, buf: AlignedBuf::new(WRITE_RUN_PAGES), first, used: 0 };
+        let mut w = HeapWriter {
+            heap,
+            buf: AlignedBuf::new(WRITE_RUN_PAGES),
+            first,
+            used: 0,
+        };
         w.start_page();
         w
     }
@@ -326,7 +358,10 @@ impl HeapWriter {
     pub fn append(&mut self, data: &[u8]) -> Result<Tid> {
         HeapFile::check_size(data.len())?;
         let cur = self.used - 1;
-        if !self.heap.accepts(&PageView::new(self.buf.page(cur)), data.len()) {
+        if !self
+            .heap
+            .accepts(&PageView::new(self.buf.page(cur)), data.len())
+        {
             if self.used == self.buf.pages() {
                 self.write_out(self.used)?;
             }
@@ -340,7 +375,9 @@ impl HeapWriter {
                 reason: "table exceeds 2^32 pages".into(),
             });
         }
-        let slot = PageMut::new(self.buf.page_mut(cur)).push(data).expect("accepts() checked the space");
+        let slot = PageMut::new(self.buf.page_mut(cur))
+            .push(data)
+            .expect("accepts() checked the space");
         Ok(Tid::new(page_no as u32, slot))
     }
 
@@ -388,8 +425,10 @@ mod tests {
     fn writer_fills_pages_by_fill_factor_and_writes_runs() {
         let dir = tempfile::tempdir().unwrap();
         let pool = setup(dir.path(), 16);
-        let full = Arc::new(HeapFile::create(pool.clone(), &dir.path().join("a"), "a", 64, 1.0).unwrap());
-        let quarter = Arc::new(HeapFile::create(pool.clone(), &dir.path().join("b"), "b", 64, 0.25).unwrap());
+        let full =
+            Arc::new(HeapFile::create(pool.clone(), &dir.path().join("a"), "a", 64, 1.0).unwrap());
+        let quarter =
+            Arc::new(HeapFile::create(pool.clone(), &dir.path().join("b"), "b", 64, 0.25).unwrap());
         let t = [7u8; 60];
         for h in [&full, &quarter] {
             let mut w = h.writer();
@@ -403,11 +442,13 @@ mod tests {
         let per_quarter = (PAGE_SIZE / 4 - page::HEADER_SIZE) / 64;
         assert_eq!(quarter.num_pages(), 1000u64.div_ceil(per_quarter as u64));
         let mut n = 0;
-        quarter.scan(|_, b| {
-            assert_eq!(b, &t);
-            n += 1;
-            Ok(())
-        }).unwrap();
+        quarter
+            .scan(|_, b| {
+                assert_eq!(b, &t);
+                n += 1;
+                Ok(())
+            })
+            .unwrap();
         assert_eq!(n, 1000);
     }
 
@@ -438,9 +479,13 @@ mod tests {
         h2.scan(|_, _| {
             n += 1;
             Ok(())
-        }).unwrap();
+        })
+        .unwrap();
         assert_eq!(n, 3000);
-        let e = HeapFile::open(pool.clone(), &path, "h", 4, 1.0, committed + 5, true).err().unwrap().to_string();
+        let e = HeapFile::open(pool.clone(), &path, "h", 4, 1.0, committed + 5, true)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("truncated"), "{e}");
     }
 
@@ -489,7 +534,7 @@ mod tests {
                 }
             }
             for (t, d) in &model {
-                prop_assert_eq!(h.get(*t).unwrap().as_ref(), Some(d));
+                prop_assert_eq!(h.get(*t).unwrap(), Some(d.clone()));
             }
             let mut scanned = Vec::new();
             h.scan(|t, b| { scanned.push((t, b.to_vec())); Ok(()) }).unwrap();

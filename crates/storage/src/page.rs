@@ -86,7 +86,9 @@ pub fn verify(page: &[u8], page_no: u64, path: &std::path::Path) -> Result<()> {
         || upper > PAGE_SIZE
         || lower != HEADER_SIZE + v.n_slots() as usize * SLOT_SIZE
     {
-        return Err(corrupt(format!("bad free-space bounds lower={lower} upper={upper}")));
+        return Err(corrupt(format!(
+            "bad free-space bounds lower={lower} upper={upper}"
+        )));
     }
     for s in 0..v.n_slots() {
         let (off, len) = v.slot(s);
@@ -153,7 +155,9 @@ impl<'a> PageView<'a> {
     }
     /// Bytes used by live tuples and their slots.
     pub fn used_bytes(&self) -> usize {
-        HEADER_SIZE + self.n_slots() as usize * SLOT_SIZE + self.tuples().map(|(_, t)| t.len()).sum::<usize>()
+        HEADER_SIZE
+            + self.n_slots() as usize * SLOT_SIZE
+            + self.tuples().map(|(_, t)| t.len()).sum::<usize>()
     }
 }
 
@@ -288,7 +292,9 @@ impl<'a> PageMut<'a> {
 
     /// Replaces the tuple in slot `s` if the new version fits on this page.
     pub fn update(&mut self, s: u16, data: &[u8]) -> bool {
-        let Some(old) = self.view().get(s) else { return false };
+        let Some(old) = self.view().get(s) else {
+            return false;
+        };
         if data.len() <= old.len() {
             let (off, _) = self.view().slot(s);
             self.b[off..off + data.len()].copy_from_slice(data);
@@ -352,10 +358,16 @@ mod tests {
         seal(&mut buf);
         verify(&buf, 7, Path::new("t")).unwrap();
         let e = verify(&buf, 8, Path::new("t")).unwrap_err().to_string();
-        assert!(e.contains("page 8") && e.contains("claims to be page 7"), "{e}");
+        assert!(
+            e.contains("page 8") && e.contains("claims to be page 7"),
+            "{e}"
+        );
         buf[5000] ^= 1;
         let e = verify(&buf, 7, Path::new("t")).unwrap_err().to_string();
-        assert!(e.contains("corrupt page 7 of t") && e.contains("checksum"), "{e}");
+        assert!(
+            e.contains("corrupt page 7 of t") && e.contains("checksum"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -29,13 +29,20 @@ pub enum DataType {
     Int32,
     Int64,
     Float64,
-    Decimal { precision: u8, scale: u8 },
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
     /// Days since 1970-01-01.
     Date,
     /// Fixed length in bytes, space padded; trailing spaces are not significant.
-    Char { len: u16 },
+    Char {
+        len: u16,
+    },
     /// At most `len` bytes.
-    Varchar { len: u16 },
+    Varchar {
+        len: u16,
+    },
     Bool,
 }
 
@@ -63,7 +70,11 @@ impl DataType {
             "DATE" => DataType::Date,
             "BOOL" | "BOOLEAN" => DataType::Bool,
             _ if t.starts_with("DECIMAL") || t.starts_with("NUMERIC") => {
-                let name = if t.starts_with("DECIMAL") { "DECIMAL" } else { "NUMERIC" };
+                let name = if t.starts_with("DECIMAL") {
+                    "DECIMAL"
+                } else {
+                    "NUMERIC"
+                };
                 let a = args(name).ok_or_else(|| bad("expected DECIMAL(p,s)"))?;
                 let (p, s) = match a.as_slice() {
                     [p] => (*p, 0),
@@ -71,7 +82,9 @@ impl DataType {
                     _ => return Err(bad("expected DECIMAL(p,s)")),
                 };
                 if p == 0 || p > 18 || s > p {
-                    return Err(bad("precision must be 1..=18 and scale at most the precision"));
+                    return Err(bad(
+                        "precision must be 1..=18 and scale at most the precision",
+                    ));
                 }
                 DataType::Decimal {
                     precision: p as u8,
@@ -183,7 +196,10 @@ impl DataType {
                 return if s.len() <= *len as usize {
                     Ok(())
                 } else {
-                    Err(format!("string of {} bytes is too long for {self}", s.len()))
+                    Err(format!(
+                        "string of {} bytes is too long for {self}",
+                        s.len()
+                    ))
                 };
             }
             _ => false,
@@ -191,7 +207,10 @@ impl DataType {
         if ok {
             Ok(())
         } else {
-            Err(format!("a {} value does not fit a {self} column", v.type_name()))
+            Err(format!(
+                "a {} value does not fit a {self} column",
+                v.type_name()
+            ))
         }
     }
 }
@@ -297,14 +316,25 @@ pub struct Schema {
 impl Schema {
     pub fn new(columns: Vec<Column>) -> Result<Schema> {
         if columns.is_empty() {
-            return Err(StorageError::Schema("a table needs at least one column".into()));
+            return Err(StorageError::Schema(
+                "a table needs at least one column".into(),
+            ));
         }
         for (i, c) in columns.iter().enumerate() {
             if c.name.is_empty() {
-                return Err(StorageError::Schema(format!("column {} has an empty name", i + 1)));
+                return Err(StorageError::Schema(format!(
+                    "column {} has an empty name",
+                    i + 1
+                )));
             }
-            if columns[..i].iter().any(|o| o.name.eq_ignore_ascii_case(&c.name)) {
-                return Err(StorageError::Schema(format!("duplicate column name '{}'", c.name)));
+            if columns[..i]
+                .iter()
+                .any(|o| o.name.eq_ignore_ascii_case(&c.name))
+            {
+                return Err(StorageError::Schema(format!(
+                    "duplicate column name '{}'",
+                    c.name
+                )));
             }
         }
         if columns.len() > u16::MAX as usize {
@@ -348,7 +378,9 @@ impl Schema {
 
     /// Position of a column by name (case-insensitive).
     pub fn index_of(&self, name: &str) -> Option<usize> {
-        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
+        self.columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
     }
 
     pub fn types(&self) -> Vec<DataType> {
@@ -357,7 +389,8 @@ impl Schema {
 
     /// Largest encoded row.
     pub fn max_row_size(&self) -> usize {
-        RowLayout::new(self).bitmap_len + self.columns.iter().map(|c| c.ty.max_width()).sum::<usize>()
+        RowLayout::new(self).bitmap_len
+            + self.columns.iter().map(|c| c.ty.max_width()).sum::<usize>()
     }
 }
 
@@ -367,7 +400,13 @@ impl fmt::Display for Schema {
             if i > 0 {
                 write!(f, ", ")?;
             }
-            write!(f, "{} {}{}", c.name, c.ty, if c.nullable { " NULL" } else { "" })?;
+            write!(
+                f,
+                "{} {}{}",
+                c.name,
+                c.ty,
+                if c.nullable { " NULL" } else { "" }
+            )?;
         }
         Ok(())
     }
@@ -404,7 +443,11 @@ pub struct RowLayout {
 impl RowLayout {
     pub fn new(schema: &Schema) -> RowLayout {
         let any_null = schema.columns.iter().any(|c| c.nullable);
-        let bitmap_len = if any_null { schema.len().div_ceil(8) } else { 0 };
+        let bitmap_len = if any_null {
+            schema.len().div_ceil(8)
+        } else {
+            0
+        };
         let offsets = if any_null {
             None
         } else {
@@ -462,7 +505,8 @@ impl RowLayout {
                 (DataType::Int32, Value::Int32(x)) | (DataType::Date, Value::Date(x)) => {
                     out.extend_from_slice(&x.to_le_bytes())
                 }
-                (DataType::Int64, Value::Int64(x)) | (DataType::Decimal { .. }, Value::Decimal(x)) => {
+                (DataType::Int64, Value::Int64(x))
+                | (DataType::Decimal { .. }, Value::Decimal(x)) => {
                     out.extend_from_slice(&x.to_le_bytes())
                 }
                 (DataType::Float64, Value::Float64(x)) => out.extend_from_slice(&x.to_le_bytes()),
@@ -485,7 +529,10 @@ impl RowLayout {
     /// UTF-8), so that decoding it cannot fail. Used by `strata check`.
     pub fn validate(&self, bytes: &[u8]) -> std::result::Result<(), String> {
         if bytes.len() < self.bitmap_len {
-            return Err(format!("tuple of {} bytes is shorter than its null bitmap", bytes.len()));
+            return Err(format!(
+                "tuple of {} bytes is shorter than its null bitmap",
+                bytes.len()
+            ));
         }
         let mut pos = self.bitmap_len;
         for i in 0..self.types.len() {
@@ -505,7 +552,11 @@ impl RowLayout {
                 return Err(format!("tuple ends inside column {}", i + 1));
             }
             if let DataType::Char { .. } | DataType::Varchar { .. } = self.types[i] {
-                let text = if w == self.types[i].fixed_width().unwrap_or(0) { &rest[..w] } else { &rest[2..w] };
+                let text = if w == self.types[i].fixed_width().unwrap_or(0) {
+                    &rest[..w]
+                } else {
+                    &rest[2..w]
+                };
                 if std::str::from_utf8(text).is_err() {
                     return Err(format!("column {} is not valid UTF-8", i + 1));
                 }
@@ -513,7 +564,10 @@ impl RowLayout {
             pos += w;
         }
         if pos != bytes.len() {
-            return Err(format!("tuple has {} bytes, its columns account for {pos}", bytes.len()));
+            return Err(format!(
+                "tuple has {} bytes, its columns account for {pos}",
+                bytes.len()
+            ));
         }
         Ok(())
     }
@@ -572,15 +626,24 @@ fn decode_value(ty: &DataType, b: &[u8]) -> (Value, usize) {
         DataType::Date => (Value::Date(i32_at()), 4),
         DataType::Int64 => (Value::Int64(i64_at()), 8),
         DataType::Decimal { .. } => (Value::Decimal(i64_at()), 8),
-        DataType::Float64 => (Value::Float64(f64::from_le_bytes(b[..8].try_into().unwrap())), 8),
+        DataType::Float64 => (
+            Value::Float64(f64::from_le_bytes(b[..8].try_into().unwrap())),
+            8,
+        ),
         DataType::Bool => (Value::Bool(b[0] != 0), 1),
         DataType::Char { len } => {
             let s = String::from_utf8_lossy(&b[..*len as usize]);
-            (Value::Str(s.trim_end_matches(' ').to_string()), *len as usize)
+            (
+                Value::Str(s.trim_end_matches(' ').to_string()),
+                *len as usize,
+            )
         }
         DataType::Varchar { .. } => {
             let n = u16::from_le_bytes([b[0], b[1]]) as usize;
-            (Value::Str(String::from_utf8_lossy(&b[2..2 + n]).into_owned()), 2 + n)
+            (
+                Value::Str(String::from_utf8_lossy(&b[2..2 + n]).into_owned()),
+                2 + n,
+            )
         }
     }
 }
@@ -635,18 +698,28 @@ pub fn encode_key_value(ty: &DataType, v: &Value, out: &mut Vec<u8>) {
     }
     out.push(1);
     match v {
-        Value::Int32(x) | Value::Date(x) => out.extend_from_slice(&((*x as u32) ^ 0x8000_0000).to_be_bytes()),
+        Value::Int32(x) | Value::Date(x) => {
+            out.extend_from_slice(&((*x as u32) ^ 0x8000_0000).to_be_bytes())
+        }
         Value::Int64(x) | Value::Decimal(x) => {
             out.extend_from_slice(&((*x as u64) ^ 0x8000_0000_0000_0000).to_be_bytes())
         }
         Value::Float64(x) => {
             let bits = x.to_bits();
-            let k = if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) };
+            let k = if bits >> 63 == 1 {
+                !bits
+            } else {
+                bits ^ (1 << 63)
+            };
             out.extend_from_slice(&k.to_be_bytes());
         }
         Value::Bool(b) => out.push(*b as u8),
         Value::Str(s) => {
-            let s = if matches!(ty, DataType::Char { .. }) { s.trim_end_matches(' ') } else { s };
+            let s = if matches!(ty, DataType::Char { .. }) {
+                s.trim_end_matches(' ')
+            } else {
+                s
+            };
             for &byte in s.as_bytes() {
                 out.push(byte);
                 if byte == 0 {
@@ -740,7 +813,9 @@ fn parse_decimal(s: &str, precision: u8, scale: u8) -> std::result::Result<i64, 
     for c in int_part.bytes() {
         v = v * 10 + (c - b'0') as i128;
         if v > i64::MAX as i128 {
-            return Err(format!("'{s}' is out of range for DECIMAL({precision},{scale})"));
+            return Err(format!(
+                "'{s}' is out of range for DECIMAL({precision},{scale})"
+            ));
         }
     }
     let frac = frac_part.as_bytes();
@@ -752,7 +827,9 @@ fn parse_decimal(s: &str, precision: u8, scale: u8) -> std::result::Result<i64, 
         v += 1;
     }
     if v >= 10i128.pow(precision as u32) {
-        return Err(format!("'{s}' is out of range for DECIMAL({precision},{scale})"));
+        return Err(format!(
+            "'{s}' is out of range for DECIMAL({precision},{scale})"
+        ));
     }
     Ok(if neg { -(v as i64) } else { v as i64 })
 }
@@ -810,8 +887,25 @@ fn parse_date(s: &str) -> std::result::Result<i32, String> {
         d.parse::<u32>().map_err(|_| bad())?,
     );
     let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days_in_month = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    if !(1..=12).contains(&m) || d == 0 || d > days_in_month[m as usize - 1] || !(-9999..=9999).contains(&y) {
+    let days_in_month = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&m)
+        || d == 0
+        || d > days_in_month[m as usize - 1]
+        || !(-9999..=9999).contains(&y)
+    {
         return Err(format!("'{s}' is not a valid date"));
     }
     Ok(days_from_civil(y, m, d))
@@ -836,7 +930,13 @@ mod tests {
     fn parses_schemas_and_rejects_bad_types() {
         let s = schema();
         assert_eq!(s.len(), 8);
-        assert_eq!(s.columns[2].ty, DataType::Decimal { precision: 12, scale: 2 });
+        assert_eq!(
+            s.columns[2].ty,
+            DataType::Decimal {
+                precision: 12,
+                scale: 2
+            }
+        );
         assert!(s.columns[1].nullable && !s.columns[0].nullable);
         let e = Schema::parse("a INT, b FOO").unwrap_err().to_string();
         assert!(e.contains("'FOO'") && e.contains("unknown type"), "{e}");
@@ -847,16 +947,45 @@ mod tests {
 
     #[test]
     fn parses_values_with_clear_errors() {
-        let dec = DataType::Decimal { precision: 5, scale: 2 };
+        let dec = DataType::Decimal {
+            precision: 5,
+            scale: 2,
+        };
         assert_eq!(dec.parse_value("123.456"), Ok(Value::Decimal(12346)));
         assert_eq!(dec.parse_value("-0.5"), Ok(Value::Decimal(-50)));
-        assert!(dec.parse_value("1234.5").unwrap_err().contains("out of range"));
-        assert!(dec.parse_value("1.2.3").unwrap_err().contains("not a decimal"));
-        assert_eq!(DataType::Date.parse_value("1998-12-01"), Ok(Value::Date(days_from_civil(1998, 12, 1))));
-        assert!(DataType::Date.parse_value("1998-02-30").unwrap_err().contains("not a valid date"));
-        assert!(DataType::Int32.parse_value("12x").unwrap_err().contains("not a 32-bit integer"));
+        assert!(
+            dec.parse_value("1234.5")
+                .unwrap_err()
+                .contains("out of range")
+        );
+        assert!(
+            dec.parse_value("1.2.3")
+                .unwrap_err()
+                .contains("not a decimal")
+        );
+        assert_eq!(
+            DataType::Date.parse_value("1998-12-01"),
+            Ok(Value::Date(days_from_civil(1998, 12, 1)))
+        );
+        assert!(
+            DataType::Date
+                .parse_value("1998-02-30")
+                .unwrap_err()
+                .contains("not a valid date")
+        );
+        assert!(
+            DataType::Int32
+                .parse_value("12x")
+                .unwrap_err()
+                .contains("not a 32-bit integer")
+        );
         assert!(DataType::Int32.parse_value("3000000000").is_err());
-        assert!(DataType::Char { len: 3 }.parse_value("abcd").unwrap_err().contains("too long"));
+        assert!(
+            DataType::Char { len: 3 }
+                .parse_value("abcd")
+                .unwrap_err()
+                .contains("too long")
+        );
         assert_eq!(format_decimal(-1205, 2), "-12.05");
         assert_eq!(format_date(0), "1970-01-01");
     }
@@ -875,8 +1004,14 @@ mod tests {
         let s = schema();
         let l = RowLayout::new(&s);
         let mut row = vec![
-            Value::Null, Value::Null, Value::Decimal(1), Value::Date(1), Value::Str("x".into()),
-            Value::Null, Value::Bool(true), Value::Float64(1.0),
+            Value::Null,
+            Value::Null,
+            Value::Decimal(1),
+            Value::Date(1),
+            Value::Str("x".into()),
+            Value::Null,
+            Value::Bool(true),
+            Value::Float64(1.0),
         ];
         let e = l.encode(&row, &mut Vec::new(), &s).unwrap_err().to_string();
         assert!(e.contains("'a'") && e.contains("NOT NULL"), "{e}");
@@ -938,8 +1073,8 @@ mod tests {
             l.encode(&row, &mut buf, &s).unwrap();
             prop_assert!(buf.len() <= s.max_row_size());
             prop_assert_eq!(&l.decode(&buf), &row);
-            for c in 0..row.len() {
-                prop_assert_eq!(&l.decode_column(&buf, c), &row[c]);
+            for (c, v) in row.iter().enumerate() {
+                prop_assert_eq!(&l.decode_column(&buf, c), v);
             }
         }
 

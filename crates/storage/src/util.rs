@@ -4,9 +4,13 @@
 /// Binary (KiB, MiB, GiB, TiB) and decimal (KB, MB, GB, TB) units; `K`, `M`, `G` are binary.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("'{text}' is not a size (e.g. 256MiB)"))?;
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (e.g. 256MiB)"))?;
     let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kib" => 1 << 10,
@@ -17,7 +21,11 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "mb" => 1_000_000,
         "gb" => 1_000_000_000,
         "tb" => 1_000_000_000_000,
-        u => return Err(format!("'{text}': unknown unit '{u}' (use KiB, MiB, GiB, KB, MB, GB)")),
+        u => {
+            return Err(format!(
+                "'{text}': unknown unit '{u}' (use KiB, MiB, GiB, KB, MB, GB)"
+            ));
+        }
     };
     Ok((n * mult as f64).round() as u64)
 }
@@ -31,7 +39,11 @@ pub fn format_bytes(b: u64) -> String {
         v /= 1024.0;
         u += 1;
     }
-    if u == 0 { format!("{b} B") } else { format!("{v:.1} {}", UNITS[u]) }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
 }
 
 #[cfg(test)]
@@ -44,7 +56,11 @@ mod tests {
         assert_eq!(parse_size("1G"), Ok(1 << 30));
         assert_eq!(parse_size("2MB"), Ok(2_000_000));
         assert_eq!(parse_size("8192"), Ok(8192));
-        assert!(parse_size("12 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(
+            parse_size("12 parsecs")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
         assert!(parse_size("MiB").unwrap_err().contains("not a size"));
         assert_eq!(format_bytes(3 << 20), "3.0 MiB");
     }

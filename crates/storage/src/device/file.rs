@@ -231,7 +231,7 @@ impl Segment {
 impl OpenFile {
     /// Checks that `len` bytes are whole pages; returns how many.
     fn pages_of(&self, len: usize) -> Result<u64> {
-        if len % PAGE_SIZE != 0 {
+        if !len.is_multiple_of(PAGE_SIZE) {
             return Err(StorageError::io(
                 &self.base,
                 io::Error::new(
@@ -513,6 +513,16 @@ impl Device for FileDevice {
         }
     }
 
+    fn locate(&self, file: FileId, page: u64) -> (PathBuf, u64) {
+        match self.get(file) {
+            Ok(of) => (
+                segment_path(&of.base, page / of.segment_pages),
+                page % of.segment_pages,
+            ),
+            Err(_) => (PathBuf::from(format!("<file #{}>", file.0)), page),
+        }
+    }
+
     fn num_pages(&self, file: FileId) -> Result<u64> {
         Ok(self.get(file)?.num_pages.load(Ordering::Acquire))
     }
@@ -641,18 +651,18 @@ impl Device for FileDevice {
         let segs: Vec<Arc<Segment>> = of.segments.read().clone();
         for seg in segs {
             // Clear before syncing: a write that lands during the fsync sets it again.
-            if seg.dirty.swap(false, Ordering::AcqRel) {
-                if let Err(e) = seg.file.sync_all() {
-                    seg.dirty.store(true, Ordering::Relaxed);
-                    return Err(StorageError::io(&seg.path, e));
-                }
+            if seg.dirty.swap(false, Ordering::AcqRel)
+                && let Err(e) = seg.file.sync_all()
+            {
+                seg.dirty.store(true, Ordering::Relaxed);
+                return Err(StorageError::io(&seg.path, e));
             }
         }
-        if of.dir_dirty.swap(false, Ordering::AcqRel) {
-            if let Err(e) = sync_dir(&of.base) {
-                of.dir_dirty.store(true, Ordering::Relaxed);
-                return Err(StorageError::io(&of.base, e));
-            }
+        if of.dir_dirty.swap(false, Ordering::AcqRel)
+            && let Err(e) = sync_dir(&of.base)
+        {
+            of.dir_dirty.store(true, Ordering::Relaxed);
+            return Err(StorageError::io(&of.base, e));
         }
         Ok(())
     }
@@ -675,7 +685,7 @@ impl Device for FileDevice {
 /// A thread's io_uring, made on first use.
 enum RingState {
     Untried,
-    Ready(IoUring),
+    Ready(Box<IoUring>),
     Unavailable,
 }
 
@@ -697,7 +707,7 @@ fn with_ring(f: impl FnOnce(&mut IoUring) -> UringOutcome) -> Option<Result<()>>
         let mut state = cell.borrow_mut();
         if matches!(*state, RingState::Untried) {
             *state = match IoUring::new(RING_ENTRIES) {
-                Ok(ring) => RingState::Ready(ring),
+                Ok(ring) => RingState::Ready(Box::new(ring)),
                 Err(e) => {
                     if !IO_URING_WARNED.swap(true, Ordering::Relaxed) {
                         eprintln!("warning: io_uring is unavailable ({e}); batched reads are issued one at a time");

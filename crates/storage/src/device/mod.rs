@@ -60,6 +60,9 @@ pub trait Device: Send + Sync {
     fn close(&self, file: FileId);
     /// Path of the file's first segment's base name, for error messages.
     fn path(&self, file: FileId) -> PathBuf;
+    /// Where page `page` of `file` lives on disk: its segment file and the page's
+    /// index within that segment (for error messages a user can act on).
+    fn locate(&self, file: FileId, page: u64) -> (PathBuf, u64);
     /// Number of pages in the file.
     fn num_pages(&self, file: FileId) -> Result<u64>;
     /// Reads `buf.len() / PAGE_SIZE` pages starting at `first_page` in one request.
@@ -102,7 +105,8 @@ impl AlignedBuf {
         let layout = std::alloc::Layout::from_size_align(len, ALIGN).expect("layout");
         // SAFETY: layout has non-zero size.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = std::ptr::NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        let ptr =
+            std::ptr::NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
         AlignedBuf { ptr, len }
     }
     pub fn pages(&self) -> usize {

@@ -412,6 +412,10 @@ impl Device for ModeledDevice {
         self.inner.path(file)
     }
 
+    fn locate(&self, file: FileId, page: u64) -> (PathBuf, u64) {
+        self.inner.locate(file, page)
+    }
+
     fn num_pages(&self, file: FileId) -> Result<u64> {
         self.inner.num_pages(file)
     }
