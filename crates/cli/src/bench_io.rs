@@ -18,7 +18,10 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use rand::{Rng, SeedableRng};
-use strata_storage::device::{AlignedBuf, ReadRequest, segment_path};
+use std::sync::Arc;
+
+use strata_storage::device::{AlignedBuf, Device, FileId, ReadRequest, segment_path};
+use strata_storage::heap::HeapFile;
 use strata_storage::page::PAGE_SIZE;
 
 use crate::Cli;
@@ -45,7 +48,7 @@ pub struct IoArgs {
     #[arg(long, default_value_t = 3)]
     pub repeat: usize,
     /// Seconds per fio random-read job.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 3)]
     pub fio_seconds: u64,
     /// Do not run fio.
     #[arg(long)]
@@ -56,6 +59,8 @@ pub struct IoArgs {
 }
 
 struct Row {
+    /// Repetition the sample belongs to.
+    rep: usize,
     variant: String,
     wall_ms: f64,
     pages: u64,
@@ -88,131 +93,91 @@ pub fn run(cli: &Cli, a: &IoArgs) -> Result<()> {
         pages,
         (pages * PAGE_SIZE as u64) as f64 / 1048576.0
     );
-    let mut rows = Vec::new();
-
-    // Sequential: the heap scan every access path uses.
-    let mut times = Vec::new();
-    let mut reqs = 0;
-    for _ in 0..a.repeat.max(1) {
-        let before = dev.stats().snapshot();
-        let start = Instant::now();
-        let mut n = 0u64;
-        heap.scan_pages(a.run_pages, a.seq_depth, |_, _| {
-            n += 1;
-            Ok(std::ops::ControlFlow::Continue(()))
-        })?;
-        times.push(start.elapsed().as_secs_f64());
-        reqs = (dev.stats().snapshot() - before).read_requests;
-        assert_eq!(n, pages);
-    }
-    let t = median(times);
-    let mib = (pages * PAGE_SIZE as u64) as f64 / 1048576.0;
-    rows.push(Row {
-        variant: format!(
-            "strata sequential scan ({} KiB requests, depth {})",
-            a.run_pages * 8,
-            a.seq_depth
-        ),
-        wall_ms: t * 1e3,
-        pages,
-        requests: reqs,
-        mib_s: mib / t,
-        iops: reqs as f64 / t,
-    });
-
-    // Random single pages at depth 1 and `depth`.
+    let fio_file = if a.no_fio {
+        None
+    } else {
+        match ensure_fio() {
+            Ok(()) => Some(segment_path(
+                &db.dir().join(&db.catalog().table(&a.table)?.heap_file),
+                0,
+            )),
+            Err(e) => {
+                println!("fio not run: {e:#}");
+                None
+            }
+        }
+    };
     let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
     let targets: Vec<u64> = (0..a.random_reads)
         .map(|_| rng.random_range(0..pages))
         .collect();
-    let file = heap.file_id();
-    for depth in [1usize, a.depth.max(1)] {
-        let mut times = Vec::new();
-        for _ in 0..a.repeat.max(1) {
-            let mut bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(1)).collect();
-            let start = Instant::now();
-            for chunk in targets.chunks(depth) {
-                if depth == 1 {
-                    dev.read(file, chunk[0], &mut bufs[0])?;
-                } else {
-                    let mut reqs: Vec<ReadRequest<'_>> = chunk
-                        .iter()
-                        .zip(bufs.iter_mut())
-                        .map(|(&p, b)| ReadRequest {
-                            file,
-                            first_page: p,
-                            buf: &mut b[..],
-                        })
-                        .collect();
-                    dev.read_many(&mut reqs)?;
-                }
-            }
-            times.push(start.elapsed().as_secs_f64());
-        }
-        let t = median(times);
-        let n = targets.len() as f64;
-        rows.push(Row {
-            variant: format!("strata random 8 KiB reads, depth {depth}"),
-            wall_ms: t * 1e3,
-            pages: targets.len() as u64,
-            requests: targets.len() as u64,
-            mib_s: n * PAGE_SIZE as f64 / 1048576.0 / t,
-            iops: n / t,
-        });
-    }
 
-    if !a.no_fio {
-        let base = db.dir().join(&db.catalog().table(&a.table)?.heap_file);
-        let seg = segment_path(&base, 0);
-        match ensure_fio() {
-            Ok(()) => {
-                let size = std::fs::metadata(&seg)
-                    .with_context(|| format!("{}", seg.display()))?
-                    .len();
-                let bs = a.run_pages * PAGE_SIZE;
-                let jobs: Vec<(String, Vec<String>)> = vec![
-                    (
-                        format!("fio sequential read ({} KiB, psync, depth 1)", bs / 1024),
-                        fio_args("read", bs, "psync", 1, None, size),
-                    ),
-                    (
-                        format!(
-                            "fio sequential read ({} KiB, io_uring, depth {})",
-                            bs / 1024,
-                            a.seq_depth
-                        ),
-                        fio_args("read", bs, "io_uring", a.seq_depth, None, size),
-                    ),
-                    (
-                        "fio random 8 KiB reads, depth 1".into(),
-                        fio_args("randread", PAGE_SIZE, "psync", 1, Some(a.fio_seconds), size),
-                    ),
-                    (
-                        format!("fio random 8 KiB reads, depth {}", a.depth),
-                        fio_args(
-                            "randread",
-                            PAGE_SIZE,
-                            "io_uring",
-                            a.depth,
-                            Some(a.fio_seconds),
-                            size,
-                        ),
-                    ),
-                ];
-                for (name, args) in jobs {
-                    let (bw, iops, ms) = run_fio(&seg, &args)?;
-                    rows.push(Row {
-                        variant: name,
-                        wall_ms: ms,
-                        pages: 0,
-                        requests: 0,
-                        mib_s: bw / 1048576.0,
-                        iops,
-                    });
-                }
-            }
-            Err(e) => println!("fio not run: {e:#}"),
+    // strata and fio alternate within each repetition, so that both see the same
+    // machine; each figure is the median over the repetitions.
+    let mut samples: Vec<Row> = Vec::new();
+    for rep in 0..a.repeat.max(1) {
+        println!("repetition {} of {}", rep + 1, a.repeat.max(1));
+        let first = samples.len();
+        samples.push(strata_sequential(heap, a)?);
+        if let Some(f) = &fio_file {
+            let size = std::fs::metadata(f)
+                .with_context(|| format!("{}", f.display()))?
+                .len();
+            let bs = a.run_pages * PAGE_SIZE;
+            samples.push(fio(
+                f,
+                format!("fio sequential read ({} KiB, psync, depth 1)", bs / 1024),
+                fio_args("read", bs, "psync", 1, None, size),
+            )?);
+            samples.push(fio(
+                f,
+                format!(
+                    "fio sequential read ({} KiB, io_uring, depth {})",
+                    bs / 1024,
+                    a.seq_depth
+                ),
+                fio_args("read", bs, "io_uring", a.seq_depth, None, size),
+            )?);
         }
+        for depth in [1usize, a.depth.max(1)] {
+            samples.push(strata_random(&dev, heap.file_id(), &targets, depth)?);
+            if let Some(f) = &fio_file {
+                let size = std::fs::metadata(f)?.len();
+                let engine = if depth == 1 { "psync" } else { "io_uring" };
+                samples.push(fio(
+                    f,
+                    format!("fio random 8 KiB reads, depth {depth}"),
+                    fio_args(
+                        "randread",
+                        PAGE_SIZE,
+                        engine,
+                        depth,
+                        Some(a.fio_seconds),
+                        size,
+                    ),
+                )?);
+            }
+        }
+        for s in &mut samples[first..] {
+            s.rep = rep;
+        }
+    }
+    let a_repeat = a.repeat.max(1);
+    let mut rows: Vec<Row> = Vec::new();
+    for s in &samples {
+        if rows.iter().any(|r| r.variant == s.variant) {
+            continue;
+        }
+        let same: Vec<&Row> = samples.iter().filter(|r| r.variant == s.variant).collect();
+        rows.push(Row {
+            rep: 0,
+            variant: s.variant.clone(),
+            wall_ms: median(same.iter().map(|r| r.wall_ms).collect()),
+            pages: s.pages,
+            requests: s.requests,
+            mib_s: median(same.iter().map(|r| r.mib_s).collect()),
+            iops: median(same.iter().map(|r| r.iops).collect()),
+        });
     }
 
     println!(
@@ -225,14 +190,22 @@ pub fn run(cli: &Cli, a: &IoArgs) -> Result<()> {
             r.variant, r.mib_s, r.iops, r.wall_ms
         );
     }
+    // Ratios are paired within a repetition (strata against the best fio variant
+    // run right next to it), then the median is taken: drift of a shared disk
+    // cancels out.
     let ratio = |a: &str, b: &str| -> Option<f64> {
-        let x = rows.iter().find(|r| r.variant.starts_with(a))?.mib_s;
-        let y = rows
-            .iter()
-            .filter(|r| r.variant.starts_with(b))
-            .map(|r| r.mib_s)
-            .fold(f64::NAN, f64::max);
-        (y > 0.0).then_some(x / y)
+        let per_rep: Vec<f64> = (0..a_repeat)
+            .filter_map(|rep| {
+                let in_rep = || samples.iter().filter(move |r| r.rep == rep);
+                let x = in_rep().find(|r| r.variant.starts_with(a))?.mib_s;
+                let y = in_rep()
+                    .filter(|r| r.variant.starts_with(b))
+                    .map(|r| r.mib_s)
+                    .fold(f64::NAN, f64::max);
+                (y > 0.0).then_some(x / y)
+            })
+            .collect();
+        (!per_rep.is_empty()).then(|| median(per_rep))
     };
     let mut summary = String::from("# Storage I/O: strata's device layer next to fio\n\n");
     summary += &format!(
@@ -281,6 +254,85 @@ pub fn run(cli: &Cli, a: &IoArgs) -> Result<()> {
     std::fs::write(a.out.join("io.md"), summary)?;
     println!("wrote {}/io.csv and io.md", a.out.display());
     Ok(())
+}
+
+/// The heap scan every access path uses: runs of `run_pages` pages, `seq_depth`
+/// runs in flight, checksums verified.
+fn strata_sequential(heap: &HeapFile, a: &IoArgs) -> Result<Row> {
+    let dev = heap.pool().device();
+    let before = dev.stats().snapshot();
+    let start = Instant::now();
+    let mut n = 0u64;
+    heap.scan_pages(a.run_pages, a.seq_depth, |_, _| {
+        n += 1;
+        Ok(std::ops::ControlFlow::Continue(()))
+    })?;
+    let t = start.elapsed().as_secs_f64();
+    let io = dev.stats().snapshot() - before;
+    Ok(Row {
+        rep: 0,
+        variant: format!(
+            "strata sequential scan ({} KiB requests, depth {})",
+            a.run_pages * 8,
+            a.seq_depth
+        ),
+        wall_ms: t * 1e3,
+        pages: n,
+        requests: io.read_requests,
+        mib_s: io.bytes_read() as f64 / 1048576.0 / t,
+        iops: io.read_requests as f64 / t,
+    })
+}
+
+/// Single-page reads of `targets`, `depth` at a time (io_uring when > 1).
+fn strata_random(
+    dev: &Arc<dyn Device>,
+    file: FileId,
+    targets: &[u64],
+    depth: usize,
+) -> Result<Row> {
+    let mut bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(1)).collect();
+    let start = Instant::now();
+    for chunk in targets.chunks(depth) {
+        if depth == 1 {
+            dev.read(file, chunk[0], &mut bufs[0])?;
+        } else {
+            let mut reqs: Vec<ReadRequest<'_>> = chunk
+                .iter()
+                .zip(bufs.iter_mut())
+                .map(|(&p, b)| ReadRequest {
+                    file,
+                    first_page: p,
+                    buf: &mut b[..],
+                })
+                .collect();
+            dev.read_many(&mut reqs)?;
+        }
+    }
+    let t = start.elapsed().as_secs_f64();
+    let n = targets.len() as f64;
+    Ok(Row {
+        rep: 0,
+        variant: format!("strata random 8 KiB reads, depth {depth}"),
+        wall_ms: t * 1e3,
+        pages: targets.len() as u64,
+        requests: targets.len() as u64,
+        mib_s: n * PAGE_SIZE as f64 / 1048576.0 / t,
+        iops: n / t,
+    })
+}
+
+fn fio(file: &Path, variant: String, args: Vec<String>) -> Result<Row> {
+    let (bw, iops, ms) = run_fio(file, &args)?;
+    Ok(Row {
+        rep: 0,
+        variant,
+        wall_ms: ms,
+        pages: 0,
+        requests: 0,
+        mib_s: bw / 1048576.0,
+        iops,
+    })
 }
 
 fn fio_args(

@@ -59,7 +59,7 @@ fn killed_loads_leave_the_old_state_or_the_new_one() {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(2026);
     let mut expected: Option<u64> = None;
     let (mut killed, mut finished) = (0, 0);
-    for i in 0..24 {
+    for i in 0..40 {
         let mut child = load_cmd(&db, &csv).spawn().unwrap();
         let wait = full.mul_f64(rng.random_range(0.0..1.1));
         std::thread::sleep(wait);
@@ -93,7 +93,7 @@ fn killed_loads_leave_the_old_state_or_the_new_one() {
         killed >= 5,
         "only {killed} loads were killed; the test did not test much"
     );
-    assert_eq!(finished + killed, 24);
+    assert_eq!(finished + killed, 40);
 
     // The next read-write open removed what killed loads left behind: every data
     // file belongs to the catalog.

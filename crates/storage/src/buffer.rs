@@ -32,8 +32,32 @@ use crate::page::{self, PAGE_SIZE};
 
 type Key = (FileId, u64);
 
+/// One frame's 8 KiB inside the pool's region. Each frame points at its own page
+/// of the region, and the frame's lock decides who may read or write it.
+struct FrameBytes(std::ptr::NonNull<u8>);
+
+// SAFETY: the bytes belong to the pool's region, which outlives every frame, and
+// are only reached through the frame's RwLock.
+unsafe impl Send for FrameBytes {}
+unsafe impl Sync for FrameBytes {}
+
+impl Deref for FrameBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: a distinct PAGE_SIZE slice of the live region (see above).
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr(), PAGE_SIZE) }
+    }
+}
+
+impl DerefMut for FrameBytes {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above; `&mut self` comes from the frame's write lock.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr(), PAGE_SIZE) }
+    }
+}
+
 struct FrameData {
-    buf: AlignedBuf,
+    buf: FrameBytes,
     /// The page this frame holds, once loaded.
     tag: Option<Key>,
 }
@@ -81,6 +105,9 @@ pub struct BufferPool {
     misses: AtomicU64,
     evictions: AtomicU64,
     writebacks: AtomicU64,
+    /// The frames' memory, one mapping for all of them. Declared last so that it
+    /// is dropped after the frames that point into it.
+    _region: AlignedBuf,
 }
 
 /// A pinned page, shared.
@@ -149,10 +176,16 @@ impl BufferPool {
     /// A pool of `bytes / PAGE_SIZE` frames (at least 8) over `device`.
     pub fn new(device: Arc<dyn Device>, bytes: usize) -> BufferPool {
         let n = (bytes / PAGE_SIZE).max(8);
+        let mut region = AlignedBuf::new(n);
+        let base = region.as_mut_ptr();
         let frames = (0..n)
-            .map(|_| Frame {
+            .map(|i| Frame {
                 data: RwLock::new(FrameData {
-                    buf: AlignedBuf::new(1),
+                    // SAFETY: i < n, so the page lies inside the region.
+                    buf: FrameBytes(
+                        std::ptr::NonNull::new(unsafe { base.add(i * PAGE_SIZE) })
+                            .expect("non-null"),
+                    ),
                     tag: None,
                 }),
                 pins: AtomicU32::new(0),
@@ -172,6 +205,7 @@ impl BufferPool {
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             writebacks: AtomicU64::new(0),
+            _region: region,
         }
     }
 
@@ -478,24 +512,29 @@ impl BufferPool {
         Ok(())
     }
 
-    fn finish_run(&self, file: FileId, first: u64, buf: &mut AlignedBuf) -> Result<()> {
-        for i in 0..buf.pages() {
+    /// Completes a run read straight from the device into `buf` (whole pages,
+    /// starting at page `first`): pages dirty in the pool replace what the device
+    /// returned, every other page is verified. Scans that read ahead on another
+    /// thread call this on the consuming side, so verification overlaps I/O.
+    pub fn finish_run(&self, file: FileId, first: u64, buf: &mut [u8]) -> Result<()> {
+        let n = (buf.len() / PAGE_SIZE) as u64;
+        let dirty: Vec<(u64, usize)> = {
+            let t = self.table.lock();
+            (first..first + n)
+                .filter_map(|p| t.map.get(&(file, p)).map(|&i| (p, i)))
+                .filter(|&(_, i)| self.frames[i].dirty.load(Ordering::Acquire))
+                .collect()
+        };
+        for (i, page) in buf.chunks_exact_mut(PAGE_SIZE).enumerate() {
             let page_no = first + i as u64;
-            let cached = {
-                let t = self.table.lock();
-                t.map.get(&(file, page_no)).copied()
-            };
-            if let Some(idx) = cached {
-                let frame = &self.frames[idx];
-                if frame.dirty.load(Ordering::Acquire) {
-                    let g = frame.data.read();
-                    if g.tag == Some((file, page_no)) {
-                        buf.page_mut(i).copy_from_slice(&g.buf);
-                        continue;
-                    }
+            if let Some(&(_, idx)) = dirty.iter().find(|(p, _)| *p == page_no) {
+                let g = self.frames[idx].data.read();
+                if g.tag == Some((file, page_no)) {
+                    page.copy_from_slice(&g.buf);
+                    continue;
                 }
             }
-            self.verify(file, page_no, buf.page(i))?;
+            self.verify(file, page_no, page)?;
         }
         Ok(())
     }

@@ -11,8 +11,9 @@ use std::ops::ControlFlow;
 
 use serde::Serialize;
 
-use crate::db::{Database, Progress, SortedEntries};
+use crate::db::{Database, Progress};
 use crate::error::{Result, StorageError};
+use crate::keysort::SortedEntries;
 use crate::page::PageKind;
 
 #[derive(Clone, Debug, Serialize)]
@@ -53,6 +54,7 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
                 view.kind()
             )));
         }
+        crate::page::verify_slots(view.bytes()).map_err(corrupt)?;
         for (slot, t) in view.tuples() {
             layout
                 .validate(t)
@@ -91,9 +93,10 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
         let mut want = expected.iter();
         for leaf in idx.btree.leaves()? {
             let (page, got) = leaf?;
+            progress.advance(got.len() as u64);
             for (key, tid) in got {
                 match want.next() {
-                    Some((k, t)) if k == key.as_slice() && t == tid => {}
+                    Some((k, t)) if k == key && t == tid => {}
                     Some((_, t)) => {
                         return Err(bad(format!(
                             "leaf page {page}: entry for tuple {tid} does not match the heap (expected an entry for tuple {t})"
@@ -106,7 +109,6 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
                     }
                 }
             }
-            progress.advance(1);
         }
         if let Some((_, t)) = want.next() {
             return Err(bad(format!("row {t} has no index entry")));

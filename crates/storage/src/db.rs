@@ -30,6 +30,7 @@ use crate::catalog::{Catalog, IndexDef, TableDef, sync_dir};
 use crate::device::{Device, DeviceProfile, FileDevice, ModeledDevice};
 use crate::error::{Result, StorageError};
 use crate::heap::{HeapFile, HeapWriter};
+use crate::keysort::SortedEntries;
 use crate::types::{DataType, RowLayout, Schema, Tid, Value, encode_key};
 
 /// Default buffer pool size.
@@ -654,69 +655,6 @@ impl Table {
     }
 }
 
-/// Sorted (key, tid) entries of an index over a heap, in one byte arena so that
-/// tens of millions of entries cost a few bytes of overhead each.
-pub struct SortedEntries {
-    arena: Vec<u8>,
-    /// (offset, length) of each entry's key in `arena`, then its tid.
-    items: Vec<(u32, u16, Tid)>,
-}
-
-impl SortedEntries {
-    /// Scans `heap` and collects the key of every tuple for an index on `key_cols`.
-    pub fn collect(
-        heap: &HeapFile,
-        layout: &RowLayout,
-        key_cols: &[usize],
-        key_types: &[DataType],
-        progress: &dyn Progress,
-    ) -> Result<SortedEntries> {
-        let mut arena = Vec::new();
-        let mut items = Vec::new();
-        progress.phase("scan heap for index keys", heap.num_pages());
-        let mut last_page = 0;
-        heap.scan(|tid, tuple| {
-            let off = arena.len();
-            for (ty, &c) in key_types.iter().zip(key_cols) {
-                crate::types::encode_key_value(ty, &layout.decode_column(tuple, c), &mut arena);
-            }
-            if arena.len() > u32::MAX as usize {
-                return Err(StorageError::Index {
-                    index: "build".into(),
-                    reason: "more than 4 GiB of keys; index build needs an external sort".into(),
-                });
-            }
-            items.push((off as u32, (arena.len() - off) as u16, tid));
-            if tid.page != last_page {
-                progress.advance((tid.page - last_page) as u64);
-                last_page = tid.page;
-            }
-            Ok(())
-        })?;
-        progress.phase("sort index keys", items.len() as u64);
-        items.sort_unstable_by(|a, b| {
-            arena[a.0 as usize..][..a.1 as usize]
-                .cmp(&arena[b.0 as usize..][..b.1 as usize])
-                .then(a.2.cmp(&b.2))
-        });
-        progress.advance(items.len() as u64);
-        Ok(SortedEntries { arena, items })
-    }
-
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-    /// Entries in (key, tid) order.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], Tid)> + '_ {
-        self.items
-            .iter()
-            .map(|(o, l, t)| (&self.arena[*o as usize..][..*l as usize], *t))
-    }
-}
-
 /// A load in progress: rows appended after the table's committed pages, indexes
 /// rebuilt at commit. Dropping it without committing leaves the table as it was.
 pub struct TableLoad<'a> {
@@ -865,7 +803,7 @@ impl<'a> TableLoad<'a> {
                 self.def.segment_pages,
             )?;
             progress.phase(&format!("build index {}", spec.name), entries.len() as u64);
-            btree.bulk_build(entries.iter().map(|(k, t)| (k.to_vec(), t)), spec.leaf_fill)?;
+            btree.bulk_build(entries.iter(), spec.leaf_fill)?;
             progress.advance(entries.len() as u64);
             btree.flush()?;
             new_defs.push(IndexDef {
@@ -947,5 +885,74 @@ impl Drop for TableLoad<'_> {
             let _ = dev.truncate(self.heap.file_id(), committed);
             self.heap.reset_pages(committed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> DbOptions {
+        DbOptions {
+            buffer_pool_bytes: 2 << 20,
+            direct_io: false,
+            profile: None,
+            read_only: false,
+        }
+    }
+
+    fn rows(n: i64, start: i64) -> impl Iterator<Item = Vec<Value>> {
+        (start..start + n).map(|i| {
+            vec![
+                Value::Int64(i),
+                Value::Int32((i % 1000) as i32),
+                Value::Str(format!("row {i}")),
+            ]
+        })
+    }
+
+    /// Appending to a table whose last segment is partly full, with small segments,
+    /// rebuilds its index over every row (a crash-loop failure once).
+    #[test]
+    fn append_loads_index_every_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path(), opts()).unwrap();
+        let schema = Schema::parse("id BIGINT, grp INT, note VARCHAR(20)").unwrap();
+        let topts = TableOptions {
+            fill_factor: 1.0,
+            segment_pages: 32,
+        };
+        let mut load = db
+            .begin_create_load("t", schema, topts, vec![IndexSpec::new("t_grp", &["grp"])])
+            .unwrap();
+        for r in rows(60_000, 0) {
+            load.append(&r).unwrap();
+        }
+        load.commit(&NoProgress).unwrap();
+        for round in 1..=3 {
+            let mut load = db.begin_load("t").unwrap();
+            for r in rows(60_000, round * 60_000) {
+                load.append(&r).unwrap();
+            }
+            let s = load.commit(&NoProgress).unwrap();
+            assert_eq!(s.rows_total, 60_000 * (round as u64 + 1));
+            let t = db.table("t").unwrap();
+            assert_eq!(
+                t.index("t_grp").unwrap().btree.len(),
+                s.rows_total,
+                "round {round}"
+            );
+            let mut n = 0;
+            t.scan_rows(|_, _| {
+                n += 1;
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(n, s.rows_total);
+        }
+        drop(db);
+        let db = Database::open(dir.path(), opts()).unwrap();
+        let report = crate::check::check_database(&db, &NoProgress).unwrap();
+        assert_eq!(report[0].rows, 240_000);
     }
 }

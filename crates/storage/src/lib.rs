@@ -10,6 +10,7 @@ pub mod db;
 pub mod device;
 pub mod error;
 pub mod heap;
+pub mod keysort;
 pub mod page;
 pub mod types;
 pub mod util;

@@ -88,6 +88,9 @@ pub trait Device: Send + Sync {
     fn describe(&self) -> String;
 }
 
+/// Buffers at least this large are anonymous mappings rather than heap memory.
+const MAP_THRESHOLD: usize = 4 << 20;
+
 /// A heap-allocated, [`ALIGN`]-aligned, zeroed byte buffer of whole pages.
 pub struct AlignedBuf {
     ptr: std::ptr::NonNull<u8>,
@@ -99,9 +102,31 @@ unsafe impl Send for AlignedBuf {}
 unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {
-    /// A zeroed buffer of `pages` pages.
+    /// A zeroed buffer of `pages` pages. Large buffers (a buffer pool's frames) are
+    /// anonymous mappings, zeroed lazily by the kernel page by page as they are
+    /// first touched, so opening a database with a big pool costs no time.
     pub fn new(pages: usize) -> AlignedBuf {
         let len = pages.max(1) * PAGE_SIZE;
+        if len >= MAP_THRESHOLD {
+            // SAFETY: an anonymous private mapping with no address hint.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                std::alloc::handle_alloc_error(
+                    std::alloc::Layout::from_size_align(len, ALIGN).expect("layout"),
+                );
+            }
+            let ptr = std::ptr::NonNull::new(p.cast::<u8>()).expect("mmap returned null");
+            return AlignedBuf { ptr, len };
+        }
         let layout = std::alloc::Layout::from_size_align(len, ALIGN).expect("layout");
         // SAFETY: layout has non-zero size.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
@@ -123,6 +148,11 @@ impl AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
+        if self.len >= MAP_THRESHOLD {
+            // SAFETY: mapped in `new` with this length.
+            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+            return;
+        }
         let layout = std::alloc::Layout::from_size_align(self.len, ALIGN).expect("layout");
         // SAFETY: allocated in `new` with this layout.
         unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout) }
