@@ -992,6 +992,13 @@ impl BTree {
     pub fn range(&self, lower: Bound<Vec<u8>>, upper: Bound<Vec<u8>>) -> Result<RangeIter<'_>> {
         Ok(RangeIter {
             tree: self,
+            cursor: self.range_cursor(lower, upper),
+        })
+    }
+
+    /// A detached cursor over the same entries as [`BTree::range`].
+    pub fn range_cursor(&self, lower: Bound<Vec<u8>>, upper: Bound<Vec<u8>>) -> RangeCursor {
+        RangeCursor {
             lower,
             upper,
             buf: Vec::new(),
@@ -1004,7 +1011,7 @@ impl BTree {
             splits: 0,
             last: Vec::new(),
             steps: 0,
-        })
+        }
     }
 
     /// Every tid stored under exactly the full encoded key `key`, in tid order.
@@ -1045,6 +1052,20 @@ impl BTree {
     /// level at or below the leaves (any level of a height-1 tree) returns nothing.
     /// Operators partition key ranges with these.
     pub fn level_keys(&self, level: usize) -> Result<Vec<Vec<u8>>> {
+        Ok(self
+            .level_entries(level)?
+            .into_iter()
+            .map(|mut e| {
+                e.truncate(e.len() - TID_LEN);
+                e
+            })
+            .collect())
+    }
+
+    /// Like [`BTree::level_keys`], but whole separator entries (key ++ tid): the
+    /// boundaries between the subtrees of that level, in (key, tid) order. Ranges
+    /// split at these never split a run of equal keys unevenly, however skewed.
+    pub fn level_entries(&self, level: usize) -> Result<Vec<Vec<u8>>> {
         let meta = self.latch.read();
         let height = meta.height as usize;
         if level + 1 >= height {
@@ -1063,15 +1084,13 @@ impl BTree {
             pages = children;
         }
         let node_level = (height - 1 - level) as u32;
-        let mut keys = Vec::new();
+        let mut entries = Vec::new();
         for &p in &pages {
             let g = self.read_node(&meta, p, Node::Internal(node_level))?;
             let v = PageView::new(&g);
-            keys.extend(
-                (0..v.n_slots()).map(|s| key_part(split_slot(slot_bytes(&v, s)).0).to_vec()),
-            );
+            entries.extend((0..v.n_slots()).map(|s| split_slot(slot_bytes(&v, s)).0.to_vec()));
         }
-        Ok(keys)
+        Ok(entries)
     }
 
     /// Shape and fill of the tree (reads every page through the pool).
@@ -1305,6 +1324,13 @@ impl BTree {
 /// Forward iterator over a key range ([`BTree::range`]).
 pub struct RangeIter<'a> {
     tree: &'a BTree,
+    cursor: RangeCursor,
+}
+
+/// The position of a forward range scan, detached from the tree so that an
+/// operator can own it next to the table it scans: each step is given the tree
+/// ([`RangeCursor::next_entry`]). [`RangeIter`] is the borrowing convenience.
+pub struct RangeCursor {
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
     /// Qualifying entries of the current leaf, back to back; `ends[i]` is where
@@ -1325,14 +1351,39 @@ pub struct RangeIter<'a> {
     steps: u64,
 }
 
-impl RangeIter<'_> {
+impl RangeCursor {
+    /// The next entry as (encoded key ++ tid bytes, tid), borrowed from the
+    /// cursor's copy of the current leaf; `None` at the end of the range.
+    pub fn next_entry(&mut self, tree: &BTree) -> Option<Result<(&[u8], Tid)>> {
+        loop {
+            if self.pos < self.ends.len() {
+                let start = if self.pos == 0 {
+                    0
+                } else {
+                    self.ends[self.pos - 1]
+                };
+                let e = &self.buf[start..self.ends[self.pos]];
+                self.pos += 1;
+                let k = e.len() - TID_LEN;
+                return Some(Ok((e, Tid::decode(&e[k..]))));
+            }
+            if self.done {
+                return None;
+            }
+            if let Err(e) = self.refill(tree) {
+                self.done = true;
+                self.ends.clear();
+                return Some(Err(e));
+            }
+        }
+    }
+
     /// Copies the qualifying entries of the next leaf that has any into `buf`
     /// (holding the latch shared meanwhile, one pin at a time), or sets `done`.
-    fn refill(&mut self) -> Result<()> {
+    fn refill(&mut self, tree: &BTree) -> Result<()> {
         self.buf.clear();
         self.ends.clear();
         self.pos = 0;
-        let tree = self.tree;
         let meta = tree.latch.read();
         // Whether the first page read is the previous leaf again (no step forward).
         let mut reread = false;
@@ -1411,27 +1462,9 @@ impl Iterator for RangeIter<'_> {
     type Item = Result<(Vec<u8>, Tid)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if self.pos < self.ends.len() {
-                let start = if self.pos == 0 {
-                    0
-                } else {
-                    self.ends[self.pos - 1]
-                };
-                let e = &self.buf[start..self.ends[self.pos]];
-                self.pos += 1;
-                let k = e.len() - TID_LEN;
-                return Some(Ok((e[..k].to_vec(), Tid::decode(&e[k..]))));
-            }
-            if self.done {
-                return None;
-            }
-            if let Err(e) = self.refill() {
-                self.done = true;
-                self.ends.clear();
-                return Some(Err(e));
-            }
-        }
+        self.cursor
+            .next_entry(self.tree)
+            .map(|r| r.map(|(e, tid)| (e[..e.len() - TID_LEN].to_vec(), tid)))
     }
 }
 

@@ -268,45 +268,112 @@ impl HeapFile {
     }
 
     /// Visits every page in order, reading runs of `run_pages` pages with up to
-    /// `depth` runs in flight. `f` returns `Break` to stop early.
-    ///
-    /// A reader thread keeps the next batch of runs in flight while this thread
-    /// verifies the previous batch and hands its pages to `f` (double buffering), so
-    /// checksums and predicate evaluation overlap the I/O instead of adding to it.
+    /// `depth` runs in flight (see [`PageStream`]). `f` returns `Break` to stop
+    /// early.
     pub fn scan_pages(
-        &self,
+        self: &Arc<Self>,
         run_pages: usize,
         depth: usize,
         mut f: impl FnMut(u64, PageView<'_>) -> Result<ControlFlow<()>>,
     ) -> Result<()> {
-        // Pages changed through the pool may not be on the device yet.
-        self.pool.flush_file(self.file)?;
-        let total = self.num_pages();
-        if total == 0 {
-            return Ok(());
+        let mut stream = self.stream(0, self.num_pages(), run_pages, depth)?;
+        while stream.next_run()? {
+            let (first, bytes) = stream.run();
+            for (i, page) in bytes.chunks_exact(PAGE_SIZE).enumerate() {
+                if f(first + i as u64, PageView::new(page))?.is_break() {
+                    return Ok(());
+                }
+            }
         }
+        Ok(())
+    }
+
+    /// A read-ahead stream over pages `from..to` in runs of `run_pages`, with
+    /// `depth` runs in flight per batch. Pages changed through the pool are written
+    /// back first so the device has them.
+    pub fn stream(
+        self: &Arc<Self>,
+        from: u64,
+        to: u64,
+        run_pages: usize,
+        depth: usize,
+    ) -> Result<PageStream> {
+        self.pool.flush_file(self.file)?;
+        PageStream::start(
+            self.clone(),
+            from,
+            to.min(self.num_pages()),
+            run_pages,
+            depth,
+        )
+    }
+
+    /// Visits every live tuple in heap order.
+    pub fn scan(self: &Arc<Self>, mut f: impl FnMut(Tid, &[u8]) -> Result<()>) -> Result<()> {
+        self.scan_pages(WRITE_RUN_PAGES, 2, |p, v| {
+            for (slot, t) in v.tuples() {
+                f(Tid::new(p as u32, slot), t)?;
+            }
+            Ok(ControlFlow::Continue(()))
+        })
+    }
+}
+
+/// Runs read by a stream's reader thread: (first page, pages) and their buffers.
+struct Batch {
+    runs: Vec<(u64, usize)>,
+    bufs: Vec<AlignedBuf>,
+}
+
+/// Sequential read-ahead over a range of heap pages.
+///
+/// A reader thread keeps the next batch of `depth` runs in flight while the
+/// consumer verifies the previous batch and works on its pages (double
+/// buffering), so checksums and predicate evaluation overlap the I/O instead of
+/// adding to it. Dropping the stream stops the reader and waits for it, so the
+/// device's counters are final once the stream is gone.
+pub struct PageStream {
+    heap: Arc<HeapFile>,
+    full_rx: Option<std::sync::mpsc::Receiver<Result<Batch>>>,
+    free_tx: Option<std::sync::mpsc::Sender<Vec<AlignedBuf>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    current: Option<Batch>,
+    /// Index of the current run in `current` (the next one is `run_idx + 1`).
+    run_idx: usize,
+}
+
+impl PageStream {
+    fn start(
+        heap: Arc<HeapFile>,
+        from: u64,
+        to: u64,
+        run_pages: usize,
+        depth: usize,
+    ) -> Result<PageStream> {
         let run_pages = run_pages.max(1) as u64;
         let depth = depth.max(1);
-        let device = self.pool.device();
-        std::thread::scope(|scope| {
-            // Filled batches go to this thread; emptied buffers go back. Dropping
-            // either end (on an error or an early stop) ends the reader.
-            let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Batch>>(1);
-            let (free_tx, free_rx) = std::sync::mpsc::channel::<Vec<AlignedBuf>>();
-            for _ in 0..2 {
-                let set = (0..depth)
-                    .map(|_| AlignedBuf::new(run_pages as usize))
-                    .collect();
-                free_tx.send(set).expect("receiver is alive");
-            }
-            let file = self.file;
-            scope.spawn(move || {
-                let mut next = 0u64;
-                while next < total {
+        let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Batch>>(1);
+        let (free_tx, free_rx) = std::sync::mpsc::channel::<Vec<AlignedBuf>>();
+        let span = to.saturating_sub(from);
+        let run_pages = run_pages.min(span.max(1));
+        for _ in 0..2 {
+            let set = (0..depth)
+                .map(|_| AlignedBuf::new(run_pages as usize))
+                .collect();
+            free_tx.send(set).expect("receiver is alive");
+        }
+        let reader_heap = heap.clone();
+        let reader = std::thread::Builder::new()
+            .name("strata-read-ahead".into())
+            .spawn(move || {
+                let heap = reader_heap;
+                let device = heap.pool.device();
+                let mut next = from;
+                while next < to {
                     let Ok(mut bufs) = free_rx.recv() else { return };
                     let mut runs = Vec::with_capacity(depth);
-                    while runs.len() < depth && next < total {
-                        let n = run_pages.min(total - next);
+                    while runs.len() < depth && next < to {
+                        let n = run_pages.min(to - next);
                         runs.push((next, n as usize));
                         next += n;
                     }
@@ -315,7 +382,7 @@ impl HeapFile {
                             .iter()
                             .zip(bufs.iter_mut())
                             .map(|(&(first, n), buf)| ReadRequest {
-                                file,
+                                file: heap.file,
                                 first_page: first,
                                 buf: &mut buf[..n * PAGE_SIZE],
                             })
@@ -327,41 +394,79 @@ impl HeapFile {
                         return;
                     }
                 }
-            });
-            for batch in full_rx {
-                let Batch { runs, mut bufs } = batch?;
-                for (&(first, n), buf) in runs.iter().zip(bufs.iter_mut()) {
-                    let bytes = &mut buf[..n * PAGE_SIZE];
-                    self.pool.finish_run(file, first, bytes)?;
-                    for (i, page) in bytes.chunks_exact(PAGE_SIZE).enumerate() {
-                        if f(first + i as u64, PageView::new(page))?.is_break() {
-                            return Ok(());
-                        }
-                    }
-                }
-                // The reader may already be done (it has read the last batch); then
-                // nobody needs the buffers back.
-                let _ = free_tx.send(bufs);
-            }
-            Ok(())
+            })
+            .map_err(|e| StorageError::io("read-ahead thread", e))?;
+        Ok(PageStream {
+            heap,
+            full_rx: Some(full_rx),
+            free_tx: Some(free_tx),
+            reader: Some(reader),
+            current: None,
+            run_idx: 0,
         })
     }
 
-    /// Visits every live tuple in heap order.
-    pub fn scan(&self, mut f: impl FnMut(Tid, &[u8]) -> Result<()>) -> Result<()> {
-        self.scan_pages(WRITE_RUN_PAGES, 2, |p, v| {
-            for (slot, t) in v.tuples() {
-                f(Tid::new(p as u32, slot), t)?;
+    /// Moves to the next run and verifies it; `false` at the end.
+    pub fn next_run(&mut self) -> Result<bool> {
+        loop {
+            if let Some(batch) = &mut self.current {
+                if self.run_idx + 1 < batch.runs.len() {
+                    self.run_idx += 1;
+                    let (first, n) = batch.runs[self.run_idx];
+                    self.heap.pool.finish_run(
+                        self.heap.file,
+                        first,
+                        &mut batch.bufs[self.run_idx][..n * PAGE_SIZE],
+                    )?;
+                    return Ok(true);
+                }
+                let done = self.current.take().expect("checked above");
+                if let Some(tx) = &self.free_tx {
+                    // The reader may be finished already; then nobody needs them.
+                    let _ = tx.send(done.bufs);
+                }
             }
-            Ok(ControlFlow::Continue(()))
-        })
+            let Some(rx) = &self.full_rx else {
+                return Ok(false);
+            };
+            match rx.recv() {
+                Ok(batch) => {
+                    let batch = batch?;
+                    let (first, n) = batch.runs[0];
+                    self.current = Some(batch);
+                    self.run_idx = 0;
+                    let b = self.current.as_mut().expect("just set");
+                    self.heap.pool.finish_run(
+                        self.heap.file,
+                        first,
+                        &mut b.bufs[0][..n * PAGE_SIZE],
+                    )?;
+                    return Ok(true);
+                }
+                Err(_) => {
+                    self.full_rx = None;
+                    return Ok(false);
+                }
+            }
+        }
+    }
+
+    /// The current run: its first page number and its verified pages.
+    pub fn run(&self) -> (u64, &[u8]) {
+        let b = self.current.as_ref().expect("next_run returned true");
+        let (first, n) = b.runs[self.run_idx];
+        (first, &b.bufs[self.run_idx][..n * PAGE_SIZE])
     }
 }
 
-/// Runs read by a scan's reader thread: (first page, pages) and their buffers.
-struct Batch {
-    runs: Vec<(u64, usize)>,
-    bufs: Vec<AlignedBuf>,
+impl Drop for PageStream {
+    fn drop(&mut self) {
+        self.full_rx.take();
+        self.free_tx.take();
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+    }
 }
 
 /// Appends tuples on fresh pages after the end of a heap, writing full runs of
@@ -563,7 +668,7 @@ mod tests {
         assert!(h.num_pages() > committed);
         pool.discard_file(h.file_id()).unwrap();
         pool.device().close(h.file_id());
-        let h2 = HeapFile::open(pool.clone(), &path, "h", 4, 1.0, committed, true).unwrap();
+        let h2 = Arc::new(HeapFile::open(pool.clone(), &path, "h", 4, 1.0, committed, true).unwrap());
         assert_eq!(h2.num_pages(), committed);
         let mut n = 0;
         h2.scan(|_, _| {
@@ -604,7 +709,7 @@ mod tests {
         fn heap_matches_a_vec(ops in proptest::collection::vec(op(), 1..300), fill in 0.3f64..1.0) {
             let dir = tempfile::tempdir().unwrap();
             let pool = setup(dir.path(), 8);
-            let h = HeapFile::create(pool.clone(), &dir.path().join("h"), "h", 8, fill).unwrap();
+            let h = Arc::new(HeapFile::create(pool.clone(), &dir.path().join("h"), "h", 8, fill).unwrap());
             let mut model: Vec<(Tid, Vec<u8>)> = Vec::new();
             for o in ops {
                 match o {

@@ -37,7 +37,7 @@ impl SortedEntries {
     /// Scans `heap` and collects, sorted, the key of every tuple for an index on
     /// `key_cols`.
     pub fn collect(
-        heap: &HeapFile,
+        heap: &std::sync::Arc<HeapFile>,
         layout: &RowLayout,
         key_cols: &[usize],
         key_types: &[DataType],

@@ -1,0 +1,1 @@
+//! Experiments, result files and plots.
