@@ -1,3 +1,25 @@
-//! strata's access paths and the Smooth Scan paper's cost model.
+//! strata's access paths — full, index, sort (bitmap heap), switch and Smooth
+//! Scan — as pipelined operators that report what they did, and the Smooth Scan
+//! paper's cost model and competitive analysis.
 
+pub mod batch;
 pub mod cost_model;
+pub mod error;
+pub mod full;
+pub mod index_scan;
+pub mod predicate;
+pub mod report;
+pub mod result_cache;
+pub mod run;
+pub mod scan;
+pub mod smooth;
+pub mod sort_scan;
+pub mod sorted;
+pub mod switch;
+
+pub use batch::TupleBatch;
+pub use error::{AccessError, Result};
+pub use predicate::Predicate;
+pub use run::{PathChoice, ScanOutcome, open_path, run_scan};
+pub use scan::{AccessPath, ScanSpec};
+pub use smooth::{PageCosts, Policy, SmoothOptions, Trigger};

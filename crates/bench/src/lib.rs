@@ -1,1 +1,22 @@
 //! Experiments, result files and plots.
+//!
+//! Every strata experiment leaves the same four kinds of file in
+//! `results/<experiment>/`: a CSV per figure with the standard columns
+//! ([`results::STANDARD_COLUMNS`]) so any figure can be re-plotted or
+//! compared without re-running it, an SVG and a PNG of each figure, and a
+//! short markdown summary that puts our numbers beside the paper's. This
+//! crate holds the pieces those files are made with:
+//!
+//! - [`results`]: [`ResultRow`], [`ResultSet`] (CSV out and back in),
+//!   [`Samples`] (medians of repeated runs) and [`median`];
+//! - [`plot`]: [`Plot`] line and grouped-bar charts, linear or log axes,
+//!   written as SVG and PNG without system libraries;
+//! - [`summary`]: the markdown [`Summary`] with its [`Comparison`] table.
+
+pub mod plot;
+pub mod results;
+pub mod summary;
+
+pub use plot::{Axis, Legend, Plot, Scale, Series};
+pub use results::{ResultRow, ResultSet, Samples, median};
+pub use summary::{Comparison, Summary};

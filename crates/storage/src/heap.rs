@@ -668,7 +668,8 @@ mod tests {
         assert!(h.num_pages() > committed);
         pool.discard_file(h.file_id()).unwrap();
         pool.device().close(h.file_id());
-        let h2 = Arc::new(HeapFile::open(pool.clone(), &path, "h", 4, 1.0, committed, true).unwrap());
+        let h2 =
+            Arc::new(HeapFile::open(pool.clone(), &path, "h", 4, 1.0, committed, true).unwrap());
         assert_eq!(h2.num_pages(), committed);
         let mut n = 0;
         h2.scan(|_, _| {

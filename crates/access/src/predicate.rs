@@ -1,0 +1,354 @@
+//! Conjunctive predicates over one table: `c2 >= 0 AND c2 < 500`,
+//! `l_shipdate BETWEEN '1994-01-01' AND '1994-12-31'`, `c3 = 7`.
+//!
+//! Every access path evaluates the whole predicate on every tuple it produces
+//! (so a residual conjunct on another column is always honoured); the conjuncts on
+//! the index's key column also give the key range the index is scanned over.
+
+use std::cmp::Ordering;
+use std::ops::Bound;
+
+use strata_storage::types::{DataType, RowLayout, Schema, Value, encode_key_value};
+
+use crate::error::{AccessError, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CmpOp {
+    fn holds(self, o: Ordering) -> bool {
+        match self {
+            CmpOp::Eq => o == Ordering::Equal,
+            CmpOp::Ne => o != Ordering::Equal,
+            CmpOp::Lt => o == Ordering::Less,
+            CmpOp::Le => o != Ordering::Greater,
+            CmpOp::Gt => o == Ordering::Greater,
+            CmpOp::Ge => o != Ordering::Less,
+        }
+    }
+}
+
+/// `column op literal`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    pub column: usize,
+    pub op: CmpOp,
+    pub value: Value,
+}
+
+/// A conjunction of comparisons (an empty one is `true`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Predicate {
+    pub conjuncts: Vec<Comparison>,
+}
+
+/// Compares two non-NULL values of the same column type.
+pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
+    match (a, b) {
+        (Value::Null, _) | (_, Value::Null) => None,
+        (Value::Float64(x), Value::Float64(y)) => x.partial_cmp(y),
+        (Value::Str(x), Value::Str(y)) => Some(x.as_bytes().cmp(y.as_bytes())),
+        _ => Some(a.as_i64()?.cmp(&b.as_i64()?)),
+    }
+}
+
+impl Predicate {
+    pub fn all() -> Predicate {
+        Predicate::default()
+    }
+
+    /// Parses `col op literal [AND ...]` (ops `= <> != < <= > >=`, and
+    /// `col BETWEEN a AND b`). Literals are typed by their column: numbers, and
+    /// quoted text or dates.
+    pub fn parse(schema: &Schema, text: &str) -> Result<Predicate> {
+        let err = |reason: String| AccessError::Predicate {
+            text: text.to_string(),
+            reason,
+        };
+        let tokens = tokenize(text).map_err(err)?;
+        let mut conjuncts = Vec::new();
+        let mut i = 0;
+        let expect_and = |i: usize, tokens: &[String]| -> std::result::Result<(), String> {
+            match tokens.get(i) {
+                Some(t) if t.eq_ignore_ascii_case("and") => Ok(()),
+                Some(t) => Err(format!("expected AND, found '{t}'")),
+                None => Err("unexpected end".into()),
+            }
+        };
+        while i < tokens.len() {
+            let col_name = &tokens[i];
+            let column = schema
+                .index_of(col_name)
+                .ok_or_else(|| err(format!("unknown column '{col_name}'")))?;
+            let ty = schema.columns[column].ty;
+            let lit = |t: Option<&String>| -> std::result::Result<Value, String> {
+                let t = t.ok_or("missing value")?;
+                let raw = t
+                    .strip_prefix('\'')
+                    .and_then(|x| x.strip_suffix('\''))
+                    .unwrap_or(t);
+                ty.parse_value(raw)
+                    .map_err(|e| format!("column '{col_name}': {e}"))
+            };
+            let op = tokens
+                .get(i + 1)
+                .ok_or_else(|| err(format!("'{col_name}' needs a comparison")))?;
+            if op.eq_ignore_ascii_case("between") {
+                let lo = lit(tokens.get(i + 2)).map_err(err)?;
+                expect_and(i + 3, &tokens).map_err(err)?;
+                let hi = lit(tokens.get(i + 4)).map_err(err)?;
+                conjuncts.push(Comparison {
+                    column,
+                    op: CmpOp::Ge,
+                    value: lo,
+                });
+                conjuncts.push(Comparison {
+                    column,
+                    op: CmpOp::Le,
+                    value: hi,
+                });
+                i += 5;
+            } else {
+                let op = match op.as_str() {
+                    "=" | "==" => CmpOp::Eq,
+                    "<>" | "!=" => CmpOp::Ne,
+                    "<" => CmpOp::Lt,
+                    "<=" => CmpOp::Le,
+                    ">" => CmpOp::Gt,
+                    ">=" => CmpOp::Ge,
+                    other => return Err(err(format!("unknown operator '{other}'"))),
+                };
+                let value = lit(tokens.get(i + 2)).map_err(err)?;
+                conjuncts.push(Comparison { column, op, value });
+                i += 3;
+            }
+            if i < tokens.len() {
+                expect_and(i, &tokens).map_err(err)?;
+                i += 1;
+                if i == tokens.len() {
+                    return Err(err("nothing after AND".into()));
+                }
+            }
+        }
+        Ok(Predicate { conjuncts })
+    }
+
+    /// Whether a stored tuple satisfies every conjunct (NULL never does).
+    pub fn eval(&self, layout: &RowLayout, tuple: &[u8]) -> bool {
+        self.conjuncts.iter().all(|c| {
+            let v = layout.decode_column(tuple, c.column);
+            compare(&v, &c.value).is_some_and(|o| c.op.holds(o))
+        })
+    }
+
+    /// The range of `column` the conjuncts allow (`<>` does not narrow it).
+    pub fn range_on(&self, column: usize) -> KeyRange {
+        let mut r = KeyRange::all();
+        for c in self.conjuncts.iter().filter(|c| c.column == column) {
+            let v = c.value.clone();
+            match c.op {
+                CmpOp::Eq => {
+                    r.tighten_lower(Bound::Included(v.clone()));
+                    r.tighten_upper(Bound::Included(v));
+                }
+                CmpOp::Gt => r.tighten_lower(Bound::Excluded(v)),
+                CmpOp::Ge => r.tighten_lower(Bound::Included(v)),
+                CmpOp::Lt => r.tighten_upper(Bound::Excluded(v)),
+                CmpOp::Le => r.tighten_upper(Bound::Included(v)),
+                CmpOp::Ne => {}
+            }
+        }
+        r
+    }
+
+    /// Columns the predicate mentions, in first-mention order.
+    pub fn columns(&self) -> Vec<usize> {
+        let mut v = Vec::new();
+        for c in &self.conjuncts {
+            if !v.contains(&c.column) {
+                v.push(c.column);
+            }
+        }
+        v
+    }
+}
+
+fn tokenize(text: &str) -> std::result::Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let cs: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < cs.len() {
+        let c = cs[i];
+        if c.is_whitespace() {
+            i += 1;
+        } else if c == '\'' {
+            let start = i;
+            i += 1;
+            while i < cs.len() && cs[i] != '\'' {
+                i += 1;
+            }
+            if i == cs.len() {
+                return Err("unterminated quoted value".into());
+            }
+            i += 1;
+            out.push(cs[start..i].iter().collect());
+        } else if "<>=!".contains(c) {
+            let start = i;
+            while i < cs.len() && "<>=!".contains(cs[i]) {
+                i += 1;
+            }
+            out.push(cs[start..i].iter().collect());
+        } else {
+            let start = i;
+            while i < cs.len() && !cs[i].is_whitespace() && !"<>=!'".contains(cs[i]) {
+                i += 1;
+            }
+            out.push(cs[start..i].iter().collect());
+        }
+    }
+    Ok(out)
+}
+
+/// A range of values of one column.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyRange {
+    pub lower: Bound<Value>,
+    pub upper: Bound<Value>,
+}
+
+impl KeyRange {
+    pub fn all() -> KeyRange {
+        KeyRange {
+            lower: Bound::Unbounded,
+            upper: Bound::Unbounded,
+        }
+    }
+
+    fn tighten_lower(&mut self, b: Bound<Value>) {
+        let tighter = match (&self.lower, &b) {
+            (Bound::Unbounded, _) => true,
+            (_, Bound::Unbounded) => false,
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Included(x) | Bound::Excluded(x)) => {
+                match compare(x, a) {
+                    Some(Ordering::Greater) => true,
+                    Some(Ordering::Equal) => matches!(b, Bound::Excluded(_)),
+                    _ => false,
+                }
+            }
+        };
+        if tighter {
+            self.lower = b;
+        }
+    }
+
+    fn tighten_upper(&mut self, b: Bound<Value>) {
+        let tighter = match (&self.upper, &b) {
+            (Bound::Unbounded, _) => true,
+            (_, Bound::Unbounded) => false,
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Included(x) | Bound::Excluded(x)) => {
+                match compare(x, a) {
+                    Some(Ordering::Less) => true,
+                    Some(Ordering::Equal) => matches!(b, Bound::Excluded(_)),
+                    _ => false,
+                }
+            }
+        };
+        if tighter {
+            self.upper = b;
+        }
+    }
+
+    /// Encoded key-prefix bounds for a B+-tree whose first key column has type `ty`.
+    pub fn encoded(&self, ty: &DataType) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        let enc = |b: &Bound<Value>| match b {
+            Bound::Unbounded => Bound::Unbounded,
+            Bound::Included(v) | Bound::Excluded(v) => {
+                let mut k = Vec::new();
+                encode_key_value(ty, v, &mut k);
+                if matches!(b, Bound::Included(_)) {
+                    Bound::Included(k)
+                } else {
+                    Bound::Excluded(k)
+                }
+            }
+        };
+        // NULLs sort first in the index and never satisfy a comparison: an
+        // unbounded lower end still starts after them.
+        let lower = match &self.lower {
+            Bound::Unbounded => Bound::Excluded(vec![0u8]),
+            b => enc(b),
+        };
+        (lower, enc(&self.upper))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema() -> Schema {
+        Schema::parse("c1 INT, c2 INT, d DATE, s VARCHAR(10) NULL").unwrap()
+    }
+
+    #[test]
+    fn parses_and_evaluates() {
+        let s = schema();
+        let layout = RowLayout::new(&s);
+        let p = Predicate::parse(
+            &s,
+            "c2 >= 0 AND c2 < 500 and d between '1994-01-01' AND '1994-12-31'",
+        )
+        .unwrap();
+        assert_eq!(p.conjuncts.len(), 4);
+        let row = |c2: i32, d: &str| {
+            let mut b = Vec::new();
+            let d = DataType::Date.parse_value(d).unwrap();
+            layout
+                .encode(
+                    &[Value::Int32(1), Value::Int32(c2), d, Value::Null],
+                    &mut b,
+                    &s,
+                )
+                .unwrap();
+            b
+        };
+        assert!(p.eval(&layout, &row(10, "1994-06-01")));
+        assert!(!p.eval(&layout, &row(500, "1994-06-01")));
+        assert!(!p.eval(&layout, &row(10, "1995-01-01")));
+        let r = p.range_on(1);
+        assert_eq!(r.lower, Bound::Included(Value::Int32(0)));
+        assert_eq!(r.upper, Bound::Excluded(Value::Int32(500)));
+        let p2 = Predicate::parse(&s, "c2 < 100 AND c2 <= 50 AND c2 > 3 AND c2 >= 3").unwrap();
+        let r = p2.range_on(1);
+        assert_eq!(
+            (r.lower, r.upper),
+            (
+                Bound::Excluded(Value::Int32(3)),
+                Bound::Included(Value::Int32(50))
+            )
+        );
+        // NULL never satisfies a comparison.
+        let ps = Predicate::parse(&s, "s <> 'x'").unwrap();
+        assert!(!ps.eval(&layout, &row(1, "1994-01-01")));
+    }
+
+    #[test]
+    fn bad_predicates_say_what_is_wrong() {
+        let s = schema();
+        let e = |t: &str| Predicate::parse(&s, t).unwrap_err().to_string();
+        assert!(e("c9 = 1").contains("unknown column 'c9'"));
+        assert!(e("c2 ~ 1").contains("unknown operator '~'"));
+        assert!(e("c2 = abc").contains("'abc' is not a 32-bit integer"));
+        assert!(e("c2 = 1 OR c2 = 2").contains("expected AND, found 'OR'"));
+        assert!(e("c2 = 1 AND").contains("nothing after AND"));
+        assert!(e("s = 'abc").contains("unterminated"));
+        assert!(e("c2").contains("needs a comparison"));
+    }
+}

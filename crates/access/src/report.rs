@@ -1,0 +1,70 @@
+//! What an access path did, in its own terms (I/O counters come from the device
+//! and are added by [`crate::run::run_scan`]).
+
+use serde::Serialize;
+
+/// Smooth Scan's modes (§3.1): 0 index scan, 1 entire page probe, 2 flattening
+/// (regions of 2 pages), 2+ flattening expansion (regions of more pages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Mode {
+    Index,
+    PageProbe,
+    Flattening,
+    Expansion,
+}
+
+impl Mode {
+    /// The mode a region of `pages` pages means.
+    pub fn of_region(pages: u32) -> Mode {
+        match pages {
+            0 => Mode::Index,
+            1 => Mode::PageProbe,
+            2 => Mode::Flattening,
+            _ => Mode::Expansion,
+        }
+    }
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::Index => "0 (index)",
+            Mode::PageProbe => "1 (entire page probe)",
+            Mode::Flattening => "2 (flattening)",
+            Mode::Expansion => "2+ (flattening expansion)",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModeChange {
+    /// Rows produced when the change happened.
+    pub at_row: u64,
+    pub from: Mode,
+    pub to: Mode,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CacheReport {
+    pub budget_bytes: usize,
+    pub peak_bytes: usize,
+    pub partitions: usize,
+    pub spilled_partitions: usize,
+    pub spilled_tuples: u64,
+    pub spill_bytes_written: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ScanReport {
+    pub path: String,
+    pub rows: u64,
+    /// Index entries read.
+    pub index_entries: u64,
+    /// Heap pages whose tuples the operator examined (each at most once for full,
+    /// sort and smooth scans; index scans count every fetch).
+    pub heap_pages: u64,
+    pub mode_changes: Vec<ModeChange>,
+    /// Region size (pages) after each change, with the rows produced by then.
+    pub regions: Vec<(u64, u32)>,
+    /// Bytes of the Page-ID cache bitmap.
+    pub page_cache_bytes: usize,
+    pub result_cache: Option<CacheReport>,
+    pub notes: Vec<String>,
+}

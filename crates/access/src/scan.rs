@@ -1,0 +1,108 @@
+//! What every access path shares: the [`AccessPath`] interface and the
+//! [`ScanSpec`] that says which table, predicate and index a scan runs over.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use strata_storage::Table;
+use strata_storage::btree::RangeCursor;
+use strata_storage::db::Index;
+use strata_storage::types::Tid;
+
+use crate::batch::TupleBatch;
+use crate::error::{AccessError, Result};
+use crate::predicate::Predicate;
+use crate::report::ScanReport;
+
+/// A pipelined access path: each call produces the next batch of qualifying
+/// tuples as it finds them.
+pub trait AccessPath: Send {
+    /// Clears `out` and fills it with up to [`crate::batch::BATCH_ROWS`] tuples;
+    /// returns `false` (with `out` empty) when the scan is done.
+    fn next_batch(&mut self, out: &mut TupleBatch) -> Result<bool>;
+    /// What the operator did so far.
+    fn report(&self) -> ScanReport;
+}
+
+/// Which rows a scan produces, and through which index.
+#[derive(Clone)]
+pub struct ScanSpec {
+    pub table: Arc<Table>,
+    pub predicate: Predicate,
+    /// Position in `table.indexes()` of the index to use; paths other than the
+    /// full scan need one.
+    pub index: Option<usize>,
+    /// Produce rows in (index key, tuple id) order.
+    pub ordered: bool,
+}
+
+impl ScanSpec {
+    /// A scan of `table` by `predicate`, through an index on the first column of
+    /// the predicate that has one.
+    pub fn new(table: Arc<Table>, predicate: Predicate) -> ScanSpec {
+        let index = predicate
+            .columns()
+            .into_iter()
+            .find_map(|c| table.indexes().iter().position(|i| i.key_cols[0] == c));
+        ScanSpec {
+            table,
+            predicate,
+            index,
+            ordered: false,
+        }
+    }
+
+    pub fn ordered(mut self, ordered: bool) -> ScanSpec {
+        self.ordered = ordered;
+        self
+    }
+
+    /// The index, or an error naming the table and the predicate's columns.
+    pub fn index(&self) -> Result<&Index> {
+        match self.index {
+            Some(i) => Ok(&self.table.indexes()[i]),
+            None => {
+                let cols: Vec<String> = self
+                    .predicate
+                    .columns()
+                    .iter()
+                    .map(|&c| self.table.schema().columns[c].name.clone())
+                    .collect();
+                Err(AccessError::NoIndex {
+                    table: self.table.name().to_string(),
+                    column: if cols.is_empty() {
+                        "(none in the predicate)".into()
+                    } else {
+                        cols.join(", ")
+                    },
+                })
+            }
+        }
+    }
+
+    /// A cursor over the index entries the predicate's range on the index's first
+    /// column allows.
+    pub fn cursor(&self) -> Result<RangeCursor> {
+        let index = self.index()?;
+        let range = self.predicate.range_on(index.key_cols[0]);
+        let (lo, hi) = range.encoded(&index.key_types[0]);
+        Ok(index.btree.range_cursor(lo, hi))
+    }
+
+    /// The index entry (encoded key ++ tid) of a stored tuple, into `out`.
+    pub fn entry_of(&self, tuple: &[u8], tid: Tid, out: &mut Vec<u8>) -> Result<()> {
+        let index = self.index()?;
+        index.key_of_tuple(self.table.layout(), tuple, out);
+        tid.encode(out);
+        Ok(())
+    }
+
+    pub fn qualifies(&self, tuple: &[u8]) -> bool {
+        self.predicate.eval(self.table.layout(), tuple)
+    }
+}
+
+/// Orders two index entries (key ++ tid): plain byte order.
+pub fn entry_cmp(a: &[u8], b: &[u8]) -> Ordering {
+    a.cmp(b)
+}

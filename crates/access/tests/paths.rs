@@ -1,0 +1,327 @@
+//! Every access path against the full scan, on the papers' micro-benchmark data
+//! and on random data: same rows, index order where asked, counters that say
+//! what the Smooth Scan design promises.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use strata_access::report::Mode;
+use strata_access::{PathChoice, Policy, Predicate, ScanSpec, SmoothOptions, Trigger, run_scan};
+use strata_storage::db::{DbOptions, IndexSpec, NoProgress, TableOptions};
+use strata_storage::types::{Schema, Tid, Value};
+use strata_storage::{Database, Table};
+
+fn db(dir: &std::path::Path) -> Database {
+    Database::create(
+        dir,
+        DbOptions {
+            buffer_pool_bytes: 1 << 20,
+            direct_io: false,
+            profile: None,
+            read_only: false,
+        },
+    )
+    .unwrap()
+}
+
+fn microbench(db: &Database, rows: u64) -> Arc<Table> {
+    let mut spec = strata_load::GenSpec::new(strata_load::GenKind::Microbench, rows);
+    spec.seed = 7;
+    strata_load::generate(db, &spec, &NoProgress).unwrap();
+    db.table("microbench").unwrap()
+}
+
+fn smooth(policy: Policy, trigger: Trigger, dir: &std::path::Path) -> PathChoice {
+    PathChoice::Smooth(SmoothOptions {
+        policy,
+        trigger,
+        temp_dir: dir.to_path_buf(),
+        ..Default::default()
+    })
+}
+
+/// Runs a path; returns the tids in output order and the outcome.
+fn run(
+    table: &Arc<Table>,
+    pred: &Predicate,
+    ordered: bool,
+    choice: &PathChoice,
+) -> (Vec<Tid>, strata_access::ScanOutcome) {
+    let spec = ScanSpec::new(table.clone(), pred.clone()).ordered(ordered);
+    let mut tids = Vec::new();
+    let out = run_scan(spec, choice, |b| tids.extend(b.iter().map(|(t, _)| t))).unwrap();
+    assert_eq!(out.rows, tids.len() as u64);
+    (tids, out)
+}
+
+fn all_paths(dir: &std::path::Path) -> Vec<PathChoice> {
+    let mut v = vec![
+        PathChoice::Full,
+        PathChoice::Index,
+        PathChoice::Sort,
+        PathChoice::Switch { estimate: 50 },
+        smooth(Policy::Elastic, Trigger::Eager, dir),
+        smooth(Policy::Greedy, Trigger::Eager, dir),
+        smooth(Policy::SelectivityIncrease, Trigger::Eager, dir),
+        smooth(Policy::Elastic, Trigger::Optimizer { estimate: 50 }, dir),
+        smooth(Policy::Elastic, Trigger::Sla { bound_ms: 1e9 }, dir),
+        smooth(Policy::Elastic, Trigger::Sla { bound_ms: 0.0 }, dir),
+    ];
+    v.push(PathChoice::Smooth(SmoothOptions {
+        max_mode: Mode::PageProbe,
+        temp_dir: dir.to_path_buf(),
+        ..Default::default()
+    }));
+    v
+}
+
+/// Keys of the rows, in output order, to check index order.
+fn keys(table: &Table, tids: &[Tid], col: usize) -> Vec<(i64, Tid)> {
+    tids.iter()
+        .map(|&t| (table.get_row(t).unwrap().unwrap()[col].as_i64().unwrap(), t))
+        .collect()
+}
+
+#[test]
+fn every_path_returns_the_full_scans_rows_over_the_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir.path().join("db"));
+    let table = microbench(&db, 40_000);
+    let c2 = table.column("c2").unwrap();
+    for pct in [0.0, 0.001, 0.01, 0.1, 1.0, 10.0, 50.0, 100.0] {
+        let hi = (100_001.0 * pct / 100.0) as i64;
+        let pred = Predicate::parse(table.schema(), &format!("c2 >= 0 AND c2 < {hi}")).unwrap();
+        let (full, _) = run(&table, &pred, false, &PathChoice::Full);
+        let want: BTreeSet<Tid> = full.iter().copied().collect();
+        assert_eq!(want.len(), full.len());
+        for choice in all_paths(dir.path()) {
+            for ordered in [false, true] {
+                let (got, out) = run(&table, &pred, ordered, &choice);
+                let set: BTreeSet<Tid> = got.iter().copied().collect();
+                assert_eq!(
+                    set.len(),
+                    got.len(),
+                    "{} at {pct}% produced a tuple twice",
+                    out.report.path
+                );
+                assert_eq!(
+                    set, want,
+                    "{} (ordered {ordered}) at {pct}%",
+                    out.report.path
+                );
+                if ordered || matches!(choice, PathChoice::Index) {
+                    let k = keys(&table, &got, c2);
+                    assert!(
+                        k.windows(2).all(|w| w[0] < w[1]),
+                        "{} at {pct}% is not in index order",
+                        out.report.path
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn smooth_scan_reads_each_page_at_most_once_and_keeps_a_bitmap() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir.path().join("db"));
+    let table = microbench(&db, 40_000);
+    let pages = table.heap().num_pages();
+    let pred = Predicate::parse(table.schema(), "c2 >= 0 AND c2 < 100001").unwrap();
+    let (_, out) = run(
+        &table,
+        &pred,
+        false,
+        &smooth(Policy::Elastic, Trigger::Eager, dir.path()),
+    );
+    assert_eq!(out.rows, 40_000);
+    assert!(
+        out.report.heap_pages <= pages,
+        "{} > {pages}",
+        out.report.heap_pages
+    );
+    assert_eq!(
+        out.report.page_cache_bytes as u64,
+        pages.div_ceil(64) * 8,
+        "one bit per page"
+    );
+    // At 100% the region doubles to the cap: far fewer requests than pages.
+    assert!(
+        out.report.regions.iter().any(|&(_, r)| r >= 64),
+        "{:?}",
+        out.report.regions
+    );
+    let index_pages = table.indexes()[0].btree.num_pages();
+    assert!(
+        out.io.pages_read <= pages + index_pages,
+        "{} pages read",
+        out.io.pages_read
+    );
+    assert_eq!(
+        out.report.mode_changes.first().map(|m| m.to),
+        Some(Mode::Flattening)
+    );
+
+    // At a tiny selectivity the region stays small: pages read close to result pages.
+    let pred = Predicate::parse(table.schema(), "c2 >= 0 AND c2 < 10").unwrap();
+    let (tids, out) = run(
+        &table,
+        &pred,
+        false,
+        &smooth(Policy::Elastic, Trigger::Eager, dir.path()),
+    );
+    let result_pages: BTreeSet<u32> = tids.iter().map(|t| t.page).collect();
+    assert!(
+        out.report.heap_pages <= 2 * result_pages.len() as u64 + 2,
+        "{} for {}",
+        out.report.heap_pages,
+        result_pages.len()
+    );
+}
+
+#[test]
+fn triggers_change_mode_where_they_should() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir.path().join("db"));
+    let table = microbench(&db, 40_000);
+    let pred = Predicate::parse(table.schema(), "c2 >= 0 AND c2 < 5000").unwrap();
+    let (_, out) = run(
+        &table,
+        &pred,
+        false,
+        &smooth(
+            Policy::Elastic,
+            Trigger::Optimizer { estimate: 300 },
+            dir.path(),
+        ),
+    );
+    let first = &out.report.mode_changes[0];
+    assert_eq!(
+        (first.from, first.to, first.at_row),
+        (Mode::Index, Mode::PageProbe, 300)
+    );
+    let (_, out) = run(&table, &pred, false, &PathChoice::Switch { estimate: 300 });
+    assert_eq!(out.report.mode_changes[0].at_row, 300);
+    // An SLA that cannot be met even by morphing at once morphs at once; a loose
+    // one never morphs.
+    let (_, out) = run(
+        &table,
+        &pred,
+        false,
+        &smooth(Policy::Elastic, Trigger::Sla { bound_ms: 0.0 }, dir.path()),
+    );
+    assert_eq!(out.report.mode_changes[0].at_row, 0);
+    let (_, out) = run(
+        &table,
+        &pred,
+        false,
+        &smooth(Policy::Elastic, Trigger::Sla { bound_ms: 1e12 }, dir.path()),
+    );
+    assert!(out.report.mode_changes.is_empty());
+}
+
+#[test]
+fn ordered_smooth_scan_spills_under_a_tiny_budget_and_stays_within_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir.path().join("db"));
+    let table = microbench(&db, 40_000);
+    let c2 = table.column("c2").unwrap();
+    let pred = Predicate::parse(table.schema(), "c2 >= 0 AND c2 < 60000").unwrap();
+    let (want, _) = run(&table, &pred, true, &PathChoice::Index);
+    for budget in [64 << 10, 256 << 10, 64 << 20] {
+        let choice = PathChoice::Smooth(SmoothOptions {
+            result_cache_bytes: budget,
+            temp_dir: dir.path().join("tmp"),
+            ..Default::default()
+        });
+        let (got, out) = run(&table, &pred, true, &choice);
+        assert_eq!(got, want, "budget {budget}");
+        let rc = out.report.result_cache.unwrap();
+        assert!(
+            rc.peak_bytes <= budget,
+            "peak {} over budget {budget}",
+            rc.peak_bytes
+        );
+        if budget < 1 << 20 {
+            assert!(
+                rc.spilled_partitions > 0 && out.io.pages_written > 0,
+                "{rc:?}"
+            );
+        } else {
+            assert_eq!(rc.spilled_partitions, 0);
+        }
+        let k = keys(&table, &got, c2);
+        assert!(k.windows(2).all(|w| w[0] < w[1]));
+    }
+    // Spill files are gone.
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("tmp")).unwrap().count(),
+        0
+    );
+}
+
+/// Random small tables (a skewed key domain with duplicates and NULL-free keys)
+/// and random range-plus-residual predicates: every path agrees with the full scan.
+fn random_table(db: &Database, rows: &[(i32, i32)]) -> Arc<Table> {
+    let schema = Schema::parse("k INT, v INT, pad CHAR(40)").unwrap();
+    let mut load = db
+        .begin_create_load(
+            "r",
+            schema,
+            TableOptions {
+                fill_factor: 0.7,
+                segment_pages: 16,
+            },
+            vec![IndexSpec::new("r_k", &["k"])],
+        )
+        .unwrap();
+    for (k, v) in rows {
+        load.append(&[Value::Int32(*k), Value::Int32(*v), Value::Str("x".into())])
+            .unwrap();
+    }
+    load.commit(&NoProgress).unwrap();
+    db.table("r").unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+    #[test]
+    fn random_data_and_predicates(
+        rows in proptest::collection::vec((0i32..200, 0i32..10), 1..3000),
+        lo in 0i32..200, width in 0i32..220, v_max in 0i32..11,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(&dir.path().join("db"));
+        let table = random_table(&db, &rows);
+        let pred = Predicate::parse(table.schema(), &format!("k >= {lo} AND k < {} AND v < {v_max}", lo + width)).unwrap();
+        let (full, _) = run(&table, &pred, false, &PathChoice::Full);
+        let want: BTreeSet<Tid> = full.iter().copied().collect();
+        let expected = rows.iter().filter(|(k, v)| *k >= lo && *k < lo + width && *v < v_max).count();
+        prop_assert_eq!(want.len(), expected);
+        for choice in all_paths(dir.path()) {
+            for ordered in [false, true] {
+                let (got, out) = run(&table, &pred, ordered, &choice);
+                let set: BTreeSet<Tid> = got.iter().copied().collect();
+                prop_assert_eq!(set.len(), got.len());
+                prop_assert_eq!(&set, &want, "{}", out.report.path);
+                if ordered {
+                    let k = keys(&table, &got, 0);
+                    prop_assert!(k.windows(2).all(|w| w[0] < w[1]), "{}", out.report.path);
+                }
+            }
+        }
+        // Ordered Smooth Scan under a small budget still gives the same rows in order.
+        let tiny = PathChoice::Smooth(SmoothOptions { result_cache_bytes: 48 << 10, temp_dir: dir.path().join("t"), ..Default::default() });
+        let (ordered_idx, _) = run(&table, &pred, true, &PathChoice::Index);
+        match strata_access::run_scan(ScanSpec::new(table.clone(), pred.clone()).ordered(true), &tiny, |_| {}) {
+            Ok(out) => {
+                let (got, _) = run(&table, &pred, true, &tiny);
+                prop_assert_eq!(got, ordered_idx);
+                prop_assert!(out.report.result_cache.unwrap().peak_bytes <= 48 << 10);
+            }
+            Err(e) => prop_assert!(e.to_string().contains("budget"), "{e}"),
+        }
+    }
+}
