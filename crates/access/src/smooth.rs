@@ -21,7 +21,10 @@
 //!   the global one (pages with results / pages seen, Eq. 2):
 //!   Greedy doubles every time; Selectivity-Increase doubles when the local
 //!   selectivity is at least `grow` × the global one and keeps the size otherwise;
-//!   Elastic doubles on the same condition and otherwise divides by `shrink`.
+//!   Elastic doubles on the same condition, divides by `shrink` when the local
+//!   selectivity is below `shrink_below` × the global one, and keeps the size in
+//!   between (a hysteresis band; with both factors 1 it halves whenever it does
+//!   not double, the paper's description).
 //!   (With page selectivities a region that is as dense as everything seen so far
 //!   — e.g. every page at 100% selectivity — must count as "increasing", or no
 //!   policy would ever leave mode 1 on uniformly dense data; hence "at least".)
@@ -111,8 +114,11 @@ pub struct SmoothOptions {
     pub max_mode: Mode,
     /// Grow when local selectivity >= `grow` × global selectivity.
     pub grow: f64,
-    /// Elastic divides the region by this when the region was sparser.
+    /// Elastic divides the region by `shrink` when local selectivity <
+    /// `shrink_below` × global selectivity (between the two thresholds it keeps
+    /// the size).
     pub shrink: u32,
+    pub shrink_below: f64,
     /// Memory budget of the Result Cache (ordered output).
     pub result_cache_bytes: usize,
     /// Where the Result Cache spills.
@@ -133,6 +139,7 @@ impl Default for SmoothOptions {
             max_mode: Mode::Expansion,
             grow: 1.0,
             shrink: 2,
+            shrink_below: 1.0,
             result_cache_bytes: 64 << 20,
             temp_dir: std::env::temp_dir(),
             page_costs: PageCosts::default(),
@@ -389,12 +396,14 @@ impl SmoothScan {
         let local = region_results as f64 / n as f64;
         let global = self.pages_with_results as f64 / self.pages_seen as f64;
         let denser = local >= self.opts.grow * global;
+        let sparser = local < self.opts.shrink_below * global;
         let next = match self.policy {
             Policy::Greedy => self.region.saturating_mul(2),
             Policy::SelectivityIncrease if denser => self.region.saturating_mul(2),
             Policy::SelectivityIncrease => self.region,
             Policy::Elastic if denser => self.region.saturating_mul(2),
-            Policy::Elastic => (self.region / self.opts.shrink).max(1),
+            Policy::Elastic if sparser => (self.region / self.opts.shrink).max(1),
+            Policy::Elastic => self.region,
         };
         self.set_region(next, rows_before + out.len() as u64);
         Ok(())

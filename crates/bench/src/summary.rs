@@ -193,7 +193,7 @@ pub fn num(v: f64) -> String {
         return "0".into();
     }
     let a = v.abs();
-    if a >= 1e6 || a < 1e-4 {
+    if !(1e-4..1e6).contains(&a) {
         return format!("{:.2e}", v);
     }
     if v.fract() == 0.0 {

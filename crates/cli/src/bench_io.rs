@@ -258,7 +258,7 @@ pub fn run(cli: &Cli, a: &IoArgs) -> Result<()> {
 
 /// The heap scan every access path uses: runs of `run_pages` pages, `seq_depth`
 /// runs in flight, checksums verified.
-fn strata_sequential(heap: &HeapFile, a: &IoArgs) -> Result<Row> {
+fn strata_sequential(heap: &Arc<HeapFile>, a: &IoArgs) -> Result<Row> {
     let dev = heap.pool().device();
     let before = dev.stats().snapshot();
     let start = Instant::now();

@@ -26,7 +26,7 @@ impl std::fmt::Display for UsageError {
 }
 impl std::error::Error for UsageError {}
 
-fn usage(msg: impl Into<String>) -> anyhow::Error {
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
 }
 
@@ -129,6 +129,7 @@ pub fn run(cli: &Cli) -> Result<()> {
         Command::Gen(args) => gen_cmd(cli, args),
         Command::Info { table, json } => info(cli, table.as_deref(), *json),
         Command::Check => check_cmd(cli),
+        Command::Scan(args) => crate::scan::run(cli, args),
         Command::Demo { rows } => demo(cli, *rows),
         Command::Bench {
             which: BenchCommand::Io(args),

@@ -9,6 +9,7 @@
 mod bench_io;
 mod commands;
 mod progress;
+mod scan;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,6 +58,8 @@ pub enum Command {
     },
     /// Verify every checksum and index ↔ heap consistency.
     Check,
+    /// Run one query through one access path and report what it did.
+    Scan(scan::ScanArgs),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -88,10 +91,24 @@ fn exit_code(e: &anyhow::Error) -> u8 {
         Some(l) if l.is_bad_input() => return 3,
         _ => {}
     }
-    let storage = e.downcast_ref::<StorageError>().or_else(|| {
-        e.downcast_ref::<strata_load::LoadError>()
-            .and_then(|l| l.storage())
-    });
+    if let Some(a) = e.downcast_ref::<strata_access::AccessError>()
+        && !matches!(a, strata_access::AccessError::Storage(_))
+    {
+        return match a {
+            strata_access::AccessError::ResultCache(_) => 1,
+            _ => 2,
+        };
+    }
+    let storage = e
+        .downcast_ref::<StorageError>()
+        .or_else(|| {
+            e.downcast_ref::<strata_load::LoadError>()
+                .and_then(|l| l.storage())
+        })
+        .or_else(|| match e.downcast_ref::<strata_access::AccessError>() {
+            Some(strata_access::AccessError::Storage(s)) => Some(s),
+            _ => None,
+        });
     match storage {
         Some(
             StorageError::UnknownTable(_)

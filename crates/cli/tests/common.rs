@@ -5,14 +5,18 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// Runs strata on `db` with the buffered device and a 16 MiB pool, unless `args`
+/// choose their own.
 pub fn strata(db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_strata"))
-        .arg("--db")
-        .arg(db)
-        .args(["--device", "buffered", "--buffer-pool", "16MiB"])
-        .args(args)
-        .output()
-        .expect("run strata")
+    let mut c = Command::new(env!("CARGO_BIN_EXE_strata"));
+    c.arg("--db").arg(db);
+    if !args.contains(&"--device") {
+        c.args(["--device", "buffered"]);
+    }
+    if !args.contains(&"--buffer-pool") {
+        c.args(["--buffer-pool", "16MiB"]);
+    }
+    c.args(args).output().expect("run strata")
 }
 
 pub fn stdout(o: &Output) -> String {

@@ -408,47 +408,38 @@ impl PageStream {
 
     /// Moves to the next run and verifies it; `false` at the end.
     pub fn next_run(&mut self) -> Result<bool> {
-        loop {
-            if let Some(batch) = &mut self.current {
-                if self.run_idx + 1 < batch.runs.len() {
-                    self.run_idx += 1;
-                    let (first, n) = batch.runs[self.run_idx];
-                    self.heap.pool.finish_run(
-                        self.heap.file,
-                        first,
-                        &mut batch.bufs[self.run_idx][..n * PAGE_SIZE],
-                    )?;
-                    return Ok(true);
-                }
-                let done = self.current.take().expect("checked above");
-                if let Some(tx) = &self.free_tx {
-                    // The reader may be finished already; then nobody needs them.
-                    let _ = tx.send(done.bufs);
-                }
+        if let Some(batch) = &mut self.current {
+            if self.run_idx + 1 < batch.runs.len() {
+                self.run_idx += 1;
+                let (first, n) = batch.runs[self.run_idx];
+                self.heap.pool.finish_run(
+                    self.heap.file,
+                    first,
+                    &mut batch.bufs[self.run_idx][..n * PAGE_SIZE],
+                )?;
+                return Ok(true);
             }
-            let Some(rx) = &self.full_rx else {
-                return Ok(false);
-            };
-            match rx.recv() {
-                Ok(batch) => {
-                    let batch = batch?;
-                    let (first, n) = batch.runs[0];
-                    self.current = Some(batch);
-                    self.run_idx = 0;
-                    let b = self.current.as_mut().expect("just set");
-                    self.heap.pool.finish_run(
-                        self.heap.file,
-                        first,
-                        &mut b.bufs[0][..n * PAGE_SIZE],
-                    )?;
-                    return Ok(true);
-                }
-                Err(_) => {
-                    self.full_rx = None;
-                    return Ok(false);
-                }
+            let done = self.current.take().expect("checked above");
+            if let Some(tx) = &self.free_tx {
+                // The reader may be finished already; then nobody needs them.
+                let _ = tx.send(done.bufs);
             }
         }
+        let Some(rx) = &self.full_rx else {
+            return Ok(false);
+        };
+        let Ok(batch) = rx.recv() else {
+            self.full_rx = None;
+            return Ok(false);
+        };
+        let mut batch = batch?;
+        let (first, n) = batch.runs[0];
+        self.heap
+            .pool
+            .finish_run(self.heap.file, first, &mut batch.bufs[0][..n * PAGE_SIZE])?;
+        self.current = Some(batch);
+        self.run_idx = 0;
+        Ok(true)
     }
 
     /// The current run: its first page number and its verified pages.

@@ -1,0 +1,295 @@
+//! `strata scan`: one query through one access path, reported like EXPLAIN
+//! ANALYZE — rows, pages, requests, sequential/random, bytes, modeled and wall
+//! time, and the operator's own decisions (Smooth Scan's mode changes and region
+//! sizes, the Result Cache's memory and spills).
+
+use anyhow::{Result, bail};
+use clap::Args;
+use strata_access::report::Mode;
+use strata_access::{
+    PageCosts, PathChoice, Policy, Predicate, ScanSpec, SmoothOptions, Trigger, run_scan,
+};
+use strata_storage::Database;
+use strata_storage::util::{format_bytes, parse_size};
+
+use crate::Cli;
+use crate::commands::{db_options, usage};
+
+#[derive(Args, Clone)]
+pub struct ScanArgs {
+    pub table: String,
+    /// Conjunctive predicate, e.g. "c2 >= 0 AND c2 < 500".
+    #[arg(long = "where", default_value = "")]
+    pub predicate: String,
+    /// Produce rows ordered by this (indexed) column.
+    #[arg(long)]
+    pub order_by: Option<String>,
+    /// smooth, full, index, sort or switch.
+    #[arg(long, default_value = "smooth")]
+    pub path: String,
+    /// Smooth Scan policy: greedy, si, elastic.
+    #[arg(long, default_value = "elastic")]
+    pub policy: String,
+    /// Smooth Scan trigger: eager, optimizer, sla.
+    #[arg(long, default_value = "eager")]
+    pub trigger: String,
+    /// The optimizer's row estimate (optimizer trigger, switch scan).
+    #[arg(long)]
+    pub estimate: Option<u64>,
+    /// Time bound in ms (SLA trigger).
+    #[arg(long)]
+    pub sla_ms: Option<f64>,
+    /// Largest Smooth Scan region in pages.
+    #[arg(long, default_value_t = 2000)]
+    pub region_cap: u32,
+    /// Furthest mode: 1, 2 or 2+.
+    #[arg(long, default_value = "2+")]
+    pub max_mode: String,
+    /// Grow the region when local selectivity >= GROW x global.
+    #[arg(long, default_value_t = 1.0)]
+    pub grow: f64,
+    /// Elastic shrinks the region by this factor...
+    #[arg(long, default_value_t = 2)]
+    pub shrink: u32,
+    /// ...when local selectivity < SHRINK_BELOW x global.
+    #[arg(long, default_value_t = 1.0)]
+    pub shrink_below: f64,
+    /// Result Cache memory budget (ordered Smooth Scan).
+    #[arg(long, default_value = "64MiB")]
+    pub result_cache: String,
+    /// Print the first N rows.
+    #[arg(long, default_value_t = 0)]
+    pub show: usize,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Builds the access path choice from the flags (also used by the benchmarks).
+pub fn path_choice(a: &ScanArgs, db: &Database, modeled: Option<PageCosts>) -> Result<PathChoice> {
+    Ok(match a.path.as_str() {
+        "full" => PathChoice::Full,
+        "index" => PathChoice::Index,
+        "sort" => PathChoice::Sort,
+        "switch" => PathChoice::Switch {
+            estimate: a
+                .estimate
+                .ok_or_else(|| usage("--path switch needs --estimate N"))?,
+        },
+        "smooth" => {
+            let policy: Policy = a.policy.parse().map_err(usage)?;
+            let trigger = match a.trigger.as_str() {
+                "eager" => Trigger::Eager,
+                "optimizer" => Trigger::Optimizer {
+                    estimate: a
+                        .estimate
+                        .ok_or_else(|| usage("--trigger optimizer needs --estimate N"))?,
+                },
+                "sla" => Trigger::Sla {
+                    bound_ms: a
+                        .sla_ms
+                        .ok_or_else(|| usage("--trigger sla needs --sla-ms N"))?,
+                },
+                t => {
+                    return Err(usage(format!(
+                        "unknown trigger '{t}' (eager, optimizer, sla)"
+                    )));
+                }
+            };
+            let max_mode = match a.max_mode.as_str() {
+                "1" => Mode::PageProbe,
+                "2" => Mode::Flattening,
+                "2+" => Mode::Expansion,
+                m => return Err(usage(format!("unknown mode '{m}' (1, 2, 2+)"))),
+            };
+            PathChoice::Smooth(SmoothOptions {
+                policy,
+                trigger,
+                max_region_pages: a.region_cap,
+                max_mode,
+                grow: a.grow,
+                shrink: a.shrink,
+                shrink_below: a.shrink_below,
+                result_cache_bytes: parse_size(&a.result_cache).map_err(usage)? as usize,
+                temp_dir: db.dir().join("tmp"),
+                page_costs: modeled.unwrap_or_default(),
+                modeled_clock: modeled.is_some(),
+            })
+        }
+        p => {
+            return Err(usage(format!(
+                "unknown access path '{p}' (smooth, full, index, sort, switch)"
+            )));
+        }
+    })
+}
+
+/// Page costs of the device the database was opened with, when it is modeled.
+pub fn modeled_costs(cli: &Cli) -> Result<Option<PageCosts>> {
+    Ok(db_options(cli, true)?.profile.map(|p| {
+        let seq = strata_storage::page::PAGE_SIZE as f64 / (p.read_mb_s * 1e6) * 1e3;
+        let fixed = match p.kind {
+            strata_storage::device::ProfileKind::Hdd => p.seek_ms + p.rotation_ms,
+            strata_storage::device::ProfileKind::Ssd => p.latency_ms,
+        };
+        PageCosts {
+            random_ms: fixed + seq,
+            sequential_ms: seq,
+        }
+    }))
+}
+
+/// The scan spec for the flags: predicate, index and order.
+pub fn scan_spec(db: &Database, a: &ScanArgs) -> Result<ScanSpec> {
+    let table = db.table(&a.table)?;
+    let predicate = Predicate::parse(table.schema(), &a.predicate)?;
+    let mut spec = ScanSpec::new(table.clone(), predicate);
+    if let Some(col) = &a.order_by {
+        let c = table.column(col)?;
+        let pos = table.indexes().iter().position(|i| i.key_cols[0] == c);
+        match pos {
+            Some(p) => spec.index = Some(p),
+            None => bail!(usage(format!(
+                "ORDER BY {col}: table {} has no index on {col}",
+                a.table
+            ))),
+        }
+        spec.ordered = true;
+    }
+    if spec.index.is_none() && a.path != "full" {
+        return Err(usage(format!(
+            "--path {} needs an index on a column of the predicate; table {} has indexes on: {}",
+            a.path,
+            a.table,
+            table
+                .indexes()
+                .iter()
+                .map(|i| i.def.columns.join(","))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
+    }
+    Ok(spec)
+}
+
+pub fn run(cli: &Cli, a: &ScanArgs) -> Result<()> {
+    let db = Database::open(&cli.db, db_options(cli, true)?)?;
+    let spec = scan_spec(&db, a)?;
+    let choice = path_choice(a, &db, modeled_costs(cli)?)?;
+    let layout = spec.table.layout().clone();
+    let schema = spec.table.schema().clone();
+    let mut shown = 0;
+    let outcome = run_scan(spec.clone(), &choice, |b| {
+        for (_, t) in b.iter() {
+            if shown < a.show {
+                let row = layout.decode(t);
+                let cells: Vec<String> = row
+                    .iter()
+                    .zip(&schema.columns)
+                    .map(|(v, c)| v.display(&c.ty))
+                    .collect();
+                println!("{}", cells.join(" | "));
+                shown += 1;
+            }
+        }
+    })?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        return Ok(());
+    }
+    let r = &outcome.report;
+    let io = &outcome.io;
+    let index = spec.index.map(|i| spec.table.indexes()[i].def.name.clone());
+    println!(
+        "{} scan on {}{}  (rows={})",
+        r.path,
+        a.table,
+        index.map(|i| format!(" using {i}")).unwrap_or_default(),
+        outcome.rows
+    );
+    if !a.predicate.is_empty() {
+        println!("  predicate: {}", a.predicate);
+    }
+    if let Some(c) = &a.order_by {
+        println!("  order by: {c}");
+    }
+    println!("  index entries read: {}", r.index_entries);
+    println!(
+        "  heap pages examined: {} of {}",
+        r.heap_pages,
+        spec.table.heap().num_pages()
+    );
+    println!(
+        "  I/O: {} read requests ({} sequential, {} random), {} pages, {}; {} pages written",
+        io.read_requests,
+        io.sequential_reads,
+        io.random_reads,
+        io.pages_read,
+        format_bytes(io.bytes_read()),
+        io.pages_written
+    );
+    if io.modeled_ns > 0 {
+        println!(
+            "  modeled time: {:.3} ms on {}",
+            io.modeled_ms(),
+            db.device().describe()
+        );
+    }
+    println!(
+        "  wall time: {:.3} ms ({})",
+        outcome.wall_ms,
+        db.device().describe()
+    );
+    if !r.mode_changes.is_empty() {
+        println!("  mode changes ({}):", r.mode_changes.len());
+        for m in r.mode_changes.iter().take(12) {
+            println!(
+                "    at row {}: mode {} -> {}",
+                m.at_row,
+                m.from.label(),
+                m.to.label()
+            );
+        }
+        if r.mode_changes.len() > 12 {
+            println!("    ... {} more", r.mode_changes.len() - 12);
+        }
+    }
+    if !r.regions.is_empty() {
+        let hist: Vec<String> = r
+            .regions
+            .iter()
+            .take(24)
+            .map(|(_, s)| s.to_string())
+            .collect();
+        println!(
+            "  region sizes (pages): {}{}",
+            hist.join(" -> "),
+            if r.regions.len() > 24 {
+                format!(" ... ({} changes)", r.regions.len())
+            } else {
+                String::new()
+            }
+        );
+    }
+    if r.page_cache_bytes > 0 {
+        println!(
+            "  Page-ID cache: {} (1 bit per heap page)",
+            format_bytes(r.page_cache_bytes as u64)
+        );
+    }
+    if let Some(c) = &r.result_cache {
+        println!(
+            "  result cache: budget {}, peak {}, {} partitions, {} spilled ({} tuples, {} written)",
+            format_bytes(c.budget_bytes as u64),
+            format_bytes(c.peak_bytes as u64),
+            c.partitions,
+            c.spilled_partitions,
+            c.spilled_tuples,
+            format_bytes(c.spill_bytes_written)
+        );
+    }
+    for n in &r.notes {
+        println!("  note: {n}");
+    }
+    Ok(())
+}
