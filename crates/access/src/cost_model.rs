@@ -146,11 +146,12 @@
 //!   `#P = 3·2^x − 3`, `#P_res = 3·2^(x−1) − 2 + x`, `#rand = 2x`, `x` solved
 //!   (continuously) from `#P`. The growing half holds half of the *regions* and
 //!   2/3 of the pages. **Discrepancy**: this converges to 2 as the paper says
-//!   (2.00021 at 3M pages, within 0.0002 of its "2.0001") but gives 3.51 at 100
-//!   pages where the paper has 2.45. We found no reading that gives both: under
-//!   HDD costs any doubling scheme pays ≥ 5 random jumps (≥ 45 extra cost units) on
-//!   100 pages with ≤ ~55 result pages, so 2.45 would need either far fewer jumps or
-//!   far more result pages than the description allows; the literal reading
+//!   (2.000213 at 3M pages, 0.00011 from its "2.0001") but gives 3.513 at 100
+//!   pages where the paper has 2.45. We found no reading that gives both: on 100
+//!   pages any doubling scheme needs at least 5 regions, i.e. 5 random jumps
+//!   (+45 cost units on HDD over a sequential read), and the description allows at
+//!   most ~56 result pages (a fully dense half plus one per shrinking region), so
+//!   the ratio is at least (100 + 45)/56 ≈ 2.6; the literal reading
 //!   (half of the *pages* at the Eq. 32 density 3/4) converges to 8/3, not 2.
 //! * **Elastic worst case** ([`elastic_worst_cr`], Fig. 8c): every second page
 //!   holds a result, Elastic keeps regions of 2 pages: Eq. 40 `#rand = #P/2`,

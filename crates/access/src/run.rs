@@ -43,10 +43,7 @@ impl PathChoice {
 /// [`Sorted`] when `spec.ordered`.
 pub fn open_path(spec: ScanSpec, choice: &PathChoice) -> Result<Box<dyn AccessPath>> {
     let ordered = spec.ordered;
-    let unordered = ScanSpec {
-        ordered: false,
-        ..spec.clone()
-    };
+    let unordered = spec.clone().ordered(false);
     let p: Box<dyn AccessPath> = match choice {
         PathChoice::Full => Box::new(FullScan::new(unordered)?),
         PathChoice::Index => return Ok(Box::new(IndexScan::new(spec)?)),

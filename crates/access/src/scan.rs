@@ -11,7 +11,7 @@ use strata_storage::types::Tid;
 
 use crate::batch::TupleBatch;
 use crate::error::{AccessError, Result};
-use crate::predicate::Predicate;
+use crate::predicate::{CompiledPredicate, Predicate};
 use crate::report::ScanReport;
 
 /// A pipelined access path: each call produces the next batch of qualifying
@@ -34,6 +34,8 @@ pub struct ScanSpec {
     pub index: Option<usize>,
     /// Produce rows in (index key, tuple id) order.
     pub ordered: bool,
+    /// `predicate` specialised to the table's row layout.
+    compiled: Arc<CompiledPredicate>,
 }
 
 impl ScanSpec {
@@ -44,11 +46,13 @@ impl ScanSpec {
             .columns()
             .into_iter()
             .find_map(|c| table.indexes().iter().position(|i| i.key_cols[0] == c));
+        let compiled = Arc::new(predicate.compile(table.schema(), table.layout()));
         ScanSpec {
             table,
             predicate,
             index,
             ordered: false,
+            compiled,
         }
     }
 
@@ -97,8 +101,9 @@ impl ScanSpec {
         Ok(())
     }
 
+    #[inline]
     pub fn qualifies(&self, tuple: &[u8]) -> bool {
-        self.predicate.eval(self.table.layout(), tuple)
+        self.compiled.eval(tuple)
     }
 }
 

@@ -37,11 +37,12 @@
 //! * **Regions** never re-read a processed page: a region stops at the first
 //!   processed page after its start, or the end of the table.
 
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::time::Instant;
 
 use strata_storage::btree::RangeCursor;
-use strata_storage::device::AlignedBuf;
+use strata_storage::device::{AlignedBuf, ReadRequest};
 use strata_storage::page::{PAGE_SIZE, PageView};
 use strata_storage::types::Tid;
 
@@ -128,6 +129,10 @@ pub struct SmoothOptions {
     /// Measure the SLA trigger's time spent by the device's modeled time instead
     /// of the wall clock.
     pub modeled_clock: bool,
+    /// Regions read together (planned from the next index entries and put in
+    /// flight at once, like a bitmap scan's prefetch). 1 is the paper's
+    /// synchronous operator.
+    pub io_depth: usize,
 }
 
 impl Default for SmoothOptions {
@@ -144,9 +149,24 @@ impl Default for SmoothOptions {
             temp_dir: std::env::temp_dir(),
             page_costs: PageCosts::default(),
             modeled_clock: false,
+            io_depth: 16,
         }
     }
 }
+
+/// A planned region: its unprocessed pages, read as runs (first page, pages)
+/// placed back to back in the scan's buffer from `offset` (in pages).
+struct Region {
+    runs: Vec<(u64, usize)>,
+    offset: usize,
+    /// The pages the region covers that were unprocessed when planned.
+    pages: Vec<u64>,
+    done: bool,
+}
+
+/// Processed pages between two unprocessed ones that a region still reads, to
+/// save a request (a few pages read twice cost less than another seek).
+const MAX_GAP: u64 = 4;
 
 pub struct SmoothScan {
     spec: ScanSpec,
@@ -163,7 +183,17 @@ pub struct SmoothScan {
     last_m0: Vec<u8>,
     pages_seen: u64,
     pages_with_results: u64,
+    /// Pages and result pages of the regions of the batch being processed.
+    batch_pages: u64,
+    batch_results: u64,
     cache: Option<ResultCache>,
+    /// Index entries read ahead of processing.
+    window: VecDeque<(Vec<u8>, Tid)>,
+    cursor_done: bool,
+    /// Regions read and not yet processed, and which region each of their
+    /// pages belongs to.
+    regions: Vec<Region>,
+    planned: HashMap<u64, usize>,
     buf: Option<AlignedBuf>,
     started: Instant,
     modeled_start_ns: u64,
@@ -210,7 +240,13 @@ impl SmoothScan {
             last_m0: Vec::new(),
             pages_seen: 0,
             pages_with_results: 0,
+            batch_pages: 0,
+            batch_results: 0,
             cache,
+            window: VecDeque::new(),
+            cursor_done: false,
+            regions: Vec::new(),
+            planned: HashMap::new(),
             buf: None,
             started: Instant::now(),
             modeled_start_ns,
@@ -333,68 +369,196 @@ impl SmoothScan {
         }
     }
 
-    /// Reads the region starting at `page` and produces its qualifying tuples.
-    /// `entry`/`tid` are the index entry that led here (ordered output emits that
+    fn is_free(&self, page: u64) -> bool {
+        !self.is_processed(page) && !self.planned.contains_key(&page)
+    }
+
+    /// Plans regions for the window's unprocessed pages, in entry order, until
+    /// `io_depth` regions or the buffer (one maximal region) are used up, and
+    /// reads them all with one batch of requests.
+    fn plan_and_read(&mut self) -> Result<()> {
+        // Entries are processed in order and every region belongs to an earlier
+        // entry of the window, so all regions read before are processed by now
+        // and the buffer is free.
+        debug_assert!(self.regions.iter().all(|r| r.done));
+        self.regions.clear();
+        let budget = self.opts.max_region_pages.max(1) as usize;
+        let want = self.effective_region() as usize;
+        let mut used = 0usize;
+        let mut regions: Vec<Region> = Vec::new();
+        for i in 0..self.window.len() {
+            if regions.len() >= self.opts.io_depth.max(1) {
+                break;
+            }
+            let p = self.window[i].1.page as u64;
+            if !self.is_free(p) {
+                continue;
+            }
+            // The next `want` unprocessed pages from p, within the buffer left.
+            let room = budget - used;
+            if room == 0 {
+                break;
+            }
+            let mut pages = Vec::new();
+            let mut q = p;
+            while pages.len() < want.min(room) && q < self.num_pages {
+                if self.is_free(q) {
+                    pages.push(q);
+                } else if self.planned.contains_key(&q) {
+                    break;
+                }
+                q += 1;
+            }
+            // Runs: consecutive pages, bridging small gaps of processed pages,
+            // within the room left in the buffer.
+            let mut runs: Vec<(u64, usize)> = Vec::new();
+            let mut span = 0usize;
+            let mut kept = Vec::with_capacity(pages.len());
+            for &pg in &pages {
+                if let Some((first, n)) = runs.last_mut() {
+                    let gap = (pg - (*first + *n as u64)) as usize;
+                    if gap as u64 <= MAX_GAP && span + gap < room {
+                        *n += gap + 1;
+                        span += gap + 1;
+                        kept.push(pg);
+                        continue;
+                    }
+                }
+                if span == room {
+                    break;
+                }
+                runs.push((pg, 1));
+                span += 1;
+                kept.push(pg);
+            }
+            let pages = kept;
+            let idx = self.regions.len() + regions.len();
+            for &pg in &pages {
+                self.planned.insert(pg, idx);
+            }
+            regions.push(Region {
+                runs,
+                offset: used,
+                pages,
+                done: false,
+            });
+            used += span;
+        }
+        if regions.is_empty() {
+            return Ok(());
+        }
+        let buf = self.buf.get_or_insert_with(|| AlignedBuf::new(budget));
+        let heap = self.spec.table.heap();
+        let file = heap.file_id();
+        {
+            let mut rest: &mut [u8] = &mut buf[..used * PAGE_SIZE];
+            let mut reqs = Vec::new();
+            for r in &regions {
+                for &(first, n) in &r.runs {
+                    let (head, tail) = rest.split_at_mut(n * PAGE_SIZE);
+                    reqs.push(ReadRequest {
+                        file,
+                        first_page: first,
+                        buf: head,
+                    });
+                    rest = tail;
+                }
+            }
+            heap.pool().device().read_many(&mut reqs)?;
+        }
+        let mut off = 0;
+        for r in &regions {
+            for &(first, n) in &r.runs {
+                heap.pool().finish_run(
+                    file,
+                    first,
+                    &mut buf[off * PAGE_SIZE..(off + n) * PAGE_SIZE],
+                )?;
+                off += n;
+            }
+        }
+        self.regions.extend(regions);
+        Ok(())
+    }
+
+    /// Produces the qualifying tuples of planned region `r` (read already).
+    /// `tid` is the index entry that reached it first (ordered output emits that
     /// tuple now and caches the others).
     fn process_region(
         &mut self,
-        page: u64,
-        entry: &[u8],
+        r: usize,
         tid: Tid,
         out: &mut TupleBatch,
         rows_before: u64,
     ) -> Result<()> {
-        let want = self.effective_region() as u64;
-        let mut end = page + 1;
-        while end < (page + want).min(self.num_pages) && !self.is_processed(end) {
-            end += 1;
-        }
-        let n = (end - page) as usize;
-        let cap = self.opts.max_region_pages.max(1) as usize;
-        let buf = self.buf.get_or_insert_with(|| AlignedBuf::new(cap));
-        let heap = self.spec.table.heap();
-        let bytes = &mut buf[..n * PAGE_SIZE];
-        heap.pool().device().read(heap.file_id(), page, bytes)?;
-        heap.pool().finish_run(heap.file_id(), page, bytes)?;
+        let region = std::mem::replace(
+            &mut self.regions[r],
+            Region {
+                runs: vec![],
+                offset: 0,
+                pages: vec![],
+                done: true,
+            },
+        );
         let mut region_results = 0u64;
         let check_m0 = !self.last_m0.is_empty();
-        for i in 0..n {
-            let q = page + i as u64;
-            let view = PageView::new(
-                &self.buf.as_ref().expect("allocated above")[i * PAGE_SIZE..(i + 1) * PAGE_SIZE],
-            );
-            let mut had = false;
-            for (slot, t) in view.tuples() {
-                if !self.spec.qualifies(t) {
-                    continue;
+        let mut at = region.offset;
+        for &(first, n) in &region.runs {
+            for i in 0..n {
+                let q = first + i as u64;
+                let off = (at + i) * PAGE_SIZE;
+                if self.is_processed(q) || self.planned.get(&q) != Some(&r) {
+                    continue; // a bridged gap page
                 }
-                let t_tid = Tid::new(q as u32, slot);
-                if check_m0 || self.cache.is_some() {
-                    self.spec.entry_of(t, t_tid, &mut self.scratch)?;
-                    if check_m0 && self.scratch <= self.last_m0 {
-                        continue; // produced in mode 0
+                let buf = self.buf.as_ref().expect("read before processing");
+                let view = PageView::new(&buf[off..off + PAGE_SIZE]);
+                let mut had = false;
+                for (slot, t) in view.tuples() {
+                    if !self.spec.qualifies(t) {
+                        continue;
+                    }
+                    let t_tid = Tid::new(q as u32, slot);
+                    if check_m0 || self.cache.is_some() {
+                        self.spec.entry_of(t, t_tid, &mut self.scratch)?;
+                        if check_m0 && self.scratch <= self.last_m0 {
+                            continue; // produced in mode 0
+                        }
+                    }
+                    had = true;
+                    match &mut self.cache {
+                        Some(cache) if t_tid != tid => cache.insert(&self.scratch, t_tid, t)?,
+                        _ => out.push(t_tid, t),
                     }
                 }
-                had = true;
-                match &mut self.cache {
-                    Some(cache) if t_tid != tid => {
-                        debug_assert!(self.scratch.as_slice() > entry);
-                        cache.insert(&self.scratch, t_tid, t)?;
-                    }
-                    _ => out.push(t_tid, t),
-                }
+                region_results += had as u64;
             }
-            region_results += had as u64;
+            at += n;
         }
-        for i in 0..n as u64 {
-            self.mark(page + i);
+        let n = region.pages.len() as u64;
+        for &q in &region.pages {
+            self.mark(q);
+            self.planned.remove(&q);
         }
-        self.report.heap_pages += n as u64;
-        self.pages_seen += n as u64;
+        self.report.heap_pages += n;
+        self.pages_seen += n;
         self.pages_with_results += region_results;
-        // The policy picks the next region size.
-        let local = region_results as f64 / n as f64;
-        let global = self.pages_with_results as f64 / self.pages_seen as f64;
+        self.batch_pages += n;
+        self.batch_results += region_results;
+        if !self.regions.iter().all(|r| r.done) {
+            return Ok(());
+        }
+        self.regions.clear();
+        // The batch of regions read together is done: the policy picks the next
+        // region size from its pages (with io_depth 1, after every region, as in
+        // the paper). Deciding per region within a batch would count every
+        // one-page region — always a result page, the index pointed at it — as a
+        // selectivity increase.
+        let (n, region_results) = (
+            std::mem::take(&mut self.batch_pages),
+            std::mem::take(&mut self.batch_results),
+        );
+        let local = region_results as f64 / n.max(1) as f64;
+        let global = self.pages_with_results as f64 / self.pages_seen.max(1) as f64;
         let denser = local >= self.opts.grow * global;
         let sparser = local < self.opts.shrink_below * global;
         let next = match self.policy {
@@ -410,6 +574,9 @@ impl SmoothScan {
     }
 }
 
+/// Index entries read ahead per planned batch of regions.
+const LOOKAHEAD: usize = 512;
+
 impl AccessPath for SmoothScan {
     fn next_batch(&mut self, out: &mut TupleBatch) -> Result<bool> {
         out.clear();
@@ -417,13 +584,36 @@ impl AccessPath for SmoothScan {
         let index = &table.indexes()[self.spec.index.expect("checked by new")].btree;
         let heap = table.heap();
         let rows_before = self.report.rows;
-        while !self.done && !out.is_full() {
-            let Some(next) = self.cursor.next_entry(index) else {
+        while !out.is_full() && !self.done {
+            // Unordered output is complete once every heap page is processed:
+            // the rest of the index can only point at tuples already produced
+            // (the morph into a full scan is then finished, §3.1).
+            if self.cache.is_none() && !self.mode0 && self.pages_seen >= self.num_pages {
+                self.done = true;
+                self.report.notes.push(format!(
+                    "every heap page processed after {} index entries; the rest of the index was not read",
+                    self.report.index_entries
+                ));
+                break;
+            }
+            // Keep the window filled.
+            // Entry bytes are only needed to order output or to skip what mode 0
+            // produced; the eager unordered scan keeps just the tuple ids.
+            let keep_entries = self.cache.is_some() || self.mode0 || !self.last_m0.is_empty();
+            while !self.cursor_done && self.window.len() < LOOKAHEAD {
+                match self.cursor.next_entry(index) {
+                    Some(e) => {
+                        let (e, tid) = e?;
+                        self.window
+                            .push_back((if keep_entries { e.to_vec() } else { Vec::new() }, tid));
+                    }
+                    None => self.cursor_done = true,
+                }
+            }
+            let Some((entry, tid)) = self.window.pop_front() else {
                 self.done = true;
                 break;
             };
-            let (e, tid) = next?;
-            let entry = e.to_vec();
             self.report.index_entries += 1;
             let rows = rows_before + out.len() as u64;
             if self.mode0 {
@@ -458,7 +648,18 @@ impl AccessPath for SmoothScan {
             }
             let page = tid.page as u64;
             if !self.is_processed(page) {
-                self.process_region(page, &entry, tid, out, rows_before)?;
+                if !self.planned.contains_key(&page) {
+                    self.window.push_front((entry, tid));
+                    self.plan_and_read()?;
+                    let (entry, tid) = self.window.pop_front().expect("just pushed");
+                    debug_assert!(self.planned.contains_key(&page));
+                    let _ = entry;
+                    let r = self.planned[&page];
+                    self.process_region(r, tid, out, rows_before)?;
+                } else {
+                    let r = self.planned[&page];
+                    self.process_region(r, tid, out, rows_before)?;
+                }
             } else if let Some(cache) = &mut self.cache
                 && let Some(t) = cache.take(&entry, tid)?
             {

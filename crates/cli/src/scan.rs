@@ -54,6 +54,9 @@ pub struct ScanArgs {
     /// ...when local selectivity < SHRINK_BELOW x global.
     #[arg(long, default_value_t = 1.0)]
     pub shrink_below: f64,
+    /// Smooth Scan regions read together (1 = the paper's synchronous operator).
+    #[arg(long, default_value_t = 16)]
+    pub io_depth: usize,
     /// Result Cache memory budget (ordered Smooth Scan).
     #[arg(long, default_value = "64MiB")]
     pub result_cache: String,
@@ -114,6 +117,7 @@ pub fn path_choice(a: &ScanArgs, db: &Database, modeled: Option<PageCosts>) -> R
                 temp_dir: db.dir().join("tmp"),
                 page_costs: modeled.unwrap_or_default(),
                 modeled_clock: modeled.is_some(),
+                io_depth: a.io_depth,
             })
         }
         p => {

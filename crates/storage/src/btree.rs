@@ -1011,6 +1011,8 @@ impl BTree {
             splits: 0,
             last: Vec::new(),
             steps: 0,
+            streak: 0,
+            ahead_until: 0,
         }
     }
 
@@ -1349,7 +1351,14 @@ pub struct RangeCursor {
     last: Vec<u8>,
     /// Leaves read, to stop on a cycle in a corrupt sibling chain.
     steps: u64,
+    /// Sequential read-ahead of the leaf level: how many consecutive leaves were
+    /// physically adjacent, and the first page not read ahead yet.
+    streak: u32,
+    ahead_until: u32,
 }
+
+/// Most leaves read ahead in one request (256 KiB).
+const LEAF_READ_AHEAD: u32 = 32;
 
 impl RangeCursor {
     /// The next entry as (encoded key ++ tid bytes, tid), borrowed from the
@@ -1416,6 +1425,21 @@ impl RangeCursor {
                         "the leaf chain is longer than the tree (a cycle through page {page})"
                     )));
                 }
+            }
+            // Bulk-built leaves lie in page order: once the walk is seen to be
+            // sequential, read the next leaves ahead in one request, doubling
+            // the read-ahead as the streak goes on (like an OS read-ahead).
+            if self.leaf != NO_PAGE && page == self.leaf.wrapping_add(1) {
+                self.streak += 1;
+            } else if page != self.leaf {
+                self.streak = 0;
+            }
+            if self.streak >= 2 && page >= self.ahead_until {
+                let n = (1u32 << self.streak.min(5))
+                    .min(LEAF_READ_AHEAD)
+                    .min(meta.num_pages.saturating_sub(page));
+                tree.pool.prefetch(tree.file, page as u64, n as usize)?;
+                self.ahead_until = page + n;
             }
             let g = tree.read_node(&meta, page, Node::Leaf)?;
             let v = PageView::new(&g);

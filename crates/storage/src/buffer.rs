@@ -165,11 +165,15 @@ impl Drop for PageMutRef<'_> {
 
 /// How a page is brought into its frame on a miss.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Fill {
+enum Fill<'a> {
     /// Read it from the device and verify it.
     Read,
     /// A brand-new page: zero the frame, do not read.
     Zero,
+    /// Copy it from a run read ahead — unless a write-back happened since that
+    /// read (the count of write-backs was the second field), in which case the
+    /// copy may be stale and the page is read again — and verify it.
+    Copy(&'a [u8], u64),
 }
 
 impl BufferPool {
@@ -262,7 +266,7 @@ impl BufferPool {
         Ok(g)
     }
 
-    fn pin_mut(&self, file: FileId, page: u64, fill: Fill) -> Result<PageMutRef<'_>> {
+    fn pin_mut(&self, file: FileId, page: u64, fill: Fill<'_>) -> Result<PageMutRef<'_>> {
         loop {
             let (idx, loaded) = self.pin(file, page, fill)?;
             let frame = &self.frames[idx];
@@ -290,7 +294,7 @@ impl BufferPool {
         &self,
         file: FileId,
         page: u64,
-        fill: Fill,
+        fill: Fill<'_>,
     ) -> Result<(usize, Option<RwLockWriteGuard<'_, FrameData>>)> {
         let key = (file, page);
         let mut t = self.table.lock();
@@ -302,6 +306,13 @@ impl BufferPool {
             return Ok((idx, None));
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
+        // Write-backs happen with the table locked (eviction) or for resident
+        // pages (flush); either way the count tells whether a read-ahead copy of
+        // a page that is not resident may be older than the device's.
+        let fill = match fill {
+            Fill::Copy(_, seen) if self.writebacks.load(Ordering::Acquire) != seen => Fill::Read,
+            f => f,
+        };
         let idx = self.find_victim(&mut t)?;
         let frame = &self.frames[idx];
         frame.pins.store(1, Ordering::Release);
@@ -337,6 +348,10 @@ impl BufferPool {
                 .device
                 .read(file, page, &mut w.buf)
                 .and_then(|()| self.verify(file, page, &w.buf)),
+            Fill::Copy(src, _) => {
+                w.buf.copy_from_slice(src);
+                self.verify(file, page, &w.buf)
+            }
         };
         match filled {
             Ok(()) => {
@@ -394,6 +409,34 @@ impl BufferPool {
         page::seal(buf);
         self.device.write(key.0, key.1, buf)?;
         self.writebacks.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Reads pages `first..first + n` of `file` that are not in the pool in one
+    /// request and puts them in frames (read-ahead for a sequential walk, such as
+    /// a B+-tree's leaf level). Pages already cached are left as they are.
+    pub fn prefetch(&self, file: FileId, first: u64, n: usize) -> Result<()> {
+        let missing = {
+            let t = self.table.lock();
+            (first..first + n as u64).any(|p| !t.map.contains_key(&(file, p)))
+        };
+        if !missing || n == 0 {
+            return Ok(());
+        }
+        // Pages the pool created but has not written yet are not on the device.
+        let on_device = self.device.num_pages(file)?;
+        if first >= on_device {
+            return Ok(());
+        }
+        let n = n.min((on_device - first) as usize);
+        let seen = self.writebacks.load(Ordering::Acquire);
+        let mut run = AlignedBuf::new(n);
+        self.device.read(file, first, &mut run)?;
+        for i in 0..n {
+            let (idx, guard) = self.pin(file, first + i as u64, Fill::Copy(run.page(i), seen))?;
+            drop(guard);
+            self.frames[idx].pins.fetch_sub(1, Ordering::Release);
+        }
         Ok(())
     }
 

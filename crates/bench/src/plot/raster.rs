@@ -10,8 +10,15 @@ use tiny_skia::{
 use super::{Anchor, Prim, Rgb, Scene, Shape, font, text_width};
 
 pub(crate) fn render(scene: &Scene) -> io::Result<Vec<u8>> {
-    let pixmap = draw(scene)?;
-    pixmap.encode_png().map_err(io::Error::other)
+    let pm = draw(scene)?;
+    // Everything is drawn opaque on an opaque background, so the
+    // premultiplied RGBA pixels are plain RGB with alpha 255.
+    let rgb: Vec<u8> = pm
+        .data()
+        .chunks_exact(4)
+        .flat_map(|p| [p[0], p[1], p[2]])
+        .collect();
+    Ok(super::png::encode_rgb(pm.width(), pm.height(), &rgb))
 }
 
 pub(crate) fn draw(scene: &Scene) -> io::Result<Pixmap> {
