@@ -14,7 +14,9 @@
 //! - [`summary`]: the markdown [`Summary`] with its [`Comparison`] table.
 
 pub mod plot;
+pub mod postgres;
 pub mod results;
+pub mod smooth_scan;
 pub mod summary;
 
 pub use plot::{Axis, Legend, Plot, Scale, Series};

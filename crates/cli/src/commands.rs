@@ -134,6 +134,9 @@ pub fn run(cli: &Cli) -> Result<()> {
         Command::Bench {
             which: BenchCommand::Io(args),
         } => crate::bench_io::run(cli, args),
+        Command::Bench {
+            which: BenchCommand::SmoothScan(args),
+        } => crate::bench_smooth::run(cli, args),
     }
 }
 

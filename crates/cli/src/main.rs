@@ -7,6 +7,7 @@
 //! (a checksum, a truncated file, an index that disagrees with its heap).
 
 mod bench_io;
+mod bench_smooth;
 mod commands;
 mod progress;
 mod scan;
@@ -69,6 +70,8 @@ pub enum Command {
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
+    /// The Smooth Scan paper's figures: 15a 15b 16 17 18 19 20 21 22 23, or all.
+    SmoothScan(bench_smooth::SmoothArgs),
     /// Sequential and random read throughput of a table's heap through the device,
     /// next to fio on the same file.
     Io(bench_io::IoArgs),

@@ -1,0 +1,1 @@
+//! PostgreSQL side by side (being written).

@@ -1,0 +1,642 @@
+//! The Smooth Scan paper's experiments (`strata bench smooth-scan <figure>`).
+//!
+//! Every figure runs the real operators (`strata_access`) over the paper's
+//! micro-benchmark table (§7.3; the skewed variant of §7.4 for Fig. 20) on the
+//! devices asked for:
+//! * `hdd` and `ssd`: strata's modeled devices; the figure of merit is the
+//!   deterministic modeled time (the files are read through the OS cache, so
+//!   these runs are quick);
+//! * `real`: the machine's disk with direct I/O, so every run is cold; the
+//!   figure of merit is the median wall time of `repeat` runs.
+//!
+//! Each run opens the database afresh, so the buffer pool — much smaller than the
+//! table — starts empty. A run slower than the timeout is stopped and recorded
+//! as censored (its time is a lower bound), and that path is not run at higher
+//! selectivities on that device: an index scan over millions of rows on a disk
+//! would take hours, as it does in the paper (Fig. 15).
+//!
+//! Results: `results/smooth-scan/<figure>.csv` (standard columns plus
+//! sequential/random reads, heap pages, index entries, mode changes, censored),
+//! a plot per device, and `<figure>.md` with the ratios the targets are
+//! about.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use strata_access::report::Mode;
+use strata_access::{
+    PageCosts, PathChoice, Policy, Predicate, ScanSpec, SmoothOptions, Trigger, TupleBatch,
+    open_path,
+};
+use strata_storage::Database;
+use strata_storage::db::DbOptions;
+use strata_storage::device::{DeviceProfile, ProfileKind};
+
+use crate::{Axis, Plot, ResultRow, ResultSet, Samples, Summary};
+
+/// Figures this module reproduces.
+pub const FIGURES: &[&str] = &["15a", "15b", "16", "17", "18", "19", "20", "21", "22", "23"];
+
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// Database holding the benchmark tables (created if missing).
+    pub db_dir: PathBuf,
+    /// Rows of the micro-benchmark table.
+    pub rows: u64,
+    /// `hdd`, `ssd`, `real`.
+    pub devices: Vec<String>,
+    pub pool_bytes: usize,
+    /// Runs per point on the real device (median reported).
+    pub repeat: usize,
+    /// Seconds after which a run is stopped and recorded as censored.
+    pub timeout_s: f64,
+    pub out: PathBuf,
+    /// Fewer selectivities.
+    pub quick: bool,
+}
+
+/// One path in a figure: a display name and the access path.
+struct Variant {
+    name: String,
+    choice: PathChoice,
+    ordered: bool,
+}
+
+fn variant(name: &str, choice: PathChoice, ordered: bool) -> Variant {
+    Variant {
+        name: name.to_string(),
+        choice,
+        ordered,
+    }
+}
+
+fn smooth_opts(db: &Path, f: impl FnOnce(&mut SmoothOptions)) -> PathChoice {
+    let mut o = SmoothOptions {
+        temp_dir: db.join("tmp"),
+        ..Default::default()
+    };
+    f(&mut o);
+    PathChoice::Smooth(o)
+}
+
+fn sweep(quick: bool) -> Vec<f64> {
+    if quick {
+        vec![0.001, 0.01, 0.1, 1.0, 10.0, 100.0]
+    } else {
+        vec![
+            0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 50.0, 75.0, 100.0,
+        ]
+    }
+}
+
+/// Database options for a device name.
+fn device_options(device: &str, pool: usize) -> Result<DbOptions> {
+    Ok(match device {
+        "real" => DbOptions {
+            buffer_pool_bytes: pool,
+            direct_io: true,
+            profile: None,
+            read_only: true,
+        },
+        d => DbOptions {
+            buffer_pool_bytes: pool,
+            direct_io: false,
+            profile: Some(
+                DeviceProfile::builtin(d)
+                    .with_context(|| format!("unknown device '{d}' (hdd, ssd, real)"))?,
+            ),
+            read_only: true,
+        },
+    })
+}
+
+/// Page costs for the SLA trigger on a device.
+fn page_costs(device: &str) -> Option<PageCosts> {
+    let p = DeviceProfile::builtin(device)?;
+    let seq = strata_storage::page::PAGE_SIZE as f64 / (p.read_mb_s * 1e6) * 1e3;
+    let fixed = match p.kind {
+        ProfileKind::Hdd => p.seek_ms + p.rotation_ms,
+        ProfileKind::Ssd => p.latency_ms,
+    };
+    Some(PageCosts {
+        random_ms: fixed + seq,
+        sequential_ms: seq,
+    })
+}
+
+/// Makes sure the benchmark tables exist (generated once, reused by later runs).
+pub fn prepare(
+    opts: &BenchOptions,
+    skewed: bool,
+    progress: &dyn strata_storage::Progress,
+) -> Result<()> {
+    let db = Database::open_or_create(
+        &opts.db_dir,
+        DbOptions {
+            buffer_pool_bytes: 64 << 20,
+            direct_io: false,
+            profile: None,
+            read_only: false,
+        },
+    )?;
+    let kinds: &[strata_load::GenKind] = if skewed {
+        &[strata_load::GenKind::Skewed]
+    } else {
+        &[strata_load::GenKind::Microbench]
+    };
+    for &kind in kinds {
+        let name = kind.default_table();
+        if let Ok(t) = db.table(name) {
+            if t.rows() == opts.rows {
+                continue;
+            }
+            db.drop_table(name)?;
+        }
+        let spec = strata_load::GenSpec::new(kind, opts.rows);
+        strata_load::generate(&db, &spec, progress)?;
+    }
+    Ok(())
+}
+
+/// The result of one run.
+struct Run {
+    wall_ms: f64,
+    io: strata_storage::device::IoCounters,
+    rows: u64,
+    report: strata_access::report::ScanReport,
+    censored: bool,
+}
+
+/// Runs one query cold (a fresh database open) with a deadline.
+fn run_once(
+    opts: &BenchOptions,
+    device: &str,
+    table: &str,
+    pred: &str,
+    v: &Variant,
+) -> Result<Run> {
+    let db = Database::open(&opts.db_dir, device_options(device, opts.pool_bytes)?)?;
+    let t = db.table(table)?;
+    let predicate = Predicate::parse(t.schema(), pred)?;
+    let mut spec = ScanSpec::new(t.clone(), predicate).ordered(v.ordered);
+    if spec.index.is_none() {
+        spec.index = Some(0);
+    }
+    let mut choice = v.choice.clone();
+    if let PathChoice::Smooth(o) = &mut choice
+        && let Some(c) = page_costs(device)
+    {
+        o.page_costs = c;
+        o.modeled_clock = true;
+    }
+    let dev = db.device().clone();
+    dev.stats().forget_position();
+    let before = dev.stats().snapshot();
+    let start = Instant::now();
+    let mut path = open_path(spec, &choice)?;
+    let mut batch = TupleBatch::new();
+    let mut rows = 0u64;
+    let mut censored = false;
+    while path.next_batch(&mut batch)? {
+        rows += batch.len() as u64;
+        if start.elapsed().as_secs_f64() > opts.timeout_s {
+            censored = true;
+            break;
+        }
+    }
+    let report = path.report();
+    drop(path);
+    Ok(Run {
+        wall_ms: start.elapsed().as_secs_f64() * 1e3,
+        io: dev.stats().snapshot() - before,
+        rows,
+        report,
+        censored,
+    })
+}
+
+fn row_of(figure: &str, device: &str, v: &str, x: f64, r: &Run) -> ResultRow {
+    let mut row = ResultRow::new(figure, device, v, x);
+    row.wall_ms = r.wall_ms;
+    row.modeled_ms = r.io.modeled_ms();
+    row.pages_read = r.io.pages_read;
+    row.io_requests = r.io.read_requests;
+    row.rows_out = r.rows;
+    row.with("sequential_reads", r.io.sequential_reads)
+        .with("random_reads", r.io.random_reads)
+        .with("pages_written", r.io.pages_written)
+        .with("heap_pages", r.report.heap_pages)
+        .with("index_entries", r.report.index_entries)
+        .with("mode_changes", r.report.mode_changes.len())
+        .with(
+            "max_region",
+            r.report.regions.iter().map(|r| r.1).max().unwrap_or(0),
+        )
+        .with(
+            "rc_peak_bytes",
+            r.report.result_cache.as_ref().map_or(0, |c| c.peak_bytes),
+        )
+        .with(
+            "rc_spilled_partitions",
+            r.report
+                .result_cache
+                .as_ref()
+                .map_or(0, |c| c.spilled_partitions),
+        )
+        .with("censored", if r.censored { "yes" } else { "no" })
+}
+
+/// Measures `variants` at each x; `pred(x)` gives the predicate.
+fn measure(
+    opts: &BenchOptions,
+    figure: &str,
+    table: &str,
+    xs: &[f64],
+    pred: impl Fn(f64) -> String,
+    variants: &[Variant],
+    log: &mut dyn FnMut(&str),
+) -> Result<ResultSet> {
+    let mut samples = Samples::new();
+    for device in &opts.devices {
+        let runs = if device == "real" {
+            opts.repeat.max(1)
+        } else {
+            1
+        };
+        let mut gave_up: Vec<String> = Vec::new();
+        for &x in xs {
+            for v in variants {
+                if gave_up.contains(&v.name) {
+                    continue;
+                }
+                for _ in 0..runs {
+                    let r = run_once(opts, device, table, &pred(x), v)?;
+                    log(&format!(
+                        "fig {figure} {device} {:<34} x={x:<8} rows={:<9} wall {:>9.1} ms modeled {:>10.1} ms{}",
+                        v.name,
+                        r.rows,
+                        r.wall_ms,
+                        r.io.modeled_ms(),
+                        if r.censored { " (timed out)" } else { "" }
+                    ));
+                    let censored = r.censored;
+                    samples.add(row_of(figure, device, &v.name, x, &r));
+                    if censored {
+                        gave_up.push(v.name.clone());
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    Ok(samples.finish())
+}
+
+/// The time that counts on a device: modeled on modeled devices, wall on real.
+fn cost(r: &ResultRow) -> f64 {
+    if r.device == "real" {
+        r.wall_ms
+    } else {
+        r.modeled_ms
+    }
+}
+
+fn q1(hi_pct: f64) -> String {
+    let hi = (100_001.0 * hi_pct / 100.0).round() as i64;
+    format!("c2 >= 0 AND c2 < {}", hi.max(1))
+}
+
+/// Runs one figure and writes its files. Returns the summary text.
+pub fn run_figure(figure: &str, opts: &BenchOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
+    let db = opts.db_dir.clone();
+    let xs = sweep(opts.quick);
+    let baseline = |ordered: bool| {
+        vec![
+            variant("full", PathChoice::Full, ordered),
+            variant("index", PathChoice::Index, ordered),
+            variant("sort", PathChoice::Sort, ordered),
+        ]
+    };
+    let elastic =
+        |ordered: bool| variant("smooth (elastic, eager)", smooth_opts(&db, |_| {}), ordered);
+    let (set, x_title, notes): (ResultSet, &str, Vec<String>) = match figure {
+        "15a" | "15b" | "23" => {
+            let ordered = figure == "15a";
+            let mut v = baseline(ordered);
+            v.push(elastic(ordered));
+            let mut o = opts.clone();
+            if figure == "23" {
+                o.devices = vec!["ssd".into()];
+            }
+            (
+                measure(&o, figure, "microbench", &xs, q1, &v, log)?,
+                "selectivity (%)",
+                vec![],
+            )
+        }
+        "16" => {
+            let v = vec![
+                variant("full", PathChoice::Full, false),
+                variant("index", PathChoice::Index, false),
+                variant(
+                    "smooth: entire page probe (mode 1)",
+                    smooth_opts(&db, |o| o.max_mode = Mode::PageProbe),
+                    false,
+                ),
+                variant(
+                    "smooth: flattening (modes 2/2+)",
+                    smooth_opts(&db, |_| {}),
+                    false,
+                ),
+            ];
+            (
+                measure(opts, figure, "microbench", &xs, q1, &v, log)?,
+                "selectivity (%)",
+                vec![],
+            )
+        }
+        "17" => {
+            let caps: Vec<f64> = if opts.quick {
+                vec![500.0, 2000.0]
+            } else {
+                vec![1000.0, 2000.0, 3000.0, 4000.0, 5000.0]
+            };
+            let mut set = ResultSet::new();
+            for sel in [1.0, 10.0, 100.0] {
+                let v: Vec<Variant> = caps
+                    .iter()
+                    .map(|&c| {
+                        variant(
+                            &format!("cap {c}"),
+                            smooth_opts(&db, |o| o.max_region_pages = c as u32),
+                            false,
+                        )
+                    })
+                    .collect();
+                let part = measure(opts, figure, "microbench", &[sel], q1, &v, log)?;
+                // x is the cap; the selectivity becomes the variant.
+                for mut r in part.rows().iter().cloned() {
+                    let cap: f64 = r.variant.trim_start_matches("cap ").parse().unwrap_or(0.0);
+                    r.variant = format!("selectivity {sel}%");
+                    r.x = cap;
+                    set.push(r);
+                }
+            }
+            (set, "region cap (pages)", vec![])
+        }
+        "18" => {
+            let v = vec![
+                variant("full", PathChoice::Full, false),
+                variant(
+                    "smooth greedy",
+                    smooth_opts(&db, |o| o.policy = Policy::Greedy),
+                    false,
+                ),
+                variant(
+                    "smooth selectivity-increase",
+                    smooth_opts(&db, |o| o.policy = Policy::SelectivityIncrease),
+                    false,
+                ),
+                variant("smooth elastic", smooth_opts(&db, |_| {}), false),
+            ];
+            (
+                measure(opts, figure, "microbench", &xs, q1, &v, log)?,
+                "selectivity (%)",
+                vec![],
+            )
+        }
+        "19" => {
+            // The optimizer's estimate is the row count of the smallest point of
+            // the sweep (the paper's optimizer underestimates); the SLA bound is
+            // twice a full scan, as in §7.5.
+            let est = (opts.rows as f64 * xs[0] / 100.0).max(1.0) as u64;
+            let full_ms = {
+                let r = run_once(
+                    opts,
+                    opts.devices.first().map(String::as_str).unwrap_or("hdd"),
+                    "microbench",
+                    &q1(100.0),
+                    &variant("full", PathChoice::Full, false),
+                )?;
+                if opts.devices.first().map(String::as_str) == Some("real") {
+                    r.wall_ms
+                } else {
+                    r.io.modeled_ms()
+                }
+            };
+            let v = vec![
+                variant("full", PathChoice::Full, false),
+                variant(
+                    &format!("switch (estimate {est})"),
+                    PathChoice::Switch { estimate: est },
+                    false,
+                ),
+                variant("smooth eager", smooth_opts(&db, |_| {}), false),
+                variant(
+                    &format!("smooth optimizer-driven (estimate {est})"),
+                    smooth_opts(&db, |o| o.trigger = Trigger::Optimizer { estimate: est }),
+                    false,
+                ),
+                variant(
+                    &format!("smooth SLA-driven (bound {:.0} ms)", 2.0 * full_ms),
+                    smooth_opts(&db, |o| {
+                        o.trigger = Trigger::Sla {
+                            bound_ms: 2.0 * full_ms,
+                        }
+                    }),
+                    false,
+                ),
+            ];
+            let note = format!(
+                "SLA bound = 2 x full scan = {:.1} ms on {}",
+                2.0 * full_ms,
+                opts.devices.first().cloned().unwrap_or_default()
+            );
+            (
+                measure(opts, figure, "microbench", &xs, q1, &v, log)?,
+                "selectivity (%)",
+                vec![note],
+            )
+        }
+        "20" => {
+            let v = vec![
+                variant("full", PathChoice::Full, false),
+                variant("index", PathChoice::Index, false),
+                variant(
+                    "smooth selectivity-increase",
+                    smooth_opts(&db, |o| o.policy = Policy::SelectivityIncrease),
+                    false,
+                ),
+                variant("smooth elastic", smooth_opts(&db, |_| {}), false),
+            ];
+            let set = measure(
+                opts,
+                figure,
+                "skewed",
+                &[0.0],
+                |_| "c2 = 0".to_string(),
+                &v,
+                log,
+            )?;
+            (
+                set,
+                "query c2 = 0",
+                vec!["x is not meaningful: one query, c2 = 0 on the skewed table".into()],
+            )
+        }
+        "21" => {
+            let v = vec![
+                variant("smooth unordered", smooth_opts(&db, |_| {}), false),
+                variant(
+                    "smooth ordered (result cache)",
+                    smooth_opts(&db, |_| {}),
+                    true,
+                ),
+                variant("index (ordered by nature)", PathChoice::Index, true),
+            ];
+            (
+                measure(opts, figure, "microbench", &xs, q1, &v, log)?,
+                "selectivity (%)",
+                vec![],
+            )
+        }
+        "22" => {
+            let budgets: Vec<f64> = vec![0.25, 1.0, 4.0, 16.0, 64.0];
+            let mut set = ResultSet::new();
+            for sel in [10.0, 100.0] {
+                let v: Vec<Variant> = budgets
+                    .iter()
+                    .map(|&mb| {
+                        variant(
+                            &format!("budget {mb}"),
+                            smooth_opts(&db, |o| o.result_cache_bytes = (mb * 1048576.0) as usize),
+                            true,
+                        )
+                    })
+                    .collect();
+                let part = measure(opts, figure, "microbench", &[sel], q1, &v, log)?;
+                for mut r in part.rows().iter().cloned() {
+                    let mb: f64 = r
+                        .variant
+                        .trim_start_matches("budget ")
+                        .parse()
+                        .unwrap_or(0.0);
+                    r.variant = format!("selectivity {sel}%");
+                    r.x = mb;
+                    set.push(r);
+                }
+            }
+            (set, "result cache budget (MiB)", vec![])
+        }
+        other => bail!("unknown figure '{other}' (one of {})", FIGURES.join(", ")),
+    };
+    write_figure(figure, opts, &set, x_title, &notes)
+}
+
+/// Writes the CSV, a plot per device, and the summary.
+fn write_figure(
+    figure: &str,
+    opts: &BenchOptions,
+    set: &ResultSet,
+    x_title: &str,
+    notes: &[String],
+) -> Result<String> {
+    std::fs::create_dir_all(&opts.out)?;
+    set.write_csv(opts.out.join(format!("{figure}.csv")))?;
+    let log_x = x_title.starts_with("selectivity");
+    let mut summary = Summary::new(&format!("Smooth Scan, figure {figure}"));
+    summary.paragraph(&format!(
+        "Command: `strata bench smooth-scan {figure} --rows {} --devices {}{}`. Table: {} rows; buffer pool {} MiB; real-device points are medians of {} cold runs (direct I/O); modeled points are the deterministic modeled time.",
+        opts.rows,
+        opts.devices.join(","),
+        if opts.quick { " --quick" } else { "" },
+        opts.rows,
+        opts.pool_bytes >> 20,
+        opts.repeat
+    ));
+    for n in notes {
+        summary.paragraph(n);
+    }
+    let devices: Vec<String> = {
+        let mut d: Vec<String> = set.rows().iter().map(|r| r.device.clone()).collect();
+        d.dedup();
+        d
+    };
+    for device in &devices {
+        let series = set.series(|r| &r.device == device, cost);
+        let x_axis = if log_x {
+            Axis::log10(x_title)
+        } else {
+            Axis::linear(x_title)
+        };
+        let what = if device == "real" {
+            "wall time, cold (ms)"
+        } else {
+            "modeled time (ms)"
+        };
+        let plot = Plot::lines(
+            format!("Fig. {figure} ({device})"),
+            x_axis,
+            Axis::log10(what),
+        )
+        .extend_series(series);
+        let stem = opts.out.join(format!("{figure}-{device}"));
+        plot.write(&stem)
+            .with_context(|| format!("writing {}", stem.display()))?;
+        summary.image(
+            &format!("figure {figure} on {device}"),
+            &format!("{figure}-{device}.png"),
+        );
+        // Ratios: Smooth Scan against the best classical path at each x.
+        let rows: Vec<&ResultRow> = set.rows().iter().filter(|r| &r.device == device).collect();
+        let mut xs: Vec<f64> = rows.iter().map(|r| r.x).collect();
+        xs.sort_by(f64::total_cmp);
+        xs.dedup();
+        let classical = |r: &&ResultRow| ["full", "index", "sort"].contains(&r.variant.as_str());
+        let mut table = Vec::new();
+        for x in &xs {
+            let at: Vec<&&ResultRow> = rows.iter().filter(|r| r.x == *x).collect();
+            let best = at
+                .iter()
+                .filter(|r| classical(r))
+                .map(|r| cost(r))
+                .fold(f64::INFINITY, f64::min);
+            let mut cells = vec![format!("{x}")];
+            for r in &at {
+                let c = cost(r);
+                let censored = r.get("censored") == "yes";
+                cells.push(format!(
+                    "{}: {}{}",
+                    r.variant,
+                    crate::summary::num(c),
+                    if censored {
+                        " (>, timed out)".to_string()
+                    } else if best.is_finite() && !classical(r) {
+                        format!(" ({:.2}x best)", c / best)
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            table.push(cells);
+        }
+        summary.heading(&format!(
+            "{device}: time (ms) per point, and Smooth Scan against the best of full/index/sort"
+        ));
+        summary.table(
+            &["x", "variants"],
+            table.iter().map(|c| vec![c[0].clone(), c[1..].join("; ")]),
+        );
+    }
+    summary.write(opts.out.join(format!("{figure}.md")))?;
+    Ok(summary.as_str().to_string())
+}
+
+/// Every figure, in order.
+pub fn run_all(opts: &BenchOptions, log: &mut dyn FnMut(&str)) -> Result<()> {
+    for f in FIGURES {
+        run_figure(f, opts, log)?;
+    }
+    Ok(())
+}
