@@ -64,6 +64,7 @@ fn all_paths(dir: &std::path::Path) -> Vec<PathChoice> {
         smooth(Policy::Elastic, Trigger::Eager, dir),
         smooth(Policy::Greedy, Trigger::Eager, dir),
         smooth(Policy::SelectivityIncrease, Trigger::Eager, dir),
+        smooth(Policy::CostAware, Trigger::Eager, dir),
         smooth(Policy::Elastic, Trigger::Optimizer { estimate: 50 }, dir),
         smooth(Policy::Elastic, Trigger::Sla { bound_ms: 1e9 }, dir),
         smooth(Policy::Elastic, Trigger::Sla { bound_ms: 0.0 }, dir),

@@ -11,8 +11,11 @@
 //!   [`Samples`] (medians of repeated runs) and [`median`];
 //! - [`plot`]: [`Plot`] line and grouped-bar charts, linear or log axes,
 //!   written as SVG and PNG without system libraries;
-//! - [`summary`]: the markdown [`Summary`] with its [`Comparison`] table.
+//! - [`summary`]: the markdown [`Summary`] with its [`Comparison`] table;
+//! - [`model`]: the Smooth Scan cost model's analytical figures and its
+//!   predictions beside measured times (`strata model`).
 
+pub mod model;
 pub mod plot;
 pub mod postgres;
 pub mod results;

@@ -31,7 +31,7 @@ use strata_access::{
 };
 use strata_storage::Database;
 use strata_storage::db::DbOptions;
-use strata_storage::device::{DeviceProfile, ProfileKind};
+use strata_storage::device::DeviceProfile;
 
 use crate::{Axis, Plot, ResultRow, ResultSet, Samples, Summary};
 
@@ -111,18 +111,9 @@ fn device_options(device: &str, pool: usize) -> Result<DbOptions> {
     })
 }
 
-/// Page costs for the SLA trigger on a device.
+/// Page costs of a modeled device (the real one uses the defaults).
 fn page_costs(device: &str) -> Option<PageCosts> {
-    let p = DeviceProfile::builtin(device)?;
-    let seq = strata_storage::page::PAGE_SIZE as f64 / (p.read_mb_s * 1e6) * 1e3;
-    let fixed = match p.kind {
-        ProfileKind::Hdd => p.seek_ms + p.rotation_ms,
-        ProfileKind::Ssd => p.latency_ms,
-    };
-    Some(PageCosts {
-        random_ms: fixed + seq,
-        sequential_ms: seq,
-    })
+    DeviceProfile::builtin(device).map(|p| PageCosts::from_profile(&p))
 }
 
 /// Makes sure the benchmark tables exist (generated once, reused by later runs).
@@ -318,13 +309,23 @@ pub fn run_figure(figure: &str, opts: &BenchOptions, log: &mut dyn FnMut(&str)) 
             variant("sort", PathChoice::Sort, ordered),
         ]
     };
-    let elastic =
-        |ordered: bool| variant("smooth (elastic, eager)", smooth_opts(&db, |_| {}), ordered);
+    let elastic = |ordered: bool| {
+        variant(
+            "smooth (elastic, eager)",
+            smooth_opts(&db, |o| o.policy = Policy::Elastic),
+            ordered,
+        )
+    };
     let (set, x_title, notes): (ResultSet, &str, Vec<String>) = match figure {
         "15a" | "15b" | "23" => {
             let ordered = figure == "15a";
             let mut v = baseline(ordered);
             v.push(elastic(ordered));
+            v.push(variant(
+                "smooth (cost-aware, eager)",
+                smooth_opts(&db, |o| o.policy = Policy::CostAware),
+                ordered,
+            ));
             let mut o = opts.clone();
             if figure == "23" {
                 o.devices = vec!["ssd".into()];
@@ -398,7 +399,11 @@ pub fn run_figure(figure: &str, opts: &BenchOptions, log: &mut dyn FnMut(&str)) 
                     smooth_opts(&db, |o| o.policy = Policy::SelectivityIncrease),
                     false,
                 ),
-                variant("smooth elastic", smooth_opts(&db, |_| {}), false),
+                variant(
+                    "smooth elastic",
+                    smooth_opts(&db, |o| o.policy = Policy::Elastic),
+                    false,
+                ),
             ];
             (
                 measure(opts, figure, "microbench", &xs, q1, &v, log)?,
@@ -468,7 +473,11 @@ pub fn run_figure(figure: &str, opts: &BenchOptions, log: &mut dyn FnMut(&str)) 
                     smooth_opts(&db, |o| o.policy = Policy::SelectivityIncrease),
                     false,
                 ),
-                variant("smooth elastic", smooth_opts(&db, |_| {}), false),
+                variant(
+                    "smooth elastic",
+                    smooth_opts(&db, |o| o.policy = Policy::Elastic),
+                    false,
+                ),
             ];
             let set = measure(
                 opts,

@@ -130,6 +130,7 @@ pub fn run(cli: &Cli) -> Result<()> {
         Command::Info { table, json } => info(cli, table.as_deref(), *json),
         Command::Check => check_cmd(cli),
         Command::Scan(args) => crate::scan::run(cli, args),
+        Command::Model(args) => crate::model_cmd::run(cli, args),
         Command::Demo { rows } => demo(cli, *rows),
         Command::Bench {
             which: BenchCommand::Io(args),

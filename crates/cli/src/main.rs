@@ -9,6 +9,7 @@
 mod bench_io;
 mod bench_smooth;
 mod commands;
+mod model_cmd;
 mod progress;
 mod scan;
 
@@ -61,6 +62,9 @@ pub enum Command {
     Check,
     /// Run one query through one access path and report what it did.
     Scan(scan::ScanArgs),
+    /// The Smooth Scan cost model: the paper's analytical figures (9-12) and its
+    /// predictions beside a measured sweep (Fig. 24).
+    Model(model_cmd::ModelArgs),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]

@@ -27,8 +27,8 @@ pub struct ScanArgs {
     /// smooth, full, index, sort or switch.
     #[arg(long, default_value = "smooth")]
     pub path: String,
-    /// Smooth Scan policy: greedy, si, elastic.
-    #[arg(long, default_value = "elastic")]
+    /// Smooth Scan policy: greedy, si, elastic, cost.
+    #[arg(long, default_value = "cost")]
     pub policy: String,
     /// Smooth Scan trigger: eager, optimizer, sla.
     #[arg(long, default_value = "eager")]
@@ -54,8 +54,9 @@ pub struct ScanArgs {
     /// ...when local selectivity < SHRINK_BELOW x global.
     #[arg(long, default_value_t = 1.0)]
     pub shrink_below: f64,
-    /// Smooth Scan regions read together (1 = the paper's synchronous operator).
-    #[arg(long, default_value_t = 16)]
+    /// Smooth Scan regions read together (1 = the paper's synchronous operator,
+    /// 0 = as many as the device serves at once).
+    #[arg(long, default_value_t = 0)]
     pub io_depth: usize,
     /// Result Cache memory budget (ordered Smooth Scan).
     #[arg(long, default_value = "64MiB")]
@@ -130,17 +131,9 @@ pub fn path_choice(a: &ScanArgs, db: &Database, modeled: Option<PageCosts>) -> R
 
 /// Page costs of the device the database was opened with, when it is modeled.
 pub fn modeled_costs(cli: &Cli) -> Result<Option<PageCosts>> {
-    Ok(db_options(cli, true)?.profile.map(|p| {
-        let seq = strata_storage::page::PAGE_SIZE as f64 / (p.read_mb_s * 1e6) * 1e3;
-        let fixed = match p.kind {
-            strata_storage::device::ProfileKind::Hdd => p.seek_ms + p.rotation_ms,
-            strata_storage::device::ProfileKind::Ssd => p.latency_ms,
-        };
-        PageCosts {
-            random_ms: fixed + seq,
-            sequential_ms: seq,
-        }
-    }))
+    Ok(db_options(cli, true)?
+        .profile
+        .map(|p| PageCosts::from_profile(&p)))
 }
 
 /// The scan spec for the flags: predicate, index and order.

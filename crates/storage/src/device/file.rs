@@ -671,6 +671,12 @@ impl Device for FileDevice {
         &self.stats
     }
 
+    /// Local flash serves many requests at once; io_uring keeps up to this many
+    /// in flight (what `strata bench io` measures at depth 32 here).
+    fn parallelism(&self) -> usize {
+        16
+    }
+
     fn describe(&self) -> String {
         if !self.direct {
             "real (buffered)".to_string()

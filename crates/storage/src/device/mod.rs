@@ -86,6 +86,11 @@ pub trait Device: Send + Sync {
     fn stats(&self) -> &IoStats;
     /// Short description for reports, e.g. `real (O_DIRECT)` or `hdd (modeled)`.
     fn describe(&self) -> String;
+    /// How many requests the device serves at once: what an operator that can
+    /// put several requests in flight should aim for (1 for a disk head).
+    fn parallelism(&self) -> usize {
+        1
+    }
 }
 
 /// Buffers at least this large are anonymous mappings rather than heap memory.

@@ -461,6 +461,13 @@ impl Device for ModeledDevice {
         &self.stats
     }
 
+    fn parallelism(&self) -> usize {
+        match self.profile.kind {
+            ProfileKind::Hdd => 1,
+            ProfileKind::Ssd => self.profile.channels.max(1) as usize,
+        }
+    }
+
     fn describe(&self) -> String {
         let p = &self.profile;
         let rate = if p.read_mb_s == p.write_mb_s {
