@@ -21,7 +21,21 @@
 //! node that really scanned the table is recorded and checked against the
 //! forced one. A run over the timeout is cancelled by `statement_timeout` and
 //! recorded as censored (`wall_ms` = the timeout), and that path is not run at
-//! higher selectivities.
+//! higher selectivities. With `ORDER BY c2` at a selectivity covering every
+//! row PostgreSQL plans no bitmap scan at all (see [`Order::KeyExpression`]);
+//! that point then runs with `ORDER BY c2 + 0`, said in the notes and the
+//! `order_by` column.
+//!
+//! Besides the standard columns, rows carry `plan_node` (the scan node that
+//! ran), `plan` (every node), `order_by`, `censored`, `os_cache` (`dropped`
+//! or `warm`), `io_requests_known` (`no`), `shared_hit_blocks`,
+//! `shared_read_blocks`, `temp_read_blocks`, `temp_written_blocks`,
+//! `io_read_ms`, `planning_ms`, `client_ms` (psql's whole run), a bitmap
+//! scan's `exact_heap_blocks`/`lossy_heap_blocks`, `c2_upper` (X),
+//! `pg_version` and `runs`.
+//!
+//! The cluster outlives an interrupted run (pg_ctl detaches the server from
+//! our session); the next run finds it, stops it and goes on.
 //!
 //! PostgreSQL refuses to run as root: as root, the server, `initdb`, `pg_ctl`
 //! and `psql` run as the unprivileged `postgres` user (created if missing),
@@ -45,8 +59,8 @@ use strata_storage::{Database, DbOptions, StorageError};
 
 use crate::{ResultRow, ResultSet, Samples};
 
-/// The first port tried for the private cluster (the next free one of
-/// [`PORT_TRIES`] is used when it is taken).
+/// The first port tried for the private cluster on 127.0.0.1 (when it is
+/// taken, the first free one of the next 19).
 pub const DEFAULT_PORT: u16 = 54329;
 const PORT_TRIES: u16 = 20;
 /// Where the Debian packages put each major version's binaries.
@@ -488,6 +502,7 @@ pub fn run_postgres_sweep(
             let base = ResultRow::new(figure, "real", method.variant(), pct)
                 .with("io_requests_known", "no")
                 .with("c2_upper", c2_upper(pct))
+                .with("order_by", Order::of(opts.ordered).label())
                 .with("pg_version", &info.version);
             if let Some(at) = censored_at[mi] {
                 progress(&format!(

@@ -649,3 +649,54 @@ pub fn run_all(opts: &BenchOptions, log: &mut dyn FnMut(&str)) -> Result<()> {
     }
     Ok(())
 }
+
+/// The sweep in PostgreSQL (forced Seq Scan, Index Scan, Bitmap Heap Scan on the
+/// same rows, cold where permitted) beside strata's own real-device points of the
+/// same figure (`15b`, or `15a` with `ordered`), in one CSV, plot and summary:
+/// `postgres.csv` / `postgres-ordered.csv`.
+pub fn postgres_figure(
+    opts: &BenchOptions,
+    ordered: bool,
+    log: &mut dyn FnMut(&str),
+) -> Result<String> {
+    let mut pg = crate::postgres::PgOptions::new(
+        std::path::absolute(&opts.db_dir)?,
+        std::path::absolute(opts.db_dir.with_extension("pg"))?,
+    );
+    pg.selectivities_pct = sweep(opts.quick);
+    pg.ordered = ordered;
+    pg.repeat = opts.repeat.max(1);
+    pg.shared_buffers = format!("{}MB", (opts.pool_bytes >> 20).max(1));
+    pg.timeout_s = opts.timeout_s;
+    let (pg_rows, notes) = crate::postgres::run_postgres_sweep(&pg, &mut |l| log(l))?;
+    let strata_fig = if ordered { "15a" } else { "15b" };
+    let mut set = ResultSet::new();
+    match ResultSet::read_csv(opts.out.join(format!("{strata_fig}.csv"))) {
+        Ok(ours) => set.extend(
+            ours.rows()
+                .iter()
+                .filter(|r| r.device == "real")
+                .cloned()
+                .map(|mut r| {
+                    r.variant = format!("strata {}", r.variant);
+                    r
+                }),
+        ),
+        Err(_) => log(&format!(
+            "no strata results for figure {strata_fig} in {}: run `strata bench smooth-scan {strata_fig} --devices real` first to see both side by side",
+            opts.out.display()
+        )),
+    }
+    set.extend(pg_rows.rows().iter().cloned());
+    let name = if ordered {
+        "postgres-ordered"
+    } else {
+        "postgres"
+    };
+    let mut notes = notes;
+    notes.push(format!(
+        "PostgreSQL rows: shared_buffers {} MiB, the same rows copied from the strata table, each run after a server restart; `pages_read` for PostgreSQL counts buffer accesses (hit + read), see the `shared_read_blocks` column for blocks read from the OS.",
+        opts.pool_bytes >> 20
+    ));
+    write_figure(name, opts, &set, "selectivity (%)", &notes)
+}

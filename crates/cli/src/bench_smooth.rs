@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use strata_bench::smooth_scan::{BenchOptions, FIGURES, prepare, run_figure};
+use strata_bench::smooth_scan::{BenchOptions, FIGURES, postgres_figure, prepare, run_figure};
 use strata_storage::util::parse_size;
 
 use crate::Cli;
@@ -14,7 +14,9 @@ use crate::progress::Bars;
 
 #[derive(Args)]
 pub struct SmoothArgs {
-    /// A figure (15a 15b 16 17 18 19 20 21 22 23) or `all`.
+    /// A figure (15a 15b 16 17 18 19 20 21 22 23), `all`, or `postgres` /
+    /// `postgres-ordered` (the same sweep in PostgreSQL beside strata's real-device
+    /// points; installs PostgreSQL from Debian's packages when missing).
     pub figure: String,
     /// Small sizes and fewer points (for CI and a first look).
     #[arg(long)]
@@ -39,7 +41,31 @@ pub struct SmoothArgs {
     pub out: PathBuf,
 }
 
+fn options(cli: &Cli, a: &SmoothArgs, devices: Vec<String>) -> Result<BenchOptions> {
+    Ok(BenchOptions {
+        db_dir: a.bench_db.clone(),
+        rows: a.rows.unwrap_or(if a.quick { 200_000 } else { 10_000_000 }),
+        devices,
+        pool_bytes: parse_size(&cli.buffer_pool).map_err(usage)? as usize,
+        repeat: a.repeat,
+        timeout_s: a.timeout,
+        out: a.out.clone(),
+        quick: a.quick,
+    })
+}
+
 pub fn run(cli: &Cli, a: &SmoothArgs) -> Result<()> {
+    if a.figure == "postgres" || a.figure == "postgres-ordered" {
+        let opts = options(cli, a, vec!["real".into()])?;
+        let bars = Bars::new();
+        prepare(&opts, false, &bars)?;
+        bars.finish();
+        let summary = postgres_figure(&opts, a.figure == "postgres-ordered", &mut |line| {
+            eprintln!("{line}")
+        })?;
+        println!("{summary}");
+        return Ok(());
+    }
     let figures: Vec<String> = if a.figure == "all" {
         FIGURES.iter().map(|s| s.to_string()).collect()
     } else if FIGURES.contains(&a.figure.as_str()) {
@@ -62,16 +88,7 @@ pub fn run(cli: &Cli, a: &SmoothArgs) -> Result<()> {
             return Err(usage(format!("unknown device '{d}' (hdd, ssd, real)")));
         }
     }
-    let opts = BenchOptions {
-        db_dir: a.bench_db.clone(),
-        rows: a.rows.unwrap_or(if a.quick { 200_000 } else { 10_000_000 }),
-        devices,
-        pool_bytes: parse_size(&cli.buffer_pool).map_err(usage)? as usize,
-        repeat: a.repeat,
-        timeout_s: a.timeout,
-        out: a.out.clone(),
-        quick: a.quick,
-    };
+    let opts = options(cli, a, devices)?;
     let bars = Bars::new();
     prepare(&opts, figures.iter().any(|f| f == "20"), &bars)?;
     if figures.iter().any(|f| f != "20") && figures.iter().any(|f| f == "20") {
