@@ -216,7 +216,13 @@ struct Region {
     /// The pages the region covers that were unprocessed when planned.
     pages: Vec<u64>,
     done: bool,
+    /// A long single run, read by a read-ahead stream while it is processed
+    /// instead of up front (so its tuples are worked on while the rest arrives).
+    streamed: bool,
 }
+
+/// Regions of one run at least this long are streamed.
+const STREAM_PAGES: usize = 256;
 
 /// Processed pages between two unprocessed ones that a region still reads, to
 /// save a request (a few pages read twice cost less than another seek).
@@ -499,11 +505,13 @@ impl SmoothScan {
             for &pg in &pages {
                 self.planned.insert(pg, idx);
             }
+            let streamed = runs.len() == 1 && runs[0].1 >= STREAM_PAGES;
             regions.push(Region {
                 runs,
                 offset: used,
                 pages,
                 done: false,
+                streamed,
             });
             used += span;
         }
@@ -519,29 +527,66 @@ impl SmoothScan {
             for r in &regions {
                 for &(first, n) in &r.runs {
                     let (head, tail) = rest.split_at_mut(n * PAGE_SIZE);
-                    reqs.push(ReadRequest {
-                        file,
-                        first_page: first,
-                        buf: head,
-                    });
+                    if !r.streamed {
+                        reqs.push(ReadRequest {
+                            file,
+                            first_page: first,
+                            buf: head,
+                        });
+                    }
                     rest = tail;
                 }
             }
-            heap.pool().device().read_many(&mut reqs)?;
+            if !reqs.is_empty() {
+                heap.pool().device().read_many(&mut reqs)?;
+            }
         }
         let mut off = 0;
         for r in &regions {
             for &(first, n) in &r.runs {
-                heap.pool().finish_run(
-                    file,
-                    first,
-                    &mut buf[off * PAGE_SIZE..(off + n) * PAGE_SIZE],
-                )?;
+                if !r.streamed {
+                    heap.pool().finish_run(
+                        file,
+                        first,
+                        &mut buf[off * PAGE_SIZE..(off + n) * PAGE_SIZE],
+                    )?;
+                }
                 off += n;
             }
         }
         self.regions.extend(regions);
         Ok(())
+    }
+
+    /// Produces the qualifying tuples of one page; returns whether it had any.
+    fn process_page(
+        &mut self,
+        q: u64,
+        page: &[u8],
+        tid: Tid,
+        out: &mut TupleBatch,
+        check_m0: bool,
+    ) -> Result<bool> {
+        let view = PageView::new(page);
+        let mut had = false;
+        for (slot, t) in view.tuples() {
+            if !self.spec.qualifies(t) {
+                continue;
+            }
+            let t_tid = Tid::new(q as u32, slot);
+            if check_m0 || self.cache.is_some() {
+                self.spec.entry_of(t, t_tid, &mut self.scratch)?;
+                if check_m0 && self.scratch <= self.last_m0 {
+                    continue; // produced in mode 0
+                }
+            }
+            had = true;
+            match &mut self.cache {
+                Some(cache) if t_tid != tid => cache.insert(&self.scratch, t_tid, t)?,
+                _ => out.push(t_tid, t),
+            }
+        }
+        Ok(had)
     }
 
     /// Produces the qualifying tuples of planned region `r` (read already).
@@ -561,46 +606,66 @@ impl SmoothScan {
                 offset: 0,
                 pages: vec![],
                 done: true,
+                streamed: false,
             },
         );
         let mut region_results = 0u64;
         let check_m0 = !self.last_m0.is_empty();
-        let mut at = region.offset;
-        for &(first, n) in &region.runs {
-            for i in 0..n {
-                let q = first + i as u64;
-                let off = (at + i) * PAGE_SIZE;
-                if self.is_processed(q) || self.planned.get(&q) != Some(&r) {
-                    continue; // a bridged gap page
-                }
-                let buf = self.buf.as_ref().expect("read before processing");
-                let view = PageView::new(&buf[off..off + PAGE_SIZE]);
-                let mut had = false;
-                let first_page = q == region.pages[0];
-                for (slot, t) in view.tuples() {
-                    if !self.spec.qualifies(t) {
-                        continue;
-                    }
-                    let t_tid = Tid::new(q as u32, slot);
-                    if check_m0 || self.cache.is_some() {
-                        self.spec.entry_of(t, t_tid, &mut self.scratch)?;
-                        if check_m0 && self.scratch <= self.last_m0 {
-                            continue; // produced in mode 0
+        let first_page = region.pages[0];
+        let wanted = |me: &Self, q: u64| !me.is_processed(q) && me.planned.get(&q) == Some(&r);
+        if region.streamed {
+            // One long run: stream it, working on each part as it arrives.
+            let (first, n) = region.runs[0];
+            let heap = self.spec.table.heap().clone();
+            let mut stream = heap.stream(
+                first,
+                first + n as u64,
+                crate::full::RUN_PAGES,
+                crate::full::DEPTH,
+            )?;
+            while stream.next_run()? {
+                let (f, bytes) = stream.run();
+                for (i, page) in bytes.chunks_exact(PAGE_SIZE).enumerate() {
+                    let q = f + i as u64;
+                    if wanted(self, q) {
+                        let had = self.process_page(q, page, tid, out, check_m0)?;
+                        region_results += had as u64;
+                        if q != first_page {
+                            self.batch_extra += 1;
+                            self.batch_extra_results += had as u64;
                         }
                     }
-                    had = true;
-                    match &mut self.cache {
-                        Some(cache) if t_tid != tid => cache.insert(&self.scratch, t_tid, t)?,
-                        _ => out.push(t_tid, t),
-                    }
-                }
-                region_results += had as u64;
-                if !first_page {
-                    self.batch_extra += 1;
-                    self.batch_extra_results += had as u64;
                 }
             }
-            at += n;
+        } else {
+            let buf = self.buf.take().expect("read before processing");
+            let mut at = region.offset;
+            let mut result = Ok(());
+            'runs: for &(first, n) in &region.runs {
+                for i in 0..n {
+                    let q = first + i as u64;
+                    if !wanted(self, q) {
+                        continue; // a bridged gap page
+                    }
+                    let off = (at + i) * PAGE_SIZE;
+                    match self.process_page(q, &buf[off..off + PAGE_SIZE], tid, out, check_m0) {
+                        Ok(had) => {
+                            region_results += had as u64;
+                            if q != first_page {
+                                self.batch_extra += 1;
+                                self.batch_extra_results += had as u64;
+                            }
+                        }
+                        Err(e) => {
+                            result = Err(e);
+                            break 'runs;
+                        }
+                    }
+                }
+                at += n;
+            }
+            self.buf = Some(buf);
+            result?;
         }
         let n = region.pages.len() as u64;
         for &q in &region.pages {

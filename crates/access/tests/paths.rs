@@ -201,6 +201,43 @@ fn smooth_scan_reads_each_page_at_most_once_and_keeps_a_bitmap() {
     );
 }
 
+/// A table big enough for regions of several hundred pages, which are streamed
+/// (read ahead while processed) instead of read up front: same rows, each page once.
+#[test]
+fn long_regions_are_streamed_and_still_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir.path().join("db"));
+    let table = microbench(&db, 200_000);
+    let pages = table.heap().num_pages();
+    assert!(pages > 1000);
+    for pct in [100.0, 30.0] {
+        let pred = Predicate::parse(table.schema(), &q(pct)).unwrap();
+        let (full, _) = run(&table, &pred, false, &PathChoice::Full);
+        let want: BTreeSet<Tid> = full.iter().copied().collect();
+        for depth in [1, 4] {
+            let choice = PathChoice::Smooth(SmoothOptions {
+                io_depth: depth,
+                temp_dir: dir.path().to_path_buf(),
+                ..Default::default()
+            });
+            let (got, out) = run(&table, &pred, false, &choice);
+            let set: BTreeSet<Tid> = got.iter().copied().collect();
+            assert_eq!(set.len(), got.len());
+            assert_eq!(set, want, "{pct}% depth {depth}");
+            assert!(out.report.heap_pages <= pages);
+            assert!(
+                out.report.regions.iter().any(|&(_, r)| r >= 512),
+                "{:?}",
+                out.report.regions
+            );
+        }
+    }
+}
+
+fn q(pct: f64) -> String {
+    format!("c2 >= 0 AND c2 < {}", (100_001.0 * pct / 100.0) as i64)
+}
+
 #[test]
 fn triggers_change_mode_where_they_should() {
     let dir = tempfile::tempdir().unwrap();
