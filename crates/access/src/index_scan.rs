@@ -34,7 +34,6 @@ impl AccessPath for IndexScan {
     fn next_batch(&mut self, out: &mut TupleBatch) -> Result<bool> {
         out.clear();
         let index = self.spec.index()?;
-        let heap = self.spec.table.heap();
         while !self.done && !out.is_full() {
             let Some(entry) = self.cursor.next_entry(&index.btree) else {
                 self.done = true;
@@ -43,12 +42,7 @@ impl AccessPath for IndexScan {
             let (_, tid) = entry?;
             self.report.index_entries += 1;
             self.report.heap_pages += 1;
-            let spec = &self.spec;
-            heap.with_tuple(tid, |t| {
-                if spec.qualifies(t) {
-                    out.push(tid, t);
-                }
-            })?;
+            self.spec.fetch(tid, out)?;
         }
         self.report.rows += out.len() as u64;
         Ok(!out.is_empty())

@@ -101,6 +101,19 @@ impl ScanSpec {
         Ok(())
     }
 
+    /// Fetches one tuple through the buffer pool (an index scan's heap access)
+    /// and appends it to `out` if it qualifies; returns whether it did.
+    pub fn fetch(&self, tid: Tid, out: &mut crate::batch::TupleBatch) -> Result<bool> {
+        let produced = self.table.heap().with_tuple(tid, |t| {
+            let ok = self.qualifies(t);
+            if ok {
+                out.push(tid, t);
+            }
+            ok
+        })?;
+        Ok(produced.unwrap_or(false))
+    }
+
     #[inline]
     pub fn qualifies(&self, tuple: &[u8]) -> bool {
         self.compiled.eval(tuple)

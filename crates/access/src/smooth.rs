@@ -729,7 +729,6 @@ impl AccessPath for SmoothScan {
         out.clear();
         let table = self.spec.table.clone();
         let index = &table.indexes()[self.spec.index.expect("checked by new")].btree;
-        let heap = table.heap();
         let rows_before = self.report.rows;
         while !out.is_full() && !self.done {
             // Unordered output is complete once every heap page is processed:
@@ -777,16 +776,7 @@ impl AccessPath for SmoothScan {
                     self.report.regions.push((rows, self.effective_region()));
                 } else {
                     self.report.heap_pages += 1;
-                    let spec = &self.spec;
-                    let produced = heap
-                        .with_tuple(tid, |t| {
-                            let ok = spec.qualifies(t);
-                            if ok {
-                                out.push(tid, t);
-                            }
-                            ok
-                        })?
-                        .unwrap_or(false);
+                    let produced = self.spec.fetch(tid, out)?;
                     if produced {
                         self.last_m0 = entry;
                     }

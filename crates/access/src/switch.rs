@@ -47,7 +47,6 @@ impl AccessPath for SwitchScan {
         out.clear();
         if !self.index_done {
             let index = self.spec.index()?;
-            let heap = self.spec.table.heap();
             while !out.is_full() {
                 if self.report.rows + out.len() as u64 >= self.estimate {
                     // Over the estimate: switch to a full scan.
@@ -68,16 +67,7 @@ impl AccessPath for SwitchScan {
                 let (e, tid) = entry?;
                 self.report.index_entries += 1;
                 self.report.heap_pages += 1;
-                let spec = &self.spec;
-                let produced = heap
-                    .with_tuple(tid, |t| {
-                        let ok = spec.qualifies(t);
-                        if ok {
-                            out.push(tid, t);
-                        }
-                        ok
-                    })?
-                    .unwrap_or(false);
+                let produced = self.spec.fetch(tid, out)?;
                 if produced {
                     self.last.clear();
                     self.last.extend_from_slice(e);
