@@ -32,8 +32,8 @@
 //!   exceed the table's); Optimizer-driven morphs once the rows produced exceed
 //!   the optimizer's estimate; SLA-driven morphs — with Greedy, as in the paper —
 //!   as soon as the time spent plus the next index fetch plus the worst case of
-//!   morphing over the whole table (every page sequentially, plus log2(#P) jumps)
-//!   could no longer meet the bound.
+//!   morphing over the whole table (every heap page and index leaf sequentially,
+//!   plus log2(#P) jumps) could no longer meet the bound.
 //! * **Regions** never re-read a processed page: a region stops at the first
 //!   processed page after its start, or the end of the table.
 
@@ -432,7 +432,10 @@ impl SmoothScan {
             Trigger::Sla { bound_ms } => {
                 let c = self.opts.page_costs;
                 let p = self.num_pages as f64;
-                let worst_morph = p * c.sequential_ms + (p + 1.0).log2() * c.random_ms;
+                // Morphing from here reads at worst every heap page in doubling
+                // regions (log2 #P jumps) and the rest of the index's leaves.
+                let leaves = self.spec.index().map_or(0, |i| i.btree.num_pages()) as f64;
+                let worst_morph = (p + leaves) * c.sequential_ms + (p + 1.0).log2() * c.random_ms;
                 self.spent_ms() + c.random_ms + worst_morph > bound_ms
             }
         }
