@@ -122,6 +122,25 @@ pub fn prepare(
     skewed: bool,
     progress: &dyn strata_storage::Progress,
 ) -> Result<()> {
+    let kind = if skewed {
+        strata_load::GenKind::Skewed
+    } else {
+        strata_load::GenKind::Microbench
+    };
+    let name = kind.default_table();
+    // A read-only look first, so runs that only read can share the database.
+    if strata_storage::catalog::Catalog::path(&opts.db_dir).exists() {
+        let ro = DbOptions {
+            buffer_pool_bytes: 8 << 20,
+            direct_io: false,
+            profile: None,
+            read_only: true,
+        };
+        let db = Database::open(&opts.db_dir, ro)?;
+        if db.table(name).is_ok_and(|t| t.rows() == opts.rows) {
+            return Ok(());
+        }
+    }
     let db = Database::open_or_create(
         &opts.db_dir,
         DbOptions {
@@ -131,22 +150,11 @@ pub fn prepare(
             read_only: false,
         },
     )?;
-    let kinds: &[strata_load::GenKind] = if skewed {
-        &[strata_load::GenKind::Skewed]
-    } else {
-        &[strata_load::GenKind::Microbench]
-    };
-    for &kind in kinds {
-        let name = kind.default_table();
-        if let Ok(t) = db.table(name) {
-            if t.rows() == opts.rows {
-                continue;
-            }
-            db.drop_table(name)?;
-        }
-        let spec = strata_load::GenSpec::new(kind, opts.rows);
-        strata_load::generate(&db, &spec, progress)?;
+    if db.table(name).is_ok() {
+        db.drop_table(name)?;
     }
+    let spec = strata_load::GenSpec::new(kind, opts.rows);
+    strata_load::generate(&db, &spec, progress)?;
     Ok(())
 }
 
