@@ -579,11 +579,12 @@ fn write_figure(
     for n in notes {
         summary.paragraph(n);
     }
-    let devices: Vec<String> = {
-        let mut d: Vec<String> = set.rows().iter().map(|r| r.device.clone()).collect();
-        d.dedup();
-        d
-    };
+    let mut devices: Vec<String> = Vec::new();
+    for r in set.rows() {
+        if !devices.contains(&r.device) {
+            devices.push(r.device.clone());
+        }
+    }
     for device in &devices {
         let series = set.series(|r| &r.device == device, cost);
         let x_axis = if log_x {
