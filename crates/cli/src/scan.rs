@@ -69,6 +69,19 @@ pub struct ScanArgs {
     pub json: bool,
 }
 
+impl ScanArgs {
+    /// The flags `strata scan TABLE --where PRED --path PATH` would give.
+    pub fn for_demo(table: &str, predicate: &str, path: &str) -> ScanArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            args: ScanArgs,
+        }
+        Wrap::parse_from(["scan", table, "--where", predicate, "--path", path]).args
+    }
+}
+
 /// Builds the access path choice from the flags (also used by the benchmarks).
 pub fn path_choice(a: &ScanArgs, db: &Database, modeled: Option<PageCosts>) -> Result<PathChoice> {
     Ok(match a.path.as_str() {
