@@ -892,7 +892,7 @@ fn simulate(
         }
         let local = found / s;
         let global = seen_res / seen;
-        let denser = local >= grow * global * (1.0 - 1e-12);
+        let denser = local >= grow * global * (1.0 - 1e-6);
         size = match policy {
             MorphPolicy::Greedy => size * 2.0,
             MorphPolicy::SelectivityIncrease if denser => size * 2.0,

@@ -371,27 +371,15 @@ pub fn run_figure(figure: &str, opts: &BenchOptions, log: &mut dyn FnMut(&str)) 
             } else {
                 vec![1000.0, 2000.0, 3000.0, 4000.0, 5000.0]
             };
-            let mut set = ResultSet::new();
-            for sel in [1.0, 10.0, 100.0] {
-                let v: Vec<Variant> = caps
-                    .iter()
-                    .map(|&c| {
-                        variant(
-                            &format!("cap {c}"),
-                            smooth_opts(&db, |o| o.max_region_pages = c as u32),
-                            false,
-                        )
-                    })
-                    .collect();
-                let part = measure(opts, figure, "microbench", &[sel], q1, &v, log)?;
-                // x is the cap; the selectivity becomes the variant.
-                for mut r in part.rows().iter().cloned() {
-                    let cap: f64 = r.variant.trim_start_matches("cap ").parse().unwrap_or(0.0);
-                    r.variant = format!("selectivity {sel}%");
-                    r.x = cap;
-                    set.push(r);
-                }
-            }
+            let set = sweep_parameter(
+                opts,
+                figure,
+                &[1.0, 10.0, 100.0],
+                &caps,
+                false,
+                log,
+                |o, cap| o.max_region_pages = cap as u32,
+            )?;
             (set, "region cap (pages)", vec![])
         }
         "18" => {
@@ -523,36 +511,57 @@ pub fn run_figure(figure: &str, opts: &BenchOptions, log: &mut dyn FnMut(&str)) 
             )
         }
         "22" => {
-            let budgets: Vec<f64> = vec![0.25, 1.0, 4.0, 16.0, 64.0];
-            let mut set = ResultSet::new();
-            for sel in [10.0, 100.0] {
-                let v: Vec<Variant> = budgets
-                    .iter()
-                    .map(|&mb| {
-                        variant(
-                            &format!("budget {mb}"),
-                            smooth_opts(&db, |o| o.result_cache_bytes = (mb * 1048576.0) as usize),
-                            true,
-                        )
-                    })
-                    .collect();
-                let part = measure(opts, figure, "microbench", &[sel], q1, &v, log)?;
-                for mut r in part.rows().iter().cloned() {
-                    let mb: f64 = r
-                        .variant
-                        .trim_start_matches("budget ")
-                        .parse()
-                        .unwrap_or(0.0);
-                    r.variant = format!("selectivity {sel}%");
-                    r.x = mb;
-                    set.push(r);
-                }
-            }
+            let budgets = [0.25, 1.0, 4.0, 16.0, 64.0];
+            let set = sweep_parameter(
+                opts,
+                figure,
+                &[10.0, 100.0],
+                &budgets,
+                true,
+                log,
+                |o, mb| o.result_cache_bytes = (mb * 1048576.0) as usize,
+            )?;
             (set, "result cache budget (MiB)", vec![])
         }
         other => bail!("unknown figure '{other}' (one of {})", FIGURES.join(", ")),
     };
     write_figure(figure, opts, &set, x_title, &notes)
+}
+
+/// Smooth Scan at fixed selectivities while one option takes `values`: the
+/// option's value becomes x and each selectivity a series (Figs. 17 and 22).
+fn sweep_parameter(
+    opts: &BenchOptions,
+    figure: &str,
+    selectivities: &[f64],
+    values: &[f64],
+    ordered: bool,
+    log: &mut dyn FnMut(&str),
+    set_option: impl Fn(&mut SmoothOptions, f64),
+) -> Result<ResultSet> {
+    let mut set = ResultSet::new();
+    for &sel in selectivities {
+        let v: Vec<Variant> = values
+            .iter()
+            .map(|&x| {
+                variant(
+                    &format!("{x}"),
+                    smooth_opts(&opts.db_dir, |o| set_option(o, x)),
+                    ordered,
+                )
+            })
+            .collect();
+        for mut r in measure(opts, figure, "microbench", &[sel], q1, &v, log)?
+            .rows()
+            .iter()
+            .cloned()
+        {
+            r.x = r.variant.parse().unwrap_or(0.0);
+            r.variant = format!("selectivity {sel}%");
+            set.push(r);
+        }
+    }
+    Ok(set)
 }
 
 /// Writes the CSV, a plot per device, and the summary.
