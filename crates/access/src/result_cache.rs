@@ -7,7 +7,8 @@
 //!   data's distribution without statistics.
 //! * A tuple is found by its tuple id within its partition (a hash map).
 //! * Under memory pressure the partition with the highest range (needed last) is
-//!   spilled to a temporary paged file through the device layer (so its I/O is
+//!   spilled to a temporary paged file through the device layer, in runs of
+//!   [`RUN_BYTES`] (so its I/O is
 //!   counted and modeled); later tuples of a spilled partition are appended to its
 //!   file. When the index reaches a spilled partition it is read back whole.
 //! * A partition is dropped once the index has passed its range.
@@ -32,15 +33,20 @@ use crate::report::CacheReport;
 /// Bytes charged per cached tuple beyond its own (hash entry, vector header).
 pub const TUPLE_OVERHEAD: usize = 64;
 
+/// Spilled records go to the file in runs of this many bytes (one request each);
+/// a partition spilled whole is written as consecutive runs, which a disk sees as
+/// one sequential write.
+const RUN_BYTES: usize = 64 << 10;
+
 #[derive(Default)]
 struct Part {
     map: HashMap<Tid, Vec<u8>>,
     /// Bytes charged for `map`.
     bytes: usize,
     spilled: bool,
-    /// Spill file pages holding this partition's records, in order, with the
-    /// bytes used on each (records straddle pages), and the records not yet
-    /// written (less than a page).
+    /// Runs of spill file pages holding this partition's records, in order: the
+    /// first page and the bytes the run holds (records straddle pages); then the
+    /// records not yet written (less than a run).
     pages: Vec<(u64, usize)>,
     pending: Vec<u8>,
 }
@@ -124,7 +130,7 @@ impl ResultCache {
             part.pending.extend_from_slice(tuple);
             let added = part.pending.len() - before;
             self.report.spilled_tuples += 1;
-            // Records go out a page at a time; the pending bytes count meanwhile.
+            // Records go out in runs; the pending bytes count meanwhile.
             self.make_room(added)?;
             self.charge(added);
             self.write_full_pages(k)?;
@@ -198,9 +204,11 @@ impl ResultCache {
         self.flush_pending(k)
     }
 
+    /// Writes out the pending records of partition `k` in runs of
+    /// [`RUN_BYTES`] while it has that much.
     fn write_full_pages(&mut self, k: usize) -> Result<()> {
-        while self.parts[k].pending.len() >= PAGE_SIZE {
-            self.write_page(k, PAGE_SIZE)?;
+        while self.parts[k].pending.len() >= RUN_BYTES {
+            self.write_run(k, RUN_BYTES)?;
         }
         Ok(())
     }
@@ -209,20 +217,22 @@ impl ResultCache {
         self.write_full_pages(k)?;
         let n = self.parts[k].pending.len();
         if n > 0 {
-            self.write_page(k, n)?;
+            self.write_run(k, n)?;
         }
         Ok(())
     }
 
-    /// Writes the first `n` pending bytes of partition `k` as one page.
-    fn write_page(&mut self, k: usize, n: usize) -> Result<()> {
+    /// Writes the first `n` pending bytes of partition `k` as one request of
+    /// whole pages appended to the spill file.
+    fn write_run(&mut self, k: usize, n: usize) -> Result<()> {
         let file = self.spill_file()?;
-        let mut page = AlignedBuf::new(1);
-        page[..n].copy_from_slice(&self.parts[k].pending[..n]);
+        let pages = n.div_ceil(PAGE_SIZE);
+        let mut run = AlignedBuf::new(pages);
+        run[..n].copy_from_slice(&self.parts[k].pending[..n]);
         let p = self.spill_pages;
-        self.device.write(file, p, &page)?;
-        self.spill_pages += 1;
-        self.report.spill_bytes_written += PAGE_SIZE as u64;
+        self.device.write(file, p, &run)?;
+        self.spill_pages += pages as u64;
+        self.report.spill_bytes_written += (pages * PAGE_SIZE) as u64;
         let part = &mut self.parts[k];
         part.pending.drain(..n);
         part.pages.push((p, n));
@@ -255,17 +265,18 @@ impl ResultCache {
         Ok(t)
     }
 
-    /// Reads a spilled partition back, a page at a time, into memory.
+    /// Reads a spilled partition back, a run at a time, into memory.
     fn reload(&mut self, k: usize) -> Result<()> {
         let pages = std::mem::take(&mut self.parts[k].pages);
         let pending = std::mem::take(&mut self.parts[k].pending);
         self.used -= pending.len();
         self.parts[k].spilled = false;
         let mut carry: Vec<u8> = Vec::new();
-        let mut buf = AlignedBuf::new(1);
+        let mut buf = AlignedBuf::new(RUN_BYTES / PAGE_SIZE);
         for (p, n) in pages {
-            let file = self.spill.expect("a partition with pages has a spill file");
-            self.device.read(file, p, &mut buf)?;
+            let file = self.spill.expect("a partition with runs has a spill file");
+            let bytes = n.div_ceil(PAGE_SIZE) * PAGE_SIZE;
+            self.device.read(file, p, &mut buf[..bytes])?;
             carry.extend_from_slice(&buf[..n]);
             self.take_records(k, &mut carry)?;
         }
