@@ -967,6 +967,26 @@ pub fn fig24_devices(f: &Fig24) -> Vec<String> {
 
 /// `fig24.md`: the parameters, the ratio model / measured per path (median,
 /// max, min over x), every point, and the model's assumptions.
+/// The model/measured ratio table's rows: device, path, basis, points, median,
+/// max, x of the max, min.
+pub fn ratio_rows(f: &Fig24) -> Vec<Vec<String>> {
+    f.ratios
+        .iter()
+        .map(|r| {
+            vec![
+                r.device.clone(),
+                r.variant.clone(),
+                r.basis.clone(),
+                r.points.to_string(),
+                format!("{}x", num(r.median)),
+                format!("{}x", num(r.max)),
+                num(r.max_at_x),
+                format!("{}x", num(r.min)),
+            ]
+        })
+        .collect()
+}
+
 pub fn fig24_summary(f: &Fig24, images: &[(String, String)]) -> Summary {
     let mut s = Summary::new("Fig. 24: the cost model's predictions vs measured times");
     s.paragraph(&format!(
@@ -1017,22 +1037,7 @@ pub fn fig24_summary(f: &Fig24, images: &[(String, String)]) -> Summary {
         params,
     );
     s.heading("Model / measured per path");
-    let rows: Vec<Vec<String>> = f
-        .ratios
-        .iter()
-        .map(|r| {
-            vec![
-                r.device.clone(),
-                r.variant.clone(),
-                r.basis.clone(),
-                r.points.to_string(),
-                format!("{}x", num(r.median)),
-                format!("{}x", num(r.max)),
-                num(r.max_at_x),
-                format!("{}x", num(r.min)),
-            ]
-        })
-        .collect();
+    let rows = ratio_rows(f);
     s.table(
         &[
             "device",

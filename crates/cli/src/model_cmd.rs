@@ -222,22 +222,7 @@ fn fig24(cli: &Cli, a: &ModelArgs, path: &Path, smooth: SmoothModelChoice) -> Re
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let rows: Vec<Vec<String>> = f
-        .ratios
-        .iter()
-        .map(|r| {
-            vec![
-                r.device.clone(),
-                r.variant.clone(),
-                r.basis.clone(),
-                r.points.to_string(),
-                format!("{}x", num(r.median)),
-                format!("{}x", num(r.max)),
-                num(r.max_at_x),
-                format!("{}x", num(r.min)),
-            ]
-        })
-        .collect();
+    let rows = model::ratio_rows(&f);
     print!("{}", model::text_table(&header, &rows));
     for s in &f.skipped {
         println!("  not compared: {s}");
