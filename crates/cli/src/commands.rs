@@ -6,7 +6,6 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use strata_storage::db::{DbOptions, IndexSpec, TableOptions};
-use strata_storage::device::DeviceProfile;
 use strata_storage::types::Schema;
 use strata_storage::util::{format_bytes, parse_size};
 use strata_storage::{Database, check};
@@ -86,17 +85,12 @@ pub struct GenArgs {
 /// Database options from the global flags.
 pub fn db_options(cli: &Cli, read_only: bool) -> Result<DbOptions> {
     let pool = parse_size(&cli.buffer_pool).map_err(usage)? as usize;
-    let (direct_io, profile) = match cli.device.as_str() {
-        "real" => (true, None),
-        "buffered" => (false, None),
-        spec => (true, Some(DeviceProfile::parse(spec)?)),
-    };
     Ok(DbOptions {
         buffer_pool_bytes: pool,
-        direct_io,
-        profile,
         read_only,
-    })
+        ..DbOptions::default()
+    }
+    .device(&cli.device)?)
 }
 
 pub fn open_db(cli: &Cli, read_only: bool) -> Result<Database> {
@@ -137,6 +131,10 @@ pub fn run(cli: &Cli) -> Result<()> {
         Command::Bench {
             which: BenchCommand::SmoothScan(args),
         } => crate::bench_smooth::run(cli, args),
+        Command::Sql { args } => crate::sql_forward::run(cli, &["sql"], args),
+        Command::Bench {
+            which: BenchCommand::Tpch { args },
+        } => crate::sql_forward::run(cli, &["bench", "tpch"], args),
     }
 }
 

@@ -12,6 +12,7 @@ mod commands;
 mod model_cmd;
 mod progress;
 mod scan;
+mod sql_forward;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -65,6 +66,13 @@ pub enum Command {
     /// The Smooth Scan cost model: the paper's analytical figures (9-12) and its
     /// predictions beside a measured sweep (Fig. 24).
     Model(model_cmd::ModelArgs),
+    /// SQL over the database (runs the `strata-sql` binary): an interactive
+    /// session, or `-e "..."` / `-f file.sql` with `--format table|csv|json`.
+    #[command(disable_help_flag = true)]
+    Sql {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -79,6 +87,12 @@ pub enum BenchCommand {
     /// Sequential and random read throughput of a table's heap through the device,
     /// next to fio on the same file.
     Io(bench_io::IoArgs),
+    /// TPC-H through SQL under each access path (runs the `strata-sql` binary).
+    #[command(disable_help_flag = true)]
+    Tpch {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {

@@ -42,6 +42,11 @@ pub struct TableDef {
     /// Live tuples.
     pub rows: u64,
     pub indexes: Vec<IndexDef>,
+    /// Optimizer statistics as `ANALYZE` last computed them (opaque to storage;
+    /// the SQL layer owns their shape). Loads keep them as they are, so they go
+    /// stale until the next `ANALYZE` — deliberately, as in a classical system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<serde_json::Value>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -160,6 +165,7 @@ mod tests {
                 pages: 3,
                 rows: 10,
                 indexes: vec![],
+                stats: Some(serde_json::json!({"rows": 10})),
             },
         );
         c.save(dir.path()).unwrap();

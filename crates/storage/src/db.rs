@@ -49,6 +49,20 @@ pub struct DbOptions {
     pub read_only: bool,
 }
 
+impl DbOptions {
+    /// Sets the device from the command line's `--device` value: `real`
+    /// (direct I/O), `buffered` (through the OS page cache), or a modeled
+    /// profile over the real files (`hdd`, `ssd`, or a JSON profile file).
+    pub fn device(mut self, spec: &str) -> Result<DbOptions> {
+        (self.direct_io, self.profile) = match spec {
+            "real" => (true, None),
+            "buffered" => (false, None),
+            spec => (true, Some(DeviceProfile::parse(spec)?)),
+        };
+        Ok(self)
+    }
+}
+
 impl Default for DbOptions {
     fn default() -> Self {
         DbOptions {
@@ -117,6 +131,7 @@ pub struct Database {
     catalog: Mutex<Catalog>,
     tables: Mutex<HashMap<String, Arc<Table>>>,
     read_only: bool,
+    profile: Option<DeviceProfile>,
     _lock: File,
 }
 
@@ -165,6 +180,7 @@ impl Database {
             catalog: Mutex::new(catalog),
             tables: Mutex::new(HashMap::new()),
             read_only: opts.read_only,
+            profile: opts.profile.clone(),
             _lock: lock,
         };
         if !opts.read_only {
@@ -182,12 +198,40 @@ impl Database {
     pub fn pool(&self) -> &Arc<BufferPool> {
         &self.pool
     }
+    /// The modeled device profile the database was opened with, if any.
+    pub fn profile(&self) -> Option<&DeviceProfile> {
+        self.profile.as_ref()
+    }
     /// A copy of the current catalog.
     pub fn catalog(&self) -> Catalog {
         self.catalog.lock().clone()
     }
     pub fn table_names(&self) -> Vec<String> {
         self.catalog.lock().tables.keys().cloned().collect()
+    }
+
+    /// The statistics `ANALYZE` last stored for `table` (see [`TableDef::stats`]).
+    pub fn table_stats(&self, table: &str) -> Result<Option<serde_json::Value>> {
+        Ok(self.catalog.lock().table(table)?.stats.clone())
+    }
+
+    /// Stores `stats` for `table`, replacing the catalog atomically.
+    pub fn set_table_stats(&self, table: &str, stats: serde_json::Value) -> Result<()> {
+        self.writable()?;
+        let mut cat = self.catalog.lock();
+        let mut next = cat.clone();
+        next.tables
+            .get_mut(table)
+            .ok_or_else(|| StorageError::UnknownTable(table.to_string()))?
+            .stats = Some(stats);
+        next.save(&self.dir)?;
+        *cat = next;
+        Ok(())
+    }
+
+    /// Whether this handle may write (a read-only open may not).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     fn writable(&self) -> Result<()> {
@@ -299,6 +343,7 @@ impl Database {
             pages: 0,
             rows: 0,
             indexes: vec![],
+            stats: None,
         };
         let heap = Arc::new(HeapFile::create(
             self.pool.clone(),
@@ -968,6 +1013,44 @@ mod tests {
 
     /// Appending to a table whose last segment is partly full, with small segments,
     /// rebuilds its index over every row (a crash-loop failure once).
+    #[test]
+    fn statistics_survive_loads_and_reopen_until_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path(), opts()).unwrap();
+        let schema = Schema::parse("id BIGINT, grp INT, note VARCHAR(20)").unwrap();
+        let mut load = db
+            .begin_create_load("t", schema, TableOptions::default(), vec![])
+            .unwrap();
+        for r in rows(100, 0) {
+            load.append(&r).unwrap();
+        }
+        load.commit(&NoProgress).unwrap();
+        assert_eq!(db.table_stats("t").unwrap(), None);
+        db.set_table_stats("t", serde_json::json!({"rows": 100}))
+            .unwrap();
+        let mut load = db.begin_load("t").unwrap();
+        for r in rows(100, 100) {
+            load.append(&r).unwrap();
+        }
+        load.commit(&NoProgress).unwrap();
+        // stale on purpose: the load did not refresh them
+        assert_eq!(
+            db.table_stats("t").unwrap(),
+            Some(serde_json::json!({"rows": 100}))
+        );
+        assert!(matches!(
+            db.set_table_stats("nope", serde_json::json!(1)),
+            Err(StorageError::UnknownTable(_))
+        ));
+        drop(db);
+        let db = Database::open(dir.path(), opts()).unwrap();
+        assert_eq!(db.table("t").unwrap().rows(), 200);
+        assert_eq!(
+            db.table_stats("t").unwrap(),
+            Some(serde_json::json!({"rows": 100}))
+        );
+    }
+
     #[test]
     fn append_loads_index_every_row() {
         let dir = tempfile::tempdir().unwrap();

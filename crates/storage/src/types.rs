@@ -606,6 +606,28 @@ impl RowLayout {
         decode_value(&self.types[col], &bytes[pos..]).0
     }
 
+    /// The stored bytes of every column of a tuple, in column order, into `out`:
+    /// `None` for NULL; otherwise the little-endian fixed-width value, the
+    /// space-padded CHAR bytes, or the VARCHAR bytes without their length. One
+    /// pass over the tuple, for converters that want every column (e.g. to Arrow).
+    pub fn fields<'a>(&self, bytes: &'a [u8], out: &mut Vec<Option<&'a [u8]>>) {
+        out.clear();
+        let mut pos = self.bitmap_len;
+        for i in 0..self.types.len() {
+            if self.is_null(bytes, i) {
+                out.push(None);
+                continue;
+            }
+            let w = value_width(&self.types[i], &bytes[pos..]);
+            let field = match self.types[i] {
+                DataType::Varchar { .. } => &bytes[pos + 2..pos + w],
+                _ => &bytes[pos..pos + w],
+            };
+            out.push(Some(field));
+            pos += w;
+        }
+    }
+
     fn is_null(&self, bytes: &[u8], col: usize) -> bool {
         self.bitmap_len > 0 && bytes[col / 8] & (1 << (col % 8)) != 0
     }
@@ -924,6 +946,35 @@ mod tests {
 
     fn schema() -> Schema {
         Schema::parse("a INT, b BIGINT NULL, c DECIMAL(12,2), d DATE, e CHAR(5), f VARCHAR(20) NULL, g BOOL, h DOUBLE").unwrap()
+    }
+
+    #[test]
+    fn fields_are_the_stored_bytes_of_each_column() {
+        let s = schema();
+        let layout = RowLayout::new(&s);
+        let row = vec![
+            Value::Int32(-7),
+            Value::Null,
+            Value::Decimal(12345),
+            Value::Date(9000),
+            Value::Str("ab".into()),
+            Value::Str("hello".into()),
+            Value::Bool(true),
+            Value::Float64(2.5),
+        ];
+        let mut bytes = Vec::new();
+        layout.encode(&row, &mut bytes, &s).unwrap();
+        let mut f = Vec::new();
+        layout.fields(&bytes, &mut f);
+        assert_eq!(f.len(), 8);
+        assert_eq!(f[0], Some(&(-7i32).to_le_bytes()[..]));
+        assert_eq!(f[1], None);
+        assert_eq!(f[2], Some(&12345i64.to_le_bytes()[..]));
+        assert_eq!(f[3], Some(&9000i32.to_le_bytes()[..]));
+        assert_eq!(f[4], Some(&b"ab   "[..]));
+        assert_eq!(f[5], Some(&b"hello"[..]));
+        assert_eq!(f[6], Some(&[1u8][..]));
+        assert_eq!(f[7], Some(&2.5f64.to_le_bytes()[..]));
     }
 
     #[test]
