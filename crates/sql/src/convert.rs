@@ -1,0 +1,162 @@
+//! strata rows ↔ Arrow: the table schema as an Arrow schema, and batches of
+//! stored tuples as Arrow record batches (only the columns a query needs).
+//!
+//! Types map one to one: INT32 → Int32, INT64 → Int64, FLOAT64 → Float64,
+//! DECIMAL(p,s) → Decimal128(p,s) (strata stores the scaled i64, so no value
+//! changes), DATE → Date32 (both count days since 1970-01-01), CHAR(n) and
+//! VARCHAR(n) → Utf8 (CHAR's padding is not significant in strata, so it is
+//! trimmed, as PostgreSQL does when it compares `bpchar`), BOOL → Boolean.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    ArrayRef, BooleanBuilder, Date32Builder, Decimal128Builder, Float64Builder, Int32Builder,
+    Int64Builder, StringBuilder,
+};
+use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef};
+use datafusion::arrow::error::ArrowError;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use strata_access::TupleBatch;
+use strata_storage::types::{DataType, RowLayout, Schema, Value};
+
+/// The Arrow type a strata column type is read as.
+pub fn arrow_type(ty: &DataType) -> ArrowType {
+    match *ty {
+        DataType::Int32 => ArrowType::Int32,
+        DataType::Int64 => ArrowType::Int64,
+        DataType::Float64 => ArrowType::Float64,
+        DataType::Decimal { precision, scale } => ArrowType::Decimal128(precision, scale as i8),
+        DataType::Date => ArrowType::Date32,
+        DataType::Char { .. } | DataType::Varchar { .. } => ArrowType::Utf8,
+        DataType::Bool => ArrowType::Boolean,
+    }
+}
+
+/// The Arrow schema of a strata table.
+pub fn arrow_schema(schema: &Schema) -> SchemaRef {
+    Arc::new(ArrowSchema::new(
+        schema
+            .columns
+            .iter()
+            .map(|c| Field::new(&c.name, arrow_type(&c.ty), c.nullable))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+enum Builder {
+    I32(Int32Builder),
+    I64(Int64Builder),
+    F64(Float64Builder),
+    Dec(Decimal128Builder),
+    Date(Date32Builder),
+    Str(StringBuilder),
+    Bool(BooleanBuilder),
+}
+
+impl Builder {
+    fn new(ty: &DataType, rows: usize) -> Builder {
+        match *ty {
+            DataType::Int32 => Builder::I32(Int32Builder::with_capacity(rows)),
+            DataType::Int64 => Builder::I64(Int64Builder::with_capacity(rows)),
+            DataType::Float64 => Builder::F64(Float64Builder::with_capacity(rows)),
+            DataType::Decimal { precision, scale } => Builder::Dec(
+                Decimal128Builder::with_capacity(rows)
+                    .with_precision_and_scale(precision, scale as i8)
+                    .expect("strata decimals have precision <= 18"),
+            ),
+            DataType::Date => Builder::Date(Date32Builder::with_capacity(rows)),
+            DataType::Char { len } | DataType::Varchar { len } => {
+                Builder::Str(StringBuilder::with_capacity(rows, rows * (len as usize).min(64)))
+            }
+            DataType::Bool => Builder::Bool(BooleanBuilder::with_capacity(rows)),
+        }
+    }
+
+    /// Appends one stored field (see [`RowLayout::fields`]); `None` is NULL.
+    fn push(&mut self, field: Option<&[u8]>) {
+        let i32_of = |b: &[u8]| i32::from_le_bytes(b[..4].try_into().unwrap());
+        let i64_of = |b: &[u8]| i64::from_le_bytes(b[..8].try_into().unwrap());
+        match (self, field) {
+            (Builder::I32(b), f) => b.append_option(f.map(i32_of)),
+            (Builder::Date(b), f) => b.append_option(f.map(i32_of)),
+            (Builder::I64(b), f) => b.append_option(f.map(i64_of)),
+            (Builder::Dec(b), f) => b.append_option(f.map(|x| i64_of(x) as i128)),
+            (Builder::F64(b), f) => {
+                b.append_option(f.map(|x| f64::from_le_bytes(x[..8].try_into().unwrap())))
+            }
+            (Builder::Bool(b), f) => b.append_option(f.map(|x| x[0] != 0)),
+            (Builder::Str(b), None) => b.append_null(),
+            (Builder::Str(b), Some(x)) => {
+                // Stored tuples are checksummed and were validated as UTF-8 on
+                // insert, so this cannot fail for a sound page.
+                let s = std::str::from_utf8(x).unwrap_or("\u{FFFD}");
+                b.append_value(s.trim_end_matches(' '))
+            }
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Builder::I32(b) => Arc::new(b.finish()),
+            Builder::I64(b) => Arc::new(b.finish()),
+            Builder::F64(b) => Arc::new(b.finish()),
+            Builder::Dec(b) => Arc::new(b.finish()),
+            Builder::Date(b) => Arc::new(b.finish()),
+            Builder::Str(b) => Arc::new(b.finish()),
+            Builder::Bool(b) => Arc::new(b.finish()),
+        }
+    }
+}
+
+/// Turns batches of stored tuples into Arrow record batches of some columns.
+pub struct BatchConverter {
+    layout: RowLayout,
+    types: Vec<DataType>,
+    /// Table columns to produce, in output order.
+    columns: Vec<usize>,
+    schema: SchemaRef,
+}
+
+impl BatchConverter {
+    /// A converter producing `columns` (positions in `schema`) as `out_schema`.
+    pub fn new(schema: &Schema, columns: Vec<usize>, out_schema: SchemaRef) -> BatchConverter {
+        BatchConverter {
+            layout: RowLayout::new(schema),
+            types: schema.types(),
+            columns,
+            schema: out_schema,
+        }
+    }
+
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The Arrow batch holding `batch`'s tuples.
+    pub fn convert(&self, batch: &TupleBatch) -> Result<RecordBatch, ArrowError> {
+        let rows = batch.len();
+        let mut builders: Vec<Builder> = self
+            .columns
+            .iter()
+            .map(|&c| Builder::new(&self.types[c], rows))
+            .collect();
+        let mut fields = Vec::with_capacity(self.types.len());
+        for (_, tuple) in batch.iter() {
+            self.layout.fields(tuple, &mut fields);
+            for (b, &c) in builders.iter_mut().zip(&self.columns) {
+                b.push(fields[c]);
+            }
+        }
+        let arrays: Vec<ArrayRef> = builders.iter_mut().map(Builder::finish).collect();
+        RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            arrays,
+            &RecordBatchOptions::new().with_row_count(Some(rows)),
+        )
+    }
+}
+
+/// A strata value as text for messages and plans.
+pub fn value_text(v: &Value, ty: &DataType) -> String {
+    v.display(ty)
+}

@@ -1,0 +1,21 @@
+//! SQL over strata: strata tables as DataFusion table providers whose scans run
+//! strata's access paths (Smooth Scan by default), a classical cost-based
+//! optimizer over `ANALYZE` statistics for comparison, result formatting, and
+//! the TPC-H benchmark.
+//!
+//! DataFusion is a large dependency; it lives in this crate only, so the rest
+//! of strata (and `strata demo`) builds without it.
+
+pub mod convert;
+pub mod format;
+pub mod optimizer;
+pub mod options;
+pub mod provider;
+pub mod pushdown;
+pub mod scan_exec;
+pub mod session;
+pub mod stats;
+
+pub use format::Format;
+pub use options::{AccessPathSetting, StrataOptions};
+pub use session::{QueryResult, SqlError, SqlSession, split_statements};

@@ -1,0 +1,166 @@
+//! `strata-sql`: SQL over a strata database, and the TPC-H benchmark. `strata
+//! sql …` and `strata bench tpch …` run this binary (DataFusion is kept out of
+//! `strata` itself so the demo builds quickly).
+//!
+//! Exit codes as `strata`'s: 0 success; 1 an operational failure; 2 bad usage,
+//! bad SQL, unknown names or types; 3 bad input data; 4 corruption.
+
+mod repl;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use strata_sql::{Format, SqlError, SqlSession, split_statements};
+use strata_storage::Database;
+use strata_storage::db::DbOptions;
+use strata_storage::util::parse_size;
+
+#[derive(Parser)]
+#[command(name = "strata sql", version, about = "SQL over a strata database")]
+struct Cli {
+    /// Database directory.
+    #[arg(long, global = true, default_value = "./strata.db")]
+    db: PathBuf,
+    /// Buffer pool size, e.g. 256MiB.
+    #[arg(long, global = true, default_value = "256MiB")]
+    buffer_pool: String,
+    /// Device: `real` (direct I/O), `buffered`, or a modeled profile (`hdd`,
+    /// `ssd`, a JSON file).
+    #[arg(long, global = true, default_value = "real")]
+    device: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run SQL: statements from -e and -f in order, or an interactive session.
+    Sql(SqlArgs),
+}
+
+#[derive(clap::Args)]
+struct SqlArgs {
+    /// A statement (or several, separated by `;`) to run; repeatable.
+    #[arg(short = 'e', long = "execute")]
+    execute: Vec<String>,
+    /// A file of statements to run.
+    #[arg(short = 'f', long = "file")]
+    file: Option<PathBuf>,
+    /// Output format: table, csv or json.
+    #[arg(long, default_value = "table")]
+    format: String,
+    /// Print each statement's time, rows and I/O to stderr.
+    #[arg(long)]
+    timing: bool,
+    /// Session settings, e.g. --set strata.access_path=optimizer (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    settings: Vec<String>,
+}
+
+/// A usage error (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Usage(String);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Sql(args) => sql(&cli, args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit_code(&e))
+        }
+    }
+}
+
+fn exit_code(e: &anyhow::Error) -> u8 {
+    if e.downcast_ref::<Usage>().is_some() {
+        return 2;
+    }
+    match e.downcast_ref::<SqlError>() {
+        Some(SqlError::Query(_)) => 2,
+        Some(SqlError::Corrupt(_)) => 4,
+        Some(SqlError::Storage(s)) => storage_code(s),
+        Some(SqlError::Access(strata_access::AccessError::Storage(s))) => storage_code(s),
+        Some(SqlError::Access(_)) => 2,
+        Some(SqlError::Execution(_)) => 1,
+        None => e.downcast_ref::<strata_storage::StorageError>().map_or(1, storage_code),
+    }
+}
+
+fn storage_code(s: &strata_storage::StorageError) -> u8 {
+    use strata_storage::StorageError as E;
+    match s {
+        E::UnknownTable(_) | E::UnknownColumn { .. } | E::UnknownIndex(_) | E::Profile(_) => 2,
+        E::CorruptPage { .. } | E::Truncated { .. } | E::Catalog { .. } | E::Index { .. } => 4,
+        _ => 1,
+    }
+}
+
+/// Opens the database for a session: read-write when no other process holds
+/// it (ANALYZE stores statistics), read-only otherwise.
+fn open(cli: &Cli) -> anyhow::Result<Arc<Database>> {
+    let pool = parse_size(&cli.buffer_pool).map_err(|e| Usage(format!("--buffer-pool: {e}")))?;
+    let opts = DbOptions {
+        buffer_pool_bytes: pool as usize,
+        ..DbOptions::default()
+    }
+    .device(&cli.device)?;
+    if !cli.db.join("catalog.json").exists() {
+        return Err(Usage(format!(
+            "{} is not a strata database (create one with `strata demo`, `strata gen` or `strata load`)",
+            cli.db.display()
+        ))
+        .into());
+    }
+    match Database::open(&cli.db, opts.clone()) {
+        Ok(db) => Ok(Arc::new(db)),
+        Err(_) => Ok(Arc::new(Database::open(
+            &cli.db,
+            DbOptions {
+                read_only: true,
+                ..opts
+            },
+        )?)),
+    }
+}
+
+fn sql(cli: &Cli, args: &SqlArgs) -> anyhow::Result<()> {
+    let format: Format = args.format.parse().map_err(Usage)?;
+    let session = SqlSession::new(open(cli)?)?;
+    for s in &args.settings {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| Usage(format!("--set {s}: expected KEY=VALUE")))?;
+        session.set(k.trim(), v.trim())?;
+    }
+    let mut scripts = args.execute.clone();
+    if let Some(f) = &args.file {
+        scripts.push(
+            std::fs::read_to_string(f)
+                .map_err(|e| Usage(format!("cannot read {}: {e}", f.display())))?,
+        );
+    }
+    if scripts.is_empty() {
+        return repl::run(&session, format);
+    }
+    for script in scripts {
+        let (mut stmts, rest) = split_statements(&script);
+        if !rest.is_empty() {
+            stmts.push(rest);
+        }
+        for stmt in stmts {
+            let r = session.execute(&stmt)?;
+            print!("{}", strata_sql::format::render(format, &r.schema, &r.batches)?);
+            if args.timing {
+                eprintln!("{}", repl::summary(&r));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,205 @@
+//! strata's session settings, set with `SET strata.<name> = <value>` and shown
+//! by `SHOW strata.<name>`:
+//!
+//! | setting | values | default |
+//! | --- | --- | --- |
+//! | `strata.access_path` | `smooth`, `optimizer`, `full`, `index`, `sort`, `switch` | `smooth` |
+//! | `strata.smooth_policy` | `cost`, `greedy`, `si`, `elastic` | `cost` |
+//! | `strata.result_cache` | a size such as `64MiB` (ordered Smooth Scan's budget) | `64MiB` |
+//!
+//! A bad value is refused when it is SET, naming the setting and what it takes.
+
+use std::fmt;
+use std::str::FromStr;
+
+use datafusion::common::config::{ConfigEntry, ConfigExtension, ExtensionOptions};
+use datafusion::common::{DataFusionError, Result};
+use strata_access::Policy;
+use strata_storage::util::parse_size;
+
+/// How a scan of a strata table chooses its access path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AccessPathSetting {
+    /// Smooth Scan: starts as an index scan and morphs as the result grows; no
+    /// statistics used.
+    #[default]
+    Smooth,
+    /// A classical cost-based choice among full, index and sort scans from the
+    /// statistics `ANALYZE` collected.
+    Optimizer,
+    Full,
+    Index,
+    Sort,
+    /// Index scan that switches to a full scan once the optimizer's estimate is
+    /// exceeded.
+    Switch,
+}
+
+impl AccessPathSetting {
+    pub const ALL: [AccessPathSetting; 6] = [
+        AccessPathSetting::Smooth,
+        AccessPathSetting::Optimizer,
+        AccessPathSetting::Full,
+        AccessPathSetting::Index,
+        AccessPathSetting::Sort,
+        AccessPathSetting::Switch,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AccessPathSetting::Smooth => "smooth",
+            AccessPathSetting::Optimizer => "optimizer",
+            AccessPathSetting::Full => "full",
+            AccessPathSetting::Index => "index",
+            AccessPathSetting::Sort => "sort",
+            AccessPathSetting::Switch => "switch",
+        }
+    }
+}
+
+impl FromStr for AccessPathSetting {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let t = s.trim().trim_matches('\'').to_ascii_lowercase();
+        AccessPathSetting::ALL
+            .into_iter()
+            .find(|p| p.name() == t)
+            .ok_or_else(|| {
+                format!(
+                    "strata.access_path: unknown access path '{s}' (expected smooth, optimizer, full, index, sort or switch)"
+                )
+            })
+    }
+}
+
+impl fmt::Display for AccessPathSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// strata's settings in a DataFusion session.
+#[derive(Clone, Debug)]
+pub struct StrataOptions {
+    pub access_path: AccessPathSetting,
+    pub smooth_policy: Policy,
+    pub result_cache_bytes: usize,
+}
+
+impl Default for StrataOptions {
+    fn default() -> Self {
+        StrataOptions {
+            access_path: AccessPathSetting::Smooth,
+            smooth_policy: Policy::CostAware,
+            result_cache_bytes: 64 << 20,
+        }
+    }
+}
+
+fn policy_name(p: Policy) -> &'static str {
+    match p {
+        Policy::CostAware => "cost",
+        Policy::Greedy => "greedy",
+        Policy::SelectivityIncrease => "si",
+        Policy::Elastic => "elastic",
+    }
+}
+
+fn parse_policy(s: &str) -> std::result::Result<Policy, String> {
+    Ok(
+        match s.trim().trim_matches('\'').to_ascii_lowercase().as_str() {
+            "cost" => Policy::CostAware,
+            "greedy" => Policy::Greedy,
+            "si" => Policy::SelectivityIncrease,
+            "elastic" => Policy::Elastic,
+            _ => {
+                return Err(format!(
+                    "strata.smooth_policy: unknown policy '{s}' (expected cost, greedy, si or elastic)"
+                ));
+            }
+        },
+    )
+}
+
+impl ConfigExtension for StrataOptions {
+    const PREFIX: &'static str = "strata";
+}
+
+impl ExtensionOptions for StrataOptions {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+    fn cloned(&self) -> Box<dyn ExtensionOptions> {
+        Box::new(self.clone())
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let err = DataFusionError::Configuration;
+        match key {
+            "access_path" => self.access_path = value.parse().map_err(err)?,
+            "smooth_policy" => self.smooth_policy = parse_policy(value).map_err(err)?,
+            "result_cache" => {
+                self.result_cache_bytes = parse_size(value.trim_matches('\''))
+                    .map_err(|e| err(format!("strata.result_cache: {e}")))?
+                    as usize
+            }
+            _ => {
+                return Err(err(format!(
+                    "unknown setting 'strata.{key}' (strata has access_path, smooth_policy, result_cache)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn entries(&self) -> Vec<ConfigEntry> {
+        let entry = |key: &str, value: String, description: &'static str| ConfigEntry {
+            key: format!("strata.{key}"),
+            value: Some(value),
+            description,
+        };
+        vec![
+            entry(
+                "access_path",
+                self.access_path.to_string(),
+                "access path of strata scans: smooth, optimizer, full, index, sort, switch",
+            ),
+            entry(
+                "smooth_policy",
+                policy_name(self.smooth_policy).to_string(),
+                "Smooth Scan's morphing policy: cost, greedy, si, elastic",
+            ),
+            entry(
+                "result_cache",
+                strata_storage::util::format_bytes(self.result_cache_bytes as u64),
+                "memory budget of the ordered Smooth Scan's Result Cache",
+            ),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_parse_and_refuse_bad_values() {
+        let mut o = StrataOptions::default();
+        o.set("access_path", "'optimizer'").unwrap();
+        assert_eq!(o.access_path, AccessPathSetting::Optimizer);
+        o.set("smooth_policy", "elastic").unwrap();
+        assert_eq!(o.smooth_policy, Policy::Elastic);
+        o.set("result_cache", "1MiB").unwrap();
+        assert_eq!(o.result_cache_bytes, 1 << 20);
+        let e = o.set("access_path", "fast").unwrap_err().to_string();
+        assert!(e.contains("unknown access path 'fast'"), "{e}");
+        let e = o.set("nope", "1").unwrap_err().to_string();
+        assert!(e.contains("unknown setting 'strata.nope'"), "{e}");
+        let e = o.set("result_cache", "lots").unwrap_err().to_string();
+        assert!(e.contains("strata.result_cache"), "{e}");
+        assert_eq!(o.entries().len(), 3);
+    }
+}

@@ -1,0 +1,184 @@
+//! A strata table as a DataFusion [`TableProvider`].
+//!
+//! Every WHERE conjunct that mentions only this table is taken into the scan
+//! ([`crate::pushdown`]): comparisons with literals become strata predicates
+//! (index ranges where an index exists), the rest is evaluated on the scan's
+//! Arrow output. The scan reads only the columns the query uses.
+
+use std::any::Any;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::{Schema as ArrowSchema, SchemaRef};
+use datafusion::catalog::Session;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{Column, DFSchema, DataFusionError, Result};
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::ExecutionPlan;
+use strata_access::PageCosts;
+use strata_storage::{Database, Table};
+
+use crate::convert::arrow_schema;
+use crate::options::StrataOptions;
+use crate::pushdown::{Pushed, classify};
+use crate::scan_exec::{ScanRequest, StrataScanExec};
+use crate::stats::TableStats;
+
+#[derive(Debug)]
+pub struct StrataTable {
+    db: Arc<Database>,
+    name: String,
+    schema: SchemaRef,
+}
+
+impl StrataTable {
+    pub fn new(db: Arc<Database>, table: &Table) -> StrataTable {
+        StrataTable {
+            db,
+            name: table.name().to_string(),
+            schema: arrow_schema(table.schema()),
+        }
+    }
+
+    /// The device's page costs: the modeled profile's, or strata's measured
+    /// defaults for the real device.
+    fn page_costs(&self) -> (PageCosts, bool) {
+        match self.db.profile() {
+            Some(p) => (PageCosts::from_profile(p), true),
+            None => (PageCosts::default(), false),
+        }
+    }
+}
+
+/// `expr` with table qualifiers removed (the scan's schema is unqualified).
+fn unqualified(expr: &Expr) -> Result<Expr> {
+    expr.clone()
+        .transform(|e| {
+            Ok(match e {
+                Expr::Column(c) if c.relation.is_some() => {
+                    Transformed::yes(Expr::Column(Column::new_unqualified(c.name)))
+                }
+                e => Transformed::no(e),
+            })
+        })
+        .map(|t| t.data)
+}
+
+#[async_trait]
+impl TableProvider for StrataTable {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        let table = self.db.table(&self.name).map_err(external)?;
+        Ok(filters
+            .iter()
+            .map(|f| match classify(f, table.schema()) {
+                Pushed::Strata(_) | Pushed::Residual => TableProviderFilterPushDown::Exact,
+                Pushed::No => TableProviderFilterPushDown::Unsupported,
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let table = self.db.table(&self.name).map_err(external)?;
+        let settings = state
+            .config_options()
+            .extensions
+            .get::<StrataOptions>()
+            .cloned()
+            .unwrap_or_default();
+        let mut conjuncts = Vec::new();
+        let mut residual = Vec::new();
+        for f in filters {
+            match classify(f, table.schema()) {
+                Pushed::Strata(c) => conjuncts.extend(c),
+                Pushed::Residual => residual.push(unqualified(f)?),
+                Pushed::No => {
+                    return Err(DataFusionError::Internal(format!(
+                        "filter {f} was not accepted by the strata scan"
+                    )));
+                }
+            }
+        }
+        let output_cols: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..self.schema.fields().len()).collect(),
+        };
+        let mut scan_columns = output_cols.clone();
+        for e in &residual {
+            for c in e.column_refs() {
+                let i = self.schema.index_of(&c.name)?;
+                if !scan_columns.contains(&i) {
+                    scan_columns.push(i);
+                }
+            }
+        }
+        let scan_schema = Arc::new(self.schema.project(&scan_columns)?);
+        let output_schema: SchemaRef = Arc::new(ArrowSchema::new(
+            output_cols
+                .iter()
+                .map(|&i| self.schema.field(i).clone())
+                .collect::<Vec<_>>(),
+        ));
+        let residual = match conjunction(residual) {
+            Some(e) => {
+                let df_schema = DFSchema::try_from(scan_schema.as_ref().clone())?;
+                let physical = state.create_physical_expr(e.clone(), &df_schema)?;
+                Some((e.to_string(), physical))
+            }
+            None => None,
+        };
+        let stats: Option<TableStats> = self
+            .db
+            .table_stats(&self.name)
+            .map_err(external)?
+            .and_then(|v| serde_json::from_value(v).ok());
+        let (page_costs, modeled_clock) = self.page_costs();
+        let req = ScanRequest {
+            table,
+            conjuncts,
+            residual,
+            output: (0..output_cols.len()).collect(),
+            scan_columns,
+            output_schema,
+            scan_schema,
+            limit,
+            settings,
+            stats,
+            page_costs,
+            modeled_clock,
+            temp_dir: temp_dir(&self.db),
+        };
+        Ok(Arc::new(StrataScanExec::new(req, None)))
+    }
+}
+
+fn temp_dir(db: &Database) -> PathBuf {
+    db.dir().join("tmp")
+}
+
+fn external(e: strata_storage::StorageError) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}

@@ -1,0 +1,584 @@
+//! `StrataScanExec`: a DataFusion leaf operator that runs one of strata's access
+//! paths and hands its tuples up as Arrow batches.
+//!
+//! * The access path runs on its own thread (its I/O is synchronous, direct and
+//!   sometimes long), started when the consumer first asks for a batch — so the
+//!   build side of a hash join finishes its scan before the probe side's starts,
+//!   and each scan's device counters are its own. Batches go through a small
+//!   bounded channel: a slow consumer slows the scan rather than filling memory,
+//!   and a consumer that stops (LIMIT) stops it.
+//! * The path is chosen at planning time ([`PathPlan`]) from the session setting
+//!   `strata.access_path` and, for `optimizer`, from the ANALYZE statistics.
+//! * An `ORDER BY` on an index's key columns is pushed into the scan
+//!   ([`ExecutionPlan::try_pushdown_sort`]): the scan then produces key order
+//!   (the ordered Smooth Scan with its Result Cache, the index scan, or a fixed
+//!   path followed by strata's own sort) and declares it, so DataFusion drops its
+//!   Sort.
+//! * EXPLAIN ANALYZE shows the operator's own counters: heap pages, index
+//!   entries, I/O requests, pages read, sequential and random reads, modeled I/O
+//!   time, Smooth Scan's mode changes and last region size, Result Cache spills.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use datafusion::arrow::array::{Array, BooleanArray};
+use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, Result, Statistics};
+use datafusion::execution::TaskContext;
+use datafusion::physical_expr::expressions::Column as ColumnExpr;
+use datafusion::physical_expr::{
+    EquivalenceProperties, LexOrdering, Partitioning, PhysicalExpr, PhysicalSortExpr,
+};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::sort_pushdown::SortOrderPushdownResult;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
+};
+use strata_access::predicate::{CmpOp, Comparison};
+use strata_access::{PageCosts, PathChoice, Predicate, ScanSpec, SmoothOptions, TupleBatch};
+use strata_storage::Table;
+
+use crate::convert::{BatchConverter, value_text};
+use crate::optimizer::{self, Chosen, Estimate};
+use crate::options::{AccessPathSetting, StrataOptions};
+use crate::stats::{TableStats, selectivity};
+
+/// Everything a scan needs that does not depend on the chosen path.
+#[derive(Clone)]
+pub struct ScanRequest {
+    pub table: Arc<Table>,
+    /// Conjuncts the access path evaluates.
+    pub conjuncts: Vec<Comparison>,
+    /// Conjuncts evaluated on the Arrow batch (over `scan_columns`), as text
+    /// for EXPLAIN and compiled.
+    pub residual: Option<(String, Arc<dyn PhysicalExpr>)>,
+    /// Table columns converted to Arrow, in order.
+    pub scan_columns: Vec<usize>,
+    /// Positions in `scan_columns` of the output columns.
+    pub output: Vec<usize>,
+    pub output_schema: SchemaRef,
+    pub scan_schema: SchemaRef,
+    pub limit: Option<usize>,
+    pub settings: StrataOptions,
+    pub stats: Option<TableStats>,
+    pub page_costs: PageCosts,
+    pub modeled_clock: bool,
+    pub temp_dir: std::path::PathBuf,
+}
+
+/// The access path a scan runs, decided at planning time.
+#[derive(Clone, Debug)]
+pub struct PathPlan {
+    pub choice: PathChoice,
+    /// Position of the index in `table.indexes()`, when the path uses one.
+    pub index: Option<usize>,
+    pub ordered: bool,
+    /// What EXPLAIN says about the choice.
+    pub label: String,
+    pub estimate: Option<Estimate>,
+}
+
+impl ScanRequest {
+    fn column_name(&self, c: usize) -> &str {
+        &self.table.schema().columns[c].name
+    }
+
+    /// Indexes whose first key column has a conjunct, best first: equality
+    /// before ranges, then table order (Smooth Scan and the fixed paths need no
+    /// statistics to pick, so they do not use any).
+    fn candidate_indexes(&self) -> Vec<usize> {
+        let mut c: Vec<(bool, usize)> = self
+            .table
+            .indexes()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, idx)| {
+                let on: Vec<&Comparison> = self
+                    .conjuncts
+                    .iter()
+                    .filter(|c| c.column == idx.key_cols[0] && c.op != CmpOp::Ne)
+                    .collect();
+                (!on.is_empty()).then(|| (!on.iter().any(|c| c.op == CmpOp::Eq), i))
+            })
+            .collect();
+        c.sort();
+        c.into_iter().map(|(_, i)| i).collect()
+    }
+
+    fn estimate(&self, index: Option<usize>) -> Estimate {
+        let col = index.map(|i| self.table.indexes()[i].key_cols[0]);
+        optimizer::choose(
+            &self.table,
+            self.stats.as_ref(),
+            &self.conjuncts,
+            col,
+            &self.page_costs,
+        )
+    }
+
+    /// Chooses the path; `order_index` asks for output in that index's order.
+    pub fn plan(&self, order_index: Option<usize>) -> PathPlan {
+        let setting = self.settings.access_path;
+        let ordered = order_index.is_some();
+        let index = order_index.or_else(|| match setting {
+            AccessPathSetting::Optimizer => self
+                .candidate_indexes()
+                .into_iter()
+                .min_by(|&a, &b| {
+                    self.estimate(Some(a))
+                        .range_rows
+                        .total_cmp(&self.estimate(Some(b)).range_rows)
+                }),
+            _ => self.candidate_indexes().first().copied(),
+        });
+        let smooth = || {
+            PathChoice::Smooth(SmoothOptions {
+                policy: self.settings.smooth_policy,
+                result_cache_bytes: self.settings.result_cache_bytes,
+                temp_dir: self.temp_dir.clone(),
+                page_costs: self.page_costs,
+                modeled_clock: self.modeled_clock,
+                ..SmoothOptions::default()
+            })
+        };
+        let Some(idx) = index else {
+            return PathPlan {
+                choice: PathChoice::Full,
+                index: None,
+                ordered: false,
+                label: format!("full (strata.access_path={setting}; no index on the predicate)"),
+                estimate: None,
+            };
+        };
+        let idx_name = self.table.indexes()[idx].def.name.clone();
+        let (choice, label, estimate) = match setting {
+            AccessPathSetting::Smooth => (smooth(), "smooth".to_string(), None),
+            AccessPathSetting::Full => (PathChoice::Full, "full".into(), None),
+            AccessPathSetting::Index => (PathChoice::Index, "index".into(), None),
+            AccessPathSetting::Sort => (PathChoice::Sort, "sort".into(), None),
+            AccessPathSetting::Switch => {
+                let e = self.estimate(Some(idx));
+                let estimate = e.range_rows.round() as u64;
+                (
+                    PathChoice::Switch { estimate },
+                    format!("switch (at {estimate} rows, the optimizer's estimate)"),
+                    Some(e),
+                )
+            }
+            AccessPathSetting::Optimizer => {
+                let e = self.estimate(Some(idx));
+                // An ordered result is free from the index, and costs a sort
+                // (CPU, not modeled) otherwise: the I/O costs decide.
+                let choice = match e.chosen {
+                    Chosen::Full => PathChoice::Full,
+                    Chosen::Index => PathChoice::Index,
+                    Chosen::Sort => PathChoice::Sort,
+                };
+                let label = format!("optimizer chose {}", e.chosen.name());
+                (choice, label, Some(e))
+            }
+        };
+        let uses_index = !matches!(choice, PathChoice::Full) || ordered;
+        PathPlan {
+            label: if uses_index {
+                format!("{label} via {idx_name}")
+            } else {
+                label
+            },
+            choice,
+            index: Some(idx),
+            ordered,
+            estimate,
+        }
+    }
+
+    /// The estimated rows of the scan, for DataFusion's join planning.
+    fn estimated_rows(&self) -> usize {
+        let names: Vec<String> = self
+            .table
+            .schema()
+            .columns
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        let rows = self.table.rows() as f64;
+        (rows * selectivity(self.stats.as_ref(), &self.conjuncts, &names)).ceil() as usize
+    }
+}
+
+/// The leaf operator.
+pub struct StrataScanExec {
+    req: Arc<ScanRequest>,
+    path: PathPlan,
+    props: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl fmt::Debug for StrataScanExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "StrataScanExec({})", self.req.table.name())
+    }
+}
+
+impl StrataScanExec {
+    pub fn new(req: ScanRequest, order_index: Option<usize>) -> StrataScanExec {
+        let path = req.plan(order_index);
+        Self::with_path(Arc::new(req), path)
+    }
+
+    fn with_path(req: Arc<ScanRequest>, path: PathPlan) -> StrataScanExec {
+        let schema = req.output_schema.clone();
+        let mut eq = EquivalenceProperties::new(schema.clone());
+        if path.ordered
+            && let Some(idx) = path.index
+        {
+            // The key columns, as far as the output has them, in key order.
+            let sort: Vec<PhysicalSortExpr> = req.table.indexes()[idx]
+                .key_cols
+                .iter()
+                .map_while(|&c| {
+                    let name = req.column_name(c);
+                    let pos = schema.index_of(name).ok()?;
+                    Some(PhysicalSortExpr::new_default(Arc::new(ColumnExpr::new(
+                        name, pos,
+                    ))))
+                })
+                .collect();
+            if let Some(ordering) = LexOrdering::new(sort) {
+                eq = EquivalenceProperties::new_with_orderings(schema.clone(), [ordering]);
+            }
+        }
+        let props = PlanProperties::new(
+            eq,
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        StrataScanExec {
+            req,
+            path,
+            props: Arc::new(props),
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
+    }
+
+    pub fn path(&self) -> &PathPlan {
+        &self.path
+    }
+
+    pub fn table(&self) -> &Arc<Table> {
+        &self.req.table
+    }
+
+    /// The index whose key order satisfies `order` (ascending, on non-NULL
+    /// columns, a prefix of the key), if any.
+    fn index_for_order(&self, order: &[PhysicalSortExpr]) -> Option<usize> {
+        let schema = self.req.table.schema();
+        let mut cols = Vec::new();
+        for s in order {
+            if s.options.descending {
+                return None;
+            }
+            let c = s.expr.as_any().downcast_ref::<ColumnExpr>()?;
+            let col = schema.index_of(c.name())?;
+            if schema.columns[col].nullable {
+                return None;
+            }
+            cols.push(col);
+        }
+        let candidates = self.req.candidate_indexes();
+        let fits = |i: &usize| {
+            let key = &self.req.table.indexes()[*i].key_cols;
+            key.len() >= cols.len() && key[..cols.len()] == cols[..]
+        };
+        // Prefer an index the predicate also narrows.
+        candidates
+            .iter()
+            .copied()
+            .find(fits)
+            .or_else(|| (0..self.req.table.indexes().len()).find(fits))
+    }
+}
+
+impl DisplayAs for StrataScanExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = &self.req;
+        write!(f, "StrataScanExec: table={}, path={}", r.table.name(), self.path.label)?;
+        if self.path.ordered {
+            write!(f, ", ordered")?;
+        }
+        if !r.conjuncts.is_empty() {
+            let schema = r.table.schema();
+            let preds: Vec<String> = r
+                .conjuncts
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} {} {}",
+                        r.column_name(c.column),
+                        op_text(c.op),
+                        value_text(&c.value, &schema.columns[c.column].ty)
+                    )
+                })
+                .collect();
+            write!(f, ", predicate=[{}]", preds.join(" AND "))?;
+        }
+        if let Some((text, _)) = &r.residual {
+            write!(f, ", residual=[{text}]")?;
+        }
+        if let Some(e) = &self.path.estimate {
+            write!(f, ", {}", e.describe())?;
+        }
+        if let Some(l) = r.limit {
+            write!(f, ", limit={l}")?;
+        }
+        Ok(())
+    }
+}
+
+fn op_text(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Eq => "=",
+        CmpOp::Ne => "<>",
+        CmpOp::Lt => "<",
+        CmpOp::Le => "<=",
+        CmpOp::Gt => ">",
+        CmpOp::Ge => ">=",
+    }
+}
+
+impl ExecutionPlan for StrataScanExec {
+    fn name(&self) -> &str {
+        "StrataScanExec"
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.props
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        match &self.req.residual {
+            Some((_, e)) => f(e),
+            None => Ok(TreeNodeRecursion::Continue),
+        }
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if children.is_empty() {
+            Ok(self)
+        } else {
+            Err(DataFusionError::Internal(
+                "StrataScanExec is a leaf and takes no children".into(),
+            ))
+        }
+    }
+
+    fn partition_statistics(&self, _partition: Option<usize>) -> Result<Arc<Statistics>> {
+        let mut s = Statistics::new_unknown(&self.req.output_schema);
+        s.num_rows = datafusion::common::stats::Precision::Inexact(self.req.estimated_rows());
+        Ok(Arc::new(s))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn try_pushdown_sort(
+        &self,
+        order: &[PhysicalSortExpr],
+    ) -> Result<SortOrderPushdownResult<Arc<dyn ExecutionPlan>>> {
+        Ok(match self.index_for_order(order) {
+            Some(idx) => {
+                let path = self.req.plan(Some(idx));
+                SortOrderPushdownResult::Exact {
+                    inner: Arc::new(StrataScanExec::with_path(self.req.clone(), path)),
+                }
+            }
+            None => SortOrderPushdownResult::Unsupported,
+        })
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        if partition != 0 {
+            return Err(DataFusionError::Internal(format!(
+                "StrataScanExec has one partition, asked for {partition}"
+            )));
+        }
+        let counters = Counters::new(&self.metrics);
+        let req = self.req.clone();
+        let path = self.path.clone();
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(4);
+        let mut start = Some(move || {
+            std::thread::Builder::new()
+                .name(format!("scan {}", req.table.name()))
+                .spawn(move || {
+                    if let Err(e) = run(&req, &path, &tx, &counters) {
+                        let _ = tx.blocking_send(Err(e));
+                    }
+                })
+                .map(|_| ())
+        });
+        let stream = futures::stream::unfold(rx, move |mut rx| {
+            let started = start.take().map(|s| s());
+            async move {
+                if let Some(Err(e)) = started {
+                    return Some((
+                        Err(DataFusionError::Execution(format!(
+                            "cannot start the scan thread: {e}"
+                        ))),
+                        rx,
+                    ));
+                }
+                rx.recv().await.map(|b| (b, rx))
+            }
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.req.output_schema.clone(),
+            stream,
+        )))
+    }
+}
+
+/// The counters EXPLAIN ANALYZE shows.
+struct Counters {
+    output_rows: datafusion::physical_plan::metrics::Count,
+    heap_pages: datafusion::physical_plan::metrics::Count,
+    index_entries: datafusion::physical_plan::metrics::Count,
+    io_requests: datafusion::physical_plan::metrics::Count,
+    pages_read: datafusion::physical_plan::metrics::Count,
+    sequential_reads: datafusion::physical_plan::metrics::Count,
+    random_reads: datafusion::physical_plan::metrics::Count,
+    pages_written: datafusion::physical_plan::metrics::Count,
+    modeled_io: datafusion::physical_plan::metrics::Time,
+    mode_changes: datafusion::physical_plan::metrics::Count,
+    region_pages: datafusion::physical_plan::metrics::Gauge,
+    spilled_bytes: datafusion::physical_plan::metrics::Count,
+}
+
+impl Counters {
+    fn new(m: &ExecutionPlanMetricsSet) -> Counters {
+        let c = |name: &'static str| MetricBuilder::new(m).counter(name, 0);
+        Counters {
+            output_rows: MetricBuilder::new(m).output_rows(0),
+            heap_pages: c("heap_pages"),
+            index_entries: c("index_entries"),
+            io_requests: c("io_requests"),
+            pages_read: c("pages_read"),
+            sequential_reads: c("sequential_reads"),
+            random_reads: c("random_reads"),
+            pages_written: c("pages_written"),
+            modeled_io: MetricBuilder::new(m).subset_time("modeled_io_time", 0),
+            mode_changes: c("mode_changes"),
+            region_pages: MetricBuilder::new(m).gauge("last_region_pages", 0),
+            spilled_bytes: c("result_cache_spilled_bytes"),
+        }
+    }
+}
+
+fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}
+
+/// The scan thread: runs the path, converts, filters, projects, sends.
+fn run(
+    req: &ScanRequest,
+    path: &PathPlan,
+    tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>,
+    counters: &Counters,
+) -> Result<()> {
+    let predicate = Predicate {
+        conjuncts: req.conjuncts.clone(),
+    };
+    let mut spec = ScanSpec::new(req.table.clone(), predicate).ordered(path.ordered);
+    if path.index.is_some() {
+        spec.index = path.index;
+    }
+    let device = req.table.heap().pool().device().clone();
+    let before = device.stats().snapshot();
+    let mut access = strata_access::open_path(spec, &path.choice).map_err(external)?;
+    let converter = BatchConverter::new(
+        req.table.schema(),
+        req.scan_columns.clone(),
+        req.scan_schema.clone(),
+    );
+    let mut batch = TupleBatch::new();
+    let mut produced = 0usize;
+    let mut finish = |access: &dyn strata_access::AccessPath| {
+        let report = access.report();
+        let io = device.stats().snapshot() - before;
+        counters.heap_pages.add(report.heap_pages as usize);
+        counters.index_entries.add(report.index_entries as usize);
+        counters.io_requests.add(io.read_requests as usize);
+        counters.pages_read.add(io.pages_read as usize);
+        counters.sequential_reads.add(io.sequential_reads as usize);
+        counters.random_reads.add(io.random_reads as usize);
+        counters.pages_written.add(io.pages_written as usize);
+        counters
+            .modeled_io
+            .add_duration(Duration::from_nanos(io.modeled_ns));
+        counters.mode_changes.add(report.mode_changes.len());
+        if let Some(&(_, pages)) = report.regions.last() {
+            counters.region_pages.set(pages as usize);
+        }
+        if let Some(rc) = &report.result_cache {
+            counters.spilled_bytes.add(rc.spill_bytes_written as usize);
+        }
+    };
+    while access.next_batch(&mut batch).map_err(external)? {
+        let mut rb = converter.convert(&batch)?;
+        if let Some((_, expr)) = &req.residual {
+            let keep = expr.evaluate(&rb)?.into_array(rb.num_rows())?;
+            let keep = keep
+                .as_any()
+                .downcast_ref::<BooleanArray>()
+                .ok_or_else(|| {
+                    DataFusionError::Internal("residual predicate is not boolean".into())
+                })?;
+            rb = filter_record_batch(&rb, keep)?;
+        }
+        let mut rb = rb.project(&req.output)?;
+        if let Some(limit) = req.limit {
+            if produced + rb.num_rows() >= limit {
+                rb = rb.slice(0, limit - produced);
+            }
+        }
+        if rb.num_rows() == 0 {
+            continue;
+        }
+        produced += rb.num_rows();
+        counters.output_rows.add(rb.num_rows());
+        if tx.blocking_send(Ok(rb)).is_err() {
+            break; // the consumer is gone
+        }
+        if req.limit.is_some_and(|l| produced >= l) {
+            break;
+        }
+    }
+    finish(access.as_ref());
+    Ok(())
+}

@@ -1,0 +1,331 @@
+//! A SQL session over a strata database: DataFusion with every strata table
+//! registered, strata's settings, and the statements DataFusion does not have
+//! (`ANALYZE`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use datafusion::arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::error::DataFusionError;
+use datafusion::execution::context::{SessionConfig, SessionContext};
+use strata_storage::device::IoCounters;
+use strata_storage::{Database, StorageError};
+
+use crate::options::StrataOptions;
+use crate::provider::StrataTable;
+use crate::stats;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SqlError {
+    /// Bad SQL, unknown names, type errors, bad settings.
+    #[error("{0}")]
+    Query(String),
+    /// A corrupt page or file met while running.
+    #[error("{0}")]
+    Corrupt(String),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Access(#[from] strata_access::AccessError),
+    /// Failures while running (I/O and the like).
+    #[error("{0}")]
+    Execution(String),
+}
+
+impl From<DataFusionError> for SqlError {
+    fn from(e: DataFusionError) -> SqlError {
+        let root = e.find_root();
+        if let DataFusionError::External(x) = root {
+            // strata's errors travel through DataFusion as External errors.
+            let storage = x.downcast_ref::<StorageError>().or_else(|| {
+                match x.downcast_ref::<strata_access::AccessError>() {
+                    Some(strata_access::AccessError::Storage(s)) => Some(s),
+                    _ => None,
+                }
+            });
+            return match storage {
+                Some(
+                    s @ (StorageError::CorruptPage { .. }
+                    | StorageError::Truncated { .. }
+                    | StorageError::Catalog { .. }
+                    | StorageError::Index { .. }),
+                ) => SqlError::Corrupt(s.to_string()),
+                _ => SqlError::Execution(x.to_string()),
+            };
+        }
+        // DataFusion's messages can carry a backtrace hint after the first line.
+        let msg = root.to_string().lines().next().unwrap_or("").to_string();
+        match root {
+            DataFusionError::Plan(_)
+            | DataFusionError::SchemaError(..)
+            | DataFusionError::SQL(..)
+            | DataFusionError::NotImplemented(_)
+            | DataFusionError::Configuration(_) => SqlError::Query(msg),
+            _ => SqlError::Execution(msg),
+        }
+    }
+}
+
+/// One statement's result.
+pub struct QueryResult {
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+    pub elapsed: Duration,
+    /// The device's counters over the statement.
+    pub io: IoCounters,
+}
+
+impl QueryResult {
+    pub fn rows(&self) -> usize {
+        self.batches.iter().map(|b| b.num_rows()).sum()
+    }
+}
+
+pub struct SqlSession {
+    db: Arc<Database>,
+    ctx: SessionContext,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl SqlSession {
+    /// A session over `db` with every table registered.
+    pub fn new(db: Arc<Database>) -> Result<SqlSession, SqlError> {
+        let mut config = SessionConfig::new()
+            .with_option_extension(StrataOptions::default())
+            .with_information_schema(true);
+        // Exact numeric literals are DECIMALs, as SQL says (`0.06 + 0.01` must
+        // equal 0.07 when compared with a DECIMAL column).
+        config.options_mut().sql_parser.parse_float_as_decimal = true;
+        let ctx = SessionContext::new_with_config(config);
+        for name in db.table_names() {
+            let table = db.table(&name)?;
+            ctx.register_table(name.as_str(), Arc::new(StrataTable::new(db.clone(), &table)))
+                .map_err(SqlError::from)?;
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| SqlError::Execution(format!("cannot start the runtime: {e}")))?;
+        Ok(SqlSession { db, ctx, runtime })
+    }
+
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    /// Sets a session setting, like `SET key = value`.
+    pub fn set(&self, key: &str, value: &str) -> Result<(), SqlError> {
+        self.execute(&format!("SET {key} = '{value}'")).map(|_| ())
+    }
+
+    /// Runs one statement.
+    pub fn execute(&self, sql: &str) -> Result<QueryResult, SqlError> {
+        let device = self.db.device().clone();
+        device.stats().forget_position();
+        let before = device.stats().snapshot();
+        let start = Instant::now();
+        let (schema, batches) = match analyze_targets(sql) {
+            Some(tables) => self.analyze(&tables)?,
+            None => self.runtime.block_on(async {
+                let df = self.ctx.sql(sql).await.map_err(SqlError::from)?;
+                let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+                let batches = df.collect().await.map_err(SqlError::from)?;
+                Ok::<_, SqlError>((schema, batches))
+            })?,
+        };
+        Ok(QueryResult {
+            schema,
+            batches,
+            elapsed: start.elapsed(),
+            io: device.stats().snapshot() - before,
+        })
+    }
+
+    /// `ANALYZE [t, ...]`: collects statistics of the tables (all when none is
+    /// named) and stores them in the catalog.
+    fn analyze(&self, tables: &[String]) -> Result<(SchemaRef, Vec<RecordBatch>), SqlError> {
+        let names = if tables.is_empty() {
+            self.db.table_names()
+        } else {
+            tables.to_vec()
+        };
+        let (mut out_names, mut rows, mut pages, mut secs) = (vec![], vec![], vec![], vec![]);
+        for name in names {
+            let table = self.db.table(&name)?;
+            let start = Instant::now();
+            let s = stats::analyze(&table, 42)?;
+            let json = serde_json::to_value(&s).map_err(|e| SqlError::Execution(e.to_string()))?;
+            self.db.set_table_stats(&name, json)?;
+            out_names.push(name);
+            rows.push(s.rows);
+            pages.push(s.pages);
+            secs.push(start.elapsed().as_secs_f64());
+        }
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("table", DataType::Utf8, false),
+            Field::new("rows", DataType::UInt64, false),
+            Field::new("pages", DataType::UInt64, false),
+            Field::new("seconds", DataType::Float64, false),
+        ]));
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from(out_names)),
+            Arc::new(UInt64Array::from(rows)),
+            Arc::new(UInt64Array::from(pages)),
+            Arc::new(Float64Array::from(secs)),
+        ];
+        let batch = RecordBatch::try_new(schema.clone(), cols)
+            .map_err(|e| SqlError::Execution(e.to_string()))?;
+        Ok((schema, vec![batch]))
+    }
+
+    /// Tables and their columns and indexes, for `\d`.
+    pub fn describe(&self, table: Option<&str>) -> Result<String, SqlError> {
+        let mut out = String::new();
+        match table {
+            None => {
+                for name in self.db.table_names() {
+                    let t = self.db.table(&name)?;
+                    let idx: Vec<String> =
+                        t.indexes().iter().map(|i| i.def.name.clone()).collect();
+                    out.push_str(&format!(
+                        "{name}: {} rows, {} pages; indexes: {}\n",
+                        t.rows(),
+                        t.heap().num_pages(),
+                        if idx.is_empty() { "none".into() } else { idx.join(", ") }
+                    ));
+                }
+            }
+            Some(name) => {
+                let t = self.db.table(name)?;
+                for c in &t.schema().columns {
+                    out.push_str(&format!(
+                        "  {} {}{}\n",
+                        c.name,
+                        type_name(&c.ty),
+                        if c.nullable { "" } else { " NOT NULL" }
+                    ));
+                }
+                for i in t.indexes() {
+                    out.push_str(&format!("  index {} ({})\n", i.def.name, i.def.columns.join(", ")));
+                }
+                match self.db.table_stats(name)? {
+                    Some(_) => out.push_str("  statistics: analyzed\n"),
+                    None => out.push_str("  statistics: none (run ANALYZE)\n"),
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn type_name(t: &strata_storage::types::DataType) -> String {
+    use strata_storage::types::DataType as T;
+    match t {
+        T::Int32 => "INT".into(),
+        T::Int64 => "BIGINT".into(),
+        T::Float64 => "DOUBLE".into(),
+        T::Decimal { precision, scale } => format!("DECIMAL({precision},{scale})"),
+        T::Date => "DATE".into(),
+        T::Char { len } => format!("CHAR({len})"),
+        T::Varchar { len } => format!("VARCHAR({len})"),
+        T::Bool => "BOOL".into(),
+    }
+}
+
+/// The tables of an `ANALYZE [TABLE] [t [, t ...]]` statement, or `None` for
+/// any other statement.
+pub fn analyze_targets(sql: &str) -> Option<Vec<String>> {
+    let s = sql.trim().trim_end_matches(';').trim();
+    let mut words = s.split_whitespace();
+    if !words.next()?.eq_ignore_ascii_case("analyze") {
+        return None;
+    }
+    let rest: String = s["analyze".len()..].trim().to_string();
+    let rest = rest
+        .strip_prefix("TABLE ")
+        .or_else(|| rest.strip_prefix("table "))
+        .unwrap_or(&rest);
+    Some(
+        rest.split(',')
+            .map(|t| t.trim().to_ascii_lowercase())
+            .filter(|t| !t.is_empty())
+            .collect(),
+    )
+}
+
+/// Splits a script into statements at `;` outside quotes and comments.
+/// Returns the complete statements and what is left after the last `;`.
+pub fn split_statements(text: &str) -> (Vec<String>, String) {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' | '"' => {
+                cur.push(c);
+                for d in chars.by_ref() {
+                    cur.push(d);
+                    if d == c {
+                        break;
+                    }
+                }
+            }
+            '-' if chars.peek() == Some(&'-') => {
+                // a line comment: skip to the end of the line
+                for d in chars.by_ref() {
+                    if d == '\n' {
+                        cur.push('\n');
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut prev = ' ';
+                for d in chars.by_ref() {
+                    if prev == '*' && d == '/' {
+                        break;
+                    }
+                    prev = d;
+                }
+                cur.push(' ');
+            }
+            ';' => {
+                if !cur.trim().is_empty() {
+                    out.push(cur.trim().to_string());
+                }
+                cur.clear();
+            }
+            c => cur.push(c),
+        }
+    }
+    (out, cur.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_split_at_semicolons_outside_quotes_and_comments() {
+        let (s, rest) = split_statements(
+            "select 'a;b' from t; -- a comment; here\nselect \"x;\" /* ; */ from u;\nselect 3",
+        );
+        assert_eq!(s, vec!["select 'a;b' from t", "select \"x;\"   from u"]);
+        assert_eq!(rest, "select 3");
+    }
+
+    #[test]
+    fn analyze_statements_name_their_tables() {
+        assert_eq!(analyze_targets("ANALYZE;"), Some(vec![]));
+        assert_eq!(
+            analyze_targets("analyze table Lineitem, orders"),
+            Some(vec!["lineitem".to_string(), "orders".to_string()])
+        );
+        assert_eq!(analyze_targets("explain analyze select 1"), None);
+        assert_eq!(analyze_targets("select 1"), None);
+    }
+}

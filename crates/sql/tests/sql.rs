@@ -1,0 +1,286 @@
+//! SQL over strata against a model: every access path setting returns what a
+//! plain Rust evaluation of the query over the same rows returns; ORDER BY on an
+//! index key needs no Sort; EXPLAIN ANALYZE shows strata's counters; the
+//! optimizer follows its (possibly stale) statistics; bad SQL fails clearly.
+
+use std::sync::Arc;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use strata_sql::{QueryResult, SqlError, SqlSession};
+use strata_storage::Database;
+use strata_storage::db::{DbOptions, IndexSpec, NoProgress, TableOptions};
+use strata_storage::types::{Schema, Value, days_from_civil};
+
+#[derive(Clone, Debug)]
+struct Row {
+    id: i32,
+    grp: i32,
+    cents: i64,
+    day: i32,
+    name: Option<String>,
+}
+
+fn rows(n: i32, grp_base: i32, seed: u64) -> Vec<Row> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let base = days_from_civil(1995, 1, 1);
+    (0..n)
+        .map(|i| Row {
+            id: grp_base * 10 + i,
+            grp: grp_base + rng.random_range(0..1000),
+            cents: rng.random_range(0..100_000),
+            day: base + rng.random_range(0..365),
+            name: (i % 7 != 0).then(|| format!("n{}", i % 97)),
+        })
+        .collect()
+}
+
+fn values(r: &Row) -> Vec<Value> {
+    vec![
+        Value::Int32(r.id),
+        Value::Int32(r.grp),
+        Value::Decimal(r.cents),
+        Value::Date(r.day),
+        r.name.clone().map_or(Value::Null, Value::Str),
+    ]
+}
+
+fn load(db: &Database, data: &[Row], create: bool) {
+    let mut l = if create {
+        db.begin_create_load(
+            "t",
+            Schema::parse("id INT, grp INT, price DECIMAL(12,2), day DATE, name VARCHAR(20) NULL")
+                .unwrap(),
+            TableOptions::default(),
+            vec![
+                IndexSpec::new("t_grp", &["grp"]),
+                IndexSpec::new("t_day", &["day"]),
+            ],
+        )
+        .unwrap()
+    } else {
+        db.begin_load("t").unwrap()
+    };
+    for r in data {
+        l.append(&values(r)).unwrap();
+    }
+    l.commit(&NoProgress).unwrap();
+}
+
+fn setup(n: i32) -> (tempfile::TempDir, Vec<Row>, Arc<Database>) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(
+        &dir.path().join("db"),
+        DbOptions {
+            buffer_pool_bytes: 4 << 20,
+            direct_io: false,
+            ..DbOptions::default()
+        },
+    )
+    .unwrap();
+    let data = rows(n, 0, 7);
+    load(&db, &data, true);
+    (dir, data, Arc::new(db))
+}
+
+/// All values of a result as text, row by row.
+fn text(r: &QueryResult) -> Vec<Vec<String>> {
+    use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+    let opts = FormatOptions::default().with_null("NULL");
+    let mut out = Vec::new();
+    for b in &r.batches {
+        let f: Vec<_> = b
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).unwrap())
+            .collect();
+        for i in 0..b.num_rows() {
+            out.push(f.iter().map(|f| f.value(i).to_string()).collect());
+        }
+    }
+    out
+}
+
+fn query(s: &SqlSession, sql: &str) -> Vec<Vec<String>> {
+    text(&s.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}")))
+}
+
+fn plan(s: &SqlSession, sql: &str) -> String {
+    query(s, &format!("EXPLAIN {sql}"))
+        .into_iter()
+        .map(|r| r.join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn money(c: i64) -> String {
+    format!("{}.{:02}", c / 100, c % 100)
+}
+
+const PATHS: [&str; 6] = ["smooth", "optimizer", "full", "index", "sort", "switch"];
+
+#[test]
+fn every_access_path_returns_the_models_rows() {
+    let (_d, data, db) = setup(20_000);
+    let s = SqlSession::new(db).unwrap();
+    s.execute("ANALYZE").unwrap();
+    let d0 = days_from_civil(1995, 3, 1);
+    let d1 = days_from_civil(1995, 3, 20);
+    for path in PATHS {
+        s.set("strata.access_path", path).unwrap();
+        // index range + residual on another column, ordered by a non-key column
+        let got = query(
+            &s,
+            "SELECT id, price FROM t WHERE grp BETWEEN 100 AND 130 AND price < 500.00 ORDER BY id",
+        );
+        let mut want: Vec<&Row> = data
+            .iter()
+            .filter(|r| (100..=130).contains(&r.grp) && r.cents < 50_000)
+            .collect();
+        want.sort_by_key(|r| r.id);
+        let want: Vec<Vec<String>> = want
+            .iter()
+            .map(|r| vec![r.id.to_string(), money(r.cents)])
+            .collect();
+        assert_eq!(got, want, "path {path}");
+
+        // date range on the other index, residual LIKE and IS NOT NULL, aggregates
+        let got = query(
+            &s,
+            "SELECT grp % 10 AS g, count(*), sum(price) FROM t \
+             WHERE day >= DATE '1995-03-01' AND day < DATE '1995-03-20' AND name LIKE '%3' \
+             GROUP BY grp % 10 ORDER BY g",
+        );
+        let mut groups = std::collections::BTreeMap::<i32, (u64, i64)>::new();
+        for r in data.iter().filter(|r| {
+            r.day >= d0 && r.day < d1 && r.name.as_deref().is_some_and(|n| n.ends_with('3'))
+        }) {
+            let e = groups.entry(r.grp % 10).or_default();
+            e.0 += 1;
+            e.1 += r.cents;
+        }
+        let want: Vec<Vec<String>> = groups
+            .iter()
+            .map(|(g, (n, c))| vec![g.to_string(), n.to_string(), money(*c)])
+            .collect();
+        assert_eq!(got, want, "path {path}");
+
+        // ORDER BY the index key with LIMIT: the first rows in (grp, id) order
+        let got = query(
+            &s,
+            "SELECT grp, id FROM t WHERE grp >= 990 ORDER BY grp, id LIMIT 25",
+        );
+        let mut want: Vec<&Row> = data.iter().filter(|r| r.grp >= 990).collect();
+        want.sort_by_key(|r| (r.grp, r.id));
+        let want: Vec<Vec<String>> = want
+            .iter()
+            .take(25)
+            .map(|r| vec![r.grp.to_string(), r.id.to_string()])
+            .collect();
+        assert_eq!(got, want, "path {path}");
+    }
+}
+
+#[test]
+fn order_by_the_index_key_needs_no_sort() {
+    let (_d, data, db) = setup(20_000);
+    let s = SqlSession::new(db).unwrap();
+    let sql = "SELECT grp, id FROM t WHERE grp BETWEEN 10 AND 400 ORDER BY grp";
+    for path in PATHS {
+        s.set("strata.access_path", path).unwrap();
+        let p = plan(&s, sql);
+        assert!(!p.contains("SortExec"), "{path}: a Sort remained:\n{p}");
+        assert!(p.contains("ordered"), "{path}: the scan is not ordered:\n{p}");
+        let got = query(&s, sql);
+        let keys: Vec<i32> = got.iter().map(|r| r[0].parse().unwrap()).collect();
+        assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{path}: not in key order");
+        let want = data.iter().filter(|r| (10..=400).contains(&r.grp)).count();
+        assert_eq!(got.len(), want, "{path}");
+    }
+    // A descending order is not the index's: DataFusion sorts.
+    s.set("strata.access_path", "smooth").unwrap();
+    let p = plan(&s, "SELECT grp FROM t WHERE grp < 10 ORDER BY grp DESC");
+    assert!(p.contains("SortExec"), "{p}");
+}
+
+#[test]
+fn explain_analyze_shows_strata_counters() {
+    let (_d, data, db) = setup(20_000);
+    let s = SqlSession::new(db).unwrap();
+    s.set("strata.access_path", "index").unwrap();
+    let out = plan(&s, "ANALYZE SELECT id FROM t WHERE grp = 5");
+    let matches = data.iter().filter(|r| r.grp == 5).count();
+    assert!(out.contains(&format!("index_entries={matches}")), "{out}");
+    assert!(out.contains(&format!("output_rows={matches}")), "{out}");
+    for counter in [
+        "heap_pages=",
+        "io_requests=",
+        "pages_read=",
+        "random_reads=",
+        "sequential_reads=",
+        "modeled_io_time=",
+        "mode_changes=",
+    ] {
+        assert!(out.contains(counter), "{counter} missing:\n{out}");
+    }
+    // Smooth Scan over most of the table morphs, and says so.
+    s.set("strata.access_path", "smooth").unwrap();
+    let out = plan(&s, "ANALYZE SELECT count(*) FROM t WHERE grp >= 1");
+    let changes: u64 = out
+        .split("mode_changes=")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .expect("mode_changes counter");
+    assert!(changes >= 1, "{out}");
+}
+
+#[test]
+fn the_optimizer_follows_its_statistics_even_when_stale() {
+    let (_d, _data, db) = setup(20_000);
+    let s = SqlSession::new(db.clone()).unwrap();
+    s.set("strata.access_path", "optimizer").unwrap();
+    s.execute("ANALYZE t").unwrap();
+    assert!(plan(&s, "SELECT * FROM t WHERE grp = 5").contains("optimizer chose index"));
+    assert!(plan(&s, "SELECT * FROM t WHERE grp >= 100").contains("optimizer chose full"));
+    // Load as many rows again, all with grp in [5000, 6000): the statistics
+    // say no such rows exist, so the optimizer takes the index for half the table.
+    load(&db, &rows(20_000, 5000, 8), false);
+    let s = SqlSession::new(db).unwrap();
+    s.set("strata.access_path", "optimizer").unwrap();
+    let p = plan(&s, "SELECT * FROM t WHERE grp >= 5000");
+    assert!(p.contains("optimizer chose index"), "{p}");
+    assert!(p.contains("of 20000 rows"), "{p}");
+    let n = query(&s, "SELECT count(*) FROM t WHERE grp >= 5000");
+    assert_eq!(n, vec![vec!["20000".to_string()]]);
+    s.execute("ANALYZE").unwrap();
+    let p = plan(&s, "SELECT * FROM t WHERE grp >= 5000");
+    assert!(p.contains("optimizer chose full"), "{p}");
+    assert!(p.contains("of 40000 rows"), "{p}");
+}
+
+#[test]
+fn bad_statements_fail_clearly() {
+    let (_d, _data, db) = setup(1000);
+    let s = SqlSession::new(db).unwrap();
+    let err = |sql: &str| match s.execute(sql) {
+        Err(e) => e,
+        Ok(_) => panic!("{sql} succeeded"),
+    };
+    let e = err("SELEC 1");
+    assert!(matches!(e, SqlError::Query(_)), "{e:?}");
+    assert!(e.to_string().contains("SELEC"), "{e}");
+    let e = err("SELECT * FROM nosuch");
+    assert!(matches!(e, SqlError::Query(_)) && e.to_string().contains("nosuch"), "{e}");
+    let e = err("SELECT nosuch FROM t");
+    assert!(matches!(e, SqlError::Query(_)) && e.to_string().contains("nosuch"), "{e}");
+    let e = err("SELECT id FROM t WHERE day = 'not a date'");
+    assert!(e.to_string().contains("not a date"), "{e}");
+    let e = err("SET strata.access_path = 'fastest'");
+    assert!(
+        matches!(e, SqlError::Query(_)) && e.to_string().contains("unknown access path 'fastest'"),
+        "{e}"
+    );
+    let e = err("ANALYZE nosuch");
+    assert!(e.to_string().contains("nosuch"), "{e}");
+}
