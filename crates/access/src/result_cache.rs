@@ -248,6 +248,7 @@ impl ResultCache {
 
     /// Caches a qualifying tuple whose index entry is `entry`.
     pub fn insert(&mut self, entry: &[u8], tid: Tid, tuple: &[u8]) -> Result<()> {
+        self.spill.usable()?;
         let k = self.part_of(entry);
         let cost = tuple.len() + TUPLE_OVERHEAD;
         if !self.parts[k].spilled {
@@ -372,6 +373,8 @@ impl ResultCache {
     /// it), reading its partition back first if it was spilled. Partitions the
     /// index has passed are dropped.
     pub fn take(&mut self, entry: &[u8], tid: Tid) -> Result<Option<Vec<u8>>> {
+        // After a failed spill some tuples are lost: answering would be wrong.
+        self.spill.usable()?;
         let k = self.part_of(entry);
         if k > self.current {
             for i in self.current..k {
@@ -799,12 +802,17 @@ impl SpillFile {
         Ok(())
     }
 
-    fn open(&mut self) -> Result<FileId> {
+    fn usable(&self) -> Result<()> {
         if self.failed {
             return Err(AccessError::ResultCache(
-                "the spill file was removed after an earlier error".into(),
+                "unusable: writing its spill file failed earlier (the file was removed)".into(),
             ));
         }
+        Ok(())
+    }
+
+    fn open(&mut self) -> Result<FileId> {
+        self.usable()?;
         if let Some(f) = self.file {
             return Ok(f);
         }
