@@ -16,4 +16,7 @@ pub enum AccessError {
     Config(String),
     #[error("result cache: {0}")]
     ResultCache(String),
+    /// Writing the Result Cache's spill file failed (the file is removed).
+    #[error("result cache spill: {0}")]
+    ResultCacheSpill(String),
 }

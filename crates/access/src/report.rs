@@ -48,7 +48,17 @@ pub struct CacheReport {
     pub partitions: usize,
     pub spilled_partitions: usize,
     pub spilled_tuples: u64,
+    /// The spilled tuples' bytes with their 6-byte tuple ids: what a spill must
+    /// at least write.
+    pub spilled_bytes: u64,
+    /// Runs written to the spill file (arena flushes and merges); each may pad
+    /// its last page.
+    pub spill_runs: u64,
+    /// Merges of runs (only when the runs outnumber what the budget can read at
+    /// once; each writes and reads its runs' data once more).
+    pub spill_merges: u64,
     pub spill_bytes_written: u64,
+    pub spill_bytes_read: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

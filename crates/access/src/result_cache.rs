@@ -2,53 +2,146 @@
 //! ahead of the index order wait here until the index reaches their entry.
 //!
 //! * Partitioned by ranges of index entries (key ++ tid) whose boundaries come
-//!   from the B+-tree's own separators — the root's, or a lower level's when the
-//!   root's are too coarse for the memory budget — so partition sizes follow the
-//!   data's distribution without statistics.
-//! * A tuple is found by its tuple id within its partition (a hash map).
-//! * Under memory pressure the partition with the highest range (needed last) is
-//!   spilled to a temporary paged file through the device layer, in runs of
-//!   [`RUN_BYTES`] (so its I/O is
-//!   counted and modeled); later tuples of a spilled partition are appended to its
-//!   file. When the index reaches a spilled partition it is read back whole.
-//! * A partition is dropped once the index has passed its range.
+//!   from the B+-tree's own separators, so partition sizes follow the data's
+//!   distribution without statistics. A tuple is found by its tuple id within its
+//!   partition (a hash map). A partition is dropped once the index has passed it.
+//! * Under memory pressure the in-memory partition with the highest range (needed
+//!   last) is *spilled*: its tuples, and every later tuple of it, go to one shared
+//!   write buffer (the *arena*, an eighth of the budget) where each spilled
+//!   partition's records form a linked list.
+//! * When the arena is full it is written out as one *run*: the records grouped by
+//!   partition, in partition order, streamed through a staging buffer in large
+//!   sequential writes (up to [`MAX_IO_PAGES`] pages) at the end of one temporary
+//!   paged file, through the device layer (so the I/O is counted and modeled).
+//!   Runs start on a page boundary; only a run's last page is padded.
+//! * When the index reaches a spilled partition, its records are pulled from the
+//!   arena and from the head of every run. Each run is read front to back by a
+//!   cursor with its own read-ahead block, and since runs are sorted by partition
+//!   and partitions are reached in order, a cursor only ever moves forward: what
+//!   it read for later partitions stays in its block until they are reached.
 //!
-//! Memory counted against the budget: every cached tuple's bytes plus
-//! [`TUPLE_OVERHEAD`], and the one-page write buffers of spilled partitions. The
-//! peak is reported and never exceeds the budget: an insert that cannot be made
-//! to fit is an error rather than a silent overrun.
+//! **Why every spilled tuple is written once and read once.** A record enters the
+//! arena once (when its partition is spilled or when it arrives for a spilled
+//! partition), leaves it in exactly one run, and a run is read exactly once, front
+//! to back (records of partitions the index passed without asking are skipped,
+//! not re-read). Runs never share a page, so the bytes read equal the bytes
+//! written. Nothing is re-spilled: a partition that was reloaded is the current
+//! one, which is never chosen to spill. The bytes written are the records (a tuple
+//! plus a 3–6 byte varint header of page delta, slot and length — less than the 6
+//! bytes of the tuple id it encodes), an 8-byte header per partition per run, and
+//! at most one page of padding per run, so they are bounded by the spilled tuples
+//! with their ids (`spilled_bytes`) plus a page per run.
+//!
+//! **The one exception, and why it is needed.** Reading `F` runs at once needs a
+//! block per run, and the cursors get a quarter of the budget `M` (two pages per
+//! run at least), so one pass works while `F ≤ M / (8 · PAGE)`; with runs of
+//! `M/8` that is spilled data up to about `M² / (64 · PAGE)`: 32 MiB at a 4 MiB
+//! budget, 512 MiB at 16 MiB, 8 GiB at 64 MiB. This is the one-pass limit of any
+//! external sort (the cache *is* a distribution sort of the result into index
+//! order): with less memory no scheme can both write in large requests and read
+//! each byte once. Beyond it, before reading, the smallest runs are merged
+//! (partition order is kept, passed partitions are dropped) until the runs fit:
+//! each merge level writes and reads its data once more (`spill_merges` counts
+//! merges). Space of merged runs is not reused, so the file holds at most
+//! (merge levels + 1) × the spilled bytes — bounded, where the old scheme
+//! page-rounded every tiny per-partition run and filled a 60 GB disk.
+//!
+//! **Memory** counted against the budget, and never exceeded (an insert that
+//! cannot be made to fit is an error rather than a silent overrun):
+//! * every in-memory tuple's bytes plus [`TUPLE_OVERHEAD`];
+//! * the arena and the staging buffer, reserved from the start, so that spilling
+//!   never needs memory it has not got;
+//! * the read-ahead blocks of the runs being read.
+//!
+//! Not counted: per-partition bookkeeping (a few dozen bytes per partition) and
+//! the run list (about 100 bytes per run).
+//!
+//! **Temporary files** are named `resultcache-<pid>-<n>` in the temp directory.
+//! The file is removed when the cache is dropped (also on error and during a
+//! panic's unwinding), and at once when a write fails, so a full disk leaves
+//! nothing behind. The first cache a process creates in a directory removes
+//! files left there by processes that no longer exist (a crash or a kill), and
+//! opening a database read-write removes every one in `<db>/tmp`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-use strata_storage::device::{AlignedBuf, Device, FileId};
+use strata_storage::StorageError;
+use strata_storage::device::{AlignedBuf, Device, FileId, segment_path};
 use strata_storage::page::PAGE_SIZE;
 use strata_storage::types::Tid;
 
 use crate::error::{AccessError, Result};
 use crate::report::CacheReport;
 
-/// Bytes charged per cached tuple beyond its own (hash entry, vector header).
-pub const TUPLE_OVERHEAD: usize = 64;
+/// Bytes charged per in-memory tuple beyond its own: an average, not a bound.
+///
+/// A tuple is a `Box<[u8]>` in a `HashMap<Tid, Box<[u8]>>`. A hash slot holds
+/// the tid and the box (24 bytes) plus one control byte; the table doubles when
+/// 7/8 full, so its load lies between 7/16 and 7/8 — about 2/3 on average — and
+/// a tuple costs about 1.5 slots (37 bytes). The allocator adds about 16 bytes
+/// to each boxed tuple (glibc: an 8-byte header and 16-byte granularity).
+pub const TUPLE_OVERHEAD: usize = SLOT * 3 / 2 + 16;
+const SLOT: usize = std::mem::size_of::<(Tid, Box<[u8]>)>() + 1;
 
-/// Spilled records go to the file in runs of this many bytes (one request each);
-/// a partition spilled whole is written as consecutive runs, which a disk sees as
-/// one sequential write.
-const RUN_BYTES: usize = 64 << 10;
+/// Bytes of a tuple id; `spilled_bytes` counts each spilled tuple with its id.
+pub const TID_BYTES: usize = 6;
+
+/// Largest spill request (1 MiB): large enough that a request's fixed cost is
+/// small beside its transfer on any device, small enough to stream.
+pub const MAX_IO_PAGES: usize = 128;
+
+/// Arena record: next record of the partition (u32), page (u32), slot (u16),
+/// length (u16), then the tuple.
+const ARENA_HDR: usize = 12;
+/// Run group header: partition (u32), body bytes (u32).
+const GROUP_HDR: usize = 8;
+/// No record.
+const NONE: u32 = u32::MAX;
 
 #[derive(Default)]
 struct Part {
-    map: HashMap<Tid, Vec<u8>>,
+    map: HashMap<Tid, Box<[u8]>>,
     /// Bytes charged for `map`.
     bytes: usize,
     spilled: bool,
-    /// Runs of spill file pages holding this partition's records, in order: the
-    /// first page and the bytes the run holds (records straddle pages); then the
-    /// records not yet written (less than a run).
-    pages: Vec<(u64, usize)>,
-    pending: Vec<u8>,
+    /// First and last of this partition's records in the arena.
+    head: u32,
+    tail: u32,
+}
+
+impl Part {
+    fn new() -> Part {
+        Part {
+            head: NONE,
+            tail: NONE,
+            ..Default::default()
+        }
+    }
+}
+
+/// A run of the spill file and, once reading has begun, its cursor.
+#[derive(Default)]
+struct Run {
+    first_page: u64,
+    /// Bytes of the run (its pages hold `len.div_ceil(PAGE_SIZE)`).
+    len: u64,
+    /// Bytes read from the device so far.
+    read: u64,
+    /// Read-ahead block; `pos..filled` is not consumed yet.
+    blk: Option<AlignedBuf>,
+    pos: usize,
+    filled: usize,
+    /// The next group's header (partition, body bytes), read but not taken.
+    peeked: Option<(usize, usize)>,
+}
+
+impl Run {
+    fn exhausted(&self) -> bool {
+        self.read == self.len && self.pos == self.filled && self.peeked.is_none()
+    }
 }
 
 pub struct ResultCache {
@@ -57,10 +150,14 @@ pub struct ResultCache {
     budget: usize,
     used: usize,
     current: usize,
-    device: Arc<dyn Device>,
-    temp_path: PathBuf,
-    spill: Option<FileId>,
-    spill_pages: u64,
+    /// Shared write buffer of spilled partitions' records; never grows past
+    /// `arena_cap` (reserved in `used`).
+    arena: Vec<u8>,
+    arena_cap: usize,
+    /// Budget share of the run cursors' read-ahead blocks.
+    cursor_share: usize,
+    runs: Vec<Run>,
+    spill: SpillFile,
     report: CacheReport,
 }
 
@@ -75,28 +172,62 @@ impl ResultCache {
         device: Arc<dyn Device>,
         temp_dir: &Path,
     ) -> ResultCache {
+        remove_stale_spill_files_once(temp_dir);
         let n = bounds.len() + 1;
+        let pages = |bytes: usize| (bytes / PAGE_SIZE).max(1);
+        // Below 128 KiB a page-rounded eighth would be a page or more of a
+        // budget mostly needed by the partition being read back (a leaf's worth
+        // of tuples can be most of it): small runs cost a padded page each,
+        // which is cheaper than failing.
+        let arena_cap = if budget / 8 >= 2 * PAGE_SIZE {
+            budget / 8 / PAGE_SIZE * PAGE_SIZE
+        } else {
+            (budget / 32).max(1024)
+        };
+        let stage_pages = pages(budget / 16).min(MAX_IO_PAGES);
+        let cursor_share = pages(budget / 4) * PAGE_SIZE;
         let temp_path = temp_dir.join(format!(
             "resultcache-{}-{}",
             std::process::id(),
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
+        let reserved = arena_cap + stage_pages * PAGE_SIZE;
         ResultCache {
             bounds,
-            parts: (0..n).map(|_| Part::default()).collect(),
+            parts: (0..n).map(|_| Part::new()).collect(),
             budget,
-            used: 0,
+            used: reserved,
             current: 0,
-            device,
-            temp_path,
-            spill: None,
-            spill_pages: 0,
+            arena: Vec::new(),
+            arena_cap,
+            cursor_share,
+            runs: Vec::new(),
+            spill: SpillFile {
+                device,
+                path: temp_path,
+                file: None,
+                next_page: 0,
+                stage: None,
+                stage_pages,
+                staged: 0,
+                run_first: 0,
+                run_len: 0,
+                failed: false,
+                written: 0,
+                read: 0,
+            },
             report: CacheReport {
                 budget_bytes: budget,
+                peak_bytes: reserved,
                 partitions: n,
                 ..Default::default()
             },
         }
+    }
+
+    /// The spill file's path (its segments are `<path>.0000`, ...).
+    pub fn spill_path(&self) -> &Path {
+        &self.spill.path
     }
 
     fn part_of(&self, entry: &[u8]) -> usize {
@@ -104,7 +235,10 @@ impl ResultCache {
     }
 
     pub fn report(&self) -> CacheReport {
-        self.report.clone()
+        let mut r = self.report.clone();
+        r.spill_bytes_written = self.spill.written;
+        r.spill_bytes_read = self.spill.read;
+        r
     }
 
     fn charge(&mut self, n: usize) {
@@ -114,6 +248,7 @@ impl ResultCache {
 
     /// Caches a qualifying tuple whose index entry is `entry`.
     pub fn insert(&mut self, entry: &[u8], tid: Tid, tuple: &[u8]) -> Result<()> {
+        self.spill.usable()?;
         let k = self.part_of(entry);
         let cost = tuple.len() + TUPLE_OVERHEAD;
         if !self.parts[k].spilled {
@@ -121,42 +256,34 @@ impl ResultCache {
             self.make_room(cost)?;
         }
         if self.parts[k].spilled {
-            let part = &mut self.parts[k];
-            let before = part.pending.len();
-            part.pending.extend_from_slice(&tid.page.to_le_bytes());
-            part.pending.extend_from_slice(&tid.slot.to_le_bytes());
-            part.pending
-                .extend_from_slice(&(tuple.len() as u16).to_le_bytes());
-            part.pending.extend_from_slice(tuple);
-            let added = part.pending.len() - before;
-            self.report.spilled_tuples += 1;
-            // Records go out in runs; the pending bytes count meanwhile.
-            self.make_room(added)?;
-            self.charge(added);
-            self.write_full_pages(k)?;
-            return Ok(());
+            return self.push_arena(k, tid, tuple);
         }
         self.charge(cost);
         let part = &mut self.parts[k];
         part.bytes += cost;
-        part.map.insert(tid, tuple.to_vec());
+        part.map.insert(tid, tuple.into());
         Ok(())
     }
 
-    /// Spills partitions needed later than the current one (highest range first)
-    /// until `extra` more bytes fit in the budget.
+    /// Spills in-memory partitions needed later than the current one (highest
+    /// range first) until `extra` more bytes fit in the budget.
     fn make_room(&mut self, extra: usize) -> Result<()> {
         while self.used + extra > self.budget {
             let victim = (self.current + 1..self.parts.len())
                 .rev()
-                .find(|&i| !self.parts[i].map.is_empty() || !self.parts[i].pending.is_empty());
+                .find(|&i| !self.parts[i].map.is_empty());
             match victim {
                 Some(v) => self.spill_part(v)?,
                 None => {
+                    let buffers = self.arena_cap + self.spill.stage_pages * PAGE_SIZE;
+                    let current = self.parts[self.current].bytes;
                     return Err(AccessError::ResultCache(format!(
-                        "{} bytes of tuples due next do not fit the budget of {} bytes; give the result cache more memory",
+                        "{} bytes needed now do not fit the budget of {} bytes ({buffers} of \
+                         spill buffers, {current} of tuples due next, {} of read-ahead); give \
+                         the result cache more memory",
                         self.used + extra,
-                        self.budget
+                        self.budget,
+                        self.used - buffers - current,
                     )));
                 }
             }
@@ -164,19 +291,7 @@ impl ResultCache {
         Ok(())
     }
 
-    fn spill_file(&mut self) -> Result<FileId> {
-        if let Some(f) = self.spill {
-            return Ok(f);
-        }
-        if let Some(dir) = self.temp_path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| strata_storage::StorageError::io(dir, e))?;
-        }
-        let f = self.device.create(&self.temp_path, 1 << 20)?;
-        self.spill = Some(f);
-        Ok(f)
-    }
-
-    /// Moves a partition's tuples to its spill stream.
+    /// Moves a partition's in-memory tuples to the arena; later ones follow.
     fn spill_part(&mut self, k: usize) -> Result<()> {
         let part = &mut self.parts[k];
         if !part.spilled {
@@ -184,59 +299,73 @@ impl ResultCache {
             self.report.spilled_partitions += 1;
         }
         let map = std::mem::take(&mut part.map);
-        let freed = std::mem::take(&mut part.bytes);
-        self.used -= freed;
+        self.used -= std::mem::take(&mut part.bytes);
         for (tid, t) in map {
-            let part = &mut self.parts[k];
-            let before = part.pending.len();
-            part.pending.extend_from_slice(&tid.page.to_le_bytes());
-            part.pending.extend_from_slice(&tid.slot.to_le_bytes());
-            part.pending
-                .extend_from_slice(&(t.len() as u16).to_le_bytes());
-            part.pending.extend_from_slice(&t);
-            let added = part.pending.len() - before;
-            // Fits: the tuple's own, larger, charge was just released.
-            self.charge(added);
-            self.report.spilled_tuples += 1;
-            self.write_full_pages(k)?;
-        }
-        // Whatever is left pending is written too, so the partition holds no memory.
-        self.flush_pending(k)
-    }
-
-    /// Writes out the pending records of partition `k` in runs of
-    /// [`RUN_BYTES`] while it has that much.
-    fn write_full_pages(&mut self, k: usize) -> Result<()> {
-        while self.parts[k].pending.len() >= RUN_BYTES {
-            self.write_run(k, RUN_BYTES)?;
+            self.push_arena(k, tid, &t)?;
         }
         Ok(())
     }
 
-    fn flush_pending(&mut self, k: usize) -> Result<()> {
-        self.write_full_pages(k)?;
-        let n = self.parts[k].pending.len();
-        if n > 0 {
-            self.write_run(k, n)?;
+    /// Appends a record of spilled partition `k` to the arena (writing the
+    /// arena out as a run first if it is full).
+    fn push_arena(&mut self, k: usize, tid: Tid, tuple: &[u8]) -> Result<()> {
+        let rec = ARENA_HDR + tuple.len();
+        if self.arena.len() + rec > self.arena_cap {
+            self.flush()?;
         }
-        Ok(())
-    }
-
-    /// Writes the first `n` pending bytes of partition `k` as one request of
-    /// whole pages appended to the spill file.
-    fn write_run(&mut self, k: usize, n: usize) -> Result<()> {
-        let file = self.spill_file()?;
-        let pages = n.div_ceil(PAGE_SIZE);
-        let mut run = AlignedBuf::new(pages);
-        run[..n].copy_from_slice(&self.parts[k].pending[..n]);
-        let p = self.spill_pages;
-        self.device.write(file, p, &run)?;
-        self.spill_pages += pages as u64;
-        self.report.spill_bytes_written += (pages * PAGE_SIZE) as u64;
+        if self.arena.capacity() == 0 {
+            // Reserved in `used` from the start.
+            self.arena.reserve_exact(self.arena_cap.max(rec));
+        }
+        let off = self.arena.len() as u32;
+        self.arena.extend_from_slice(&NONE.to_le_bytes());
+        self.arena.extend_from_slice(&tid.page.to_le_bytes());
+        self.arena.extend_from_slice(&tid.slot.to_le_bytes());
+        self.arena
+            .extend_from_slice(&(tuple.len() as u16).to_le_bytes());
+        self.arena.extend_from_slice(tuple);
         let part = &mut self.parts[k];
-        part.pending.drain(..n);
-        part.pages.push((p, n));
-        self.used -= n;
+        if part.tail == NONE {
+            part.head = off;
+        } else {
+            let t = part.tail as usize;
+            self.arena[t..t + 4].copy_from_slice(&off.to_le_bytes());
+        }
+        part.tail = off;
+        self.report.spilled_tuples += 1;
+        self.report.spilled_bytes += (TID_BYTES + tuple.len()) as u64;
+        Ok(())
+    }
+
+    /// Writes the arena out as one run: each partition's records as a group, in
+    /// partition order.
+    fn flush(&mut self) -> Result<()> {
+        let mut group = Vec::new();
+        for k in 0..self.parts.len() {
+            let head = std::mem::replace(&mut self.parts[k].head, NONE);
+            self.parts[k].tail = NONE;
+            if head == NONE {
+                continue;
+            }
+            group.clear();
+            group.extend_from_slice(&[0; GROUP_HDR]);
+            let mut prev = 0u32;
+            let mut at = head;
+            while at != NONE {
+                let (next, tid, tuple) = arena_record(&self.arena, at as usize);
+                encode_record(&mut group, &mut prev, tid, tuple);
+                at = next;
+            }
+            let body = (group.len() - GROUP_HDR) as u32;
+            group[..4].copy_from_slice(&(k as u32).to_le_bytes());
+            group[4..8].copy_from_slice(&body.to_le_bytes());
+            self.spill.put(&group)?;
+        }
+        self.arena.clear();
+        if let Some(run) = self.spill.finish_run()? {
+            self.runs.push(run);
+            self.report.spill_runs += 1;
+        }
         Ok(())
     }
 
@@ -244,11 +373,13 @@ impl ResultCache {
     /// it), reading its partition back first if it was spilled. Partitions the
     /// index has passed are dropped.
     pub fn take(&mut self, entry: &[u8], tid: Tid) -> Result<Option<Vec<u8>>> {
+        // After a failed spill some tuples are lost: answering would be wrong.
+        self.spill.usable()?;
         let k = self.part_of(entry);
         if k > self.current {
             for i in self.current..k {
-                let p = std::mem::take(&mut self.parts[i]);
-                self.used -= p.bytes + p.pending.len();
+                let p = std::mem::replace(&mut self.parts[i], Part::new());
+                self.used -= p.bytes;
             }
             self.current = k;
         }
@@ -262,63 +393,513 @@ impl ResultCache {
             part.bytes -= cost;
             self.used -= cost;
         }
-        Ok(t)
+        Ok(t.map(Vec::from))
     }
 
-    /// Reads a spilled partition back, a run at a time, into memory.
+    /// Reads spilled partition `k` (the current one) back: from the arena, then
+    /// from the head of every run.
     fn reload(&mut self, k: usize) -> Result<()> {
-        let pages = std::mem::take(&mut self.parts[k].pages);
-        let pending = std::mem::take(&mut self.parts[k].pending);
-        self.used -= pending.len();
+        // From the arena: room first (which may write the arena out, records of k
+        // included — they are then read from that run below).
+        let mut need = 0;
+        let mut at = self.parts[k].head;
+        while at != NONE {
+            let (next, _, t) = arena_record(&self.arena, at as usize);
+            need += t.len() + TUPLE_OVERHEAD;
+            at = next;
+        }
+        self.make_room(need)?;
+        let mut at = std::mem::replace(&mut self.parts[k].head, NONE);
+        self.parts[k].tail = NONE;
+        // Partition k is current from here on: never spilled again, never written
+        // to a run by the flushes that making room below may cause.
         self.parts[k].spilled = false;
-        let mut carry: Vec<u8> = Vec::new();
-        let mut buf = AlignedBuf::new(RUN_BYTES / PAGE_SIZE);
-        for (p, n) in pages {
-            let file = self.spill.expect("a partition with runs has a spill file");
-            let bytes = n.div_ceil(PAGE_SIZE) * PAGE_SIZE;
-            self.device.read(file, p, &mut buf[..bytes])?;
-            carry.extend_from_slice(&buf[..n]);
-            self.take_records(k, &mut carry)?;
+        while at != NONE {
+            let (next, tid, t) = arena_record(&self.arena, at as usize);
+            let t: Box<[u8]> = t.into();
+            self.add(k, tid, t);
+            at = next;
         }
-        carry.extend_from_slice(&pending);
-        self.take_records(k, &mut carry)
-    }
-
-    /// Moves the complete records at the front of `stream` into partition `k`.
-    fn take_records(&mut self, k: usize, stream: &mut Vec<u8>) -> Result<()> {
-        let mut pos = 0;
-        while pos + 8 <= stream.len() {
-            let len = u16::from_le_bytes(stream[pos + 6..pos + 8].try_into().unwrap()) as usize;
-            if pos + 8 + len > stream.len() {
-                break;
-            }
-            let page = u32::from_le_bytes(stream[pos..pos + 4].try_into().unwrap());
-            let slot = u16::from_le_bytes(stream[pos + 4..pos + 6].try_into().unwrap());
-            let t = stream[pos + 8..pos + 8 + len].to_vec();
-            pos += 8 + len;
-            let cost = t.len() + TUPLE_OVERHEAD;
-            self.make_room(cost)?;
-            self.charge(cost);
-            let part = &mut self.parts[k];
-            part.bytes += cost;
-            part.map.insert(Tid::new(page, slot), t);
+        // The arena's copies are garbage now; they go when it is next cleared.
+        self.merge_if_needed()?;
+        let n = self.runs.len();
+        for i in 0..n {
+            let mut run = std::mem::take(&mut self.runs[i]);
+            let r = self.load_from_run(k, &mut run, n);
+            self.runs[i] = run;
+            r?;
         }
-        stream.drain(..pos);
+        self.drop_exhausted_runs();
         Ok(())
     }
-}
 
-impl Drop for ResultCache {
-    fn drop(&mut self) {
-        if let Some(f) = self.spill.take() {
-            self.device.close(f);
-            for seg in 0.. {
-                if std::fs::remove_file(strata_storage::device::segment_path(&self.temp_path, seg))
-                    .is_err()
+    fn add(&mut self, k: usize, tid: Tid, t: Box<[u8]>) {
+        let cost = t.len() + TUPLE_OVERHEAD;
+        self.charge(cost);
+        let part = &mut self.parts[k];
+        part.bytes += cost;
+        part.map.insert(tid, t);
+    }
+
+    /// Moves partition `k`'s groups at the head of `run` into memory, skipping
+    /// groups of partitions already passed.
+    fn load_from_run(&mut self, k: usize, run: &mut Run, readers: usize) -> Result<()> {
+        while let Some((p, len)) = self.peek_group(run, readers)? {
+            if p > k {
+                break;
+            }
+            run.peeked = None;
+            if p < k {
+                self.skip(run, len)?;
+                continue;
+            }
+            let mut left = len;
+            let mut prev = 0u32;
+            let mut hdr = Vec::with_capacity(16);
+            while left > 0 {
+                // Header: three varints.
+                hdr.clear();
+                let mut varints = 0;
+                while varints < 3 {
+                    let b = self.next_byte(run)?;
+                    hdr.push(b);
+                    if b & 0x80 == 0 {
+                        varints += 1;
+                    }
+                }
+                let (tid, tlen) = decode_header(&hdr, &mut prev).ok_or_else(corrupt)?;
+                let rec = hdr.len() + tlen;
+                if rec > left {
+                    return Err(corrupt());
+                }
+                left -= rec;
+                let mut t = vec![0u8; tlen];
+                self.read_into(run, &mut t)?;
+                self.make_room(tlen + TUPLE_OVERHEAD)?;
+                self.add(k, tid, t.into_boxed_slice());
+            }
+        }
+        Ok(())
+    }
+
+    /// While there are more runs than the cursors' share of the budget can read
+    /// with two pages each, merges the smallest of them into one.
+    fn merge_if_needed(&mut self) -> Result<()> {
+        // Two pages per cursor: reading 2 pages at a time halves the requests of
+        // the 1-page minimum for a little less fan-in.
+        let max_runs = (self.cursor_share / (2 * PAGE_SIZE)).max(1);
+        let fan_in = max_runs.max(2);
+        while self.runs.len() > max_runs {
+            let mut order: Vec<usize> = (0..self.runs.len()).collect();
+            order.sort_by_key(|&i| self.runs[i].len - self.runs[i].read);
+            let mut chosen: Vec<usize> = order[..fan_in.min(order.len())].to_vec();
+            chosen.sort_unstable_by(|a, b| b.cmp(a));
+            let mut group: Vec<Run> = chosen.iter().map(|&i| self.runs.remove(i)).collect();
+            self.report.spill_merges += 1;
+            let r = self.merge(&mut group);
+            for run in &mut group {
+                self.close_cursor(run);
+            }
+            r?;
+        }
+        Ok(())
+    }
+
+    /// Merges `group` into one new run, group by group in partition order.
+    fn merge(&mut self, group: &mut [Run]) -> Result<()> {
+        let readers = group.len();
+        loop {
+            let mut min: Option<usize> = None;
+            for run in group.iter_mut() {
+                if let Some((p, _)) = self.peek_group(run, readers)? {
+                    min = Some(min.map_or(p, |m| m.min(p)));
+                }
+            }
+            let Some(p) = min else { break };
+            for run in group.iter_mut() {
+                while let Some((q, len)) = self.peek_group(run, readers)?
+                    && q == p
                 {
-                    break;
+                    run.peeked = None;
+                    if p < self.current {
+                        self.skip(run, len)?;
+                        continue;
+                    }
+                    let mut hdr = [0u8; GROUP_HDR];
+                    hdr[..4].copy_from_slice(&(p as u32).to_le_bytes());
+                    hdr[4..].copy_from_slice(&(len as u32).to_le_bytes());
+                    self.spill.put(&hdr)?;
+                    let mut left = len;
+                    while left > 0 {
+                        if run.pos == run.filled {
+                            self.refill(run)?;
+                        }
+                        let n = left.min(run.filled - run.pos);
+                        let blk = run.blk.as_ref().ok_or_else(corrupt)?;
+                        self.spill.put(&blk[run.pos..run.pos + n])?;
+                        run.pos += n;
+                        left -= n;
+                    }
                 }
             }
         }
+        if let Some(run) = self.spill.finish_run()? {
+            self.runs.push(run);
+            self.report.spill_runs += 1;
+        }
+        Ok(())
+    }
+
+    /// The partition and body length of the next group of `run` (its header is
+    /// read and kept in `peeked` until the group is taken), opening the run's
+    /// cursor — a read-ahead block of the cursors' share divided among `readers`
+    /// — if needed; `None` at the end of the run.
+    fn peek_group(&mut self, run: &mut Run, readers: usize) -> Result<Option<(usize, usize)>> {
+        if run.peeked.is_some() {
+            return Ok(run.peeked);
+        }
+        if run.exhausted() {
+            self.close_cursor(run);
+            return Ok(None);
+        }
+        if run.blk.is_none() {
+            let per = self.cursor_share / (2 * readers.max(1)) / PAGE_SIZE;
+            let pages = per
+                .clamp(1, MAX_IO_PAGES)
+                .min(run.len.div_ceil(PAGE_SIZE as u64) as usize);
+            // Short of memory (a large current partition), a page will do.
+            let pages = if pages > 1 && self.make_room(pages * PAGE_SIZE).is_err() {
+                1
+            } else {
+                pages
+            };
+            self.make_room(pages * PAGE_SIZE)?;
+            self.charge(pages * PAGE_SIZE);
+            run.blk = Some(AlignedBuf::new(pages));
+        }
+        let mut hdr = [0u8; GROUP_HDR];
+        self.read_into(run, &mut hdr)?;
+        let p = u32::from_le_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]) as usize;
+        let len = u32::from_le_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]) as usize;
+        run.peeked = Some((p, len));
+        Ok(run.peeked)
+    }
+
+    fn next_byte(&mut self, run: &mut Run) -> Result<u8> {
+        let mut b = [0u8];
+        self.read_into(run, &mut b)?;
+        Ok(b[0])
+    }
+
+    /// Fills `out` from `run`, reading blocks as needed.
+    fn read_into(&mut self, run: &mut Run, out: &mut [u8]) -> Result<()> {
+        let mut at = 0;
+        while at < out.len() {
+            if run.pos == run.filled {
+                self.refill(run)?;
+            }
+            let n = (out.len() - at).min(run.filled - run.pos);
+            let blk = run.blk.as_ref().ok_or_else(corrupt)?;
+            out[at..at + n].copy_from_slice(&blk[run.pos..run.pos + n]);
+            run.pos += n;
+            at += n;
+        }
+        Ok(())
+    }
+
+    fn skip(&mut self, run: &mut Run, mut n: usize) -> Result<()> {
+        while n > 0 {
+            if run.pos == run.filled {
+                self.refill(run)?;
+            }
+            let k = n.min(run.filled - run.pos);
+            run.pos += k;
+            n -= k;
+        }
+        Ok(())
+    }
+
+    /// Reads the run's next block (the block is empty: everything consumed).
+    fn refill(&mut self, run: &mut Run) -> Result<()> {
+        let left = run.len - run.read;
+        let Some(blk) = run.blk.as_mut() else {
+            return Err(corrupt());
+        };
+        if left == 0 {
+            return Err(corrupt());
+        }
+        let pages = blk.pages().min(left.div_ceil(PAGE_SIZE as u64) as usize);
+        let page = run.first_page + run.read / PAGE_SIZE as u64;
+        self.spill.read(page, &mut blk[..pages * PAGE_SIZE])?;
+        let n = (pages * PAGE_SIZE).min(left as usize);
+        run.read += n as u64;
+        run.pos = 0;
+        run.filled = n;
+        Ok(())
+    }
+
+    fn close_cursor(&mut self, run: &mut Run) {
+        if let Some(b) = run.blk.take() {
+            self.used -= b.len();
+        }
+    }
+
+    fn drop_exhausted_runs(&mut self) {
+        let mut i = 0;
+        while i < self.runs.len() {
+            if self.runs[i].exhausted() {
+                let mut r = self.runs.remove(i);
+                self.close_cursor(&mut r);
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+fn corrupt() -> AccessError {
+    AccessError::ResultCache("spill file is inconsistent (a run ended inside a record)".into())
+}
+
+/// The arena record at `at`: next record, tuple id, tuple.
+fn arena_record(arena: &[u8], at: usize) -> (u32, Tid, &[u8]) {
+    let h = &arena[at..at + ARENA_HDR];
+    let next = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
+    let page = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+    let slot = u16::from_le_bytes([h[8], h[9]]);
+    let len = u16::from_le_bytes([h[10], h[11]]) as usize;
+    (
+        next,
+        Tid::new(page, slot),
+        &arena[at + ARENA_HDR..at + ARENA_HDR + len],
+    )
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *b.get(*pos)?;
+        *pos += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// A run record: the page as a zigzag delta from the previous record's (tuples
+/// arrive roughly in heap order, so it is mostly one byte), the slot, the
+/// length, the tuple.
+fn encode_record(out: &mut Vec<u8>, prev: &mut u32, tid: Tid, tuple: &[u8]) {
+    let d = i64::from(tid.page) - i64::from(*prev);
+    put_varint(out, ((d << 1) ^ (d >> 63)) as u64);
+    put_varint(out, u64::from(tid.slot));
+    put_varint(out, tuple.len() as u64);
+    out.extend_from_slice(tuple);
+    *prev = tid.page;
+}
+
+fn decode_header(h: &[u8], prev: &mut u32) -> Option<(Tid, usize)> {
+    let mut pos = 0;
+    let z = get_varint(h, &mut pos)?;
+    let d = (z >> 1) as i64 ^ -((z & 1) as i64);
+    let page = u32::try_from(i64::from(*prev) + d).ok()?;
+    let slot = u16::try_from(get_varint(h, &mut pos)?).ok()?;
+    let len = usize::try_from(get_varint(h, &mut pos)?).ok()?;
+    *prev = page;
+    Some((Tid::new(page, slot), len))
+}
+
+/// The spill file: append-only runs written through a staging buffer. Removes
+/// its file when dropped (including during unwinding) and as soon as a write
+/// fails.
+struct SpillFile {
+    device: Arc<dyn Device>,
+    path: PathBuf,
+    file: Option<FileId>,
+    next_page: u64,
+    stage: Option<AlignedBuf>,
+    stage_pages: usize,
+    /// Bytes in the stage not yet written.
+    staged: usize,
+    /// The run being written: first page and bytes so far.
+    run_first: u64,
+    run_len: u64,
+    failed: bool,
+    written: u64,
+    read: u64,
+}
+
+impl SpillFile {
+    /// Appends bytes to the current run.
+    fn put(&mut self, mut bytes: &[u8]) -> Result<()> {
+        while !bytes.is_empty() {
+            let cap = self.stage_pages * PAGE_SIZE;
+            let stage = self
+                .stage
+                .get_or_insert_with(|| AlignedBuf::new(self.stage_pages));
+            let n = bytes.len().min(cap - self.staged);
+            stage[self.staged..self.staged + n].copy_from_slice(&bytes[..n]);
+            self.staged += n;
+            self.run_len += n as u64;
+            bytes = &bytes[n..];
+            if self.staged == cap {
+                self.write_stage()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the staged bytes as whole pages (the last one padded).
+    fn write_stage(&mut self) -> Result<()> {
+        if self.staged == 0 {
+            return Ok(());
+        }
+        let pages = self.staged.div_ceil(PAGE_SIZE);
+        let file = self.open()?;
+        let Some(stage) = self.stage.as_mut() else {
+            return Ok(());
+        };
+        stage[self.staged..pages * PAGE_SIZE].fill(0);
+        if let Err(e) = self
+            .device
+            .write(file, self.next_page, &stage[..pages * PAGE_SIZE])
+        {
+            return Err(self.fail(e));
+        }
+        self.next_page += pages as u64;
+        self.written += (pages * PAGE_SIZE) as u64;
+        self.staged = 0;
+        Ok(())
+    }
+
+    /// Ends the current run (`None` if it is empty); the next starts on a fresh page.
+    fn finish_run(&mut self) -> Result<Option<Run>> {
+        self.write_stage()?;
+        let run = (self.run_len > 0).then(|| Run {
+            first_page: self.run_first,
+            len: self.run_len,
+            ..Default::default()
+        });
+        self.run_first = self.next_page;
+        self.run_len = 0;
+        Ok(run)
+    }
+
+    fn read(&mut self, page: u64, buf: &mut [u8]) -> Result<()> {
+        let file = self.file.ok_or_else(corrupt)?;
+        self.device.read(file, page, buf)?;
+        self.read += buf.len() as u64;
+        Ok(())
+    }
+
+    fn usable(&self) -> Result<()> {
+        if self.failed {
+            return Err(AccessError::ResultCache(
+                "unusable: writing its spill file failed earlier (the file was removed)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn open(&mut self) -> Result<FileId> {
+        self.usable()?;
+        if let Some(f) = self.file {
+            return Ok(f);
+        }
+        let r = (|| {
+            if let Some(dir) = self.path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
+            }
+            self.device.create(&self.path, 1 << 17)
+        })();
+        match r {
+            Ok(f) => {
+                self.file = Some(f);
+                Ok(f)
+            }
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// Removes the file after a failed write and says why, clearly for a full disk.
+    fn fail(&mut self, e: StorageError) -> AccessError {
+        self.failed = true;
+        self.remove();
+        match &e {
+            StorageError::Io { path, source }
+                if source.kind() == std::io::ErrorKind::StorageFull
+                    || source.raw_os_error() == Some(28) =>
+            {
+                AccessError::ResultCacheSpill(format!(
+                    "no space left on device writing {}",
+                    path.display()
+                ))
+            }
+            _ => AccessError::ResultCacheSpill(e.to_string()),
+        }
+    }
+
+    fn remove(&mut self) {
+        if let Some(f) = self.file.take() {
+            self.device.close(f);
+        }
+        for seg in 0.. {
+            match std::fs::remove_file(segment_path(&self.path, seg)) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                _ => {}
+            }
+        }
+    }
+}
+
+impl Drop for SpillFile {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+/// Removes the `resultcache-<pid>-*` files in `dir` of processes that no longer
+/// exist (left by a crash or a kill). Returns how many files it removed.
+pub fn remove_stale_spill_files(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let me = std::process::id();
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("resultcache-"))
+            .and_then(|n| n.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = pid == me || Path::new(&format!("/proc/{pid}")).exists();
+        if !alive && std::fs::remove_file(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// [`remove_stale_spill_files`], the first time this process uses `dir`.
+fn remove_stale_spill_files_once(dir: &Path) {
+    static CLEANED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    let mut cleaned = CLEANED.lock().unwrap_or_else(|e| e.into_inner());
+    if !cleaned.iter().any(|d| d == dir) {
+        cleaned.push(dir.to_path_buf());
+        remove_stale_spill_files(dir);
     }
 }

@@ -116,7 +116,8 @@ fn exit_code(e: &anyhow::Error) -> u8 {
         && !matches!(a, strata_access::AccessError::Storage(_))
     {
         return match a {
-            strata_access::AccessError::ResultCache(_) => 1,
+            strata_access::AccessError::ResultCache(_)
+            | strata_access::AccessError::ResultCacheSpill(_) => 1,
             _ => 2,
         };
     }

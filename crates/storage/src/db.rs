@@ -245,7 +245,7 @@ impl Database {
     }
 
     /// Deletes data files the catalog does not reference (from loads that never
-    /// committed) and a leftover temporary catalog.
+    /// committed), a leftover temporary catalog and stale Result Cache spill files.
     fn remove_orphans(&self) -> Result<()> {
         let cat = self.catalog.lock();
         let mut live = BTreeSet::new();
@@ -277,6 +277,16 @@ impl Database {
             self.dir
                 .join(format!("{}.tmp", crate::catalog::CATALOG_FILE)),
         );
+        // Result Cache spill files in `tmp/` (the temp dir the CLI and benches
+        // give operators) left by a process that died: no other process can be
+        // using them while we hold the exclusive lock.
+        if let Ok(tmp) = std::fs::read_dir(self.dir.join("tmp")) {
+            for e in tmp.flatten() {
+                if e.file_name().to_string_lossy().starts_with("resultcache-") {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
         if removed {
             sync_dir(&data)?;
         }
