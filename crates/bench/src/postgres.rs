@@ -1195,7 +1195,7 @@ impl Session {
             .iter()
             .map(|s| {
                 format!(
-                    "{} {} rows, {:.1} MiB heap ({} pages), {:.1} MiB indexes",
+                    "{} ({} rows, {:.1} MiB heap = {} pages, {:.1} MiB indexes)",
                     s.name,
                     s.rows,
                     mib(s.heap_bytes),
@@ -1206,7 +1206,7 @@ impl Session {
             .collect();
         notes.push(format!(
             "PostgreSQL {} ({}): private cluster {}, 127.0.0.1:{} and a unix socket in {}; \
-             shared_buffers = {} against {}; \
+             shared_buffers = {}; tables: {}; \
              max_parallel_workers_per_gather = 0, jit = off, autovacuum = off, \
              wal_level = minimal (for the load), track_io_timing = on; \
              effective_io_concurrency left at its default ({}), work_mem at its default ({})",
