@@ -13,7 +13,11 @@
 //!   written as SVG and PNG without system libraries;
 //! - [`summary`]: the markdown [`Summary`] with its [`Comparison`] table;
 //! - [`model`]: the Smooth Scan cost model's analytical figures and its
-//!   predictions beside measured times (`strata model`).
+//!   predictions beside measured times (`strata model`);
+//! - [`postgres`]: PostgreSQL beside strata — strata tables copied with
+//!   their indexes into a private cluster, queries run cold under the
+//!   planner's choice or forced scan methods
+//!   ([`postgres::run_postgres_queries`], [`postgres::run_postgres_sweep`]).
 
 pub mod model;
 pub mod plot;
