@@ -108,7 +108,7 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Prefix of every sort temporary file's name (traces use it to tell temporary
 /// files from tables).
-pub const TEMP_PREFIX: &str = "strata-temp";
+pub const TEMP_PREFIX: &str = strata_storage::device::trace::TEMP_FILE_PREFIX;
 
 /// A temporary paged file of a sort, appended to page by page through the
 /// device; removed on drop. Counts its own I/O.
