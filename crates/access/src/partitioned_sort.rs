@@ -262,13 +262,20 @@ impl PartitionedSort {
         self.report.partitions = p as u64;
         self.report.partitions_split = splits;
         let mut entry = Vec::new();
-        if (p + self.io) * PAGE_SIZE > self.budget {
-            self.report.fallbacks += 1;
-            self.notes.push(format!(
-                "partitioned sort: {p} partitions need {} bytes of page buffers, more than the sort memory of {} bytes; sorted by an external merge sort instead",
-                (p + self.io) * PAGE_SIZE,
-                self.budget
-            ));
+        let too_many = (p + self.io) * PAGE_SIZE > self.budget;
+        if too_many || p == 1 {
+            if too_many {
+                self.report.fallbacks += 1;
+                self.notes.push(format!(
+                    "partitioned sort: {p} partitions need {} bytes of page buffers, more than the sort memory of {} bytes; sorted by an external merge sort instead",
+                    (p + self.io) * PAGE_SIZE,
+                    self.budget
+                ));
+            } else {
+                self.notes.push(
+                    "partitioned sort: the range fits the sort memory (one partition); sorted in memory without temporary I/O".into(),
+                );
+            }
             let mut sorter = ExternalSorter::new(self.budget, self.device.clone(), &self.temp_dir)?;
             while more {
                 for (tid, t) in batch.iter() {
@@ -445,7 +452,12 @@ impl AccessPath for PartitionedSort {
                         let split = self.report.partitions_split;
                         let fallbacks = self.report.fallbacks;
                         self.report = SortReport {
-                            algorithm: "partitioned sort (fell back to external merge sort)".into(),
+                            algorithm: if fallbacks > 0 {
+                                "partitioned sort (fell back to external merge sort)"
+                            } else {
+                                "partitioned sort (one partition, in memory)"
+                            }
+                            .into(),
                             partitions,
                             partitions_split: split,
                             fallbacks,

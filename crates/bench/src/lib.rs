@@ -12,9 +12,11 @@
 //! - [`plot`]: [`Plot`] line and grouped-bar charts, linear or log axes,
 //!   written as SVG and PNG without system libraries;
 //! - [`summary`]: the markdown [`Summary`] with its [`Comparison`] table;
+//! - [`flash`]: the flash paper's figures (`strata bench flash`);
 //! - [`model`]: the Smooth Scan cost model's analytical figures and its
 //!   predictions beside measured times (`strata model`).
 
+pub mod flash;
 pub mod model;
 pub mod plot;
 pub mod postgres;

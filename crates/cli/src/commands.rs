@@ -137,6 +137,9 @@ pub fn run(cli: &Cli) -> Result<()> {
         Command::Bench {
             which: BenchCommand::SmoothScan(args),
         } => crate::bench_smooth::run(cli, args),
+        Command::Bench {
+            which: BenchCommand::Flash(args),
+        } => crate::bench_flash::run(cli, args),
     }
 }
 
