@@ -219,7 +219,7 @@ pub(crate) fn encode_record(entry: &[u8], tuple: &[u8], out: &mut Vec<u8>) -> Re
 
 /// The record at `pos` of `buf` as (entry, tuple, record length), or `None` at
 /// the end of the valid bytes or at a zero header (the unused tail of a block).
-pub(crate) fn decode_record(buf: &[u8], pos: usize) -> Option<(&[u8], &[u8], usize)> {
+pub(crate) fn decode_record(buf: &[u8], pos: usize) -> Option<Record<'_>> {
     if pos + HEADER > buf.len() {
         return None;
     }
@@ -232,6 +232,9 @@ pub(crate) fn decode_record(buf: &[u8], pos: usize) -> Option<(&[u8], &[u8], usi
     let tuple = &buf[pos + HEADER + e..pos + HEADER + e + t];
     Some((entry, tuple, HEADER + e + t))
 }
+
+/// A decoded record: (entry, tuple, record length).
+pub(crate) type Record<'a> = (&'a [u8], &'a [u8], usize);
 
 /// The tuple id at the end of an index entry.
 pub(crate) fn tid_of(entry: &[u8]) -> Tid {
@@ -320,7 +323,7 @@ impl RunReader {
     }
 
     /// The current record, reading the next block when this one is used up.
-    fn current(&mut self, temp: &mut TempFile) -> Result<Option<(&[u8], &[u8], usize)>> {
+    fn current(&mut self, temp: &mut TempFile) -> Result<Option<Record<'_>>> {
         loop {
             if decode_record(&self.buf[..self.len], self.pos).is_some() {
                 return Ok(decode_record(&self.buf[..self.len], self.pos));

@@ -19,6 +19,9 @@ use crate::scan::{AccessPath, ScanSpec};
 pub const DEPTH: usize = 16;
 pub const MAX_RUN_PAGES: u64 = 32;
 
+/// Sees each index entry of the range as it is read.
+type EntryObserver = Box<dyn FnMut(&[u8]) + Send>;
+
 pub struct SortScan {
     spec: ScanSpec,
     cursor: Option<RangeCursor>,
@@ -33,7 +36,7 @@ pub struct SortScan {
     depth: usize,
     /// Sees every index entry of the range while the tuple ids are collected
     /// (partitioned sort computes its boundaries from them).
-    observer: Option<Box<dyn FnMut(&[u8]) + Send>>,
+    observer: Option<EntryObserver>,
     report: ScanReport,
 }
 

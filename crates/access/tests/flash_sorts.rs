@@ -65,6 +65,9 @@ fn random_table(db: &Database, rows: &[(i32, i32, usize)]) -> Arc<Table> {
     db.table("r").unwrap()
 }
 
+/// Tuples in output order: (tid, bytes).
+type Rows = Vec<(Tid, Vec<u8>)>;
+
 /// The expected output: the full scan's qualifying tuples sorted in memory by
 /// their index entry (key ++ tid).
 fn in_memory_sort(table: &Arc<Table>, pred: &Predicate) -> Vec<(Tid, Vec<u8>)> {
@@ -87,7 +90,7 @@ fn run_plan(
     pred: &Predicate,
     plan: OrderedPlan,
     opts: &SortOptions,
-) -> strata_access::Result<(Vec<(Tid, Vec<u8>)>, ScanOutcome)> {
+) -> strata_access::Result<(Rows, ScanOutcome)> {
     let spec = ScanSpec::new(table.clone(), pred.clone()).ordered(true);
     let mut got = Vec::new();
     let out = run_ordered(spec, plan, opts, |b| {
