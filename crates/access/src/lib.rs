@@ -5,8 +5,11 @@
 pub mod batch;
 pub mod cost_model;
 pub mod error;
+pub mod external_sort;
 pub mod full;
 pub mod index_scan;
+pub mod ordered_plan;
+pub mod partitioned_sort;
 pub mod predicate;
 pub mod report;
 pub mod result_cache;
@@ -19,6 +22,7 @@ pub mod switch;
 
 pub use batch::TupleBatch;
 pub use error::{AccessError, Result};
+pub use ordered_plan::{OrderedPlan, SortOptions, open_ordered, run_ordered, sort_on_index};
 pub use predicate::Predicate;
 pub use run::{PathChoice, ScanOutcome, open_path, run_scan};
 pub use scan::{AccessPath, ScanSpec};

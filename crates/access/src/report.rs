@@ -76,5 +76,44 @@ pub struct ScanReport {
     /// Bytes of the Page-ID cache bitmap.
     pub page_cache_bytes: usize,
     pub result_cache: Option<CacheReport>,
+    /// What an external merge sort or partitioned sort on top of the path did.
+    pub sort: Option<SortReport>,
     pub notes: Vec<String>,
+}
+
+/// What a sort with a memory budget did (external merge sort or partitioned
+/// sort; `crate::external_sort`, `crate::partitioned_sort`). Page and request
+/// counts are the sort's own temporary-file I/O; the device counters include
+/// them too.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SortReport {
+    /// `external merge sort` or `partitioned sort`.
+    pub algorithm: String,
+    pub budget_bytes: usize,
+    /// Most bytes of records and I/O buffers held at once; never above the budget.
+    pub peak_bytes: usize,
+    /// Records sorted and their bytes as written to temporary files (header +
+    /// index entry + tuple).
+    pub records: u64,
+    pub record_bytes: u64,
+    /// ES: initial runs, merge fan-in, merge passes done (the last one streams
+    /// the output), and the passes the formula `ceil(log_fan_in(runs))` predicts.
+    pub runs: u64,
+    pub fan_in: u64,
+    pub merge_passes: u64,
+    pub theory_passes: u64,
+    /// PS: partitions, boundaries that fell between entries of one key (split by
+    /// tuple id), and partitions (or whole sorts) that did not fit and were
+    /// sorted by an external merge sort instead.
+    pub partitions: u64,
+    pub partitions_split: u64,
+    pub fallbacks: u64,
+    /// Temporary-file I/O of the sort.
+    pub pages_written: u64,
+    pub write_requests: u64,
+    pub pages_read: u64,
+    pub read_requests: u64,
+    /// Record bytes written to and read back from temporary files.
+    pub record_bytes_written: u64,
+    pub record_bytes_read: u64,
 }

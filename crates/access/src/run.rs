@@ -1,10 +1,11 @@
 //! Choosing an access path by name and running it to completion with the
 //! counters an EXPLAIN ANALYZE shows.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
-use strata_storage::device::IoCounters;
+use strata_storage::device::{Device, IoCounters};
 
 use crate::batch::TupleBatch;
 use crate::error::{AccessError, Result};
@@ -73,13 +74,24 @@ pub struct ScanOutcome {
 pub fn run_scan(
     spec: ScanSpec,
     choice: &PathChoice,
-    mut sink: impl FnMut(&TupleBatch),
+    sink: impl FnMut(&TupleBatch),
 ) -> Result<ScanOutcome> {
     let device = spec.table.heap().pool().device().clone();
+    measure(&device, || open_path(spec, choice), sink)
+}
+
+/// Opens an operator with `open`, runs it to the end handing every batch to
+/// `sink`, and measures it on `device` (shared by [`run_scan`] and
+/// [`crate::ordered_plan::run_ordered`]).
+pub fn measure(
+    device: &Arc<dyn Device>,
+    open: impl FnOnce() -> Result<Box<dyn AccessPath>>,
+    mut sink: impl FnMut(&TupleBatch),
+) -> Result<ScanOutcome> {
     device.stats().forget_position();
     let before = device.stats().snapshot();
     let start = Instant::now();
-    let mut path = open_path(spec, choice)?;
+    let mut path = open()?;
     let mut batch = TupleBatch::new();
     let mut rows = 0u64;
     while path.next_batch(&mut batch)? {

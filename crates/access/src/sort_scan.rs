@@ -19,6 +19,9 @@ use crate::scan::{AccessPath, ScanSpec};
 pub const DEPTH: usize = 16;
 pub const MAX_RUN_PAGES: u64 = 32;
 
+/// Sees each index entry of the range as it is read.
+type EntryObserver = Box<dyn FnMut(&[u8]) + Send>;
+
 pub struct SortScan {
     spec: ScanSpec,
     cursor: Option<RangeCursor>,
@@ -31,6 +34,9 @@ pub struct SortScan {
     window_end: usize,
     run_ptr: usize,
     depth: usize,
+    /// Sees every index entry of the range while the tuple ids are collected
+    /// (partitioned sort computes its boundaries from them).
+    observer: Option<EntryObserver>,
     report: ScanReport,
 }
 
@@ -51,11 +57,20 @@ impl SortScan {
             window_end: 0,
             run_ptr: 0,
             depth: depth.max(1),
+            observer: None,
             report: ScanReport {
                 path: "sort".into(),
                 ..Default::default()
             },
         })
+    }
+
+    /// Hands every index entry (key ++ tuple id) of the range, in order, to
+    /// `f` while the tuple ids are collected, so that a consumer needing the
+    /// entries (partitioned sort) does not read the index a second time.
+    pub fn observe_entries(mut self, f: impl FnMut(&[u8]) + Send + 'static) -> SortScan {
+        self.observer = Some(Box::new(f));
+        self
     }
 
     /// The blocking step: every tuple id of the range, sorted by (page, slot).
@@ -65,7 +80,11 @@ impl SortScan {
         };
         let index = self.spec.index()?;
         while let Some(e) = cursor.next_entry(&index.btree) {
-            self.tids.push(e?.1);
+            let (entry, tid) = e?;
+            if let Some(f) = &mut self.observer {
+                f(entry);
+            }
+            self.tids.push(tid);
         }
         self.report.index_entries = self.tids.len() as u64;
         self.tids.sort_unstable();

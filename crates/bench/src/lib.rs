@@ -12,6 +12,7 @@
 //! - [`plot`]: [`Plot`] line and grouped-bar charts, linear or log axes,
 //!   written as SVG and PNG without system libraries;
 //! - [`summary`]: the markdown [`Summary`] with its [`Comparison`] table;
+//! - [`flash`]: the flash paper's figures (`strata bench flash`);
 //! - [`model`]: the Smooth Scan cost model's analytical figures and its
 //!   predictions beside measured times (`strata model`);
 //! - [`postgres`]: PostgreSQL beside strata — strata tables copied with
@@ -19,6 +20,7 @@
 //!   planner's choice or forced scan methods
 //!   ([`postgres::run_postgres_queries`], [`postgres::run_postgres_sweep`]).
 
+pub mod flash;
 pub mod model;
 pub mod plot;
 pub mod postgres;

@@ -135,6 +135,9 @@ pub fn run(cli: &Cli) -> Result<()> {
         Command::Bench {
             which: BenchCommand::Tpch { args },
         } => crate::sql_forward::run(cli, &["bench", "tpch"], args),
+        Command::Bench {
+            which: BenchCommand::Flash(args),
+        } => crate::bench_flash::run(cli, args),
     }
 }
 

@@ -6,6 +6,7 @@
 //! (a malformed CSV row, a Parquet type strata cannot store); 4 corruption found
 //! (a checksum, a truncated file, an index that disagrees with its heap).
 
+mod bench_flash;
 mod bench_io;
 mod bench_smooth;
 mod commands;
@@ -84,6 +85,8 @@ pub enum Command {
 pub enum BenchCommand {
     /// The Smooth Scan paper's figures: 15a 15b 16 17 18 19 20 21 22 23, or all.
     SmoothScan(bench_smooth::SmoothArgs),
+    /// The flash paper's figures: 2 5 6 table2, or all.
+    Flash(bench_flash::FlashArgs),
     /// Sequential and random read throughput of a table's heap through the device,
     /// next to fio on the same file.
     Io(bench_io::IoArgs),

@@ -7,7 +7,8 @@ use anyhow::{Result, bail};
 use clap::Args;
 use strata_access::report::Mode;
 use strata_access::{
-    PageCosts, PathChoice, Policy, Predicate, ScanSpec, SmoothOptions, Trigger, run_scan,
+    OrderedPlan, PageCosts, PathChoice, Policy, Predicate, ScanSpec, SmoothOptions, SortOptions,
+    Trigger, run_ordered, run_scan,
 };
 use strata_storage::Database;
 use strata_storage::util::{format_bytes, parse_size};
@@ -61,6 +62,22 @@ pub struct ScanArgs {
     /// Result Cache memory budget (ordered Smooth Scan).
     #[arg(long, default_value = "64MiB")]
     pub result_cache: String,
+    /// An ORDER BY plan of the flash paper instead of --path: idx, sidx+ps,
+    /// sidx+es, fts+ps or fts+es (orders by the predicate's indexed column, or
+    /// --order-by).
+    #[arg(long)]
+    pub plan: Option<String>,
+    /// Sort memory of --plan's external merge sort or partitioned sort.
+    #[arg(long, default_value = "32MiB")]
+    pub sort_memory: String,
+    /// Requests the sorted index scan of --plan keeps in flight.
+    #[arg(long, default_value_t = strata_access::sort_scan::DEPTH)]
+    pub sidx_depth: usize,
+    /// Write an I/O trace (every request's address, size, read/write, modeled
+    /// and wall start/end) to this CSV; needs a modeled device (--device hdd,
+    /// ssd or a profile).
+    #[arg(long)]
+    pub trace: Option<std::path::PathBuf>,
     /// Print the first N rows.
     #[arg(long, default_value_t = 0)]
     pub show: usize,
@@ -166,7 +183,19 @@ pub fn scan_spec(db: &Database, a: &ScanArgs) -> Result<ScanSpec> {
         }
         spec.ordered = true;
     }
-    if spec.index.is_none() && a.path != "full" {
+    if a.plan.is_some() && spec.index.is_none() {
+        return Err(usage(format!(
+            "--plan needs an index on the ORDER BY column (--order-by) or on a column of the predicate; table {} has indexes on: {}",
+            a.table,
+            table
+                .indexes()
+                .iter()
+                .map(|i| i.def.columns.join(","))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
+    }
+    if spec.index.is_none() && a.path != "full" && a.plan.is_none() {
         return Err(usage(format!(
             "--path {} needs an index on a column of the predicate; table {} has indexes on: {}",
             a.path,
@@ -185,11 +214,34 @@ pub fn scan_spec(db: &Database, a: &ScanArgs) -> Result<ScanSpec> {
 pub fn run(cli: &Cli, a: &ScanArgs) -> Result<()> {
     let db = Database::open(&cli.db, db_options(cli, true)?)?;
     let spec = scan_spec(&db, a)?;
-    let choice = path_choice(a, &db, modeled_costs(cli)?)?;
+    let plan: Option<OrderedPlan> = match &a.plan {
+        Some(p) => Some(p.parse::<OrderedPlan>().map_err(|e| usage(e.to_string()))?),
+        None => None,
+    };
+    let choice = if plan.is_some() {
+        PathChoice::Full
+    } else {
+        path_choice(a, &db, modeled_costs(cli)?)?
+    };
+    let sort = SortOptions {
+        memory_bytes: parse_size(&a.sort_memory).map_err(usage)? as usize,
+        temp_dir: db.dir().join("tmp"),
+        sidx_depth: a.sidx_depth.max(1),
+        tuple_estimate: None,
+    };
+    let recorder = match &a.trace {
+        Some(_) => Some(db.device().trace().ok_or_else(|| {
+            usage("--trace needs a modeled device: --device hdd, ssd or a JSON profile")
+        })?),
+        None => None,
+    };
+    if let Some(r) = recorder {
+        r.start();
+    }
     let layout = spec.table.layout().clone();
     let schema = spec.table.schema().clone();
     let mut shown = 0;
-    let outcome = run_scan(spec.clone(), &choice, |b| {
+    let sink = |b: &strata_access::TupleBatch| {
         for (_, t) in b.iter() {
             if shown < a.show {
                 let row = layout.decode(t);
@@ -202,7 +254,20 @@ pub fn run(cli: &Cli, a: &ScanArgs) -> Result<()> {
                 shown += 1;
             }
         }
-    })?;
+    };
+    let outcome = match plan {
+        Some(p) => run_ordered(spec.clone().ordered(true), p, &sort, sink)?,
+        None => run_scan(spec.clone(), &choice, sink)?,
+    };
+    if let (Some(r), Some(path)) = (recorder, &a.trace) {
+        let trace = r.take();
+        trace.write_csv(path)?;
+        eprintln!(
+            "trace: {} requests written to {}",
+            trace.events.len(),
+            path.display()
+        );
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
         return Ok(());
@@ -296,6 +361,37 @@ pub fn run(cli: &Cli, a: &ScanArgs) -> Result<()> {
             c.spilled_partitions,
             c.spilled_tuples,
             format_bytes(c.spill_bytes_written)
+        );
+    }
+    if let Some(s) = &r.sort {
+        println!(
+            "  {}: memory {} (peak {}), {} records ({})",
+            s.algorithm,
+            format_bytes(s.budget_bytes as u64),
+            format_bytes(s.peak_bytes as u64),
+            s.records,
+            format_bytes(s.record_bytes)
+        );
+        if s.partitions > 0 {
+            println!(
+                "    partitions: {} ({} split by tuple id, {} fell back to an external sort)",
+                s.partitions, s.partitions_split, s.fallbacks
+            );
+        }
+        if s.runs > 0 || s.algorithm.starts_with("external") {
+            println!(
+                "    runs: {}, fan-in {}, merge passes {} (ceil(log_fan-in runs) = {})",
+                s.runs, s.fan_in, s.merge_passes, s.theory_passes
+            );
+        }
+        println!(
+            "    temporary I/O: {} pages written in {} requests, {} pages read in {} requests; record bytes written {}, read {}",
+            s.pages_written,
+            s.write_requests,
+            s.pages_read,
+            s.read_requests,
+            format_bytes(s.record_bytes_written),
+            format_bytes(s.record_bytes_read)
         );
     }
     for n in &r.notes {

@@ -21,6 +21,7 @@
 
 mod file;
 mod modeled;
+pub mod trace;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub use file::FileDevice;
 pub use modeled::{DeviceProfile, ModeledDevice, ProfileKind};
 use parking_lot::Mutex;
+pub use trace::{IoKind, Trace, TraceEvent, TraceRecorder};
 
 use crate::error::Result;
 pub use crate::page::PAGE_SIZE;
@@ -90,6 +92,11 @@ pub trait Device: Send + Sync {
     /// put several requests in flight should aim for (1 for a disk head).
     fn parallelism(&self) -> usize {
         1
+    }
+    /// The device's I/O trace recorder, if it can record one (modeled devices:
+    /// see [`trace`]).
+    fn trace(&self) -> Option<&TraceRecorder> {
+        None
     }
 }
 

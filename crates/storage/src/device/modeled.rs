@@ -66,6 +66,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
+use super::trace::{Charged, IoKind, TraceRecorder};
 use super::{Device, FileId, IoStats, PAGE_SIZE, ReadRequest};
 use crate::error::{Result, StorageError};
 
@@ -230,7 +231,7 @@ impl DeviceProfile {
 
     /// The fixed cost of a request that is not sequential (HDD) or of any request
     /// (SSD), in whole ns.
-    fn fixed_ns(&self) -> u64 {
+    pub(crate) fn fixed_ns(&self) -> u64 {
         let ms = match self.kind {
             ProfileKind::Hdd => self.seek_ms + self.rotation_ms,
             ProfileKind::Ssd => self.latency_ms,
@@ -239,7 +240,7 @@ impl DeviceProfile {
     }
 
     /// Time to move `bytes` at `mb_s` MB/s (= `mb_s / 1000` bytes per ns), in whole ns.
-    fn transfer_ns(bytes: u64, mb_s: f64) -> u64 {
+    pub(crate) fn transfer_ns(bytes: u64, mb_s: f64) -> u64 {
         (bytes as f64 * 1e3 / mb_s).round() as u64
     }
 }
@@ -263,6 +264,8 @@ pub struct ModeledDevice {
     stats: IoStats,
     /// The HDD head: where the previous request (read or write) ended.
     head: Mutex<Head>,
+    /// Records requests with their modeled times while a trace is active.
+    trace: TraceRecorder,
 }
 
 struct Head {
@@ -286,6 +289,7 @@ impl ModeledDevice {
             profile,
             stats: IoStats::default(),
             head: Mutex::new(Head { at: None, epoch: 0 }),
+            trace: TraceRecorder::default(),
         }
     }
 
@@ -330,6 +334,7 @@ impl ModeledDevice {
 
     /// Charges one request (`read` or `write`) and counts it.
     fn charge_one(&self, file: FileId, first: u64, pages: u64, dir: Dir) {
+        let wall = std::time::Instant::now();
         let ns = {
             let mut head = self.head.lock();
             match dir {
@@ -338,9 +343,40 @@ impl ModeledDevice {
                 }
                 Dir::Write => self.stats.record_write(pages),
             }
-            self.request_ns(&mut head, file, first, pages, dir)
+            let ns = self.request_ns(&mut head, file, first, pages, dir);
+            if self.trace.is_active() {
+                let start = self.stats.snapshot().modeled_ns;
+                self.trace.record(
+                    wall,
+                    vec![self.charged(file, first, pages, dir, start, start + ns)],
+                );
+            }
+            ns
         };
         self.finish(ns);
+    }
+
+    fn charged(
+        &self,
+        file: FileId,
+        first: u64,
+        pages: u64,
+        dir: Dir,
+        start: u64,
+        end: u64,
+    ) -> Charged {
+        Charged {
+            file,
+            path: Some(self.inner.path(file)),
+            first_page: first,
+            pages,
+            kind: match dir {
+                Dir::Read => IoKind::Read,
+                Dir::Write => IoKind::Write,
+            },
+            start_ns: start,
+            end_ns: end,
+        }
     }
 
     /// Charges a batch of reads `(file, first page, pages)` in submission order.
@@ -348,21 +384,28 @@ impl ModeledDevice {
         if reqs.is_empty() {
             return;
         }
+        let wall = std::time::Instant::now();
+        let tracing = self.trace.is_active();
+        // Per request (start, end) relative to the batch's start, for the trace.
+        let mut times: Vec<(u64, u64)> = Vec::new();
         let ns = {
             let mut head = self.head.lock();
-            match self.profile.kind {
+            let ns = match self.profile.kind {
                 ProfileKind::Hdd => {
                     // Elevator order: one sweep over the batch.
                     reqs.sort_by_key(|&(file, first, _)| (file, first));
-                    reqs.iter()
-                        .map(|&(file, first, pages)| {
-                            self.stats.record_read(file, first, pages);
-                            self.request_ns(&mut head, file, first, pages, Dir::Read)
-                        })
-                        .sum()
+                    let mut at = 0;
+                    for &(file, first, pages) in &reqs {
+                        self.stats.record_read(file, first, pages);
+                        let c = self.request_ns(&mut head, file, first, pages, Dir::Read);
+                        times.push((at, at + c));
+                        at += c;
+                    }
+                    at
                 }
                 ProfileKind::Ssd => {
                     let mut channels = vec![0u64; self.profile.channels as usize];
+                    let mut bus = 0;
                     for &(file, first, pages) in &reqs {
                         self.stats.record_read(file, first, pages);
                         let cost = self.request_ns(&mut head, file, first, pages, Dir::Read);
@@ -372,13 +415,27 @@ impl ModeledDevice {
                             .iter_mut()
                             .min_by_key(|t| **t)
                             .expect("channels >= 1");
+                        bus += self.transfer_ns(pages, Dir::Read);
+                        times.push((*ch, (*ch + cost).max(bus)));
                         *ch += cost;
                     }
                     let busiest = channels.into_iter().max().unwrap_or(0);
                     let total_pages: u64 = reqs.iter().map(|r| r.2).sum();
                     busiest.max(self.transfer_ns(total_pages, Dir::Read))
                 }
+            };
+            if tracing {
+                let start = self.stats.snapshot().modeled_ns;
+                let charged = reqs
+                    .iter()
+                    .zip(&times)
+                    .map(|(&(file, first, pages), &(s, e))| {
+                        self.charged(file, first, pages, Dir::Read, start + s, start + e)
+                    })
+                    .collect();
+                self.trace.record(wall, charged);
             }
+            ns
         };
         self.finish(ns);
     }
@@ -459,6 +516,10 @@ impl Device for ModeledDevice {
 
     fn stats(&self) -> &IoStats {
         &self.stats
+    }
+
+    fn trace(&self) -> Option<&TraceRecorder> {
+        Some(&self.trace)
     }
 
     fn parallelism(&self) -> usize {
@@ -654,6 +715,53 @@ mod tests {
         assert_eq!(s.modeled_ns, 3 * 240_960 + 481_920 + 4_341_760 + 281_920);
         assert_eq!((s.read_requests, s.pages_read), (3 + 10 + 8, 3 + 10 + 106));
         assert_eq!((s.write_requests, s.pages_written), (1, 2));
+    }
+
+    #[test]
+    fn a_trace_replayed_by_one_user_costs_the_modeled_time() {
+        use crate::device::trace::{IoKind, User, replay};
+        for profile in ["hdd", "ssd"] {
+            let (_dir, dev, a, b) = setup(profile);
+            dev.trace().unwrap().start();
+            read(&dev, a, 0, 4);
+            read(&dev, a, 4, 4);
+            read_many(
+                &dev,
+                &[(a, 50, 2), (b, 8, 1), (a, 11, 1), (b, 3, 1), (a, 10, 1)],
+            );
+            write(&dev, b, 10, 2);
+            read(&dev, b, 11, 1);
+            let ten: Vec<_> = (0..10).map(|i| (a, i * 7, 32)).collect();
+            read_many(&dev, &ten);
+            let trace = dev.trace().unwrap().take();
+            assert!(!dev.trace().unwrap().is_active());
+            let total = dev.stats().snapshot().modeled_ns;
+            assert_eq!(trace.events.len(), 2 + 5 + 1 + 1 + 10);
+            assert_eq!(trace.events.iter().map(|e| e.step).max(), Some(5));
+            assert_eq!(
+                trace
+                    .events
+                    .iter()
+                    .filter(|e| e.kind == IoKind::Write)
+                    .count(),
+                1
+            );
+            // Requests end no later than their step, and the last at the total.
+            assert_eq!(trace.events.iter().map(|e| e.end_ns).max(), Some(total));
+            assert!(trace.events.iter().all(|e| e.start_ns < e.end_ns));
+            assert!(trace.file_name(a).starts_with('a') && !trace.is_temp(a));
+            let stream = trace.stream();
+            assert_eq!(stream.steps.len(), 6);
+            let got = replay(
+                &[User {
+                    stream: &stream,
+                    copy: 0,
+                }],
+                dev.profile(),
+                None,
+            );
+            assert_eq!(got, vec![total], "{profile}");
+        }
     }
 
     #[test]
