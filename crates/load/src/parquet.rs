@@ -252,4 +252,3 @@ fn longest_strings(
     }
     Ok(longest)
 }
-

@@ -516,7 +516,7 @@ fn generate_table(
             _ => None,
         };
         let mut rows = 0u64;
-        let mut loaded = Ok(());
+        let mut loaded: Result<(), LoadError> = Ok(());
         if let (Some(load), Some(rx)) = (load.as_mut(), load_rx) {
             let mut row = vec![Value::Null; schema.len()];
             loaded = (|| {
@@ -547,7 +547,9 @@ fn generate_table(
             })();
             // On failure the receiver is dropped here, so the generator stops.
         }
-        let generated = generator.join().expect("the generator thread does not panic");
+        let generated = generator
+            .join()
+            .expect("the generator thread does not panic");
         let written = writer.map(|w| w.join().expect("the Parquet writer does not panic"));
         loaded?;
         let generated = generated?;
@@ -615,7 +617,8 @@ fn write_parquet(
     rx: Receiver<RecordBatch>,
     progress: Option<&dyn Progress>,
 ) -> Result<ParquetTmp, LoadError> {
-    let tmp = ParquetTmp {
+    // From here on, a failure (or a panic) removes the temporary file.
+    let mut tmp = ParquetTmp {
         tmp: path.with_extension("parquet.tmp"),
         path: path.to_path_buf(),
         bytes: 0,
@@ -634,8 +637,8 @@ fn write_parquet(
     }
     let file = writer.into_inner().map_err(pq)?;
     file.sync_all().map_err(|e| io_error(&tmp.tmp, e))?;
-    let bytes = file.metadata().map_err(|e| io_error(&tmp.tmp, e))?.len();
-    Ok(ParquetTmp { bytes, ..tmp })
+    tmp.bytes = file.metadata().map_err(|e| io_error(&tmp.tmp, e))?.len();
+    Ok(tmp)
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> LoadError {
