@@ -65,21 +65,33 @@ pub struct LoadArgs {
 
 #[derive(Args)]
 pub struct GenArgs {
-    /// microbench, skewed or flash.
+    /// microbench, skewed, flash or tpch.
     pub dataset: String,
-    #[arg(long, default_value_t = 1_000_000)]
-    pub rows: u64,
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
+    /// Rows (microbench, skewed, flash; default 1000000).
+    #[arg(long)]
+    pub rows: Option<u64>,
+    /// Random seed (microbench, skewed, flash; default 42).
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Heap fill factor (0.05..=1.0); e.g. 0.25 as public PostgreSQL benchmarks use.
     #[arg(long, default_value_t = 1.0)]
     pub heap_fill: f64,
-    /// Table name (default: the data set's name).
+    /// Table name (default: the data set's name; not for tpch, whose tables have
+    /// the spec's names).
     #[arg(long)]
     pub table: Option<String>,
     /// Segment size of the table's files.
     #[arg(long, default_value = "1GiB")]
     pub segment_size: String,
+    /// TPC-H scale factor, e.g. 0.01, 1 or 10 (tpch only; SF 1 is about 1 GB of data).
+    #[arg(long, allow_hyphen_values = true)]
+    pub sf: Option<String>,
+    /// Also write the TPC-H tables to DIR/<table>.parquet, for another engine (tpch only).
+    #[arg(long, value_name = "DIR")]
+    pub parquet: Option<PathBuf>,
+    /// Write only the Parquet files, no database (tpch only; needs --parquet).
+    #[arg(long, requires = "parquet")]
+    pub parquet_only: bool,
 }
 
 /// Database options from the global flags.
@@ -237,12 +249,24 @@ fn load(cli: &Cli, a: &LoadArgs) -> Result<()> {
 }
 
 fn gen_cmd(cli: &Cli, a: &GenArgs) -> Result<()> {
-    let db = Database::open_or_create(&cli.db, db_options(cli, false)?)?;
+    if a.dataset.trim().eq_ignore_ascii_case("tpch") {
+        return gen_tpch(cli, a);
+    }
     let kind: strata_load::GenKind = a.dataset.parse()?;
+    for (given, flag) in [
+        (a.sf.is_some(), "--sf"),
+        (a.parquet.is_some(), "--parquet"),
+        (a.parquet_only, "--parquet-only"),
+    ] {
+        if given {
+            return Err(usage(format!("{flag} is for tpch, not {kind}")));
+        }
+    }
+    let db = Database::open_or_create(&cli.db, db_options(cli, false)?)?;
     let spec = strata_load::GenSpec {
         kind,
-        rows: a.rows,
-        seed: a.seed,
+        rows: a.rows.unwrap_or(1_000_000),
+        seed: a.seed.unwrap_or(42),
         table: a.table.clone(),
         options: table_options(a.heap_fill, &a.segment_size)?,
     };
@@ -264,6 +288,84 @@ fn gen_cmd(cli: &Cli, a: &GenArgs) -> Result<()> {
         heap_bytes as f64 / 1e6 / secs,
         io.bytes_written() >> 20
     );
+    Ok(())
+}
+
+/// `strata gen tpch --sf N [--parquet DIR] [--parquet-only]`: the eight TPC-H
+/// tables with their indexes, one line per table as it commits.
+fn gen_tpch(cli: &Cli, a: &GenArgs) -> Result<()> {
+    for (given, flag) in [
+        (a.rows.is_some(), "--rows"),
+        (a.seed.is_some(), "--seed"),
+        (a.table.is_some(), "--table"),
+    ] {
+        if given {
+            return Err(usage(format!(
+                "{flag} is not for tpch: its size is set by --sf and its tables have the spec's names"
+            )));
+        }
+    }
+    let sf_text =
+        a.sf.as_deref()
+            .ok_or_else(|| usage("tpch needs a scale factor: --sf 0.01, --sf 1, ..."))?;
+    let mut spec = strata_load::TpchSpec::new(strata_load::parse_scale_factor(sf_text)?);
+    spec.options = table_options(a.heap_fill, &a.segment_size)?;
+    spec.parquet_dir = a.parquet.clone();
+    let db = if a.parquet_only {
+        None
+    } else {
+        Some(Database::open_or_create(&cli.db, db_options(cli, false)?)?)
+    };
+    let bars = Bars::new();
+    let start = Instant::now();
+    let before = db.as_ref().map(|d| d.device().stats().snapshot());
+    let page = strata_storage::page::PAGE_SIZE as u64;
+    let (mut rows, mut heap, mut index, mut parquet) = (0u64, 0u64, 0u64, 0u64);
+    strata_load::generate_tpch(db.as_ref(), &spec, &bars, |r| {
+        bars.finish();
+        let mut line = format!(
+            "generated {:<8} {:>10} rows in {:>7.2} s",
+            r.table.name(),
+            r.rows,
+            r.elapsed.as_secs_f64()
+        );
+        rows += r.rows;
+        if let Some(t) = db.as_ref().and_then(|d| d.table(r.table.name()).ok()) {
+            let h = t.heap().num_pages() * page;
+            let i: u64 = t.indexes().iter().map(|i| i.btree.num_pages() * page).sum();
+            heap += h;
+            index += i;
+            line += &format!("; heap {:>9}", format_bytes(h));
+            if !t.indexes().is_empty() {
+                let names: Vec<&str> = t.indexes().iter().map(|i| i.def.name.as_str()).collect();
+                line += &format!(", indexes {} ({})", format_bytes(i), names.join(", "));
+            }
+        }
+        if let Some((path, bytes)) = &r.parquet {
+            parquet += bytes;
+            line += &format!("; {} {}", path.display(), format_bytes(*bytes));
+        }
+        println!("{line}");
+    })?;
+    bars.finish();
+    let secs = start.elapsed().as_secs_f64();
+    let mut total = format!(
+        "generated TPC-H SF {}: {rows} rows in {secs:.2} s",
+        spec.scale_factor
+    );
+    if let (Some(db), Some(before)) = (&db, before) {
+        let io = db.device().stats().snapshot() - before;
+        total += &format!(
+            "; heaps {}, indexes {}, {} MiB written in total",
+            format_bytes(heap),
+            format_bytes(index),
+            io.bytes_written() >> 20
+        );
+    }
+    if a.parquet.is_some() {
+        total += &format!("; Parquet {}", format_bytes(parquet));
+    }
+    println!("{total}");
     Ok(())
 }
 
@@ -394,11 +496,14 @@ fn demo(cli: &Cli, rows: u64) -> Result<()> {
         println!("generating the Smooth Scan micro-benchmark table ({rows} rows, index on c2)...");
         let args = GenArgs {
             dataset: "microbench".into(),
-            rows,
-            seed: 42,
+            rows: Some(rows),
+            seed: None,
             heap_fill: 1.0,
             table: None,
             segment_size: "1GiB".into(),
+            sf: None,
+            parquet: None,
+            parquet_only: false,
         };
         gen_cmd(cli, &args)?;
     }

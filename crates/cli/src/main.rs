@@ -50,7 +50,8 @@ pub enum Command {
     Create,
     /// Load a CSV or Parquet file into a table (created if it does not exist).
     Load(commands::LoadArgs),
-    /// Generate one of the papers' data sets: microbench, skewed, flash.
+    /// Generate one of the papers' data sets (microbench, skewed, flash) or the
+    /// TPC-H tables (tpch --sf N).
     Gen(commands::GenArgs),
     /// Tables, sizes, pages, fill, index heights and fill.
     Info {

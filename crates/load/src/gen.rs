@@ -98,7 +98,7 @@ impl FromStr for GenKind {
             .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| {
                 LoadError::Usage(format!(
-                    "unknown data set '{s}': expected one of {}",
+                    "unknown data set '{s}': expected one of {}, tpch",
                     GenKind::ALL.map(|k| k.name()).join(", ")
                 ))
             })

@@ -1,5 +1,6 @@
 //! strata's loaders: typed CSV ([`load_csv`]) and Parquet ([`load_parquet`])
-//! import, and native generators for the papers' synthetic data ([`generate`]).
+//! import, native generators for the papers' synthetic data ([`generate`]), and
+//! the TPC-H tables ([`generate_tpch`]).
 //!
 //! Every loader appends through one [`TableLoad`]
 //! and commits it at the very end, so a load is atomic: it either adds every good
@@ -20,11 +21,13 @@ use strata_storage::StorageError;
 use strata_storage::db::{Database, IndexSpec, LoadSummary, TableLoad, TableOptions};
 use strata_storage::types::Schema;
 
+mod arrow_rows;
 mod csv;
 // `gen` is a reserved word in edition 2024.
 #[path = "gen.rs"]
 mod generator;
 mod parquet;
+mod tpch;
 
 pub use crate::csv::{CsvOptions, CsvReport, load_csv};
 pub use crate::generator::{
@@ -32,6 +35,10 @@ pub use crate::generator::{
     microbench_schema, skewed_counts,
 };
 pub use crate::parquet::{ParquetOptions, ParquetReport, load_parquet};
+pub use crate::tpch::{
+    BATCH_ROWS, MAX_SCALE_FACTOR, MIN_SCALE_FACTOR, TPCH_INDEXES, TpchIndex, TpchSpec, TpchTable,
+    TpchTableReport, generate_tpch, parse_scale_factor,
+};
 
 /// Where in an input file a bad row is.
 #[derive(Clone, Debug, PartialEq, Eq)]
