@@ -73,7 +73,7 @@ use ::parquet::file::properties::WriterProperties;
 use arrow_array::RecordBatch;
 use arrow_schema::{ArrowError, SchemaRef};
 use strata_storage::StorageError;
-use strata_storage::db::{Database, IndexSpec, LoadSummary, Progress, TableOptions};
+use strata_storage::db::{Database, IndexSpec, LoadSummary, Progress, TableLoad, TableOptions};
 use strata_storage::types::{Schema, Value};
 use tpchgen::generators::{
     CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator,
@@ -578,6 +578,44 @@ fn generate_table(
         summary,
         parquet,
     })
+}
+
+/// Appends to `load` the rows of table `t` at scale factor `sf` for which
+/// `keep` holds, in generation order; returns how many were appended. For
+/// loading one table in several steps (e.g. `strata bench tpch` loads a
+/// warehouse's history before its recent rows, with an `ANALYZE` in between);
+/// each step regenerates the table, which tpchgen does deterministically.
+pub fn append_tpch_rows(
+    load: &mut TableLoad<'_>,
+    t: TpchTable,
+    sf: f64,
+    keep: &mut dyn FnMut(&[Value]) -> bool,
+    progress: &dyn Progress,
+) -> Result<u64, LoadError> {
+    let schema = t.schema();
+    let source = format!("tpchgen {}", t.name());
+    let map = map_fields(t.arrow_schema().fields(), &schema, &source, t.name())?;
+    let mut row = vec![Value::Null; schema.len()];
+    let mut appended = 0u64;
+    for batch in t.batches(sf, BATCH_ROWS) {
+        let batch = batch.map_err(|e| LoadError::Mismatch(format!("{source}: {e}")))?;
+        let conv = BatchRows::new(&batch, &map);
+        for i in 0..batch.num_rows() {
+            conv.row(i, &schema, &mut row).map_err(|(c, reason)| {
+                LoadError::Mismatch(format!(
+                    "{source}: column {} ({}): {reason}",
+                    c + 1,
+                    schema.columns[c].name
+                ))
+            })?;
+            if keep(&row) {
+                load.append(&row)?;
+                appended += 1;
+            }
+        }
+        progress.advance(batch.num_rows() as u64);
+    }
+    Ok(appended)
 }
 
 /// The generator thread: sends each batch to the loader and the Parquet writer
