@@ -13,7 +13,9 @@ use datafusion::arrow::array::{
     ArrayRef, BooleanBuilder, Date32Builder, Decimal128Builder, Float64Builder, Int32Builder,
     Int64Builder, StringBuilder,
 };
-use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef};
+use datafusion::arrow::datatypes::{
+    DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef,
+};
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use strata_access::TupleBatch;
@@ -65,9 +67,9 @@ impl Builder {
                     .expect("strata decimals have precision <= 18"),
             ),
             DataType::Date => Builder::Date(Date32Builder::with_capacity(rows)),
-            DataType::Char { len } | DataType::Varchar { len } => {
-                Builder::Str(StringBuilder::with_capacity(rows, rows * (len as usize).min(64)))
-            }
+            DataType::Char { len } | DataType::Varchar { len } => Builder::Str(
+                StringBuilder::with_capacity(rows, rows * (len as usize).min(64)),
+            ),
             DataType::Bool => Builder::Bool(BooleanBuilder::with_capacity(rows)),
         }
     }

@@ -32,13 +32,19 @@ impl FromStr for Format {
             "table" => Ok(Format::Table),
             "csv" => Ok(Format::Csv),
             "json" => Ok(Format::Json),
-            _ => Err(format!("unknown format '{s}' (expected table, csv or json)")),
+            _ => Err(format!(
+                "unknown format '{s}' (expected table, csv or json)"
+            )),
         }
     }
 }
 
 /// The whole result in `format`, ending with a newline.
-pub fn render(format: Format, schema: &SchemaRef, batches: &[RecordBatch]) -> Result<String, ArrowError> {
+pub fn render(
+    format: Format,
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<String, ArrowError> {
     match format {
         Format::Table => {
             if batches.iter().all(|b| b.num_rows() == 0) {

@@ -15,6 +15,7 @@ pub mod pushdown;
 pub mod scan_exec;
 pub mod session;
 pub mod stats;
+pub mod tpch;
 
 pub use format::Format;
 pub use options::{AccessPathSetting, StrataOptions};

@@ -6,6 +6,14 @@
 //! | `strata.access_path` | `smooth`, `optimizer`, `full`, `index`, `sort`, `switch` | `smooth` |
 //! | `strata.smooth_policy` | `cost`, `greedy`, `si`, `elastic` | `cost` |
 //! | `strata.result_cache` | a size such as `64MiB` (ordered Smooth Scan's budget) | `64MiB` |
+//! | `strata.ordered_plan` | `auto`, `idx`, `sidx+ps`, `sidx+es`, `fts+ps`, `fts+es` | `auto` |
+//! | `strata.sort_memory` | a size (the sorts' memory budget) | `32MiB` |
+//!
+//! `strata.ordered_plan` chooses the flash paper's plan for a scan that must
+//! produce index-key order (an `ORDER BY` on the key pushed into it); `auto`
+//! follows `strata.access_path` — Smooth Scan and the index scan produce key
+//! order themselves, and the other paths are followed by a partitioned sort
+//! whose partitions come from the index (one write and one read of the data).
 //!
 //! A bad value is refused when it is SET, naming the setting and what it takes.
 
@@ -15,6 +23,7 @@ use std::str::FromStr;
 use datafusion::common::config::{ConfigEntry, ConfigExtension, ExtensionOptions};
 use datafusion::common::{DataFusionError, Result};
 use strata_access::Policy;
+use strata_access::ordered_plan::OrderedPlan;
 use strata_storage::util::parse_size;
 
 /// How a scan of a strata table chooses its access path.
@@ -84,6 +93,9 @@ pub struct StrataOptions {
     pub access_path: AccessPathSetting,
     pub smooth_policy: Policy,
     pub result_cache_bytes: usize,
+    /// `None` is `auto`.
+    pub ordered_plan: Option<OrderedPlan>,
+    pub sort_memory_bytes: usize,
 }
 
 impl Default for StrataOptions {
@@ -92,6 +104,8 @@ impl Default for StrataOptions {
             access_path: AccessPathSetting::Smooth,
             smooth_policy: Policy::CostAware,
             result_cache_bytes: 64 << 20,
+            ordered_plan: None,
+            sort_memory_bytes: 32 << 20,
         }
     }
 }
@@ -146,9 +160,24 @@ impl ExtensionOptions for StrataOptions {
                     .map_err(|e| err(format!("strata.result_cache: {e}")))?
                     as usize
             }
+            "ordered_plan" => {
+                let v = value.trim_matches('\'');
+                self.ordered_plan = if v.eq_ignore_ascii_case("auto") {
+                    None
+                } else {
+                    Some(v.parse().map_err(|e: strata_access::AccessError| {
+                        err(format!("strata.ordered_plan: {e} (or auto)"))
+                    })?)
+                }
+            }
+            "sort_memory" => {
+                self.sort_memory_bytes = parse_size(value.trim_matches('\''))
+                    .map_err(|e| err(format!("strata.sort_memory: {e}")))?
+                    as usize
+            }
             _ => {
                 return Err(err(format!(
-                    "unknown setting 'strata.{key}' (strata has access_path, smooth_policy, result_cache)"
+                    "unknown setting 'strata.{key}' (strata has access_path, smooth_policy, result_cache, ordered_plan, sort_memory)"
                 )));
             }
         }
@@ -177,6 +206,17 @@ impl ExtensionOptions for StrataOptions {
                 strata_storage::util::format_bytes(self.result_cache_bytes as u64),
                 "memory budget of the ordered Smooth Scan's Result Cache",
             ),
+            entry(
+                "ordered_plan",
+                self.ordered_plan
+                    .map_or("auto".to_string(), |p| p.name().to_string()),
+                "plan of scans that must produce key order: auto, idx, sidx+ps, sidx+es, fts+ps, fts+es",
+            ),
+            entry(
+                "sort_memory",
+                strata_storage::util::format_bytes(self.sort_memory_bytes as u64),
+                "memory budget of the external and partitioned sorts",
+            ),
         ]
     }
 }
@@ -200,6 +240,17 @@ mod tests {
         assert!(e.contains("unknown setting 'strata.nope'"), "{e}");
         let e = o.set("result_cache", "lots").unwrap_err().to_string();
         assert!(e.contains("strata.result_cache"), "{e}");
-        assert_eq!(o.entries().len(), 3);
+        o.set("ordered_plan", "sidx+ps").unwrap();
+        assert_eq!(o.ordered_plan, Some(OrderedPlan::SidxPs));
+        o.set("ordered_plan", "auto").unwrap();
+        assert_eq!(o.ordered_plan, None);
+        let e = o.set("ordered_plan", "bogo").unwrap_err().to_string();
+        assert!(
+            e.contains("strata.ordered_plan") && e.contains("bogo"),
+            "{e}"
+        );
+        o.set("sort_memory", "2MiB").unwrap();
+        assert_eq!(o.sort_memory_bytes, 2 << 20);
+        assert_eq!(o.entries().len(), 5);
     }
 }

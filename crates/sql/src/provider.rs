@@ -5,7 +5,6 @@
 //! (index ranges where an index exists), the rest is evaluated on the scan's
 //! Arrow output. The scan reads only the columns the query uses.
 
-use std::any::Any;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -27,7 +26,6 @@ use crate::pushdown::{Pushed, classify};
 use crate::scan_exec::{ScanRequest, StrataScanExec};
 use crate::stats::TableStats;
 
-#[derive(Debug)]
 pub struct StrataTable {
     db: Arc<Database>,
     name: String,
@@ -53,6 +51,12 @@ impl StrataTable {
     }
 }
 
+impl std::fmt::Debug for StrataTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StrataTable({})", self.name)
+    }
+}
+
 /// `expr` with table qualifiers removed (the scan's schema is unqualified).
 fn unqualified(expr: &Expr) -> Result<Expr> {
     expr.clone()
@@ -69,10 +73,6 @@ fn unqualified(expr: &Expr) -> Result<Expr> {
 
 #[async_trait]
 impl TableProvider for StrataTable {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }

@@ -16,6 +16,7 @@
 //! key can be satisfied by the ordered Smooth Scan.
 
 use datafusion::common::ScalarValue;
+use datafusion::common::tree_node::TreeNode;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
 use strata_access::predicate::{CmpOp, Comparison};
 use strata_storage::types::{DataType, Schema, Value};
@@ -253,7 +254,10 @@ mod tests {
         let e = col("d").gt(lit(ScalarValue::Decimal128(Some(55), 4, 3)));
         assert_eq!(classify(&e, &s), Pushed::Residual);
         // out of INT32's range
-        assert_eq!(classify(&col("a").lt(lit(1i64 << 40)), &s), Pushed::Residual);
+        assert_eq!(
+            classify(&col("a").lt(lit(1i64 << 40)), &s),
+            Pushed::Residual
+        );
         assert_eq!(classify(&col("s").like(lit("%x")), &s), Pushed::Residual);
         assert_eq!(
             classify(&col("s").eq(lit("padded  ")), &s),

@@ -39,8 +39,8 @@ pub fn summary(r: &QueryResult) -> String {
 
 pub fn run(session: &SqlSession, mut format: Format) -> anyhow::Result<()> {
     let mut editor = DefaultEditor::new()?;
-    let history = std::env::var_os("HOME")
-        .map(|h| std::path::PathBuf::from(h).join(".strata_history"));
+    let history =
+        std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".strata_history"));
     if let Some(h) = &history {
         let _ = editor.load_history(h);
     }
@@ -54,7 +54,11 @@ pub fn run(session: &SqlSession, mut format: Format) -> anyhow::Result<()> {
     let mut timing = true;
     let mut pending = String::new();
     loop {
-        let prompt = if pending.is_empty() { "strata> " } else { "   ...> " };
+        let prompt = if pending.is_empty() {
+            "strata> "
+        } else {
+            "   ...> "
+        };
         let line = match editor.readline(prompt) {
             Ok(l) => l,
             Err(ReadlineError::Interrupted) => {
@@ -104,7 +108,10 @@ pub fn run(session: &SqlSession, mut format: Format) -> anyhow::Result<()> {
         for stmt in stmts {
             match session.execute(&stmt) {
                 Ok(r) => {
-                    print!("{}", strata_sql::format::render(format, &r.schema, &r.batches)?);
+                    print!(
+                        "{}",
+                        strata_sql::format::render(format, &r.schema, &r.batches)?
+                    );
                     if timing {
                         println!("{}", summary(&r));
                     }

@@ -18,7 +18,6 @@
 //!   entries, I/O requests, pages read, sequential and random reads, modeled I/O
 //!   time, Smooth Scan's mode changes and last region size, Result Cache spills.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +40,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
+use strata_access::ordered_plan::{SortOptions, open_ordered, sort_on_index};
 use strata_access::predicate::{CmpOp, Comparison};
 use strata_access::{PageCosts, PathChoice, Predicate, ScanSpec, SmoothOptions, TupleBatch};
 use strata_storage::Table;
@@ -128,14 +128,13 @@ impl ScanRequest {
         let setting = self.settings.access_path;
         let ordered = order_index.is_some();
         let index = order_index.or_else(|| match setting {
-            AccessPathSetting::Optimizer => self
-                .candidate_indexes()
-                .into_iter()
-                .min_by(|&a, &b| {
+            AccessPathSetting::Optimizer => {
+                self.candidate_indexes().into_iter().min_by(|&a, &b| {
                     self.estimate(Some(a))
                         .range_rows
                         .total_cmp(&self.estimate(Some(b)).range_rows)
-                }),
+                })
+            }
             _ => self.candidate_indexes().first().copied(),
         });
         let smooth = || {
@@ -286,7 +285,7 @@ impl StrataScanExec {
             if s.options.descending {
                 return None;
             }
-            let c = s.expr.as_any().downcast_ref::<ColumnExpr>()?;
+            let c = s.expr.downcast_ref::<ColumnExpr>()?;
             let col = schema.index_of(c.name())?;
             if schema.columns[col].nullable {
                 return None;
@@ -310,9 +309,18 @@ impl StrataScanExec {
 impl DisplayAs for StrataScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let r = &self.req;
-        write!(f, "StrataScanExec: table={}, path={}", r.table.name(), self.path.label)?;
+        write!(
+            f,
+            "StrataScanExec: table={}, path={}",
+            r.table.name(),
+            self.path.label
+        )?;
         if self.path.ordered {
-            write!(f, ", ordered")?;
+            match (r.settings.ordered_plan, &self.path.choice) {
+                (Some(p), _) => write!(f, ", ordered by {}", p.label())?,
+                (None, PathChoice::Index | PathChoice::Smooth(_)) => write!(f, ", ordered")?,
+                (None, _) => write!(f, ", ordered by partitioned sort")?,
+            }
         }
         if !r.conjuncts.is_empty() {
             let schema = r.table.schema();
@@ -357,10 +365,6 @@ fn op_text(op: CmpOp) -> &'static str {
 impl ExecutionPlan for StrataScanExec {
     fn name(&self) -> &str {
         "StrataScanExec"
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {
@@ -504,6 +508,34 @@ fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionErro
     DataFusionError::External(Box::new(e))
 }
 
+/// Opens the path; a scan that must produce key order and whose path does not
+/// (full, sort, switch) gets a partitioned sort on the index, or the plan
+/// `strata.ordered_plan` names.
+fn open(
+    spec: ScanSpec,
+    path: &PathPlan,
+    req: &ScanRequest,
+) -> strata_access::Result<Box<dyn strata_access::AccessPath>> {
+    if !path.ordered {
+        return strata_access::open_path(spec, &path.choice);
+    }
+    let sort = SortOptions {
+        memory_bytes: req.settings.sort_memory_bytes,
+        temp_dir: req.temp_dir.clone(),
+        ..SortOptions::default()
+    };
+    if let Some(plan) = req.settings.ordered_plan {
+        return open_ordered(spec, plan, &sort);
+    }
+    match path.choice {
+        PathChoice::Index | PathChoice::Smooth(_) => strata_access::open_path(spec, &path.choice),
+        _ => {
+            let input = strata_access::open_path(spec.clone().ordered(false), &path.choice)?;
+            sort_on_index(spec, input, &sort)
+        }
+    }
+}
+
 /// The scan thread: runs the path, converts, filters, projects, sends.
 fn run(
     req: &ScanRequest,
@@ -520,7 +552,7 @@ fn run(
     }
     let device = req.table.heap().pool().device().clone();
     let before = device.stats().snapshot();
-    let mut access = strata_access::open_path(spec, &path.choice).map_err(external)?;
+    let mut access = open(spec, path, req).map_err(external)?;
     let converter = BatchConverter::new(
         req.table.schema(),
         req.scan_columns.clone(),
@@ -528,7 +560,7 @@ fn run(
     );
     let mut batch = TupleBatch::new();
     let mut produced = 0usize;
-    let mut finish = |access: &dyn strata_access::AccessPath| {
+    let finish = |access: &dyn strata_access::AccessPath| {
         let report = access.report();
         let io = device.stats().snapshot() - before;
         counters.heap_pages.add(report.heap_pages as usize);

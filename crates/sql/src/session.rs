@@ -101,8 +101,11 @@ impl SqlSession {
         let ctx = SessionContext::new_with_config(config);
         for name in db.table_names() {
             let table = db.table(&name)?;
-            ctx.register_table(name.as_str(), Arc::new(StrataTable::new(db.clone(), &table)))
-                .map_err(SqlError::from)?;
+            ctx.register_table(
+                name.as_str(),
+                Arc::new(StrataTable::new(db.clone(), &table)),
+            )
+            .map_err(SqlError::from)?;
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -123,25 +126,53 @@ impl SqlSession {
 
     /// Runs one statement.
     pub fn execute(&self, sql: &str) -> Result<QueryResult, SqlError> {
+        self.run(sql, None)?
+            .ok_or_else(|| SqlError::Execution("statement ran out of time".into()))
+    }
+
+    /// Runs one statement, cancelling it after `limit`; `None` when cancelled.
+    /// Cancelling drops the plan's streams, which stops strata's scan threads.
+    pub fn execute_with_timeout(
+        &self,
+        sql: &str,
+        limit: Duration,
+    ) -> Result<Option<QueryResult>, SqlError> {
+        self.run(sql, Some(limit))
+    }
+
+    fn run(&self, sql: &str, limit: Option<Duration>) -> Result<Option<QueryResult>, SqlError> {
         let device = self.db.device().clone();
         device.stats().forget_position();
         let before = device.stats().snapshot();
         let start = Instant::now();
         let (schema, batches) = match analyze_targets(sql) {
             Some(tables) => self.analyze(&tables)?,
-            None => self.runtime.block_on(async {
-                let df = self.ctx.sql(sql).await.map_err(SqlError::from)?;
-                let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-                let batches = df.collect().await.map_err(SqlError::from)?;
-                Ok::<_, SqlError>((schema, batches))
-            })?,
+            None => {
+                let work = async {
+                    let df = self.ctx.sql(sql).await.map_err(SqlError::from)?;
+                    let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+                    let batches = df.collect().await.map_err(SqlError::from)?;
+                    Ok::<_, SqlError>((schema, batches))
+                };
+                let done = match limit {
+                    None => self.runtime.block_on(work)?,
+                    Some(l) => match self
+                        .runtime
+                        .block_on(async { tokio::time::timeout(l, work).await })
+                    {
+                        Ok(r) => r?,
+                        Err(_) => return Ok(None),
+                    },
+                };
+                done
+            }
         };
-        Ok(QueryResult {
+        Ok(Some(QueryResult {
             schema,
             batches,
             elapsed: start.elapsed(),
             io: device.stats().snapshot() - before,
-        })
+        }))
     }
 
     /// `ANALYZE [t, ...]`: collects statistics of the tables (all when none is
@@ -188,13 +219,16 @@ impl SqlSession {
             None => {
                 for name in self.db.table_names() {
                     let t = self.db.table(&name)?;
-                    let idx: Vec<String> =
-                        t.indexes().iter().map(|i| i.def.name.clone()).collect();
+                    let idx: Vec<String> = t.indexes().iter().map(|i| i.def.name.clone()).collect();
                     out.push_str(&format!(
                         "{name}: {} rows, {} pages; indexes: {}\n",
                         t.rows(),
                         t.heap().num_pages(),
-                        if idx.is_empty() { "none".into() } else { idx.join(", ") }
+                        if idx.is_empty() {
+                            "none".into()
+                        } else {
+                            idx.join(", ")
+                        }
                     ));
                 }
             }
@@ -209,7 +243,11 @@ impl SqlSession {
                     ));
                 }
                 for i in t.indexes() {
-                    out.push_str(&format!("  index {} ({})\n", i.def.name, i.def.columns.join(", ")));
+                    out.push_str(&format!(
+                        "  index {} ({})\n",
+                        i.def.name,
+                        i.def.columns.join(", ")
+                    ));
                 }
                 match self.db.table_stats(name)? {
                     Some(_) => out.push_str("  statistics: analyzed\n"),

@@ -180,7 +180,10 @@ impl ColumnStats {
         }
         let buckets = (h.len() - 1) as f64;
         // the bucket [h[i], h[i+1]] holding v
-        let i = h.partition_point(|b| b <= v).saturating_sub(1).min(h.len() - 2);
+        let i = h
+            .partition_point(|b| b <= v)
+            .saturating_sub(1)
+            .min(h.len() - 2);
         let within = match (&h[i], &h[i + 1], v) {
             (Bound::Num(lo), Bound::Num(hi), Bound::Num(x)) if hi > lo => (x - lo) / (hi - lo),
             _ => 0.5,
@@ -225,12 +228,8 @@ impl ColumnStats {
 fn default_selectivity(cmps: &[&Comparison]) -> f64 {
     let eq = cmps.iter().filter(|c| c.op == CmpOp::Eq).count();
     let ne = cmps.iter().filter(|c| c.op == CmpOp::Ne).count();
-    let lower = cmps
-        .iter()
-        .any(|c| matches!(c.op, CmpOp::Gt | CmpOp::Ge));
-    let upper = cmps
-        .iter()
-        .any(|c| matches!(c.op, CmpOp::Lt | CmpOp::Le));
+    let lower = cmps.iter().any(|c| matches!(c.op, CmpOp::Gt | CmpOp::Ge));
+    let upper = cmps.iter().any(|c| matches!(c.op, CmpOp::Lt | CmpOp::Le));
     let range = match (lower, upper) {
         (true, true) => DEFAULT_RANGE,
         (true, false) | (false, true) => DEFAULT_INEQ,
@@ -315,7 +314,9 @@ mod tests {
     #[test]
     fn duj1_counts_distinct_values_of_a_partial_sample() {
         // every value twice in the sample: no singletons, so d itself
-        let vals: Vec<Bound> = (0..1000).flat_map(|i| [Bound::Num(i as f64); 2]).collect();
+        let vals: Vec<Bound> = (0..1000)
+            .flat_map(|i| [Bound::Num(i as f64), Bound::Num(i as f64)])
+            .collect();
         assert_eq!(distinct_estimate(&vals, 1_000_000), 1000.0);
         // all singletons from a table 100x larger: scaled up towards N
         let vals: Vec<Bound> = (0..1000).map(|i| Bound::Num(i as f64)).collect();

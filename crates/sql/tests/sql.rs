@@ -105,7 +105,7 @@ fn query(s: &SqlSession, sql: &str) -> Vec<Vec<String>> {
     text(&s.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}")))
 }
 
-fn plan(s: &SqlSession, sql: &str) -> String {
+fn plan_text(s: &SqlSession, sql: &str) -> String {
     query(s, &format!("EXPLAIN {sql}"))
         .into_iter()
         .map(|r| r.join(" "))
@@ -188,19 +188,58 @@ fn order_by_the_index_key_needs_no_sort() {
     let sql = "SELECT grp, id FROM t WHERE grp BETWEEN 10 AND 400 ORDER BY grp";
     for path in PATHS {
         s.set("strata.access_path", path).unwrap();
-        let p = plan(&s, sql);
+        let p = plan_text(&s, sql);
         assert!(!p.contains("SortExec"), "{path}: a Sort remained:\n{p}");
-        assert!(p.contains("ordered"), "{path}: the scan is not ordered:\n{p}");
+        assert!(
+            p.contains("ordered"),
+            "{path}: the scan is not ordered:\n{p}"
+        );
         let got = query(&s, sql);
         let keys: Vec<i32> = got.iter().map(|r| r[0].parse().unwrap()).collect();
-        assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{path}: not in key order");
+        assert!(
+            keys.windows(2).all(|w| w[0] <= w[1]),
+            "{path}: not in key order"
+        );
         let want = data.iter().filter(|r| (10..=400).contains(&r.grp)).count();
         assert_eq!(got.len(), want, "{path}");
     }
     // A descending order is not the index's: DataFusion sorts.
     s.set("strata.access_path", "smooth").unwrap();
-    let p = plan(&s, "SELECT grp FROM t WHERE grp < 10 ORDER BY grp DESC");
+    let p = plan_text(&s, "SELECT grp FROM t WHERE grp < 10 ORDER BY grp DESC");
     assert!(p.contains("SortExec"), "{p}");
+}
+
+#[test]
+fn the_flash_papers_ordered_plans_are_session_settings() {
+    let (_d, data, db) = setup(20_000);
+    let s = SqlSession::new(db).unwrap();
+    s.set("strata.sort_memory", "256KiB").unwrap();
+    let sql = "SELECT grp, id FROM t WHERE grp BETWEEN 100 AND 700 ORDER BY grp";
+    let mut want: Vec<(i32, i32)> = data
+        .iter()
+        .filter(|r| (100..=700).contains(&r.grp))
+        .map(|r| (r.grp, r.id))
+        .collect();
+    want.sort();
+    for plan in ["idx", "sidx+ps", "sidx+es", "fts+ps", "fts+es"] {
+        s.set("strata.ordered_plan", plan).unwrap();
+        let p = plan_text(&s, sql);
+        assert!(
+            p.contains(&format!("ordered by {}", plan.to_uppercase())),
+            "{plan}:\n{p}"
+        );
+        assert!(!p.contains("SortExec"), "{plan}:\n{p}");
+        let mut got: Vec<(i32, i32)> = query(&s, sql)
+            .iter()
+            .map(|r| (r[0].parse().unwrap(), r[1].parse().unwrap()))
+            .collect();
+        assert!(
+            got.windows(2).all(|w| w[0].0 <= w[1].0),
+            "{plan}: not in key order"
+        );
+        got.sort();
+        assert_eq!(got, want, "{plan}");
+    }
 }
 
 #[test]
@@ -208,7 +247,7 @@ fn explain_analyze_shows_strata_counters() {
     let (_d, data, db) = setup(20_000);
     let s = SqlSession::new(db).unwrap();
     s.set("strata.access_path", "index").unwrap();
-    let out = plan(&s, "ANALYZE SELECT id FROM t WHERE grp = 5");
+    let out = plan_text(&s, "ANALYZE SELECT id FROM t WHERE grp = 5");
     let matches = data.iter().filter(|r| r.grp == 5).count();
     assert!(out.contains(&format!("index_entries={matches}")), "{out}");
     assert!(out.contains(&format!("output_rows={matches}")), "{out}");
@@ -225,7 +264,7 @@ fn explain_analyze_shows_strata_counters() {
     }
     // Smooth Scan over most of the table morphs, and says so.
     s.set("strata.access_path", "smooth").unwrap();
-    let out = plan(&s, "ANALYZE SELECT count(*) FROM t WHERE grp >= 1");
+    let out = plan_text(&s, "ANALYZE SELECT count(*) FROM t WHERE grp >= 1");
     let changes: u64 = out
         .split("mode_changes=")
         .nth(1)
@@ -237,26 +276,30 @@ fn explain_analyze_shows_strata_counters() {
 
 #[test]
 fn the_optimizer_follows_its_statistics_even_when_stale() {
-    let (_d, _data, db) = setup(20_000);
+    let (_d, _data, db) = setup(60_000);
     let s = SqlSession::new(db.clone()).unwrap();
     s.set("strata.access_path", "optimizer").unwrap();
     s.execute("ANALYZE t").unwrap();
-    assert!(plan(&s, "SELECT * FROM t WHERE grp = 5").contains("optimizer chose index"));
-    assert!(plan(&s, "SELECT * FROM t WHERE grp >= 100").contains("optimizer chose full"));
+    // ~60 rows of ~220 pages: a bitmap (sort) scan; most of the table: full.
+    let p = plan_text(&s, "SELECT * FROM t WHERE grp = 5");
+    assert!(p.contains("optimizer chose sort"), "{p}");
+    let p = plan_text(&s, "SELECT * FROM t WHERE grp >= 100");
+    assert!(p.contains("optimizer chose full"), "{p}");
     // Load as many rows again, all with grp in [5000, 6000): the statistics
-    // say no such rows exist, so the optimizer takes the index for half the table.
-    load(&db, &rows(20_000, 5000, 8), false);
+    // say no such rows exist (an estimate of one row), so the optimizer takes
+    // the plain index scan for half the table.
+    load(&db, &rows(60_000, 5000, 8), false);
     let s = SqlSession::new(db).unwrap();
     s.set("strata.access_path", "optimizer").unwrap();
-    let p = plan(&s, "SELECT * FROM t WHERE grp >= 5000");
+    let p = plan_text(&s, "SELECT * FROM t WHERE grp >= 5000");
     assert!(p.contains("optimizer chose index"), "{p}");
-    assert!(p.contains("of 20000 rows"), "{p}");
+    assert!(p.contains("of 60000 rows"), "{p}");
     let n = query(&s, "SELECT count(*) FROM t WHERE grp >= 5000");
-    assert_eq!(n, vec![vec!["20000".to_string()]]);
+    assert_eq!(n, vec![vec!["60000".to_string()]]);
     s.execute("ANALYZE").unwrap();
-    let p = plan(&s, "SELECT * FROM t WHERE grp >= 5000");
+    let p = plan_text(&s, "SELECT * FROM t WHERE grp >= 5000");
     assert!(p.contains("optimizer chose full"), "{p}");
-    assert!(p.contains("of 40000 rows"), "{p}");
+    assert!(p.contains("of 120000 rows"), "{p}");
 }
 
 #[test]
@@ -271,9 +314,15 @@ fn bad_statements_fail_clearly() {
     assert!(matches!(e, SqlError::Query(_)), "{e:?}");
     assert!(e.to_string().contains("SELEC"), "{e}");
     let e = err("SELECT * FROM nosuch");
-    assert!(matches!(e, SqlError::Query(_)) && e.to_string().contains("nosuch"), "{e}");
+    assert!(
+        matches!(e, SqlError::Query(_)) && e.to_string().contains("nosuch"),
+        "{e}"
+    );
     let e = err("SELECT nosuch FROM t");
-    assert!(matches!(e, SqlError::Query(_)) && e.to_string().contains("nosuch"), "{e}");
+    assert!(
+        matches!(e, SqlError::Query(_)) && e.to_string().contains("nosuch"),
+        "{e}"
+    );
     let e = err("SELECT id FROM t WHERE day = 'not a date'");
     assert!(e.to_string().contains("not a date"), "{e}");
     let e = err("SET strata.access_path = 'fastest'");

@@ -1,0 +1,149 @@
+//! The 22 TPC-H queries through strata's SQL layer against an independent
+//! engine: the data is generated once into strata and, from the same batches,
+//! into Parquet; DuckDB answers the queries over the Parquet files and
+//! `scripts/tpch_check.py` compares its answers with strata's by the TPC-H
+//! specification's validation rules (clause 2.1.3.5).
+//!
+//! All 22 queries run under the default `smooth` setting; the seven queries of
+//! the Smooth Scan paper's TPC-H experiment also run under every other access
+//! path setting. Scale factor 0.1 (`STRATA_TPCH_SF` overrides it). DuckDB comes
+//! from PyPI, pinned as in `.ci/run`; the test installs it when it is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use strata_load::{TpchSpec, generate_tpch};
+use strata_sql::SqlSession;
+use strata_sql::format::{Format, render};
+use strata_sql::tpch::{PAPER_QUERIES, QUERIES};
+use strata_storage::Database;
+use strata_storage::db::{DbOptions, NoProgress};
+
+const DUCKDB: &str = "duckdb==1.4.4";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn ensure_duckdb() {
+    let has = || {
+        Command::new("python3")
+            .args(["-c", "import duckdb"])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if has() {
+        return;
+    }
+    let ok = Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            DUCKDB,
+        ])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok && has(),
+        "the TPC-H check needs DuckDB for Python: python3 -m pip install {DUCKDB}"
+    );
+}
+
+/// Runs `queries` under `path`, writing `<out>/<query>.csv` (and the query
+/// text to `<qdir>/<query>.sql` for the checker).
+fn answer(s: &SqlSession, path: &str, queries: &[(&str, &str)], out: &Path, qdir: &Path) {
+    std::fs::create_dir_all(out).unwrap();
+    std::fs::create_dir_all(qdir).unwrap();
+    s.set("strata.access_path", path).unwrap();
+    for (name, sql) in queries {
+        let r = s
+            .execute(sql.trim().trim_end_matches(';'))
+            .unwrap_or_else(|e| panic!("{name} under {path}: {e}"));
+        std::fs::write(
+            out.join(format!("{name}.csv")),
+            render(Format::Csv, &r.schema, &r.batches).unwrap(),
+        )
+        .unwrap();
+        std::fs::write(qdir.join(format!("{name}.sql")), sql).unwrap();
+    }
+}
+
+fn check(parquet: &Path, qdir: &Path, results: &Path, what: &str) {
+    let out = Command::new("python3")
+        .arg(repo().join("scripts/tpch_check.py"))
+        .arg("--parquet")
+        .arg(parquet)
+        .arg("--queries")
+        .arg(qdir)
+        .arg("--results")
+        .arg(results)
+        .output()
+        .expect("run python3");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{what}:\n{text}");
+    assert!(
+        out.status.success(),
+        "{what}: strata's answers differ from DuckDB's:\n{text}"
+    );
+}
+
+#[test]
+fn tpch_answers_match_duckdb_under_every_access_path() {
+    ensure_duckdb();
+    let sf: f64 = std::env::var("STRATA_TPCH_SF")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.1);
+    let dir = tempfile::tempdir().unwrap();
+    let pq = dir.path().join("parquet");
+    let db = Database::create(
+        &dir.path().join("db"),
+        DbOptions {
+            buffer_pool_bytes: 64 << 20,
+            direct_io: false,
+            ..DbOptions::default()
+        },
+    )
+    .unwrap();
+    let spec = TpchSpec {
+        parquet_dir: Some(pq.clone()),
+        ..TpchSpec::new(sf)
+    };
+    generate_tpch(Some(&db), &spec, &NoProgress, |_| {}).unwrap();
+    let s = SqlSession::new(Arc::new(db)).unwrap();
+
+    let all: Vec<(&str, &str)> = QUERIES.to_vec();
+    let smooth = dir.path().join("smooth");
+    answer(&s, "smooth", &all, &smooth.join("out"), &smooth.join("q"));
+    check(
+        &pq,
+        &smooth.join("q"),
+        &smooth.join("out"),
+        "all 22 under smooth",
+    );
+
+    s.execute("ANALYZE").unwrap();
+    let paper: Vec<(&str, &str)> = QUERIES
+        .iter()
+        .filter(|(n, _)| PAPER_QUERIES.contains(n))
+        .copied()
+        .collect();
+    for path in ["optimizer", "full", "index", "sort", "switch"] {
+        let d = dir.path().join(path);
+        answer(&s, path, &paper, &d.join("out"), &d.join("q"));
+        check(
+            &pq,
+            &d.join("q"),
+            &d.join("out"),
+            &format!("the paper's seven under {path}"),
+        );
+    }
+}
