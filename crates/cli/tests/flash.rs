@@ -31,7 +31,10 @@ fn ordered_plans_report_their_sorts_and_write_traces() {
     );
     assert!(out.contains("(rows=6000)"), "{out}");
     assert!(out.contains("partitioned sort: memory 256.0 KiB"), "{out}");
-    assert!(out.contains("partitions: 11 (0 split by tuple id, 0 fell back"), "{out}");
+    assert!(
+        out.contains("partitions: 11 (0 split by tuple id, 0 fell back"),
+        "{out}"
+    );
     let csv = std::fs::read_to_string(&trace).unwrap();
     assert!(csv.starts_with("step,file,temp,first_page"), "{csv}");
     assert!(
