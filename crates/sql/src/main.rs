@@ -218,7 +218,7 @@ fn sql(cli: &Cli, args: &SqlArgs) -> anyhow::Result<()> {
 fn bench_tpch(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
     use strata_sql::tpch::{BenchOptions, Config, PAPER_QUERIES};
     let sf = strata_load::parse_scale_factor(&a.sf).map_err(|e| Usage(e.to_string()))?;
-    if a.repeat == 0 || !(a.timeout > 0.0) {
+    if a.repeat == 0 || !a.timeout.is_finite() || a.timeout <= 0.0 {
         return Err(Usage("--repeat and --timeout must be positive".into()).into());
     }
     let configs = if a.configs.is_empty() {

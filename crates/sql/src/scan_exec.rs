@@ -594,10 +594,10 @@ fn run(
             rb = filter_record_batch(&rb, keep)?;
         }
         let mut rb = rb.project(&req.output)?;
-        if let Some(limit) = req.limit {
-            if produced + rb.num_rows() >= limit {
-                rb = rb.slice(0, limit - produced);
-            }
+        if let Some(limit) = req.limit
+            && produced + rb.num_rows() >= limit
+        {
+            rb = rb.slice(0, limit - produced);
         }
         if rb.num_rows() == 0 {
             continue;

@@ -154,7 +154,7 @@ impl SqlSession {
                     let batches = df.collect().await.map_err(SqlError::from)?;
                     Ok::<_, SqlError>((schema, batches))
                 };
-                let done = match limit {
+                match limit {
                     None => self.runtime.block_on(work)?,
                     Some(l) => match self
                         .runtime
@@ -163,8 +163,7 @@ impl SqlSession {
                         Ok(r) => r?,
                         Err(_) => return Ok(None),
                     },
-                };
-                done
+                }
             }
         };
         Ok(Some(QueryResult {
