@@ -262,6 +262,8 @@ fn plan_of(session: &SqlSession, sql: &str) -> Result<String> {
         .split("StrataScanExec: ")
         .skip(1)
         .filter_map(|s| {
+            // one plan line: stop at its end (the CSV quotes multi-line plans)
+            let s = s.split(['\n', '"']).next()?;
             let table = s.strip_prefix("table=")?.split(',').next()?;
             let path = s.split(", path=").nth(1)?.split(", ").next()?;
             Some(format!("{table}: {path}"))
