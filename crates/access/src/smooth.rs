@@ -139,6 +139,12 @@ impl PageCosts {
         }
     }
 
+    /// The costs of the modeled device `db` was opened with; `None` for a real
+    /// device (whose costs [`PageCosts::default`] gives).
+    pub fn modeled(db: &strata_storage::Database) -> Option<PageCosts> {
+        db.profile().map(PageCosts::from_profile)
+    }
+
     /// The density of result pages above which reading the pages next to a
     /// result page in sequence beats fetching their results at random.
     pub fn break_even_density(&self, io_depth: usize) -> f64 {

@@ -51,28 +51,8 @@ pub struct FlashArgs {
 }
 
 pub fn run(_cli: &Cli, a: &FlashArgs) -> Result<()> {
-    let figures: Vec<String> = if a.figure == "all" {
-        FIGURES.iter().map(|s| s.to_string()).collect()
-    } else if FIGURES.contains(&a.figure.as_str()) {
-        vec![a.figure.clone()]
-    } else {
-        return Err(usage(format!(
-            "unknown figure '{}' (one of {}, or all)",
-            a.figure,
-            FIGURES.join(", ")
-        )));
-    };
-    let devices: Vec<String> = a
-        .devices
-        .split(',')
-        .map(|d| d.trim().to_string())
-        .filter(|d| !d.is_empty())
-        .collect();
-    for d in &devices {
-        if !["hdd", "ssd", "real"].contains(&d.as_str()) {
-            return Err(usage(format!("unknown device '{d}' (hdd, ssd, real)")));
-        }
-    }
+    let (figures, devices) =
+        crate::bench_smooth::figures_and_devices(&a.figure, FIGURES, &a.devices)?;
     if devices.is_empty() {
         return Err(usage("--devices names no device (hdd, ssd, real)"));
     }

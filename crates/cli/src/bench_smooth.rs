@@ -66,28 +66,7 @@ pub fn run(cli: &Cli, a: &SmoothArgs) -> Result<()> {
         println!("{summary}");
         return Ok(());
     }
-    let figures: Vec<String> = if a.figure == "all" {
-        FIGURES.iter().map(|s| s.to_string()).collect()
-    } else if FIGURES.contains(&a.figure.as_str()) {
-        vec![a.figure.clone()]
-    } else {
-        return Err(usage(format!(
-            "unknown figure '{}' (one of {}, or all)",
-            a.figure,
-            FIGURES.join(", ")
-        )));
-    };
-    let devices: Vec<String> = a
-        .devices
-        .split(',')
-        .map(|d| d.trim().to_string())
-        .filter(|d| !d.is_empty())
-        .collect();
-    for d in &devices {
-        if !["hdd", "ssd", "real"].contains(&d.as_str()) {
-            return Err(usage(format!("unknown device '{d}' (hdd, ssd, real)")));
-        }
-    }
+    let (figures, devices) = figures_and_devices(&a.figure, FIGURES, &a.devices)?;
     let opts = options(cli, a, devices)?;
     let bars = Bars::new();
     prepare(&opts, figures.iter().any(|f| f == "20"), &bars)?;
@@ -101,4 +80,34 @@ pub fn run(cli: &Cli, a: &SmoothArgs) -> Result<()> {
     }
     println!("results in {}", opts.out.display());
     Ok(())
+}
+
+/// The figures (`all` or one of `known`) and devices (`hdd`, `ssd`, `real`,
+/// comma-separated) a benchmark command's flags name.
+pub fn figures_and_devices(
+    figure: &str,
+    known: &[&str],
+    devices: &str,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let figures: Vec<String> = if figure == "all" {
+        known.iter().map(|s| s.to_string()).collect()
+    } else if known.contains(&figure) {
+        vec![figure.to_string()]
+    } else {
+        return Err(usage(format!(
+            "unknown figure '{figure}' (one of {}, or all)",
+            known.join(", ")
+        )));
+    };
+    let devices: Vec<String> = devices
+        .split(',')
+        .map(|d| d.trim().to_string())
+        .filter(|d| !d.is_empty())
+        .collect();
+    for d in &devices {
+        if !["hdd", "ssd", "real"].contains(&d.as_str()) {
+            return Err(usage(format!("unknown device '{d}' (hdd, ssd, real)")));
+        }
+    }
+    Ok((figures, devices))
 }

@@ -521,7 +521,7 @@ fn demo(cli: &Cli, rows: u64) -> Result<()> {
         let db = open_db(cli, true)?;
         let args = crate::scan::ScanArgs::for_demo("microbench", &pred, path);
         let spec = crate::scan::scan_spec(&db, &args)?;
-        let choice = crate::scan::path_choice(&args, &db, crate::scan::modeled_costs(cli)?)?;
+        let choice = crate::scan::path_choice(&args, &db, strata_access::PageCosts::modeled(&db))?;
         let out = strata_access::run_scan(spec, &choice, |_| {})?;
         let io = &out.io;
         println!(

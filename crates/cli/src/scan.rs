@@ -159,13 +159,6 @@ pub fn path_choice(a: &ScanArgs, db: &Database, modeled: Option<PageCosts>) -> R
     })
 }
 
-/// Page costs of the device the database was opened with, when it is modeled.
-pub fn modeled_costs(cli: &Cli) -> Result<Option<PageCosts>> {
-    Ok(db_options(cli, true)?
-        .profile
-        .map(|p| PageCosts::from_profile(&p)))
-}
-
 /// The scan spec for the flags: predicate, index and order.
 pub fn scan_spec(db: &Database, a: &ScanArgs) -> Result<ScanSpec> {
     let table = db.table(&a.table)?;
@@ -221,7 +214,7 @@ pub fn run(cli: &Cli, a: &ScanArgs) -> Result<()> {
     let choice = if plan.is_some() {
         PathChoice::Full
     } else {
-        path_choice(a, &db, modeled_costs(cli)?)?
+        path_choice(a, &db, PageCosts::modeled(&db))?
     };
     let sort = SortOptions {
         memory_bytes: parse_size(&a.sort_memory).map_err(usage)? as usize,

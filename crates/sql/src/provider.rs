@@ -44,10 +44,8 @@ impl StrataTable {
     /// The device's page costs: the modeled profile's, or strata's measured
     /// defaults for the real device.
     fn page_costs(&self) -> (PageCosts, bool) {
-        match self.db.profile() {
-            Some(p) => (PageCosts::from_profile(p), true),
-            None => (PageCosts::default(), false),
-        }
+        let modeled = PageCosts::modeled(&self.db);
+        (modeled.unwrap_or_default(), modeled.is_some())
     }
 }
 
