@@ -222,12 +222,34 @@ struct Region {
     /// The pages the region covers that were unprocessed when planned.
     pages: Vec<u64>,
     done: bool,
-    /// A long single run, read by a read-ahead stream while it is processed
+    /// A large region, read by a read-ahead stream while it is processed
     /// instead of up front (so its tuples are worked on while the rest arrives).
     streamed: bool,
 }
 
-/// Regions of one run at least this long are streamed.
+/// The region being produced: where its production stands between batches.
+struct ActiveRegion {
+    /// Its index among the planned regions, and the region itself.
+    r: usize,
+    region: Region,
+    /// The index entry that reached it, and whether mode 0 produced tuples.
+    tid: Tid,
+    check_m0: bool,
+    /// The page that entry points at (the others are the region's "extra" pages).
+    first_page: u64,
+    /// Pages of the region that held results so far.
+    results: u64,
+    /// A streamed region's read-ahead; otherwise its pages are in the scan's
+    /// buffer from `region.offset`.
+    stream: Option<strata_storage::heap::PageStream>,
+    /// Next run (buffered regions), its first page's place in the buffer
+    /// relative to the region, and the next page within the current run.
+    run: usize,
+    at: usize,
+    next: usize,
+}
+
+/// Regions spanning at least this many pages are streamed.
 const STREAM_PAGES: usize = 256;
 
 /// Processed pages between two unprocessed ones that a region still reads, to
@@ -264,6 +286,8 @@ pub struct SmoothScan {
     regions: Vec<Region>,
     planned: HashMap<u64, usize>,
     buf: Option<AlignedBuf>,
+    /// The region being produced, if one is under way.
+    active: Option<ActiveRegion>,
     started: Instant,
     modeled_start_ns: u64,
     done: bool,
@@ -323,6 +347,7 @@ impl SmoothScan {
             regions: Vec::new(),
             planned: HashMap::new(),
             buf: None,
+            active: None,
             started: Instant::now(),
             modeled_start_ns,
             done: false,
@@ -514,7 +539,7 @@ impl SmoothScan {
             for &pg in &pages {
                 self.planned.insert(pg, idx);
             }
-            let streamed = runs.len() == 1 && runs[0].1 >= STREAM_PAGES;
+            let streamed = span >= STREAM_PAGES;
             regions.push(Region {
                 runs,
                 offset: used,
@@ -598,16 +623,10 @@ impl SmoothScan {
         Ok(had)
     }
 
-    /// Produces the qualifying tuples of planned region `r` (read already).
-    /// `tid` is the index entry that reached it first (ordered output emits that
-    /// tuple now and caches the others).
-    fn process_region(
-        &mut self,
-        r: usize,
-        tid: Tid,
-        out: &mut TupleBatch,
-        rows_before: u64,
-    ) -> Result<()> {
+    /// Starts producing the qualifying tuples of planned region `r` (read
+    /// already unless streamed). `tid` is the index entry that reached it first
+    /// (ordered output emits that tuple now and caches the others).
+    fn start_region(&mut self, r: usize, tid: Tid) -> Result<()> {
         let region = std::mem::replace(
             &mut self.regions[r],
             Region {
@@ -618,64 +637,124 @@ impl SmoothScan {
                 streamed: false,
             },
         );
-        let mut region_results = 0u64;
-        let check_m0 = !self.last_m0.is_empty();
-        let first_page = region.pages[0];
-        let wanted = |me: &Self, q: u64| !me.is_processed(q) && me.planned.get(&q) == Some(&r);
-        if region.streamed {
-            // One long run: stream it, working on each part as it arrives.
-            let (first, n) = region.runs[0];
+        let stream = if region.streamed {
             let heap = self.spec.table.heap().clone();
-            let mut stream = heap.stream(
-                first,
-                first + n as u64,
-                crate::full::RUN_PAGES,
-                crate::full::DEPTH,
-            )?;
-            while stream.next_run()? {
+            Some(heap.stream_runs(&region.runs, crate::full::RUN_PAGES, crate::full::DEPTH)?)
+        } else {
+            None
+        };
+        self.active = Some(ActiveRegion {
+            r,
+            tid,
+            check_m0: !self.last_m0.is_empty(),
+            first_page: region.pages[0],
+            region,
+            results: 0,
+            stream,
+            run: 0,
+            at: 0,
+            next: 0,
+        });
+        Ok(())
+    }
+
+    /// Works on the active region until `out` is full (whole pages at a time)
+    /// or the region is done; then lets the policy pick the next region size.
+    /// Returning with a full batch keeps the consumer busy while the region's
+    /// read-ahead goes on, as a full scan does.
+    fn continue_region(&mut self, out: &mut TupleBatch, rows_before: u64) -> Result<()> {
+        let mut a = self.active.take().expect("a region is active");
+        let finished = match self.work_on(&mut a, out) {
+            Ok(finished) => finished,
+            Err(e) => {
+                self.active = Some(a);
+                return Err(e);
+            }
+        };
+        if finished {
+            self.finish_region(a, out, rows_before)
+        } else {
+            self.active = Some(a);
+            Ok(())
+        }
+    }
+
+    /// Produces the region's pages until `out` is full; returns whether the
+    /// region is done.
+    fn work_on(&mut self, a: &mut ActiveRegion, out: &mut TupleBatch) -> Result<bool> {
+        let r = a.r;
+        let wanted = |me: &Self, q: u64| !me.is_processed(q) && me.planned.get(&q) == Some(&r);
+        let (tid, check_m0, first_page) = (a.tid, a.check_m0, a.first_page);
+        if let Some(stream) = &mut a.stream {
+            loop {
+                if a.next == 0 && !stream.next_run()? {
+                    return Ok(true);
+                }
                 let (f, bytes) = stream.run();
-                for (i, page) in bytes.chunks_exact(PAGE_SIZE).enumerate() {
-                    let q = f + i as u64;
+                let pages = bytes.len() / PAGE_SIZE;
+                while a.next < pages {
+                    if out.is_full() {
+                        return Ok(false);
+                    }
+                    let q = f + a.next as u64;
+                    let page = &bytes[a.next * PAGE_SIZE..(a.next + 1) * PAGE_SIZE];
+                    a.next += 1;
                     if wanted(self, q) {
                         let had = self.process_page(q, page, tid, out, check_m0)?;
-                        region_results += had as u64;
-                        if q != first_page {
-                            self.batch_extra += 1;
-                            self.batch_extra_results += had as u64;
-                        }
+                        self.count(&mut a.results, first_page, q, had);
                     }
                 }
+                a.next = 0;
             }
-        } else {
-            let buf = self.buf.take().expect("read before processing");
-            let mut at = region.offset;
-            let mut result = Ok(());
-            'runs: for &(first, n) in &region.runs {
-                for i in 0..n {
-                    let q = first + i as u64;
-                    if !wanted(self, q) {
-                        continue; // a bridged gap page
-                    }
-                    let off = (at + i) * PAGE_SIZE;
-                    match self.process_page(q, &buf[off..off + PAGE_SIZE], tid, out, check_m0) {
-                        Ok(had) => {
-                            region_results += had as u64;
-                            if q != first_page {
-                                self.batch_extra += 1;
-                                self.batch_extra_results += had as u64;
-                            }
-                        }
-                        Err(e) => {
-                            result = Err(e);
-                            break 'runs;
-                        }
-                    }
-                }
-                at += n;
-            }
-            self.buf = Some(buf);
-            result?;
         }
+        let buf = self.buf.take().expect("read before processing");
+        let mut result = Ok(true);
+        'runs: while a.run < a.region.runs.len() {
+            let (first, n) = a.region.runs[a.run];
+            while a.next < n {
+                if out.is_full() {
+                    result = Ok(false);
+                    break 'runs;
+                }
+                let q = first + a.next as u64;
+                let off = (a.region.offset + a.at + a.next) * PAGE_SIZE;
+                a.next += 1;
+                if !wanted(self, q) {
+                    continue; // a bridged gap page
+                }
+                match self.process_page(q, &buf[off..off + PAGE_SIZE], tid, out, check_m0) {
+                    Ok(had) => self.count(&mut a.results, first_page, q, had),
+                    Err(e) => {
+                        result = Err(e);
+                        break 'runs;
+                    }
+                }
+            }
+            a.at += n;
+            a.run += 1;
+            a.next = 0;
+        }
+        self.buf = Some(buf);
+        result
+    }
+
+    /// Counts a processed page of a region: whether it had results, and
+    /// whether it is one beyond the page the index pointed at.
+    fn count(&mut self, results: &mut u64, first_page: u64, q: u64, had: bool) {
+        *results += had as u64;
+        if q != first_page {
+            self.batch_extra += 1;
+            self.batch_extra_results += had as u64;
+        }
+    }
+
+    /// Bookkeeping once a region is produced: its pages become processed, and
+    /// when its batch of regions is done the policy sizes the next region.
+    fn finish_region(&mut self, a: ActiveRegion, out: &TupleBatch, rows_before: u64) -> Result<()> {
+        let ActiveRegion {
+            region, results, ..
+        } = a;
+        let region_results = results;
         let n = region.pages.len() as u64;
         for &q in &region.pages {
             self.mark(q);
@@ -740,6 +819,10 @@ impl AccessPath for SmoothScan {
         let index = &table.indexes()[self.spec.index.expect("checked by new")].btree;
         let rows_before = self.report.rows;
         while !out.is_full() && !self.done {
+            if self.active.is_some() {
+                self.continue_region(out, rows_before)?;
+                continue;
+            }
             // Unordered output is complete once every heap page is processed:
             // the rest of the index can only point at tuples already produced
             // (the morph into a full scan is then finished, §3.1).
@@ -797,14 +880,11 @@ impl AccessPath for SmoothScan {
                 if !self.planned.contains_key(&page) {
                     self.window.push_front((entry, tid));
                     self.plan_and_read()?;
-                    let (entry, tid) = self.window.pop_front().expect("just pushed");
+                    let (_, tid) = self.window.pop_front().expect("just pushed");
                     debug_assert!(self.planned.contains_key(&page));
-                    let _ = entry;
-                    let r = self.planned[&page];
-                    self.process_region(r, tid, out, rows_before)?;
+                    self.start_region(self.planned[&page], tid)?;
                 } else {
-                    let r = self.planned[&page];
-                    self.process_region(r, tid, out, rows_before)?;
+                    self.start_region(self.planned[&page], tid)?;
                 }
             } else if let Some(cache) = &mut self.cache
                 && let Some(t) = cache.take(&entry, tid)?

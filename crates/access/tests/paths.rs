@@ -202,7 +202,9 @@ fn smooth_scan_reads_each_page_at_most_once_and_keeps_a_bitmap() {
 }
 
 /// A table big enough for regions of several hundred pages, which are streamed
-/// (read ahead while processed) instead of read up front: same rows, each page once.
+/// (read ahead while processed) instead of read up front: same rows, each page
+/// once, and batches that stay small (a region is produced across many batches,
+/// whole pages at a time, so the consumer works while the read-ahead goes on).
 #[test]
 fn long_regions_are_streamed_and_still_exact() {
     let dir = tempfile::tempdir().unwrap();
@@ -220,7 +222,18 @@ fn long_regions_are_streamed_and_still_exact() {
                 temp_dir: dir.path().to_path_buf(),
                 ..Default::default()
             });
-            let (got, out) = run(&table, &pred, false, &choice);
+            let spec = ScanSpec::new(table.clone(), pred.clone());
+            let (mut got, mut largest) = (Vec::new(), 0);
+            let out = run_scan(spec, &choice, |b| {
+                largest = largest.max(b.len());
+                got.extend(b.iter().map(|(t, _)| t));
+            })
+            .unwrap();
+            let per_page = got.iter().filter(|t| t.page == got[0].page).count();
+            assert!(
+                largest < strata_access::batch::BATCH_ROWS + per_page,
+                "a batch of {largest} rows ({per_page} rows per page)"
+            );
             let set: BTreeSet<Tid> = got.iter().copied().collect();
             assert_eq!(set.len(), got.len());
             assert_eq!(set, want, "{pct}% depth {depth}");

@@ -298,14 +298,36 @@ impl HeapFile {
         run_pages: usize,
         depth: usize,
     ) -> Result<PageStream> {
+        let to = to.min(self.num_pages());
+        let span = to.saturating_sub(from) as usize;
+        self.stream_runs(&[(from, span)], run_pages, depth)
+    }
+
+    /// A read-ahead stream over the given runs of pages (first page, pages), in
+    /// the order given, each split into requests of at most `run_pages`, with
+    /// `depth` requests in flight per batch. For a scan that reads a set of
+    /// page ranges (a Smooth Scan region with holes) and wants its CPU work to
+    /// overlap the I/O as a full scan's does.
+    pub fn stream_runs(
+        self: &Arc<Self>,
+        runs: &[(u64, usize)],
+        run_pages: usize,
+        depth: usize,
+    ) -> Result<PageStream> {
         self.pool.flush_file(self.file)?;
-        PageStream::start(
-            self.clone(),
-            from,
-            to.min(self.num_pages()),
-            run_pages,
-            depth,
-        )
+        let end = self.num_pages();
+        let step = run_pages.max(1) as u64;
+        let mut requests = Vec::new();
+        for &(first, n) in runs {
+            let to = (first + n as u64).min(end);
+            let mut next = first;
+            while next < to {
+                let len = step.min(to - next);
+                requests.push((next, len as usize));
+                next += len;
+            }
+        }
+        PageStream::start(self.clone(), requests, depth)
     }
 
     /// Visits every live tuple in heap order.
@@ -343,22 +365,14 @@ pub struct PageStream {
 }
 
 impl PageStream {
-    fn start(
-        heap: Arc<HeapFile>,
-        from: u64,
-        to: u64,
-        run_pages: usize,
-        depth: usize,
-    ) -> Result<PageStream> {
-        let run_pages = run_pages.max(1) as u64;
+    fn start(heap: Arc<HeapFile>, requests: Vec<(u64, usize)>, depth: usize) -> Result<PageStream> {
         let depth = depth.max(1);
         let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Batch>>(1);
         let (free_tx, free_rx) = std::sync::mpsc::channel::<Vec<AlignedBuf>>();
-        let span = to.saturating_sub(from);
-        let run_pages = run_pages.min(span.max(1));
-        for _ in 0..2 {
-            let set = (0..depth)
-                .map(|_| AlignedBuf::new(run_pages as usize))
+        let buf_pages = requests.iter().map(|r| r.1).max().unwrap_or(1).max(1);
+        for _ in 0..2.min(requests.len().div_ceil(depth)).max(1) {
+            let set = (0..depth.min(requests.len()).max(1))
+                .map(|_| AlignedBuf::new(buf_pages))
                 .collect();
             free_tx.send(set).expect("receiver is alive");
         }
@@ -368,15 +382,9 @@ impl PageStream {
             .spawn(move || {
                 let heap = reader_heap;
                 let device = heap.pool.device();
-                let mut next = from;
-                while next < to {
+                for runs in requests.chunks(depth) {
                     let Ok(mut bufs) = free_rx.recv() else { return };
-                    let mut runs = Vec::with_capacity(depth);
-                    while runs.len() < depth && next < to {
-                        let n = run_pages.min(to - next);
-                        runs.push((next, n as usize));
-                        next += n;
-                    }
+                    let runs = runs.to_vec();
                     let result = {
                         let mut reqs: Vec<ReadRequest<'_>> = runs
                             .iter()
