@@ -75,6 +75,9 @@ pub struct ScanReport {
     pub regions: Vec<(u64, u32)>,
     /// Bytes of the Page-ID cache bitmap.
     pub page_cache_bytes: usize,
+    /// Pages Smooth Scan read in regions placed in page order (a sweep) rather
+    /// than at an index entry's page.
+    pub swept_pages: u64,
     pub result_cache: Option<CacheReport>,
     /// What an external merge sort or partitioned sort on top of the path did.
     pub sort: Option<SortReport>,

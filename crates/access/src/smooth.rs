@@ -66,6 +66,16 @@ pub enum Policy {
     /// it. On a disk that density is about 2%; on flash with many requests in
     /// flight, random reads cost about what sequential ones do, so it only grows
     /// over dense data.
+    ///
+    /// Once the largest region (the cap) still pays off, an index entry only
+    /// picks where the next region starts, at random in the heap, and the index
+    /// leaves read to find it are overhead. For unordered output the policy
+    /// then *sweeps*: regions follow in page order from where the last one
+    /// ended (wrapping around once) until every page is processed, or until a
+    /// region's density falls below half the break-even and the regions go
+    /// back to index entries. Dense queries thereby end as a full scan of the
+    /// pages not yet read, without repeating a tuple (the Page-ID cache skips
+    /// what regions produced; mode 0's tuples are skipped by their entry).
     CostAware,
 }
 
@@ -232,21 +242,31 @@ struct ActiveRegion {
     /// Its index among the planned regions, and the region itself.
     r: usize,
     region: Region,
-    /// The index entry that reached it, and whether mode 0 produced tuples.
-    tid: Tid,
+    /// The tuple id of the index entry that reached it (none for a sweep's
+    /// region), and whether mode 0 produced tuples.
+    tid: Option<Tid>,
     check_m0: bool,
-    /// The page that entry points at (the others are the region's "extra" pages).
+    /// The page that entry points at (the others are the region's "extra"
+    /// pages; all of a sweep's are).
     first_page: u64,
     /// Pages of the region that held results so far.
     results: u64,
     /// A streamed region's read-ahead; otherwise its pages are in the scan's
     /// buffer from `region.offset`.
     stream: Option<strata_storage::heap::PageStream>,
-    /// Next run (buffered regions), its first page's place in the buffer
+    /// Next run (buffered regions; for a streamed one, 1 while the stream
+    /// stands on a run being worked on), its first page's place in the buffer
     /// relative to the region, and the next page within the current run.
     run: usize,
     at: usize,
     next: usize,
+}
+
+impl Region {
+    /// Pages the region occupies in the buffer (its runs, bridged gaps included).
+    fn span(&self) -> usize {
+        self.runs.iter().map(|r| r.1).sum()
+    }
 }
 
 /// Regions spanning at least this many pages are streamed.
@@ -288,6 +308,13 @@ pub struct SmoothScan {
     buf: Option<AlignedBuf>,
     /// The region being produced, if one is under way.
     active: Option<ActiveRegion>,
+    /// Regions are placed in page order from `sweep_at` rather than at the
+    /// next index entry's page (cost-aware policy, unordered output, once the
+    /// largest regions keep paying off; see [`Policy::CostAware`]).
+    sweep: bool,
+    sweep_at: u64,
+    /// Where the last region read ended (the next page after its last one).
+    last_region_end: u64,
     started: Instant,
     modeled_start_ns: u64,
     done: bool,
@@ -348,6 +375,9 @@ impl SmoothScan {
             planned: HashMap::new(),
             buf: None,
             active: None,
+            sweep: false,
+            sweep_at: 0,
+            last_region_end: 0,
             started: Instant::now(),
             modeled_start_ns,
             done: false,
@@ -490,68 +520,95 @@ impl SmoothScan {
         let mut used = 0usize;
         let mut regions: Vec<Region> = Vec::new();
         for i in 0..self.window.len() {
-            if regions.len() >= self.opts.io_depth.max(1) {
+            if regions.len() >= self.opts.io_depth.max(1) || used == budget {
                 break;
             }
             let p = self.window[i].1.page as u64;
             if !self.is_free(p) {
                 continue;
             }
-            // The next `want` unprocessed pages from p, within the buffer left.
-            let room = budget - used;
-            if room == 0 {
+            let region = self.plan_region(p, want.min(budget - used), used, regions.len());
+            used += region.span();
+            regions.push(region);
+        }
+        self.read_regions(regions, used)
+    }
+
+    /// Plans and reads the next region of a sweep: the next unprocessed pages
+    /// in page order from where the sweep stands (wrapping around once).
+    /// Returns the region's index, or `None` when no page is left.
+    fn plan_sweep(&mut self) -> Result<Option<usize>> {
+        debug_assert!(self.regions.iter().all(|r| r.done));
+        self.regions.clear();
+        let from = (self.sweep_at..self.num_pages)
+            .chain(0..self.sweep_at)
+            .find(|&q| self.is_free(q));
+        let Some(p) = from else {
+            return Ok(None);
+        };
+        let want = self.effective_region() as usize;
+        let region = self.plan_region(p, want, 0, 0);
+        self.sweep_at = region.pages.last().map_or(p, |&q| q + 1);
+        let used = region.span();
+        self.read_regions(vec![region], used)?;
+        Ok(Some(0))
+    }
+
+    /// A region of the next `want` unprocessed pages from `p` (stopping at a
+    /// page planned for another region), as runs of consecutive pages that
+    /// bridge small gaps of processed pages, placed at `offset` in the buffer;
+    /// its pages are marked planned for region `self.regions.len() + batch`.
+    fn plan_region(&mut self, p: u64, want: usize, offset: usize, batch: usize) -> Region {
+        let mut pages = Vec::new();
+        let mut q = p;
+        while pages.len() < want && q < self.num_pages {
+            if self.is_free(q) {
+                pages.push(q);
+            } else if self.planned.contains_key(&q) {
                 break;
             }
-            let mut pages = Vec::new();
-            let mut q = p;
-            while pages.len() < want.min(room) && q < self.num_pages {
-                if self.is_free(q) {
-                    pages.push(q);
-                } else if self.planned.contains_key(&q) {
-                    break;
-                }
-                q += 1;
-            }
-            // Runs: consecutive pages, bridging small gaps of processed pages,
-            // within the room left in the buffer.
-            let mut runs: Vec<(u64, usize)> = Vec::new();
-            let mut span = 0usize;
-            let mut kept = Vec::with_capacity(pages.len());
-            for &pg in &pages {
-                if let Some((first, n)) = runs.last_mut() {
-                    let gap = (pg - (*first + *n as u64)) as usize;
-                    if gap as u64 <= MAX_GAP && span + gap < room {
-                        *n += gap + 1;
-                        span += gap + 1;
-                        kept.push(pg);
-                        continue;
-                    }
-                }
-                if span == room {
-                    break;
-                }
-                runs.push((pg, 1));
-                span += 1;
-                kept.push(pg);
-            }
-            let pages = kept;
-            let idx = self.regions.len() + regions.len();
-            for &pg in &pages {
-                self.planned.insert(pg, idx);
-            }
-            let streamed = span >= STREAM_PAGES;
-            regions.push(Region {
-                runs,
-                offset: used,
-                pages,
-                done: false,
-                streamed,
-            });
-            used += span;
+            q += 1;
         }
+        let mut runs: Vec<(u64, usize)> = Vec::new();
+        let mut span = 0usize;
+        let mut kept = Vec::with_capacity(pages.len());
+        for &pg in &pages {
+            if let Some((first, n)) = runs.last_mut() {
+                let gap = (pg - (*first + *n as u64)) as usize;
+                if gap as u64 <= MAX_GAP && span + gap < want {
+                    *n += gap + 1;
+                    span += gap + 1;
+                    kept.push(pg);
+                    continue;
+                }
+            }
+            if span == want {
+                break;
+            }
+            runs.push((pg, 1));
+            span += 1;
+            kept.push(pg);
+        }
+        let idx = self.regions.len() + batch;
+        for &pg in &kept {
+            self.planned.insert(pg, idx);
+        }
+        Region {
+            runs,
+            offset,
+            pages: kept,
+            done: false,
+            streamed: span >= STREAM_PAGES,
+        }
+    }
+
+    /// Reads the planned regions that are not streamed into the buffer (`used`
+    /// pages of it) with one batch of requests, and adds them to the regions.
+    fn read_regions(&mut self, regions: Vec<Region>, used: usize) -> Result<()> {
         if regions.is_empty() {
             return Ok(());
         }
+        let budget = self.opts.max_region_pages.max(1) as usize;
         let buf = self.buf.get_or_insert_with(|| AlignedBuf::new(budget));
         let heap = self.spec.table.heap();
         let file = heap.file_id();
@@ -597,7 +654,7 @@ impl SmoothScan {
         &mut self,
         q: u64,
         page: &[u8],
-        tid: Tid,
+        tid: Option<Tid>,
         out: &mut TupleBatch,
         check_m0: bool,
     ) -> Result<bool> {
@@ -616,7 +673,7 @@ impl SmoothScan {
             }
             had = true;
             match &mut self.cache {
-                Some(cache) if t_tid != tid => cache.insert(&self.scratch, t_tid, t)?,
+                Some(cache) if Some(t_tid) != tid => cache.insert(&self.scratch, t_tid, t)?,
                 _ => out.push(t_tid, t),
             }
         }
@@ -626,7 +683,7 @@ impl SmoothScan {
     /// Starts producing the qualifying tuples of planned region `r` (read
     /// already unless streamed). `tid` is the index entry that reached it first
     /// (ordered output emits that tuple now and caches the others).
-    fn start_region(&mut self, r: usize, tid: Tid) -> Result<()> {
+    fn start_region(&mut self, r: usize, tid: Option<Tid>) -> Result<()> {
         let region = std::mem::replace(
             &mut self.regions[r],
             Region {
@@ -647,7 +704,7 @@ impl SmoothScan {
             r,
             tid,
             check_m0: !self.last_m0.is_empty(),
-            first_page: region.pages[0],
+            first_page: tid.map_or(u64::MAX, |t| t.page as u64),
             region,
             results: 0,
             stream,
@@ -687,8 +744,13 @@ impl SmoothScan {
         let (tid, check_m0, first_page) = (a.tid, a.check_m0, a.first_page);
         if let Some(stream) = &mut a.stream {
             loop {
-                if a.next == 0 && !stream.next_run()? {
-                    return Ok(true);
+                // `run` says whether the stream stands on a run being worked on
+                // (a batch can fill at any page, the first of a run included).
+                if a.run == 0 {
+                    if !stream.next_run()? {
+                        return Ok(true);
+                    }
+                    a.run = 1;
                 }
                 let (f, bytes) = stream.run();
                 let pages = bytes.len() / PAGE_SIZE;
@@ -705,6 +767,7 @@ impl SmoothScan {
                     }
                 }
                 a.next = 0;
+                a.run = 0;
             }
         }
         let buf = self.buf.take().expect("read before processing");
@@ -755,6 +818,9 @@ impl SmoothScan {
             region, results, ..
         } = a;
         let region_results = results;
+        if let Some(&last) = region.pages.last() {
+            self.last_region_end = last + 1;
+        }
         let n = region.pages.len() as u64;
         for &q in &region.pages {
             self.mark(q);
@@ -804,6 +870,27 @@ impl SmoothScan {
             Policy::CostAware if extra_density < break_even / 2.0 => (self.region / 2).max(1),
             Policy::CostAware => self.region,
         };
+        if self.policy == Policy::CostAware && self.cache.is_none() {
+            let sweep = if extra_density < break_even / 2.0 {
+                false
+            } else {
+                self.sweep
+                    || (extra_density >= break_even && self.region >= self.opts.max_region_pages)
+            };
+            if sweep != self.sweep {
+                let rows = rows_before + out.len() as u64;
+                self.report.notes.push(if sweep {
+                    format!(
+                        "from row {rows}: regions in page order from page {} (the largest regions kept paying off)",
+                        self.last_region_end
+                    )
+                } else {
+                    format!("from row {rows}: regions at index entries again")
+                });
+                self.sweep_at = self.last_region_end;
+                self.sweep = sweep;
+            }
+        }
         self.set_region(next, rows_before + out.len() as u64);
         Ok(())
     }
@@ -833,6 +920,14 @@ impl AccessPath for SmoothScan {
                     self.report.index_entries
                 ));
                 break;
+            }
+            if self.sweep {
+                if let Some(r) = self.plan_sweep()? {
+                    self.report.swept_pages += self.regions[r].pages.len() as u64;
+                    self.start_region(r, None)?;
+                    continue;
+                }
+                self.sweep = false;
             }
             // Keep the window filled.
             // Entry bytes are only needed to order output or to skip what mode 0
@@ -882,9 +977,9 @@ impl AccessPath for SmoothScan {
                     self.plan_and_read()?;
                     let (_, tid) = self.window.pop_front().expect("just pushed");
                     debug_assert!(self.planned.contains_key(&page));
-                    self.start_region(self.planned[&page], tid)?;
+                    self.start_region(self.planned[&page], Some(tid))?;
                 } else {
-                    self.start_region(self.planned[&page], tid)?;
+                    self.start_region(self.planned[&page], Some(tid))?;
                 }
             } else if let Some(cache) = &mut self.cache
                 && let Some(t) = cache.take(&entry, tid)?

@@ -74,8 +74,8 @@ pub struct ScanArgs {
     #[arg(long, default_value_t = strata_access::sort_scan::DEPTH)]
     pub sidx_depth: usize,
     /// Write an I/O trace (every request's address, size, read/write, modeled
-    /// and wall start/end) to this CSV; needs a modeled device (--device hdd,
-    /// ssd or a profile).
+    /// and wall start/end) to this CSV. On the real device both clocks are the
+    /// wall clock: when each request (or its batch) was issued and completed.
     #[arg(long)]
     pub trace: Option<std::path::PathBuf>,
     /// Print the first N rows.
@@ -223,9 +223,11 @@ pub fn run(cli: &Cli, a: &ScanArgs) -> Result<()> {
         tuple_estimate: None,
     };
     let recorder = match &a.trace {
-        Some(_) => Some(db.device().trace().ok_or_else(|| {
-            usage("--trace needs a modeled device: --device hdd, ssd or a JSON profile")
-        })?),
+        Some(_) => Some(
+            db.device()
+                .trace()
+                .ok_or_else(|| usage("this device cannot record an I/O trace"))?,
+        ),
         None => None,
     };
     if let Some(r) = recorder {
@@ -343,6 +345,12 @@ pub fn run(cli: &Cli, a: &ScanArgs) -> Result<()> {
         println!(
             "  Page-ID cache: {} (1 bit per heap page)",
             format_bytes(r.page_cache_bytes as u64)
+        );
+    }
+    if r.swept_pages > 0 {
+        println!(
+            "  swept in page order: {} of {} heap pages",
+            r.swept_pages, r.heap_pages
         );
     }
     if let Some(c) = &r.result_cache {

@@ -38,10 +38,12 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
 
 use io_uring::{IoUring, opcode, types};
 use parking_lot::RwLock;
 
+use super::trace::{Charged, IoKind, TraceRecorder};
 use super::{ALIGN, AlignedBuf, Device, FileId, IoStats, PAGE_SIZE, ReadRequest, segment_path};
 use crate::error::{Result, StorageError};
 
@@ -67,6 +69,8 @@ pub struct FileDevice {
     stats: IoStats,
     /// Set (and the warning printed) the first time a filesystem refuses `O_DIRECT`.
     direct_refused: AtomicBool,
+    /// Records requests with their wall-clock times while a trace is active.
+    trace: TraceRecorder,
 }
 
 /// One open paged file.
@@ -116,6 +120,7 @@ impl FileDevice {
             use_io_uring: true,
             files: RwLock::new(Vec::new()),
             stats: IoStats::default(),
+            trace: TraceRecorder::default(),
             direct_refused: AtomicBool::new(false),
         }
     }
@@ -404,6 +409,90 @@ fn sync_dir(base: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+impl FileDevice {
+    /// Records a step of requests in the trace, if one is active.
+    fn traced(&self, start: Instant, reqs: &[(FileId, u64, u64)], kind: IoKind) {
+        if !self.trace.is_active() {
+            return;
+        }
+        let charged = reqs
+            .iter()
+            .map(|&(file, first_page, pages)| Charged {
+                file,
+                path: self.get(file).ok().map(|of| of.base.clone()),
+                first_page,
+                pages,
+                kind,
+                start_ns: 0,
+                end_ns: 0,
+            })
+            .collect();
+        self.trace.record_wall(start, charged);
+    }
+
+    /// Reads planned pieces: through io_uring when there are several, else
+    /// one `pread` after another.
+    fn read_planned(&self, pieces: Vec<ReadPiece<'_>>) -> Result<()> {
+        let mut pieces = pieces;
+        if self.use_io_uring && pieces.len() > 1 {
+            // O_DIRECT reads into unaligned buffers need a bounce buffer: do those here.
+            let (mut ring_pieces, mut sync_pieces): (Vec<_>, Vec<_>) = pieces
+                .into_iter()
+                .partition(|p| !p.seg.direct || is_aligned(p.buf));
+            Self::read_pieces_sync(&mut sync_pieces)?;
+            match with_ring(|ring| uring_read(ring, &mut ring_pieces)) {
+                Some(result) => result,
+                None => Self::read_pieces_sync(&mut ring_pieces),
+            }
+        } else {
+            Self::read_pieces_sync(&mut pieces)
+        }
+    }
+
+    /// Writes pages, adding segments as the file grows.
+    fn write_pages(&self, file: FileId, first_page: u64, buf: &[u8]) -> Result<()> {
+        let of = self.get(file)?;
+        let pages = of.pages_of(buf.len())?;
+        if pages == 0 {
+            return Ok(());
+        }
+        let end = first_page
+            .checked_add(pages)
+            .ok_or_else(|| StorageError::PageOutOfRange {
+                path: of.base.clone(),
+                page: first_page,
+                pages: of.num_pages.load(Ordering::Acquire),
+            })?;
+        let last_seg = (end - 1) / of.segment_pages;
+        loop {
+            {
+                let segs = of.segments.read();
+                if last_seg < segs.len() as u64 {
+                    let mut rest = buf;
+                    let mut page = first_page;
+                    while !rest.is_empty() {
+                        let (seg_no, in_seg, run) =
+                            of.run_at(page, (rest.len() / PAGE_SIZE) as u64);
+                        let (head, tail) = rest.split_at(run as usize * PAGE_SIZE);
+                        let seg = &segs[seg_no as usize];
+                        pwrite_all(seg, in_seg * PAGE, head)
+                            .map_err(|e| StorageError::io(&seg.path, e))?;
+                        seg.dirty.store(true, Ordering::Relaxed);
+                        rest = tail;
+                        page += run;
+                    }
+                    of.num_pages.fetch_max(end, Ordering::AcqRel);
+                    self.stats.record_write(pages);
+                    return Ok(());
+                }
+            }
+            // The write reaches past the last segment: add segments (under the write
+            // lock), then try again (a truncate may run in between).
+            self.grow(&of, last_seg)?;
+        }
+    }
+}
+
 impl Device for FileDevice {
     fn create(&self, path: &Path, segment_pages: u64) -> Result<FileId> {
         check_segment_pages(path, segment_pages)?;
@@ -506,6 +595,10 @@ impl Device for FileDevice {
         }
     }
 
+    fn trace(&self) -> Option<&TraceRecorder> {
+        Some(&self.trace)
+    }
+
     fn path(&self, file: FileId) -> PathBuf {
         match self.get(file) {
             Ok(of) => of.base.clone(),
@@ -536,7 +629,10 @@ impl Device for FileDevice {
         let mut pieces = Vec::with_capacity(1);
         of.plan_read(first_page, buf, &mut pieces)?;
         self.stats.record_read(file, first_page, pages);
-        Self::read_pieces_sync(&mut pieces)
+        let start = Instant::now();
+        Self::read_pieces_sync(&mut pieces)?;
+        self.traced(start, &[(file, first_page, pages)], IoKind::Read);
+        Ok(())
     }
 
     fn read_many(&self, reqs: &mut [ReadRequest<'_>]) -> Result<()> {
@@ -552,66 +648,24 @@ impl Device for FileDevice {
             of.plan_read(r.first_page, &mut *r.buf, &mut pieces)?;
             records.push((r.file, r.first_page, pages));
         }
-        for (file, first, pages) in records {
+        for &(file, first, pages) in &records {
             self.stats.record_read(file, first, pages);
         }
-        if self.use_io_uring && pieces.len() > 1 {
-            // O_DIRECT reads into unaligned buffers need a bounce buffer: do those here.
-            let (mut ring_pieces, mut sync_pieces): (Vec<_>, Vec<_>) = pieces
-                .into_iter()
-                .partition(|p| !p.seg.direct || is_aligned(p.buf));
-            Self::read_pieces_sync(&mut sync_pieces)?;
-            match with_ring(|ring| uring_read(ring, &mut ring_pieces)) {
-                Some(result) => result,
-                None => Self::read_pieces_sync(&mut ring_pieces),
-            }
-        } else {
-            Self::read_pieces_sync(&mut pieces)
-        }
+        let start = Instant::now();
+        self.read_planned(pieces)?;
+        self.traced(start, &records, IoKind::Read);
+        Ok(())
     }
 
     fn write(&self, file: FileId, first_page: u64, buf: &[u8]) -> Result<()> {
-        let of = self.get(file)?;
-        let pages = of.pages_of(buf.len())?;
-        if pages == 0 {
-            return Ok(());
+        let start = Instant::now();
+        self.write_pages(file, first_page, buf)?;
+        let pages = (buf.len() / PAGE_SIZE) as u64;
+        if pages > 0 {
+            self.traced(start, &[(file, first_page, pages)], IoKind::Write);
         }
-        let end = first_page
-            .checked_add(pages)
-            .ok_or_else(|| StorageError::PageOutOfRange {
-                path: of.base.clone(),
-                page: first_page,
-                pages: of.num_pages.load(Ordering::Acquire),
-            })?;
-        let last_seg = (end - 1) / of.segment_pages;
-        loop {
-            {
-                let segs = of.segments.read();
-                if last_seg < segs.len() as u64 {
-                    let mut rest = buf;
-                    let mut page = first_page;
-                    while !rest.is_empty() {
-                        let (seg_no, in_seg, run) =
-                            of.run_at(page, (rest.len() / PAGE_SIZE) as u64);
-                        let (head, tail) = rest.split_at(run as usize * PAGE_SIZE);
-                        let seg = &segs[seg_no as usize];
-                        pwrite_all(seg, in_seg * PAGE, head)
-                            .map_err(|e| StorageError::io(&seg.path, e))?;
-                        seg.dirty.store(true, Ordering::Relaxed);
-                        rest = tail;
-                        page += run;
-                    }
-                    of.num_pages.fetch_max(end, Ordering::AcqRel);
-                    self.stats.record_write(pages);
-                    return Ok(());
-                }
-            }
-            // The write reaches past the last segment: add segments (under the write
-            // lock), then try again (a truncate may run in between).
-            self.grow(&of, last_seg)?;
-        }
+        Ok(())
     }
-
     fn truncate(&self, file: FileId, pages: u64) -> Result<()> {
         let of = self.get(file)?;
         let mut segs = of.segments.write();

@@ -6,7 +6,9 @@
 //! ([`TraceRecorder::start`]), every request it charges: file, first page, pages,
 //! read or write, its modeled start and end (ns on the device's modeled clock, the
 //! sum of the modeled time charged so far) and its wall-clock start and end since
-//! the trace started. Requests charged together (one `read_many` batch) share a
+//! the trace started. The real device ([`FileDevice`](super::FileDevice)) records
+//! the same events with the wall clock in both places: the time the request (or
+//! its batch) took to complete, as the application saw it. Requests charged together (one `read_many` batch) share a
 //! `step` number. [`Trace::write_csv`] writes them for plotting address vs time
 //! (the flash paper's Fig. 5).
 //!
@@ -213,6 +215,27 @@ impl TraceRecorder {
 
     pub fn is_active(&self) -> bool {
         self.state.lock().is_some()
+    }
+
+    /// Records one step's requests of a device without a modeled clock (the
+    /// real files): their start and end are the wall clock around the step,
+    /// in both the modeled and the wall columns.
+    pub(crate) fn record_wall(&self, wall_start: Instant, mut reqs: Vec<Charged>) {
+        let Some(t0) = self
+            .state
+            .lock()
+            .as_mut()
+            .map(|r| *r.started.get_or_insert(wall_start))
+        else {
+            return;
+        };
+        let ws = wall_start.saturating_duration_since(t0).as_nanos() as u64;
+        let we = Instant::now().saturating_duration_since(t0).as_nanos() as u64;
+        for c in &mut reqs {
+            c.start_ns = ws;
+            c.end_ns = we.max(ws + 1);
+        }
+        self.record(wall_start, reqs);
     }
 
     /// Records one step's requests; `wall_start` is when the charge began.
