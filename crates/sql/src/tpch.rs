@@ -507,6 +507,9 @@ pub fn write(opts: &BenchOptions, results: &ResultSet, notes: &[String]) -> Resu
             row.push(r.map_or("-".into(), |r| {
                 if r.get("censored") == "yes" {
                     "(timeout)".into()
+                } else if r.get("io_requests_known") == "no" {
+                    // PostgreSQL reports buffer accesses, not requests.
+                    format!("n/a ({} pages)", r.pages_read)
                 } else {
                     r.io_requests.to_string()
                 }
