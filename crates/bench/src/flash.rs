@@ -135,14 +135,21 @@ fn users_fig6(opts: &FlashOptions, real: bool) -> Vec<usize> {
     }
 }
 
-/// Makes sure the tables exist: `flash` for the modeled devices and, with the
-/// real device, one copy per user.
-pub fn prepare(opts: &FlashOptions, progress: &dyn strata_storage::Progress) -> Result<()> {
+/// Makes sure the tables `figures` need exist: `flash` for the modeled devices
+/// and the real device's Fig. 5 trace and, for the real device's concurrency
+/// figures (2, 6, Table 2), one copy per user.
+pub fn prepare(
+    opts: &FlashOptions,
+    figures: &[String],
+    progress: &dyn strata_storage::Progress,
+) -> Result<()> {
+    let real = opts.devices.iter().any(|d| d == "real");
+    let modeled = opts.devices.iter().any(|d| d != "real");
     let mut want: Vec<(String, u64)> = Vec::new();
-    if opts.devices.iter().any(|d| d != "real") {
+    if modeled || (real && figures.iter().any(|f| f == "5")) {
         want.push(("flash".into(), opts.rows));
     }
-    if opts.devices.iter().any(|d| d == "real") {
+    if real && figures.iter().any(|f| f != "5") {
         let n = if opts.quick { 20 } else { max_users(opts) };
         want.extend((0..n).map(|u| (copy_name(u), opts.real_rows)));
     }
@@ -236,9 +243,9 @@ pub struct Recorded {
     pub outcome: ScanOutcome,
 }
 
-/// Runs `q` once on `device` and records its request stream: the modeled
-/// devices on table `flash` (modeled times), the real device cold (direct I/O)
-/// on user 0's copy (wall times).
+/// Runs `q` once on table `flash` on `device` and records its request
+/// stream: modeled times on a modeled device, wall times on the real one (one
+/// cold run, direct I/O).
 pub fn record(
     opts: &FlashOptions,
     device: &str,
@@ -266,8 +273,7 @@ pub fn record(
     )?;
     let recorder = db.device().trace().context("the device records no trace")?;
     recorder.start();
-    let table = if real { copy_name(0) } else { "flash".into() };
-    let outcome = run_query(opts, &db, &table, q, sel, memory);
+    let outcome = run_query(opts, &db, "flash", q, sel, memory);
     let trace = recorder.take();
     let outcome = outcome?;
     Ok(Recorded {
@@ -701,7 +707,7 @@ fn fig5(opts: &FlashOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
         }
     }
     set.write_csv(opts.out.join("5.csv"))?;
-    summary.paragraph("Paper (Fig. 5): PS shows a partitioning phase of sequential writes followed by a sorting phase of random reads scattered over each partition's region (one pass); ES on FTS shows run generation and then several merge passes because 2 MB of sort memory cannot merge all runs at once. Traces: `5a-<device>-trace.csv`, `5b-<device>-trace.csv` (start/end of every request: modeled on `hdd`/`ssd`; wall clock on `real`, one user's copy read cold with direct I/O, where a request's time is that of the batch it was issued in).");
+    summary.paragraph("Paper (Fig. 5): PS shows a partitioning phase of sequential writes followed by a sorting phase of random reads scattered over each partition's region (one pass); ES on FTS shows run generation and then several merge passes because 2 MB of sort memory cannot merge all runs at once. Traces: `5a-<device>-trace.csv`, `5b-<device>-trace.csv` (start/end of every request: modeled on `hdd`/`ssd`; wall clock on `real`, the same table read cold with direct I/O, where a request's time is that of the batch it was issued in).");
     summary.write(opts.out.join("5.md"))?;
     Ok(summary.as_str().to_string())
 }

@@ -73,7 +73,7 @@ pub fn run(_cli: &Cli, a: &FlashArgs) -> Result<()> {
         trace_memory: 2 << 20,
     };
     let bars = Bars::new();
-    prepare(&opts, &bars)?;
+    prepare(&opts, &figures, &bars)?;
     bars.finish();
     for f in &figures {
         let summary = run_figure(f, &opts, &mut |line| eprintln!("{line}"))?;
