@@ -634,7 +634,7 @@ fn plot_trace(trace: &Trace, title: &str, clock: &str, stem: &std::path::Path) -
     }
     let mut plot = Plot::lines(
         title,
-        Axis::linear(&format!("{clock} (ms)")),
+        Axis::linear(format!("{clock} (ms)")),
         Axis::linear("device address (pages: table, index, then temporary files)"),
     );
     for (name, pts) in series {
