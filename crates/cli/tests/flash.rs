@@ -82,18 +82,49 @@ fn ordered_plans_report_their_sorts_and_write_traces() {
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("too small"), "{}", stderr(&o));
-    let o = strata(
+    // The real device traces too: every request with its wall-clock times, the
+    // table's reads first and the external sort's temporary writes and reads.
+    let real = dir.path().join("real.csv");
+    ok(
         &db,
         &[
-            "scan", "flash", "--where", pred, "--plan", "fts+es", "--trace", "x.csv",
+            "scan",
+            "flash",
+            "--where",
+            pred,
+            "--plan",
+            "fts+es",
+            "--sort-memory",
+            "64KiB",
+            "--trace",
+            real.to_str().unwrap(),
         ],
     );
-    assert_eq!(o.status.code(), Some(2));
+    let csv = std::fs::read_to_string(&real).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
     assert!(
-        stderr(&o).contains("--trace needs a modeled device"),
-        "{}",
-        stderr(&o)
+        rows.iter().any(|r| r[2] == "false" && r[5] == "read"),
+        "{csv}"
     );
+    assert!(
+        rows.iter().any(|r| r[2] == "true" && r[5] == "write"),
+        "{csv}"
+    );
+    assert!(
+        rows.iter().any(|r| r[2] == "true" && r[5] == "read"),
+        "{csv}"
+    );
+    for r in &rows {
+        let (start, end): (f64, f64) = (r[6].parse().unwrap(), r[7].parse().unwrap());
+        assert!(
+            start < end && r[6] == r[8] && r[7] == r[9],
+            "wall clock in both: {r:?}"
+        );
+    }
 }
 
 #[test]

@@ -220,34 +220,27 @@ impl TraceRecorder {
     /// Records one step's requests of a device without a modeled clock (the
     /// real files): their start and end are the wall clock around the step,
     /// in both the modeled and the wall columns.
-    pub(crate) fn record_wall(&self, wall_start: Instant, mut reqs: Vec<Charged>) {
-        let Some(t0) = self
-            .state
-            .lock()
-            .as_mut()
-            .map(|r| *r.started.get_or_insert(wall_start))
-        else {
-            return;
-        };
-        let ws = wall_start.saturating_duration_since(t0).as_nanos() as u64;
-        let we = Instant::now().saturating_duration_since(t0).as_nanos() as u64;
-        for c in &mut reqs {
-            c.start_ns = ws;
-            c.end_ns = we.max(ws + 1);
-        }
-        self.record(wall_start, reqs);
+    pub(crate) fn record_wall(&self, wall_start: Instant, reqs: Vec<Charged>) {
+        self.record_with(wall_start, reqs, true);
     }
 
     /// Records one step's requests; `wall_start` is when the charge began.
     pub(crate) fn record(&self, wall_start: Instant, reqs: Vec<Charged>) {
+        self.record_with(wall_start, reqs, false);
+    }
+
+    fn record_with(&self, wall_start: Instant, reqs: Vec<Charged>, wall_only: bool) {
         let mut g = self.state.lock();
         let Some(r) = g.as_mut() else {
             return;
         };
         let t0 = *r.started.get_or_insert(wall_start);
         let ws = wall_start.saturating_duration_since(t0).as_nanos() as u64;
-        let we = Instant::now().saturating_duration_since(t0).as_nanos() as u64;
-        for c in reqs {
+        let we = (Instant::now().saturating_duration_since(t0).as_nanos() as u64).max(ws + 1);
+        for mut c in reqs {
+            if wall_only {
+                (c.start_ns, c.end_ns) = (ws, we);
+            }
             if let Some(p) = c.path {
                 r.trace.files.entry(c.file).or_insert(p);
             }
