@@ -152,16 +152,27 @@ fn killed_generation_leaves_whole_tables_or_none() {
 
     let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
     let mut partial = 0;
-    for i in 0..6 {
-        std::fs::remove_dir_all(&db).unwrap();
-        std::fs::remove_dir_all(&pq).unwrap();
+    // Kill times are drawn from `span`, which adapts to how long a run takes
+    // now (the first, timed run may have been slower or faster than later
+    // ones on a busy machine): shorter after a run finished before the kill,
+    // longer after a kill before any table was committed. At least 6 kills,
+    // and more (up to 30) until one lands between the first and last table.
+    let mut span = full;
+    let mut i = 0;
+    while i < 6 || (partial == 0 && i < 30) {
+        i += 1;
+        std::fs::remove_dir_all(&db).ok();
+        std::fs::remove_dir_all(&pq).ok();
         let mut child = gen_cmd(&db, &pq).spawn().unwrap();
-        std::thread::sleep(full.mul_f64(rng.random_range(0.1..0.9)));
+        std::thread::sleep(span.mul_f64(rng.random_range(0.1..0.9)));
         if child.try_wait().unwrap().is_none() {
             child.kill().unwrap();
+        } else {
+            span = span.mul_f64(0.6);
         }
         child.wait().unwrap();
         if !db.exists() {
+            span = span.mul_f64(1.25).min(full * 2);
             continue;
         }
         let out = strata(&db, &["check"]);
@@ -182,6 +193,8 @@ fn killed_generation_leaves_whole_tables_or_none() {
         }
         if present.iter().any(Option::is_none) && present.iter().any(Option::is_some) {
             partial += 1;
+        } else if present.iter().all(Option::is_none) {
+            span = span.mul_f64(1.25).min(full * 2);
         }
         // A re-run says which tables are there.
         if present.iter().any(Option::is_some) {
