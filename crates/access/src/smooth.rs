@@ -67,7 +67,8 @@ pub enum Policy {
     /// flight, random reads cost about what sequential ones do, so it only grows
     /// over dense data.
     ///
-    /// Once the largest region (the cap) still pays off, an index entry only
+    /// Once a batch of regions read together spans the largest region (the
+    /// cap) and still pays off, an index entry only
     /// picks where the next region starts, at random in the heap, and the index
     /// leaves read to find it are overhead. For unordered output the policy
     /// then *sweeps*: regions follow in page order from where the last one
@@ -874,8 +875,10 @@ impl SmoothScan {
             let sweep = if extra_density < break_even / 2.0 {
                 false
             } else {
+                // A batch of regions that read a cap's worth of pages and paid
+                // off: reading the same amount in page order is no dearer.
                 self.sweep
-                    || (extra_density >= break_even && self.region >= self.opts.max_region_pages)
+                    || (extra_density >= break_even && n >= self.opts.max_region_pages as u64)
             };
             if sweep != self.sweep {
                 let rows = rows_before + out.len() as u64;
