@@ -255,12 +255,13 @@ struct ActiveRegion {
     /// A streamed region's read-ahead; otherwise its pages are in the scan's
     /// buffer from `region.offset`.
     stream: Option<strata_storage::heap::PageStream>,
-    /// Next run (buffered regions; for a streamed one, 1 while the stream
-    /// stands on a run being worked on), its first page's place in the buffer
+    /// Next run (buffered regions), its first page's place in the buffer
     /// relative to the region, and the next page within the current run.
     run: usize,
     at: usize,
     next: usize,
+    /// A streamed region's stream stands on a run not yet finished.
+    on_run: bool,
 }
 
 impl Region {
@@ -710,6 +711,7 @@ impl SmoothScan {
             results: 0,
             stream,
             run: 0,
+            on_run: false,
             at: 0,
             next: 0,
         });
@@ -745,13 +747,13 @@ impl SmoothScan {
         let (tid, check_m0, first_page) = (a.tid, a.check_m0, a.first_page);
         if let Some(stream) = &mut a.stream {
             loop {
-                // `run` says whether the stream stands on a run being worked on
-                // (a batch can fill at any page, the first of a run included).
-                if a.run == 0 {
+                // A batch can fill at any page, the first of a run included:
+                // move on only once the current run is finished.
+                if !a.on_run {
                     if !stream.next_run()? {
                         return Ok(true);
                     }
-                    a.run = 1;
+                    a.on_run = true;
                 }
                 let (f, bytes) = stream.run();
                 let pages = bytes.len() / PAGE_SIZE;
@@ -768,7 +770,7 @@ impl SmoothScan {
                     }
                 }
                 a.next = 0;
-                a.run = 0;
+                a.on_run = false;
             }
         }
         let buf = self.buf.take().expect("read before processing");
@@ -976,14 +978,13 @@ impl AccessPath for SmoothScan {
             let page = tid.page as u64;
             if !self.is_processed(page) {
                 if !self.planned.contains_key(&page) {
+                    // Plan from this entry on (it leads the window again).
                     self.window.push_front((entry, tid));
                     self.plan_and_read()?;
-                    let (_, tid) = self.window.pop_front().expect("just pushed");
+                    self.window.pop_front();
                     debug_assert!(self.planned.contains_key(&page));
-                    self.start_region(self.planned[&page], Some(tid))?;
-                } else {
-                    self.start_region(self.planned[&page], Some(tid))?;
                 }
+                self.start_region(self.planned[&page], Some(tid))?;
             } else if let Some(cache) = &mut self.cache
                 && let Some(t) = cache.take(&entry, tid)?
             {
