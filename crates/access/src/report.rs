@@ -78,6 +78,9 @@ pub struct ScanReport {
     /// Pages Smooth Scan read in regions placed in page order (a sweep) rather
     /// than at an index entry's page.
     pub swept_pages: u64,
+    /// Read-ahead streams Smooth Scan started: one per region it streamed at
+    /// an index entry, one per sweep (a sweep's regions share its stream).
+    pub read_ahead_streams: u64,
     pub result_cache: Option<CacheReport>,
     /// What an external merge sort or partitioned sort on top of the path did.
     pub sort: Option<SortReport>,

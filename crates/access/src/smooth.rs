@@ -236,6 +236,27 @@ struct Region {
     /// A large region, read by a read-ahead stream while it is processed
     /// instead of up front (so its tuples are worked on while the rest arrives).
     streamed: bool,
+    /// A sweep's region: read by the sweep's one stream, which goes on into
+    /// the next region (see [`Sweep`]).
+    swept: bool,
+}
+
+/// A read-ahead stream and where its consumer stands in it.
+struct Streaming {
+    stream: strata_storage::heap::PageStream,
+    /// The stream stands on a run not yet finished, at this page of it.
+    on_run: bool,
+    next: usize,
+}
+
+impl Streaming {
+    fn new(stream: strata_storage::heap::PageStream) -> Streaming {
+        Streaming {
+            stream,
+            on_run: false,
+            next: 0,
+        }
+    }
 }
 
 /// The region being produced: where its production stands between batches.
@@ -254,14 +275,12 @@ struct ActiveRegion {
     results: u64,
     /// A streamed region's read-ahead; otherwise its pages are in the scan's
     /// buffer from `region.offset`.
-    stream: Option<strata_storage::heap::PageStream>,
+    stream: Option<Streaming>,
     /// Next run (buffered regions), its first page's place in the buffer
     /// relative to the region, and the next page within the current run.
     run: usize,
     at: usize,
     next: usize,
-    /// A streamed region's stream stands on a run not yet finished.
-    on_run: bool,
 }
 
 impl Region {
@@ -315,6 +334,11 @@ pub struct SmoothScan {
     /// largest regions keep paying off; see [`Policy::CostAware`]).
     sweep: bool,
     sweep_at: u64,
+    /// The sweep's read-ahead over every page it has left, made when it starts
+    /// and handed from region to region: one reader thread and one set of
+    /// buffers for the rest of the table, as a full scan has, instead of a
+    /// stream per region.
+    sweep_stream: Option<Streaming>,
     /// Where the last region read ended (the next page after its last one).
     last_region_end: u64,
     started: Instant,
@@ -379,6 +403,7 @@ impl SmoothScan {
             active: None,
             sweep: false,
             sweep_at: 0,
+            sweep_stream: None,
             last_region_end: 0,
             started: Instant::now(),
             modeled_start_ns,
@@ -548,12 +573,41 @@ impl SmoothScan {
         let Some(p) = from else {
             return Ok(None);
         };
+        if self.sweep_stream.is_none() {
+            let runs = self.sweep_runs();
+            let heap = self.spec.table.heap().clone();
+            let stream = heap.stream_runs(&runs, crate::full::RUN_PAGES, crate::full::DEPTH)?;
+            self.sweep_stream = Some(Streaming::new(stream));
+            self.report.read_ahead_streams += 1;
+        }
         let want = self.effective_region() as usize;
-        let region = self.plan_region(p, want, 0, 0);
+        let mut region = self.plan_region(p, want, 0, 0);
+        region.streamed = true;
+        region.swept = true;
         self.sweep_at = region.pages.last().map_or(p, |&q| q + 1);
-        let used = region.span();
-        self.read_regions(vec![region], used)?;
+        self.regions.push(region);
         Ok(Some(0))
+    }
+
+    /// The pages a sweep has left, in the order it takes them (from `sweep_at`
+    /// to the end, then from the start), as runs that bridge small gaps of
+    /// processed pages as a region's do.
+    fn sweep_runs(&self) -> Vec<(u64, usize)> {
+        let mut runs: Vec<(u64, usize)> = Vec::new();
+        for (from, to) in [(self.sweep_at, self.num_pages), (0, self.sweep_at)] {
+            let segment = runs.len();
+            for q in (from..to).filter(|&q| self.is_free(q)) {
+                if runs.len() > segment
+                    && let Some((first, n)) = runs.last_mut()
+                    && q - (*first + *n as u64) <= MAX_GAP
+                {
+                    *n = (q - *first + 1) as usize;
+                    continue;
+                }
+                runs.push((q, 1));
+            }
+        }
+        runs
     }
 
     /// A region of the next `want` unprocessed pages from `p` (stopping at a
@@ -601,6 +655,7 @@ impl SmoothScan {
             pages: kept,
             done: false,
             streamed: span >= STREAM_PAGES,
+            swept: false,
         }
     }
 
@@ -694,11 +749,19 @@ impl SmoothScan {
                 pages: vec![],
                 done: true,
                 streamed: false,
+                swept: false,
             },
         );
-        let stream = if region.streamed {
+        let stream = if region.swept {
+            let s = self.sweep_stream.take();
+            debug_assert!(s.is_some(), "plan_sweep starts the sweep's stream");
+            s
+        } else if region.streamed {
             let heap = self.spec.table.heap().clone();
-            Some(heap.stream_runs(&region.runs, crate::full::RUN_PAGES, crate::full::DEPTH)?)
+            let stream =
+                heap.stream_runs(&region.runs, crate::full::RUN_PAGES, crate::full::DEPTH)?;
+            self.report.read_ahead_streams += 1;
+            Some(Streaming::new(stream))
         } else {
             None
         };
@@ -711,7 +774,6 @@ impl SmoothScan {
             results: 0,
             stream,
             run: 0,
-            on_run: false,
             at: 0,
             next: 0,
         });
@@ -745,32 +807,43 @@ impl SmoothScan {
         let r = a.r;
         let wanted = |me: &Self, q: u64| !me.is_processed(q) && me.planned.get(&q) == Some(&r);
         let (tid, check_m0, first_page) = (a.tid, a.check_m0, a.first_page);
-        if let Some(stream) = &mut a.stream {
+        // A sweep's stream goes on past its region: the region is done once
+        // its last page is (its pages are all the free pages up to there).
+        let last = if a.region.swept {
+            a.region.pages.last().copied()
+        } else {
+            None
+        };
+        if let Some(s) = &mut a.stream {
             loop {
                 // A batch can fill at any page, the first of a run included:
                 // move on only once the current run is finished.
-                if !a.on_run {
-                    if !stream.next_run()? {
+                if !s.on_run {
+                    if !s.stream.next_run()? {
+                        debug_assert!(last.is_none(), "a sweep's stream holds its regions");
                         return Ok(true);
                     }
-                    a.on_run = true;
+                    s.on_run = true;
                 }
-                let (f, bytes) = stream.run();
+                let (f, bytes) = s.stream.run();
                 let pages = bytes.len() / PAGE_SIZE;
-                while a.next < pages {
+                while s.next < pages {
                     if out.is_full() {
                         return Ok(false);
                     }
-                    let q = f + a.next as u64;
-                    let page = &bytes[a.next * PAGE_SIZE..(a.next + 1) * PAGE_SIZE];
-                    a.next += 1;
+                    let q = f + s.next as u64;
+                    let page = &bytes[s.next * PAGE_SIZE..(s.next + 1) * PAGE_SIZE];
+                    s.next += 1;
                     if wanted(self, q) {
                         let had = self.process_page(q, page, tid, out, check_m0)?;
                         self.count(&mut a.results, first_page, q, had);
                     }
+                    if last == Some(q) {
+                        return Ok(true);
+                    }
                 }
-                a.next = 0;
-                a.on_run = false;
+                s.next = 0;
+                s.on_run = false;
             }
         }
         let buf = self.buf.take().expect("read before processing");
@@ -818,8 +891,14 @@ impl SmoothScan {
     /// when its batch of regions is done the policy sizes the next region.
     fn finish_region(&mut self, a: ActiveRegion, out: &TupleBatch, rows_before: u64) -> Result<()> {
         let ActiveRegion {
-            region, results, ..
+            region,
+            results,
+            stream,
+            ..
         } = a;
+        if region.swept {
+            self.sweep_stream = stream;
+        }
         let region_results = results;
         if let Some(&last) = region.pages.last() {
             self.last_region_end = last + 1;
@@ -894,6 +973,9 @@ impl SmoothScan {
                 });
                 self.sweep_at = self.last_region_end;
                 self.sweep = sweep;
+                // Pages it read ahead and did not get to are left for the
+                // regions at index entries.
+                self.sweep_stream = None;
             }
         }
         self.set_region(next, rows_before + out.len() as u64);
@@ -933,6 +1015,7 @@ impl AccessPath for SmoothScan {
                     continue;
                 }
                 self.sweep = false;
+                self.sweep_stream = None;
             }
             // Keep the window filled.
             // Entry bytes are only needed to order output or to skip what mode 0

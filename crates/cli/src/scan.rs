@@ -353,6 +353,9 @@ pub fn run(cli: &Cli, a: &ScanArgs) -> Result<()> {
             r.swept_pages, r.heap_pages
         );
     }
+    if r.read_ahead_streams > 0 {
+        println!("  read-ahead streams: {}", r.read_ahead_streams);
+    }
     if let Some(c) = &r.result_cache {
         println!(
             "  result cache: budget {}, peak {}, {} partitions, {} spilled ({} tuples, {} written)",
