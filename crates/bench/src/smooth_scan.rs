@@ -7,7 +7,8 @@
 //!   deterministic modeled time (the files are read through the OS cache, so
 //!   these runs are quick);
 //! * `real`: the machine's disk with direct I/O, so every run is cold; the
-//!   figure of merit is the median wall time of `repeat` runs.
+//!   figure of merit is the median wall time of `repeat` runs, taken
+//!   round-robin over the variants of a point so they share the machine's drift.
 //!
 //! Each run opens the database afresh, so the buffer pool — much smaller than the
 //! table — starts empty. A run slower than the timeout is stopped and recorded
@@ -265,11 +266,14 @@ fn measure(
         };
         let mut gave_up: Vec<String> = Vec::new();
         for &x in xs {
-            for v in variants {
-                if gave_up.contains(&v.name) {
-                    continue;
-                }
-                for _ in 0..runs {
+            // Round-robin over the variants, one run each per round, so the
+            // drift of a shared machine falls on all of them alike and the
+            // ratios between them stay fair.
+            for _ in 0..runs {
+                for v in variants {
+                    if gave_up.contains(&v.name) {
+                        continue;
+                    }
                     let r = run_once(opts, device, table, &pred(x), v)?;
                     log(&format!(
                         "fig {figure} {device} {:<34} x={x:<8} rows={:<9} wall {:>9.1} ms modeled {:>10.1} ms{}",
@@ -283,7 +287,6 @@ fn measure(
                     samples.add(row_of(figure, device, &v.name, x, &r));
                     if censored {
                         gave_up.push(v.name.clone());
-                        break;
                     }
                 }
             }
