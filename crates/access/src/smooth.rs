@@ -65,7 +65,11 @@ pub enum Policy {
     /// cheaper than fetching their results at random — and halves below half of
     /// it. On a disk that density is about 2%; on flash with many requests in
     /// flight, random reads cost about what sequential ones do, so it only grows
-    /// over dense data.
+    /// over dense data. Regions of one page read nothing beyond the index's
+    /// page, so they say nothing about density: the policy then probes with
+    /// two-page regions, waiting twice as many batches after each probe that
+    /// did not pay off (a sparse query reads a few extra pages, not one per
+    /// region every other batch).
     ///
     /// Once a batch of regions read together spans the largest region (the
     /// cap) and still pays off, an index entry only
@@ -341,6 +345,13 @@ pub struct SmoothScan {
     sweep_stream: Option<Streaming>,
     /// Where the last region read ended (the next page after its last one).
     last_region_end: u64,
+    /// Cost-aware probing while regions are one page: batches to wait before
+    /// the next probe, and batches since the last one.
+    probe_wait: u32,
+    since_probe: u32,
+    /// Pages read by probes not judged yet, and those holding results.
+    probe_pages: u64,
+    probe_hits: u64,
     started: Instant,
     modeled_start_ns: u64,
     done: bool,
@@ -404,6 +415,10 @@ impl SmoothScan {
             sweep: false,
             sweep_at: 0,
             sweep_stream: None,
+            probe_wait: 1,
+            since_probe: 0,
+            probe_pages: 0,
+            probe_hits: 0,
             last_region_end: 0,
             started: Instant::now(),
             modeled_start_ns,
@@ -931,12 +946,7 @@ impl SmoothScan {
             std::mem::take(&mut self.batch_extra_results),
         );
         let break_even = self.opts.page_costs.break_even_density(self.opts.io_depth);
-        // No extra pages read yet (regions of one page): no evidence, so probe.
-        let extra_density = if extra == 0 {
-            1.0
-        } else {
-            extra_results as f64 / extra as f64
-        };
+        let (extra_density, probe) = self.evidence(extra, extra_results, break_even);
         let local = region_results as f64 / n.max(1) as f64;
         let global = self.pages_with_results as f64 / self.pages_seen.max(1) as f64;
         let denser = local >= self.opts.grow * global;
@@ -948,6 +958,7 @@ impl SmoothScan {
             Policy::Elastic if denser => self.region.saturating_mul(2),
             Policy::Elastic if sparser => (self.region / self.opts.shrink).max(1),
             Policy::Elastic => self.region,
+            Policy::CostAware if !probe => self.region,
             Policy::CostAware if extra_density >= break_even => self.region.saturating_mul(2),
             Policy::CostAware if extra_density < break_even / 2.0 => (self.region / 2).max(1),
             Policy::CostAware => self.region,
@@ -981,7 +992,50 @@ impl SmoothScan {
         self.set_region(next, rows_before + out.len() as u64);
         Ok(())
     }
+
+    /// The density of the pages this batch read beyond the index's pages, and
+    /// whether the cost-aware policy may act on it. Without such pages
+    /// (regions of one page) there is no evidence: it probes (density 1, so
+    /// the region grows to two) when a probe is due. Probes that found too few
+    /// results, judged over at least [`MIN_PROBE_PAGES`] pages together (a
+    /// probe reads one page with one region per batch, as on a disk), double
+    /// the batches to wait before the next.
+    fn evidence(&mut self, extra: u64, extra_results: u64, break_even: f64) -> (f64, bool) {
+        if extra == 0 {
+            self.since_probe += 1;
+            return (1.0, self.since_probe >= self.probe_wait);
+        }
+        let d = extra_results as f64 / extra as f64;
+        if self.region > 2 {
+            return (d, true);
+        }
+        self.probe_pages += extra;
+        self.probe_hits += extra_results;
+        if d >= break_even {
+            self.probe_wait = 1;
+        } else if self.probe_pages >= MIN_PROBE_PAGES {
+            let density = self.probe_hits as f64 / self.probe_pages as f64;
+            self.probe_wait = if density >= break_even {
+                1
+            } else {
+                (self.probe_wait * 2).min(MAX_PROBE_WAIT)
+            };
+        } else {
+            // Not enough evidence yet: probe again next batch.
+            self.since_probe = 0;
+            return (d, true);
+        }
+        (self.probe_pages, self.probe_hits) = (0, 0);
+        self.since_probe = 0;
+        (d, true)
+    }
 }
+
+/// The longest the cost-aware policy waits between probes (batches).
+const MAX_PROBE_WAIT: u32 = 64;
+
+/// Pages beyond the index's that probes read before their density is judged.
+const MIN_PROBE_PAGES: u64 = 16;
 
 /// Index entries read ahead per planned batch of regions.
 const LOOKAHEAD: usize = 512;
