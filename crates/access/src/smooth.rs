@@ -241,7 +241,7 @@ struct Region {
     /// instead of up front (so its tuples are worked on while the rest arrives).
     streamed: bool,
     /// A sweep's region: read by the sweep's one stream, which goes on into
-    /// the next region (see [`Sweep`]).
+    /// the next region (see `SmoothScan::sweep_stream`).
     swept: bool,
 }
 
@@ -769,8 +769,7 @@ impl SmoothScan {
         );
         let stream = if region.swept {
             let s = self.sweep_stream.take();
-            debug_assert!(s.is_some(), "plan_sweep starts the sweep's stream");
-            s
+            Some(s.expect("plan_sweep starts the sweep's stream"))
         } else if region.streamed {
             let heap = self.spec.table.heap().clone();
             let stream =
