@@ -17,12 +17,13 @@ pub mod run;
 pub mod scan;
 pub mod smooth;
 pub mod sort_scan;
-pub mod sorted;
 pub mod switch;
 
 pub use batch::TupleBatch;
 pub use error::{AccessError, Result};
-pub use ordered_plan::{OrderedPlan, SortOptions, open_ordered, run_ordered, sort_on_index};
+pub use ordered_plan::{
+    FinalSort, OrderedPlan, SortOptions, open_ordered, run_ordered, sort_on_index,
+};
 pub use predicate::Predicate;
 pub use run::{PathChoice, ScanOutcome, open_path, run_scan};
 pub use scan::{AccessPath, ScanSpec};

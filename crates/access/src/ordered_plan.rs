@@ -102,6 +102,19 @@ pub struct SortOptions {
     pub sidx_depth: usize,
     /// Overrides PS's tuple size estimate (tests of wrong estimates).
     pub tuple_estimate: Option<usize>,
+    /// How [`crate::open_path`] orders a path that does not produce index
+    /// order: partitioned sort (the default; one write and one read of the data
+    /// at any memory, best on flash) or external merge sort (sequential runs,
+    /// best on a disk, where PS's scattered partition writes seek).
+    pub final_sort: FinalSort,
+}
+
+/// The sort [`crate::open_path`] puts after a full, sort or switch scan for
+/// ordered output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FinalSort {
+    Partitioned,
+    Merge,
 }
 
 impl Default for SortOptions {
@@ -111,6 +124,7 @@ impl Default for SortOptions {
             temp_dir: std::env::temp_dir(),
             sidx_depth: sort_scan::DEPTH,
             tuple_estimate: None,
+            final_sort: FinalSort::Partitioned,
         }
     }
 }
@@ -167,13 +181,21 @@ pub fn open_ordered(
 }
 
 /// Sorts `input` (tuples of `spec`'s table within its range) into the order of
-/// `spec`'s index by a partitioned sort: what a caller uses when it must sort
-/// on an indexed key.
+/// `spec`'s index, by a partitioned sort unless `opts.final_sort` asks for an
+/// external merge sort: what a caller uses when it must sort on an indexed key.
 pub fn sort_on_index(
     spec: ScanSpec,
     input: Box<dyn AccessPath>,
     opts: &SortOptions,
 ) -> Result<Box<dyn AccessPath>> {
+    if opts.final_sort == FinalSort::Merge {
+        return Ok(Box::new(ExternalSort::new(
+            spec,
+            input,
+            opts.memory_bytes,
+            &opts.temp_dir,
+        )?));
+    }
     Ok(Box::new(PartitionedSort::new(
         spec,
         input,

@@ -11,11 +11,11 @@ use crate::batch::TupleBatch;
 use crate::error::{AccessError, Result};
 use crate::full::FullScan;
 use crate::index_scan::IndexScan;
+use crate::ordered_plan::{SortOptions, sort_on_index};
 use crate::report::ScanReport;
 use crate::scan::{AccessPath, ScanSpec};
 use crate::smooth::{SmoothOptions, SmoothScan};
 use crate::sort_scan::SortScan;
-use crate::sorted::Sorted;
 use crate::switch::SwitchScan;
 
 /// The access paths by name.
@@ -40,9 +40,16 @@ impl PathChoice {
     }
 }
 
-/// Opens an access path. Paths that do not produce index order get a final
-/// [`Sorted`] when `spec.ordered`.
-pub fn open_path(spec: ScanSpec, choice: &PathChoice) -> Result<Box<dyn AccessPath>> {
+/// Opens an access path. Paths that do not produce index order (full, sort and
+/// switch scans) get a partitioned sort on the index when `spec.ordered`,
+/// bounded by `sort`'s memory like any other operator of the engine: the
+/// visible cost Smooth Scan's ordered variant avoids (`sort` is unused
+/// otherwise).
+pub fn open_path(
+    spec: ScanSpec,
+    choice: &PathChoice,
+    sort: &SortOptions,
+) -> Result<Box<dyn AccessPath>> {
     let ordered = spec.ordered;
     let unordered = spec.clone().ordered(false);
     let p: Box<dyn AccessPath> = match choice {
@@ -55,7 +62,7 @@ pub fn open_path(spec: ScanSpec, choice: &PathChoice) -> Result<Box<dyn AccessPa
     if ordered {
         spec.index()
             .map_err(|_| AccessError::Config("ORDER BY needs an index to order by".into()))?;
-        Ok(Box::new(Sorted::new(spec, p)))
+        sort_on_index(spec, p, sort)
     } else {
         Ok(p)
     }
@@ -74,10 +81,11 @@ pub struct ScanOutcome {
 pub fn run_scan(
     spec: ScanSpec,
     choice: &PathChoice,
+    sort: &SortOptions,
     sink: impl FnMut(&TupleBatch),
 ) -> Result<ScanOutcome> {
     let device = spec.table.heap().pool().device().clone();
-    measure(&device, || open_path(spec, choice), sink)
+    measure(&device, || open_path(spec, choice, sort), sink)
 }
 
 /// Opens an operator with `open`, runs it to the end handing every batch to

@@ -2,6 +2,7 @@
 //! [`ScanSpec`] that says which table, predicate and index a scan runs over.
 
 use std::cmp::Ordering;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use strata_storage::Table;
@@ -87,10 +88,16 @@ impl ScanSpec {
     /// A cursor over the index entries the predicate's range on the index's first
     /// column allows.
     pub fn cursor(&self) -> Result<RangeCursor> {
+        let (lo, hi) = self.key_range()?;
+        Ok(self.index()?.btree.range_cursor(lo, hi))
+    }
+
+    /// The range the predicate allows on the index's first column, as encoded
+    /// key bounds.
+    pub fn key_range(&self) -> Result<(Bound<Vec<u8>>, Bound<Vec<u8>>)> {
         let index = self.index()?;
         let range = self.predicate.range_on(index.key_cols[0]);
-        let (lo, hi) = range.encoded(&index.key_types[0]);
-        Ok(index.btree.range_cursor(lo, hi))
+        Ok(range.encoded(&index.key_types[0]))
     }
 
     /// The index entry (encoded key ++ tid) of a stored tuple, into `out`.

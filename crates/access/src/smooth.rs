@@ -440,17 +440,19 @@ impl SmoothScan {
     /// Partitions the Result Cache at the index's own separators: the highest
     /// level (root first) whose subtrees are small enough that a partition's
     /// worst case — every entry qualifying — is a quarter of the budget, grouping
-    /// adjacent subtrees up to that size.
+    /// adjacent subtrees up to that size. Only the nodes over the scan's key
+    /// range are read: a selective query reads a page per level, not a level.
     fn result_cache(spec: &ScanSpec, opts: &SmoothOptions) -> Result<ResultCache> {
         let index = spec.index()?;
         let tree = &index.btree;
-        let entries = tree.len().max(1);
+        let (lo, hi) = spec.key_range()?;
+        let entries = tree.len().max(1) as f64;
         let row = spec.table.schema().max_row_size() + TUPLE_OVERHEAD;
         let target = (opts.result_cache_bytes / 4).max(1);
         let mut bounds = Vec::new();
         for level in 0..tree.height().saturating_sub(1) {
-            let seps = tree.level_entries(level)?;
-            let per_subtree = (entries / (seps.len() as u64 + 1)) as usize * row;
+            let (seps, subtrees) = tree.level_entries_in(level, &lo, &hi)?;
+            let per_subtree = (entries / subtrees.max(1.0)) as usize * row;
             let last_level = level + 2 == tree.height();
             if per_subtree <= target || last_level {
                 let group = (target / per_subtree.max(1)).max(1);

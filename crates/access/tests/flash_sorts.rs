@@ -73,7 +73,7 @@ type Rows = Vec<(Tid, Vec<u8>)>;
 fn in_memory_sort(table: &Arc<Table>, pred: &Predicate) -> Vec<(Tid, Vec<u8>)> {
     let spec = ScanSpec::new(table.clone(), pred.clone());
     let mut rows: Vec<(Vec<u8>, Tid, Vec<u8>)> = Vec::new();
-    run_scan(spec.clone(), &PathChoice::Full, |b| {
+    run_scan(spec.clone(), &PathChoice::Full, &SortOptions::default(), |b| {
         for (tid, t) in b.iter() {
             let mut e = Vec::new();
             spec.entry_of(t, tid, &mut e).unwrap();
@@ -105,6 +105,7 @@ fn opts(dir: &std::path::Path, memory: usize) -> SortOptions {
         temp_dir: dir.join("tmp"),
         sidx_depth: 4,
         tuple_estimate: None,
+        final_sort: strata_access::FinalSort::Partitioned,
     }
 }
 

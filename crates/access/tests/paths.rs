@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use strata_access::report::Mode;
-use strata_access::{PathChoice, Policy, Predicate, ScanSpec, SmoothOptions, Trigger, run_scan};
+use strata_access::{
+    PathChoice, Policy, Predicate, ScanSpec, SmoothOptions, SortOptions, Trigger, run_scan,
+};
 use strata_storage::db::{DbOptions, IndexSpec, NoProgress, TableOptions};
 use strata_storage::types::{Schema, Tid, Value};
 use strata_storage::{Database, Table};
@@ -41,6 +43,15 @@ fn smooth(policy: Policy, trigger: Trigger, dir: &std::path::Path) -> PathChoice
     })
 }
 
+/// The final sort of ordered full, sort and switch scans: a budget small
+/// enough that the test tables' larger results spill.
+fn sort_options() -> SortOptions {
+    SortOptions {
+        memory_bytes: 256 << 10,
+        ..SortOptions::default()
+    }
+}
+
 /// Runs a path; returns the tids in output order and the outcome.
 fn run(
     table: &Arc<Table>,
@@ -50,7 +61,7 @@ fn run(
 ) -> (Vec<Tid>, strata_access::ScanOutcome) {
     let spec = ScanSpec::new(table.clone(), pred.clone()).ordered(ordered);
     let mut tids = Vec::new();
-    let out = run_scan(spec, choice, |b| tids.extend(b.iter().map(|(t, _)| t))).unwrap();
+    let out = run_scan(spec, choice, &sort_options(), |b| tids.extend(b.iter().map(|(t, _)| t))).unwrap();
     assert_eq!(out.rows, tids.len() as u64);
     (tids, out)
 }
@@ -238,7 +249,7 @@ fn long_regions_are_streamed_and_still_exact() {
             });
             let spec = ScanSpec::new(table.clone(), pred.clone());
             let (mut got, mut largest) = (Vec::new(), 0);
-            let out = run_scan(spec, &choice, |b| {
+            let out = run_scan(spec, &choice, &sort_options(), |b| {
                 largest = largest.max(b.len());
                 got.extend(b.iter().map(|(t, _)| t));
             })
@@ -455,7 +466,7 @@ proptest! {
         // Ordered Smooth Scan under a small budget still gives the same rows in order.
         let tiny = PathChoice::Smooth(SmoothOptions { result_cache_bytes: 48 << 10, temp_dir: dir.path().join("t"), ..Default::default() });
         let (ordered_idx, _) = run(&table, &pred, true, &PathChoice::Index);
-        match strata_access::run_scan(ScanSpec::new(table.clone(), pred.clone()).ordered(true), &tiny, |_| {}) {
+        match strata_access::run_scan(ScanSpec::new(table.clone(), pred.clone()).ordered(true), &tiny, &sort_options(), |_| {}) {
             Ok(out) => {
                 let (got, _) = run(&table, &pred, true, &tiny);
                 prop_assert_eq!(got, ordered_idx);

@@ -199,6 +199,7 @@ fn sort_options(opts: &FlashOptions, db: &Database, memory: usize) -> SortOption
         temp_dir: db.dir().join("tmp"),
         sidx_depth: opts.sidx_depth,
         tuple_estimate: None,
+        final_sort: strata_access::FinalSort::Partitioned,
     }
 }
 
@@ -215,8 +216,8 @@ fn run_query(
     let pred = Predicate::parse(t.schema(), &predicate(t.rows(), sel))?;
     let spec = ScanSpec::new(t.clone(), pred);
     let out = match q {
-        Query::Fts => run_scan(spec, &PathChoice::Full, |_| {})?,
-        Query::Idx => run_scan(spec, &PathChoice::Index, |_| {})?,
+        Query::Fts => run_scan(spec, &PathChoice::Full, &SortOptions::default(), |_| {})?,
+        Query::Idx => run_scan(spec, &PathChoice::Index, &SortOptions::default(), |_| {})?,
         Query::Sidx => {
             let device = db.device().clone();
             let depth = opts.sidx_depth;

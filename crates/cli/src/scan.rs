@@ -67,7 +67,8 @@ pub struct ScanArgs {
     /// --order-by).
     #[arg(long)]
     pub plan: Option<String>,
-    /// Sort memory of --plan's external merge sort or partitioned sort.
+    /// Sort memory of --plan's external merge sort or partitioned sort, and of
+    /// the partitioned sort that orders a full, sort or switch scan for --order-by.
     #[arg(long, default_value = "32MiB")]
     pub sort_memory: String,
     /// Requests the sorted index scan of --plan keeps in flight.
@@ -221,6 +222,7 @@ pub fn run(cli: &Cli, a: &ScanArgs) -> Result<()> {
         temp_dir: db.dir().join("tmp"),
         sidx_depth: a.sidx_depth.max(1),
         tuple_estimate: None,
+        final_sort: strata_access::FinalSort::Partitioned,
     };
     let recorder = match &a.trace {
         Some(_) => Some(
@@ -252,7 +254,7 @@ pub fn run(cli: &Cli, a: &ScanArgs) -> Result<()> {
     };
     let outcome = match plan {
         Some(p) => run_ordered(spec.clone().ordered(true), p, &sort, sink)?,
-        None => run_scan(spec.clone(), &choice, sink)?,
+        None => run_scan(spec.clone(), &choice, &sort, sink)?,
     };
     if let (Some(r), Some(path)) = (recorder, &a.trace) {
         let trace = r.take();

@@ -40,7 +40,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
-use strata_access::ordered_plan::{SortOptions, open_ordered, sort_on_index};
+use strata_access::ordered_plan::{SortOptions, open_ordered};
 use strata_access::predicate::{CmpOp, Comparison};
 use strata_access::{PageCosts, PathChoice, Predicate, ScanSpec, SmoothOptions, TupleBatch};
 use strata_storage::Table;
@@ -516,23 +516,14 @@ fn open(
     path: &PathPlan,
     req: &ScanRequest,
 ) -> strata_access::Result<Box<dyn strata_access::AccessPath>> {
-    if !path.ordered {
-        return strata_access::open_path(spec, &path.choice);
-    }
     let sort = SortOptions {
         memory_bytes: req.settings.sort_memory_bytes,
         temp_dir: req.temp_dir.clone(),
         ..SortOptions::default()
     };
-    if let Some(plan) = req.settings.ordered_plan {
-        return open_ordered(spec, plan, &sort);
-    }
-    match path.choice {
-        PathChoice::Index | PathChoice::Smooth(_) => strata_access::open_path(spec, &path.choice),
-        _ => {
-            let input = strata_access::open_path(spec.clone().ordered(false), &path.choice)?;
-            sort_on_index(spec, input, &sort)
-        }
+    match req.settings.ordered_plan {
+        Some(plan) if path.ordered => open_ordered(spec, plan, &sort),
+        _ => strata_access::open_path(spec, &path.choice, &sort),
     }
 }
 

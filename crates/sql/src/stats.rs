@@ -20,7 +20,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use strata_access::predicate::{CmpOp, Comparison};
-use strata_access::{PathChoice, Predicate, ScanSpec, TupleBatch, open_path};
+use strata_access::{PathChoice, Predicate, ScanSpec, SortOptions, TupleBatch, open_path};
 use strata_storage::Table;
 use strata_storage::types::{RowLayout, Value};
 
@@ -77,7 +77,7 @@ pub struct TableStats {
 /// Reads `table` and computes its statistics.
 pub fn analyze(table: &std::sync::Arc<Table>, seed: u64) -> strata_access::Result<TableStats> {
     let spec = ScanSpec::new(table.clone(), Predicate::all());
-    let mut path = open_path(spec, &PathChoice::Full)?;
+    let mut path = open_path(spec, &PathChoice::Full, &SortOptions::default())?;
     let mut batch = TupleBatch::new();
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut sample: Vec<Vec<u8>> = Vec::new();

@@ -1068,31 +1068,63 @@ impl BTree {
     /// boundaries between the subtrees of that level, in (key, tid) order. Ranges
     /// split at these never split a run of equal keys unevenly, however skewed.
     pub fn level_entries(&self, level: usize) -> Result<Vec<Vec<u8>>> {
+        Ok(self
+            .level_entries_in(level, &Bound::Unbounded, &Bound::Unbounded)?
+            .0)
+    }
+
+    /// [`BTree::level_entries`] within a key range: only the nodes whose
+    /// subtrees overlap `[lower, upper]` are read (a narrow range costs a page
+    /// per level, not the whole level), and only separators inside the range are
+    /// returned. Also returns how many subtrees the whole level splits the tree
+    /// into, estimated from the mean fanout of the nodes read on each level:
+    /// exact for the root and for an unbounded range, off by the fill of the
+    /// nodes over a narrow range otherwise (a bulk-built level's last node can
+    /// be nearly empty).
+    pub fn level_entries_in(
+        &self,
+        level: usize,
+        lower: &Bound<Vec<u8>>,
+        upper: &Bound<Vec<u8>>,
+    ) -> Result<(Vec<Vec<u8>>, f64)> {
         let meta = self.latch.read();
         let height = meta.height as usize;
         if level + 1 >= height {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), 1.0));
         }
-        let mut pages = vec![meta.root];
-        for l in 0..level {
+        let (mut pages, mut entries, mut subtrees) = (vec![meta.root], Vec::new(), 1.0);
+        for l in 0..=level {
             let node_level = (height - 1 - l) as u32;
-            let mut children = Vec::new();
+            let (mut children, mut fanout) = (Vec::new(), 0usize);
             for &p in &pages {
                 let g = self.read_node(&meta, p, Node::Internal(node_level))?;
                 let v = PageView::new(&g);
-                children.push(internal_header(&v).0);
-                children.extend((0..v.n_slots()).map(|s| split_slot(slot_bytes(&v, s)).1));
+                let slots: Vec<(&[u8], u32)> =
+                    (0..v.n_slots()).map(|s| split_slot(slot_bytes(&v, s))).collect();
+                fanout += slots.len() + 1;
+                if l == level {
+                    entries.extend(
+                        slots
+                            .iter()
+                            .filter(|(sep, _)| !before_lower(lower, sep) && within_upper(upper, sep))
+                            .map(|(sep, _)| sep.to_vec()),
+                    );
+                    continue;
+                }
+                // Child i holds the entries in [separator i, separator i+1).
+                for i in 0..=slots.len() {
+                    let child = if i == 0 { internal_header(&v).0 } else { slots[i - 1].1 };
+                    let below = i < slots.len() && before_lower(lower, slots[i].0);
+                    let above = i > 0 && !within_upper(upper, slots[i - 1].0);
+                    if !below && !above {
+                        children.push(child);
+                    }
+                }
             }
+            subtrees *= fanout as f64 / pages.len().max(1) as f64;
             pages = children;
         }
-        let node_level = (height - 1 - level) as u32;
-        let mut entries = Vec::new();
-        for &p in &pages {
-            let g = self.read_node(&meta, p, Node::Internal(node_level))?;
-            let v = PageView::new(&g);
-            entries.extend((0..v.n_slots()).map(|s| split_slot(slot_bytes(&v, s)).0.to_vec()));
-        }
-        Ok(entries)
+        Ok((entries, subtrees))
     }
 
     /// Shape and fill of the tree (reads every page through the pool).
@@ -1924,6 +1956,27 @@ mod tests {
             };
             let (l, u) = (b(), b());
             assert_eq!(tree_range(&t, &l, &u), model_range(&model, &l, &u));
+        }
+        // Separators within a range: those of the whole level that lie in it,
+        // from the nodes over it alone; the level's size, estimated from the
+        // fanout of the nodes read, is exact for the whole range.
+        let whole = t.level_entries(1).unwrap();
+        let (all_seps, subtrees) = t.level_entries_in(1, &Bound::Unbounded, &Bound::Unbounded).unwrap();
+        assert_eq!(all_seps, whole);
+        assert_eq!(subtrees, s.leaf_pages as f64);
+        for (lo, hi) in [(0, 50_000), (100, 200), (30_000, 30_001), (49_990, 60_000), (7, 7)] {
+            for (l, u) in [
+                (Bound::Included(int_key(lo)), Bound::Excluded(int_key(hi))),
+                (Bound::Excluded(int_key(lo)), Bound::Included(int_key(hi))),
+            ] {
+                let (seps, _) = t.level_entries_in(1, &l, &u).unwrap();
+                let want: Vec<Vec<u8>> = whole
+                    .iter()
+                    .filter(|e| !before_lower(&l, e) && within_upper(&u, e))
+                    .cloned()
+                    .collect();
+                assert_eq!(seps, want, "[{lo}, {hi}]");
+            }
         }
         let k = entries[777].0.clone();
         let want: Vec<Tid> = entries

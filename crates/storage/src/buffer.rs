@@ -105,6 +105,10 @@ pub struct BufferPool {
     misses: AtomicU64,
     evictions: AtomicU64,
     writebacks: AtomicU64,
+    /// The buffer [`BufferPool::prefetch`] reads into, kept between calls: in a
+    /// profile of an ordered Smooth Scan (10M rows, 20%) allocating and zeroing
+    /// a fresh aligned buffer per index read-ahead was 13% of the CPU.
+    prefetch_buf: Mutex<Option<AlignedBuf>>,
     /// The frames' memory, one mapping for all of them. Declared last so that it
     /// is dropped after the frames that point into it.
     _region: AlignedBuf,
@@ -209,6 +213,7 @@ impl BufferPool {
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             writebacks: AtomicU64::new(0),
+            prefetch_buf: Mutex::new(None),
             _region: region,
         }
     }
@@ -430,14 +435,29 @@ impl BufferPool {
         }
         let n = n.min((on_device - first) as usize);
         let seen = self.writebacks.load(Ordering::Acquire);
-        let mut run = AlignedBuf::new(n);
-        self.device.read(file, first, &mut run)?;
-        for i in 0..n {
-            let (idx, guard) = self.pin(file, first + i as u64, Fill::Copy(run.page(i), seen))?;
-            drop(guard);
-            self.frames[idx].pins.fetch_sub(1, Ordering::Release);
+        // Concurrent prefetches each take the kept buffer or make their own;
+        // the larger one is kept.
+        let mut run = match self.prefetch_buf.lock().take() {
+            Some(b) if b.pages() >= n => b,
+            _ => AlignedBuf::new(n),
+        };
+        let result = self
+            .device
+            .read(file, first, &mut run[..n * PAGE_SIZE])
+            .and_then(|()| {
+                for i in 0..n {
+                    let (idx, guard) =
+                        self.pin(file, first + i as u64, Fill::Copy(run.page(i), seen))?;
+                    drop(guard);
+                    self.frames[idx].pins.fetch_sub(1, Ordering::Release);
+                }
+                Ok(())
+            });
+        let mut kept = self.prefetch_buf.lock();
+        if kept.as_ref().is_none_or(|k| k.pages() < run.pages()) {
+            *kept = Some(run);
         }
-        Ok(())
+        result
     }
 
     /// Writes back every dirty page of `file` (in page order, coalescing nothing:
