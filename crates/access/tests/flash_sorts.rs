@@ -73,13 +73,18 @@ type Rows = Vec<(Tid, Vec<u8>)>;
 fn in_memory_sort(table: &Arc<Table>, pred: &Predicate) -> Vec<(Tid, Vec<u8>)> {
     let spec = ScanSpec::new(table.clone(), pred.clone());
     let mut rows: Vec<(Vec<u8>, Tid, Vec<u8>)> = Vec::new();
-    run_scan(spec.clone(), &PathChoice::Full, &SortOptions::default(), |b| {
-        for (tid, t) in b.iter() {
-            let mut e = Vec::new();
-            spec.entry_of(t, tid, &mut e).unwrap();
-            rows.push((e, tid, t.to_vec()));
-        }
-    })
+    run_scan(
+        spec.clone(),
+        &PathChoice::Full,
+        &SortOptions::default(),
+        |b| {
+            for (tid, t) in b.iter() {
+                let mut e = Vec::new();
+                spec.entry_of(t, tid, &mut e).unwrap();
+                rows.push((e, tid, t.to_vec()));
+            }
+        },
+    )
     .unwrap();
     rows.sort();
     rows.into_iter().map(|(_, tid, t)| (tid, t)).collect()

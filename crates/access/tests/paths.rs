@@ -61,7 +61,10 @@ fn run(
 ) -> (Vec<Tid>, strata_access::ScanOutcome) {
     let spec = ScanSpec::new(table.clone(), pred.clone()).ordered(ordered);
     let mut tids = Vec::new();
-    let out = run_scan(spec, choice, &sort_options(), |b| tids.extend(b.iter().map(|(t, _)| t))).unwrap();
+    let out = run_scan(spec, choice, &sort_options(), |b| {
+        tids.extend(b.iter().map(|(t, _)| t))
+    })
+    .unwrap();
     assert_eq!(out.rows, tids.len() as u64);
     (tids, out)
 }

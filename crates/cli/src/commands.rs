@@ -522,7 +522,12 @@ fn demo(cli: &Cli, rows: u64) -> Result<()> {
         let args = crate::scan::ScanArgs::for_demo("microbench", &pred, path);
         let spec = crate::scan::scan_spec(&db, &args)?;
         let choice = crate::scan::path_choice(&args, &db, strata_access::PageCosts::modeled(&db))?;
-        let out = strata_access::run_scan(spec, &choice, &strata_access::SortOptions::default(), |_| {})?;
+        let out = strata_access::run_scan(
+            spec,
+            &choice,
+            &strata_access::SortOptions::default(),
+            |_| {},
+        )?;
         let io = &out.io;
         println!(
             "  {:<7} {:>7} rows {:>9.1} ms{}  {:>6} read requests ({:>5} random) {:>6} pages",

@@ -1099,21 +1099,28 @@ impl BTree {
             for &p in &pages {
                 let g = self.read_node(&meta, p, Node::Internal(node_level))?;
                 let v = PageView::new(&g);
-                let slots: Vec<(&[u8], u32)> =
-                    (0..v.n_slots()).map(|s| split_slot(slot_bytes(&v, s))).collect();
+                let slots: Vec<(&[u8], u32)> = (0..v.n_slots())
+                    .map(|s| split_slot(slot_bytes(&v, s)))
+                    .collect();
                 fanout += slots.len() + 1;
                 if l == level {
                     entries.extend(
                         slots
                             .iter()
-                            .filter(|(sep, _)| !before_lower(lower, sep) && within_upper(upper, sep))
+                            .filter(|(sep, _)| {
+                                !before_lower(lower, sep) && within_upper(upper, sep)
+                            })
                             .map(|(sep, _)| sep.to_vec()),
                     );
                     continue;
                 }
                 // Child i holds the entries in [separator i, separator i+1).
                 for i in 0..=slots.len() {
-                    let child = if i == 0 { internal_header(&v).0 } else { slots[i - 1].1 };
+                    let child = if i == 0 {
+                        internal_header(&v).0
+                    } else {
+                        slots[i - 1].1
+                    };
                     let below = i < slots.len() && before_lower(lower, slots[i].0);
                     let above = i > 0 && !within_upper(upper, slots[i - 1].0);
                     if !below && !above {
@@ -1961,10 +1968,18 @@ mod tests {
         // from the nodes over it alone; the level's size, estimated from the
         // fanout of the nodes read, is exact for the whole range.
         let whole = t.level_entries(1).unwrap();
-        let (all_seps, subtrees) = t.level_entries_in(1, &Bound::Unbounded, &Bound::Unbounded).unwrap();
+        let (all_seps, subtrees) = t
+            .level_entries_in(1, &Bound::Unbounded, &Bound::Unbounded)
+            .unwrap();
         assert_eq!(all_seps, whole);
         assert_eq!(subtrees, s.leaf_pages as f64);
-        for (lo, hi) in [(0, 50_000), (100, 200), (30_000, 30_001), (49_990, 60_000), (7, 7)] {
+        for (lo, hi) in [
+            (0, 50_000),
+            (100, 200),
+            (30_000, 30_001),
+            (49_990, 60_000),
+            (7, 7),
+        ] {
             for (l, u) in [
                 (Bound::Included(int_key(lo)), Bound::Excluded(int_key(hi))),
                 (Bound::Excluded(int_key(lo)), Bound::Included(int_key(hi))),
