@@ -25,6 +25,9 @@ pub trait AccessPath: Send {
     fn report(&self) -> ScanReport;
 }
 
+/// Encoded lower and upper key bounds of a range on an index.
+pub type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
 /// Which rows a scan produces, and through which index.
 #[derive(Clone)]
 pub struct ScanSpec {
@@ -94,7 +97,7 @@ impl ScanSpec {
 
     /// The range the predicate allows on the index's first column, as encoded
     /// key bounds.
-    pub fn key_range(&self) -> Result<(Bound<Vec<u8>>, Bound<Vec<u8>>)> {
+    pub fn key_range(&self) -> Result<KeyRange> {
         let index = self.index()?;
         let range = self.predicate.range_on(index.key_cols[0]);
         Ok(range.encoded(&index.key_types[0]))
