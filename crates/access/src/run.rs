@@ -41,10 +41,10 @@ impl PathChoice {
 }
 
 /// Opens an access path. Paths that do not produce index order (full, sort and
-/// switch scans) get a partitioned sort on the index when `spec.ordered`,
-/// bounded by `sort`'s memory like any other operator of the engine: the
-/// visible cost Smooth Scan's ordered variant avoids (`sort` is unused
-/// otherwise).
+/// switch scans) get [`sort_on_index`] when `spec.ordered` — the sort
+/// `sort.final_sort` names, within `sort.memory_bytes` like any other operator
+/// of the engine: the visible cost Smooth Scan's ordered variant avoids
+/// (`sort` is unused otherwise).
 pub fn open_path(
     spec: ScanSpec,
     choice: &PathChoice,

@@ -201,10 +201,7 @@ fn run_once(
     // writes cost it 6x (10M rows at 100%), and on flash the two are even.
     let sort = SortOptions {
         final_sort: FinalSort::Merge,
-        memory_bytes: match &choice {
-            PathChoice::Smooth(o) => o.result_cache_bytes,
-            _ => SmoothOptions::default().result_cache_bytes,
-        },
+        memory_bytes: SmoothOptions::default().result_cache_bytes,
         temp_dir: opts.db_dir.join("tmp"),
         ..SortOptions::default()
     };
