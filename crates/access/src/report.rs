@@ -57,6 +57,9 @@ pub struct CacheReport {
     /// Merges of runs (only when the runs outnumber what the budget can read at
     /// once; each writes and reads its runs' data once more).
     pub spill_merges: u64,
+    /// Times the current partition's buffer was compacted (the bytes of the
+    /// tuples taken from it freed).
+    pub compactions: u64,
     pub spill_bytes_written: u64,
     pub spill_bytes_read: u64,
 }

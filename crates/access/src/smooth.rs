@@ -1126,7 +1126,7 @@ impl AccessPath for SmoothScan {
             } else if let Some(cache) = &mut self.cache
                 && let Some(t) = cache.take(&entry, tid)?
             {
-                out.push(tid, &t);
+                out.push(tid, t);
             }
         }
         self.report.rows += out.len() as u64;

@@ -72,7 +72,7 @@ fn drive(
             }
         }
         let (e, tid, i) = &entries[at];
-        let got = cache.take(e, *tid).unwrap();
+        let got = cache.take(e, *tid).unwrap().map(<[u8]>::to_vec);
         if inserted[at] {
             assert_eq!(got, Some(tuple_of(*i, tuple_len)), "entry {at}");
         } else {
@@ -135,6 +135,39 @@ fn past_the_one_pass_limit_merges_and_still_reads_each_byte_once() {
     assert!(r.spill_merges > 0, "{r:?}");
     assert_eq!(r.spill_bytes_read, r.spill_bytes_written);
     assert!(r.peak_bytes <= 64 << 10, "{r:?}");
+}
+
+#[test]
+fn the_current_partition_frees_taken_tuples_by_compacting() {
+    // One partition, current from the start: nothing can be spilled, so the
+    // bytes of taken tuples must be reclaimed. 20 000 tuples of 40 bytes pass
+    // through a 64 KiB budget with 500 of them live at a time.
+    let dir = tempfile::tempdir().unwrap();
+    let budget = 64 << 10;
+    let mut cache = ResultCache::new(vec![], budget, Arc::new(FileDevice::new(false)), dir.path());
+    let n = 20_000u32;
+    let ahead = 500u32;
+    let put = |cache: &mut ResultCache, i: u32| {
+        let tid = Tid::new(i, 1);
+        cache
+            .insert(&entry(i, tid), tid, &tuple_of(i as usize, 40))
+            .unwrap();
+    };
+    for i in 0..ahead {
+        put(&mut cache, i);
+    }
+    for i in 0..n {
+        if i + ahead < n {
+            put(&mut cache, i + ahead);
+        }
+        let tid = Tid::new(i, 1);
+        let got = cache.take(&entry(i, tid), tid).unwrap().map(<[u8]>::to_vec);
+        assert_eq!(got, Some(tuple_of(i as usize, 40)), "tuple {i}");
+    }
+    let r = cache.report();
+    assert!(r.compactions > 10, "{r:?}");
+    assert_eq!(r.spilled_tuples, 0, "{r:?}");
+    assert!(r.peak_bytes <= budget, "{r:?}");
 }
 
 /// Inserts tuples far ahead until the cache has spilled to its file.

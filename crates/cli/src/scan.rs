@@ -368,6 +368,12 @@ pub fn run(cli: &Cli, a: &ScanArgs) -> Result<()> {
             c.spilled_tuples,
             format_bytes(c.spill_bytes_written)
         );
+        if c.spill_merges > 0 || c.compactions > 0 {
+            println!(
+                "    {} merges of spill runs, {} compactions of the current partition",
+                c.spill_merges, c.compactions
+            );
+        }
     }
     if let Some(s) = &r.sort {
         println!(
