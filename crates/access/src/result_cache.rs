@@ -152,18 +152,14 @@ impl Part {
     /// Appends a tuple; returns the bytes to charge (growth of the buffer and
     /// the slot).
     fn append(&mut self, tid: Tid, tuple: &[u8]) -> usize {
-        let before = self.data.capacity();
         let cap = self.capacity_for(tuple.len());
-        if cap > before {
-            self.data.reserve_exact(cap - self.data.len());
-        }
+        let grown = self.reserve(cap - self.data.len());
         let at = self.data.len() as u64;
         self.data.extend_from_slice(tuple);
         self.slots
             .insert(tid_key(tid), at << 16 | tuple.len() as u64);
-        let charged = self.data.capacity() - before + TUPLE_OVERHEAD;
-        self.bytes += charged;
-        charged
+        self.bytes += TUPLE_OVERHEAD;
+        grown + TUPLE_OVERHEAD
     }
 
     /// Where a slot's tuple is in `data`.
@@ -172,8 +168,8 @@ impl Part {
         at..at + (slot & 0xffff) as usize
     }
 
-    /// Grows `data`'s capacity to hold exactly `len` more bytes; returns the
-    /// bytes to charge.
+    /// Grows `data`'s capacity to hold `len` more bytes (exactly, if it must
+    /// grow at all); returns the bytes to charge.
     fn reserve(&mut self, len: usize) -> usize {
         let before = self.data.capacity();
         self.data.reserve_exact(len);
