@@ -73,9 +73,11 @@ pub struct GenArgs {
     /// Random seed (microbench, skewed, flash; default 42).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Heap fill factor (0.05..=1.0); e.g. 0.25 as public PostgreSQL benchmarks use.
-    #[arg(long, default_value_t = 1.0)]
-    pub heap_fill: f64,
+    /// Heap fill factor (0.05..=1.0); e.g. 0.25 as public PostgreSQL benchmarks
+    /// use. The same option as `strata load --fill-factor` (`--heap-fill`, its
+    /// old name here, still works).
+    #[arg(long, alias = "heap-fill", default_value_t = 1.0)]
+    pub fill_factor: f64,
     /// Table name (default: the data set's name; not for tpch, whose tables have
     /// the spec's names).
     #[arg(long)]
@@ -268,7 +270,7 @@ fn gen_cmd(cli: &Cli, a: &GenArgs) -> Result<()> {
         rows: a.rows.unwrap_or(1_000_000),
         seed: a.seed.unwrap_or(42),
         table: a.table.clone(),
-        options: table_options(a.heap_fill, &a.segment_size)?,
+        options: table_options(a.fill_factor, &a.segment_size)?,
     };
     let bars = Bars::new();
     let start = Instant::now();
@@ -309,7 +311,7 @@ fn gen_tpch(cli: &Cli, a: &GenArgs) -> Result<()> {
         a.sf.as_deref()
             .ok_or_else(|| usage("tpch needs a scale factor: --sf 0.01, --sf 1, ..."))?;
     let mut spec = strata_load::TpchSpec::new(strata_load::parse_scale_factor(sf_text)?);
-    spec.options = table_options(a.heap_fill, &a.segment_size)?;
+    spec.options = table_options(a.fill_factor, &a.segment_size)?;
     spec.parquet_dir = a.parquet.clone();
     let db = if a.parquet_only {
         None
@@ -498,7 +500,7 @@ fn demo(cli: &Cli, rows: u64) -> Result<()> {
             dataset: "microbench".into(),
             rows: Some(rows),
             seed: None,
-            heap_fill: 1.0,
+            fill_factor: 1.0,
             table: None,
             segment_size: "1GiB".into(),
             sf: None,

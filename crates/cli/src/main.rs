@@ -110,49 +110,19 @@ fn main() -> ExitCode {
     }
 }
 
+/// The process exit code of a failed command (one mapping for both binaries:
+/// `strata_storage::exit`).
 fn exit_code(e: &anyhow::Error) -> u8 {
-    match e.downcast_ref::<strata_load::LoadError>() {
-        Some(strata_load::LoadError::Usage(_)) => return 2,
-        Some(l) if l.is_bad_input() => return 3,
-        _ => {}
+    fn usage(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
+        e.is::<commands::UsageError>()
+            .then_some(strata_storage::exit::USAGE)
     }
-    if let Some(a) = e.downcast_ref::<strata_access::AccessError>()
-        && !matches!(a, strata_access::AccessError::Storage(_))
-    {
-        return match a {
-            strata_access::AccessError::ResultCache(_)
-            | strata_access::AccessError::ResultCacheSpill(_) => 1,
-            _ => 2,
-        };
-    }
-    let storage = e
-        .downcast_ref::<StorageError>()
-        .or_else(|| {
-            e.downcast_ref::<strata_load::LoadError>()
-                .and_then(|l| l.storage())
-        })
-        .or_else(|| match e.downcast_ref::<strata_access::AccessError>() {
-            Some(strata_access::AccessError::Storage(s)) => Some(s),
-            _ => None,
-        });
-    match storage {
-        Some(
-            StorageError::UnknownTable(_)
-            | StorageError::UnknownColumn { .. }
-            | StorageError::UnknownIndex(_)
-            | StorageError::TableExists(_)
-            | StorageError::IndexExists(_)
-            | StorageError::Schema(_)
-            | StorageError::Profile(_),
-        ) => 2,
-        Some(StorageError::Value { .. }) => 3,
-        Some(
-            StorageError::CorruptPage { .. }
-            | StorageError::Truncated { .. }
-            | StorageError::Catalog { .. }
-            | StorageError::Index { .. },
-        ) => 4,
-        _ if e.downcast_ref::<commands::UsageError>().is_some() => 2,
-        _ => 1,
-    }
+    strata_storage::exit::code_of(
+        e.as_ref(),
+        &[
+            strata_load::LoadError::classify,
+            strata_access::AccessError::classify,
+            usage,
+        ],
+    )
 }

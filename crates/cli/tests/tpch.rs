@@ -31,7 +31,7 @@ fn bad_arguments_exit_2_with_a_clear_message_and_change_nothing() {
         (vec!["--sf", "1", "--rows", "10"], "--rows is not for tpch"),
         (vec!["--sf", "1", "--table", "x"], "--table is not for tpch"),
         (
-            vec!["--sf", "1", "--heap-fill", "2"],
+            vec!["--sf", "1", "--fill-factor", "2"],
             "fill factor 2 is outside",
         ),
     ] {

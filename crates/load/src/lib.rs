@@ -131,6 +131,23 @@ impl LoadError {
         !matches!(self, LoadError::Storage(_))
     }
 
+    /// This error's process exit code (see `strata_storage::exit`): bad
+    /// generator parameters are usage, any other fault of the input is bad
+    /// input, and a database failure has the storage error's code.
+    pub fn exit_code(&self) -> u8 {
+        use strata_storage::exit;
+        match self {
+            LoadError::Storage(s) => s.exit_code(),
+            LoadError::Usage(_) => exit::USAGE,
+            _ => exit::BAD_INPUT,
+        }
+    }
+
+    /// An [`exit::Classifier`](strata_storage::exit::Classifier) for this type.
+    pub fn classify(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
+        e.downcast_ref::<LoadError>().map(LoadError::exit_code)
+    }
+
     /// The storage error underneath, if the database failed.
     pub fn storage(&self) -> Option<&StorageError> {
         match self {

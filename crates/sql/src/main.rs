@@ -123,30 +123,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// The process exit code of a failed command (one mapping for both binaries:
+/// `strata_storage::exit`).
 fn exit_code(e: &anyhow::Error) -> u8 {
-    if e.downcast_ref::<Usage>().is_some() {
-        return 2;
+    fn usage(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
+        e.is::<Usage>().then_some(strata_storage::exit::USAGE)
     }
-    match e.downcast_ref::<SqlError>() {
-        Some(SqlError::Query(_)) => 2,
-        Some(SqlError::Corrupt(_)) => 4,
-        Some(SqlError::Storage(s)) => storage_code(s),
-        Some(SqlError::Access(strata_access::AccessError::Storage(s))) => storage_code(s),
-        Some(SqlError::Access(_)) => 2,
-        Some(SqlError::Execution(_)) => 1,
-        None => e
-            .downcast_ref::<strata_storage::StorageError>()
-            .map_or(1, storage_code),
-    }
-}
-
-fn storage_code(s: &strata_storage::StorageError) -> u8 {
-    use strata_storage::StorageError as E;
-    match s {
-        E::UnknownTable(_) | E::UnknownColumn { .. } | E::UnknownIndex(_) | E::Profile(_) => 2,
-        E::CorruptPage { .. } | E::Truncated { .. } | E::Catalog { .. } | E::Index { .. } => 4,
-        _ => 1,
-    }
+    strata_storage::exit::code_of(
+        e.as_ref(),
+        &[
+            SqlError::classify,
+            strata_load::LoadError::classify,
+            strata_access::AccessError::classify,
+            usage,
+        ],
+    )
 }
 
 /// Opens the database for a session: read-write when no other process holds

@@ -39,20 +39,13 @@ impl From<DataFusionError> for SqlError {
         let root = e.find_root();
         if let DataFusionError::External(x) = root {
             // strata's errors travel through DataFusion as External errors.
-            let storage = x.downcast_ref::<StorageError>().or_else(|| {
-                match x.downcast_ref::<strata_access::AccessError>() {
-                    Some(strata_access::AccessError::Storage(s)) => Some(s),
-                    _ => None,
-                }
-            });
-            return match storage {
-                Some(
-                    s @ (StorageError::CorruptPage { .. }
-                    | StorageError::Truncated { .. }
-                    | StorageError::Catalog { .. }
-                    | StorageError::Index { .. }),
-                ) => SqlError::Corrupt(s.to_string()),
-                _ => SqlError::Execution(x.to_string()),
+            let corrupt =
+                strata_storage::exit::code_of(x.as_ref(), &[strata_access::AccessError::classify])
+                    == strata_storage::exit::CORRUPT;
+            return if corrupt {
+                SqlError::Corrupt(x.to_string())
+            } else {
+                SqlError::Execution(x.to_string())
             };
         }
         // DataFusion's messages can carry a backtrace hint after the first line.
@@ -65,6 +58,25 @@ impl From<DataFusionError> for SqlError {
             | DataFusionError::Configuration(_) => SqlError::Query(msg),
             _ => SqlError::Execution(msg),
         }
+    }
+}
+
+impl SqlError {
+    /// This error's process exit code (see `strata_storage::exit`).
+    pub fn exit_code(&self) -> u8 {
+        use strata_storage::exit;
+        match self {
+            SqlError::Query(_) => exit::USAGE,
+            SqlError::Corrupt(_) => exit::CORRUPT,
+            SqlError::Storage(s) => s.exit_code(),
+            SqlError::Access(a) => a.exit_code(),
+            SqlError::Execution(_) => exit::FAILURE,
+        }
+    }
+
+    /// An [`exit::Classifier`](strata_storage::exit::Classifier) for this type.
+    pub fn classify(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
+        e.downcast_ref::<SqlError>().map(SqlError::exit_code)
     }
 }
 

@@ -9,6 +9,7 @@ pub mod check;
 pub mod db;
 pub mod device;
 pub mod error;
+pub mod exit;
 pub mod heap;
 pub mod keysort;
 pub mod page;
