@@ -8,6 +8,7 @@ pub mod error;
 pub mod external_sort;
 pub mod full;
 pub mod index_scan;
+pub mod measure;
 pub mod ordered_plan;
 pub mod partitioned_sort;
 pub mod predicate;
@@ -21,10 +22,11 @@ pub mod switch;
 
 pub use batch::TupleBatch;
 pub use error::{AccessError, Result};
+pub use measure::{ScanOutcome, measure};
 pub use ordered_plan::{
     FinalSort, OrderedPlan, SortOptions, open_ordered, run_ordered, sort_on_index,
 };
 pub use predicate::Predicate;
-pub use run::{PathChoice, ScanOutcome, open_path, run_scan};
+pub use run::{PathChoice, open_path, run_scan};
 pub use scan::{AccessPath, ScanSpec};
 pub use smooth::{PageCosts, Policy, SmoothOptions, Trigger};

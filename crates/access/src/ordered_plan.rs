@@ -26,8 +26,8 @@ use crate::error::{AccessError, Result};
 use crate::external_sort::ExternalSort;
 use crate::full::FullScan;
 use crate::index_scan::IndexScan;
+use crate::measure::{ScanOutcome, measure};
 use crate::partitioned_sort::{BoundarySource, PartitionedSort};
-use crate::run::{ScanOutcome, measure};
 use crate::scan::{AccessPath, ScanSpec};
 use crate::sort_scan::{self, SortScan};
 

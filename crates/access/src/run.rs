@@ -1,18 +1,12 @@
 //! Choosing an access path by name and running it to completion with the
 //! counters an EXPLAIN ANALYZE shows.
 
-use std::sync::Arc;
-use std::time::Instant;
-
-use serde::Serialize;
-use strata_storage::device::{Device, IoCounters};
-
 use crate::batch::TupleBatch;
 use crate::error::{AccessError, Result};
 use crate::full::FullScan;
 use crate::index_scan::IndexScan;
+use crate::measure::{ScanOutcome, measure};
 use crate::ordered_plan::{SortOptions, sort_on_index};
-use crate::report::ScanReport;
 use crate::scan::{AccessPath, ScanSpec};
 use crate::smooth::{SmoothOptions, SmoothScan};
 use crate::sort_scan::SortScan;
@@ -68,15 +62,6 @@ pub fn open_path(
     }
 }
 
-/// What one run of a scan did.
-#[derive(Clone, Debug, Serialize)]
-pub struct ScanOutcome {
-    pub report: ScanReport,
-    pub io: IoCounters,
-    pub wall_ms: f64,
-    pub rows: u64,
-}
-
 /// Runs a scan to the end, handing every batch to `sink`, and measures it.
 pub fn run_scan(
     spec: ScanSpec,
@@ -86,33 +71,4 @@ pub fn run_scan(
 ) -> Result<ScanOutcome> {
     let device = spec.table.heap().pool().device().clone();
     measure(&device, || open_path(spec, choice, sort), sink)
-}
-
-/// Opens an operator with `open`, runs it to the end handing every batch to
-/// `sink`, and measures it on `device` (shared by [`run_scan`] and
-/// [`crate::ordered_plan::run_ordered`]).
-pub fn measure(
-    device: &Arc<dyn Device>,
-    open: impl FnOnce() -> Result<Box<dyn AccessPath>>,
-    mut sink: impl FnMut(&TupleBatch),
-) -> Result<ScanOutcome> {
-    device.stats().forget_position();
-    let before = device.stats().snapshot();
-    let start = Instant::now();
-    let mut path = open()?;
-    let mut batch = TupleBatch::new();
-    let mut rows = 0u64;
-    while path.next_batch(&mut batch)? {
-        rows += batch.len() as u64;
-        sink(&batch);
-    }
-    let report = path.report();
-    drop(path);
-    let wall_ms = start.elapsed().as_secs_f64() * 1e3;
-    Ok(ScanOutcome {
-        report,
-        io: device.stats().snapshot() - before,
-        wall_ms,
-        rows,
-    })
 }

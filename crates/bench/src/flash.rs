@@ -29,8 +29,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use strata_access::measure::measure;
 use strata_access::report::SortReport;
-use strata_access::run::measure;
 use strata_access::sort_scan::SortScan;
 use strata_access::{
     OrderedPlan, PathChoice, Predicate, ScanOutcome, ScanSpec, SortOptions, run_ordered, run_scan,

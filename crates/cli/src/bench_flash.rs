@@ -8,8 +8,8 @@ use clap::Args;
 use strata_bench::flash::{FIGURES, FlashOptions, prepare, run_figure};
 use strata_storage::util::parse_size;
 
-use crate::Cli;
-use crate::commands::usage;
+use crate::context::Global;
+use crate::context::usage;
 use crate::progress::Bars;
 
 #[derive(Args)]
@@ -50,7 +50,7 @@ pub struct FlashArgs {
     pub out: PathBuf,
 }
 
-pub fn run(_cli: &Cli, a: &FlashArgs) -> Result<()> {
+pub fn run(_cli: &Global, a: &FlashArgs) -> Result<()> {
     let (figures, devices) =
         crate::bench_smooth::figures_and_devices(&a.figure, FIGURES, &a.devices)?;
     if devices.is_empty() {

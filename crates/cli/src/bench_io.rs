@@ -24,8 +24,8 @@ use strata_storage::device::{AlignedBuf, Device, FileId, ReadRequest, segment_pa
 use strata_storage::heap::HeapFile;
 use strata_storage::page::PAGE_SIZE;
 
-use crate::Cli;
-use crate::commands::open_db;
+use crate::context::Global;
+use crate::context::open_db;
 
 #[derive(Args)]
 pub struct IoArgs {
@@ -74,7 +74,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-pub fn run(cli: &Cli, a: &IoArgs) -> Result<()> {
+pub fn run(cli: &Global, a: &IoArgs) -> Result<()> {
     if cli.device != "real" {
         bail!("bench io measures the real device; run it with --device real (the default)");
     }

@@ -8,8 +8,8 @@ use clap::Args;
 use strata_bench::smooth_scan::{BenchOptions, FIGURES, postgres_figure, prepare, run_figure};
 use strata_storage::util::parse_size;
 
-use crate::Cli;
-use crate::commands::usage;
+use crate::context::Global;
+use crate::context::usage;
 use crate::progress::Bars;
 
 #[derive(Args)]
@@ -41,7 +41,7 @@ pub struct SmoothArgs {
     pub out: PathBuf,
 }
 
-fn options(cli: &Cli, a: &SmoothArgs, devices: Vec<String>) -> Result<BenchOptions> {
+fn options(cli: &Global, a: &SmoothArgs, devices: Vec<String>) -> Result<BenchOptions> {
     Ok(BenchOptions {
         db_dir: a.bench_db.clone(),
         rows: a.rows.unwrap_or(if a.quick { 200_000 } else { 10_000_000 }),
@@ -54,7 +54,7 @@ fn options(cli: &Cli, a: &SmoothArgs, devices: Vec<String>) -> Result<BenchOptio
     })
 }
 
-pub fn run(cli: &Cli, a: &SmoothArgs) -> Result<()> {
+pub fn run(cli: &Global, a: &SmoothArgs) -> Result<()> {
     if a.figure == "postgres" || a.figure == "postgres-ordered" {
         let opts = options(cli, a, vec!["real".into()])?;
         let bars = Bars::new();

@@ -17,8 +17,8 @@ use strata_storage::db::DbOptions;
 use strata_storage::device::DeviceProfile;
 use strata_storage::util::parse_size;
 
-use crate::Cli;
-use crate::commands::usage;
+use crate::context::Global;
+use crate::context::usage;
 
 #[derive(Args, Clone)]
 pub struct ModelArgs {
@@ -48,7 +48,7 @@ pub struct ModelArgs {
     pub smooth_model: String,
 }
 
-pub fn run(cli: &Cli, a: &ModelArgs) -> Result<()> {
+pub fn run(cli: &Global, a: &ModelArgs) -> Result<()> {
     let smooth: SmoothModelChoice = a.smooth_model.parse().map_err(usage)?;
     match &a.measured {
         Some(path) => {
@@ -138,7 +138,7 @@ fn comparison_table(items: &[Comparison]) -> String {
 
 /// The profiles to model the measured rows with: the global --device when it
 /// names one, else the built-in hdd and ssd.
-fn profiles(cli: &Cli) -> Result<Vec<DeviceProfile>> {
+fn profiles(cli: &Global) -> Result<Vec<DeviceProfile>> {
     Ok(match cli.device.as_str() {
         "real" | "buffered" => ["hdd", "ssd"]
             .iter()
@@ -150,7 +150,7 @@ fn profiles(cli: &Cli) -> Result<Vec<DeviceProfile>> {
 
 /// The table's rows and heap pages from the first of --db and the benchmark's
 /// database that has it (opened read-only, without a modeled device).
-fn db_shape(cli: &Cli, table: &str) -> Result<Option<TableShape>> {
+fn db_shape(cli: &Global, table: &str) -> Result<Option<TableShape>> {
     let pool = parse_size(&cli.buffer_pool).map_err(usage)? as usize;
     let mut dirs = vec![cli.db.clone()];
     if cli.db != Path::new(BENCH_DB) {
@@ -181,7 +181,7 @@ fn db_shape(cli: &Cli, table: &str) -> Result<Option<TableShape>> {
     Ok(None)
 }
 
-fn fig24(cli: &Cli, a: &ModelArgs, path: &Path, smooth: SmoothModelChoice) -> Result<()> {
+fn fig24(cli: &Global, a: &ModelArgs, path: &Path, smooth: SmoothModelChoice) -> Result<()> {
     let measured = ResultSet::read_csv(path)
         .map_err(|e| usage(format!("{}: {e}\n{MEASURED_HINT}", path.display())))?;
     let (table, notes) = model::choose_table_shape(

@@ -13,8 +13,8 @@ use strata_access::{
 use strata_storage::Database;
 use strata_storage::util::{format_bytes, parse_size};
 
-use crate::Cli;
-use crate::commands::{db_options, usage};
+use crate::context::Global;
+use crate::context::{db_options, usage};
 
 #[derive(Args, Clone)]
 pub struct ScanArgs {
@@ -205,7 +205,7 @@ pub fn scan_spec(db: &Database, a: &ScanArgs) -> Result<ScanSpec> {
     Ok(spec)
 }
 
-pub fn run(cli: &Cli, a: &ScanArgs) -> Result<()> {
+pub fn run(cli: &Global, a: &ScanArgs) -> Result<()> {
     let db = Database::open(&cli.db, db_options(cli, true)?)?;
     let spec = scan_spec(&db, a)?;
     let plan: Option<OrderedPlan> = match &a.plan {

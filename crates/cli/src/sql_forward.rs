@@ -8,7 +8,7 @@ use std::process::Command;
 
 use anyhow::{Result, anyhow};
 
-use crate::Cli;
+use crate::context::Global;
 
 /// `strata-sql` next to this executable (how cargo builds them), else on PATH.
 fn binary() -> PathBuf {
@@ -20,7 +20,7 @@ fn binary() -> PathBuf {
 }
 
 /// Replaces this process with `strata-sql <global flags> <sub...> <args...>`.
-pub fn run(cli: &Cli, sub: &[&str], args: &[String]) -> Result<()> {
+pub fn run(cli: &Global, sub: &[&str], args: &[String]) -> Result<()> {
     let bin = binary();
     let err = Command::new(&bin)
         .arg("--db")

@@ -27,10 +27,12 @@ use parking_lot::Mutex;
 use crate::btree::BTree;
 use crate::buffer::BufferPool;
 use crate::catalog::{Catalog, IndexDef, TableDef, sync_dir};
-use crate::device::{Device, DeviceProfile, FileDevice, ModeledDevice};
+use crate::device::{Device, DeviceProfile, FaultDevice, FaultInjector, FileDevice, ModeledDevice};
 use crate::error::{Result, StorageError};
 use crate::heap::{HeapFile, HeapWriter};
 use crate::keysort::SortedEntries;
+// Callers name them `strata_storage::db::{Progress, NoProgress}` too.
+pub use crate::progress::{NoProgress, Progress};
 use crate::types::{DataType, RowLayout, Schema, Tid, Value, encode_key};
 
 /// Default buffer pool size.
@@ -47,6 +49,9 @@ pub struct DbOptions {
     pub profile: Option<DeviceProfile>,
     /// Open with a shared lock and change nothing.
     pub read_only: bool,
+    /// Inject the faults of this injector into every request to the files
+    /// (tests; the CLI arms one from `STRATA_FAULT`).
+    pub faults: Option<Arc<FaultInjector>>,
 }
 
 impl DbOptions {
@@ -70,6 +75,7 @@ impl Default for DbOptions {
             direct_io: true,
             profile: None,
             read_only: false,
+            faults: None,
         }
     }
 }
@@ -107,21 +113,6 @@ impl IndexSpec {
             leaf_fill: 0.9,
         }
     }
-}
-
-/// Receives progress of long operations (the CLI draws bars from it).
-pub trait Progress: Send + Sync {
-    /// A new phase of `total` units (rows, pages, entries) begins.
-    fn phase(&self, name: &str, total: u64);
-    /// `n` more units are done.
-    fn advance(&self, n: u64);
-}
-
-/// Progress that goes nowhere.
-pub struct NoProgress;
-impl Progress for NoProgress {
-    fn phase(&self, _: &str, _: u64) {}
-    fn advance(&self, _: u64) {}
 }
 
 pub struct Database {
@@ -167,7 +158,10 @@ impl Database {
     pub fn open(dir: &Path, opts: DbOptions) -> Result<Database> {
         let lock = lock(dir, opts.read_only)?;
         let catalog = Catalog::load(dir)?;
-        let real: Arc<dyn Device> = Arc::new(FileDevice::new(opts.direct_io));
+        let mut real: Arc<dyn Device> = Arc::new(FileDevice::new(opts.direct_io));
+        if let Some(faults) = &opts.faults {
+            real = Arc::new(FaultDevice::new(real, faults.clone()));
+        }
         let device: Arc<dyn Device> = match &opts.profile {
             Some(p) => Arc::new(ModeledDevice::new(real, p.clone())),
             None => real,
@@ -944,6 +938,7 @@ mod tests {
             direct_io: false,
             profile: None,
             read_only: false,
+            faults: None,
         }
     }
 

@@ -12,9 +12,9 @@
 
 use std::cmp::Ordering;
 
-use crate::db::Progress;
 use crate::error::{Result, StorageError};
 use crate::heap::HeapFile;
+use crate::progress::Progress;
 use crate::types::{DataType, RowLayout, Tid, encode_key_value};
 
 const INLINE: usize = 16;

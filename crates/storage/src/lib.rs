@@ -13,6 +13,7 @@ pub mod exit;
 pub mod heap;
 pub mod keysort;
 pub mod page;
+pub mod progress;
 pub mod types;
 pub mod util;
 

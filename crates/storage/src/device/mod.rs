@@ -9,6 +9,8 @@
 //! * [`ModeledDevice`] wraps any device and charges every request by a
 //!   [`DeviceProfile`] (`hdd`, `ssd`, or custom), accumulating modeled time
 //!   deterministically and, optionally, really waiting.
+//! * [`FaultDevice`] wraps any device and fails or "crashes" at a request chosen by
+//!   count ([`FaultPlan`]), for deterministic crash and I/O-error tests.
 //!
 //! A paged file is a flat array of 8 KiB pages; on disk it is stored as segments of
 //! a fixed number of pages (`<path>.0000`, `<path>.0001`, ...) so the cold tier can
@@ -19,6 +21,7 @@
 //! sequential vs random (a read is sequential when it starts at the page right after
 //! the previous read of the same device ended, in the same file), modeled time.
 
+pub mod fault;
 mod file;
 mod modeled;
 pub mod trace;
@@ -26,6 +29,7 @@ pub mod trace;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use fault::{FaultDevice, FaultInjector, FaultPlan};
 pub use file::FileDevice;
 pub use modeled::{DeviceProfile, ModeledDevice, ProfileKind};
 use parking_lot::Mutex;

@@ -1,0 +1,75 @@
+//! The command line: global options and one subcommand, as clap parses them.
+
+use clap::{Parser, Subcommand};
+
+use crate::context::Global;
+
+#[derive(Parser)]
+#[command(name = "strata", version, about = "A storage-aware relational engine")]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Build a demo database (1M-row microbenchmark table), check it, and run one
+    /// range query by a full scan and by the index, cold, with their I/O counters.
+    Demo {
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: u64,
+    },
+    /// Create an empty database.
+    Create,
+    /// Load a CSV or Parquet file into a table (created if it does not exist).
+    Load(crate::load::LoadArgs),
+    /// Generate one of the papers' data sets (microbench, skewed, flash) or the
+    /// TPC-H tables (tpch --sf N).
+    Gen(crate::generate::GenArgs),
+    /// Tables, sizes, pages, fill, index heights and fill.
+    Info {
+        /// Only this table.
+        table: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify every checksum and index ↔ heap consistency.
+    Check,
+    /// Run one query through one access path and report what it did.
+    Scan(crate::scan::ScanArgs),
+    /// The Smooth Scan cost model: the paper's analytical figures (9-12) and its
+    /// predictions beside a measured sweep (Fig. 24).
+    Model(crate::model_cmd::ModelArgs),
+    /// SQL over the database (runs the `strata-sql` binary): an interactive
+    /// session, or `-e "..."` / `-f file.sql` with `--format table|csv|json`.
+    #[command(disable_help_flag = true)]
+    Sql {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        which: BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// The Smooth Scan paper's figures: 15a 15b 16 17 18 19 20 21 22 23, or all.
+    SmoothScan(crate::bench_smooth::SmoothArgs),
+    /// The flash paper's figures: 2 5 6 table2, or all.
+    Flash(crate::bench_flash::FlashArgs),
+    /// Sequential and random read throughput of a table's heap through the device,
+    /// next to fio on the same file.
+    Io(crate::bench_io::IoArgs),
+    /// TPC-H through SQL under each access path (runs the `strata-sql` binary).
+    #[command(disable_help_flag = true)]
+    Tpch {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}

@@ -1,0 +1,71 @@
+//! What every subcommand shares: the global options (database, buffer pool,
+//! device), opening the database with them, and usage errors. Subcommand
+//! modules depend on this one and never on `main` or on each other's dispatch.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use strata_storage::Database;
+use strata_storage::db::{DbOptions, TableOptions};
+use strata_storage::util::parse_size;
+
+/// Options every subcommand takes.
+#[derive(Args, Clone, Debug)]
+pub struct Global {
+    /// Database directory.
+    #[arg(long, global = true, default_value = "./strata.db")]
+    pub db: PathBuf,
+    /// Buffer pool size, e.g. 256MiB.
+    #[arg(long, global = true, default_value = "256MiB")]
+    pub buffer_pool: String,
+    /// Device: `real` (direct I/O), `buffered` (through the OS page cache), or a
+    /// modeled profile over the real files: `hdd`, `ssd`, or a JSON profile file.
+    #[arg(long, global = true, default_value = "real")]
+    pub device: String,
+}
+
+/// A mistake in the command line that clap cannot see (exit code 2).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for UsageError {}
+
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+/// Database options from the global flags.
+pub fn db_options(cli: &Global, read_only: bool) -> Result<DbOptions> {
+    let pool = parse_size(&cli.buffer_pool).map_err(usage)? as usize;
+    Ok(DbOptions {
+        buffer_pool_bytes: pool,
+        read_only,
+        ..DbOptions::default()
+    }
+    .device(&cli.device)?)
+}
+
+pub fn open_db(cli: &Global, read_only: bool) -> Result<Database> {
+    Ok(Database::open(&cli.db, db_options(cli, read_only)?)?)
+}
+
+/// Heap options of a table a command creates.
+pub fn table_options(fill: f64, segment: &str) -> Result<TableOptions> {
+    let bytes = parse_size(segment).map_err(usage)?;
+    let page = strata_storage::page::PAGE_SIZE as u64;
+    if bytes < page || bytes % page != 0 {
+        return Err(usage(format!(
+            "segment size {segment} must be a whole number of 8 KiB pages"
+        )));
+    }
+    Ok(TableOptions {
+        fill_factor: fill,
+        segment_pages: bytes / page,
+    })
+}

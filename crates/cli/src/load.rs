@@ -1,0 +1,143 @@
+//! `strata load`: a CSV or Parquet file into a table, in one atomic load.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use strata_storage::Database;
+use strata_storage::db::IndexSpec;
+use strata_storage::types::Schema;
+
+use crate::context::{Global, db_options, table_options, usage};
+use crate::progress::Bars;
+
+#[derive(Args)]
+pub struct LoadArgs {
+    /// Table to load into.
+    pub table: String,
+    /// CSV or Parquet file (by extension; see --format).
+    pub file: PathBuf,
+    /// csv or parquet (default: from the file extension).
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Schema of a new table: "name TYPE [NULL], ...".
+    #[arg(long, conflicts_with = "schema_file")]
+    pub schema: Option<String>,
+    /// File holding the schema of a new table.
+    #[arg(long)]
+    pub schema_file: Option<PathBuf>,
+    /// The CSV file has no header row.
+    #[arg(long)]
+    pub no_header: bool,
+    /// CSV field delimiter.
+    #[arg(long, default_value = ",")]
+    pub delimiter: char,
+    /// Skip (and report) up to this many bad rows instead of failing.
+    #[arg(long, default_value_t = 0)]
+    pub max_errors: u64,
+    /// Heap fill factor of a new table (0.05..=1.0).
+    #[arg(long, default_value_t = 1.0)]
+    pub fill_factor: f64,
+    /// Segment size of a new table's files.
+    #[arg(long, default_value = "1GiB")]
+    pub segment_size: String,
+    /// Index to create on a new table: NAME:COL[,COL...] (repeatable).
+    #[arg(long = "index")]
+    pub indexes: Vec<String>,
+}
+
+fn parse_index(spec: &str) -> Result<IndexSpec> {
+    let (name, cols) = spec
+        .split_once(':')
+        .ok_or_else(|| usage(format!("--index '{spec}': expected NAME:COL[,COL...]")))?;
+    let cols: Vec<&str> = cols
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    if cols.is_empty() {
+        return Err(usage(format!("--index '{spec}': no columns")));
+    }
+    Ok(IndexSpec::new(name.trim(), &cols))
+}
+
+pub fn run(cli: &Global, a: &LoadArgs) -> Result<()> {
+    let db = Database::open_or_create(&cli.db, db_options(cli, false)?)?;
+    let schema = match (&a.schema, &a.schema_file) {
+        (Some(s), _) => Some(Schema::parse(s)?),
+        (None, Some(f)) => {
+            let text = std::fs::read_to_string(f)
+                .with_context(|| format!("reading schema file {}", f.display()))?;
+            Some(Schema::parse(&text).with_context(|| format!("schema file {}", f.display()))?)
+        }
+        (None, None) => None,
+    };
+    let indexes = a
+        .indexes
+        .iter()
+        .map(|s| parse_index(s))
+        .collect::<Result<Vec<_>>>()?;
+    let create = table_options(a.fill_factor, &a.segment_size)?;
+    let format = match &a.format {
+        Some(f) => f.to_ascii_lowercase(),
+        None => a
+            .file
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("csv")
+            .to_ascii_lowercase(),
+    };
+    let bars = Bars::new();
+    let start = Instant::now();
+    let bytes = std::fs::metadata(&a.file).map(|m| m.len()).unwrap_or(0);
+    let report = match format.as_str() {
+        "csv" | "tsv" | "txt" | "tbl" => {
+            if !a.delimiter.is_ascii() {
+                return Err(usage("--delimiter must be one ASCII character"));
+            }
+            let opts = strata_load::CsvOptions {
+                header: !a.no_header,
+                delimiter: a.delimiter as u8,
+                schema,
+                create,
+                indexes,
+                max_errors: a.max_errors,
+                ..Default::default()
+            };
+            strata_load::load_csv(&db, &a.table, &a.file, &opts, &bars)?
+        }
+        "parquet" | "pq" => {
+            let opts = strata_load::ParquetOptions {
+                create,
+                indexes,
+                ..Default::default()
+            };
+            strata_load::load_parquet(&db, &a.table, &a.file, &opts, &bars)?
+        }
+        other => {
+            return Err(usage(format!(
+                "unknown format '{other}' (use csv or parquet)"
+            )));
+        }
+    };
+    bars.finish();
+    let secs = start.elapsed().as_secs_f64();
+    for e in &report.skipped {
+        eprintln!("skipped: {e}");
+    }
+    println!(
+        "loaded {} rows into {} in {:.2} s ({:.0} rows/s, {:.1} MB/s){}",
+        report.rows_loaded,
+        a.table,
+        secs,
+        report.rows_loaded as f64 / secs,
+        bytes as f64 / 1e6 / secs,
+        if report.skipped.is_empty() {
+            String::new()
+        } else {
+            format!("; skipped {} bad rows", report.skipped.len())
+        }
+    );
+    Ok(())
+}
