@@ -27,6 +27,7 @@ fn db(dir: &std::path::Path) -> Database {
             direct_io: false,
             profile: None,
             read_only: false,
+            ..DbOptions::default()
         },
     )
     .unwrap()

@@ -162,6 +162,7 @@ pub fn prepare(
                     direct_io: false,
                     profile: None,
                     read_only: true,
+                    ..DbOptions::default()
                 },
             )?;
             want.into_iter()
@@ -180,6 +181,7 @@ pub fn prepare(
             direct_io: false,
             profile: None,
             read_only: false,
+            ..DbOptions::default()
         },
     )?;
     for (t, rows) in missing {
@@ -270,6 +272,7 @@ pub fn record(
             direct_io: real,
             profile,
             read_only: true,
+            ..DbOptions::default()
         },
     )?;
     let recorder = db.device().trace().context("the device records no trace")?;
@@ -333,6 +336,7 @@ fn real_point(
                 direct_io: true,
                 profile: None,
                 read_only: true,
+                ..DbOptions::default()
             },
         )?;
         let results: Vec<Result<(f64, ScanOutcome)>> = std::thread::scope(|s| {

@@ -99,6 +99,7 @@ fn device_options(device: &str, pool: usize) -> Result<DbOptions> {
             direct_io: true,
             profile: None,
             read_only: true,
+            ..DbOptions::default()
         },
         d => DbOptions {
             buffer_pool_bytes: pool,
@@ -108,6 +109,7 @@ fn device_options(device: &str, pool: usize) -> Result<DbOptions> {
                     .with_context(|| format!("unknown device '{d}' (hdd, ssd, real)"))?,
             ),
             read_only: true,
+            ..DbOptions::default()
         },
     })
 }
@@ -136,6 +138,7 @@ pub fn prepare(
             direct_io: false,
             profile: None,
             read_only: true,
+            ..DbOptions::default()
         };
         let db = Database::open(&opts.db_dir, ro)?;
         if db.table(name).is_ok_and(|t| t.rows() == opts.rows) {
@@ -149,6 +152,7 @@ pub fn prepare(
             direct_io: false,
             profile: None,
             read_only: false,
+            ..DbOptions::default()
         },
     )?;
     if db.table(name).is_ok() {

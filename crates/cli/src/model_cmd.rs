@@ -165,6 +165,7 @@ fn db_shape(cli: &Global, table: &str) -> Result<Option<TableShape>> {
             direct_io: false,
             profile: None,
             read_only: true,
+            ..DbOptions::default()
         };
         let Ok(db) = Database::open(&dir, opts) else {
             continue;
