@@ -1,13 +1,11 @@
-//! `strata gen tpch`: the command line, its errors, and kills at random points.
+//! `strata gen tpch`: the command line, its errors, and crashes at every stage.
 
 mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Instant;
 
 use common::*;
-use rand::{Rng, SeedableRng};
 
 const TABLES: [&str; 8] = [
     "region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem",
@@ -129,17 +127,17 @@ fn gen_cmd(db: &Path, pq: &Path) -> Command {
     c
 }
 
-/// Kills `strata gen tpch` at random points: every table is then absent or
-/// complete with its indexes, `strata check` passes, and every `<table>.parquet`
-/// is a whole file.
+/// Crashes `strata gen tpch` right after its write N (the fault-injecting
+/// device, `STRATA_FAULT`), for N = 1, 2, 3, 4, 6, 8, 12, ... until a run makes
+/// fewer writes and completes: every table is then absent or complete with its
+/// indexes, `strata check` passes, and every `<table>.parquet` is a whole file.
+/// Deterministic: the same points every run, whatever the machine's speed.
 #[test]
-fn killed_generation_leaves_whole_tables_or_none() {
+fn crashed_generation_leaves_whole_tables_or_none() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     let pq = dir.path().join("pq");
-    let start = Instant::now();
     assert!(gen_cmd(&db, &pq).status().unwrap().success());
-    let full = start.elapsed();
     let complete: Vec<u64> = TABLES.iter().map(|t| rows(&db, t).unwrap()).collect();
     let sizes: Vec<u64> = TABLES
         .iter()
@@ -150,29 +148,21 @@ fn killed_generation_leaves_whole_tables_or_none() {
         })
         .collect();
 
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
     let mut partial = 0;
-    // Kill times are drawn from `span`, which adapts to how long a run takes
-    // now (the first, timed run may have been slower or faster than later
-    // ones on a busy machine): shorter after a run finished before the kill,
-    // longer after a kill before any table was committed. At least 6 kills,
-    // and more (up to 30) until one lands between the first and last table.
-    let mut span = full;
-    let mut i = 0;
-    while i < 6 || (partial == 0 && i < 30) {
-        i += 1;
+    let points = (0..).flat_map(|k| [1u64 << k, 3 << k]).skip(1);
+    for (i, n) in points.enumerate() {
         std::fs::remove_dir_all(&db).ok();
         std::fs::remove_dir_all(&pq).ok();
-        let mut child = gen_cmd(&db, &pq).spawn().unwrap();
-        std::thread::sleep(span.mul_f64(rng.random_range(0.1..0.9)));
-        if child.try_wait().unwrap().is_none() {
-            child.kill().unwrap();
-        } else {
-            span = span.mul_f64(0.6);
+        let status = gen_cmd(&db, &pq)
+            .env("STRATA_FAULT", format!("crash-after-writes:{n}"))
+            .status()
+            .unwrap();
+        if status.success() {
+            assert!(i > 0, "the generation made no write");
+            break;
         }
-        child.wait().unwrap();
+        assert_eq!(status.code(), Some(86), "crash after write {n}: {status}");
         if !db.exists() {
-            span = span.mul_f64(1.25).min(full * 2);
             continue;
         }
         let out = strata(&db, &["check"]);
@@ -193,8 +183,6 @@ fn killed_generation_leaves_whole_tables_or_none() {
         }
         if present.iter().any(Option::is_none) && present.iter().any(Option::is_some) {
             partial += 1;
-        } else if present.iter().all(Option::is_none) {
-            span = span.mul_f64(1.25).min(full * 2);
         }
         // A re-run says which tables are there.
         if present.iter().any(Option::is_some) {
@@ -205,6 +193,6 @@ fn killed_generation_leaves_whole_tables_or_none() {
     }
     assert!(
         partial > 0,
-        "no kill landed between the first and last table"
+        "no crash point fell between the first and last table"
     );
 }
