@@ -66,7 +66,7 @@ pub enum BenchCommand {
     /// Sequential and random read throughput of a table's heap through the device,
     /// next to fio on the same file.
     Io(crate::bench_io::IoArgs),
-    /// TPC-H through SQL under each access path (runs the `strata-sql` binary).
+    /// TPC-H through SQL under each access path (runs the `strata-bench-tpch` binary).
     #[command(disable_help_flag = true)]
     Tpch {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]

@@ -83,10 +83,10 @@ fn run(args: &Cli) -> Result<()> {
         Command::Bench {
             which: BenchCommand::SmoothScan(a),
         } => bench_smooth::run(cli, a),
-        Command::Sql { args } => sql_forward::run(cli, &["sql"], args),
+        Command::Sql { args } => sql_forward::run(cli, "strata-sql", &["sql"], args),
         Command::Bench {
             which: BenchCommand::Tpch { args },
-        } => sql_forward::run(cli, &["bench", "tpch"], args),
+        } => sql_forward::run(cli, "strata-bench-tpch", &[], args),
         Command::Bench {
             which: BenchCommand::Flash(a),
         } => bench_flash::run(cli, a),

@@ -1,5 +1,5 @@
-//! `strata sql` and `strata bench tpch` run the `strata-sql` binary, which
-//! links DataFusion; `strata` itself does not, so the demo builds in a couple
+//! `strata sql` runs the `strata-sql` binary and `strata bench tpch` the
+//! `strata-bench-tpch` one; both link DataFusion; `strata` itself does not, so the demo builds in a couple
 //! of minutes instead of the better part of an hour.
 
 use std::os::unix::process::CommandExt;
@@ -10,18 +10,19 @@ use anyhow::{Result, anyhow};
 
 use crate::context::Global;
 
-/// `strata-sql` next to this executable (how cargo builds them), else on PATH.
-fn binary() -> PathBuf {
+/// A binary next to this executable (how cargo builds them), else on PATH.
+fn binary(name: &str) -> PathBuf {
     std::env::current_exe()
         .ok()
-        .and_then(|e| e.parent().map(|d| d.join("strata-sql")))
+        .and_then(|e| e.parent().map(|d| d.join(name)))
         .filter(|p| p.exists())
-        .unwrap_or_else(|| PathBuf::from("strata-sql"))
+        .unwrap_or_else(|| PathBuf::from(name))
 }
 
-/// Replaces this process with `strata-sql <global flags> <sub...> <args...>`.
-pub fn run(cli: &Global, sub: &[&str], args: &[String]) -> Result<()> {
-    let bin = binary();
+/// Replaces this process with `<package> <global flags> <sub...> <args...>`,
+/// where `package` is the name of both the binary and its cargo package.
+pub fn run(cli: &Global, package: &str, sub: &[&str], args: &[String]) -> Result<()> {
+    let bin = binary(package);
     let err = Command::new(&bin)
         .arg("--db")
         .arg(&cli.db)
@@ -30,8 +31,8 @@ pub fn run(cli: &Global, sub: &[&str], args: &[String]) -> Result<()> {
         .args(args)
         .exec();
     Err(anyhow!(
-        "cannot run {} ({err}); it holds the SQL layer and is built separately: \
-         `cargo build --release -p strata-sql`, or run `cargo run --release -p strata-sql -- {}`",
+        "cannot run {} ({err}); it links DataFusion and is built separately: \
+         `cargo build --release -p {package}`, or run `cargo run --release -p {package} -- {}`",
         bin.display(),
         sub.join(" ")
     ))

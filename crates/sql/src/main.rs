@@ -1,6 +1,5 @@
-//! `strata-sql`: SQL over a strata database, and the TPC-H benchmark. `strata
-//! sql …` and `strata bench tpch …` run this binary (DataFusion is kept out of
-//! `strata` itself so the demo builds quickly).
+//! `strata-sql`: SQL over a strata database. `strata sql …` runs this binary
+//! (DataFusion is kept out of `strata` itself so the demo builds quickly).
 //!
 //! Exit codes as `strata`'s: 0 success; 1 an operational failure; 2 bad usage,
 //! bad SQL, unknown names or types; 3 bad input data; 4 corruption.
@@ -38,48 +37,6 @@ struct Cli {
 enum Command {
     /// Run SQL: statements from -e and -f in order, or an interactive session.
     Sql(SqlArgs),
-    /// Benchmarks.
-    Bench {
-        #[command(subcommand)]
-        which: BenchCommand,
-    },
-}
-
-#[derive(Subcommand)]
-enum BenchCommand {
-    /// TPC-H Q1, Q4, Q6, Q7, Q12, Q14, Q19 under the optimizer (fresh and stale
-    /// statistics), Smooth Scan and each fixed path; cold wall time and I/O.
-    Tpch(TpchArgs),
-}
-
-#[derive(clap::Args)]
-struct TpchArgs {
-    /// Scale factor.
-    #[arg(long, default_value = "1")]
-    sf: String,
-    /// The benchmark database (built on first use; see `strata_sql::tpch`).
-    #[arg(long)]
-    bench_db: Option<PathBuf>,
-    /// Where tpch.csv, tpch.md and the plots go.
-    #[arg(long, default_value = "results/tpch")]
-    out: PathBuf,
-    /// Queries, e.g. 1,6,14 (default: the paper's seven).
-    #[arg(long, value_delimiter = ',')]
-    queries: Vec<String>,
-    /// Configurations: optimizer-fresh, optimizer-stale, smooth, full, index,
-    /// sort, switch (default: all).
-    #[arg(long, value_delimiter = ',')]
-    configs: Vec<String>,
-    /// Runs per point (median reported).
-    #[arg(long, default_value_t = 3)]
-    repeat: usize,
-    /// Seconds before a run is cancelled and recorded as censored.
-    #[arg(long, default_value_t = 120.0)]
-    timeout: f64,
-    /// Also run the queries in PostgreSQL (installed from Debian packages when
-    /// missing), loaded from the same tables, cold where permitted.
-    #[arg(long)]
-    with_postgres: bool,
 }
 
 #[derive(clap::Args)]
@@ -110,9 +67,6 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Sql(args) => sql(&cli, args),
-        Command::Bench {
-            which: BenchCommand::Tpch(args),
-        } => bench_tpch(&cli, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -203,51 +157,5 @@ fn sql(cli: &Cli, args: &SqlArgs) -> anyhow::Result<()> {
             }
         }
     }
-    Ok(())
-}
-
-fn bench_tpch(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
-    use strata_sql::tpch::{BenchOptions, Config, PAPER_QUERIES};
-    let sf = strata_load::parse_scale_factor(&a.sf).map_err(|e| Usage(e.to_string()))?;
-    if a.repeat == 0 || !a.timeout.is_finite() || a.timeout <= 0.0 {
-        return Err(Usage("--repeat and --timeout must be positive".into()).into());
-    }
-    let configs = if a.configs.is_empty() {
-        Config::DEFAULT.to_vec()
-    } else {
-        a.configs
-            .iter()
-            .map(|c| Config::parse(c).map_err(Usage))
-            .collect::<Result<_, _>>()?
-    };
-    let queries = if a.queries.is_empty() {
-        PAPER_QUERIES.iter().map(|q| q.to_string()).collect()
-    } else {
-        a.queries.clone()
-    };
-    let pool = parse_size(&cli.buffer_pool).map_err(|e| Usage(format!("--buffer-pool: {e}")))?;
-    let opts = BenchOptions {
-        sf,
-        bench_db: a
-            .bench_db
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("tpch-sf{}.db", a.sf))),
-        out: a.out.clone(),
-        queries,
-        configs,
-        repeat: a.repeat,
-        timeout: std::time::Duration::from_secs_f64(a.timeout),
-        db_options: DbOptions {
-            buffer_pool_bytes: pool as usize,
-            ..DbOptions::default()
-        }
-        .device(&cli.device)?,
-        device: cli.device.clone(),
-        with_postgres: a.with_postgres,
-    };
-    let (results, notes) = strata_sql::tpch::run(&opts, &mut |l| eprintln!("{l}"))?;
-    let md = strata_sql::tpch::write(&opts, &results, &notes)?;
-    print!("{}", std::fs::read_to_string(&md)?);
-    eprintln!("wrote {}", md.display());
     Ok(())
 }

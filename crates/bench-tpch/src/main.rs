@@ -1,0 +1,144 @@
+//! `strata-bench-tpch`: the Smooth Scan paper's TPC-H experiment (`strata
+//! bench tpch …` runs this binary with the global options). Exit codes as
+//! `strata`'s (`strata_storage::exit`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use strata_storage::db::DbOptions;
+use strata_storage::util::parse_size;
+
+#[derive(Parser)]
+#[command(
+    name = "strata bench tpch",
+    version,
+    about = "TPC-H Q1, Q4, Q6, Q7, Q12, Q14, Q19 under the optimizer (fresh and stale statistics), Smooth Scan and each fixed path; cold wall time and I/O"
+)]
+struct Cli {
+    /// Database directory (unused: the benchmark has its own, --bench-db).
+    #[arg(long, default_value = "./strata.db")]
+    db: PathBuf,
+    /// Buffer pool size, e.g. 256MiB.
+    #[arg(long, default_value = "256MiB")]
+    buffer_pool: String,
+    /// Device: `real` (direct I/O), `buffered`, or a modeled profile (`hdd`,
+    /// `ssd`, a JSON file).
+    #[arg(long, default_value = "real")]
+    device: String,
+    #[command(flatten)]
+    args: TpchArgs,
+}
+
+#[derive(clap::Args)]
+struct TpchArgs {
+    /// Scale factor.
+    #[arg(long, default_value = "1")]
+    sf: String,
+    /// The benchmark database (built on first use; see `strata_bench_tpch`).
+    #[arg(long)]
+    bench_db: Option<PathBuf>,
+    /// Where tpch.csv, tpch.md and the plots go.
+    #[arg(long, default_value = "results/tpch")]
+    out: PathBuf,
+    /// Queries, e.g. 1,6,14 (default: the paper's seven).
+    #[arg(long, value_delimiter = ',')]
+    queries: Vec<String>,
+    /// Configurations: optimizer-fresh, optimizer-stale, smooth, full, index,
+    /// sort, switch (default: all).
+    #[arg(long, value_delimiter = ',')]
+    configs: Vec<String>,
+    /// Runs per point (median reported).
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Seconds before a run is cancelled and recorded as censored.
+    #[arg(long, default_value_t = 120.0)]
+    timeout: f64,
+    /// Also run the queries in PostgreSQL (set up by scripts/setup_postgres.sh), loaded from the same tables, cold where permitted.
+    #[arg(long)]
+    with_postgres: bool,
+}
+
+/// A usage error (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Usage(String);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit_code(&e))
+        }
+    }
+}
+
+/// The process exit code of a failed run (`strata_storage::exit`).
+fn exit_code(e: &anyhow::Error) -> u8 {
+    fn usage(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
+        e.is::<Usage>().then_some(strata_storage::exit::USAGE)
+    }
+    strata_storage::exit::code_of(
+        e.as_ref(),
+        &[
+            strata_sql::SqlError::classify,
+            strata_load::LoadError::classify,
+            strata_access::AccessError::classify,
+            usage,
+        ],
+    )
+}
+
+fn run(cli: &Cli) -> anyhow::Result<()> {
+    let a = &cli.args;
+    bench(cli, a)
+}
+
+fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
+    use strata_bench_tpch::{BenchOptions, Config};
+    use strata_sql::tpch::PAPER_QUERIES;
+    let sf = strata_load::parse_scale_factor(&a.sf).map_err(|e| Usage(e.to_string()))?;
+    if a.repeat == 0 || !a.timeout.is_finite() || a.timeout <= 0.0 {
+        return Err(Usage("--repeat and --timeout must be positive".into()).into());
+    }
+    let configs = if a.configs.is_empty() {
+        Config::DEFAULT.to_vec()
+    } else {
+        a.configs
+            .iter()
+            .map(|c| Config::parse(c).map_err(Usage))
+            .collect::<Result<_, _>>()?
+    };
+    let queries = if a.queries.is_empty() {
+        PAPER_QUERIES.iter().map(|q| q.to_string()).collect()
+    } else {
+        a.queries.clone()
+    };
+    let pool = parse_size(&cli.buffer_pool).map_err(|e| Usage(format!("--buffer-pool: {e}")))?;
+    let opts = BenchOptions {
+        sf,
+        bench_db: a
+            .bench_db
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("tpch-sf{}.db", a.sf))),
+        out: a.out.clone(),
+        queries,
+        configs,
+        repeat: a.repeat,
+        timeout: std::time::Duration::from_secs_f64(a.timeout),
+        db_options: DbOptions {
+            buffer_pool_bytes: pool as usize,
+            ..DbOptions::default()
+        }
+        .device(&cli.device)?,
+        device: cli.device.clone(),
+        with_postgres: a.with_postgres,
+    };
+    let (results, notes) = strata_bench_tpch::run(&opts, &mut |l| eprintln!("{l}"))?;
+    let md = strata_bench_tpch::write(&opts, &results, &notes)?;
+    print!("{}", std::fs::read_to_string(&md)?);
+    eprintln!("wrote {}", md.display());
+    Ok(())
+}
