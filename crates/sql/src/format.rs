@@ -1,20 +1,20 @@
-//! Query results as text: an aligned table for people, CSV and JSON for scripts.
+//! Query results as text: an aligned table for people, CSV and JSON for scripts,
+//! all three by Arrow's own writers.
 //!
 //! * `table`: boxed, aligned columns (Arrow's pretty printer).
 //! * `csv`: a header row, then one line per row; fields quoted only when they
 //!   hold a comma, quote or line break; NULL is an empty field.
 //! * `json`: one array of objects; numbers (integers, decimals, doubles) are
-//!   JSON numbers written exactly as formatted (a decimal keeps its scale),
-//!   NULL is `null`, everything else a string.
+//!   JSON numbers (a decimal keeps its scale), NULL is `null`, dates and
+//!   strings are strings.
 
-use std::fmt::Write as _;
 use std::str::FromStr;
 
-use datafusion::arrow::array::Array;
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::csv::WriterBuilder;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::error::ArrowError;
+use datafusion::arrow::json;
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -55,105 +55,40 @@ pub fn render(
             Ok(format!("{}\n", pretty_format_batches(batches)?))
         }
         Format::Csv => csv(schema, batches),
-        Format::Json => json(schema, batches),
-    }
-}
-
-fn options() -> FormatOptions<'static> {
-    FormatOptions::default().with_null("")
-}
-
-fn csv_field(out: &mut String, s: &str) {
-    if s.contains([',', '"', '\n', '\r']) {
-        out.push('"');
-        out.push_str(&s.replace('"', "\"\""));
-        out.push('"');
-    } else {
-        out.push_str(s);
+        Format::Json => json(batches),
     }
 }
 
 fn csv(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<String, ArrowError> {
-    let mut out = String::new();
-    for (i, f) in schema.fields().iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        csv_field(&mut out, f.name());
-    }
-    out.push('\n');
-    let opts = options();
+    let mut out = Vec::new();
+    let mut w = WriterBuilder::new().with_header(true).build(&mut out);
+    // The header is written with the first batch: an empty one first, so an
+    // empty result still has its header.
+    w.write(&RecordBatch::new_empty(schema.clone()))?;
     for b in batches {
-        let fmts = b
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &opts))
-            .collect::<Result<Vec<_>, _>>()?;
-        for row in 0..b.num_rows() {
-            for (i, f) in fmts.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                csv_field(&mut out, &f.value(row).to_string());
-            }
-            out.push('\n');
-        }
+        w.write(b)?;
     }
-    Ok(out)
+    drop(w);
+    String::from_utf8(out).map_err(|e| ArrowError::CsvError(e.to_string()))
 }
 
-fn is_number(t: &DataType) -> bool {
-    t.is_numeric()
-}
-
-fn json(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<String, ArrowError> {
-    let mut out = String::from("[");
-    let names: Vec<String> = schema
-        .fields()
-        .iter()
-        .map(|f| serde_json::to_string(f.name()).expect("a string serializes"))
-        .collect();
-    let opts = options();
-    let mut first = true;
-    for b in batches {
-        let fmts = b
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &opts))
-            .collect::<Result<Vec<_>, _>>()?;
-        for row in 0..b.num_rows() {
-            out.push_str(if first { "\n  {" } else { ",\n  {" });
-            first = false;
-            for (i, f) in fmts.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                let _ = write!(out, "{}: ", names[i]);
-                let col = b.column(i);
-                if col.is_null(row) {
-                    out.push_str("null");
-                    continue;
-                }
-                let text = f.value(row).to_string();
-                let finite = text.parse::<f64>().is_ok_and(f64::is_finite);
-                if is_number(col.data_type()) && finite {
-                    out.push_str(&text);
-                } else {
-                    out.push_str(&serde_json::to_string(&text).expect("a string serializes"));
-                }
-            }
-            out.push('}');
-        }
-    }
-    out.push_str(if first { "]\n" } else { "\n]\n" });
-    Ok(out)
+fn json(batches: &[RecordBatch]) -> Result<String, ArrowError> {
+    let mut out = Vec::new();
+    let mut w = json::WriterBuilder::new()
+        .with_explicit_nulls(true)
+        .build::<_, json::writer::JsonArray>(&mut out);
+    w.write_batches(&batches.iter().collect::<Vec<_>>())?;
+    w.finish()?;
+    drop(w);
+    out.push(b'\n');
+    String::from_utf8(out).map_err(|e| ArrowError::JsonError(e.to_string()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use datafusion::arrow::array::{Decimal128Array, Int32Array, StringArray};
-    use datafusion::arrow::datatypes::{Field, Schema};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
     use std::sync::Arc;
 
     fn batch() -> (SchemaRef, RecordBatch) {
@@ -198,6 +133,11 @@ mod tests {
         assert!(v[1]["n"].is_null());
         assert!(text.contains("-0.05"));
         assert_eq!(render(Format::Json, &s, &[]).unwrap(), "[]\n");
+        assert_eq!(
+            render(Format::Csv, &s, &[]).unwrap(),
+            "n,s,d\n",
+            "an empty result keeps its header"
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! SQL over strata: strata tables as DataFusion table providers whose scans run
 //! strata's access paths (Smooth Scan by default), a classical cost-based
-//! optimizer over `ANALYZE` statistics for comparison, result formatting, and
-//! the TPC-H benchmark.
+//! optimizer over `ANALYZE` statistics for comparison, scripts and result
+//! formatting, and the 22 TPC-H queries (their benchmark is `strata-bench-tpch`).
 //!
 //! DataFusion is a large dependency; it lives in this crate only, so the rest
 //! of strata (and `strata demo`) builds without it.
@@ -13,10 +13,12 @@ pub mod options;
 pub mod provider;
 pub mod pushdown;
 pub mod scan_exec;
+pub mod script;
 pub mod session;
 pub mod stats;
 pub mod tpch;
 
 pub use format::Format;
 pub use options::{AccessPathSetting, StrataOptions};
-pub use session::{QueryResult, SqlError, SqlSession, split_statements};
+pub use script::split_statements;
+pub use session::{QueryResult, SqlError, SqlSession};

@@ -15,6 +15,7 @@ use strata_storage::{Database, StorageError};
 
 use crate::options::StrataOptions;
 use crate::provider::StrataTable;
+use crate::script::analyze_targets;
 use crate::stats;
 
 #[derive(Debug, thiserror::Error)]
@@ -281,100 +282,5 @@ fn type_name(t: &strata_storage::types::DataType) -> String {
         T::Char { len } => format!("CHAR({len})"),
         T::Varchar { len } => format!("VARCHAR({len})"),
         T::Bool => "BOOL".into(),
-    }
-}
-
-/// The tables of an `ANALYZE [TABLE] [t [, t ...]]` statement, or `None` for
-/// any other statement.
-pub fn analyze_targets(sql: &str) -> Option<Vec<String>> {
-    let s = sql.trim().trim_end_matches(';').trim();
-    let mut words = s.split_whitespace();
-    if !words.next()?.eq_ignore_ascii_case("analyze") {
-        return None;
-    }
-    let rest: String = s["analyze".len()..].trim().to_string();
-    let rest = rest
-        .strip_prefix("TABLE ")
-        .or_else(|| rest.strip_prefix("table "))
-        .unwrap_or(&rest);
-    Some(
-        rest.split(',')
-            .map(|t| t.trim().to_ascii_lowercase())
-            .filter(|t| !t.is_empty())
-            .collect(),
-    )
-}
-
-/// Splits a script into statements at `;` outside quotes and comments.
-/// Returns the complete statements and what is left after the last `;`.
-pub fn split_statements(text: &str) -> (Vec<String>, String) {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' | '"' => {
-                cur.push(c);
-                for d in chars.by_ref() {
-                    cur.push(d);
-                    if d == c {
-                        break;
-                    }
-                }
-            }
-            '-' if chars.peek() == Some(&'-') => {
-                // a line comment: skip to the end of the line
-                for d in chars.by_ref() {
-                    if d == '\n' {
-                        cur.push('\n');
-                        break;
-                    }
-                }
-            }
-            '/' if chars.peek() == Some(&'*') => {
-                chars.next();
-                let mut prev = ' ';
-                for d in chars.by_ref() {
-                    if prev == '*' && d == '/' {
-                        break;
-                    }
-                    prev = d;
-                }
-                cur.push(' ');
-            }
-            ';' => {
-                if !cur.trim().is_empty() {
-                    out.push(cur.trim().to_string());
-                }
-                cur.clear();
-            }
-            c => cur.push(c),
-        }
-    }
-    (out, cur.trim().to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scripts_split_at_semicolons_outside_quotes_and_comments() {
-        let (s, rest) = split_statements(
-            "select 'a;b' from t; -- a comment; here\nselect \"x;\" /* ; */ from u;\nselect 3",
-        );
-        assert_eq!(s, vec!["select 'a;b' from t", "select \"x;\"   from u"]);
-        assert_eq!(rest, "select 3");
-    }
-
-    #[test]
-    fn analyze_statements_name_their_tables() {
-        assert_eq!(analyze_targets("ANALYZE;"), Some(vec![]));
-        assert_eq!(
-            analyze_targets("analyze table Lineitem, orders"),
-            Some(vec!["lineitem".to_string(), "orders".to_string()])
-        );
-        assert_eq!(analyze_targets("explain analyze select 1"), None);
-        assert_eq!(analyze_targets("select 1"), None);
     }
 }
