@@ -39,7 +39,6 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use strata_storage::StorageError;
 use strata_storage::device::{AlignedBuf, Device, FileId, ReadRequest, segment_path};
@@ -104,12 +103,6 @@ pub fn check_budget(budget: usize) -> Result<()> {
     Ok(())
 }
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Prefix of every sort temporary file's name (traces use it to tell temporary
-/// files from tables).
-pub const TEMP_PREFIX: &str = strata_storage::device::trace::TEMP_FILE_PREFIX;
-
 /// A temporary paged file of a sort, appended to page by page through the
 /// device; removed on drop. Counts its own I/O.
 pub(crate) struct TempFile {
@@ -126,11 +119,8 @@ pub(crate) struct TempFile {
 impl TempFile {
     pub fn create(device: &Arc<dyn Device>, dir: &Path, what: &str) -> Result<TempFile> {
         std::fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
-        let path = dir.join(format!(
-            "{TEMP_PREFIX}-{what}-{}-{}",
-            std::process::id(),
-            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
+        strata_storage::temp::remove_stale_once(dir);
+        let path = strata_storage::temp::temp_path(dir, what);
         let file = device.create(&path, 1 << 20)?;
         Ok(TempFile {
             device: device.clone(),

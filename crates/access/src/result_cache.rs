@@ -60,18 +60,17 @@
 //! Not counted: per-partition bookkeeping (a few dozen bytes per partition) and
 //! the run list (about 100 bytes per run).
 //!
-//! **Temporary files** are named `resultcache-<pid>-<n>` in the temp directory.
-//! The file is removed when the cache is dropped (also on error and during a
-//! panic's unwinding), and at once when a write fails, so a full disk leaves
-//! nothing behind. The first cache a process creates in a directory removes
-//! files left there by processes that no longer exist (a crash or a kill), and
-//! opening a database read-write removes every one in `<db>/tmp`.
+//! **Temporary files** follow `strata_storage::temp`'s scheme
+//! (`strata-temp-resultcache-<pid>-<n>`). The file is removed when the cache is
+//! dropped (also on error and during a panic's unwinding), and at once when a
+//! write fails, so a full disk leaves nothing behind; what a crash leaves is
+//! removed by the next process that uses the directory or opens the database.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+
+use std::sync::Arc;
 
 use strata_storage::StorageError;
 use strata_storage::device::{AlignedBuf, Device, FileId, segment_path};
@@ -282,8 +281,6 @@ pub struct ResultCache {
     report: CacheReport,
 }
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
 impl ResultCache {
     /// A cache whose partitions are split at `bounds` (sorted entries; partition
     /// i holds entries in [bounds[i-1], bounds[i])). Spill files go in `temp_dir`.
@@ -293,7 +290,7 @@ impl ResultCache {
         device: Arc<dyn Device>,
         temp_dir: &Path,
     ) -> ResultCache {
-        remove_stale_spill_files_once(temp_dir);
+        strata_storage::temp::remove_stale_once(temp_dir);
         let n = bounds.len() + 1;
         let pages = |bytes: usize| (bytes / PAGE_SIZE).max(1);
         // Below 128 KiB a page-rounded eighth would be a page or more of a
@@ -307,11 +304,7 @@ impl ResultCache {
         };
         let stage_pages = pages(budget / 16).min(MAX_IO_PAGES);
         let cursor_share = pages(budget / 4) * PAGE_SIZE;
-        let temp_path = temp_dir.join(format!(
-            "resultcache-{}-{}",
-            std::process::id(),
-            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
+        let temp_path = strata_storage::temp::temp_path(temp_dir, "resultcache");
         let reserved = arena_cap + stage_pages * PAGE_SIZE;
         ResultCache {
             bounds,
@@ -1025,41 +1018,5 @@ impl SpillFile {
 impl Drop for SpillFile {
     fn drop(&mut self) {
         self.remove();
-    }
-}
-
-/// Removes the `resultcache-<pid>-*` files in `dir` of processes that no longer
-/// exist (left by a crash or a kill). Returns how many files it removed.
-pub fn remove_stale_spill_files(dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let me = std::process::id();
-    let mut removed = 0;
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("resultcache-"))
-            .and_then(|n| n.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let alive = pid == me || Path::new(&format!("/proc/{pid}")).exists();
-        if !alive && std::fs::remove_file(e.path()).is_ok() {
-            removed += 1;
-        }
-    }
-    removed
-}
-
-/// [`remove_stale_spill_files`], the first time this process uses `dir`.
-fn remove_stale_spill_files_once(dir: &Path) {
-    static CLEANED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-    let mut cleaned = CLEANED.lock().unwrap_or_else(|e| e.into_inner());
-    if !cleaned.iter().any(|d| d == dir) {
-        cleaned.push(dir.to_path_buf());
-        remove_stale_spill_files(dir);
     }
 }

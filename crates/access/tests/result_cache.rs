@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata_access::result_cache::{ResultCache, remove_stale_spill_files};
+use strata_access::result_cache::ResultCache;
 use strata_storage::StorageError;
 use strata_storage::device::{Device, FileDevice, FileId, IoStats};
 use strata_storage::page::PAGE_SIZE;
+use strata_storage::temp::remove_stale as remove_stale_spill_files;
 use strata_storage::types::Tid;
 
 /// An index entry: a big-endian key, then the tid (as the B+-tree encodes them).
@@ -307,10 +308,11 @@ fn a_full_disk_is_a_clear_error_and_leaves_nothing_behind() {
 fn stale_spill_files_of_dead_processes_are_removed() {
     let dir = tempfile::tempdir().unwrap();
     // No process has a pid this large (Linux caps pids at 2^22).
-    let dead = dir.path().join("resultcache-4000000000-0.0000");
-    let live = dir
-        .path()
-        .join(format!("resultcache-{}-777.0000", std::process::id()));
+    let dead = dir.path().join("strata-temp-resultcache-4000000000-0.0000");
+    let live = dir.path().join(format!(
+        "strata-temp-resultcache-{}-777.0000",
+        std::process::id()
+    ));
     let other = dir.path().join("notes.txt");
     for f in [&dead, &live, &other] {
         std::fs::write(f, b"x").unwrap();
@@ -342,9 +344,10 @@ fn opening_a_database_read_write_removes_leftover_spill_files() {
     };
     drop(Database::create(dir.path(), opts()).unwrap());
     std::fs::create_dir_all(dir.path().join("tmp")).unwrap();
-    let left = dir
-        .path()
-        .join(format!("tmp/resultcache-{}-5.0000", std::process::id()));
+    let left = dir.path().join(format!(
+        "tmp/strata-temp-resultcache-{}-5.0000",
+        std::process::id()
+    ));
     std::fs::write(&left, b"x").unwrap();
     drop(
         Database::open(

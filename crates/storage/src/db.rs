@@ -271,16 +271,10 @@ impl Database {
             self.dir
                 .join(format!("{}.tmp", crate::catalog::CATALOG_FILE)),
         );
-        // Result Cache spill files in `tmp/` (the temp dir the CLI and benches
-        // give operators) left by a process that died: no other process can be
+        // Temporary files in `tmp/` (the temp dir the CLI and benches give
+        // operators) left by a process that died: no other process can be
         // using them while we hold the exclusive lock.
-        if let Ok(tmp) = std::fs::read_dir(self.dir.join("tmp")) {
-            for e in tmp.flatten() {
-                if e.file_name().to_string_lossy().starts_with("resultcache-") {
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
-        }
+        crate::temp::remove_all(&self.dir.join("tmp"));
         if removed {
             sync_dir(&data)?;
         }

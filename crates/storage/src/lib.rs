@@ -14,6 +14,7 @@ pub mod heap;
 pub mod keysort;
 pub mod page;
 pub mod progress;
+pub mod temp;
 pub mod types;
 pub mod util;
 

@@ -61,8 +61,7 @@ use serde::Serialize;
 use super::{DeviceProfile, FileId, PAGE_SIZE, ProfileKind};
 use crate::error::{Result, StorageError};
 
-/// Name prefix of temporary files (sorts' runs and partitions).
-pub const TEMP_FILE_PREFIX: &str = "strata-temp";
+pub use crate::temp::TEMP_FILE_PREFIX;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
