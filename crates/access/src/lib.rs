@@ -1,9 +1,9 @@
 //! strata's access paths — full, index, sort (bitmap heap), switch and Smooth
-//! Scan — as pipelined operators that report what they did, and the Smooth Scan
-//! paper's cost model and competitive analysis.
+//! Scan — and the flash paper's sorts, as pipelined operators that report what
+//! they did. (The Smooth Scan paper's cost model is with its experiments, in
+//! `strata-bench`.)
 
 pub mod batch;
-pub mod cost_model;
 pub mod error;
 pub mod external_sort;
 pub mod full;

@@ -21,7 +21,6 @@
 //!   ([`postgres::run_postgres_queries`], [`postgres::run_postgres_sweep`]).
 
 pub mod flash;
-pub mod model;
 pub mod plot;
 pub mod postgres;
 pub mod results;

@@ -1,13 +1,13 @@
 //! `strata model`: the Smooth Scan paper's analytical figures (Fig. 9–12) from
 //! the cost model, and the model's predictions beside a measured sweep (the
-//! paper's Fig. 24). The work is in `strata_bench::model`; this file parses the
+//! paper's Fig. 24). The work is in `strata_bench::smooth_scan::model`; this file parses the
 //! flags, finds the table's size and prints.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
-use strata_bench::model::{
+use strata_bench::smooth_scan::model::{
     self, BENCH_DB, DEFAULT_OUT_DIR, MEASURED_HINT, SmoothModelChoice, TableShape,
 };
 use strata_bench::summary::num;

@@ -21,6 +21,10 @@
 //! a plot per device, and `<figure>.md` with the ratios the targets are
 //! about.
 
+pub mod competitive;
+pub mod cost_model;
+pub mod model;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
