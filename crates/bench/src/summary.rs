@@ -16,6 +16,48 @@ pub struct Summary {
     text: String,
 }
 
+/// "Made by `strata …` at commit `abc1234`": this process's command line (the
+/// binary by its file name) and the commit of the git checkout it runs in
+/// (`-dirty` when tracked files have changes), so a results file says exactly
+/// what produced it.
+pub fn provenance() -> String {
+    let mut args = std::env::args();
+    let bin = args
+        .next()
+        .map(|a| {
+            Path::new(&a)
+                .file_name()
+                .map_or(a.clone(), |f| f.to_string_lossy().into_owned())
+        })
+        .unwrap_or_default();
+    let command: Vec<String> = std::iter::once(bin)
+        .chain(args.map(|a| {
+            if a.contains([' ', '"', '*']) {
+                format!("'{a}'")
+            } else {
+                a
+            }
+        }))
+        .collect();
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let commit = match git(&["rev-parse", "--short", "HEAD"]) {
+        Some(c) => {
+            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|s| !s.is_empty());
+            format!("{c}{}", if dirty { "-dirty" } else { "" })
+        }
+        None => "unknown (not run in a git checkout)".into(),
+    };
+    format!("Made by `{}` at commit `{commit}`.", command.join(" "))
+}
+
 /// One number of ours beside the paper's.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
@@ -174,12 +216,14 @@ impl Summary {
 
     /// Writes the document to `path` (e.g. `results/smooth_scan/README.md`),
     /// creating its directory.
+    /// Writes the summary, ending with its provenance: the command line that
+    /// made it and the git commit it ran at ([`provenance`]).
     pub fn write(&self, path: impl AsRef<Path>) -> io::Result<()> {
         let path = path.as_ref();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs::create_dir_all(dir)?;
         }
-        fs::write(path, &self.text)
+        fs::write(path, format!("{}\n---\n{}\n", self.text, provenance()))
     }
 }
 
@@ -234,6 +278,19 @@ fn looks_numeric(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_written_summary_says_what_made_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.md");
+        Summary::new("t").write(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let last = text.lines().last().unwrap();
+        assert!(
+            last.starts_with("Made by `") && last.contains("` at commit `"),
+            "{last}"
+        );
+    }
 
     #[test]
     fn numbers() {

@@ -147,6 +147,11 @@ mod tests {
             Some(PathKind::Smooth(MorphPolicy::Elastic))
         );
         assert_eq!(classify_variant("switch"), None);
+        assert_eq!(
+            classify_variant("smooth (cost-aware, eager)"),
+            None,
+            "the cost-aware policy has no model; it must not be set beside Elastic's"
+        );
         assert!(device_matches("HDD", "hdd"));
         assert!(device_matches("hdd (modeled)", "hdd"));
         assert!(!device_matches("ssd", "hdd"));
