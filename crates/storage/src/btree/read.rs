@@ -1,0 +1,394 @@
+//! Reading a tree: key ranges, lookups, the leaf level, separator entries of a
+//! level, and the iterators and read-ahead cursor over them.
+
+use std::ops::Bound;
+
+use crate::error::Result;
+use crate::page::PageView;
+use crate::types::Tid;
+
+use super::layout::*;
+use super::*;
+
+impl BTree {
+    /// Entries whose key lies within the bounds, in (key, tid) order, as (encoded
+    /// key, tid). Bounds are encoded key *prefixes* (e.g. just the first columns of
+    /// a composite key): an entry's key is cut to the bound's length and compared
+    /// with it, so `Included(k)` as upper bound takes every key starting with `k`
+    /// and `Excluded(k)` as lower bound skips them.
+    ///
+    /// The iterator copies one leaf's qualifying entries at a time and holds no
+    /// latch or pin between calls. Entries inserted concurrently may or may not be
+    /// seen; none is seen twice and the order holds.
+    pub fn range(&self, lower: Bound<Vec<u8>>, upper: Bound<Vec<u8>>) -> Result<RangeIter<'_>> {
+        Ok(RangeIter {
+            tree: self,
+            cursor: self.range_cursor(lower, upper),
+        })
+    }
+
+    /// A detached cursor over the same entries as [`BTree::range`].
+    pub fn range_cursor(&self, lower: Bound<Vec<u8>>, upper: Bound<Vec<u8>>) -> RangeCursor {
+        RangeCursor {
+            lower,
+            upper,
+            buf: Vec::new(),
+            ends: Vec::new(),
+            pos: 0,
+            started: false,
+            done: false,
+            leaf: NO_PAGE,
+            next_leaf: NO_PAGE,
+            splits: 0,
+            last: Vec::new(),
+            steps: 0,
+            streak: 0,
+            ahead_until: 0,
+        }
+    }
+
+    /// Every tid stored under exactly the full encoded key `key`, in tid order.
+    pub fn lookup(&self, key: &[u8]) -> Result<Vec<Tid>> {
+        let mut out = Vec::new();
+        for r in self.range(Bound::Included(key.to_vec()), Bound::Included(key.to_vec()))? {
+            let (k, tid) = r?;
+            if k == key {
+                out.push(tid);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The leaves in key order with their entries: `(page, [(encoded key, tid)])`.
+    /// One leaf is read per step; run it without concurrent writers for a consistent
+    /// picture.
+    pub fn leaves(&self) -> Result<LeafIter<'_>> {
+        Ok(LeafIter {
+            tree: self,
+            next: None,
+            steps: 0,
+            done: false,
+        })
+    }
+
+    /// `(lower, upper)`: the free region of leaf `page`, between its slot directory
+    /// and its entries (one contiguous gap, see the module docs).
+    pub fn leaf_free_region(&self, page: u32) -> Result<(u16, u16)> {
+        let meta = self.latch.read();
+        let g = self.read_node(&meta, page, Node::Leaf)?;
+        let v = PageView::new(&g);
+        Ok((v.lower(), v.upper()))
+    }
+
+    /// The separator keys (key part, without tid) at `level` counted from the root
+    /// (0 = root), in order; equal keys can repeat. Leaves hold no separators, so a
+    /// level at or below the leaves (any level of a height-1 tree) returns nothing.
+    /// Operators partition key ranges with these.
+    pub fn level_keys(&self, level: usize) -> Result<Vec<Vec<u8>>> {
+        Ok(self
+            .level_entries(level)?
+            .into_iter()
+            .map(|mut e| {
+                e.truncate(e.len() - TID_LEN);
+                e
+            })
+            .collect())
+    }
+
+    /// Like [`BTree::level_keys`], but whole separator entries (key ++ tid): the
+    /// boundaries between the subtrees of that level, in (key, tid) order. Ranges
+    /// split at these never split a run of equal keys unevenly, however skewed.
+    pub fn level_entries(&self, level: usize) -> Result<Vec<Vec<u8>>> {
+        Ok(self
+            .level_entries_in(level, &Bound::Unbounded, &Bound::Unbounded)?
+            .0)
+    }
+
+    /// [`BTree::level_entries`] within a key range: only the nodes whose
+    /// subtrees overlap `[lower, upper]` are read (a narrow range costs a page
+    /// per level, not the whole level), and only separators inside the range are
+    /// returned. Also returns how many subtrees the whole level splits the tree
+    /// into, estimated from the mean fanout of the nodes read on each level:
+    /// exact for the root and for an unbounded range, off by the fill of the
+    /// nodes over a narrow range otherwise (a bulk-built level's last node can
+    /// be nearly empty).
+    pub fn level_entries_in(
+        &self,
+        level: usize,
+        lower: &Bound<Vec<u8>>,
+        upper: &Bound<Vec<u8>>,
+    ) -> Result<(Vec<Vec<u8>>, f64)> {
+        let meta = self.latch.read();
+        let height = meta.height as usize;
+        if level + 1 >= height {
+            return Ok((Vec::new(), 1.0));
+        }
+        let (mut pages, mut entries, mut subtrees) = (vec![meta.root], Vec::new(), 1.0);
+        for l in 0..=level {
+            let node_level = (height - 1 - l) as u32;
+            let (mut children, mut fanout) = (Vec::new(), 0usize);
+            for &p in &pages {
+                let g = self.read_node(&meta, p, Node::Internal(node_level))?;
+                let v = PageView::new(&g);
+                let slots: Vec<(&[u8], u32)> = (0..v.n_slots())
+                    .map(|s| split_slot(slot_bytes(&v, s)))
+                    .collect();
+                fanout += slots.len() + 1;
+                if l == level {
+                    entries.extend(
+                        slots
+                            .iter()
+                            .filter(|(sep, _)| {
+                                !before_lower(lower, sep) && within_upper(upper, sep)
+                            })
+                            .map(|(sep, _)| sep.to_vec()),
+                    );
+                    continue;
+                }
+                // Child i holds the entries in [separator i, separator i+1).
+                for i in 0..=slots.len() {
+                    let child = if i == 0 {
+                        internal_header(&v).0
+                    } else {
+                        slots[i - 1].1
+                    };
+                    let below = i < slots.len() && before_lower(lower, slots[i].0);
+                    let above = i > 0 && !within_upper(upper, slots[i - 1].0);
+                    if !below && !above {
+                        children.push(child);
+                    }
+                }
+            }
+            subtrees *= fanout as f64 / pages.len().max(1) as f64;
+            pages = children;
+        }
+        Ok((entries, subtrees))
+    }
+}
+
+/// Forward iterator over a key range ([`BTree::range`]).
+pub struct RangeIter<'a> {
+    tree: &'a BTree,
+    cursor: RangeCursor,
+}
+
+/// The position of a forward range scan, detached from the tree so that an
+/// operator can own it next to the table it scans: each step is given the tree
+/// ([`RangeCursor::next_entry`]). [`RangeIter`] is the borrowing convenience.
+pub struct RangeCursor {
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+    /// Qualifying entries of the current leaf, back to back; `ends[i]` is where
+    /// entry i ends.
+    buf: Vec<u8>,
+    ends: Vec<usize>,
+    pos: usize,
+    started: bool,
+    done: bool,
+    /// The leaf `buf` came from, its next link then, and the split counter then.
+    leaf: u32,
+    next_leaf: u32,
+    splits: u64,
+    /// The last entry copied (empty before the first): later leaves only yield
+    /// entries above it, so a leaf split between two steps cannot repeat entries.
+    last: Vec<u8>,
+    /// Leaves read, to stop on a cycle in a corrupt sibling chain.
+    steps: u64,
+    /// Sequential read-ahead of the leaf level: how many consecutive leaves were
+    /// physically adjacent, and the first page not read ahead yet.
+    streak: u32,
+    ahead_until: u32,
+}
+
+/// Most leaves read ahead in one request (256 KiB).
+const LEAF_READ_AHEAD: u32 = 32;
+
+impl RangeCursor {
+    /// The next entry as (encoded key ++ tid bytes, tid), borrowed from the
+    /// cursor's copy of the current leaf; `None` at the end of the range.
+    pub fn next_entry(&mut self, tree: &BTree) -> Option<Result<(&[u8], Tid)>> {
+        loop {
+            if self.pos < self.ends.len() {
+                let start = if self.pos == 0 {
+                    0
+                } else {
+                    self.ends[self.pos - 1]
+                };
+                let e = &self.buf[start..self.ends[self.pos]];
+                self.pos += 1;
+                let k = e.len() - TID_LEN;
+                return Some(Ok((e, Tid::decode(&e[k..]))));
+            }
+            if self.done {
+                return None;
+            }
+            if let Err(e) = self.refill(tree) {
+                self.done = true;
+                self.ends.clear();
+                return Some(Err(e));
+            }
+        }
+    }
+
+    /// Copies the qualifying entries of the next leaf that has any into `buf`
+    /// (holding the latch shared meanwhile, one pin at a time), or sets `done`.
+    fn refill(&mut self, tree: &BTree) -> Result<()> {
+        self.buf.clear();
+        self.ends.clear();
+        self.pos = 0;
+        let meta = tree.latch.read();
+        // Whether the first page read is the previous leaf again (no step forward).
+        let mut reread = false;
+        let mut page = if !self.started {
+            self.started = true;
+            match &self.lower {
+                Bound::Unbounded => meta.first_leaf,
+                lower => tree.descend(&meta, |sep| before_lower(lower, sep), None)?,
+            }
+        } else if meta.splits == self.splits {
+            self.next_leaf
+        } else {
+            // Something split since the previous leaf was copied: that leaf may
+            // have taken entries since (a split can follow inserts into it) and
+            // its next link may now point to a new page. Read it again; entries
+            // up to `last` are skipped.
+            reread = true;
+            self.leaf
+        };
+        self.splits = meta.splits;
+        loop {
+            if page == NO_PAGE {
+                self.done = true;
+                return Ok(());
+            }
+            if !std::mem::take(&mut reread) {
+                self.steps += 1;
+                if self.steps > meta.num_pages as u64 {
+                    return Err(tree.err(format!(
+                        "the leaf chain is longer than the tree (a cycle through page {page})"
+                    )));
+                }
+            }
+            // Bulk-built leaves lie in page order: once the walk is seen to be
+            // sequential, read the next leaves ahead in one request, doubling
+            // the read-ahead as the streak goes on (like an OS read-ahead).
+            if self.leaf != NO_PAGE && page == self.leaf.wrapping_add(1) {
+                self.streak += 1;
+            } else if page != self.leaf {
+                self.streak = 0;
+            }
+            if self.streak >= 2 && page >= self.ahead_until {
+                let n = (1u32 << self.streak.min(5))
+                    .min(LEAF_READ_AHEAD)
+                    .min(meta.num_pages.saturating_sub(page));
+                tree.pool.prefetch(tree.file, page as u64, n as usize)?;
+                self.ahead_until = page + n;
+            }
+            let g = tree.read_node(&meta, page, Node::Leaf)?;
+            let v = PageView::new(&g);
+            let n = v.n_slots();
+            let (lower, last) = (&self.lower, &self.last);
+            let start = partition(n, |s| {
+                let e = slot_bytes(&v, s);
+                before_lower(lower, e) || (!last.is_empty() && e <= last.as_slice())
+            });
+            for s in start..n {
+                let e = slot_bytes(&v, s);
+                if e.len() < TID_LEN {
+                    return Err(tree.err(format!("leaf {page} slot {s} is too short for an entry")));
+                }
+                if !within_upper(&self.upper, e) {
+                    self.done = true;
+                    break;
+                }
+                self.buf.extend_from_slice(e);
+                self.ends.push(self.buf.len());
+            }
+            self.leaf = page;
+            self.next_leaf = leaf_siblings(&v).0;
+            if let Some(&end) = self.ends.last() {
+                let start = if self.ends.len() > 1 {
+                    self.ends[self.ends.len() - 2]
+                } else {
+                    0
+                };
+                self.last.clear();
+                self.last.extend_from_slice(&self.buf[start..end]);
+                return Ok(());
+            }
+            if self.done {
+                return Ok(());
+            }
+            // An empty (or fully skipped) leaf: go on to the next one.
+            page = self.next_leaf;
+        }
+    }
+}
+
+impl Iterator for RangeIter<'_> {
+    type Item = Result<(Vec<u8>, Tid)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.cursor
+            .next_entry(self.tree)
+            .map(|r| r.map(|(e, tid)| (e[..e.len() - TID_LEN].to_vec(), tid)))
+    }
+}
+
+/// One leaf as [`LeafIter`] yields it: its page number and its entries as
+/// (encoded key, tid), in order.
+pub type Leaf = (u32, Vec<(Vec<u8>, Tid)>);
+
+/// Iterator over the leaves in key order ([`BTree::leaves`]).
+pub struct LeafIter<'a> {
+    tree: &'a BTree,
+    /// The next leaf to read; `None` before the first.
+    next: Option<u32>,
+    steps: u64,
+    done: bool,
+}
+
+impl LeafIter<'_> {
+    fn step(&mut self) -> Result<Option<Leaf>> {
+        let tree = self.tree;
+        let meta = tree.latch.read();
+        let page = self.next.unwrap_or(meta.first_leaf);
+        if page == NO_PAGE {
+            return Ok(None);
+        }
+        self.steps += 1;
+        if self.steps > meta.num_pages as u64 {
+            return Err(tree.err(format!(
+                "the leaf chain is longer than the tree (a cycle through page {page})"
+            )));
+        }
+        let g = tree.read_node(&meta, page, Node::Leaf)?;
+        let v = PageView::new(&g);
+        let mut out = Vec::with_capacity(v.n_slots() as usize);
+        for s in 0..v.n_slots() {
+            let e = slot_bytes(&v, s);
+            if e.len() < TID_LEN {
+                return Err(tree.err(format!("leaf {page} slot {s} is too short for an entry")));
+            }
+            let k = e.len() - TID_LEN;
+            out.push((e[..k].to_vec(), Tid::decode(&e[k..])));
+        }
+        self.next = Some(leaf_siblings(&v).0);
+        Ok(Some((page, out)))
+    }
+}
+
+impl Iterator for LeafIter<'_> {
+    type Item = Result<Leaf>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let r = self.step().transpose();
+        if !matches!(r, Some(Ok(_))) {
+            self.done = true;
+        }
+        r
+    }
+}
