@@ -142,11 +142,11 @@ impl PageCosts {
     pub fn from_profile(p: &strata_storage::device::DeviceProfile) -> PageCosts {
         use strata_storage::device::ProfileKind;
         let seq = strata_storage::page::PAGE_SIZE as f64 / (p.read_mb_s * 1e6) * 1e3;
-        let (fixed, lanes) = match p.kind {
-            ProfileKind::Hdd => (p.seek_ms + p.rotation_ms, 1.0),
-            ProfileKind::Ssd => (p.latency_ms, p.channels.max(1) as f64),
+        let lanes = match p.kind {
+            ProfileKind::Hdd => 1.0,
+            ProfileKind::Ssd => p.channels.max(1) as f64,
         };
-        let random = fixed + seq;
+        let random = p.fixed_ms() + seq;
         PageCosts {
             random_ms: random,
             sequential_ms: seq,

@@ -175,7 +175,7 @@
 //! [`cost_vs_selectivity`] the §5 operator costs over a selectivity range.
 
 use serde::{Deserialize, Serialize};
-use strata_storage::device::{DeviceProfile, ProfileKind};
+use strata_storage::device::DeviceProfile;
 
 /// The page size of the paper (PostgreSQL's) and of strata.
 pub const DEFAULT_PAGE_SIZE: u64 = 8192;
@@ -257,11 +257,7 @@ impl DeviceTimes {
     /// The page times of any strata [`DeviceProfile`] (read rate; HDD: seek +
     /// rotation, SSD: latency, as one channel sees them).
     pub fn from_profile(profile: &DeviceProfile, page_size: u64) -> DeviceTimes {
-        let fixed = match profile.kind {
-            ProfileKind::Hdd => profile.seek_ms + profile.rotation_ms,
-            ProfileKind::Ssd => profile.latency_ms,
-        };
-        DeviceTimes::from_fixed_and_rate(fixed, profile.read_mb_s, page_size)
+        DeviceTimes::from_fixed_and_rate(profile.fixed_ms(), profile.read_mb_s, page_size)
     }
 
     /// The same times as §6's [`IoCosts`].

@@ -229,14 +229,20 @@ impl DeviceProfile {
         Ok(())
     }
 
-    /// The fixed cost of a request that is not sequential (HDD) or of any request
-    /// (SSD), in whole ns.
-    pub(crate) fn fixed_ns(&self) -> u64 {
-        let ms = match self.kind {
+    /// The fixed cost of a request that is not sequential (HDD: seek +
+    /// rotation) or of any request (SSD: latency), in ms — the one place that
+    /// says it (the device model, Smooth Scan's page costs and the cost model
+    /// all use it).
+    pub fn fixed_ms(&self) -> f64 {
+        match self.kind {
             ProfileKind::Hdd => self.seek_ms + self.rotation_ms,
             ProfileKind::Ssd => self.latency_ms,
-        };
-        (ms * 1e6).round() as u64
+        }
+    }
+
+    /// [`Self::fixed_ms`] in whole ns.
+    pub(crate) fn fixed_ns(&self) -> u64 {
+        (self.fixed_ms() * 1e6).round() as u64
     }
 
     /// Time to move `bytes` at `mb_s` MB/s (= `mb_s / 1000` bytes per ns), in whole ns.
