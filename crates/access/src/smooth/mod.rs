@@ -38,7 +38,6 @@
 //!   processed page after its start, or the end of the table.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
 use std::time::Instant;
 
 use strata_storage::btree::RangeCursor;
@@ -46,188 +45,15 @@ use strata_storage::device::{AlignedBuf, ReadRequest};
 use strata_storage::page::{PAGE_SIZE, PageView};
 use strata_storage::types::Tid;
 
+mod options;
+
+pub use options::{PageCosts, Policy, SmoothOptions, Trigger};
+
 use crate::batch::TupleBatch;
 use crate::error::{AccessError, Result};
 use crate::report::{Mode, ModeChange, ScanReport};
 use crate::result_cache::{ResultCache, TUPLE_OVERHEAD};
 use crate::scan::{AccessPath, ScanSpec};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Policy {
-    Greedy,
-    SelectivityIncrease,
-    Elastic,
-    /// strata's extension: Elastic with an absolute yardstick. The region grows
-    /// while the pages it reads beyond the one the index pointed at hold results
-    /// at least as often as the break-even density — sequential page cost over
-    /// random page cost at the operator's I/O depth
-    /// ([`PageCosts::break_even_density`]): reading them in sequence is then
-    /// cheaper than fetching their results at random — and halves below half of
-    /// it. On a disk that density is about 2%; on flash with many requests in
-    /// flight, random reads cost about what sequential ones do, so it only grows
-    /// over dense data. Regions of one page read nothing beyond the index's
-    /// page, so they say nothing about density: the policy then probes with
-    /// two-page regions, waiting twice as many batches after each probe that
-    /// did not pay off (a sparse query reads a few extra pages, not one per
-    /// region every other batch).
-    ///
-    /// Once a batch of regions read together spans the largest region (the
-    /// cap) and still pays off, an index entry only
-    /// picks where the next region starts, at random in the heap, and the index
-    /// leaves read to find it are overhead. For unordered output the policy
-    /// then *sweeps*: regions follow in page order from where the last one
-    /// ended (wrapping around once) until every page is processed, or until a
-    /// region's density falls below half the break-even and the regions go
-    /// back to index entries. Dense queries thereby end as a full scan of the
-    /// pages not yet read, without repeating a tuple (the Page-ID cache skips
-    /// what regions produced; mode 0's tuples are skipped by their entry).
-    CostAware,
-}
-
-impl std::str::FromStr for Policy {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Policy, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "greedy" => Ok(Policy::Greedy),
-            "si" | "selectivity-increase" | "selectivity_increase" => {
-                Ok(Policy::SelectivityIncrease)
-            }
-            "elastic" => Ok(Policy::Elastic),
-            "cost" | "cost-aware" | "costaware" => Ok(Policy::CostAware),
-            _ => Err(format!("unknown policy '{s}' (greedy, si, elastic, cost)")),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Trigger {
-    Eager,
-    /// Morph once the rows produced reach the estimate (the next would exceed it).
-    Optimizer {
-        estimate: u64,
-    },
-    /// Morph when finishing within `bound_ms` could otherwise not be guaranteed.
-    Sla {
-        bound_ms: f64,
-    },
-}
-
-/// What reading a page costs on the device, for the SLA trigger's running
-/// estimate and the cost-aware policy.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PageCosts {
-    /// One random page read on its own.
-    pub random_ms: f64,
-    /// One page of a sequential run.
-    pub sequential_ms: f64,
-    /// One random page read when many are in flight together (never below the
-    /// sequential cost: the device's bandwidth bounds both).
-    pub parallel_random_ms: f64,
-}
-
-impl Default for PageCosts {
-    /// A local NVMe-class device (what `strata bench io` measures here: about
-    /// 12k random 8 KiB reads/s at depth 1, 45k at depth 32, 1 GB/s sequential).
-    fn default() -> Self {
-        PageCosts {
-            random_ms: 0.08,
-            sequential_ms: 0.008,
-            parallel_random_ms: 0.022,
-        }
-    }
-}
-
-impl PageCosts {
-    /// The costs a modeled device profile charges.
-    pub fn from_profile(p: &strata_storage::device::DeviceProfile) -> PageCosts {
-        use strata_storage::device::ProfileKind;
-        let seq = strata_storage::page::PAGE_SIZE as f64 / (p.read_mb_s * 1e6) * 1e3;
-        let lanes = match p.kind {
-            ProfileKind::Hdd => 1.0,
-            ProfileKind::Ssd => p.channels.max(1) as f64,
-        };
-        let random = p.fixed_ms() + seq;
-        PageCosts {
-            random_ms: random,
-            sequential_ms: seq,
-            parallel_random_ms: (random / lanes).max(seq),
-        }
-    }
-
-    /// The costs of the modeled device `db` was opened with; `None` for a real
-    /// device (whose costs [`PageCosts::default`] gives).
-    pub fn modeled(db: &strata_storage::Database) -> Option<PageCosts> {
-        db.profile().map(PageCosts::from_profile)
-    }
-
-    /// The density of result pages above which reading the pages next to a
-    /// result page in sequence beats fetching their results at random.
-    pub fn break_even_density(&self, io_depth: usize) -> f64 {
-        let random = if io_depth > 1 {
-            self.parallel_random_ms
-        } else {
-            self.random_ms
-        };
-        (self.sequential_ms / random).min(1.0)
-    }
-}
-
-#[derive(Clone, Debug)]
-pub struct SmoothOptions {
-    pub policy: Policy,
-    pub trigger: Trigger,
-    /// Largest region, in pages (the paper's best: 2000 pages = 16 MB).
-    pub max_region_pages: u32,
-    /// The furthest mode to morph to: `PageProbe` stops at mode 1, `Flattening`
-    /// at regions of 2 pages (Fig. 16's variants).
-    pub max_mode: Mode,
-    /// Grow when local selectivity >= `grow` × global selectivity.
-    pub grow: f64,
-    /// Elastic divides the region by `shrink` when local selectivity <
-    /// `shrink_below` × global selectivity (between the two thresholds it keeps
-    /// the size).
-    pub shrink: u32,
-    pub shrink_below: f64,
-    /// Memory budget of the Result Cache (ordered output).
-    pub result_cache_bytes: usize,
-    /// Where the Result Cache spills.
-    pub temp_dir: PathBuf,
-    /// For the SLA trigger.
-    pub page_costs: PageCosts,
-    /// Measure the SLA trigger's time spent by the device's modeled time instead
-    /// of the wall clock.
-    pub modeled_clock: bool,
-    /// Regions read together (planned from the next index entries and put in
-    /// flight at once, like a bitmap scan's prefetch). 1 is the paper's
-    /// synchronous operator; 0 asks the device ([`Device::parallelism`]: 1 for a
-    /// disk, its channels for an SSD).
-    ///
-    /// [`Device::parallelism`]: strata_storage::device::Device::parallelism
-    pub io_depth: usize,
-}
-
-impl Default for SmoothOptions {
-    fn default() -> Self {
-        SmoothOptions {
-            // Chosen from data: on the 10M-row micro-benchmark the cost-aware
-            // policy stays within 1.4x of the best classical path on the modeled
-            // disk, the modeled SSD and the real device, where Elastic reaches
-            // 8.8x (disk, 0.1%) and 2.4x (real, 1%); see results/smooth-scan.
-            policy: Policy::CostAware,
-            trigger: Trigger::Eager,
-            max_region_pages: 2000,
-            max_mode: Mode::Expansion,
-            grow: 1.0,
-            shrink: 2,
-            shrink_below: 1.0,
-            result_cache_bytes: 64 << 20,
-            temp_dir: std::env::temp_dir(),
-            page_costs: PageCosts::default(),
-            modeled_clock: false,
-            io_depth: 0,
-        }
-    }
-}
 
 /// A planned region: its unprocessed pages, read as runs (first page, pages)
 /// placed back to back in the scan's buffer from `offset` (in pages).
