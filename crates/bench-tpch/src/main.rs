@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use strata_sql::process::Usage;
 use strata_storage::db::DbOptions;
 use strata_storage::util::parse_size;
 
@@ -59,36 +60,8 @@ struct TpchArgs {
     with_postgres: bool,
 }
 
-/// A usage error (exit 2).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct Usage(String);
-
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(&cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(exit_code(&e))
-        }
-    }
-}
-
-/// The process exit code of a failed run (`strata_storage::exit`).
-fn exit_code(e: &anyhow::Error) -> u8 {
-    fn usage(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
-        e.is::<Usage>().then_some(strata_storage::exit::USAGE)
-    }
-    strata_storage::exit::code_of(
-        e.as_ref(),
-        &[
-            strata_sql::SqlError::classify,
-            strata_load::LoadError::classify,
-            strata_access::AccessError::classify,
-            usage,
-        ],
-    )
+    strata_sql::process::finish(run(&Cli::parse()))
 }
 
 fn run(cli: &Cli) -> anyhow::Result<()> {

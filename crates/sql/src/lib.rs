@@ -10,6 +10,7 @@ pub mod convert;
 pub mod format;
 pub mod optimizer;
 pub mod options;
+pub mod process;
 pub mod provider;
 pub mod pushdown;
 pub mod scan_exec;

@@ -11,7 +11,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use strata_sql::{Format, SqlError, SqlSession, split_statements};
+use strata_sql::process::Usage;
+use strata_sql::{Format, SqlSession, split_statements};
 use strata_storage::Database;
 use strata_storage::db::DbOptions;
 use strata_storage::util::parse_size;
@@ -58,40 +59,11 @@ struct SqlArgs {
     settings: Vec<String>,
 }
 
-/// A usage error (exit 2).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct Usage(String);
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match &cli.command {
+    strata_sql::process::finish(match &cli.command {
         Command::Sql(args) => sql(&cli, args),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(exit_code(&e))
-        }
-    }
-}
-
-/// The process exit code of a failed command (one mapping for both binaries:
-/// `strata_storage::exit`).
-fn exit_code(e: &anyhow::Error) -> u8 {
-    fn usage(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
-        e.is::<Usage>().then_some(strata_storage::exit::USAGE)
-    }
-    strata_storage::exit::code_of(
-        e.as_ref(),
-        &[
-            SqlError::classify,
-            strata_load::LoadError::classify,
-            strata_access::AccessError::classify,
-            usage,
-        ],
-    )
+    })
 }
 
 /// Opens the database for a session: read-write when no other process holds
