@@ -4,13 +4,12 @@
 //! (`strata_storage::device::fault`) and sweep the fault over every write of a
 //! load, counted, not timed: the process dies right after write N (whole or torn)
 //! or write N fails with EIO/ENOSPC. Every time, `strata check` passes and the
-//! table is either as before or complete. One loop also sends real `SIGKILL`s at
-//! random moments; it asserts only consistency, never how many kills landed.
+//! table is either as before or complete. One loop also sends real `SIGKILL`s,
+//! to loads that stopped themselves after a write chosen by a seeded generator.
 
 mod common;
 
 use std::process::Command;
-use std::time::Instant;
 
 use common::*;
 use rand::{Rng, SeedableRng};
@@ -54,33 +53,38 @@ fn sigkilled_loads_leave_the_old_state_or_the_new_one() {
     write_csv(&csv, ROWS);
     ok(&db, &["create"]);
 
-    // How long does a whole load take? Kill points are drawn from that span.
-    let start = Instant::now();
-    assert!(load_cmd(&db, &csv).status().unwrap().success());
-    let full = start.elapsed();
-    ok(&db, &["check"]);
-    assert_eq!(rows(&db, "t"), Some(ROWS));
-    // Start over so the first iterations exercise "absent or complete".
-    std::fs::remove_dir_all(&db).unwrap();
-    ok(&db, &["create"]);
-
+    // The first iterations exercise "absent or complete", later ones appends.
+    // Each load stops itself after write N (N drawn from a seeded generator),
+    // and is then killed by a real SIGKILL: a real signal at a point chosen by
+    // count, so no sleep and no race with the machine's speed.
     let mut rng = rand::rngs::SmallRng::seed_from_u64(2026);
     let mut expected: Option<u64> = None;
     let (mut killed, mut finished) = (0, 0);
     for i in 0..40 {
-        let mut child = load_cmd(&db, &csv).spawn().unwrap();
-        let wait = full.mul_f64(rng.random_range(0.0..1.1));
-        std::thread::sleep(wait);
-        match child.try_wait().unwrap() {
-            Some(status) => {
-                assert!(status.success(), "iteration {i}: load failed on its own");
-                finished += 1;
+        let n: u64 = rng.random_range(1..300);
+        let child = load_cmd(&db, &csv)
+            .env("STRATA_FAULT", format!("stop-after-writes:{n}"))
+            .spawn()
+            .unwrap();
+        let pid = child.id() as libc::pid_t;
+        let mut status = 0;
+        // SAFETY: waiting for our own child; status is a plain int.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+        assert_eq!(r, pid, "iteration {i}: waitpid");
+        if libc::WIFSTOPPED(status) {
+            // SAFETY: signalling our own stopped child, then reaping it.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
             }
-            None => {
-                child.kill().unwrap(); // SIGKILL
-                child.wait().unwrap();
-                killed += 1;
-            }
+            assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
+            killed += 1;
+        } else {
+            assert!(
+                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+                "iteration {i}: the load (fewer than {n} writes) failed on its own"
+            );
+            finished += 1;
         }
         let out = strata(&db, &["check"]);
         assert!(
@@ -97,9 +101,11 @@ fn sigkilled_loads_leave_the_old_state_or_the_new_one() {
         );
         expected = now;
     }
-    // How many kills landed depends on the machine's speed, so it is not
-    // asserted; the deterministic sweeps below cover every write.
-    assert_eq!(finished + killed, 40);
+    eprintln!("{killed} loads killed by SIGKILL, {finished} finished");
+    assert!(
+        killed >= 10 && finished >= 1,
+        "{killed} killed, {finished} finished"
+    );
 
     // The next read-write open removed what killed loads left behind: every data
     // file belongs to the catalog.

@@ -14,7 +14,10 @@
 //!   its last page does: a page torn by a power cut mid-write) and the process
 //!   then ends at once with [`CRASH_EXIT_CODE`], running no destructor, rollback or
 //!   cleanup — exactly what a `SIGKILL` between two writes leaves, but at a point
-//!   chosen by count (`crash-after-writes:N`, `crash-after-writes:N,torn`).
+//!   chosen by count (`crash-after-writes:N`, `crash-after-writes:N,torn`); or
+//! * **stop**: the process stops itself (`SIGSTOP`) right after the Nth write,
+//!   so that a test can send it a real `SIGKILL` at that point without timing
+//!   anything (`stop-after-writes:N`).
 //!
 //! The command line arms it from the environment ([`FAULT_ENV`]), so end-to-end
 //! tests sweep the crash point over every write of a load.
@@ -54,6 +57,8 @@ pub enum FaultKind {
     /// The process ends right after the write (`torn`: only half of the write's
     /// last page reached the file).
     Crash { torn: bool },
+    /// The process stops (`SIGSTOP`) right after the write, for its parent to kill.
+    Stop,
 }
 
 /// The request to fail and how: the `nth` (from 1) request of kind `op` counted
@@ -69,12 +74,13 @@ impl FromStr for FaultPlan {
     type Err = StorageError;
 
     /// `eio-on-write:N`, `enospc-on-write:N`, `eio-on-read:N`, `eio-on-sync:N`,
-    /// `crash-after-writes:N` or `crash-after-writes:N,torn` (N counts from 1).
+    /// `crash-after-writes:N`, `crash-after-writes:N,torn` or
+    /// `stop-after-writes:N` (N counts from 1).
     fn from_str(s: &str) -> Result<FaultPlan> {
         let bad = |why: &str| {
             StorageError::Profile(format!(
                 "fault plan '{s}': {why} (expected eio-on-write:N, enospc-on-write:N, \
-                 eio-on-read:N, eio-on-sync:N or crash-after-writes:N[,torn])"
+                 eio-on-read:N, eio-on-sync:N, crash-after-writes:N[,torn] or stop-after-writes:N)"
             ))
         };
         let (what, rest) = s.split_once(':').ok_or_else(|| bad("no ':'"))?;
@@ -92,6 +98,7 @@ impl FromStr for FaultPlan {
             "eio-on-read" => (FaultKind::Eio, FaultOp::Read),
             "eio-on-sync" => (FaultKind::Eio, FaultOp::Sync),
             "crash-after-writes" => (FaultKind::Crash { torn: false }, FaultOp::Write),
+            "stop-after-writes" => (FaultKind::Stop, FaultOp::Write),
             _ => return Err(bad("unknown fault")),
         };
         let kind = match (kind, flag.map(str::trim)) {
@@ -107,6 +114,7 @@ impl fmt::Display for FaultPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = match (self.kind, self.op) {
             (FaultKind::Crash { .. }, _) => "crash-after-writes",
+            (FaultKind::Stop, _) => "stop-after-writes",
             (FaultKind::Enospc, _) => "enospc-on-write",
             (FaultKind::Eio, FaultOp::Write) => "eio-on-write",
             (FaultKind::Eio, FaultOp::Read) => "eio-on-read",
@@ -136,6 +144,7 @@ enum Verdict {
     Pass,
     Fail(FaultKind),
     Crash { torn: bool },
+    Stop,
 }
 
 impl fmt::Debug for FaultInjector {
@@ -200,7 +209,8 @@ impl FaultInjector {
         match *plan {
             Some(p) if p.op == op && n >= p.nth => match p.kind {
                 FaultKind::Crash { torn } if n == p.nth => Verdict::Crash { torn },
-                FaultKind::Crash { .. } => Verdict::Pass,
+                FaultKind::Stop if n == p.nth => Verdict::Stop,
+                FaultKind::Crash { .. } | FaultKind::Stop => Verdict::Pass,
                 kind => {
                     self.fired.fetch_add(1, Ordering::SeqCst);
                     Verdict::Fail(kind)
@@ -259,24 +269,7 @@ impl FaultDevice {
 }
 
 impl Device for FaultDevice {
-    fn create(&self, path: &Path, segment_pages: u64) -> Result<FileId> {
-        self.inner.create(path, segment_pages)
-    }
-    fn open(&self, path: &Path, segment_pages: u64) -> Result<FileId> {
-        self.inner.open(path, segment_pages)
-    }
-    fn close(&self, file: FileId) {
-        self.inner.close(file)
-    }
-    fn path(&self, file: FileId) -> PathBuf {
-        self.inner.path(file)
-    }
-    fn locate(&self, file: FileId, page: u64) -> (PathBuf, u64) {
-        self.inner.locate(file, page)
-    }
-    fn num_pages(&self, file: FileId) -> Result<u64> {
-        self.inner.num_pages(file)
-    }
+    forward_files_to!(inner);
     fn read(&self, file: FileId, first_page: u64, buf: &mut [u8]) -> Result<()> {
         match self.faults.verdict(FaultOp::Read) {
             Verdict::Fail(kind) => Err(self.error(kind, file, "read")),
@@ -304,6 +297,12 @@ impl Device for FaultDevice {
                     self.inner.write(file, first_page, buf)
                 };
                 self.crash()
+            }
+            Verdict::Stop => {
+                let written = self.inner.write(file, first_page, buf);
+                // SAFETY: raising a signal on this process has no memory effects.
+                unsafe { libc::raise(libc::SIGSTOP) };
+                written
             }
         }
     }
@@ -356,6 +355,7 @@ mod tests {
             "eio-on-sync:2",
             "crash-after-writes:12",
             "crash-after-writes:5,torn",
+            "stop-after-writes:9",
         ] {
             assert_eq!(s.parse::<FaultPlan>().unwrap().to_string(), s);
         }

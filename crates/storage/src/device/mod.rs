@@ -21,6 +21,32 @@
 //! sequential vs random (a read is sequential when it starts at the page right after
 //! the previous read of the same device ended, in the same file), modeled time.
 
+/// The [`Device`] methods a wrapping device (modeled, fault-injecting) hands
+/// to the device it wraps unchanged: creating, opening and locating files. It
+/// writes them once for every wrapper; the wrapper writes the I/O it changes.
+macro_rules! forward_files_to {
+    ($inner:ident) => {
+        fn create(&self, path: &Path, segment_pages: u64) -> Result<FileId> {
+            self.$inner.create(path, segment_pages)
+        }
+        fn open(&self, path: &Path, segment_pages: u64) -> Result<FileId> {
+            self.$inner.open(path, segment_pages)
+        }
+        fn close(&self, file: FileId) {
+            self.$inner.close(file)
+        }
+        fn path(&self, file: FileId) -> PathBuf {
+            self.$inner.path(file)
+        }
+        fn locate(&self, file: FileId, page: u64) -> (PathBuf, u64) {
+            self.$inner.locate(file, page)
+        }
+        fn num_pages(&self, file: FileId) -> Result<u64> {
+            self.$inner.num_pages(file)
+        }
+    };
+}
+
 pub mod fault;
 mod file;
 mod modeled;

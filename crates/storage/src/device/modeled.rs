@@ -459,29 +459,7 @@ impl ModeledDevice {
 }
 
 impl Device for ModeledDevice {
-    fn create(&self, path: &Path, segment_pages: u64) -> Result<FileId> {
-        self.inner.create(path, segment_pages)
-    }
-
-    fn open(&self, path: &Path, segment_pages: u64) -> Result<FileId> {
-        self.inner.open(path, segment_pages)
-    }
-
-    fn close(&self, file: FileId) {
-        self.inner.close(file)
-    }
-
-    fn path(&self, file: FileId) -> PathBuf {
-        self.inner.path(file)
-    }
-
-    fn locate(&self, file: FileId, page: u64) -> (PathBuf, u64) {
-        self.inner.locate(file, page)
-    }
-
-    fn num_pages(&self, file: FileId) -> Result<u64> {
-        self.inner.num_pages(file)
-    }
+    forward_files_to!(inner);
 
     fn read(&self, file: FileId, first_page: u64, buf: &mut [u8]) -> Result<()> {
         self.inner.read(file, first_page, buf)?;
