@@ -62,6 +62,9 @@ fn sigkilled_loads_leave_the_old_state_or_the_new_one() {
     let (mut killed, mut finished) = (0, 0);
     for i in 0..40 {
         let n: u64 = rng.random_range(1..300);
+        // Reaped below by libc::waitpid, which std's Child cannot do (it has
+        // no way to wait for a stop).
+        #[allow(clippy::zombie_processes)]
         let child = load_cmd(&db, &csv)
             .env("STRATA_FAULT", format!("stop-after-writes:{n}"))
             .spawn()
