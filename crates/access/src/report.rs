@@ -73,6 +73,9 @@ pub struct ScanReport {
     /// Heap pages whose tuples the operator examined (each at most once for full,
     /// sort and smooth scans; index scans count every fetch).
     pub heap_pages: u64,
+    /// Heap pages read more than once (counted by Smooth Scan, whose Page-ID
+    /// cache is there to keep it at 0).
+    pub reread_pages: u64,
     pub mode_changes: Vec<ModeChange>,
     /// Region size (pages) after each change, with the rows produced by then.
     pub regions: Vec<(u64, u32)>,

@@ -8,7 +8,7 @@ use crate::index_scan::IndexScan;
 use crate::measure::{ScanOutcome, measure};
 use crate::ordered_plan::{SortOptions, sort_on_index};
 use crate::scan::{AccessPath, ScanSpec};
-use crate::smooth::{SmoothOptions, SmoothScan};
+use crate::smooth::SmoothOptions;
 use crate::sort_scan::SortScan;
 use crate::switch::SwitchScan;
 
@@ -51,7 +51,7 @@ pub fn open_path(
         PathChoice::Index => return Ok(Box::new(IndexScan::new(spec)?)),
         PathChoice::Sort => Box::new(SortScan::new(unordered)?),
         PathChoice::Switch { estimate } => Box::new(SwitchScan::new(unordered, *estimate)?),
-        PathChoice::Smooth(opts) => return Ok(Box::new(SmoothScan::new(spec, opts.clone())?)),
+        PathChoice::Smooth(opts) => return crate::smooth::open(spec, opts),
     };
     if ordered {
         spec.index()

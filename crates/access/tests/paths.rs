@@ -80,11 +80,13 @@ fn all_paths(dir: &std::path::Path) -> Vec<PathChoice> {
         smooth(Policy::Greedy, Trigger::Eager, dir),
         smooth(Policy::SelectivityIncrease, Trigger::Eager, dir),
         smooth(Policy::CostAware, Trigger::Eager, dir),
+        smooth(Policy::PageOrder, Trigger::Eager, dir),
         smooth(Policy::Elastic, Trigger::Optimizer { estimate: 50 }, dir),
         smooth(Policy::Elastic, Trigger::Sla { bound_ms: 1e9 }, dir),
         smooth(Policy::Elastic, Trigger::Sla { bound_ms: 0.0 }, dir),
     ];
     v.push(PathChoice::Smooth(SmoothOptions {
+        policy: Policy::CostAware,
         max_mode: Mode::PageProbe,
         temp_dir: dir.to_path_buf(),
         ..Default::default()
@@ -94,6 +96,7 @@ fn all_paths(dir: &std::path::Path) -> Vec<PathChoice> {
     // mode 0 produced.
     for trigger in [Trigger::Eager, Trigger::Optimizer { estimate: 50 }] {
         v.push(PathChoice::Smooth(SmoothOptions {
+            policy: Policy::CostAware,
             max_region_pages: 4,
             trigger,
             temp_dir: dir.to_path_buf(),
@@ -164,6 +167,7 @@ fn smooth_scan_reads_each_page_at_most_once_and_keeps_a_bitmap() {
         &smooth(Policy::Elastic, Trigger::Eager, dir.path()),
     );
     assert_eq!(out.rows, 40_000);
+    assert_eq!(out.report.reread_pages, 0);
     assert!(
         out.report.heap_pages <= pages,
         "{} > {pages}",
@@ -183,6 +187,7 @@ fn smooth_scan_reads_each_page_at_most_once_and_keeps_a_bitmap() {
     // The paper's synchronous operator doubles after every region, and stops
     // reading the index once every page is processed.
     let sync = PathChoice::Smooth(SmoothOptions {
+        policy: Policy::CostAware,
         io_depth: 1,
         temp_dir: dir.path().to_path_buf(),
         ..Default::default()
@@ -246,6 +251,7 @@ fn long_regions_are_streamed_and_still_exact() {
         // streamed region, run boundaries included.
         for (depth, cap) in [(1, 2000), (4, 2000), (1, 300), (2, 700), (3, 1100)] {
             let choice = PathChoice::Smooth(SmoothOptions {
+                policy: Policy::CostAware,
                 io_depth: depth,
                 max_region_pages: cap,
                 temp_dir: dir.path().to_path_buf(),
@@ -301,6 +307,7 @@ fn cost_aware_smooth_scan_sweeps_dense_data_in_page_order() {
     let table = microbench(&db, 200_000);
     let pages = table.heap().num_pages();
     let choice = PathChoice::Smooth(SmoothOptions {
+        policy: Policy::CostAware,
         max_region_pages: 64,
         temp_dir: dir.path().to_path_buf(),
         ..Default::default()
@@ -494,6 +501,7 @@ fn cost_aware_probes_back_off_on_sparse_data_and_grow_on_dense() {
     let table = microbench(&db, 1_000_000);
     let choice = |depth| {
         PathChoice::Smooth(SmoothOptions {
+            policy: Policy::CostAware,
             io_depth: depth,
             temp_dir: dir.path().to_path_buf(),
             ..Default::default()

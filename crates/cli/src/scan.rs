@@ -28,8 +28,9 @@ pub struct ScanArgs {
     /// smooth, full, index, sort or switch.
     #[arg(long, default_value = "smooth")]
     pub path: String,
-    /// Smooth Scan policy: greedy, si, elastic, cost.
-    #[arg(long, default_value = "cost")]
+    /// Smooth Scan policy: page-order (unordered output; ordered output and the
+    /// optimizer/sla triggers use cost-aware regions), cost, greedy, si, elastic.
+    #[arg(long, default_value = "page-order")]
     pub policy: String,
     /// Smooth Scan trigger: eager, optimizer, sla.
     #[arg(long, default_value = "eager")]
@@ -345,8 +346,9 @@ pub fn run(cli: &Global, a: &ScanArgs) -> Result<()> {
     }
     if r.page_cache_bytes > 0 {
         println!(
-            "  Page-ID cache: {} (1 bit per heap page)",
-            format_bytes(r.page_cache_bytes as u64)
+            "  Page-ID cache: {} (1 bit per heap page); heap pages read twice: {}",
+            format_bytes(r.page_cache_bytes as u64),
+            r.reread_pages
         );
     }
     if r.swept_pages > 0 {

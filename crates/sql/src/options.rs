@@ -4,7 +4,7 @@
 //! | setting | values | default |
 //! | --- | --- | --- |
 //! | `strata.access_path` | `smooth`, `optimizer`, `full`, `index`, `sort`, `switch` | `smooth` |
-//! | `strata.smooth_policy` | `cost`, `greedy`, `si`, `elastic` | `cost` |
+//! | `strata.smooth_policy` | `page-order`, `cost`, `greedy`, `si`, `elastic` | `page-order` |
 //! | `strata.result_cache` | a size such as `64MiB` (ordered Smooth Scan's budget) | `64MiB` |
 //! | `strata.ordered_plan` | `auto`, `idx`, `sidx+ps`, `sidx+es`, `fts+ps`, `fts+es` | `auto` |
 //! | `strata.sort_memory` | a size (the sorts' memory budget) | `32MiB` |
@@ -102,7 +102,7 @@ impl Default for StrataOptions {
     fn default() -> Self {
         StrataOptions {
             access_path: AccessPathSetting::Smooth,
-            smooth_policy: Policy::CostAware,
+            smooth_policy: Policy::PageOrder,
             result_cache_bytes: 64 << 20,
             ordered_plan: None,
             sort_memory_bytes: 32 << 20,
@@ -112,6 +112,7 @@ impl Default for StrataOptions {
 
 fn policy_name(p: Policy) -> &'static str {
     match p {
+        Policy::PageOrder => "page-order",
         Policy::CostAware => "cost",
         Policy::Greedy => "greedy",
         Policy::SelectivityIncrease => "si",
@@ -122,13 +123,14 @@ fn policy_name(p: Policy) -> &'static str {
 fn parse_policy(s: &str) -> std::result::Result<Policy, String> {
     Ok(
         match s.trim().trim_matches('\'').to_ascii_lowercase().as_str() {
+            "page-order" => Policy::PageOrder,
             "cost" => Policy::CostAware,
             "greedy" => Policy::Greedy,
             "si" => Policy::SelectivityIncrease,
             "elastic" => Policy::Elastic,
             _ => {
                 return Err(format!(
-                    "strata.smooth_policy: unknown policy '{s}' (expected cost, greedy, si or elastic)"
+                    "strata.smooth_policy: unknown policy '{s}' (expected page-order, cost, greedy, si or elastic)"
                 ));
             }
         },

@@ -472,6 +472,7 @@ impl ExecutionPlan for StrataScanExec {
 struct Counters {
     output_rows: datafusion::physical_plan::metrics::Count,
     heap_pages: datafusion::physical_plan::metrics::Count,
+    reread_pages: datafusion::physical_plan::metrics::Count,
     index_entries: datafusion::physical_plan::metrics::Count,
     io_requests: datafusion::physical_plan::metrics::Count,
     pages_read: datafusion::physical_plan::metrics::Count,
@@ -490,6 +491,7 @@ impl Counters {
         Counters {
             output_rows: MetricBuilder::new(m).output_rows(0),
             heap_pages: c("heap_pages"),
+            reread_pages: c("heap_pages_read_twice"),
             index_entries: c("index_entries"),
             io_requests: c("io_requests"),
             pages_read: c("pages_read"),
@@ -555,6 +557,7 @@ fn run(
         let report = access.report();
         let io = device.stats().snapshot() - before;
         counters.heap_pages.add(report.heap_pages as usize);
+        counters.reread_pages.add(report.reread_pages as usize);
         counters.index_entries.add(report.index_entries as usize);
         counters.io_requests.add(io.read_requests as usize);
         counters.pages_read.add(io.pages_read as usize);

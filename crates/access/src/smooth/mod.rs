@@ -46,8 +46,19 @@ use strata_storage::page::{PAGE_SIZE, PageView};
 use strata_storage::types::Tid;
 
 mod options;
+pub mod page_order;
 
 pub use options::{PageCosts, Policy, SmoothOptions, Trigger};
+use page_order::{PageOrderScan, PageSet};
+
+/// Opens a Smooth Scan: the page-ordered operator where its policy applies
+/// (unordered output, eager trigger), the region operator otherwise.
+pub fn open(spec: ScanSpec, opts: &SmoothOptions) -> Result<Box<dyn AccessPath>> {
+    if opts.policy == Policy::PageOrder && !spec.ordered && opts.trigger == Trigger::Eager {
+        return Ok(Box::new(PageOrderScan::new(spec, opts)?));
+    }
+    Ok(Box::new(SmoothScan::new(spec, opts.clone())?))
+}
 
 use crate::batch::TupleBatch;
 use crate::error::{AccessError, Result};
@@ -114,7 +125,7 @@ struct ActiveRegion {
 }
 
 impl Region {
-    /// Pages the region occupies in the buffer (its runs, bridged gaps included).
+    /// Pages the region occupies in the buffer.
     fn span(&self) -> usize {
         self.runs.iter().map(|r| r.1).sum()
     }
@@ -123,16 +134,14 @@ impl Region {
 /// Regions spanning at least this many pages are streamed.
 const STREAM_PAGES: usize = 256;
 
-/// Processed pages between two unprocessed ones that a region still reads, to
-/// save a request (a few pages read twice cost less than another seek).
-const MAX_GAP: u64 = 4;
-
 pub struct SmoothScan {
     spec: ScanSpec,
     opts: SmoothOptions,
     cursor: RangeCursor,
     /// Page-ID cache: one bit per heap page.
     processed: Vec<u64>,
+    /// Pages put in a read request so far, to count any read twice.
+    read: PageSet,
     num_pages: u64,
     /// Still a plain index scan (non-eager triggers before they fire).
     mode0: bool,
@@ -220,9 +229,15 @@ impl SmoothScan {
         let modeled_start_ns = heap.pool().device().stats().snapshot().modeled_ns;
         Ok(SmoothScan {
             processed: vec![0; words],
+            read: PageSet::new(num_pages),
             num_pages,
             mode0,
-            policy: opts.policy,
+            // The page-ordered policy's regions, where it cannot collect
+            // first (ordered output, a trigger), are the cost-aware ones.
+            policy: match opts.policy {
+                Policy::PageOrder => Policy::CostAware,
+                p => p,
+            },
             region: 1,
             last_m0: Vec::new(),
             pages_seen: 0,
@@ -418,6 +433,7 @@ impl SmoothScan {
         };
         if self.sweep_stream.is_none() {
             let runs = self.sweep_runs();
+            self.count_reads(&runs);
             let heap = self.spec.table.heap().clone();
             let stream = heap.stream_runs(&runs, crate::full::RUN_PAGES, crate::full::DEPTH)?;
             self.sweep_stream = Some(Streaming::new(stream));
@@ -433,8 +449,8 @@ impl SmoothScan {
     }
 
     /// The pages a sweep has left, in the order it takes them (from `sweep_at`
-    /// to the end, then from the start), as runs that bridge small gaps of
-    /// processed pages as a region's do.
+    /// to the end, then from the start), as runs of consecutive pages (a
+    /// processed page is never read again, so it ends a run).
     fn sweep_runs(&self) -> Vec<(u64, usize)> {
         let mut runs: Vec<(u64, usize)> = Vec::new();
         for (from, to) in [(self.sweep_at, self.num_pages), (0, self.sweep_at)] {
@@ -442,9 +458,9 @@ impl SmoothScan {
             for q in (from..to).filter(|&q| self.is_free(q)) {
                 if runs.len() > segment
                     && let Some((first, n)) = runs.last_mut()
-                    && q - (*first + *n as u64) <= MAX_GAP
+                    && q == *first + *n as u64
                 {
-                    *n = (q - *first + 1) as usize;
+                    *n += 1;
                     continue;
                 }
                 runs.push((q, 1));
@@ -454,9 +470,10 @@ impl SmoothScan {
     }
 
     /// A region of the next `want` unprocessed pages from `p` (stopping at a
-    /// page planned for another region), as runs of consecutive pages that
-    /// bridge small gaps of processed pages, placed at `offset` in the buffer;
-    /// its pages are marked planned for region `self.regions.len() + batch`.
+    /// page planned for another region), as runs of consecutive pages (the
+    /// processed pages between them are not read again), placed at `offset`
+    /// in the buffer; its pages are marked planned for region
+    /// `self.regions.len() + batch`.
     fn plan_region(&mut self, p: u64, want: usize, offset: usize, batch: usize) -> Region {
         let mut pages = Vec::new();
         let mut q = p;
@@ -469,25 +486,14 @@ impl SmoothScan {
             q += 1;
         }
         let mut runs: Vec<(u64, usize)> = Vec::new();
-        let mut span = 0usize;
-        let mut kept = Vec::with_capacity(pages.len());
         for &pg in &pages {
-            if let Some((first, n)) = runs.last_mut() {
-                let gap = (pg - (*first + *n as u64)) as usize;
-                if gap as u64 <= MAX_GAP && span + gap < want {
-                    *n += gap + 1;
-                    span += gap + 1;
-                    kept.push(pg);
-                    continue;
-                }
+            match runs.last_mut() {
+                Some((first, n)) if pg == *first + *n as u64 => *n += 1,
+                _ => runs.push((pg, 1)),
             }
-            if span == want {
-                break;
-            }
-            runs.push((pg, 1));
-            span += 1;
-            kept.push(pg);
         }
+        let span = pages.len();
+        let kept = pages;
         let idx = self.regions.len() + batch;
         for &pg in &kept {
             self.planned.insert(pg, idx);
@@ -507,6 +513,9 @@ impl SmoothScan {
     fn read_regions(&mut self, regions: Vec<Region>, used: usize) -> Result<()> {
         if regions.is_empty() {
             return Ok(());
+        }
+        for r in &regions {
+            self.count_reads(&r.runs);
         }
         let budget = self.opts.max_region_pages.max(1) as usize;
         let buf = self.buf.get_or_insert_with(|| AlignedBuf::new(budget));
@@ -547,6 +556,15 @@ impl SmoothScan {
         }
         self.regions.extend(regions);
         Ok(())
+    }
+
+    /// Notes the pages of `runs` as read, counting those read before.
+    fn count_reads(&mut self, runs: &[(u64, usize)]) {
+        for &(first, n) in runs {
+            for q in first..first + n as u64 {
+                self.report.reread_pages += !self.read.insert(q) as u64;
+            }
+        }
     }
 
     /// Produces the qualifying tuples of one page; returns whether it had any.
@@ -701,7 +719,7 @@ impl SmoothScan {
                 let off = (a.region.offset + a.at + a.next) * PAGE_SIZE;
                 a.next += 1;
                 if !wanted(self, q) {
-                    continue; // a bridged gap page
+                    continue; // processed meanwhile (cannot happen: planned pages are this region's)
                 }
                 match self.process_page(q, &buf[off..off + PAGE_SIZE], tid, out, check_m0) {
                     Ok(had) => self.count(&mut a.results, first_page, q, had),
@@ -785,10 +803,15 @@ impl SmoothScan {
             Policy::Elastic if denser => self.region.saturating_mul(2),
             Policy::Elastic if sparser => (self.region / self.opts.shrink).max(1),
             Policy::Elastic => self.region,
-            Policy::CostAware if !probe => self.region,
-            Policy::CostAware if extra_density >= break_even => self.region.saturating_mul(2),
-            Policy::CostAware if extra_density < break_even / 2.0 => (self.region / 2).max(1),
-            Policy::CostAware => self.region,
+            // (`new` maps the page-ordered policy to the cost-aware regions.)
+            Policy::CostAware | Policy::PageOrder if !probe => self.region,
+            Policy::CostAware | Policy::PageOrder if extra_density >= break_even => {
+                self.region.saturating_mul(2)
+            }
+            Policy::CostAware | Policy::PageOrder if extra_density < break_even / 2.0 => {
+                (self.region / 2).max(1)
+            }
+            Policy::CostAware | Policy::PageOrder => self.region,
         };
         if self.policy == Policy::CostAware && self.cache.is_none() {
             let sweep = if extra_density < break_even / 2.0 {

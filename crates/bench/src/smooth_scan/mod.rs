@@ -351,6 +351,14 @@ pub fn run_figure(figure: &str, opts: &BenchOptions, log: &mut dyn FnMut(&str)) 
                 smooth_opts(&db, |o| o.policy = Policy::CostAware),
                 ordered,
             ));
+            // Ordered output takes the cost-aware regions whatever the policy.
+            if !ordered {
+                v.push(variant(
+                    "smooth (page-order, eager; the default)",
+                    smooth_opts(&db, |o| o.policy = Policy::PageOrder),
+                    ordered,
+                ));
+            }
             let mut o = opts.clone();
             if figure == "23" {
                 o.devices = vec!["ssd".into()];

@@ -166,6 +166,31 @@ impl BTree {
     }
 }
 
+impl BTree {
+    /// About how many entries lie within `[lower, upper]`, from the internal
+    /// nodes over the range only: the separators in the range on the first
+    /// level (from the root) that has at least [`ESTIMATE_SUBTREES`] of them,
+    /// or on the level above the leaves, times the entries a subtree of that
+    /// level holds on average (the two subtrees at the range's ends count
+    /// half each). A narrow range costs a page per level; the whole tree, the
+    /// root. A tree of one leaf answers with all its entries.
+    pub fn estimate_range(&self, lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> Result<f64> {
+        let height = self.height();
+        let entries = self.len() as f64;
+        for level in 0..height.saturating_sub(1) {
+            let (seps, subtrees) = self.level_entries_in(level, lower, upper)?;
+            if seps.len() >= ESTIMATE_SUBTREES || level + 2 >= height {
+                let per_subtree = entries / subtrees.max(1.0);
+                return Ok((seps.len() as f64).max(0.5) * per_subtree);
+            }
+        }
+        Ok(entries)
+    }
+}
+
+/// Subtrees in the range that make [`BTree::estimate_range`] stop descending.
+const ESTIMATE_SUBTREES: usize = 32;
+
 /// Forward iterator over a key range ([`BTree::range`]).
 pub struct RangeIter<'a> {
     tree: &'a BTree,

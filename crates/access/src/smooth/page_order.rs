@@ -1,0 +1,535 @@
+//! Smooth Scan's page-ordered policy ([`Policy::PageOrder`], the default for
+//! unordered output): the Page-ID cache filled from the index before the heap
+//! is touched, the heap read once in page order, and the morph into a full
+//! scan decided from a lower bound on what the rest of the index can cost.
+//!
+//! The region policies (Greedy, SI, Elastic, cost-aware) learn the density of
+//! the data from the heap pages they read around each index entry, so the data
+//! can mislead them: a dense start keeps regions large over sparse pages, a
+//! periodic key grows regions into the empty stretches between its cycles, and
+//! whatever they guess wrong they have already paid for in random reads. The
+//! index holds the same information, at a fraction of the price: an 8 KiB leaf
+//! names the pages of hundreds of qualifying tuples. This operator therefore
+//! walks the index range first and sets one bit per heap page an entry points
+//! at (the Page-ID cache of §4.1, as a *wanted* set), then reads exactly those
+//! pages, each once, in page order:
+//!
+//! * **Mode 1 (entire page probe)** for every wanted page: all its qualifying
+//!   tuples are produced when it is read, so later entries pointing at it cost
+//!   nothing.
+//! * **Flattening** where it pays on this device: a gap of unwanted pages
+//!   between two wanted ones is read as part of one request when reading the
+//!   gap costs less than a separate request (`gap × sequential page cost ≤ one
+//!   request's fixed cost`: about 40 pages on a disk, one page on flash with
+//!   many requests in flight). Gaps are never bridged over a page read before,
+//!   so no page is read twice.
+//! * **The morph into a full scan** ([`morph`]): while the range is being
+//!   read, the cost of finishing this way is bounded from below by the exact
+//!   cost of the wanted pages seen so far, plus the index leaves still to read,
+//!   plus the fewest heap pages the remaining entries can occupy (the entries
+//!   left over the tuples a page holds, minus the room left on wanted pages).
+//!   Once that lower bound reaches the cost of a sequential sweep of the whole
+//!   heap, the operator stops reading the index and sweeps: at 100% of a table
+//!   it does so before reading a leaf (the range's size comes from the
+//!   internal nodes over it), whatever the layout. At the end of
+//!   the range it compares the wanted pages' exact cost with the sweep.
+//!
+//! Because the decisions use counts of pages and the device's own costs (one
+//! random request against a sequential page, from [`PageCosts`]), and never the
+//! order in which the data arrives, no arrangement of the results can steer it
+//! into reading pages it does not need, beyond the sweep the bound justified.
+//! What it gives up is pipelining: its first row comes after the index range
+//! (or the bound) has been read, as with a sort scan. Ordered output and the
+//! Optimizer/SLA triggers keep the region operator ([`super::SmoothScan`]).
+
+use strata_storage::btree::RangeCursor;
+use strata_storage::heap::PageStream;
+use strata_storage::page::{PAGE_SIZE, PageView};
+use strata_storage::types::Tid;
+
+use super::{PageCosts, Policy, SmoothOptions};
+use crate::batch::TupleBatch;
+use crate::error::Result;
+use crate::report::{Mode, ModeChange, ScanReport};
+use crate::scan::{AccessPath, ScanSpec};
+
+/// A set of heap pages: one bit per page.
+#[derive(Clone, Debug)]
+pub struct PageSet {
+    words: Vec<u64>,
+    len: u64,
+}
+
+impl PageSet {
+    pub fn new(pages: u64) -> PageSet {
+        PageSet {
+            words: vec![0; pages.div_ceil(64) as usize],
+            len: 0,
+        }
+    }
+
+    /// Adds `page`; returns whether it was new.
+    pub fn insert(&mut self, page: u64) -> bool {
+        let (w, bit) = ((page / 64) as usize, 1u64 << (page % 64));
+        let new = self.words[w] & bit == 0;
+        self.words[w] |= bit;
+        self.len += new as u64;
+        new
+    }
+
+    pub fn contains(&self, page: u64) -> bool {
+        self.words[(page / 64) as usize] & (1 << (page % 64)) != 0
+    }
+
+    /// Pages in the set.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes the bitmap takes.
+    pub fn bytes(&self) -> usize {
+        self.words.len() * 8
+    }
+
+    /// The pages in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &w)| {
+            let mut w = w;
+            std::iter::from_fn(move || {
+                if w == 0 {
+                    return None;
+                }
+                let bit = w.trailing_zeros() as u64;
+                w &= w - 1;
+                Some(i as u64 * 64 + bit)
+            })
+        })
+    }
+}
+
+/// What reading pages costs, in the terms the morph decision uses.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReadCosts {
+    /// One page of a sequential run (heap or index leaf).
+    pub sequential_ms: f64,
+    /// What a request costs beyond its pages: the seek of a disk, the latency
+    /// of flash at the operator's I/O depth.
+    pub request_ms: f64,
+}
+
+impl ReadCosts {
+    pub fn new(costs: &PageCosts, io_depth: usize) -> ReadCosts {
+        let random = if io_depth > 1 {
+            costs.parallel_random_ms
+        } else {
+            costs.random_ms
+        };
+        ReadCosts {
+            sequential_ms: costs.sequential_ms,
+            request_ms: (random - costs.sequential_ms).max(0.0),
+        }
+    }
+
+    /// The longest gap of unwanted pages worth reading to save a request.
+    pub fn bridge_pages(&self) -> u64 {
+        if self.sequential_ms <= 0.0 {
+            return u64::MAX;
+        }
+        (self.request_ms / self.sequential_ms).floor() as u64
+    }
+}
+
+/// Reading a page set in page order: its runs (bridging gaps where cheaper)
+/// and what they cost.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PageOrderPlan {
+    /// (first page, pages), ascending.
+    pub runs: Vec<(u64, usize)>,
+    /// Pages read that are not in the set (bridged gaps).
+    pub bridged: u64,
+    pub cost_ms: f64,
+}
+
+/// The runs that read `set` in page order, bridging gaps of at most
+/// `costs.bridge_pages()` pages none of which is in `avoid`.
+pub fn plan_page_order(set: &PageSet, avoid: Option<&PageSet>, costs: &ReadCosts) -> PageOrderPlan {
+    let bridge = costs.bridge_pages();
+    let mut plan = PageOrderPlan::default();
+    let mut pages = 0u64;
+    for p in set.iter() {
+        if let Some((first, n)) = plan.runs.last_mut() {
+            let end = *first + *n as u64;
+            let gap = p - end;
+            if gap <= bridge && avoid.is_none_or(|a| (end..p).all(|q| !a.contains(q))) {
+                *n += gap as usize + 1;
+                plan.bridged += gap;
+                pages += gap + 1;
+                continue;
+            }
+        }
+        plan.runs.push((p, 1));
+        pages += 1;
+    }
+    plan.cost_ms = plan.runs.len() as f64 * costs.request_ms + pages as f64 * costs.sequential_ms;
+    plan
+}
+
+/// What the morph decision knows while the index range is being read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MorphInputs {
+    /// Heap pages, and the cost of sweeping all of them in page order.
+    pub heap_pages: u64,
+    /// Index entries read so far, and the estimate for the whole range.
+    pub entries_read: u64,
+    pub entries_estimate: f64,
+    /// Distinct heap pages those entries point at, and the exact cost of
+    /// reading them in page order.
+    pub wanted_pages: u64,
+    pub wanted_cost_ms: f64,
+    /// Tuples on an average heap page, and index entries on an average leaf.
+    pub tuples_per_page: f64,
+    pub entries_per_leaf: f64,
+}
+
+/// Whether to stop reading the index and sweep the heap: true once a lower
+/// bound on finishing the page-ordered way — the wanted pages' exact cost, the
+/// index leaves left, and the fewest new heap pages the entries left can fill —
+/// is no less than sweeping every heap page. Returns the bound and the sweep's
+/// cost too.
+pub fn morph(m: &MorphInputs, costs: &ReadCosts) -> (bool, f64, f64) {
+    let sweep = m.heap_pages as f64 * costs.sequential_ms + costs.request_ms;
+    let left = (m.entries_estimate - m.entries_read as f64).max(0.0);
+    let tpp = m.tuples_per_page.max(1.0);
+    // The wanted pages can take this many more of the remaining entries.
+    let room = (m.wanted_pages as f64 * tpp - m.entries_read as f64).max(0.0);
+    let new_pages =
+        ((left - room).max(0.0) / tpp).min(m.heap_pages.saturating_sub(m.wanted_pages) as f64);
+    let leaves = left / m.entries_per_leaf.max(1.0);
+    let bound = m.wanted_cost_ms + (new_pages + leaves) * costs.sequential_ms;
+    (bound >= sweep, bound, sweep)
+}
+
+/// Entries between two morph checks once the first checks (before the first
+/// entry, then after 16, 32, 64, ... entries) are past: the check walks the bitmap, so it runs about as
+/// often as there are 64-page words in it.
+fn check_interval(heap_pages: u64) -> u64 {
+    (heap_pages / 16).max(1024)
+}
+
+enum Phase {
+    /// Reading the index range into the wanted set.
+    Collect,
+    /// Reading pages: the stream, and the position within its current run
+    /// (page index, next slot); `None` before the first run.
+    Read {
+        stream: PageStream,
+        pos: Option<(usize, u16)>,
+    },
+    Done,
+}
+
+pub struct PageOrderScan {
+    spec: ScanSpec,
+    cursor: RangeCursor,
+    costs: ReadCosts,
+    num_pages: u64,
+    wanted: PageSet,
+    /// Pages processed, to count any read twice.
+    read: PageSet,
+    entries_estimate: f64,
+    tuples_per_page: f64,
+    entries_per_leaf: f64,
+    next_check: u64,
+    phase: Phase,
+    report: ScanReport,
+}
+
+impl PageOrderScan {
+    pub fn new(spec: ScanSpec, opts: &SmoothOptions) -> Result<PageOrderScan> {
+        let cursor = spec.cursor()?;
+        let heap = spec.table.heap();
+        let num_pages = heap.num_pages();
+        let io_depth = if opts.io_depth == 0 {
+            heap.pool().device().parallelism().max(1)
+        } else {
+            opts.io_depth
+        };
+        let index = &spec.index()?.btree;
+        let (lo, hi) = spec.key_range()?;
+        let entries_estimate = index.estimate_range(&lo, &hi)?;
+        let tuples_per_page = spec.table.rows() as f64 / num_pages.max(1) as f64;
+        let entries_per_leaf = index.len() as f64 / index.num_pages().max(1) as f64;
+        let wanted = PageSet::new(num_pages);
+        Ok(PageOrderScan {
+            cursor,
+            costs: ReadCosts::new(&opts.page_costs, io_depth),
+            num_pages,
+            entries_estimate,
+            tuples_per_page,
+            entries_per_leaf,
+            next_check: 0,
+            phase: Phase::Collect,
+            report: ScanReport {
+                path: format!("smooth ({:?}, eager)", Policy::PageOrder),
+                page_cache_bytes: wanted.bytes(),
+                regions: vec![(0, 1)],
+                notes: vec![format!(
+                    "starts in mode {}; about {entries_estimate:.0} index entries in the range",
+                    Mode::PageProbe.label()
+                )],
+                ..Default::default()
+            },
+            read: PageSet::new(num_pages),
+            wanted,
+            spec,
+        })
+    }
+
+    fn inputs(&self, wanted_cost_ms: f64) -> MorphInputs {
+        MorphInputs {
+            heap_pages: self.num_pages,
+            entries_read: self.report.index_entries,
+            entries_estimate: self.entries_estimate.max(self.report.index_entries as f64),
+            wanted_pages: self.wanted.len(),
+            wanted_cost_ms,
+            tuples_per_page: self.tuples_per_page,
+            entries_per_leaf: self.entries_per_leaf,
+        }
+    }
+
+    /// Reads index entries until the range ends or the bound says to sweep;
+    /// then starts the stream that reads the pages.
+    fn collect(&mut self) -> Result<()> {
+        let table = self.spec.table.clone();
+        let index = &table.indexes()[self.spec.index.expect("checked by new")].btree;
+        let mut ended = false;
+        loop {
+            // The first check comes before any leaf is read: with the range's
+            // estimate alone, a query over the whole table sweeps at once.
+            if ended || self.report.index_entries >= self.next_check {
+                let plan = plan_page_order(&self.wanted, None, &self.costs);
+                let (sweep, bound, sweep_ms) = morph(&self.inputs(plan.cost_ms), &self.costs);
+                if sweep || (ended && plan.cost_ms >= sweep_ms) {
+                    return self.start_sweep(bound, sweep_ms, ended);
+                }
+                if ended {
+                    return self.start_reading(plan, sweep_ms);
+                }
+                let n = self.report.index_entries;
+                self.next_check = if n < check_interval(self.num_pages) {
+                    (n * 2).max(16)
+                } else {
+                    n + check_interval(self.num_pages)
+                };
+            }
+            match self.cursor.next_entry(index) {
+                Some(e) => {
+                    let (_, tid) = e?;
+                    self.wanted.insert(tid.page as u64);
+                    self.report.index_entries += 1;
+                }
+                None => ended = true,
+            }
+        }
+    }
+
+    fn start_sweep(&mut self, bound: f64, sweep_ms: f64, ended: bool) -> Result<()> {
+        let heap = self.spec.table.heap().clone();
+        let stream = heap.stream(
+            0,
+            self.num_pages,
+            crate::full::RUN_PAGES,
+            crate::full::DEPTH,
+        )?;
+        self.report.notes.push(if ended {
+            format!(
+                "the range's {} entries point at {} pages; sweeping all {} pages in page order costs less ({sweep_ms:.1} ms modeled)",
+                self.report.index_entries,
+                self.wanted.len(),
+                self.num_pages
+            )
+        } else {
+            format!(
+                "after {} index entries (of about {:.0}) the rest costs at least {bound:.1} ms, a full sweep {sweep_ms:.1} ms: morphs into a full scan, the rest of the index is not read",
+                self.report.index_entries, self.entries_estimate
+            )
+        });
+        self.morph_to(Mode::Expansion, self.num_pages);
+        self.report.swept_pages = self.num_pages;
+        self.report.read_ahead_streams += 1;
+        self.phase = Phase::Read { stream, pos: None };
+        Ok(())
+    }
+
+    fn start_reading(&mut self, plan: PageOrderPlan, sweep_ms: f64) -> Result<()> {
+        let longest = plan.runs.iter().map(|r| r.1).max().unwrap_or(0);
+        self.report.notes.push(format!(
+            "the range's {} entries point at {} pages: read in page order as {} runs ({} gap pages bridged), {:.1} ms modeled against {sweep_ms:.1} ms for a full sweep",
+            self.report.index_entries,
+            self.wanted.len(),
+            plan.runs.len(),
+            plan.bridged,
+            plan.cost_ms
+        ));
+        if longest > 1 {
+            self.morph_to(Mode::of_region(longest as u32), longest as u64);
+        }
+        if plan.runs.is_empty() {
+            self.phase = Phase::Done;
+            return Ok(());
+        }
+        let heap = self.spec.table.heap().clone();
+        let stream = heap.stream_runs(
+            &plan.runs,
+            crate::sort_scan::MAX_RUN_PAGES as usize,
+            crate::sort_scan::DEPTH,
+        )?;
+        self.report.read_ahead_streams += 1;
+        self.phase = Phase::Read { stream, pos: None };
+        Ok(())
+    }
+
+    fn morph_to(&mut self, to: Mode, region: u64) {
+        self.report.mode_changes.push(ModeChange {
+            at_row: 0,
+            from: Mode::PageProbe,
+            to,
+        });
+        self.report
+            .regions
+            .push((0, region.min(u32::MAX as u64) as u32));
+    }
+}
+
+impl AccessPath for PageOrderScan {
+    fn next_batch(&mut self, out: &mut TupleBatch) -> Result<bool> {
+        out.clear();
+        if matches!(self.phase, Phase::Collect) {
+            self.collect()?;
+        }
+        while !out.is_full() {
+            let Phase::Read { stream, pos } = &mut self.phase else {
+                break;
+            };
+            let (page_idx, slot) = match *pos {
+                Some(p) => p,
+                None => {
+                    if !stream.next_run()? {
+                        self.phase = Phase::Done;
+                        break;
+                    }
+                    (0, 0)
+                }
+            };
+            let (first, bytes) = stream.run();
+            if page_idx >= bytes.len() / PAGE_SIZE {
+                *pos = None;
+                continue;
+            }
+            let view = PageView::new(&bytes[page_idx * PAGE_SIZE..(page_idx + 1) * PAGE_SIZE]);
+            if slot == 0 {
+                self.report.heap_pages += 1;
+                let page = first + page_idx as u64;
+                self.report.reread_pages += !self.read.insert(page) as u64;
+            }
+            let n = view.n_slots();
+            let mut s = slot;
+            while s < n && !out.is_full() {
+                if let Some(t) = view.get(s)
+                    && self.spec.qualifies(t)
+                {
+                    out.push(Tid::new((first + page_idx as u64) as u32, s), t);
+                }
+                s += 1;
+            }
+            *pos = Some(if s >= n {
+                (page_idx + 1, 0)
+            } else {
+                (page_idx, s)
+            });
+        }
+        self.report.rows += out.len() as u64;
+        Ok(!out.is_empty())
+    }
+
+    fn report(&self) -> ScanReport {
+        self.report.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(pages: u64, of: &[u64]) -> PageSet {
+        let mut s = PageSet::new(pages);
+        for &p in of {
+            s.insert(p);
+        }
+        s
+    }
+
+    const DISK: ReadCosts = ReadCosts {
+        sequential_ms: 0.1,
+        request_ms: 1.0,
+    };
+
+    #[test]
+    fn page_sets_iterate_in_order_and_count_once() {
+        let s = set(200, &[130, 3, 64, 3, 199, 0]);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![0, 3, 64, 130, 199]);
+        assert_eq!(s.len(), 5);
+        assert!(s.contains(64) && !s.contains(65));
+    }
+
+    #[test]
+    fn gaps_are_bridged_only_where_a_request_costs_more_and_never_over_avoided_pages() {
+        assert_eq!(DISK.bridge_pages(), 10);
+        let s = set(100, &[0, 5, 16, 27, 60]);
+        let p = plan_page_order(&s, None, &DISK);
+        // 0..5 (gap 4) and 5..16 (gap 10) bridge; 16..27 (gap 10) too; 60 is alone.
+        assert_eq!(p.runs, vec![(0, 28), (60, 1)]);
+        assert_eq!(p.bridged, 24);
+        assert!((p.cost_ms - (2.0 * 1.0 + 29.0 * 0.1)).abs() < 1e-9);
+        let avoid = set(100, &[10]);
+        let p = plan_page_order(&s, Some(&avoid), &DISK);
+        assert_eq!(p.runs, vec![(0, 6), (16, 12), (60, 1)]);
+    }
+
+    fn inputs(read: u64, estimate: f64, wanted: u64, cost: f64) -> MorphInputs {
+        MorphInputs {
+            heap_pages: 1000,
+            entries_read: read,
+            entries_estimate: estimate,
+            wanted_pages: wanted,
+            wanted_cost_ms: cost,
+            tuples_per_page: 100.0,
+            entries_per_leaf: 400.0,
+        }
+    }
+
+    #[test]
+    fn the_whole_table_morphs_at_once_and_a_narrow_range_never() {
+        // 100% of 100,000 rows: after 16 entries on 16 pages, the other
+        // entries need the other 984 pages at least.
+        let (sweep, bound, full) = morph(&inputs(16, 100_000.0, 16, 17.6), &DISK);
+        assert!(sweep, "{bound} vs {full}");
+        // 1% of it, spread one result per page: the bound stays below the sweep.
+        let (sweep, bound, full) = morph(&inputs(16, 1_000.0, 16, 17.6), &DISK);
+        assert!(!sweep && bound < full);
+        // ... until the wanted pages alone cost as much as the sweep.
+        assert!(morph(&inputs(1_000, 1_000.0, 91, 101.0), &DISK).0);
+    }
+
+    #[test]
+    fn room_on_wanted_pages_lowers_the_bound() {
+        // 50,000 entries left; the wanted pages are full (no room) or empty.
+        let full = morph(&inputs(10_000, 60_000.0, 100, 11.0), &DISK).1;
+        let room = morph(&inputs(100, 50_100.0, 600, 11.0), &DISK).1;
+        assert!(room < full, "{room} {full}");
+    }
+}
