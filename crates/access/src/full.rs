@@ -16,11 +16,7 @@ pub const DEPTH: usize = 2;
 
 pub struct FullScan {
     spec: ScanSpec,
-    stream: PageStream,
-    /// Position in the current run: page index and next slot; `None` before the
-    /// first run.
-    pos: Option<(usize, u16)>,
-    done: bool,
+    pages: StreamedPages,
     report: ScanReport,
 }
 
@@ -30,9 +26,7 @@ impl FullScan {
         let stream = heap.stream(0, heap.num_pages(), RUN_PAGES, DEPTH)?;
         Ok(FullScan {
             spec,
-            stream,
-            pos: None,
-            done: false,
+            pages: StreamedPages::new(stream),
             report: ScanReport {
                 path: "full".into(),
                 ..Default::default()
@@ -44,6 +38,46 @@ impl FullScan {
 impl AccessPath for FullScan {
     fn next_batch(&mut self, out: &mut TupleBatch) -> Result<bool> {
         out.clear();
+        let heap_pages = &mut self.report.heap_pages;
+        self.pages.produce(&self.spec, out, |_| *heap_pages += 1)?;
+        self.report.rows += out.len() as u64;
+        Ok(!out.is_empty())
+    }
+
+    fn report(&self) -> ScanReport {
+        self.report.clone()
+    }
+}
+
+/// The qualifying tuples of every page a [`PageStream`] delivers, produced
+/// batch by batch: where production stands between batches.
+pub struct StreamedPages {
+    stream: PageStream,
+    /// Position in the current run: page index and next slot; `None` before
+    /// the run's first page.
+    pos: Option<(usize, u16)>,
+    done: bool,
+}
+
+impl StreamedPages {
+    pub fn new(stream: PageStream) -> StreamedPages {
+        StreamedPages {
+            stream,
+            pos: None,
+            done: false,
+        }
+    }
+
+    /// Fills `out` (whole pages at a time, a page split across batches when
+    /// it holds more than the batch takes) with the qualifying tuples of the
+    /// next pages; `on_page` sees each page number as its first tuple is
+    /// looked at. Returns whether pages are left.
+    pub fn produce(
+        &mut self,
+        spec: &ScanSpec,
+        out: &mut TupleBatch,
+        mut on_page: impl FnMut(u64),
+    ) -> Result<bool> {
         while !self.done && !out.is_full() {
             let (page_idx, slot) = match self.pos {
                 Some(p) => p,
@@ -62,16 +96,17 @@ impl AccessPath for FullScan {
                 continue;
             }
             let view = PageView::new(&bytes[page_idx * PAGE_SIZE..(page_idx + 1) * PAGE_SIZE]);
+            let page = first + page_idx as u64;
             if slot == 0 {
-                self.report.heap_pages += 1;
+                on_page(page);
             }
             let n = view.n_slots();
             let mut s = slot;
             while s < n && !out.is_full() {
                 if let Some(t) = view.get(s)
-                    && self.spec.qualifies(t)
+                    && spec.qualifies(t)
                 {
-                    out.push(Tid::new((first + page_idx as u64) as u32, s), t);
+                    out.push(Tid::new(page as u32, s), t);
                 }
                 s += 1;
             }
@@ -81,11 +116,6 @@ impl AccessPath for FullScan {
                 (page_idx, s)
             });
         }
-        self.report.rows += out.len() as u64;
-        Ok(!out.is_empty())
-    }
-
-    fn report(&self) -> ScanReport {
-        self.report.clone()
+        Ok(!self.done)
     }
 }

@@ -40,7 +40,7 @@ fn table(db: &Database, layout: &str, keys: &[i32]) -> Arc<Table> {
             name,
             schema,
             TableOptions::default(),
-            vec![IndexSpec::new(&format!("{name}_k"), &["k"])],
+            vec![IndexSpec::new(format!("{name}_k"), &["k"])],
         )
         .unwrap();
     for (i, k) in keys.iter().enumerate() {

@@ -43,13 +43,11 @@
 //! Optimizer/SLA triggers keep the region operator ([`super::SmoothScan`]).
 
 use strata_storage::btree::RangeCursor;
-use strata_storage::heap::PageStream;
-use strata_storage::page::{PAGE_SIZE, PageView};
-use strata_storage::types::Tid;
 
 use super::{PageCosts, Policy, SmoothOptions};
 use crate::batch::TupleBatch;
 use crate::error::Result;
+use crate::full::StreamedPages;
 use crate::report::{Mode, ModeChange, ScanReport};
 use crate::scan::{AccessPath, ScanSpec};
 
@@ -223,12 +221,8 @@ fn check_interval(heap_pages: u64) -> u64 {
 enum Phase {
     /// Reading the index range into the wanted set.
     Collect,
-    /// Reading pages: the stream, and the position within its current run
-    /// (page index, next slot); `None` before the first run.
-    Read {
-        stream: PageStream,
-        pos: Option<(usize, u16)>,
-    },
+    /// Reading pages.
+    Read(StreamedPages),
     Done,
 }
 
@@ -361,7 +355,7 @@ impl PageOrderScan {
         self.morph_to(Mode::Expansion, self.num_pages);
         self.report.swept_pages = self.num_pages;
         self.report.read_ahead_streams += 1;
-        self.phase = Phase::Read { stream, pos: None };
+        self.phase = Phase::Read(StreamedPages::new(stream));
         Ok(())
     }
 
@@ -389,7 +383,7 @@ impl PageOrderScan {
             crate::sort_scan::DEPTH,
         )?;
         self.report.read_ahead_streams += 1;
-        self.phase = Phase::Read { stream, pos: None };
+        self.phase = Phase::Read(StreamedPages::new(stream));
         Ok(())
     }
 
@@ -411,46 +405,19 @@ impl AccessPath for PageOrderScan {
         if matches!(self.phase, Phase::Collect) {
             self.collect()?;
         }
-        while !out.is_full() {
-            let Phase::Read { stream, pos } = &mut self.phase else {
-                break;
-            };
-            let (page_idx, slot) = match *pos {
-                Some(p) => p,
-                None => {
-                    if !stream.next_run()? {
-                        self.phase = Phase::Done;
-                        break;
-                    }
-                    (0, 0)
-                }
-            };
-            let (first, bytes) = stream.run();
-            if page_idx >= bytes.len() / PAGE_SIZE {
-                *pos = None;
-                continue;
+        if let Phase::Read(pages) = &mut self.phase {
+            let (heap_pages, reread, read) = (
+                &mut self.report.heap_pages,
+                &mut self.report.reread_pages,
+                &mut self.read,
+            );
+            let more = pages.produce(&self.spec, out, |page| {
+                *heap_pages += 1;
+                *reread += !read.insert(page) as u64;
+            })?;
+            if !more {
+                self.phase = Phase::Done;
             }
-            let view = PageView::new(&bytes[page_idx * PAGE_SIZE..(page_idx + 1) * PAGE_SIZE]);
-            if slot == 0 {
-                self.report.heap_pages += 1;
-                let page = first + page_idx as u64;
-                self.report.reread_pages += !self.read.insert(page) as u64;
-            }
-            let n = view.n_slots();
-            let mut s = slot;
-            while s < n && !out.is_full() {
-                if let Some(t) = view.get(s)
-                    && self.spec.qualifies(t)
-                {
-                    out.push(Tid::new((first + page_idx as u64) as u32, s), t);
-                }
-                s += 1;
-            }
-            *pos = Some(if s >= n {
-                (page_idx + 1, 0)
-            } else {
-                (page_idx, s)
-            });
         }
         self.report.rows += out.len() as u64;
         Ok(!out.is_empty())
