@@ -182,12 +182,7 @@ pub fn scan_spec(db: &Database, a: &ScanArgs) -> Result<ScanSpec> {
         return Err(usage(format!(
             "--plan needs an index on the ORDER BY column (--order-by) or on a column of the predicate; table {} has indexes on: {}",
             a.table,
-            table
-                .indexes()
-                .iter()
-                .map(|i| i.def.columns.join(","))
-                .collect::<Vec<_>>()
-                .join("; ")
+            indexed_columns(&table)
         )));
     }
     if spec.index.is_none() && a.path != "full" && a.plan.is_none() {
@@ -195,12 +190,7 @@ pub fn scan_spec(db: &Database, a: &ScanArgs) -> Result<ScanSpec> {
             "--path {} needs an index on a column of the predicate; table {} has indexes on: {}",
             a.path,
             a.table,
-            table
-                .indexes()
-                .iter()
-                .map(|i| i.def.columns.join(","))
-                .collect::<Vec<_>>()
-                .join("; ")
+            indexed_columns(&table)
         )));
     }
     Ok(spec)
@@ -412,4 +402,14 @@ pub fn run(cli: &Global, a: &ScanArgs) -> Result<()> {
         println!("  note: {n}");
     }
     Ok(())
+}
+
+/// The columns of each index of `table`, for messages: `c2; a,b`.
+fn indexed_columns(table: &strata_storage::Table) -> String {
+    table
+        .indexes()
+        .iter()
+        .map(|i| i.def.columns.join(","))
+        .collect::<Vec<_>>()
+        .join("; ")
 }

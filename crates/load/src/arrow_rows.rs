@@ -133,12 +133,7 @@ pub(crate) fn map_fields(
             "{file}: unknown column{} {} for table '{table}' (it has {})",
             if unknown.len() > 1 { "s" } else { "" },
             unknown.join(", "),
-            schema
-                .columns
-                .iter()
-                .map(|c| c.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            schema.names()
         )));
     }
     let mut map = Vec::with_capacity(schema.len());

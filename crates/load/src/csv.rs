@@ -246,14 +246,7 @@ fn map_header(
             None => unknown.push(format!("'{name}'")),
         }
     }
-    let columns = || {
-        schema
-            .columns
-            .iter()
-            .map(|c| c.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let columns = || schema.names();
     if !unknown.is_empty() {
         return Err(LoadError::Mismatch(format!(
             "{file}:1: header names unknown column{} {} (table '{table}' has {})",

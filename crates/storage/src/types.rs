@@ -387,6 +387,15 @@ impl Schema {
         self.columns.iter().map(|c| c.ty).collect()
     }
 
+    /// The column names, comma-separated, for messages.
+    pub fn names(&self) -> String {
+        self.columns
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Largest encoded row.
     pub fn max_row_size(&self) -> usize {
         RowLayout::new(self).bitmap_len
