@@ -13,12 +13,15 @@ use crate::progress::Bars;
 
 #[derive(Args)]
 pub struct GenArgs {
-    /// microbench, skewed, flash or tpch.
+    /// microbench, skewed, flash, tpch, or a layout of the microbench table
+    /// whose c2 has one histogram but sits differently in the heap: uniform,
+    /// correlated, periodic, clustered, or the adversaries alternating,
+    /// dense-start, dense-tail.
     pub dataset: String,
-    /// Rows (microbench, skewed, flash; default 1000000).
+    /// Rows (all but tpch; default 1000000).
     #[arg(long)]
     pub rows: Option<u64>,
-    /// Random seed (microbench, skewed, flash; default 42).
+    /// Random seed (all but tpch; default 42).
     #[arg(long)]
     pub seed: Option<u64>,
     /// Heap fill factor (0.05..=1.0); e.g. 0.25 as public PostgreSQL benchmarks
@@ -69,8 +72,9 @@ pub fn run(cli: &Global, a: &GenArgs) -> Result<()> {
     let bars = Bars::new();
     let start = Instant::now();
     let before = db.device().stats().snapshot();
-    let name = strata_load::generate(&db, &spec, &bars)?.table;
+    let report = strata_load::generate(&db, &spec, &bars)?;
     bars.finish();
+    let name = report.table;
     let secs = start.elapsed().as_secs_f64();
     let io = db.device().stats().snapshot() - before;
     let table = db.table(&name)?;
@@ -84,6 +88,19 @@ pub fn run(cli: &Global, a: &GenArgs) -> Result<()> {
         heap_bytes as f64 / 1e6 / secs,
         io.bytes_written() >> 20
     );
+    if let Some(b) = report.band {
+        let n = table.rows();
+        let x = strata_load::layout::key_bound_for(b.rows(), n);
+        println!(
+            "special rows: {} ({} dense on {} pages, {} isolated), ranks 0..{}; c2 < {x} selects {} of them",
+            b.rows(),
+            b.dense,
+            b.dense_pages,
+            b.sparse,
+            b.rows(),
+            strata_load::layout::rows_below(x, n)
+        );
+    }
     Ok(())
 }
 

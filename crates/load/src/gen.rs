@@ -6,7 +6,8 @@
 //! so generation does not allocate per row; 10 M microbench rows take seconds plus
 //! the index build.
 //!
-//! All data is a pure function of (kind, rows, seed): [`SmallRng`] seeded with
+//! All data is a pure function of (kind, rows, seed, fill factor; the fill
+//! factor matters to the adversary layouts only): [`SmallRng`] seeded with
 //! `seed`, drawn in a fixed order, so a seed reproduces a data set exactly.
 //!
 //! - `microbench` (Smooth Scan, §7.3): `c1..c10 INT32 NOT NULL`; `c1` is the row
@@ -18,6 +19,46 @@
 //!   random; all other `c2` are uniform in `[1, 100000]`, so the predicate
 //!   `c2 = 0` selects exactly the skewed rows: a dense cluster at the start of the
 //!   heap and a few stragglers ([`skewed_counts`] gives the numbers).
+//! - the layouts, for the robustness of access paths: the microbench table
+//!   (`c1` the row number, `c3..c10` uniform, index `<table>_c2`) with `c2`
+//!   placed in different ways relative to the heap order, and the same `c2`
+//!   histogram on all of them. Each layout picks a permutation of ranks
+//!   `0..n` over the rows and sets `c2 = rank * 100001 / n` (in `[0, 100000]`,
+//!   about `n / 100001` rows a value), so `c2 >= 0 AND c2 < x` selects the
+//!   rows of the lowest ranks, a fraction `x / 100001` of the table (give or
+//!   take one value's rows), on every layout ([`crate::layout`] has the
+//!   details and [`crate::layout::rows_below`] the exact count):
+//!   - `uniform`: the ranks are a random permutation (the microbench's shape:
+//!     a key range's rows are spread uniformly over the heap);
+//!   - `correlated`: ranks in the order of `i/n + noise`, noise uniform in
+//!     ±0.01: the key grows with the insertion order, each row within 1% of
+//!     the table of its place;
+//!   - `periodic`: ranks in the order of `frac(32 i / n) + noise`, noise
+//!     uniform in ±1% of the key range: timestamps of 32 batch loads, each
+//!     sweeping the whole key range again, so a key range hits 32 bands;
+//!   - `clustered`: the heap in runs of 4 pages' worth of rows; the runs take
+//!     consecutive blocks of ranks in a random run order, shuffled within the
+//!     run: a key range hits whole runs scattered over the heap;
+//!   - `alternating` (the Smooth Scan paper's Fig. 8c adversary): the first
+//!     row of every second heap page (pages 0, 2, 4, ...; `m = ceil(pages/2)`
+//!     rows) has ranks `0..m` in random order, every other row ranks `m..n` in
+//!     random order: the predicate selecting `m` rows matches exactly one row
+//!     on every second page;
+//!   - `dense-start` (Fig. 8b's adversary for Selectivity Increase): every row
+//!     of the first `D` pages (`D` = 1% of the pages, at least 1) has ranks
+//!     `0..D * rows_per_page` in physical order, then the first row of every
+//!     64th page of the rest of the heap the next ranks in random order, and
+//!     the other rows the rest in random order: in key order a dense run, then
+//!     isolated matches, one per 64 pages, in random page order;
+//!   - `dense-tail`: the reverse: the isolated rows (every 64th page of the
+//!     heap outside the dense run) have the lowest ranks in random order, then
+//!     the dense run of `D` pages, at a random page offset, the next ranks in
+//!     physical order.
+//!
+//!   The adversaries place rows on pages: row `i` of a fresh load of fixed-size
+//!   rows lands on page `i / rows_per_page`, the heap's capacity under the
+//!   table's fill factor ([`strata_storage::heap::rows_per_page`]), so
+//!   `--fill-factor` moves their special rows with the pages.
 //! - `flash` (the flash paper, §3.2): 300-byte tuples, `a INT32` a random
 //!   permutation of `1..=N` (Fisher–Yates) and `pad CHAR(296)` filled with one
 //!   letter repeated (cheap, deterministic, and not all blanks, so the bytes are
@@ -48,37 +89,103 @@ pub enum GenKind {
     Microbench,
     Skewed,
     Flash,
+    Uniform,
+    Correlated,
+    Periodic,
+    Clustered,
+    Alternating,
+    DenseStart,
+    DenseTail,
 }
 
 impl GenKind {
-    pub const ALL: [GenKind; 3] = [GenKind::Microbench, GenKind::Skewed, GenKind::Flash];
+    pub const ALL: [GenKind; 10] = [
+        GenKind::Microbench,
+        GenKind::Skewed,
+        GenKind::Flash,
+        GenKind::Uniform,
+        GenKind::Correlated,
+        GenKind::Periodic,
+        GenKind::Clustered,
+        GenKind::Alternating,
+        GenKind::DenseStart,
+        GenKind::DenseTail,
+    ];
+
+    /// The layouts: the microbench table with `c2` placed by rank
+    /// ([`crate::layout`]).
+    pub const LAYOUTS: [GenKind; 7] = [
+        GenKind::Uniform,
+        GenKind::Correlated,
+        GenKind::Periodic,
+        GenKind::Clustered,
+        GenKind::Alternating,
+        GenKind::DenseStart,
+        GenKind::DenseTail,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             GenKind::Microbench => "microbench",
             GenKind::Skewed => "skewed",
             GenKind::Flash => "flash",
+            GenKind::Uniform => "uniform",
+            GenKind::Correlated => "correlated",
+            GenKind::Periodic => "periodic",
+            GenKind::Clustered => "clustered",
+            GenKind::Alternating => "alternating",
+            GenKind::DenseStart => "dense-start",
+            GenKind::DenseTail => "dense-tail",
         }
     }
 
-    /// The table name used when none is given (the generator's name).
+    /// The table name used when none is given (the generator's name, with `_`
+    /// for `-`).
     pub fn default_table(self) -> &'static str {
-        self.name()
+        match self {
+            GenKind::DenseStart => "dense_start",
+            GenKind::DenseTail => "dense_tail",
+            k => k.name(),
+        }
+    }
+
+    /// Whether this is one of the [`GenKind::LAYOUTS`].
+    pub fn is_layout(self) -> bool {
+        GenKind::LAYOUTS.contains(&self)
+    }
+
+    /// Whether this layout has a band of special rows ([`crate::layout::band`]).
+    pub fn is_adversary(self) -> bool {
+        matches!(
+            self,
+            GenKind::Alternating | GenKind::DenseStart | GenKind::DenseTail
+        )
     }
 
     /// The indexed column.
     pub fn index_column(self) -> &'static str {
         match self {
-            GenKind::Microbench | GenKind::Skewed => "c2",
             GenKind::Flash => "a",
+            _ => "c2",
         }
     }
 
     pub fn schema(self) -> Schema {
         match self {
-            GenKind::Microbench | GenKind::Skewed => microbench_schema(),
             GenKind::Flash => flash_schema(),
+            _ => microbench_schema(),
         }
+    }
+
+    /// Rows of this data set on one heap page under `fill_factor`.
+    pub fn rows_per_page(self, fill_factor: f64) -> u64 {
+        strata_storage::heap::rows_per_page(self.schema().max_row_size(), fill_factor) as u64
+    }
+
+    /// The special rows of an adversary layout of `rows` rows under
+    /// `fill_factor` (they hold ranks `0..band.rows()`); `None` for the others.
+    pub fn band(self, rows: u64, fill_factor: f64) -> Option<crate::layout::Band> {
+        crate::layout::band(self, rows, self.rows_per_page(fill_factor))
     }
 }
 
@@ -91,11 +198,12 @@ impl fmt::Display for GenKind {
 impl FromStr for GenKind {
     type Err = LoadError;
 
-    /// Parses `microbench`, `skewed` or `flash` (case-insensitive).
+    /// Parses a data set's name (case-insensitive; `_` for `-` too).
     fn from_str(s: &str) -> Result<GenKind, LoadError> {
+        let want = s.trim().replace('_', "-");
         GenKind::ALL
             .into_iter()
-            .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
+            .find(|k| k.name().eq_ignore_ascii_case(&want))
             .ok_or_else(|| {
                 LoadError::Usage(format!(
                     "unknown data set '{s}': expected one of {}, tpch",
@@ -147,6 +255,8 @@ pub struct GenReport {
     pub rows: u64,
     /// For `skewed`: rows with `c2 = 0`.
     pub c2_zero_rows: Option<u64>,
+    /// For the adversary layouts: the special rows (ranks `0..rows()`).
+    pub band: Option<crate::layout::Band>,
     /// Wall time including the index build and commit.
     pub elapsed: Duration,
     pub summary: LoadSummary,
@@ -220,6 +330,7 @@ pub fn generate(
     let mut rng = SmallRng::seed_from_u64(spec.seed);
     let n = spec.rows;
     let mut c2_zero_rows = None;
+    let mut band = None;
     let tick = |i: u64| {
         if (i + 1).is_multiple_of(PROGRESS_EVERY) {
             progress.advance(PROGRESS_EVERY);
@@ -263,6 +374,27 @@ pub fn generate(
                 tick(i);
             }
         }
+        kind @ (GenKind::Uniform
+        | GenKind::Correlated
+        | GenKind::Periodic
+        | GenKind::Clustered
+        | GenKind::Alternating
+        | GenKind::DenseStart
+        | GenKind::DenseTail) => {
+            let tpp = kind.rows_per_page(spec.options.fill_factor);
+            band = crate::layout::band(kind, n, tpp);
+            let ranks = crate::layout::ranks(kind, n, tpp, &mut rng).expect("a layout");
+            let mut row = vec![Value::Int32(0); 10];
+            for (i, &rank) in ranks.iter().enumerate() {
+                row[0] = Value::Int32(i as i32);
+                row[1] = Value::Int32(crate::layout::c2_of_rank(rank as u64, n));
+                for v in &mut row[2..] {
+                    *v = Value::Int32(rng.random_range(0..=MICROBENCH_MAX));
+                }
+                load.append(&row)?;
+                tick(i as u64);
+            }
+        }
         GenKind::Flash => {
             let mut perm: Vec<i32> = (1..=n as i32).collect();
             for i in (1..perm.len()).rev() {
@@ -293,6 +425,7 @@ pub fn generate(
         kind: spec.kind,
         rows: n,
         c2_zero_rows,
+        band,
         elapsed: start.elapsed(),
         summary,
     })

@@ -26,6 +26,7 @@ mod csv;
 // `gen` is a reserved word in edition 2024.
 #[path = "gen.rs"]
 mod generator;
+pub mod layout;
 mod parquet;
 mod tpch;
 

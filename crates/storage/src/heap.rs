@@ -30,6 +30,29 @@ use crate::types::Tid;
 /// Pages a [`HeapWriter`] buffers before writing them in one request (1 MiB).
 pub const WRITE_RUN_PAGES: usize = 128;
 
+/// Rows of `row_len` bytes each that one heap page takes under `fill_factor`
+/// (clamped to 0.05..=1.0 as the heap clamps it), by the rule loads and inserts
+/// follow: a page takes a tuple while its header, slots and tuples stay within
+/// `fill_factor * PAGE_SIZE` bytes, and an empty page always takes one tuple that
+/// fits a page. 0 when a row does not fit a page at all. Generators use it to put
+/// rows on chosen pages (a fixed-size row `i` of a fresh load lands on page
+/// `i / rows_per_page`).
+pub fn rows_per_page(row_len: usize, fill_factor: f64) -> usize {
+    if row_len == 0 || row_len > MAX_TUPLE {
+        return 0;
+    }
+    let limit = fill_limit_bytes(fill_factor.clamp(0.05, 1.0));
+    let per = row_len + page::SLOT_SIZE;
+    let by_page = (PAGE_SIZE - page::HEADER_SIZE) / per;
+    let by_fill = limit.saturating_sub(page::HEADER_SIZE) / per;
+    by_page.min(by_fill).max(1)
+}
+
+/// Bytes a page may fill under a (clamped) fill factor.
+fn fill_limit_bytes(fill_factor: f64) -> usize {
+    (fill_factor * PAGE_SIZE as f64) as usize
+}
+
 pub struct HeapFile {
     pool: Arc<BufferPool>,
     file: FileId,
@@ -123,7 +146,7 @@ impl HeapFile {
 
     /// Bytes a page may fill before inserts move on to the next page.
     fn fill_limit(&self) -> usize {
-        (self.fill_factor * PAGE_SIZE as f64) as usize
+        fill_limit_bytes(self.fill_factor)
     }
 
     fn check_size(len: usize) -> Result<()> {
@@ -595,6 +618,56 @@ mod tests {
             })
             .unwrap();
         assert_eq!(n, 1000);
+    }
+
+    /// [`rows_per_page`] agrees with where the writer and single inserts really
+    /// put fixed-size rows, over row sizes and fill factors (including ones the
+    /// heap clamps and a row bigger than the fill limit).
+    #[test]
+    fn rows_per_page_matches_the_heaps_fit_rule() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = setup(dir.path(), 64);
+        let mut k = 0;
+        for len in [1usize, 40, 60, 300, 1000, 3000, MAX_TUPLE] {
+            for fill in [0.01, 0.05, 0.1, 0.25, 0.5, 0.9, 1.0, 2.0] {
+                let per = rows_per_page(len, fill);
+                assert!(per >= 1, "{len} {fill}");
+                let t = vec![3u8; len];
+                for single in [false, true] {
+                    k += 1;
+                    let name = format!("h{k}");
+                    let h = Arc::new(
+                        HeapFile::create(pool.clone(), &dir.path().join(&name), &name, 64, fill)
+                            .unwrap(),
+                    );
+                    let n = 3 * per + 1;
+                    let mut tids = Vec::new();
+                    if single {
+                        for _ in 0..n {
+                            tids.push(h.insert(&t).unwrap());
+                        }
+                    } else {
+                        let mut w = h.writer();
+                        for _ in 0..n {
+                            tids.push(w.append(&t).unwrap());
+                        }
+                        w.finish().unwrap();
+                    }
+                    for (i, tid) in tids.iter().enumerate() {
+                        assert_eq!(
+                            tid.page as usize,
+                            i / per,
+                            "row {i}, {len} bytes, fill {fill}, single {single}"
+                        );
+                    }
+                    assert_eq!(h.num_pages(), 4);
+                }
+            }
+        }
+        assert_eq!(rows_per_page(40, 1.0), 185);
+        assert_eq!(rows_per_page(40, 0.25), 45);
+        assert_eq!(rows_per_page(0, 1.0), 0);
+        assert_eq!(rows_per_page(MAX_TUPLE + 1, 1.0), 0);
     }
 
     /// Many batches of runs (the reader thread finishes before the consumer),
