@@ -11,6 +11,8 @@
 //!   [`Samples`] (medians of repeated runs) and [`median`];
 //! - [`plot`]: [`Plot`] line and grouped-bar charts, linear or log axes,
 //!   written as SVG and PNG without system libraries;
+//! - [`heatmap`]: a heat map of ratios (rows × columns of coloured cells),
+//!   SVG and PNG through plotters;
 //! - [`summary`]: the markdown [`Summary`] with its [`Comparison`] table;
 //! - [`flash`]: the flash paper's figures (`strata bench flash`);
 //! - [`model`]: the Smooth Scan cost model's analytical figures and its
@@ -21,6 +23,7 @@
 //!   ([`postgres::run_postgres_queries`], [`postgres::run_postgres_sweep`]).
 
 pub mod flash;
+pub mod heatmap;
 pub mod plot;
 pub mod postgres;
 pub mod results;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
+use strata_bench::smooth_scan::robustness::{self, RobustnessOptions};
 use strata_bench::smooth_scan::{BenchOptions, FIGURES, postgres_figure, prepare, run_figure};
 use strata_storage::util::parse_size;
 
@@ -14,9 +15,11 @@ use crate::progress::Bars;
 
 #[derive(Args)]
 pub struct SmoothArgs {
-    /// A figure (15a 15b 16 17 18 19 20 21 22 23), `all`, or `postgres` /
+    /// A figure (15a 15b 16 17 18 19 20 21 22 23), `all`, `postgres` /
     /// `postgres-ordered` (the same sweep in PostgreSQL beside strata's real-device
-    /// points; installs PostgreSQL from Debian's packages when missing).
+    /// points; installs PostgreSQL from Debian's packages when missing), or
+    /// `robustness` (the default Smooth Scan against the best of full, index and
+    /// sort over sizes, fill factors, data layouts, selectivities and devices).
     pub figure: String,
     /// Small sizes and fewer points (for CI and a first look).
     #[arg(long)]
@@ -39,6 +42,17 @@ pub struct SmoothArgs {
     /// Where results go.
     #[arg(long, default_value = "results/smooth-scan")]
     pub out: PathBuf,
+    /// robustness: table sizes in rows, comma-separated (default
+    /// 100000,1000000,10000000; 100000 with --quick).
+    #[arg(long, value_delimiter = ',')]
+    pub sizes: Option<Vec<u64>>,
+    /// robustness: heap fill factors, comma-separated (default 1,0.25).
+    #[arg(long, value_delimiter = ',')]
+    pub fills: Option<Vec<f64>>,
+    /// robustness: data layouts, comma-separated (default uniform, correlated,
+    /// periodic, clustered, skewed, alternating, dense-start, dense-tail).
+    #[arg(long)]
+    pub layouts: Option<String>,
 }
 
 fn options(cli: &Global, a: &SmoothArgs, devices: Vec<String>) -> Result<BenchOptions> {
@@ -55,6 +69,18 @@ fn options(cli: &Global, a: &SmoothArgs, devices: Vec<String>) -> Result<BenchOp
 }
 
 pub fn run(cli: &Global, a: &SmoothArgs) -> Result<()> {
+    if a.figure == robustness::FIGURE {
+        return run_robustness(cli, a);
+    }
+    for (given, flag) in [
+        (a.sizes.is_some(), "--sizes"),
+        (a.fills.is_some(), "--fills"),
+        (a.layouts.is_some(), "--layouts"),
+    ] {
+        if given {
+            return Err(usage(format!("{flag} is for the robustness figure only")));
+        }
+    }
     if a.figure == "postgres" || a.figure == "postgres-ordered" {
         let opts = options(cli, a, vec!["real".into()])?;
         let bars = Bars::new();
@@ -82,6 +108,43 @@ pub fn run(cli: &Global, a: &SmoothArgs) -> Result<()> {
     Ok(())
 }
 
+/// `strata bench smooth-scan robustness`: generates the matrix's tables that
+/// the bench database lacks, runs the matrix, prints the summary.
+fn run_robustness(cli: &Global, a: &SmoothArgs) -> Result<()> {
+    if a.rows.is_some() {
+        return Err(usage(
+            "--rows is not for robustness: its table sizes are --sizes".to_string(),
+        ));
+    }
+    let devices = parse_devices(&a.devices)?;
+    let mut o = RobustnessOptions::new(options(cli, a, devices)?);
+    if let Some(sizes) = &a.sizes {
+        if sizes.is_empty() || sizes.iter().any(|&n| n == 0 || n > i32::MAX as u64) {
+            return Err(usage(format!("--sizes: row counts from 1 to {}", i32::MAX)));
+        }
+        o.sizes = sizes.clone();
+    }
+    if let Some(fills) = &a.fills {
+        if fills.is_empty() || fills.iter().any(|f| !(0.05..=1.0).contains(f)) {
+            return Err(usage("--fills: fill factors in 0.05..=1.0".to_string()));
+        }
+        o.fills = fills.clone();
+    }
+    if let Some(l) = &a.layouts {
+        o.layouts = robustness::parse_layouts(l).map_err(|e| usage(e.to_string()))?;
+    }
+    let bars = Bars::new();
+    robustness::prepare(&o, &bars, &mut |line| {
+        bars.finish();
+        eprintln!("{line}")
+    })?;
+    bars.finish();
+    let summary = robustness::run(&o, &mut |line| eprintln!("{line}"))?;
+    println!("{summary}");
+    println!("results in {}", o.bench.out.display());
+    Ok(())
+}
+
 /// The figures (`all` or one of `known`) and devices (`hdd`, `ssd`, `real`,
 /// comma-separated) a benchmark command's flags name.
 pub fn figures_and_devices(
@@ -99,6 +162,11 @@ pub fn figures_and_devices(
             known.join(", ")
         )));
     };
+    Ok((figures, parse_devices(devices)?))
+}
+
+/// The devices (`hdd`, `ssd`, `real`, comma-separated) of `--devices`.
+pub fn parse_devices(devices: &str) -> Result<Vec<String>> {
     let devices: Vec<String> = devices
         .split(',')
         .map(|d| d.trim().to_string())
@@ -109,5 +177,5 @@ pub fn figures_and_devices(
             return Err(usage(format!("unknown device '{d}' (hdd, ssd, real)")));
         }
     }
-    Ok((figures, devices))
+    Ok(devices)
 }

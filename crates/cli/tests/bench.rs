@@ -77,3 +77,82 @@ fn quick_smooth_scan_figure_writes_csv_plots_and_summary() {
     assert!(text.contains("Model / measured"), "{text}");
     assert!(out.join("fig24.csv").exists() && out.join("fig24.md").exists());
 }
+
+#[test]
+fn quick_robustness_matrix_writes_csv_heat_maps_and_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let out = dir.path().join("results");
+    let bench_db = dir.path().join("bench.db");
+    let args = [
+        "bench",
+        "smooth-scan",
+        "robustness",
+        "--quick",
+        "--sizes",
+        "5000",
+        "--fills",
+        "1,0.25",
+        "--layouts",
+        "uniform,alternating",
+        "--devices",
+        "hdd,ssd",
+        "--bench-db",
+        bench_db.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let first = strata(&db, &args);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let text = stdout(&first);
+    assert!(text.contains("Smooth Scan robustness"), "{text}");
+    assert!(stderr(&first).contains("generated rob_alternating_5000_25"));
+    for f in [
+        "robustness.csv",
+        "robustness.md",
+        "robustness-hdd.svg",
+        "robustness-hdd.png",
+        "robustness-ssd.svg",
+        "robustness-ssd.png",
+    ] {
+        let p = out.join(f);
+        assert!(
+            p.exists() && std::fs::metadata(&p).unwrap().len() > 100,
+            "{f} missing or empty"
+        );
+    }
+    let set = strata_bench::ResultSet::read_csv(out.join("robustness.csv")).unwrap();
+    // Every path returns the same rows in a cell (a stopped run returns fewer).
+    let mut seen: BTreeMap<(String, String, String, String), u64> = BTreeMap::new();
+    let mut bands = 0;
+    for r in set.rows() {
+        for c in ["table_rows", "fill", "layout", "ratio_to_best", "best_ms"] {
+            assert!(!r.get(c).is_empty(), "{c} missing: {r:?}");
+        }
+        bands += (r.get("point") == "band") as usize;
+        if r.get("censored") == "yes" {
+            continue;
+        }
+        let key = (
+            r.device.clone(),
+            r.get("layout"),
+            r.get("fill"),
+            format!("{}", r.x),
+        );
+        if let Some(prev) = seen.insert(key.clone(), r.rows_out) {
+            assert_eq!(prev, r.rows_out, "{key:?}: {}", r.variant);
+        }
+    }
+    // 2 layouts x 2 fills x 2 devices x 6 selectivities, plus alternating's band.
+    assert_eq!(seen.len(), 2 * 2 * 2 * 6 + 2 * 2);
+    assert!(bands >= 2 * 2 * 3, "{bands}");
+    // The tables are reused by a second run.
+    let md = std::fs::read_to_string(out.join("robustness.md")).unwrap();
+    assert!(
+        md.contains("Greedy CR") && md.contains("alternating"),
+        "{md}"
+    );
+    let again = strata(&db, &args);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(!stderr(&again).contains("generated rob_"));
+}

@@ -24,6 +24,7 @@
 pub mod competitive;
 pub mod cost_model;
 pub mod model;
+pub mod robustness;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -171,13 +172,41 @@ struct Run {
     censored: bool,
 }
 
-/// Runs one query cold (a fresh database open) with a deadline.
+/// When a run is stopped and recorded as censored.
+#[derive(Clone, Copy, Debug)]
+struct Limit {
+    /// Wall-clock seconds.
+    wall_s: f64,
+    /// Modeled milliseconds charged by the device during the run (modeled
+    /// devices only; `None`: no modeled limit).
+    modeled_ms: Option<f64>,
+}
+
+/// Runs one query cold (a fresh database open) with the deadline `--timeout`.
 fn run_once(
     opts: &BenchOptions,
     device: &str,
     table: &str,
     pred: &str,
     v: &Variant,
+) -> Result<Run> {
+    let limit = Limit {
+        wall_s: opts.timeout_s,
+        modeled_ms: None,
+    };
+    run_limited(opts, device, table, pred, v, limit)
+}
+
+/// Runs one query cold (a fresh database open), stopped (censored) once it
+/// passes `limit`: the wall clock, or the modeled time the device charged
+/// since the run started. Both are checked after every batch.
+fn run_limited(
+    opts: &BenchOptions,
+    device: &str,
+    table: &str,
+    pred: &str,
+    v: &Variant,
+    limit: Limit,
 ) -> Result<Run> {
     let db = Database::open(&opts.db_dir, device_options(device, opts.pool_bytes)?)?;
     let t = db.table(table)?;
@@ -214,7 +243,10 @@ fn run_once(
     let mut censored = false;
     while path.next_batch(&mut batch)? {
         rows += batch.len() as u64;
-        if start.elapsed().as_secs_f64() > opts.timeout_s {
+        let over_modeled = limit.modeled_ms.is_some_and(|ms| {
+            (dev.stats().snapshot().modeled_ns - before.modeled_ns) as f64 / 1e6 > ms
+        });
+        if over_modeled || start.elapsed().as_secs_f64() > limit.wall_s {
             censored = true;
             break;
         }
