@@ -16,7 +16,7 @@ use crate::progress::Bars;
 pub struct SmoothArgs {
     /// A figure (15a 15b 16 17 18 19 20 21 22 23), `all`, or `postgres` /
     /// `postgres-ordered` (the same sweep in PostgreSQL beside strata's real-device
-    /// points; installs PostgreSQL from Debian's packages when missing).
+    /// points; PostgreSQL is installed by scripts/setup_postgres.sh).
     pub figure: String,
     /// Small sizes and fewer points (for CI and a first look).
     #[arg(long)]
