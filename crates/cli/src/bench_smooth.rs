@@ -17,7 +17,7 @@ use crate::progress::Bars;
 pub struct SmoothArgs {
     /// A figure (15a 15b 16 17 18 19 20 21 22 23), `all`, `postgres` /
     /// `postgres-ordered` (the same sweep in PostgreSQL beside strata's real-device
-    /// points; installs PostgreSQL from Debian's packages when missing), or
+    /// points; PostgreSQL is installed by scripts/setup_postgres.sh), or
     /// `robustness` (the default Smooth Scan against the best of full, index and
     /// sort over sizes, fill factors, data layouts, selectivities and devices).
     pub figure: String,

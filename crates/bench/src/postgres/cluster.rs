@@ -1,0 +1,510 @@
+//! The private PostgreSQL cluster: finding the Debian packages' binaries
+//! (installed by [`SETUP_SCRIPT`], never by this code), `initdb`, `pg_ctl`
+//! start and stop on a free port on 127.0.0.1 with the socket in the work
+//! directory, and the client connection to the running server.
+
+use std::fs;
+use std::net::TcpListener;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use anyhow::{Context, Result, bail};
+use postgres::{Client, NoTls};
+
+use super::quote_literal;
+
+/// The first port tried for the private cluster on 127.0.0.1 (when it is
+/// taken, the first free one of the next 19).
+pub const DEFAULT_PORT: u16 = 54329;
+const PORT_TRIES: u16 = 20;
+/// Installs PostgreSQL (Debian's `postgresql-15`) and, as root, makes sure
+/// the OS user [`PG_OS_USER`] exists; relative to the repository's root.
+pub const SETUP_SCRIPT: &str = "scripts/setup_postgres.sh";
+/// Where the Debian packages put each major version's binaries.
+const PG_LIB: &str = "/usr/lib/postgresql";
+/// The unprivileged OS user the server runs as when we are root (and the
+/// name of the cluster's superuser then: initdb names it after its OS user).
+const PG_OS_USER: &str = "postgres";
+/// How long `pg_ctl` waits for a start or a stop.
+const PG_CTL_WAIT_S: u32 = 300;
+
+/// The setup script: its path in this source tree when it is there (a
+/// binary run where it was built), else [`SETUP_SCRIPT`].
+fn setup_script() -> String {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    match fs::canonicalize(here.join(SETUP_SCRIPT)) {
+        Ok(p) => p.display().to_string(),
+        Err(_) => SETUP_SCRIPT.to_string(),
+    }
+}
+
+pub(super) struct PgBins {
+    /// e.g. /usr/lib/postgresql/15/bin
+    pub(super) dir: PathBuf,
+}
+
+impl PgBins {
+    /// The newest `/usr/lib/postgresql/<major>/bin` with initdb, pg_ctl and
+    /// postgres, or an error saying how to install them.
+    pub(super) fn find() -> Result<PgBins> {
+        find_binaries(Path::new(PG_LIB)).with_context(|| {
+            format!(
+                "PostgreSQL is not installed (no {PG_LIB}/<version>/bin/postgres): run {} as root \
+                 (it installs the Debian package postgresql-15)",
+                setup_script()
+            )
+        })
+    }
+
+    /// The major version: the directory above `bin`.
+    fn major(&self) -> String {
+        self.dir
+            .parent()
+            .and_then(Path::file_name)
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+fn find_binaries(lib: &Path) -> Option<PgBins> {
+    let mut found: Vec<(Vec<u32>, PathBuf)> = fs::read_dir(lib)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let version: Vec<u32> = e
+                .file_name()
+                .to_str()?
+                .split('.')
+                .map(|p| p.parse().ok())
+                .collect::<Option<_>>()?;
+            let bin = e.path().join("bin");
+            ["initdb", "pg_ctl", "postgres"]
+                .iter()
+                .all(|b| bin.join(b).is_file())
+                .then_some((version, bin))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, dir)| PgBins { dir })
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid(2) takes no arguments and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `id <flag> [name]`'s one line of output.
+fn id(args: &[&str]) -> Option<String> {
+    let out = Command::new("id").args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The OS user the server runs as when we are root.
+#[derive(Clone, Debug)]
+pub(super) struct Owner {
+    uid: u32,
+    gid: u32,
+}
+
+impl Owner {
+    /// None when we are not root (everything runs as ourselves); as root,
+    /// the `postgres` user, which the setup script makes sure exists.
+    pub(super) fn for_server() -> Result<Option<Owner>> {
+        if !is_root() {
+            return Ok(None);
+        }
+        let num = |flag| id(&[flag, PG_OS_USER])?.parse().ok();
+        match (num("-u"), num("-g")) {
+            (Some(uid), Some(gid)) => Ok(Some(Owner { uid, gid })),
+            _ => bail!(
+                "running as root, PostgreSQL needs the OS user {PG_OS_USER} to run as, and \
+                 there is none: run {}",
+                setup_script()
+            ),
+        }
+    }
+}
+
+/// A private PostgreSQL cluster; stopped when dropped if it is running.
+pub(super) struct Cluster {
+    bin: PathBuf,
+    pub(super) work_dir: PathBuf,
+    pub(super) data: PathBuf,
+    log: PathBuf,
+    pub(super) port: u16,
+    owner: Option<Owner>,
+    /// The role the client logs in as: the cluster's superuser.
+    db_user: String,
+    running: bool,
+    /// Connected while the server runs.
+    client: Option<Client>,
+}
+
+impl Cluster {
+    /// Creates the work directory, gives it to the owner, initializes the
+    /// cluster unless it exists, stops a server left running in it, and
+    /// writes our settings (`strata.conf`, included from postgresql.conf,
+    /// and the authentication files it names).
+    pub(super) fn prepare(
+        bins: &PgBins,
+        owner: Option<Owner>,
+        work_dir: &Path,
+        shared_buffers: &str,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Cluster> {
+        fs::create_dir_all(work_dir).with_context(|| format!("creating {}", work_dir.display()))?;
+        let work_dir = fs::canonicalize(work_dir)?;
+        let db_user = match owner {
+            Some(_) => PG_OS_USER.to_string(),
+            None => id(&["-un"]).context("`id -un` gave no user name")?,
+        };
+        let mut cluster = Cluster {
+            bin: bins.dir.clone(),
+            data: work_dir.join("strata-pgdata"),
+            log: work_dir.join("strata-postgres.log"),
+            work_dir,
+            port: DEFAULT_PORT,
+            owner,
+            db_user,
+            running: false,
+            client: None,
+        };
+        cluster.give_work_dir()?;
+        let version_file = cluster.data.join("PG_VERSION");
+        let major = bins.major();
+        if version_file.is_file() {
+            let v = fs::read_to_string(&version_file)?;
+            if v.trim() != major {
+                bail!(
+                    "{} holds a PostgreSQL {} cluster but the binaries are version {major}: \
+                     delete it or choose another work directory",
+                    cluster.data.display(),
+                    v.trim()
+                );
+            }
+            if cluster.is_running() {
+                progress("stopping a PostgreSQL server left running in the work directory");
+                cluster.running = true;
+                cluster.stop()?;
+            }
+        } else {
+            if cluster.data.exists() {
+                // An initdb that did not finish.
+                fs::remove_dir_all(&cluster.data)?;
+            }
+            progress(&format!(
+                "initdb {} (PostgreSQL {major})",
+                cluster.data.display()
+            ));
+            let mut c = cluster.command("initdb");
+            c.arg("-D").arg(&cluster.data).args([
+                "--auth-local=peer",
+                "--auth-host=scram-sha-256",
+                "--encoding=UTF8",
+                "--locale=C",
+            ]);
+            run_ok(&mut c, "initdb")?;
+            let conf = cluster.data.join("postgresql.conf");
+            let mut text = fs::read_to_string(&conf)?;
+            text.push_str("\n# strata bench: our settings\ninclude 'strata.conf'\n");
+            fs::write(&conf, text)?;
+        }
+        cluster.port = free_port()?;
+        let hba = cluster.data.join("strata_hba.conf");
+        let ident = cluster.data.join("strata_ident.conf");
+        let files = [
+            (
+                cluster.data.join("strata.conf"),
+                settings_conf(
+                    cluster.port,
+                    &cluster.work_dir,
+                    &hba,
+                    &ident,
+                    shared_buffers,
+                ),
+            ),
+            (hba, HBA_CONF.to_string()),
+            (ident, ident_conf(&cluster.db_user, cluster.owner.is_some())),
+        ];
+        for (path, text) in files {
+            fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+            if let Some(o) = &cluster.owner {
+                std::os::unix::fs::chown(&path, Some(o.uid), Some(o.gid))?;
+            }
+        }
+        Ok(cluster)
+    }
+
+    /// As root: makes the owner own the work directory (unless it is
+    /// world-writable, like /tmp) and checks that it can write there.
+    fn give_work_dir(&self) -> Result<()> {
+        let Some(o) = &self.owner else { return Ok(()) };
+        let meta = fs::metadata(&self.work_dir)?;
+        if meta.mode() & 0o002 == 0 && meta.uid() != o.uid {
+            chown_tree(&self.work_dir, o)?;
+        }
+        let mut c = Command::new("test");
+        c.arg("-w").arg(&self.work_dir).current_dir("/");
+        c.uid(o.uid).gid(o.gid);
+        if !c.status().is_ok_and(|s| s.success()) {
+            bail!(
+                "the {PG_OS_USER} user cannot write {}: a parent directory is probably not \
+                 searchable by others; choose a work directory under /tmp",
+                self.work_dir.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// A command for one of the binaries, as the owner, in the work directory,
+    /// with no PG* variables from our environment and no stdin.
+    fn command(&self, program: &str) -> Command {
+        let mut c = Command::new(self.bin.join(program));
+        c.current_dir(&self.work_dir)
+            .env("HOME", &self.work_dir)
+            .env("LC_ALL", "C")
+            .env("LANG", "C")
+            .stdin(Stdio::null());
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("PG") {
+                c.env_remove(k);
+            }
+        }
+        if let Some(o) = &self.owner {
+            c.uid(o.uid).gid(o.gid);
+        }
+        c
+    }
+
+    fn is_running(&self) -> bool {
+        let mut c = self.command("pg_ctl");
+        c.arg("status").arg("-D").arg(&self.data);
+        c.output().is_ok_and(|o| o.status.success())
+    }
+
+    /// Starts the server and connects to it.
+    pub(super) fn start(&mut self) -> Result<()> {
+        let mut c = self.command("pg_ctl");
+        c.arg("start")
+            .arg("-D")
+            .arg(&self.data)
+            .arg("-l")
+            .arg(&self.log)
+            .args(["-w", "-s", "-t", &PG_CTL_WAIT_S.to_string()]);
+        if let Err(e) = run_ok(&mut c, "starting PostgreSQL (pg_ctl start)") {
+            bail!(
+                "{e:#}\nlast lines of {}:\n{}",
+                self.log.display(),
+                log_tail(&self.log, 15)
+            );
+        }
+        self.running = true;
+        let client = postgres::Config::new()
+            .host_path(&self.work_dir)
+            .port(self.port)
+            .user(&self.db_user)
+            .dbname("postgres")
+            .application_name("strata-bench")
+            .connect(NoTls)
+            .with_context(|| {
+                format!(
+                    "connecting to PostgreSQL as {} on the socket in {} (port {})",
+                    self.db_user,
+                    self.work_dir.display(),
+                    self.port
+                )
+            })?;
+        self.client = Some(client);
+        Ok(())
+    }
+
+    /// Disconnects and stops the server (a fast shutdown).
+    pub(super) fn stop(&mut self) -> Result<()> {
+        if let Some(client) = self.client.take() {
+            // Closing says goodbye to the server; a connection it already
+            // dropped is no reason to fail.
+            let _ = client.close();
+        }
+        if !self.running {
+            return Ok(());
+        }
+        let mut c = self.command("pg_ctl");
+        c.arg("stop").arg("-D").arg(&self.data).args([
+            "-m",
+            "fast",
+            "-w",
+            "-s",
+            "-t",
+            &PG_CTL_WAIT_S.to_string(),
+        ]);
+        run_ok(&mut c, "pg_ctl stop")?;
+        self.running = false;
+        Ok(())
+    }
+
+    /// The connection to the running server.
+    pub(super) fn client(&mut self) -> Result<&mut Client> {
+        self.client
+            .as_mut()
+            .context("PostgreSQL is not running (no connection)")
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+/// Runs `cmd` to completion and fails with its output unless it succeeds.
+fn run_ok(cmd: &mut Command, what: &str) -> Result<Output> {
+    let out = cmd
+        .output()
+        .with_context(|| format!("{what}: running {:?}", cmd.get_program()))?;
+    if !out.status.success() {
+        bail!(
+            "{what} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim(),
+            String::from_utf8_lossy(&out.stdout).trim()
+        );
+    }
+    Ok(out)
+}
+
+/// `strata.conf`: where the server listens, our settings, and the
+/// authentication files.
+fn settings_conf(
+    port: u16,
+    socket_dir: &Path,
+    hba: &Path,
+    ident: &Path,
+    shared_buffers: &str,
+) -> String {
+    let lit = |p: &Path| quote_literal(&p.to_string_lossy());
+    format!(
+        "# written by strata bench (crates/bench/src/postgres/cluster.rs) on every run\n\
+         listen_addresses = '127.0.0.1'\n\
+         port = {port}\n\
+         unix_socket_directories = {}\n\
+         hba_file = {}\n\
+         ident_file = {}\n\
+         shared_buffers = {}\n\
+         max_parallel_workers_per_gather = 0\n\
+         jit = off\n\
+         autovacuum = off\n\
+         wal_level = minimal\n\
+         max_wal_senders = 0\n\
+         track_io_timing = on\n",
+        lit(socket_dir),
+        lit(hba),
+        lit(ident),
+        quote_literal(shared_buffers.trim()),
+    )
+}
+
+/// Who may connect: OS users through the socket, as the role `strata_ident`
+/// maps them to; over TCP only with a password (nobody has one).
+const HBA_CONF: &str = "# written by strata bench on every run\n\
+                        local all all peer map=strata\n\
+                        host all all 127.0.0.1/32 scram-sha-256\n";
+
+/// Each OS user may log in as the role of its name; as root, root may log
+/// in as the superuser `db_user` (the server's OS user).
+fn ident_conf(db_user: &str, root: bool) -> String {
+    let mut text = "# written by strata bench on every run\n".to_string();
+    if root {
+        text.push_str(&format!("strata root {db_user}\n"));
+    }
+    text.push_str("strata /^(.*)$ \\1\n");
+    text
+}
+
+fn chown_tree(path: &Path, o: &Owner) -> Result<()> {
+    std::os::unix::fs::lchown(path, Some(o.uid), Some(o.gid))
+        .with_context(|| format!("chown {}", path.display()))?;
+    if fs::symlink_metadata(path)?.is_dir() {
+        for e in fs::read_dir(path)? {
+            chown_tree(&e?.path(), o)?;
+        }
+    }
+    Ok(())
+}
+
+/// The first port from [`DEFAULT_PORT`] free on 127.0.0.1.
+fn free_port() -> Result<u16> {
+    (DEFAULT_PORT..DEFAULT_PORT + PORT_TRIES)
+        .find(|&p| TcpListener::bind(("127.0.0.1", p)).is_ok())
+        .with_context(|| {
+            format!(
+                "no free port in {DEFAULT_PORT}..{} on 127.0.0.1",
+                DEFAULT_PORT + PORT_TRIES
+            )
+        })
+}
+
+fn log_tail(path: &Path, lines: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configuration_files() {
+        let conf = settings_conf(
+            54330,
+            Path::new("/tmp/it's"),
+            Path::new("/d/strata_hba.conf"),
+            Path::new("/d/strata_ident.conf"),
+            " 64MB ",
+        );
+        for line in [
+            "listen_addresses = '127.0.0.1'\n",
+            "port = 54330\n",
+            "unix_socket_directories = '/tmp/it''s'\n",
+            "hba_file = '/d/strata_hba.conf'\n",
+            "ident_file = '/d/strata_ident.conf'\n",
+            "shared_buffers = '64MB'\n",
+            "max_parallel_workers_per_gather = 0\n",
+            "track_io_timing = on\n",
+        ] {
+            assert!(conf.contains(line), "{line:?} in {conf}");
+        }
+        assert!(HBA_CONF.contains("\nlocal all all peer map=strata\n"));
+        assert_eq!(
+            ident_conf("postgres", true),
+            "# written by strata bench on every run\nstrata root postgres\nstrata /^(.*)$ \\1\n"
+        );
+        assert!(!ident_conf("me", false).contains("root"));
+    }
+
+    #[test]
+    fn finds_the_newest_complete_installation() {
+        let lib = tempfile::tempdir().unwrap();
+        assert!(find_binaries(&lib.path().join("none")).is_none());
+        let install = |version: &str, bins: &[&str]| {
+            let dir = lib.path().join(version).join("bin");
+            fs::create_dir_all(&dir).unwrap();
+            for b in bins {
+                fs::write(dir.join(b), "").unwrap();
+            }
+        };
+        install("13", &["initdb", "pg_ctl", "postgres"]);
+        install("15", &["initdb", "pg_ctl", "postgres", "psql"]);
+        install("16", &["initdb", "pg_ctl"]);
+        install("common", &["initdb", "pg_ctl", "postgres"]);
+        let b = find_binaries(lib.path()).unwrap();
+        assert_eq!(b.dir, lib.path().join("15/bin"));
+        assert_eq!(b.major(), "15");
+        assert!(setup_script().ends_with(SETUP_SCRIPT));
+    }
+}
