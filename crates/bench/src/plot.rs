@@ -5,7 +5,7 @@
 //! once on the SVG backend and once on the bitmap backend, so the two files
 //! show the same picture. The SVG is small, diffable text; the PNG is for
 //! viewers that show images but not SVG. Text in the PNG is rasterized from
-//! an embedded font (see [`FONT`]), so no system font is needed.
+//! an embedded font (see `FONT` below), so no system font is needed.
 //!
 //! ```no_run
 //! use strata_bench::plot::{Axis, Plot};
