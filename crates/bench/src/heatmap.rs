@@ -5,19 +5,18 @@
 //! Cells are green up to 1.2, yellow up to 1.5, orange up to 3 and red above
 //! ([`colour`]); a cell without a value is grey with a dash. Text is drawn by
 //! plotters' `ab_glyph` feature with Noto Sans Regular from the `ttf-noto-sans`
-//! crate (the font `plot.rs` uses), so no system font is needed; the SVG names
-//! the family `sans-serif`.
+//! crate, registered by `plot.rs` (one font, one family name for both), so
+//! no system font is needed.
 
 use std::io;
 use std::path::Path;
-use std::sync::Once;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-const FONT: &[u8] = ttf_noto_sans::REGULAR;
-const INK: RGBColor = RGBColor(34, 34, 34);
+use crate::plot::{FAMILY, INK, io_error, register_font};
+
 const GREY: RGBColor = RGBColor(225, 225, 225);
 const GREEN: RGBColor = RGBColor(120, 200, 120);
 const YELLOW: RGBColor = RGBColor(250, 220, 90);
@@ -81,18 +80,6 @@ pub fn write_heatmap(
         ..Heatmap::default()
     }
     .write(stem)
-}
-
-fn register_font() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let ok = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok();
-        assert!(ok, "the embedded Noto Sans does not parse");
-    });
-}
-
-fn io_error<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> io::Error {
-    io::Error::other(e.to_string())
 }
 
 /// Sizes in pixels at scale 1.
@@ -178,7 +165,7 @@ impl Heatmap {
         scale: u32,
     ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
         let s = |v: u32| (v * scale) as i32;
-        let font = |size: u32| (FontFamily::SansSerif, (size * scale) as f64).into_font();
+        let font = |size: u32| (FAMILY, (size * scale) as f64).into_font();
         area.fill(&WHITE)?;
         let left = MARGIN + self.row_label_width();
         let mut y = MARGIN;

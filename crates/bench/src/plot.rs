@@ -1,17 +1,17 @@
-//! Line, point and grouped-bar plots, written as SVG and PNG.
+//! Line and grouped-bar plots, drawn with `plotters` and written as SVG and
+//! PNG.
 //!
-//! A [`Plot`] is laid out once into a list of drawing primitives (a
-//! scene); the SVG writer and the PNG rasterizer both draw that list, so
-//! the two files show the same picture. The SVG is hand-written text (small,
-//! diffable, sharp at any zoom); the PNG is for viewers that show images but
-//! not SVG, and is rasterized with `tiny-skia` and a built-in bitmap font so
-//! that no system library or font file is needed.
+//! One drawing routine, generic over the plotters backend, draws the figure
+//! once on the SVG backend and once on the bitmap backend, so the two files
+//! show the same picture. The SVG is small, diffable text; the PNG is for
+//! viewers that show images but not SVG. Text in the PNG is rasterized from
+//! an embedded font (see `FONT` below), so no system font is needed.
 //!
 //! ```no_run
 //! use strata_bench::plot::{Axis, Plot};
 //! let plot = Plot::lines(
 //!     "Q1: time vs selectivity",
-//!     Axis::log10("selectivity (%)").range(1e-3, 100.0),
+//!     Axis::log10("selectivity (%)"),
 //!     Axis::log10("time (ms)"),
 //! )
 //! .series("full scan", [(1e-3, 900.0), (100.0, 950.0)])
@@ -20,15 +20,18 @@
 //! plot.write("results/smooth_scan/fig7").unwrap(); // fig7.svg + fig7.png
 //! ```
 
-mod font;
-mod png;
-mod raster;
-mod svg;
-
 use std::ffi::OsString;
 use std::fs;
 use std::io;
+use std::ops::Range;
 use std::path::Path;
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// How an axis maps values to positions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,15 +41,13 @@ pub enum Scale {
     Log10,
 }
 
-/// An axis: its title, scale and (optionally) a fixed range.
+/// An axis: its title and scale. The range fits the data: whole decades on
+/// a log axis, "nice" numbers on a linear one, zero included on a linear
+/// value axis whose data are all >= 0.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Axis {
     pub title: String,
     pub scale: Scale,
-    /// Fixed (low, high) range; None fits the data (whole decades on a log
-    /// axis, "nice" numbers on a linear one, zero included on a linear value
-    /// axis whose data are all >= 0).
-    pub range: Option<(f64, f64)>,
 }
 
 impl Axis {
@@ -54,7 +55,6 @@ impl Axis {
         Axis {
             title: title.into(),
             scale: Scale::Linear,
-            range: None,
         }
     }
 
@@ -62,16 +62,7 @@ impl Axis {
         Axis {
             title: title.into(),
             scale: Scale::Log10,
-            range: None,
         }
-    }
-
-    /// Fixes the range, so that figures of one family share their axes
-    /// (e.g. selectivity 0.001%..100% on every Smooth Scan figure). Points
-    /// outside are clipped.
-    pub fn range(mut self, low: f64, high: f64) -> Axis {
-        self.range = Some((low.min(high), low.max(high)));
-        self
     }
 }
 
@@ -91,9 +82,6 @@ pub enum Legend {
     Right,
     TopLeft,
     TopRight,
-    BottomLeft,
-    BottomRight,
-    Hidden,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -166,16 +154,12 @@ impl Plot {
 
     /// Adds a bar series: one value per category, in category order.
     pub fn bar_series(
-        mut self,
+        self,
         name: impl Into<String>,
         values: impl IntoIterator<Item = f64>,
     ) -> Plot {
         let points = values.into_iter().enumerate().map(|(i, v)| (i as f64, v));
-        self.series.push(Series {
-            name: name.into(),
-            points: points.collect(),
-        });
-        self
+        self.series(name, points)
     }
 
     /// Adds already-built series (e.g. from [`crate::ResultSet::series`]).
@@ -205,12 +189,37 @@ impl Plot {
     }
 
     pub fn to_svg(&self) -> String {
-        svg::render(&self.scene())
+        let mut svg = String::new();
+        let backend = SVGBackend::with_string(&mut svg, (self.width, self.height));
+        // Writing into a String cannot fail, and the font is built in.
+        self.draw(backend.into_drawing_area())
+            .expect("drawing an SVG into a string");
+        svg
     }
 
     /// The plot as PNG bytes.
     pub fn to_png(&self) -> io::Result<Vec<u8>> {
-        raster::render(&self.scene())
+        Ok(self.render_png()?.0)
+    }
+
+    /// The PNG and the pixel rectangle of its plot area (for the tests).
+    fn render_png(&self) -> io::Result<(Vec<u8>, PixelArea)> {
+        let (w, h) = (self.width, self.height);
+        let mut rgb = vec![0u8; w as usize * h as usize * 3];
+        let area = {
+            let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+            let area = self.draw(root.clone()).map_err(io_error)?;
+            root.present().map_err(io_error)?;
+            area
+        };
+        let mut png = Vec::new();
+        let mut encoder = png::Encoder::new(&mut png, w, h);
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        let mut writer = encoder.write_header().map_err(io::Error::other)?;
+        writer.write_image_data(&rgb).map_err(io::Error::other)?;
+        writer.finish().map_err(io::Error::other)?;
+        Ok((png, area))
     }
 
     /// Writes `<stem>.svg` and `<stem>.png` (e.g. stem
@@ -230,173 +239,104 @@ impl Plot {
     }
 }
 
-// ---------------------------------------------------------------------------
-// The scene: what both renderers draw.
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Rgb(pub u8, pub u8, pub u8);
-
-impl Rgb {
-    fn darker(self) -> Rgb {
-        let d = |c: u8| (c as f32 * 0.65) as u8;
-        Rgb(d(self.0), d(self.1), d(self.2))
-    }
+pub(crate) fn io_error<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> io::Error {
+    io::Error::other(e.to_string())
 }
 
-const WHITE: Rgb = Rgb(255, 255, 255);
-const INK: Rgb = Rgb(34, 34, 34);
-const GRID: Rgb = Rgb(225, 225, 225);
-const REF: Rgb = Rgb(70, 70, 70);
+// ---------------------------------------------------------------------------
+// Style.
+
+/// The font of all text: Noto Sans Regular (Apache-2.0), embedded by the
+/// `ttf-noto-sans` crate. plotters' `ab_glyph` feature draws text only with
+/// fonts registered from bytes, and CI machines need not have any system
+/// font; of the crates that embed a permissive font, this one is a single
+/// 200 KB file with no dependencies and no build script, and it keeps font
+/// files out of the repository.
+const FONT: &[u8] = ttf_noto_sans::REGULAR;
+
+/// The font's name in plotters' registry, and the SVG's `font-family`: a
+/// viewer without Noto Sans uses its own sans-serif font (text is laid out
+/// with Noto's widths, so the legend box leaves room for a wider font).
+pub(crate) const FAMILY: &str = "Noto Sans, sans-serif";
+
+pub(crate) fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let ok = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).is_ok();
+        assert!(ok, "the embedded Noto Sans does not parse");
+    });
+}
+
+fn font(size: u32) -> TextStyle<'static> {
+    (FAMILY, size).into_font().color(&INK)
+}
+
+pub(crate) const INK: RGBColor = RGBColor(34, 34, 34);
+const GRID: RGBColor = RGBColor(222, 222, 222);
+const GRID_MINOR: RGBColor = RGBColor(242, 242, 242);
+const REF: RGBColor = RGBColor(70, 70, 70);
+const LEGEND_BORDER: RGBColor = RGBColor(160, 160, 160);
 
 /// Okabe-Ito colours (distinguishable with the common colour-vision
 /// deficiencies), with brown in place of yellow, which is unreadable on white.
-const PALETTE: [Rgb; 8] = [
-    Rgb(0, 114, 178),
-    Rgb(213, 94, 0),
-    Rgb(0, 158, 115),
-    Rgb(204, 121, 167),
-    Rgb(230, 159, 0),
-    Rgb(86, 180, 233),
-    Rgb(0, 0, 0),
-    Rgb(153, 79, 0),
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 0, 0),
+    RGBColor(153, 79, 0),
 ];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mark {
-    Circle,
-    Square,
-    Triangle,
-    Diamond,
-    TriangleDown,
-    Cross,
-    Plus,
+fn darker(c: RGBColor) -> RGBColor {
+    let d = |v: u8| (v as f32 * 0.65) as u8;
+    RGBColor(d(c.0), d(c.1), d(c.2))
 }
 
-const MARKS: [Mark; 7] = [
-    Mark::Circle,
-    Mark::Square,
-    Mark::Triangle,
-    Mark::Diamond,
-    Mark::TriangleDown,
-    Mark::Cross,
-    Mark::Plus,
-];
-
-/// A marker's geometry, shared by both renderers.
-pub(crate) enum Shape {
-    Circle(f32),
-    /// A filled polygon.
-    Polygon(Vec<(f32, f32)>),
-    /// Stroked segments.
-    Strokes(Vec<[(f32, f32); 2]>),
+/// Dash and gap lengths of the i-th reference line.
+fn ref_dash(i: usize) -> (i32, i32) {
+    [(9, 6), (3, 4), (14, 4)][i % 3]
 }
 
-impl Mark {
-    pub(crate) fn shape(self, x: f32, y: f32, r: f32) -> Shape {
-        let poly = |pts: &[(f32, f32)]| {
-            Shape::Polygon(
-                pts.iter()
-                    .map(|&(dx, dy)| (x + dx * r, y + dy * r))
-                    .collect(),
-            )
-        };
-        let segs = |s: &[[(f32, f32); 2]]| {
-            Shape::Strokes(
-                s.iter()
-                    .map(|&[(a, b), (c, d)]| [(x + a * r, y + b * r), (x + c * r, y + d * r)])
-                    .collect(),
-            )
-        };
-        match self {
-            Mark::Circle => Shape::Circle(r),
-            Mark::Square => poly(&[(-0.85, -0.85), (0.85, -0.85), (0.85, 0.85), (-0.85, 0.85)]),
-            Mark::Triangle => poly(&[(0.0, -1.15), (1.05, 0.8), (-1.05, 0.8)]),
-            Mark::Diamond => poly(&[(0.0, -1.25), (1.1, 0.0), (0.0, 1.25), (-1.1, 0.0)]),
-            Mark::TriangleDown => poly(&[(0.0, 1.15), (1.05, -0.8), (-1.05, -0.8)]),
-            Mark::Cross => segs(&[[(-0.9, -0.9), (0.9, 0.9)], [(-0.9, 0.9), (0.9, -0.9)]]),
-            Mark::Plus => segs(&[[(-1.1, 0.0), (1.1, 0.0)], [(0.0, -1.1), (0.0, 1.1)]]),
+/// Draws the marker of the i-th series at pixel (x, y): circle, square,
+/// triangle, diamond, downward triangle, cross, plus, then again.
+fn draw_marker<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    i: usize,
+    (x, y): (i32, i32),
+    color: RGBColor,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let (fill, pen) = (color.filled(), color.stroke_width(2));
+    let at = |pts: &[(i32, i32)]| -> Vec<(i32, i32)> {
+        pts.iter().map(|&(dx, dy)| (x + dx, y + dy)).collect()
+    };
+    let path = |pts: &[(i32, i32)]| PathElement::new(at(pts), pen);
+    match i % 7 {
+        0 => area.draw(&Circle::new((x, y), 5, fill)),
+        1 => area.draw(&Rectangle::new([(x - 4, y - 4), (x + 4, y + 4)], fill)),
+        2 => area.draw(&Polygon::new(at(&[(0, -6), (5, 4), (-5, 4)]), fill)),
+        3 => area.draw(&Polygon::new(at(&[(0, -6), (5, 0), (0, 6), (-5, 0)]), fill)),
+        4 => area.draw(&Polygon::new(at(&[(0, 6), (5, -4), (-5, -4)]), fill)),
+        5 => {
+            area.draw(&path(&[(-4, -4), (4, 4)]))?;
+            area.draw(&path(&[(-4, 4), (4, -4)]))
+        }
+        _ => {
+            area.draw(&path(&[(-5, 0), (5, 0)]))?;
+            area.draw(&path(&[(0, -5), (0, 5)]))
         }
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Anchor {
-    Start,
-    Middle,
-    End,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Prim {
-    /// A polyline; `clip` limits it to the plot area.
-    Line {
-        pts: Vec<(f32, f32)>,
-        color: Rgb,
-        width: f32,
-        dash: Option<(f32, f32)>,
-        clip: bool,
-    },
-    Rect {
-        x: f32,
-        y: f32,
-        w: f32,
-        h: f32,
-        fill: Option<Rgb>,
-        stroke: Option<(Rgb, f32)>,
-        clip: bool,
-    },
-    Marker {
-        mark: Mark,
-        x: f32,
-        y: f32,
-        r: f32,
-        color: Rgb,
-    },
-    /// Text whose cap height is centred on `y`; `scale` is the bitmap
-    /// font's pixel size (the SVG font size is 10 x scale); `rotated` turns
-    /// it 90 degrees counter-clockwise about (x, y).
-    Text {
-        x: f32,
-        y: f32,
-        text: String,
-        scale: u32,
-        anchor: Anchor,
-        rotated: bool,
-        color: Rgb,
-        bold: bool,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Scene {
-    pub width: u32,
-    pub height: u32,
-    /// The plot area (x0, y0, x1, y1): where data are drawn and clipped.
-    pub area: (f32, f32, f32, f32),
-    pub prims: Vec<Prim>,
-}
-
-/// Width of `text` at font scale `s` (matches both renderers).
-pub(crate) fn text_width(text: &str, s: u32) -> f32 {
-    let n = text.chars().count() as u32;
-    if n == 0 {
-        0.0
-    } else {
-        (n * font::ADVANCE * s - s) as f32
-    }
-}
-
-fn cap(s: u32) -> f32 {
-    (font::CAP * s) as f32
-}
-
-const TICK_S: u32 = 2;
-const LABEL_S: u32 = 2;
-const TITLE_S: u32 = 3;
-const PAD: f32 = 16.0;
-const TICK_LEN: f32 = 6.0;
-const LEGEND_ROW: f32 = 26.0;
-const LEGEND_SAMPLE: f32 = 36.0;
+const TICK_FONT: u32 = 21;
+const LABEL_FONT: u32 = 22;
+const TITLE_FONT: u32 = 27;
+const PAD: i32 = 16;
+const TICK_LEN: i32 = 6;
+const LEGEND_ROW: i32 = 30;
+const LEGEND_SAMPLE: i32 = 36;
 
 // ---------------------------------------------------------------------------
 // Axis ranges and ticks.
@@ -464,42 +404,27 @@ fn fmt_linear(v: f64, step: f64, max_abs: f64) -> String {
     }
 }
 
-fn ticks(axis: &Axis, data: &[f64], include_zero: bool) -> Ticks {
-    match axis.scale {
-        Scale::Linear => linear_ticks(axis.range, data, include_zero),
-        Scale::Log10 => log_ticks(axis.range, data),
-    }
-}
-
-fn linear_ticks(range: Option<(f64, f64)>, data: &[f64], include_zero: bool) -> Ticks {
+fn linear_ticks(data: &[f64], include_zero: bool) -> Ticks {
     let finite = data.iter().copied().filter(|v| v.is_finite());
-    let forced = range.filter(|(a, b)| a.is_finite() && b.is_finite() && a < b);
-    let (mut a, mut b) = match forced {
-        Some(r) => r,
-        None => finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-            (a.min(v), b.max(v))
-        }),
-    };
+    let (mut a, mut b) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
     if a > b {
         (a, b) = (0.0, 1.0);
     }
-    if forced.is_none() {
-        if include_zero && a >= 0.0 {
+    if include_zero && a >= 0.0 {
+        a = 0.0;
+    }
+    if a == b {
+        let d = if a == 0.0 { 1.0 } else { a.abs() * 0.1 };
+        (a, b) = (a - d, b + d);
+        if include_zero && a < 0.0 && b > 0.0 && data.iter().all(|v| *v >= 0.0) {
             a = 0.0;
-        }
-        if a == b {
-            let d = if a == 0.0 { 1.0 } else { a.abs() * 0.1 };
-            (a, b) = (a - d, b + d);
-            if include_zero && a < 0.0 && b > 0.0 && data.iter().all(|v| *v >= 0.0) {
-                a = 0.0;
-            }
         }
     }
     let step = nice_step((b - a) / 5.0);
-    if forced.is_none() {
-        a = (a / step).floor() * step;
-        b = (b / step).ceil() * step;
-    }
+    a = (a / step).floor() * step;
+    b = (b / step).ceil() * step;
     let max_abs = a.abs().max(b.abs());
     let first = (a / step - 1e-9).ceil() as i64;
     let last = (b / step + 1e-9).floor() as i64;
@@ -517,555 +442,319 @@ fn linear_ticks(range: Option<(f64, f64)>, data: &[f64], include_zero: bool) -> 
     }
 }
 
-fn log_ticks(range: Option<(f64, f64)>, data: &[f64]) -> Ticks {
-    let forced = range.filter(|(a, b)| *a > 0.0 && b.is_finite() && a < b);
-    let (a, b) = match forced {
-        Some(r) => r,
-        None => {
-            let pos = data.iter().copied().filter(|v| v.is_finite() && *v > 0.0);
-            let (a, b) = pos.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-                (a.min(v), b.max(v))
-            });
-            if a > b {
-                (1.0, 10.0)
-            } else {
-                let la = a.log10().floor();
-                let mut lb = b.log10().ceil();
-                if lb <= la {
-                    lb = la + 1.0;
-                }
-                (10f64.powf(la), 10f64.powf(lb))
-            }
-        }
+fn log_ticks(data: &[f64]) -> Ticks {
+    let pos = data.iter().copied().filter(|v| v.is_finite() && *v > 0.0);
+    let (a, b) = pos.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    let (la, lb) = if a > b {
+        (0, 1)
+    } else {
+        let la = a.log10().floor() as i32;
+        (la, (b.log10().ceil() as i32).max(la + 1))
     };
-    let (la, lb) = (a.log10(), b.log10());
-    let eps = 1e-9;
-    let decades: Vec<i32> = ((la - eps).ceil() as i32..=(lb + eps).floor() as i32).collect();
-    let stride = decades.len().div_ceil(9).max(1);
-    let mut major: Vec<(f64, String)> = decades
-        .iter()
-        .filter(|k| k.rem_euclid(stride as i32) == 0)
-        .map(|&k| {
-            let v = 10f64.powi(k);
-            (v, fmt_log(v))
-        })
+    // Every decade gets a tick; at most about 9 are labelled.
+    let stride = (lb - la + 9) / 9;
+    let major = (la..=lb)
+        .filter(|k| k.rem_euclid(stride) == 0)
+        .map(|k| (10f64.powi(k), fmt_log(10f64.powi(k))))
         .collect();
-    let in_range = |v: f64| v >= a * (1.0 - eps) && v <= b * (1.0 + eps);
-    let mut minor = Vec::new();
-    if decades.len() <= 10 {
-        for k in la.floor() as i32..=lb.ceil() as i32 {
-            for m in 2..=9 {
-                let v = m as f64 * 10f64.powi(k);
-                if in_range(v) {
-                    minor.push(v);
-                }
-            }
-        }
-    }
-    if major.len() < 2 {
-        // Less than a decade in view: label the 2x and 5x ticks too.
-        for k in la.floor() as i32..=lb.ceil() as i32 {
-            for m in [2.0, 5.0] {
-                let v = m * 10f64.powi(k);
-                if in_range(v) {
-                    major.push((v, fmt_log(v)));
-                }
-            }
-        }
-        major.sort_by(|x, y| x.0.total_cmp(&y.0));
-    }
+    let minor = if lb - la < 10 {
+        (la..lb)
+            .flat_map(|k| (2..=9).map(move |m| m as f64 * 10f64.powi(k)))
+            .collect()
+    } else {
+        Vec::new()
+    };
     Ticks {
-        lo: a,
-        hi: b,
+        lo: 10f64.powi(la),
+        hi: 10f64.powi(lb),
         major,
         minor,
     }
 }
 
-/// Maps values of one axis to pixels.
-#[derive(Debug, Clone, Copy)]
-struct Map {
+/// One axis as plotters sees it: our scale, range and ticks. Implementing
+/// [`Ranged`] for it lets one chart type serve all four combinations of
+/// linear and log axes, and plotters draw our ticks and labels.
+struct AxisCoord {
     log: bool,
-    lo: f64,
-    hi: f64,
-    p0: f32,
-    p1: f32,
+    ticks: Ticks,
 }
 
-impl Map {
-    fn new(scale: Scale, t: &Ticks, p0: f32, p1: f32) -> Map {
-        let log = scale == Scale::Log10;
-        let f = |v: f64| if log { v.log10() } else { v };
-        Map {
-            log,
-            lo: f(t.lo),
-            hi: f(t.hi),
-            p0,
-            p1,
+impl AxisCoord {
+    fn new(scale: Scale, ticks: Ticks) -> AxisCoord {
+        AxisCoord {
+            log: scale == Scale::Log10,
+            ticks,
         }
-    }
-
-    /// The pixel of `v`, or None if it cannot be shown (not finite, or not
-    /// positive on a log axis).
-    fn px(&self, v: f64) -> Option<f32> {
-        if !v.is_finite() || (self.log && v <= 0.0) {
-            return None;
-        }
-        let t = if self.log { v.log10() } else { v };
-        let frac = (t - self.lo) / (self.hi - self.lo);
-        Some(self.p0 + (self.p1 - self.p0) * frac as f32)
     }
 }
 
-/// Which labels to draw so that none overlaps another: walking along the
-/// axis, a label is kept if it starts `gap` past the end of the last kept
-/// one. `extents` are each label's (start, end) pixels, in any order.
-fn keep_apart(extents: &[(f32, f32)], gap: f32) -> Vec<bool> {
-    let mut order: Vec<usize> = (0..extents.len()).collect();
-    let lo = |i: usize| extents[i].0.min(extents[i].1);
-    order.sort_by(|&a, &b| lo(a).total_cmp(&lo(b)));
-    let mut keep = vec![false; extents.len()];
-    let mut last_end = f32::NEG_INFINITY;
-    for i in order {
-        let (s, e) = extents[i];
-        if s.min(e) >= last_end + gap {
-            last_end = s.max(e);
-            keep[i] = true;
+impl Ranged for AxisCoord {
+    type FormatOption = NoDefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, (p0, p1): (i32, i32)) -> i32 {
+        let f = |v: f64| if self.log { v.log10() } else { v };
+        let (lo, hi) = (f(self.ticks.lo), f(self.ticks.hi));
+        let frac = (f(*v) - lo) / (hi - lo);
+        let frac = if frac.is_finite() { frac } else { 0.0 };
+        (p0 as f64 + (p1 - p0) as f64 * frac).round() as i32
+    }
+
+    /// The labelled ticks; with light points allowed (plotters' pass for
+    /// the fine grid) also the unlabelled log-axis ticks 2..9 x 10^k.
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        let major = self.ticks.major.iter().map(|m| m.0);
+        if hint.weight().allow_light_points() {
+            major.chain(self.ticks.minor.iter().copied()).collect()
+        } else {
+            major.collect()
         }
     }
-    keep
+
+    fn range(&self) -> Range<f64> {
+        self.ticks.lo..self.ticks.hi
+    }
+}
+
+impl ValueFormatter<f64> for AxisCoord {
+    fn format_ext(&self, v: &f64) -> String {
+        let label = self.ticks.major.iter().find(|m| m.0 == *v);
+        label.map(|m| m.1.clone()).unwrap_or_default()
+    }
+}
+
+/// Pixel ranges (x, y) of a plot area.
+type PixelArea = (Range<i32>, Range<i32>);
+
+/// What a legend entry shows beside its name.
+enum Sample {
+    /// The i-th series' line and marker.
+    Line(usize),
+    /// A bar of the series' colour.
+    Bar,
+    /// The i-th reference line's dashes.
+    Ref(usize),
 }
 
 // ---------------------------------------------------------------------------
-// Layout.
+// Drawing.
 
 impl Plot {
-    pub(crate) fn scene(&self) -> Scene {
-        let (w, h) = (self.width as f32, self.height as f32);
-        let categories = match &self.kind {
+    fn categories(&self) -> Option<&[String]> {
+        match &self.kind {
             Kind::Bars { categories } => Some(categories),
             Kind::Lines => None,
-        };
-        let mut prims = Vec::new();
-        prims.push(Prim::Rect {
-            x: 0.0,
-            y: 0.0,
-            w,
-            h,
-            fill: Some(WHITE),
-            stroke: None,
-            clip: false,
-        });
+        }
+    }
 
-        // Ranges.
-        let xs: Vec<f64> = self
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.0))
-            .collect();
-        let ys: Vec<f64> = self
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.1))
+    /// The x and y axes with their ranges and ticks.
+    fn axes(&self) -> (AxisCoord, AxisCoord) {
+        let points = || self.series.iter().flat_map(|s| s.points.iter());
+        let ys: Vec<f64> = points()
+            .map(|p| p.1)
             .chain(self.hlines.iter().map(|l| l.1))
             .collect();
         let y_nonneg = ys.iter().filter(|v| v.is_finite()).all(|v| *v >= 0.0);
-        let yt = ticks(&self.y, &ys, y_nonneg || categories.is_some());
-        let xt = match categories {
-            Some(_) => None,
-            None => Some(ticks(&self.x, &xs, false)),
+        let ticks = |axis: &Axis, data: &[f64], include_zero: bool| match axis.scale {
+            Scale::Linear => linear_ticks(data, include_zero),
+            Scale::Log10 => log_ticks(data),
+        };
+        let y = ticks(&self.y, &ys, y_nonneg || self.categories().is_some());
+        let x = match self.categories() {
+            // One unit per category, labelled at its centre.
+            Some(cats) => Ticks {
+                lo: 0.0,
+                hi: cats.len().max(1) as f64,
+                major: (cats.iter().enumerate())
+                    .map(|(i, c)| (i as f64 + 0.5, c.clone()))
+                    .collect(),
+                minor: Vec::new(),
+            },
+            None => ticks(&self.x, &points().map(|p| p.0).collect::<Vec<_>>(), false),
+        };
+        (
+            AxisCoord::new(self.x.scale, x),
+            AxisCoord::new(self.y.scale, y),
+        )
+    }
+
+    /// Draws the plot on `root`; returns the plot area's pixels.
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, Shift>,
+    ) -> Result<PixelArea, DrawingAreaErrorKind<DB::ErrorType>> {
+        register_font();
+        let bars = self.categories().is_some();
+        let (xc, yc) = self.axes();
+        root.fill(&WHITE)?;
+        let text_w = |s: &str, size: u32| -> Result<i32, DrawingAreaErrorKind<DB::ErrorType>> {
+            Ok(root.estimate_text_size(s, &font(size))?.0 as i32)
         };
 
-        // Legend entries: (name, colour, marker, dash of a reference line).
-        type Entry = (String, Rgb, Option<Mark>, Option<(f32, f32)>);
-        let mut entries: Vec<Entry> = Vec::new();
+        let mut area = root.margin(PAD / 2, 0, 0, 0);
+        if !self.title.is_empty() {
+            area = area.titled(&self.title, font(TITLE_FONT))?;
+        }
+
+        // Legend entries and size.
+        let mut entries: Vec<(&str, RGBColor, Sample)> = Vec::new();
         for (i, s) in self.series.iter().enumerate() {
-            let mark = categories.is_none().then_some(MARKS[i % MARKS.len()]);
-            entries.push((s.name.clone(), PALETTE[i % PALETTE.len()], mark, None));
+            let sample = if bars { Sample::Bar } else { Sample::Line(i) };
+            entries.push((&s.name, PALETTE[i % PALETTE.len()], sample));
         }
         for (i, (label, _)) in self.hlines.iter().enumerate() {
-            entries.push((label.clone(), REF, None, Some(ref_dash(i))));
+            entries.push((label, REF, Sample::Ref(i)));
         }
-        let show_legend = self.legend != Legend::Hidden && !entries.is_empty();
-        let legend_w = entries
-            .iter()
-            .map(|e| text_width(&e.0, LABEL_S))
-            .fold(0.0, f32::max)
-            + LEGEND_SAMPLE
-            + 30.0;
-        let legend_h = entries.len() as f32 * LEGEND_ROW + 12.0;
+        let mut legend_w = 0;
+        for e in &entries {
+            legend_w = legend_w.max(text_w(e.0, TICK_FONT)?);
+        }
+        let legend_w = legend_w * 6 / 5 + LEGEND_SAMPLE + 24;
+        let legend_h = entries.len() as i32 * LEGEND_ROW + 12;
+        let show_legend = !entries.is_empty();
+        let legend_outside = show_legend && self.legend == Legend::Right;
+        let mut legend_x = 0;
+        if legend_outside {
+            let (x, w) = (area.get_pixel_range().0, legend_w + PAD);
+            legend_x = x.end - w;
+            area = area.split_horizontally(x.end - x.start - w).0;
+        }
 
-        // Margins.
-        let y_label_w = yt
-            .major
-            .iter()
-            .map(|t| text_width(&t.1, TICK_S))
-            .fold(0.0, f32::max);
-        let mut left = PAD + y_label_w + TICK_LEN + 8.0;
+        // Room for tick labels and axis titles.
+        let mut y_labels_w = 0;
+        for (_, label) in &yc.ticks.major {
+            y_labels_w = y_labels_w.max(text_w(label, TICK_FONT)?);
+        }
+        let mut y_area = y_labels_w + 2 * TICK_LEN + 4;
         if !self.y.title.is_empty() {
-            left += cap(LABEL_S) + 16.0;
+            y_area += LABEL_FONT as i32 + 2;
         }
-        let top = if self.title.is_empty() {
-            PAD + cap(TICK_S) / 2.0
-        } else {
-            PAD + cap(TITLE_S) + 22.0
-        };
-        let mut right = PAD;
-        if show_legend && self.legend == Legend::Right {
-            right += legend_w + 16.0;
-        }
-        if let Some(t) = xt.as_ref().and_then(|t| t.major.last()) {
-            right = right.max(text_width(&t.1, TICK_S) / 2.0 + 6.0);
-        }
-        // Category labels turn vertical when they would not fit side by side.
-        let mut rotate_cats = false;
-        let mut x_labels_h = cap(TICK_S);
-        if let Some(cats) = categories {
-            let cat_w = (w - left - right) / cats.len().max(1) as f32;
-            let widest = cats
-                .iter()
-                .map(|c| text_width(c, TICK_S))
-                .fold(0.0, f32::max);
-            if widest > cat_w - 8.0 {
-                rotate_cats = true;
-                x_labels_h = widest;
-            }
-        }
-        let mut bottom = TICK_LEN + 10.0 + x_labels_h + PAD;
+        let mut x_area = 2 * TICK_LEN + TICK_FONT as i32;
         if !self.x.title.is_empty() {
-            bottom += cap(LABEL_S) + 16.0;
+            x_area += LABEL_FONT as i32 + 4;
         }
-        let (x0, y0, x1, y1) = (
-            left.round(),
-            top.round(),
-            (w - right).round(),
-            (h - bottom).round(),
-        );
-        let area = (x0, y0, x1, y1);
-        let ym = Map::new(self.y.scale, &yt, y1, y0);
 
-        // Title and axis titles.
-        if !self.title.is_empty() {
-            prims.push(text(
-                w / 2.0,
-                PAD + cap(TITLE_S) / 2.0,
-                &self.title,
-                TITLE_S,
-                Anchor::Middle,
-                INK,
-                true,
-            ));
-        }
+        // Whether a value can be shown: finite, and positive on a log axis.
+        let shows = |log: bool, v: f64| v.is_finite() && !(log && v <= 0.0);
+        let (x_log, y_log) = (xc.log, yc.log);
+        let (x_lo, x_hi) = (xc.ticks.lo, xc.ticks.hi);
+        let (y_lo, y_hi) = (yc.ticks.lo, yc.ticks.hi);
+        let mut chart = ChartBuilder::on(&area)
+            .margin(PAD)
+            .margin_top(PAD / 2)
+            .x_label_area_size(x_area)
+            .y_label_area_size(y_area)
+            .build_cartesian_2d(xc, yc)?;
+        let mut mesh = chart.configure_mesh();
+        mesh.label_style(font(TICK_FONT))
+            .axis_desc_style(font(LABEL_FONT))
+            .axis_style(INK)
+            .bold_line_style(GRID)
+            .light_line_style(GRID_MINOR)
+            .set_all_tick_mark_size(TICK_LEN);
         if !self.x.title.is_empty() {
-            let y = h - PAD - cap(LABEL_S) / 2.0;
-            prims.push(text(
-                (x0 + x1) / 2.0,
-                y,
-                &self.x.title,
-                LABEL_S,
-                Anchor::Middle,
-                INK,
-                false,
-            ));
+            mesh.x_desc(&self.x.title);
         }
         if !self.y.title.is_empty() {
-            let x = PAD + cap(LABEL_S) / 2.0;
-            let mut t = text(
-                x,
-                (y0 + y1) / 2.0,
-                &self.y.title,
-                LABEL_S,
-                Anchor::Middle,
-                INK,
-                false,
-            );
-            if let Prim::Text { rotated, .. } = &mut t {
-                *rotated = true;
-            }
-            prims.push(t);
+            mesh.y_desc(&self.y.title);
         }
-
-        // Grid, ticks and tick labels.
-        let mut axis_marks = Vec::new();
-        let ypos: Vec<(f32, &str)> = yt
-            .major
-            .iter()
-            .filter_map(|(v, l)| Some((ym.px(*v)?, l.as_str())))
-            .collect();
-        let half = cap(TICK_S) / 2.0;
-        let extents: Vec<(f32, f32)> = ypos.iter().map(|p| (p.0 - half, p.0 + half)).collect();
-        let keep = keep_apart(&extents, 4.0);
-        for (i, &(py, label)) in ypos.iter().enumerate() {
-            let py = crisp(py);
-            prims.push(hline_prim(x0, x1, py, GRID, 1.0));
-            axis_marks.push(hline_prim(x0 - TICK_LEN, x0, py, INK, 1.0));
-            if keep[i] {
-                axis_marks.push(text(
-                    x0 - TICK_LEN - 6.0,
-                    py,
-                    label,
-                    TICK_S,
-                    Anchor::End,
-                    INK,
-                    false,
-                ));
-            }
+        if bars {
+            mesh.disable_x_mesh();
         }
-        for v in &yt.minor {
-            if let Some(py) = ym.px(*v) {
-                axis_marks.push(hline_prim(x0 - TICK_LEN / 2.0, x0, crisp(py), INK, 1.0));
-            }
-        }
-        let label_y = y1 + TICK_LEN + 8.0 + cap(TICK_S) / 2.0;
-        let mut xm = None;
-        if let Some(xt) = &xt {
-            let m = Map::new(self.x.scale, xt, x0, x1);
-            xm = Some(m);
-            let xpos: Vec<(f32, &str)> = xt
-                .major
-                .iter()
-                .filter_map(|(v, l)| Some((m.px(*v)?, l.as_str())))
-                .collect();
-            let extents: Vec<(f32, f32)> = xpos
-                .iter()
-                .map(|&(px, l)| {
-                    (
-                        px - text_width(l, TICK_S) / 2.0,
-                        px + text_width(l, TICK_S) / 2.0,
-                    )
-                })
-                .collect();
-            let keep = keep_apart(&extents, 12.0);
-            for (i, &(px, label)) in xpos.iter().enumerate() {
-                let px = crisp(px);
-                prims.push(vline_prim(px, y0, y1, GRID, 1.0));
-                axis_marks.push(vline_prim(px, y1, y1 + TICK_LEN, INK, 1.0));
-                if keep[i] {
-                    axis_marks.push(text(px, label_y, label, TICK_S, Anchor::Middle, INK, false));
-                }
-            }
-            for v in &xt.minor {
-                if let Some(px) = m.px(*v) {
-                    axis_marks.push(vline_prim(crisp(px), y1, y1 + TICK_LEN / 2.0, INK, 1.0));
-                }
-            }
-        }
+        mesh.draw()?;
 
         // Data.
-        let inside =
-            |px: f32, py: f32| px >= x0 - 0.5 && px <= x1 + 0.5 && py >= y0 - 0.5 && py <= y1 + 0.5;
-        match (categories, xm) {
-            (Some(cats), _) => {
-                let n = cats.len().max(1);
-                let cat_w = (x1 - x0) / n as f32;
-                let bar_w = cat_w * 0.8 / self.series.len().max(1) as f32;
-                let base = if ym.log {
-                    y1
-                } else {
-                    ym.px(0.0_f64.clamp(yt.lo, yt.hi)).unwrap_or(y1)
-                };
-                for (j, s) in self.series.iter().enumerate() {
-                    let color = PALETTE[j % PALETTE.len()];
-                    for &(ci, v) in &s.points {
-                        if !(ci >= 0.0 && (ci as usize) < cats.len() && ci.fract() == 0.0) {
-                            continue;
-                        }
-                        let Some(py) = ym.px(v) else { continue };
-                        let py = py.clamp(y0, y1);
-                        let bx = x0 + ci as f32 * cat_w + cat_w * 0.1 + j as f32 * bar_w;
-                        prims.push(Prim::Rect {
-                            x: bx,
-                            y: py.min(base),
-                            w: bar_w,
-                            h: (py - base).abs(),
-                            fill: Some(color),
-                            stroke: Some((color.darker(), 1.0)),
-                            clip: true,
-                        });
-                    }
-                }
-                for (i, c) in cats.iter().enumerate() {
-                    let cx = crisp(x0 + (i as f32 + 0.5) * cat_w);
-                    if rotate_cats {
-                        let mut t =
-                            text(cx, y1 + TICK_LEN + 8.0, c, TICK_S, Anchor::End, INK, false);
-                        if let Prim::Text { rotated, .. } = &mut t {
-                            *rotated = true;
-                        }
-                        axis_marks.push(t);
-                    } else {
-                        axis_marks.push(text(cx, label_y, c, TICK_S, Anchor::Middle, INK, false));
-                    }
-                }
-            }
-            (None, Some(xm)) => {
-                for (i, s) in self.series.iter().enumerate() {
-                    let color = PALETTE[i % PALETTE.len()];
-                    let mark = MARKS[i % MARKS.len()];
-                    let pts: Vec<(f32, f32)> = s
-                        .points
-                        .iter()
-                        .filter_map(|&(x, y)| Some((xm.px(x)?, ym.px(y)?)))
-                        .collect();
-                    if pts.len() > 1 {
-                        prims.push(Prim::Line {
-                            pts: pts.clone(),
-                            color,
-                            width: 2.5,
-                            dash: None,
-                            clip: true,
-                        });
-                    }
-                    for (px, py) in pts {
-                        if inside(px, py) {
-                            prims.push(Prim::Marker {
-                                mark,
-                                x: px,
-                                y: py,
-                                r: 5.0,
-                                color,
-                            });
-                        }
-                    }
-                }
-            }
-            (None, None) => unreachable!("a line plot has an x axis"),
-        }
-        for (i, (_, v)) in self.hlines.iter().enumerate() {
-            if let Some(py) = ym.px(*v) {
-                prims.push(Prim::Line {
-                    pts: vec![(x0, py), (x1, py)],
-                    color: REF,
-                    width: 2.0,
-                    dash: Some(ref_dash(i)),
-                    clip: true,
+        if let Some(cats) = self.categories() {
+            let width = 0.8 / self.series.len().max(1) as f64;
+            let base = if self.y.scale == Scale::Log10 {
+                y_lo
+            } else {
+                0f64.clamp(y_lo, y_hi)
+            };
+            for (j, s) in self.series.iter().enumerate() {
+                let color = PALETTE[j % PALETTE.len()];
+                let shown = s.points.iter().filter(|&&(ci, v)| {
+                    ci >= 0.0 && ci < cats.len() as f64 && ci.fract() == 0.0 && shows(y_log, v)
                 });
+                chart.draw_series(shown.flat_map(|&(ci, v)| {
+                    let x0 = ci + 0.1 + j as f64 * width;
+                    let corners = [(x0, base), (x0 + width, v.clamp(y_lo, y_hi))];
+                    [
+                        Rectangle::new(corners, color.filled()),
+                        Rectangle::new(corners, darker(color).stroke_width(1)),
+                    ]
+                }))?;
+            }
+        } else {
+            for (i, s) in self.series.iter().enumerate() {
+                let color = PALETTE[i % PALETTE.len()];
+                let pts: Vec<(f64, f64)> = (s.points.iter().copied())
+                    .filter(|&(x, y)| shows(x_log, x) && shows(y_log, y))
+                    .collect();
+                chart.draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?;
+                for p in &pts {
+                    draw_marker(&root, i, chart.backend_coord(p), color)?;
+                }
+            }
+        }
+        for (i, &(_, y)) in self.hlines.iter().enumerate() {
+            if shows(y_log, y) {
+                let (dash, gap) = ref_dash(i);
+                chart.draw_series(DashedLineSeries::new(
+                    [(x_lo, y), (x_hi, y)],
+                    dash,
+                    gap,
+                    REF.stroke_width(2),
+                ))?;
             }
         }
 
-        // Frame over the data, then ticks and labels.
-        prims.push(Prim::Rect {
-            x: x0 + 0.5,
-            y: y0 + 0.5,
-            w: x1 - x0 - 1.0,
-            h: y1 - y0 - 1.0,
-            fill: None,
-            stroke: Some((INK, 1.0)),
-            clip: false,
-        });
-        prims.extend(axis_marks);
-
-        // Legend.
+        // A frame around the plot area, then the legend.
+        let (px, py) = chart.plotting_area().get_pixel_range();
+        root.draw(&Rectangle::new(
+            [(px.start, py.start), (px.end - 1, py.end - 1)],
+            INK.stroke_width(1),
+        ))?;
         if show_legend {
             let (lx, ly) = match self.legend {
-                Legend::Right => (x1 + 16.0, y0),
-                Legend::TopLeft => (x0 + 12.0, y0 + 12.0),
-                Legend::TopRight => (x1 - 12.0 - legend_w, y0 + 12.0),
-                Legend::BottomLeft => (x0 + 12.0, y1 - 12.0 - legend_h),
-                Legend::BottomRight => (x1 - 12.0 - legend_w, y1 - 12.0 - legend_h),
-                Legend::Hidden => unreachable!(),
+                Legend::Right => (legend_x, py.start),
+                Legend::TopLeft => (px.start + 12, py.start + 12),
+                Legend::TopRight => (px.end - 12 - legend_w, py.start + 12),
             };
-            let (lx, ly) = (lx.round() + 0.5, ly.round() + 0.5);
-            prims.push(Prim::Rect {
-                x: lx,
-                y: ly,
-                w: legend_w.round(),
-                h: legend_h.round(),
-                fill: Some(WHITE),
-                stroke: Some((Rgb(160, 160, 160), 1.0)),
-                clip: false,
-            });
-            for (i, (name, color, mark, dash)) in entries.iter().enumerate() {
-                let cy = (ly + 6.0 + (i as f32 + 0.5) * LEGEND_ROW).round();
-                let sx = lx + 10.0;
-                if categories.is_some() && dash.is_none() {
-                    prims.push(Prim::Rect {
-                        x: sx + 6.0,
-                        y: cy - 8.0,
-                        w: LEGEND_SAMPLE - 12.0,
-                        h: 16.0,
-                        fill: Some(*color),
-                        stroke: Some((color.darker(), 1.0)),
-                        clip: false,
-                    });
-                } else {
-                    prims.push(Prim::Line {
-                        pts: vec![(sx, cy), (sx + LEGEND_SAMPLE, cy)],
-                        color: *color,
-                        width: if dash.is_some() { 2.0 } else { 2.5 },
-                        dash: *dash,
-                        clip: false,
-                    });
+            let corners = [(lx, ly), (lx + legend_w, ly + legend_h)];
+            root.draw(&Rectangle::new(corners, WHITE.filled()))?;
+            root.draw(&Rectangle::new(corners, LEGEND_BORDER.stroke_width(1)))?;
+            let label = font(TICK_FONT).pos(Pos::new(HPos::Left, VPos::Center));
+            for (k, (name, color, sample)) in entries.iter().enumerate() {
+                let cy = ly + 6 + k as i32 * LEGEND_ROW + LEGEND_ROW / 2;
+                let (sx, ex) = (lx + 10, lx + 10 + LEGEND_SAMPLE);
+                match *sample {
+                    Sample::Line(i) => {
+                        root.draw(&PathElement::new(
+                            [(sx, cy), (ex, cy)],
+                            color.stroke_width(2),
+                        ))?;
+                        draw_marker(&root, i, ((sx + ex) / 2, cy), *color)?;
+                    }
+                    Sample::Bar => {
+                        let corners = [(sx + 6, cy - 8), (ex - 6, cy + 8)];
+                        root.draw(&Rectangle::new(corners, color.filled()))?;
+                        root.draw(&Rectangle::new(corners, darker(*color).stroke_width(1)))?;
+                    }
+                    Sample::Ref(i) => {
+                        let (dash, gap) = ref_dash(i);
+                        let pts = [(sx, cy), (ex, cy)];
+                        let style = REF.stroke_width(2);
+                        root.draw(&DashedPathElement::new(pts, dash, gap, style))?;
+                    }
                 }
-                if let Some(mark) = mark {
-                    prims.push(Prim::Marker {
-                        mark: *mark,
-                        x: sx + LEGEND_SAMPLE / 2.0,
-                        y: cy,
-                        r: 5.0,
-                        color: *color,
-                    });
-                }
-                prims.push(text(
-                    sx + LEGEND_SAMPLE + 10.0,
-                    cy,
-                    name,
-                    LABEL_S,
-                    Anchor::Start,
-                    INK,
-                    false,
-                ));
+                root.draw_text(name, &label, (ex + 10, cy))?;
             }
         }
-
-        Scene {
-            width: self.width,
-            height: self.height,
-            area,
-            prims,
-        }
-    }
-}
-
-fn ref_dash(i: usize) -> (f32, f32) {
-    [(9.0, 6.0), (3.0, 4.0), (14.0, 4.0)][i % 3]
-}
-
-/// Centre of the pixel row/column `v` falls in, so 1 px lines are sharp.
-fn crisp(v: f32) -> f32 {
-    v.floor() + 0.5
-}
-
-fn hline_prim(xa: f32, xb: f32, y: f32, color: Rgb, width: f32) -> Prim {
-    Prim::Line {
-        pts: vec![(xa, y), (xb, y)],
-        color,
-        width,
-        dash: None,
-        clip: false,
-    }
-}
-
-fn vline_prim(x: f32, ya: f32, yb: f32, color: Rgb, width: f32) -> Prim {
-    Prim::Line {
-        pts: vec![(x, ya), (x, yb)],
-        color,
-        width,
-        dash: None,
-        clip: false,
-    }
-}
-
-fn text(x: f32, y: f32, s: &str, scale: u32, anchor: Anchor, color: Rgb, bold: bool) -> Prim {
-    Prim::Text {
-        x,
-        y,
-        text: s.to_string(),
-        scale,
-        anchor,
-        rotated: false,
-        color,
-        bold,
+        Ok((px, py))
     }
 }
 
@@ -1078,50 +767,68 @@ mod tests {
     }
 
     #[test]
-    fn log_ticks_over_the_selectivity_range() {
-        let t = log_ticks(Some((1e-3, 100.0)), &[]);
+    fn log_ticks_fit_whole_decades() {
+        let t = log_ticks(&[1e-3, 100.0]);
+        assert_eq!((t.lo, t.hi), (1e-3, 100.0));
         assert_eq!(labels(&t), ["1e-3", "0.01", "0.1", "1", "10", "100"]);
         assert_eq!(t.minor.len(), 5 * 8);
-        let t = log_ticks(None, &[0.5, 2.0e5]);
+        let t = log_ticks(&[0.5, 2.0e5, -1.0, f64::NAN]);
         assert_eq!((t.lo, t.hi), (0.1, 1e6));
         assert_eq!(
             labels(&t),
             ["0.1", "1", "10", "100", "1000", "1e4", "1e5", "1e6"]
         );
-    }
-
-    #[test]
-    fn narrow_log_range_labels_2_and_5() {
-        let t = log_ticks(Some((1.5, 8.0)), &[]);
-        assert_eq!(labels(&t), ["2", "5"]);
-        let t = log_ticks(None, &[3.0]);
+        let t = log_ticks(&[3.0]);
         assert_eq!(labels(&t), ["1", "10"]);
+        // Many decades: every other one labelled, no minor ticks.
+        let t = log_ticks(&[1e-6, 1e8]);
+        assert_eq!(labels(&t).len(), 8);
+        assert!(t.minor.is_empty());
+        let t = log_ticks(&[]);
+        assert_eq!((t.lo, t.hi), (1.0, 10.0));
     }
 
     #[test]
     fn linear_ticks_are_nice() {
-        let t = linear_ticks(None, &[3.0, 97.0], true);
+        let t = linear_ticks(&[3.0, 97.0], true);
         assert_eq!((t.lo, t.hi), (0.0, 100.0));
         assert_eq!(labels(&t), ["0", "20", "40", "60", "80", "100"]);
-        let t = linear_ticks(None, &[0.13, 0.42], false);
+        let t = linear_ticks(&[0.13, 0.42], false);
         assert_eq!(
             labels(&t),
             [
                 "0.10", "0.15", "0.20", "0.25", "0.30", "0.35", "0.40", "0.45"
             ]
         );
-        let t = linear_ticks(None, &[-1.0, 2.5], false);
+        let t = linear_ticks(&[-1.0, 2.5], false);
         assert_eq!(
             labels(&t),
             ["-1.0", "-0.5", "0.0", "0.5", "1.0", "1.5", "2.0", "2.5"]
         );
-        let t = linear_ticks(None, &[5.0], true);
+        let t = linear_ticks(&[5.0], true);
         assert_eq!(t.lo, 0.0);
-        let t = linear_ticks(None, &[0.0, 3.0e8], true);
+        let t = linear_ticks(&[0.0, 3.0e8], true);
         assert_eq!(
             labels(&t),
             ["0", "5e7", "1e8", "1.5e8", "2e8", "2.5e8", "3e8"]
         );
+    }
+
+    #[test]
+    fn axis_coord_maps_linear_and_log() {
+        let lin = AxisCoord::new(Scale::Linear, linear_ticks(&[0.0, 10.0], true));
+        assert_eq!(lin.map(&5.0, (100, 200)), 150);
+        assert_eq!(lin.map(&10.0, (500, 100)), 100, "y runs upwards");
+        let log = AxisCoord::new(Scale::Log10, log_ticks(&[1e-3, 100.0]));
+        assert_eq!(log.map(&1.0, (0, 500)), 300);
+        assert_eq!(log.format_ext(&0.01), "0.01");
+        assert_eq!(log.format_ext(&0.02), "", "minor ticks are not labelled");
+        assert_eq!(
+            log.key_points(plotters::coord::ranged1d::BoldPoints(10))
+                .len(),
+            6
+        );
+        assert_eq!(log.key_points(10).len(), 6 + 40);
     }
 
     /// Checks that `svg` is well-formed enough for any XML parser: tags
@@ -1153,7 +860,7 @@ mod tests {
                 assert_eq!(stack.pop(), Some(name.trim()), "mismatched </{name}>");
             } else if !tag.starts_with('?') && !tag.starts_with('!') {
                 elements += 1;
-                let name = tag.split([' ', '/']).next().unwrap();
+                let name = tag.split([' ', '/', '\n']).next().unwrap();
                 if !tag.ends_with('/') {
                     stack.push(name);
                 }
@@ -1165,34 +872,52 @@ mod tests {
         assert!(elements > 10);
     }
 
+    /// The text of every `<text>` element of `svg`.
+    fn svg_texts(svg: &str) -> Vec<&str> {
+        svg.split("<text")
+            .skip(1)
+            .map(|t| {
+                let body = &t[t.find('>').unwrap() + 1..];
+                body[..body.find("</text>").unwrap()].trim()
+            })
+            .collect()
+    }
+
     fn demo() -> Plot {
         Plot::lines(
             "Q1 <all> & more",
-            Axis::log10("selectivity (%)").range(1e-3, 100.0),
-            Axis::linear("time (ms)").range(0.0, 10.0),
+            Axis::log10("selectivity (%)"),
+            Axis::linear("time (ms)"),
         )
         .series("flat \"five\"", [(1e-3, 5.0), (100.0, 5.0)])
         .series("rising", [(1e-3, 1.0), (0.1, 2.0), (100.0, 9.0)])
         .hline("SLA < 8", 8.0)
+        .hline("ceiling", 10.0)
     }
 
     #[test]
-    fn svg_is_well_formed_and_names_the_series() {
+    fn svg_is_well_formed_and_names_everything() {
         let svg = demo().to_svg();
         assert_well_formed(&svg);
-        assert!(svg.starts_with("<?xml"));
+        assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
+        let texts = svg_texts(&svg);
         for s in [
             "flat &quot;five&quot;",
             "rising",
             "SLA &lt; 8",
+            "ceiling",
             "Q1 &lt;all&gt; &amp; more",
+            "selectivity (%)",
+            "time (ms)",
         ] {
-            assert!(svg.contains(&format!(">{s}</text>")), "{s} missing");
+            assert!(texts.contains(&s), "{s} missing from {texts:?}");
         }
-        assert!(svg.contains("stroke-dasharray"), "reference line is dashed");
-        for t in ["1e-3", "0.01", "0.1", ">1<", ">10<", ">100<"] {
-            assert!(svg.contains(t), "tick {t} missing");
+        for t in ["1e-3", "0.01", "0.1", "1", "10", "100", "0", "2", "8"] {
+            assert!(texts.contains(&t), "tick {t} missing from {texts:?}");
         }
+        // No tick label is drawn twice (plotters' light pass draws none).
+        assert_eq!(texts.iter().filter(|t| **t == "0.01").count(), 1);
+
         let bars = Plot::bars(
             "I/O requests",
             "query",
@@ -1201,7 +926,12 @@ mod tests {
         )
         .bar_series("full", [10.0, 2000.0])
         .bar_series("smooth", [5.0, 0.0]);
-        assert_well_formed(&bars.to_svg());
+        let svg = bars.to_svg();
+        assert_well_formed(&svg);
+        let texts = svg_texts(&svg);
+        for s in ["Q1", "Q6", "full", "smooth", "requests", "query", "1000"] {
+            assert!(texts.contains(&s), "{s} missing from {texts:?}");
+        }
         let empty = Plot::lines("", Axis::linear(""), Axis::linear(""));
         assert_well_formed(&empty.to_svg());
     }
@@ -1209,49 +939,70 @@ mod tests {
     /// An RGB image decoded from our PNG.
     struct Image {
         width: u32,
+        height: u32,
         rgb: Vec<u8>,
     }
 
-    fn rgb_at(img: &Image, x: f32, y: f32) -> Rgb {
-        let i = (y as usize * img.width as usize + x as usize) * 3;
-        Rgb(img.rgb[i], img.rgb[i + 1], img.rgb[i + 2])
+    impl Image {
+        fn decode(bytes: &[u8]) -> Image {
+            let mut reader = png::Decoder::new(io::Cursor::new(bytes))
+                .read_info()
+                .unwrap();
+            let mut rgb = vec![0; reader.output_buffer_size().unwrap()];
+            let info = reader.next_frame(&mut rgb).unwrap();
+            assert_eq!(info.color_type, png::ColorType::Rgb);
+            Image {
+                width: info.width,
+                height: info.height,
+                rgb,
+            }
+        }
+
+        fn at(&self, x: i32, y: i32) -> RGBColor {
+            let i = (y as usize * self.width as usize + x as usize) * 3;
+            RGBColor(self.rgb[i], self.rgb[i + 1], self.rgb[i + 2])
+        }
     }
 
     #[test]
     fn png_decodes_and_draws_the_lines() {
         let plot = demo().size(800, 500);
-        let png = plot.to_png().unwrap();
+        let (png, (px, py)) = plot.render_png().unwrap();
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-        assert_eq!(&png[12..16], b"IHDR");
-        let w = u32::from_be_bytes(png[16..20].try_into().unwrap());
-        let h = u32::from_be_bytes(png[20..24].try_into().unwrap());
-        assert_eq!((w, h), (800, 500));
-        let (width, height, rgb) = png::decode_rgb(&png).unwrap();
-        assert_eq!((width, height), (800, 500));
-        let pm = Image { width, rgb };
+        let img = Image::decode(&png);
+        assert_eq!((img.width, img.height), (800, 500));
+        assert_eq!(plot.to_png().unwrap(), png, "same picture twice");
 
-        let (x0, y0, x1, y1) = plot.scene().area;
-        let mid_y = (y0 + y1) / 2.0; // y = 5 on a 0..10 axis
-        // Between markers, away from grid lines: the flat series' colour.
-        let x = x0 + (x1 - x0) * 0.3;
-        assert_eq!(rgb_at(&pm, x, mid_y), PALETTE[0]);
-        // The SLA line at y = 8 is dashed: some pixels along it are ink,
-        // some are not.
-        let sla_y = y1 - (y1 - y0) * 0.8;
-        let along: Vec<Rgb> = (0..60)
-            .map(|i| rgb_at(&pm, x0 + 100.0 + i as f32, sla_y))
-            .collect();
+        // y runs 0..10 on the plot area; x from 1e-3 to 100 (5 decades).
+        let y_of = |v: f64| py.end - 1 - ((py.len() - 1) as f64 * v / 10.0).round() as i32;
+        let x_of = |decades: f64| px.start + ((px.len() - 1) as f64 * decades / 5.0) as i32;
+        // Between markers: the flat series' colour at y = 5.
+        let x = x_of(1.5);
+        assert!(
+            (-1..=1).any(|d| img.at(x, y_of(5.0) + d) == PALETTE[0]),
+            "no flat line at y = 5"
+        );
+        // The SLA line at y = 8 is dashed: some pixels along it are its
+        // colour, some are not.
+        let along: Vec<RGBColor> = (0..60).map(|i| img.at(x + i, y_of(8.0))).collect();
         assert!(
             along.contains(&REF) && along.iter().any(|p| *p != REF),
             "{along:?}"
         );
-        assert_eq!(rgb_at(&pm, 2.0, 2.0), WHITE, "background");
-        // The title has ink near the top centre.
-        let title_ink = (0..400).any(|i| {
-            let p = rgb_at(&pm, 200.0 + i as f32, PAD + 10.0);
-            p != WHITE
-        });
+        // Nothing at y = 7.
+        assert!((0..60).all(|i| img.at(x + i, y_of(7.0)) != REF));
+        assert_eq!(img.at(2, 2), WHITE, "background");
+        // The frame is ink.
+        assert_eq!(img.at(px.end - 1, (py.start + py.end) / 2), INK);
+        // The title has ink above the plot area, near the top centre.
+        let title_ink = (0..py.start).any(|y| (300..500).any(|x| img.at(x, y) != WHITE));
         assert!(title_ink);
+        // The legend is right of the plot area and has the series' colours.
+        let legend: Vec<RGBColor> = (px.end..800)
+            .flat_map(|x| (py.start..py.start + 80).map(move |y| (x, y)))
+            .map(|(x, y)| img.at(x, y))
+            .collect();
+        assert!(legend.contains(&PALETTE[0]) && legend.contains(&PALETTE[1]));
     }
 
     #[test]
@@ -1259,16 +1010,22 @@ mod tests {
         let plot = Plot::bars("pages", "query", ["Q1", "Q6"], Axis::linear("pages"))
             .bar_series("full", [100.0, 100.0])
             .bar_series("smooth", [50.0, 0.0])
+            .legend(Legend::TopLeft)
             .size(600, 400);
-        let (width, _, rgb) = png::decode_rgb(&plot.to_png().unwrap()).unwrap();
-        let pm = Image { width, rgb };
-        let (x0, _, x1, y1) = plot.scene().area;
-        let cat_w = (x1 - x0) / 2.0;
-        // First bar of the first group, just above the baseline.
-        let x = x0 + cat_w * 0.1 + cat_w * 0.2;
-        assert_eq!(rgb_at(&pm, x, y1 - 5.0), PALETTE[0]);
-        let x = x0 + cat_w * 0.1 + cat_w * 0.6;
-        assert_eq!(rgb_at(&pm, x, y1 - 5.0), PALETTE[1]);
+        let (png, (px, py)) = plot.render_png().unwrap();
+        let img = Image::decode(&png);
+        let cat_w = px.len() as f64 / 2.0;
+        let x_at = |cats: f64| px.start + (cat_w * cats) as i32;
+        let above_base = py.end - 5;
+        // Both bars of the first group, just above the baseline.
+        assert_eq!(img.at(x_at(0.1 + 0.2), above_base), PALETTE[0]);
+        assert_eq!(img.at(x_at(0.1 + 0.6), above_base), PALETTE[1]);
+        // The second group's "smooth" bar is 0: no bar there.
+        assert_eq!(img.at(x_at(1.0 + 0.1 + 0.6), above_base), WHITE);
+        // "smooth" in Q1 reaches half way up the 0..100 axis.
+        let mid = (py.start + py.end) / 2;
+        assert_eq!(img.at(x_at(0.1 + 0.6), mid + 5), PALETTE[1]);
+        assert_ne!(img.at(x_at(0.1 + 0.6), mid - 5), PALETTE[1]);
     }
 
     #[test]
@@ -1276,8 +1033,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let stem = dir.path().join("results/exp/fig.v2");
         demo().write(&stem).unwrap();
-        assert!(dir.path().join("results/exp/fig.v2.svg").is_file());
-        assert!(dir.path().join("results/exp/fig.v2.png").is_file());
+        let svg = fs::read_to_string(dir.path().join("results/exp/fig.v2.svg")).unwrap();
+        assert_eq!(svg, demo().to_svg());
+        let png = fs::read(dir.path().join("results/exp/fig.v2.png")).unwrap();
+        assert_eq!(png, demo().to_png().unwrap());
     }
 
     #[test]
