@@ -288,14 +288,31 @@ struct Cell<'a> {
 }
 
 /// Runs `v` `runs` times (fewer when a run is censored), one result row.
+/// `budget_ms`: where the run is stopped, in the device's cost (modeled time
+/// on a modeled device, wall time on `real`); `--timeout` stops it anyway.
 fn measure_variant(
     o: &RobustnessOptions,
     c: &Cell,
     v: &Variant,
-    limit: Limit,
+    budget_ms: Option<f64>,
     runs: usize,
     log: &mut dyn FnMut(&str),
 ) -> Result<ResultRow> {
+    let cap = o.bench.timeout_s;
+    let limit = match budget_ms {
+        Some(ms) if c.device == "real" => Limit {
+            wall_s: (ms / 1e3).min(cap),
+            modeled_ms: None,
+        },
+        Some(ms) => Limit {
+            wall_s: cap,
+            modeled_ms: Some(ms),
+        },
+        None => Limit {
+            wall_s: cap,
+            modeled_ms: None,
+        },
+    };
     let mut rows = Vec::new();
     for _ in 0..runs {
         let r = run_limited(&o.bench, c.device, c.table, &q1(c.point.pct), v, limit)?;
@@ -336,10 +353,8 @@ fn measure_variant(
     row.set("layout", c.layout.name());
     row.set("point", if c.point.band { "band" } else { "sweep" });
     row.set("table_pages", table_pages(c.layout, c.rows, c.fill));
-    match (limit.modeled_ms, c.device == "real") {
-        (Some(ms), false) => row.set("limit_ms", ms),
-        (_, true) if limit.wall_s.is_finite() => row.set("limit_ms", limit.wall_s * 1e3),
-        _ => {}
+    if let Some(ms) = budget_ms {
+        row.set("limit_ms", ms);
     }
     Ok(row)
 }
@@ -353,24 +368,6 @@ fn measure_cell(
 ) -> Result<Vec<ResultRow>> {
     let real = c.device == "real";
     let runs = if real { o.bench.repeat.max(1) } else { 1 };
-    let cap = o.bench.timeout_s;
-    let limit = |budget_ms: f64| {
-        if real {
-            Limit {
-                wall_s: (budget_ms / 1e3).min(cap),
-                modeled_ms: None,
-            }
-        } else {
-            Limit {
-                wall_s: cap,
-                modeled_ms: Some(budget_ms),
-            }
-        }
-    };
-    let plain = Limit {
-        wall_s: cap,
-        modeled_ms: None,
-    };
     let best_of = |rows: &[ResultRow]| {
         let ok = rows
             .iter()
@@ -393,7 +390,7 @@ fn measure_cell(
     let mut by_variant: Vec<Vec<ResultRow>> = vec![Vec::new(); base.len()];
     for _ in 0..runs {
         for (i, v) in base.iter().enumerate() {
-            by_variant[i].push(measure_variant(o, c, v, plain, 1, log)?);
+            by_variant[i].push(measure_variant(o, c, v, None, 1, log)?);
         }
     }
     let mut out: Vec<ResultRow> = by_variant
@@ -412,7 +409,7 @@ fn measure_cell(
     // 2. Index scan within 3x the best.
     if !*index_gave_up {
         let v = variant("index", PathChoice::Index, false);
-        let mut r = measure_variant(o, c, &v, limit(INDEX_LIMIT * best), runs, log)?;
+        let mut r = measure_variant(o, c, &v, Some(INDEX_LIMIT * best), runs, log)?;
         if r.get("censored") == "yes" {
             *index_gave_up = true;
         } else {
@@ -424,7 +421,7 @@ fn measure_cell(
 
     // 3. The default Smooth Scan within 20x the best.
     let v = variant(SMOOTH, smooth_opts(&o.bench.db_dir, |_| {}), false);
-    let mut r = measure_variant(o, c, &v, limit(SMOOTH_LIMIT * best), runs, log)?;
+    let mut r = measure_variant(o, c, &v, Some(SMOOTH_LIMIT * best), runs, log)?;
     r.set("limit_factor", SMOOTH_LIMIT);
     out.push(r);
 
