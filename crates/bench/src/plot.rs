@@ -239,7 +239,9 @@ impl Plot {
     }
 }
 
-pub(crate) fn io_error<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> io::Error {
+pub(crate) fn io_error<E: std::error::Error + Send + Sync>(
+    e: DrawingAreaErrorKind<E>,
+) -> io::Error {
     io::Error::other(e.to_string())
 }
 

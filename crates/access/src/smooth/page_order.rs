@@ -218,6 +218,12 @@ fn check_interval(heap_pages: u64) -> u64 {
     (heap_pages / 16).max(1024)
 }
 
+/// Plans of fewer pages are read by the scan's own thread: a read-ahead
+/// thread pays off when there is work to overlap with the reads, and on a
+/// busy machine handing a few pages over from another thread costs more than
+/// reading them.
+const INLINE_PAGES: usize = 1024;
+
 enum Phase {
     /// Reading the index range into the wanted set.
     Collect,
@@ -377,12 +383,17 @@ impl PageOrderScan {
             return Ok(());
         }
         let heap = self.spec.table.heap().clone();
-        let stream = heap.stream_runs(
-            &plan.runs,
+        let (run_pages, depth) = (
             crate::sort_scan::MAX_RUN_PAGES as usize,
             crate::sort_scan::DEPTH,
-        )?;
-        self.report.read_ahead_streams += 1;
+        );
+        let pages: usize = plan.runs.iter().map(|r| r.1).sum();
+        let stream = if pages < INLINE_PAGES {
+            heap.read_runs_inline(&plan.runs, run_pages, depth)?
+        } else {
+            self.report.read_ahead_streams += 1;
+            heap.stream_runs(&plan.runs, run_pages, depth)?
+        };
         self.phase = Phase::Read(StreamedPages::new(stream));
         Ok(())
     }
