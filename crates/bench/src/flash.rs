@@ -153,46 +153,18 @@ pub fn prepare(
         let n = if opts.quick { 20 } else { max_users(opts) };
         want.extend((0..n).map(|u| (copy_name(u), opts.real_rows)));
     }
-    let missing: Vec<(String, u64)> =
-        if strata_storage::catalog::Catalog::path(&opts.db_dir).exists() {
-            let db = Database::open(
-                &opts.db_dir,
-                DbOptions {
-                    buffer_pool_bytes: 8 << 20,
-                    direct_io: false,
-                    profile: None,
-                    read_only: true,
-                    ..DbOptions::default()
-                },
-            )?;
-            want.into_iter()
-                .filter(|(t, rows)| !db.table(t).is_ok_and(|t| t.rows() == *rows))
-                .collect()
-        } else {
-            want
-        };
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let db = Database::open_or_create(
+    crate::bench_db::generate_missing(
         &opts.db_dir,
-        DbOptions {
-            buffer_pool_bytes: 64 << 20,
-            direct_io: false,
-            profile: None,
-            read_only: false,
-            ..DbOptions::default()
+        want,
+        |(t, _)| t.clone(),
+        |t, (_, rows)| t.rows() == *rows,
+        |db, (t, rows)| {
+            let mut spec = strata_load::GenSpec::new(strata_load::GenKind::Flash, rows);
+            spec.table = Some(t);
+            strata_load::generate(db, &spec, progress)?;
+            Ok(())
         },
-    )?;
-    for (t, rows) in missing {
-        if db.table(&t).is_ok() {
-            db.drop_table(&t)?;
-        }
-        let mut spec = strata_load::GenSpec::new(strata_load::GenKind::Flash, rows);
-        spec.table = Some(t);
-        strata_load::generate(&db, &spec, progress)?;
-    }
-    Ok(())
+    )
 }
 
 fn sort_options(opts: &FlashOptions, db: &Database, memory: usize) -> SortOptions {

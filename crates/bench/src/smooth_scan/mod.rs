@@ -130,37 +130,16 @@ pub fn prepare(
     } else {
         strata_load::GenKind::Microbench
     };
-    let name = kind.default_table();
-    // A read-only look first, so runs that only read can share the database.
-    if strata_storage::catalog::Catalog::path(&opts.db_dir).exists() {
-        let ro = DbOptions {
-            buffer_pool_bytes: 8 << 20,
-            direct_io: false,
-            profile: None,
-            read_only: true,
-            ..DbOptions::default()
-        };
-        let db = Database::open(&opts.db_dir, ro)?;
-        if db.table(name).is_ok_and(|t| t.rows() == opts.rows) {
-            return Ok(());
-        }
-    }
-    let db = Database::open_or_create(
+    crate::bench_db::generate_missing(
         &opts.db_dir,
-        DbOptions {
-            buffer_pool_bytes: 64 << 20,
-            direct_io: false,
-            profile: None,
-            read_only: false,
-            ..DbOptions::default()
+        vec![kind.default_table()],
+        |name| name.to_string(),
+        |t, _| t.rows() == opts.rows,
+        |db, _| {
+            strata_load::generate(db, &strata_load::GenSpec::new(kind, opts.rows), progress)?;
+            Ok(())
         },
-    )?;
-    if db.table(name).is_ok() {
-        db.drop_table(name)?;
-    }
-    let spec = strata_load::GenSpec::new(kind, opts.rows);
-    strata_load::generate(&db, &spec, progress)?;
-    Ok(())
+    )
 }
 
 /// The result of one run.
