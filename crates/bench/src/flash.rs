@@ -412,6 +412,15 @@ fn sels_fig2(opts: &FlashOptions, real: bool) -> Vec<f64> {
     }
 }
 
+/// The y axis title of a mean time per user on `device`.
+fn time_per_user(device: &str) -> &'static str {
+    if device == "real" {
+        "mean wall time per user (ms)"
+    } else {
+        "mean modeled time per user (ms)"
+    }
+}
+
 /// Runs one figure and writes its files. Returns the summary text.
 pub fn run_figure(figure: &str, opts: &FlashOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
     std::fs::create_dir_all(&opts.out)?;
@@ -739,11 +748,7 @@ fn fig6(opts: &FlashOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
         Plot::lines(
             format!("Fig. 6 ({device}): 30% selectivity"),
             Axis::linear("concurrent users"),
-            Axis::log10(if device == "real" {
-                "mean wall time per user (ms)"
-            } else {
-                "mean modeled time per user (ms)"
-            }),
+            Axis::log10(time_per_user(device)),
         )
         .extend_series(series)
         .write(opts.out.join(&stem))?;
@@ -917,11 +922,7 @@ fn table2(opts: &FlashOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
         Plot::lines(
             format!("Table 2 ({label}): 30%, {users} users"),
             Axis::log10("sort memory (MB)"),
-            Axis::linear(if label == "real" {
-                "mean wall time per user (ms)"
-            } else {
-                "mean modeled time per user (ms)"
-            }),
+            Axis::linear(time_per_user(label)),
         )
         .series(
             "FTS+ES",
