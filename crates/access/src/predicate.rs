@@ -299,35 +299,13 @@ impl KeyRange {
     }
 
     fn tighten_lower(&mut self, b: Bound<Value>) {
-        let tighter = match (&self.lower, &b) {
-            (Bound::Unbounded, _) => true,
-            (_, Bound::Unbounded) => false,
-            (Bound::Included(a) | Bound::Excluded(a), Bound::Included(x) | Bound::Excluded(x)) => {
-                match compare(x, a) {
-                    Some(Ordering::Greater) => true,
-                    Some(Ordering::Equal) => matches!(b, Bound::Excluded(_)),
-                    _ => false,
-                }
-            }
-        };
-        if tighter {
+        if is_tighter(&b, &self.lower, Ordering::Greater) {
             self.lower = b;
         }
     }
 
     fn tighten_upper(&mut self, b: Bound<Value>) {
-        let tighter = match (&self.upper, &b) {
-            (Bound::Unbounded, _) => true,
-            (_, Bound::Unbounded) => false,
-            (Bound::Included(a) | Bound::Excluded(a), Bound::Included(x) | Bound::Excluded(x)) => {
-                match compare(x, a) {
-                    Some(Ordering::Less) => true,
-                    Some(Ordering::Equal) => matches!(b, Bound::Excluded(_)),
-                    _ => false,
-                }
-            }
-        };
-        if tighter {
+        if is_tighter(&b, &self.upper, Ordering::Less) {
             self.upper = b;
         }
     }
@@ -353,6 +331,23 @@ impl KeyRange {
             b => enc(b),
         };
         (lower, enc(&self.upper))
+    }
+}
+
+/// Whether bound `b` is tighter than `current`: further inward, which is
+/// where `compare(b, current)` is `inward` (`Greater` for a lower bound, `Less`
+/// for an upper one), or at the same value but exclusive.
+fn is_tighter(b: &Bound<Value>, current: &Bound<Value>, inward: Ordering) -> bool {
+    match (current, b) {
+        (Bound::Unbounded, _) => true,
+        (_, Bound::Unbounded) => false,
+        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(x) | Bound::Excluded(x)) => {
+            match compare(x, a) {
+                Some(Ordering::Equal) => matches!(b, Bound::Excluded(_)),
+                Some(o) => o == inward,
+                None => false,
+            }
+        }
     }
 }
 

@@ -153,46 +153,18 @@ pub fn prepare(
         let n = if opts.quick { 20 } else { max_users(opts) };
         want.extend((0..n).map(|u| (copy_name(u), opts.real_rows)));
     }
-    let missing: Vec<(String, u64)> =
-        if strata_storage::catalog::Catalog::path(&opts.db_dir).exists() {
-            let db = Database::open(
-                &opts.db_dir,
-                DbOptions {
-                    buffer_pool_bytes: 8 << 20,
-                    direct_io: false,
-                    profile: None,
-                    read_only: true,
-                    ..DbOptions::default()
-                },
-            )?;
-            want.into_iter()
-                .filter(|(t, rows)| !db.table(t).is_ok_and(|t| t.rows() == *rows))
-                .collect()
-        } else {
-            want
-        };
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let db = Database::open_or_create(
+    crate::bench_db::generate_missing(
         &opts.db_dir,
-        DbOptions {
-            buffer_pool_bytes: 64 << 20,
-            direct_io: false,
-            profile: None,
-            read_only: false,
-            ..DbOptions::default()
+        want,
+        |(t, _)| t.clone(),
+        |t, (_, rows)| t.rows() == *rows,
+        |db, (t, rows)| {
+            let mut spec = strata_load::GenSpec::new(strata_load::GenKind::Flash, rows);
+            spec.table = Some(t);
+            strata_load::generate(db, &spec, progress)?;
+            Ok(())
         },
-    )?;
-    for (t, rows) in missing {
-        if db.table(&t).is_ok() {
-            db.drop_table(&t)?;
-        }
-        let mut spec = strata_load::GenSpec::new(strata_load::GenKind::Flash, rows);
-        spec.table = Some(t);
-        strata_load::generate(&db, &spec, progress)?;
-    }
-    Ok(())
+    )
 }
 
 fn sort_options(opts: &FlashOptions, db: &Database, memory: usize) -> SortOptions {
@@ -437,6 +409,15 @@ fn sels_fig2(opts: &FlashOptions, real: bool) -> Vec<f64> {
         (true, _) => vec![0.5, 5.0, 30.0],
         (false, false) => vec![0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0],
         (false, true) => vec![0.5, 2.0, 10.0, 30.0, 50.0],
+    }
+}
+
+/// The y axis title of a mean time per user on `device`.
+fn time_per_user(device: &str) -> &'static str {
+    if device == "real" {
+        "mean wall time per user (ms)"
+    } else {
+        "mean modeled time per user (ms)"
     }
 }
 
@@ -767,11 +748,7 @@ fn fig6(opts: &FlashOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
         Plot::lines(
             format!("Fig. 6 ({device}): 30% selectivity"),
             Axis::linear("concurrent users"),
-            Axis::log10(if device == "real" {
-                "mean wall time per user (ms)"
-            } else {
-                "mean modeled time per user (ms)"
-            }),
+            Axis::log10(time_per_user(device)),
         )
         .extend_series(series)
         .write(opts.out.join(&stem))?;
@@ -945,11 +922,7 @@ fn table2(opts: &FlashOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
         Plot::lines(
             format!("Table 2 ({label}): 30%, {users} users"),
             Axis::log10("sort memory (MB)"),
-            Axis::linear(if label == "real" {
-                "mean wall time per user (ms)"
-            } else {
-                "mean modeled time per user (ms)"
-            }),
+            Axis::linear(time_per_user(label)),
         )
         .series(
             "FTS+ES",

@@ -15,7 +15,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::plot::{FAMILY, INK, io_error, register_font};
+use crate::plot::{FAMILY, INK, encode_png, io_error, register_font};
 
 const GREY: RGBColor = RGBColor(225, 225, 225);
 const GREEN: RGBColor = RGBColor(120, 200, 120);
@@ -148,15 +148,7 @@ impl Heatmap {
             self.draw(&root, 2).map_err(io_error)?;
             root.present().map_err(io_error)?;
         }
-        let mut png_bytes = Vec::new();
-        {
-            let mut encoder = png::Encoder::new(&mut png_bytes, pw, ph);
-            encoder.set_color(png::ColorType::Rgb);
-            encoder.set_depth(png::BitDepth::Eight);
-            let mut writer = encoder.write_header().map_err(io::Error::other)?;
-            writer.write_image_data(&rgb).map_err(io::Error::other)?;
-        }
-        std::fs::write(stem.with_extension("png"), png_bytes)
+        std::fs::write(stem.with_extension("png"), encode_png(&rgb, pw, ph)?)
     }
 
     fn draw<DB: DrawingBackend>(

@@ -22,6 +22,7 @@
 //!   planner's choice or forced scan methods
 //!   ([`postgres::run_postgres_queries`], [`postgres::run_postgres_sweep`]).
 
+mod bench_db;
 pub mod flash;
 pub mod heatmap;
 pub mod plot;

@@ -212,14 +212,7 @@ impl Plot {
             root.present().map_err(io_error)?;
             area
         };
-        let mut png = Vec::new();
-        let mut encoder = png::Encoder::new(&mut png, w, h);
-        encoder.set_color(png::ColorType::Rgb);
-        encoder.set_depth(png::BitDepth::Eight);
-        let mut writer = encoder.write_header().map_err(io::Error::other)?;
-        writer.write_image_data(&rgb).map_err(io::Error::other)?;
-        writer.finish().map_err(io::Error::other)?;
-        Ok((png, area))
+        Ok((encode_png(&rgb, w, h)?, area))
     }
 
     /// Writes `<stem>.svg` and `<stem>.png` (e.g. stem
@@ -237,6 +230,18 @@ impl Plot {
         fs::write(with(".svg"), self.to_svg())?;
         fs::write(with(".png"), self.to_png()?)
     }
+}
+
+/// An RGB bitmap of `w` x `h` pixels as PNG bytes.
+pub(crate) fn encode_png(rgb: &[u8], w: u32, h: u32) -> io::Result<Vec<u8>> {
+    let mut png = Vec::new();
+    let mut encoder = png::Encoder::new(&mut png, w, h);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().map_err(io::Error::other)?;
+    writer.write_image_data(rgb).map_err(io::Error::other)?;
+    writer.finish().map_err(io::Error::other)?;
+    Ok(png)
 }
 
 pub(crate) fn io_error<E: std::error::Error + Send + Sync>(

@@ -75,10 +75,5 @@ pub fn run(_cli: &Global, a: &FlashArgs) -> Result<()> {
     let bars = Bars::new();
     prepare(&opts, &figures, &bars)?;
     bars.finish();
-    for f in &figures {
-        let summary = run_figure(f, &opts, &mut |line| eprintln!("{line}"))?;
-        println!("{summary}");
-    }
-    println!("results in {}", opts.out.display());
-    Ok(())
+    crate::bench_smooth::run_figures(&figures, &opts.out, |f, log| run_figure(f, &opts, log))
 }

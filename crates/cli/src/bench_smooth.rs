@@ -1,7 +1,7 @@
 //! `strata bench smooth-scan <figure>`: the Smooth Scan paper's experiments
 //! (the work is in `strata_bench::smooth_scan`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
@@ -100,11 +100,21 @@ pub fn run(cli: &Global, a: &SmoothArgs) -> Result<()> {
         prepare(&opts, false, &bars)?;
     }
     bars.finish();
-    for f in &figures {
-        let summary = run_figure(f, &opts, &mut |line| eprintln!("{line}"))?;
+    run_figures(&figures, &opts.out, |f, log| run_figure(f, &opts, log))
+}
+
+/// Runs each of `figures` with `run(figure, log)`, its log lines to stderr,
+/// printing the summary each returns, then where the results are (`out`).
+pub fn run_figures(
+    figures: &[String],
+    out: &Path,
+    mut run: impl FnMut(&str, &mut dyn FnMut(&str)) -> Result<String>,
+) -> Result<()> {
+    for f in figures {
+        let summary = run(f, &mut |line| eprintln!("{line}"))?;
         println!("{summary}");
     }
-    println!("results in {}", opts.out.display());
+    println!("results in {}", out.display());
     Ok(())
 }
 

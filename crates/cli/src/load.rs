@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use strata_load::LoadTarget;
 use strata_storage::Database;
 use strata_storage::db::IndexSpec;
 use strata_storage::types::Schema;
@@ -78,7 +79,11 @@ pub fn run(cli: &Global, a: &LoadArgs) -> Result<()> {
         .iter()
         .map(|s| parse_index(s))
         .collect::<Result<Vec<_>>>()?;
-    let create = table_options(a.fill_factor, &a.segment_size)?;
+    let target = LoadTarget {
+        create: table_options(a.fill_factor, &a.segment_size)?,
+        indexes,
+        max_errors: a.max_errors,
+    };
     let format = match &a.format {
         Some(f) => f.to_ascii_lowercase(),
         None => a
@@ -100,17 +105,19 @@ pub fn run(cli: &Global, a: &LoadArgs) -> Result<()> {
                 header: !a.no_header,
                 delimiter: a.delimiter as u8,
                 schema,
-                create,
-                indexes,
-                max_errors: a.max_errors,
+                target,
                 ..Default::default()
             };
             strata_load::load_csv(&db, &a.table, &a.file, &opts, &bars)?
         }
         "parquet" | "pq" => {
             let opts = strata_load::ParquetOptions {
-                create,
-                indexes,
+                // --max-errors applies to CSV loads only: a Parquet load stops
+                // at its first bad row.
+                target: LoadTarget {
+                    max_errors: 0,
+                    ..target
+                },
                 ..Default::default()
             };
             strata_load::load_parquet(&db, &a.table, &a.file, &opts, &bars)?

@@ -15,13 +15,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use ::csv::{ByteRecord, ReaderBuilder};
-use strata_storage::StorageError;
-use strata_storage::db::{Database, IndexSpec, Progress, TableOptions};
+use strata_storage::db::{Database, Progress};
 use strata_storage::types::{Schema, Value};
 
-use crate::{
-    ErrorBudget, LoadError, LoadReport, RowError, RowPosition, begin_load, classify_append_error,
-};
+use crate::{Import, LoadError, LoadReport, LoadTarget, RowError, RowPosition, existing_table};
 
 /// What [`load_csv`] returns.
 pub type CsvReport = LoadReport;
@@ -38,14 +35,8 @@ pub struct CsvOptions {
     /// Schema of the table to create when it does not exist. Required in that case;
     /// when the table exists it must be absent or equal to the table's schema.
     pub schema: Option<Schema>,
-    /// Heap options of a table the load creates.
-    pub create: TableOptions,
-    /// Indexes to build at commit: all of them for a new table; for an existing
-    /// table those whose name it does not have yet.
-    pub indexes: Vec<IndexSpec>,
-    /// Bad rows to skip (and report) before the load is rolled back (default 0:
-    /// the first bad row aborts).
-    pub max_errors: u64,
+    /// The table's creation options and indexes, and the bad rows to skip.
+    pub target: LoadTarget,
     /// The text that stands for NULL (default: the empty field).
     pub null_string: String,
 }
@@ -56,9 +47,7 @@ impl Default for CsvOptions {
             header: true,
             delimiter: b',',
             schema: None,
-            create: TableOptions::default(),
-            indexes: Vec::new(),
-            max_errors: 0,
+            target: LoadTarget::default(),
             null_string: String::new(),
         }
     }
@@ -121,11 +110,7 @@ pub fn load_csv(
     };
 
     // The target table: existing, or created from the given schema.
-    let existing = match db.table(table) {
-        Ok(t) => Some(t),
-        Err(StorageError::UnknownTable(_)) => None,
-        Err(e) => return Err(e.into()),
-    };
+    let existing = existing_table(db, table)?;
     let schema = match (&existing, &opts.schema) {
         (Some(t), given) => {
             if let Some(s) = given
@@ -160,15 +145,13 @@ pub fn load_csv(
     };
 
     let new_table = existing.is_none();
-    let mut load = begin_load(db, table, &schema, new_table, &opts.create, &opts.indexes)?;
+    let mut load = Import::begin(db, table, &schema, new_table, &opts.target, start)?;
 
     progress.phase(&format!("load {file_name}"), size);
     let mut reported = reader.position().byte();
     progress.advance(reported);
     let null = opts.null_string.as_bytes();
     let mut row = vec![Value::Null; schema.len()];
-    let mut budget = ErrorBudget::new(opts.max_errors);
-    let mut loaded = 0u64;
     let mut records = 0u64;
     while reader.read_byte_record(&mut rec).map_err(read_err)? {
         records += 1;
@@ -178,10 +161,12 @@ pub fn load_csv(
             reported = b;
         }
         let line = rec.position().map_or(0, |p| p.line());
+        // `column`: the table column at fault (position, name), reported as
+        // its field.
         let bad = |column: Option<(usize, String)>, reason: String| RowError {
             file: file_name.clone(),
             position: RowPosition::Line(line),
-            column,
+            column: column.map(|(c, name)| (map[c] + 1, name)),
             reason,
         };
         if rec.len() != expected {
@@ -189,38 +174,17 @@ pub fn load_csv(
                 None,
                 format!("expected {expected} fields, found {}", rec.len()),
             );
-            budget.reject(e, table, new_table)?;
+            load.reject(e)?;
             continue;
         }
         if let Err((c, reason)) = fill_row(&rec, &schema, &map, null, &mut row) {
-            let e = bad(Some((map[c] + 1, schema.columns[c].name.clone())), reason);
-            budget.reject(e, table, new_table)?;
+            load.reject(bad(Some((c, schema.columns[c].name.clone())), reason))?;
             continue;
         }
-        match load.append(&row) {
-            Ok(_) => loaded += 1,
-            Err(e) => {
-                let (column, reason) = classify_append_error(e)?;
-                let column = column.and_then(|name| {
-                    let c = schema.index_of(&name)?;
-                    Some((map[c] + 1, name))
-                });
-                budget.reject(bad(column, reason), table, new_table)?;
-            }
-        }
+        load.append(&row, bad)?;
     }
     progress.advance(size.saturating_sub(reported));
-
-    let summary = load.commit(progress)?;
-    Ok(LoadReport {
-        table: table.to_string(),
-        created: new_table,
-        rows_loaded: loaded,
-        skipped: budget.skipped,
-        bytes: size,
-        elapsed: start.elapsed(),
-        summary,
-    })
+    load.commit(size, progress)
 }
 
 /// Maps header names to table columns: every column must be named exactly once

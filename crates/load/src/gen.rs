@@ -99,18 +99,23 @@ pub enum GenKind {
 }
 
 impl GenKind {
-    pub const ALL: [GenKind; 10] = [
-        GenKind::Microbench,
-        GenKind::Skewed,
-        GenKind::Flash,
-        GenKind::Uniform,
-        GenKind::Correlated,
-        GenKind::Periodic,
-        GenKind::Clustered,
-        GenKind::Alternating,
-        GenKind::DenseStart,
-        GenKind::DenseTail,
-    ];
+    /// Every data set: the papers' three tables, then the [`GenKind::LAYOUTS`].
+    pub const ALL: [GenKind; 10] = {
+        let tables = [GenKind::Microbench, GenKind::Skewed, GenKind::Flash];
+        let layouts = GenKind::LAYOUTS;
+        let mut all = [GenKind::Microbench; 10];
+        assert!(all.len() == tables.len() + layouts.len());
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = if i < tables.len() {
+                tables[i]
+            } else {
+                layouts[i - tables.len()]
+            };
+            i += 1;
+        }
+        all
+    };
 
     /// The layouts: the microbench table with `c2` placed by rank
     /// ([`crate::layout`]).

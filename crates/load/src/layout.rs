@@ -238,23 +238,13 @@ mod tests {
     use rand::SeedableRng;
     use rand::rngs::SmallRng;
 
-    const LAYOUTS: [GenKind; 7] = [
-        GenKind::Uniform,
-        GenKind::Correlated,
-        GenKind::Periodic,
-        GenKind::Clustered,
-        GenKind::Alternating,
-        GenKind::DenseStart,
-        GenKind::DenseTail,
-    ];
-
     fn of(kind: GenKind, n: u64, tpp: u64, seed: u64) -> Vec<u32> {
         ranks(kind, n, tpp, &mut SmallRng::seed_from_u64(seed)).unwrap()
     }
 
     #[test]
     fn every_layout_is_a_permutation_and_seeds_reproduce() {
-        for kind in LAYOUTS {
+        for kind in GenKind::LAYOUTS {
             for (n, tpp) in [(1u64, 185u64), (7, 3), (1000, 45), (250_001, 185)] {
                 let r = of(kind, n, tpp, 5);
                 let mut seen = vec![false; n as usize];

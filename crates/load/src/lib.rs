@@ -15,11 +15,14 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use strata_storage::StorageError;
-use strata_storage::db::{Database, IndexSpec, LoadSummary, TableLoad, TableOptions};
-use strata_storage::types::Schema;
+use strata_storage::db::{
+    Database, IndexSpec, LoadSummary, Progress, Table, TableLoad, TableOptions,
+};
+use strata_storage::types::{Schema, Value};
 
 mod arrow_rows;
 mod csv;
@@ -181,14 +184,28 @@ impl LoadReport {
     }
 }
 
-/// Counts bad rows against `max_errors` and decides when a load must give up.
-pub(crate) struct ErrorBudget {
+/// Where a CSV or Parquet load puts its rows and how many bad ones it may skip:
+/// the options [`CsvOptions`] and [`ParquetOptions`] share.
+#[derive(Clone, Debug, Default)]
+pub struct LoadTarget {
+    /// Heap options of a table the load creates.
+    pub create: TableOptions,
+    /// Indexes to build at commit: all of them for a new table; for an existing
+    /// table those whose name it does not have yet.
+    pub indexes: Vec<IndexSpec>,
+    /// Bad rows to skip (and report) before the load is rolled back (default 0:
+    /// the first bad row aborts).
     pub max_errors: u64,
-    pub skipped: Vec<RowError>,
+}
+
+/// Counts bad rows against `max_errors` and decides when a load must give up.
+struct ErrorBudget {
+    max_errors: u64,
+    skipped: Vec<RowError>,
 }
 
 impl ErrorBudget {
-    pub fn new(max_errors: u64) -> Self {
+    fn new(max_errors: u64) -> Self {
         ErrorBudget {
             max_errors,
             skipped: Vec::new(),
@@ -197,12 +214,7 @@ impl ErrorBudget {
 
     /// Records a bad row; `Err` (the load must be rolled back) once there are more
     /// than `max_errors`.
-    pub fn reject(
-        &mut self,
-        error: RowError,
-        table: &str,
-        new_table: bool,
-    ) -> Result<(), LoadError> {
+    fn reject(&mut self, error: RowError, table: &str, new_table: bool) -> Result<(), LoadError> {
         if (self.skipped.len() as u64) < self.max_errors {
             self.skipped.push(error);
             Ok(())
@@ -220,9 +232,7 @@ impl ErrorBudget {
 
 /// Splits a failed `TableLoad::append` into a row error (the row is at fault: a
 /// value out of range, a row too large for a page) or a fatal storage error.
-pub(crate) fn classify_append_error(
-    e: StorageError,
-) -> Result<(Option<String>, String), LoadError> {
+fn classify_append_error(e: StorageError) -> Result<(Option<String>, String), LoadError> {
     match e {
         StorageError::Value { column, reason } => Ok((Some(column), reason)),
         e @ StorageError::TupleTooLarge { .. } => Ok((None, e.to_string())),
@@ -230,28 +240,115 @@ pub(crate) fn classify_append_error(
     }
 }
 
+/// The table a load goes into, if it exists.
+pub(crate) fn existing_table(db: &Database, table: &str) -> Result<Option<Arc<Table>>, LoadError> {
+    match db.table(table) {
+        Ok(t) => Ok(Some(t)),
+        Err(StorageError::UnknownTable(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A CSV or Parquet load under way: its [`TableLoad`], the bad rows skipped so
+/// far and the rows appended, which [`Import::commit`] reports.
+pub(crate) struct Import<'a> {
+    load: TableLoad<'a>,
+    table: &'a str,
+    schema: Schema,
+    new_table: bool,
+    budget: ErrorBudget,
+    loaded: u64,
+    /// When the load started (opening the input).
+    start: Instant,
+}
+
+impl<'a> Import<'a> {
+    /// Starts loading rows of `schema` into `table`, a new table (created at
+    /// commit) or an existing one, as `target` says; `start` is when the load
+    /// began.
+    pub fn begin(
+        db: &'a Database,
+        table: &'a str,
+        schema: &Schema,
+        new_table: bool,
+        target: &LoadTarget,
+        start: Instant,
+    ) -> Result<Self, LoadError> {
+        Ok(Import {
+            load: begin_load(db, table, schema, new_table, target)?,
+            table,
+            schema: schema.clone(),
+            new_table,
+            budget: ErrorBudget::new(target.max_errors),
+            loaded: 0,
+            start,
+        })
+    }
+
+    /// Skips a bad row; `Err` (the load must be rolled back) once there are
+    /// more than `max_errors`.
+    pub fn reject(&mut self, error: RowError) -> Result<(), LoadError> {
+        self.budget.reject(error, self.table, self.new_table)
+    }
+
+    /// Appends `row`. A row the table refuses (a value out of range, a row too
+    /// large for a page) is rejected as `bad(column, reason)`, `column` being
+    /// the table column at fault (its position and name), if one is.
+    pub fn append(
+        &mut self,
+        row: &[Value],
+        bad: impl FnOnce(Option<(usize, String)>, String) -> RowError,
+    ) -> Result<(), LoadError> {
+        match self.load.append(row) {
+            Ok(_) => {
+                self.loaded += 1;
+                Ok(())
+            }
+            Err(e) => {
+                let (column, reason) = classify_append_error(e)?;
+                let column = column.and_then(|name| Some((self.schema.index_of(&name)?, name)));
+                self.reject(bad(column, reason))
+            }
+        }
+    }
+
+    /// Commits the load (with its index builds) and reports it; `bytes` is the
+    /// input file's size.
+    pub fn commit(self, bytes: u64, progress: &dyn Progress) -> Result<LoadReport, LoadError> {
+        let summary = self.load.commit(progress)?;
+        Ok(LoadReport {
+            table: self.table.to_string(),
+            created: self.new_table,
+            rows_loaded: self.loaded,
+            skipped: self.budget.skipped,
+            bytes,
+            elapsed: self.start.elapsed(),
+            summary,
+        })
+    }
+}
+
 /// Starts the load: creates the table with its indexes, or appends to the existing
 /// one and adds the requested indexes it does not have yet (so re-running a load
 /// with the same `--index` options appends instead of failing).
-pub(crate) fn begin_load<'a>(
+fn begin_load<'a>(
     db: &'a Database,
     table: &str,
     schema: &Schema,
     new_table: bool,
-    create: &TableOptions,
-    indexes: &[IndexSpec],
+    target: &LoadTarget,
 ) -> Result<TableLoad<'a>, LoadError> {
     if new_table {
         return Ok(db.begin_create_load(
             table,
             schema.clone(),
-            create.clone(),
-            indexes.to_vec(),
+            target.create.clone(),
+            target.indexes.clone(),
         )?);
     }
     let t = db.table(table)?;
     let mut load = db.begin_load(table)?;
-    for spec in indexes {
+    for spec in &target.indexes {
         if t.index(&spec.name).is_err() {
             load.add_index(spec.clone())?;
         }

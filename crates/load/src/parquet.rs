@@ -34,14 +34,11 @@ use std::time::Instant;
 use ::parquet::arrow::ProjectionMask;
 use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use arrow_array::RecordBatch;
-use strata_storage::StorageError;
-use strata_storage::db::{Database, IndexSpec, Progress, TableOptions};
+use strata_storage::db::{Database, Progress};
 use strata_storage::types::{Column, DataType, Schema, Value};
 
 use crate::arrow_rows::{BatchRows, Col, creation_type, map_fields, unsupported};
-use crate::{
-    ErrorBudget, LoadError, LoadReport, RowError, RowPosition, begin_load, classify_append_error,
-};
+use crate::{Import, LoadError, LoadReport, LoadTarget, RowError, RowPosition, existing_table};
 
 /// What [`load_parquet`] returns.
 pub type ParquetReport = LoadReport;
@@ -52,16 +49,12 @@ const MAX_VARCHAR: usize = 4000;
 /// How to load a Parquet file.
 #[derive(Clone, Debug)]
 pub struct ParquetOptions {
-    /// Heap options of a table the load creates.
-    pub create: TableOptions,
-    /// Indexes to build at commit (for an existing table: those it lacks).
-    pub indexes: Vec<IndexSpec>,
+    /// The table's creation options and indexes, and the bad rows (e.g. NULL
+    /// in a NOT NULL column, a value out of range) to skip.
+    pub target: LoadTarget,
     /// VARCHAR length for the string columns of a new table; `None` (default):
     /// the longest value in the file, found by a first pass over those columns.
     pub varchar_len: Option<u16>,
-    /// Bad rows (e.g. NULL in a NOT NULL column, value out of range) to skip
-    /// before the load is rolled back (default 0).
-    pub max_errors: u64,
     /// Rows per arrow record batch (default 8192).
     pub batch_size: usize,
 }
@@ -69,10 +62,8 @@ pub struct ParquetOptions {
 impl Default for ParquetOptions {
     fn default() -> Self {
         ParquetOptions {
-            create: TableOptions::default(),
-            indexes: Vec::new(),
+            target: LoadTarget::default(),
             varchar_len: None,
-            max_errors: 0,
             batch_size: 8192,
         }
     }
@@ -106,11 +97,7 @@ pub fn load_parquet(
     let fields = arrow_schema.fields();
     let total_rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
 
-    let existing = match db.table(table) {
-        Ok(t) => Some(t),
-        Err(StorageError::UnknownTable(_)) => None,
-        Err(e) => return Err(e.into()),
-    };
+    let existing = existing_table(db, table)?;
     let new_table = existing.is_none();
     // (schema, map[c] = arrow field of table column c)
     let (schema, map) = match &existing {
@@ -157,15 +144,13 @@ pub fn load_parquet(
         }
     };
 
-    let mut load = begin_load(db, table, &schema, new_table, &opts.create, &opts.indexes)?;
+    let mut load = Import::begin(db, table, &schema, new_table, &opts.target, start)?;
     let reader = builder
         .with_batch_size(opts.batch_size.max(1))
         .build()
         .map_err(|e| input_err(e.to_string()))?;
     progress.phase(&format!("load {file_name}"), total_rows);
     let mut row = vec![Value::Null; schema.len()];
-    let mut budget = ErrorBudget::new(opts.max_errors);
-    let mut loaded = 0u64;
     let mut row_no = 0u64;
     for batch in reader {
         let batch: RecordBatch =
@@ -173,44 +158,23 @@ pub fn load_parquet(
         let rows = BatchRows::new(&batch, &map);
         for i in 0..batch.num_rows() {
             row_no += 1;
+            // `column`: the table column at fault (position, name), reported
+            // as its arrow field.
+            let bad = |column: Option<(usize, String)>, reason: String| RowError {
+                file: file_name.clone(),
+                position: RowPosition::Row(row_no),
+                column: column.map(|(c, name)| (map[c] + 1, name)),
+                reason,
+            };
             if let Err((c, reason)) = rows.row(i, &schema, &mut row) {
-                let e = RowError {
-                    file: file_name.clone(),
-                    position: RowPosition::Row(row_no),
-                    column: Some((map[c] + 1, schema.columns[c].name.clone())),
-                    reason,
-                };
-                budget.reject(e, table, new_table)?;
+                load.reject(bad(Some((c, schema.columns[c].name.clone())), reason))?;
                 continue;
             }
-            match load.append(&row) {
-                Ok(_) => loaded += 1,
-                Err(e) => {
-                    let (column, reason) = classify_append_error(e)?;
-                    let e = RowError {
-                        file: file_name.clone(),
-                        position: RowPosition::Row(row_no),
-                        column: column
-                            .and_then(|name| Some((map[schema.index_of(&name)?] + 1, name))),
-                        reason,
-                    };
-                    budget.reject(e, table, new_table)?;
-                }
-            }
+            load.append(&row, bad)?;
         }
         progress.advance(batch.num_rows() as u64);
     }
-
-    let summary = load.commit(progress)?;
-    Ok(LoadReport {
-        table: table.to_string(),
-        created: new_table,
-        rows_loaded: loaded,
-        skipped: budget.skipped,
-        bytes: size,
-        elapsed: start.elapsed(),
-        summary,
-    })
+    load.commit(size, progress)
 }
 
 /// First pass: the longest value (in bytes) of each string column in `cols`.

@@ -36,7 +36,7 @@ fn loads_typed_rows_and_reads_them_back() {
         b"id,name,price,d,ok,x\n1,apple,1.50,2020-01-31,true,0.5\n2,,-3,1999-12-31,f,\n3,\"multi\nline\",12.345,2000-02-29,1,-1e3\n",
     );
     let mut o = opts(SCHEMA);
-    o.indexes = vec![IndexSpec::new("t_price", &["price"])];
+    o.target.indexes = vec![IndexSpec::new("t_price", &["price"])];
     let p = Recorder::default();
     let r = load_csv(&db, "t", &f, &o, &p).unwrap();
     assert!(r.created);
@@ -270,10 +270,8 @@ fn custom_null_string() {
 fn max_errors_skips_and_reports_bad_rows() {
     let (dir, db) = db();
     let f = write(dir.path(), "s.csv", b"a,b\n1,x\n2\nq,y\n4,z\n");
-    let o = CsvOptions {
-        max_errors: 2,
-        ..opts("a INT, b CHAR(1)")
-    };
+    let mut o = opts("a INT, b CHAR(1)");
+    o.target.max_errors = 2;
     let r = load_csv(&db, "t", &f, &o, &NoProgress).unwrap();
     assert_eq!(r.rows_loaded, 2);
     assert_eq!(r.rows_skipped(), 2);
@@ -301,10 +299,8 @@ fn max_errors_skips_and_reports_bad_rows() {
 fn exceeding_max_errors_leaves_the_table_unchanged() {
     let (dir, db) = db();
     let good = write(dir.path(), "g.csv", b"a\n1\n2\n3\n");
-    let o = CsvOptions {
-        indexes: vec![IndexSpec::new("t_a", &["a"])],
-        ..opts("a INT")
-    };
+    let mut o = opts("a INT");
+    o.target.indexes = vec![IndexSpec::new("t_a", &["a"])];
     load_csv(&db, "t", &good, &o, &NoProgress).unwrap();
     let before = rows(&db, "t");
 
@@ -317,10 +313,8 @@ fn exceeding_max_errors_leaves_the_table_unchanged() {
         });
     }
     let bad = write(dir.path(), "b.csv", body.as_bytes());
-    let o = CsvOptions {
-        max_errors: 2,
-        ..Default::default()
-    };
+    let mut o = CsvOptions::default();
+    o.target.max_errors = 2;
     let e = load_csv(&db, "t", &bad, &o, &NoProgress).unwrap_err();
     match &e {
         LoadError::Rejected {

@@ -230,10 +230,8 @@ fn loads_into_an_existing_table_by_name_with_conversions() {
     );
     assert_eq!(db.table("v").unwrap().rows(), 0);
     // max_errors skips it.
-    let o = ParquetOptions {
-        max_errors: 1,
-        ..Default::default()
-    };
+    let mut o = ParquetOptions::default();
+    o.target.max_errors = 1;
     let r = load_parquet(&db, "v", &f, &o, &NoProgress).unwrap();
     assert_eq!(
         (r.rows_loaded, r.skipped[0].position.clone()),
@@ -276,10 +274,8 @@ fn nulls_in_not_null_columns_and_unsigned_overflow_are_row_errors() {
         Default::default(),
     )
     .unwrap();
-    let o = ParquetOptions {
-        max_errors: 5,
-        ..Default::default()
-    };
+    let mut o = ParquetOptions::default();
+    o.target.max_errors = 5;
     let r = load_parquet(&db, "t", &f, &o, &NoProgress).unwrap();
     let msgs: Vec<String> = r.skipped.iter().map(|e| e.to_string()).collect();
     assert_eq!(

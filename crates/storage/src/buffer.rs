@@ -238,24 +238,16 @@ impl BufferPool {
 
     /// Pins `page` of `file` for reading.
     pub fn read(&self, file: FileId, page: u64) -> Result<PageRef<'_>> {
-        loop {
-            let (idx, loaded) = self.pin(file, page, Fill::Read)?;
-            let frame = &self.frames[idx];
-            let guard = match loaded {
+        let (frame, guard) =
+            self.pin_locked(file, page, Fill::Read, |frame, loaded| match loaded {
                 Some(w) => RwLockWriteGuard::downgrade(w),
                 None => frame.data.read(),
-            };
-            if guard.tag == Some((file, page)) {
-                return Ok(PageRef {
-                    frame,
-                    guard,
-                    page_no: page,
-                });
-            }
-            // The loader failed (and reported it); try again ourselves.
-            drop(guard);
-            frame.pins.fetch_sub(1, Ordering::Release);
-        }
+            })?;
+        Ok(PageRef {
+            frame,
+            guard,
+            page_no: page,
+        })
     }
 
     /// Pins `page` of `file` for writing and marks it dirty.
@@ -272,20 +264,34 @@ impl BufferPool {
     }
 
     fn pin_mut(&self, file: FileId, page: u64, fill: Fill<'_>) -> Result<PageMutRef<'_>> {
+        let (frame, guard) = self.pin_locked(file, page, fill, |frame, loaded| {
+            loaded.unwrap_or_else(|| frame.data.write())
+        })?;
+        frame.dirty.store(true, Ordering::Release);
+        Ok(PageMutRef {
+            frame,
+            guard,
+            page_no: page,
+        })
+    }
+
+    /// Pins `page` of `file` and locks its frame: `lock(frame, loaded)` takes
+    /// the frame's lock, or keeps the write guard `loaded` when this call
+    /// loaded the page. A frame that does not hold the page once locked (its
+    /// loader failed, and reported it) is unpinned, and the page pinned again.
+    fn pin_locked<'a, G: Deref<Target = FrameData>>(
+        &'a self,
+        file: FileId,
+        page: u64,
+        fill: Fill<'_>,
+        lock: impl Fn(&'a Frame, Option<RwLockWriteGuard<'a, FrameData>>) -> G,
+    ) -> Result<(&'a Frame, G)> {
         loop {
             let (idx, loaded) = self.pin(file, page, fill)?;
             let frame = &self.frames[idx];
-            let guard = match loaded {
-                Some(w) => w,
-                None => frame.data.write(),
-            };
+            let guard = lock(frame, loaded);
             if guard.tag == Some((file, page)) {
-                frame.dirty.store(true, Ordering::Release);
-                return Ok(PageMutRef {
-                    frame,
-                    guard,
-                    page_no: page,
-                });
+                return Ok((frame, guard));
             }
             drop(guard);
             frame.pins.fetch_sub(1, Ordering::Release);

@@ -188,25 +188,110 @@ fn log_points(from: f64, to: f64, per_decade: u32) -> Vec<f64> {
 /// Fig. 10: Greedy's CR against the Oracle vs `#P` from 100 to 100K pages, HDD
 /// and SSD.
 pub fn figure_10() -> FigureData {
-    let xs = log_points(100.0, 100_000.0, 10);
+    cr_by_pages(
+        "fig10",
+        "Greedy Smooth Scan: CR against the Oracle (Eq. 31)",
+        100_000.0,
+        true,
+        greedy_cr,
+    )
+}
+
+/// Fig. 11: SI Smooth Scan's CR vs the number of expansions `x` (step 0.25) on
+/// HDD, for 100K pages (the paper's) and 10K and 1M (the peak moves right and
+/// up with the table size).
+pub fn figure_11() -> FigureData {
+    cr_by_expansions(
+        "fig11",
+        "Selectivity-Increase Smooth Scan: CR against the Oracle (Eq. 36), HDD",
+        [10_000.0, 100_000.0, 1_000_000.0],
+        |p, x| si_cr(p, x, IoCosts::HDD),
+    )
+}
+
+/// Fig. 12: Elastic Smooth Scan's CR on the SI worst case vs `x` (step 0.25,
+/// while `y ≥ x`) on HDD, for 100K, 1M and 3M pages.
+pub fn figure_12() -> FigureData {
+    cr_by_expansions(
+        "fig12",
+        "Elastic Smooth Scan on SI's worst case: CR against the Oracle (Eq. 39), HDD",
+        [100_000.0, 1_000_000.0, 3_000_000.0],
+        |p, x| elastic_si_cr_for_pages(p, x, IoCosts::HDD),
+    )
+}
+
+/// Fig. 9: Elastic Smooth Scan's CR in the highest page-miss case vs `#P` from
+/// 100 to 3M pages, HDD and SSD.
+pub fn figure_9() -> FigureData {
+    cr_by_pages(
+        "fig9",
+        "Elastic Smooth Scan, highest page-miss case: CR against the Oracle",
+        3_000_000.0,
+        false,
+        elastic_highest_miss_cr,
+    )
+}
+
+/// A CR figure over `#P` from 100 to `max_pages` (log x axis) with a series per
+/// device, HDD and SSD; `cr(pages, costs)` gives a point.
+fn cr_by_pages(
+    id: &str,
+    title: &str,
+    max_pages: f64,
+    log_y: bool,
+    cr: impl Fn(f64, IoCosts) -> f64,
+) -> FigureData {
+    let xs = log_points(100.0, max_pages, 10);
     let series = [("HDD", IoCosts::HDD), ("SSD", IoCosts::SSD)]
         .into_iter()
         .map(|(n, c)| Series {
             name: n.into(),
-            points: xs.iter().map(|&p| (p, greedy_cr(p, c))).collect(),
+            points: xs.iter().map(|&p| (p, cr(p, c))).collect(),
         })
         .collect();
+    cr_figure(id, title, "pages", true, log_y, series)
+}
+
+/// A CR figure over the number of expansions `x` with a series per table size
+/// in `pages`; `cr(pages, x)` gives a point (see [`x_steps`]).
+fn cr_by_expansions(
+    id: &str,
+    title: &str,
+    pages: [f64; 3],
+    cr: impl Fn(f64, f64) -> Option<f64>,
+) -> FigureData {
+    let series = pages
+        .into_iter()
+        .map(|p| Series {
+            name: format!("#P={p}"),
+            points: x_steps(|x| cr(p, x)),
+        })
+        .collect();
+    cr_figure(id, title, "x (expansions)", false, false, series)
+}
+
+/// A figure of competitive ratios (the y axis is `CR`).
+fn cr_figure(
+    id: &str,
+    title: &str,
+    x_label: &str,
+    log_x: bool,
+    log_y: bool,
+    series: Vec<Series>,
+) -> FigureData {
     FigureData {
-        id: "fig10".into(),
-        title: "Greedy Smooth Scan: CR against the Oracle (Eq. 31)".into(),
-        x_label: "pages".into(),
+        id: id.into(),
+        title: title.into(),
+        x_label: x_label.into(),
         y_label: "CR".into(),
-        log_x: true,
-        log_y: true,
+        log_x,
+        log_y,
         series,
     }
 }
 
+/// The points `(x, cr)` for `x` from 1 in steps of 0.25, for as long as
+/// `valid(x)` gives a CR.
 fn x_steps(valid: impl Fn(f64) -> Option<f64>) -> Vec<(f64, f64)> {
     let mut v = Vec::new();
     let mut i = 4u32;
@@ -215,74 +300,6 @@ fn x_steps(valid: impl Fn(f64) -> Option<f64>) -> Vec<(f64, f64)> {
         i += 1;
     }
     v
-}
-
-/// Fig. 11: SI Smooth Scan's CR vs the number of expansions `x` (step 0.25) on
-/// HDD, for 100K pages (the paper's) and 10K and 1M (the peak moves right and
-/// up with the table size).
-pub fn figure_11() -> FigureData {
-    let series = [10_000.0, 100_000.0, 1_000_000.0]
-        .into_iter()
-        .map(|p: f64| Series {
-            name: format!("#P={p}"),
-            points: x_steps(|x| si_cr(p, x, IoCosts::HDD)),
-        })
-        .collect();
-    FigureData {
-        id: "fig11".into(),
-        title: "Selectivity-Increase Smooth Scan: CR against the Oracle (Eq. 36), HDD".into(),
-        x_label: "x (expansions)".into(),
-        y_label: "CR".into(),
-        log_x: false,
-        log_y: false,
-        series,
-    }
-}
-
-/// Fig. 12: Elastic Smooth Scan's CR on the SI worst case vs `x` (step 0.25,
-/// while `y ≥ x`) on HDD, for 100K, 1M and 3M pages.
-pub fn figure_12() -> FigureData {
-    let series = [100_000.0, 1_000_000.0, 3_000_000.0]
-        .into_iter()
-        .map(|p: f64| Series {
-            name: format!("#P={p}"),
-            points: x_steps(|x| elastic_si_cr_for_pages(p, x, IoCosts::HDD)),
-        })
-        .collect();
-    FigureData {
-        id: "fig12".into(),
-        title: "Elastic Smooth Scan on SI's worst case: CR against the Oracle (Eq. 39), HDD".into(),
-        x_label: "x (expansions)".into(),
-        y_label: "CR".into(),
-        log_x: false,
-        log_y: false,
-        series,
-    }
-}
-
-/// Fig. 9: Elastic Smooth Scan's CR in the highest page-miss case vs `#P` from
-/// 100 to 3M pages, HDD and SSD.
-pub fn figure_9() -> FigureData {
-    let xs = log_points(100.0, 3_000_000.0, 10);
-    let series = [("HDD", IoCosts::HDD), ("SSD", IoCosts::SSD)]
-        .into_iter()
-        .map(|(n, c)| Series {
-            name: n.into(),
-            points: xs
-                .iter()
-                .map(|&p| (p, elastic_highest_miss_cr(p, c)))
-                .collect(),
-        })
-        .collect();
-    FigureData {
-        id: "fig9".into(),
-        title: "Elastic Smooth Scan, highest page-miss case: CR against the Oracle".into(),
-        x_label: "pages".into(),
-        y_label: "CR".into(),
-        log_x: true,
-        log_y: false,
-        series,
-    }
 }
 
 /// Figures 9–12.

@@ -130,37 +130,16 @@ pub fn prepare(
     } else {
         strata_load::GenKind::Microbench
     };
-    let name = kind.default_table();
-    // A read-only look first, so runs that only read can share the database.
-    if strata_storage::catalog::Catalog::path(&opts.db_dir).exists() {
-        let ro = DbOptions {
-            buffer_pool_bytes: 8 << 20,
-            direct_io: false,
-            profile: None,
-            read_only: true,
-            ..DbOptions::default()
-        };
-        let db = Database::open(&opts.db_dir, ro)?;
-        if db.table(name).is_ok_and(|t| t.rows() == opts.rows) {
-            return Ok(());
-        }
-    }
-    let db = Database::open_or_create(
+    crate::bench_db::generate_missing(
         &opts.db_dir,
-        DbOptions {
-            buffer_pool_bytes: 64 << 20,
-            direct_io: false,
-            profile: None,
-            read_only: false,
-            ..DbOptions::default()
+        vec![kind.default_table()],
+        |name| name.to_string(),
+        |t, _| t.rows() == opts.rows,
+        |db, _| {
+            strata_load::generate(db, &strata_load::GenSpec::new(kind, opts.rows), progress)?;
+            Ok(())
         },
-    )?;
-    if db.table(name).is_ok() {
-        db.drop_table(name)?;
-    }
-    let spec = strata_load::GenSpec::new(kind, opts.rows);
-    strata_load::generate(&db, &spec, progress)?;
-    Ok(())
+    )
 }
 
 /// The result of one run.
@@ -366,28 +345,35 @@ pub fn run_figure(figure: &str, opts: &BenchOptions, log: &mut dyn FnMut(&str)) 
             variant("sort", PathChoice::Sort, ordered),
         ]
     };
-    let elastic = |ordered: bool| {
-        variant(
-            "smooth (elastic, eager)",
-            smooth_opts(&db, |o| o.policy = Policy::Elastic),
-            ordered,
-        )
+    let policy = |name: &str, policy: Policy, ordered: bool| {
+        variant(name, smooth_opts(&db, |o| o.policy = policy), ordered)
+    };
+    // The adaptive policies Figs. 18 and 20 set beside the classical paths.
+    let adaptive = || {
+        [
+            policy(
+                "smooth selectivity-increase",
+                Policy::SelectivityIncrease,
+                false,
+            ),
+            policy("smooth elastic", Policy::Elastic, false),
+        ]
     };
     let (set, x_title, notes): (ResultSet, &str, Vec<String>) = match figure {
         "15a" | "15b" | "23" => {
             let ordered = figure == "15a";
             let mut v = baseline(ordered);
-            v.push(elastic(ordered));
-            v.push(variant(
+            v.push(policy("smooth (elastic, eager)", Policy::Elastic, ordered));
+            v.push(policy(
                 "smooth (cost-aware, eager)",
-                smooth_opts(&db, |o| o.policy = Policy::CostAware),
+                Policy::CostAware,
                 ordered,
             ));
             // Ordered output takes the cost-aware regions whatever the policy.
             if !ordered {
-                v.push(variant(
+                v.push(policy(
                     "smooth (page-order, eager; the default)",
-                    smooth_opts(&db, |o| o.policy = Policy::PageOrder),
+                    Policy::PageOrder,
                     ordered,
                 ));
             }
@@ -395,11 +381,7 @@ pub fn run_figure(figure: &str, opts: &BenchOptions, log: &mut dyn FnMut(&str)) 
             if figure == "23" {
                 o.devices = vec!["ssd".into()];
             }
-            (
-                measure(&o, figure, "microbench", &xs, q1, &v, log)?,
-                "selectivity (%)",
-                vec![],
-            )
+            by_selectivity(&o, figure, &xs, &v, log)?
         }
         "16" => {
             let v = vec![
@@ -416,11 +398,7 @@ pub fn run_figure(figure: &str, opts: &BenchOptions, log: &mut dyn FnMut(&str)) 
                     false,
                 ),
             ];
-            (
-                measure(opts, figure, "microbench", &xs, q1, &v, log)?,
-                "selectivity (%)",
-                vec![],
-            )
+            by_selectivity(opts, figure, &xs, &v, log)?
         }
         "17" => {
             let caps: Vec<f64> = if opts.quick {
@@ -440,29 +418,12 @@ pub fn run_figure(figure: &str, opts: &BenchOptions, log: &mut dyn FnMut(&str)) 
             (set, "region cap (pages)", vec![])
         }
         "18" => {
-            let v = vec![
+            let mut v = vec![
                 variant("full", PathChoice::Full, false),
-                variant(
-                    "smooth greedy",
-                    smooth_opts(&db, |o| o.policy = Policy::Greedy),
-                    false,
-                ),
-                variant(
-                    "smooth selectivity-increase",
-                    smooth_opts(&db, |o| o.policy = Policy::SelectivityIncrease),
-                    false,
-                ),
-                variant(
-                    "smooth elastic",
-                    smooth_opts(&db, |o| o.policy = Policy::Elastic),
-                    false,
-                ),
+                policy("smooth greedy", Policy::Greedy, false),
             ];
-            (
-                measure(opts, figure, "microbench", &xs, q1, &v, log)?,
-                "selectivity (%)",
-                vec![],
-            )
+            v.extend(adaptive());
+            by_selectivity(opts, figure, &xs, &v, log)?
         }
         "19" => {
             // The optimizer's estimate is the row count of the smallest point of
@@ -522,20 +483,11 @@ pub fn run_figure(figure: &str, opts: &BenchOptions, log: &mut dyn FnMut(&str)) 
             (set, "selectivity (%)", notes)
         }
         "20" => {
-            let v = vec![
+            let mut v = vec![
                 variant("full", PathChoice::Full, false),
                 variant("index", PathChoice::Index, false),
-                variant(
-                    "smooth selectivity-increase",
-                    smooth_opts(&db, |o| o.policy = Policy::SelectivityIncrease),
-                    false,
-                ),
-                variant(
-                    "smooth elastic",
-                    smooth_opts(&db, |o| o.policy = Policy::Elastic),
-                    false,
-                ),
             ];
+            v.extend(adaptive());
             let set = measure(
                 opts,
                 figure,
@@ -561,11 +513,7 @@ pub fn run_figure(figure: &str, opts: &BenchOptions, log: &mut dyn FnMut(&str)) 
                 ),
                 variant("index (ordered by nature)", PathChoice::Index, true),
             ];
-            (
-                measure(opts, figure, "microbench", &xs, q1, &v, log)?,
-                "selectivity (%)",
-                vec![],
-            )
+            by_selectivity(opts, figure, &xs, &v, log)?
         }
         "22" => {
             let budgets = [0.25, 1.0, 4.0, 16.0, 64.0];
@@ -583,6 +531,19 @@ pub fn run_figure(figure: &str, opts: &BenchOptions, log: &mut dyn FnMut(&str)) 
         other => bail!("unknown figure '{other}' (one of {})", FIGURES.join(", ")),
     };
     write_figure(figure, opts, &set, x_title, &notes)
+}
+
+/// A figure over the selectivity sweep `xs` on the micro-benchmark table (q1):
+/// its results, x title and (no) notes.
+fn by_selectivity(
+    opts: &BenchOptions,
+    figure: &str,
+    xs: &[f64],
+    variants: &[Variant],
+    log: &mut dyn FnMut(&str),
+) -> Result<(ResultSet, &'static str, Vec<String>)> {
+    let set = measure(opts, figure, "microbench", xs, q1, variants, log)?;
+    Ok((set, "selectivity (%)", Vec::new()))
 }
 
 /// Smooth Scan at fixed selectivities while one option takes `values`: the

@@ -42,8 +42,6 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use strata_access::{PathChoice, SmoothOptions};
 use strata_load::GenKind;
-use strata_storage::Database;
-use strata_storage::db::DbOptions;
 
 use super::competitive::{elastic_highest_miss_cr, elastic_worst_cr, greedy_cr, si_peak};
 use super::cost_model::IoCosts;
@@ -156,62 +154,29 @@ pub fn prepare(
             }
         }
     }
-    let db_dir = &o.bench.db_dir;
-    let fits = |t: &strata_storage::Table, rows: u64, fill: f64| {
-        t.rows() == rows && (t.heap().fill_factor() - fill).abs() < 1e-9
-    };
-    let mut missing = Vec::new();
-    if strata_storage::catalog::Catalog::path(db_dir).exists() {
-        let ro = DbOptions {
-            buffer_pool_bytes: 8 << 20,
-            direct_io: false,
-            profile: None,
-            read_only: true,
-            ..DbOptions::default()
-        };
-        let db = Database::open(db_dir, ro)?;
-        for &(layout, rows, fill) in &wanted {
+    crate::bench_db::generate_missing(
+        &o.bench.db_dir,
+        wanted,
+        |&(layout, rows, fill)| table_name(layout, rows, fill),
+        |t, &(_, rows, fill)| t.rows() == rows && (t.heap().fill_factor() - fill).abs() < 1e-9,
+        |db, (layout, rows, fill)| {
             let name = table_name(layout, rows, fill);
-            if !db.table(&name).is_ok_and(|t| fits(&t, rows, fill)) {
-                missing.push((layout, rows, fill));
-            }
-        }
-    } else {
-        missing = wanted;
-    }
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let db = Database::open_or_create(
-        db_dir,
-        DbOptions {
-            buffer_pool_bytes: 64 << 20,
-            direct_io: false,
-            profile: None,
-            read_only: false,
-            ..DbOptions::default()
+            let mut spec = strata_load::GenSpec::new(layout, rows);
+            spec.seed = SEED;
+            spec.table = Some(name.clone());
+            spec.options.fill_factor = fill;
+            let start = Instant::now();
+            let r = strata_load::generate(db, &spec, progress)
+                .with_context(|| format!("generating {name}"))?;
+            log(&format!(
+                "generated {name}: {} rows, {} pages in {:.1} s",
+                r.rows,
+                r.summary.pages_total,
+                start.elapsed().as_secs_f64()
+            ));
+            Ok(())
         },
-    )?;
-    for (layout, rows, fill) in missing {
-        let name = table_name(layout, rows, fill);
-        if db.table(&name).is_ok() {
-            db.drop_table(&name)?;
-        }
-        let mut spec = strata_load::GenSpec::new(layout, rows);
-        spec.seed = SEED;
-        spec.table = Some(name.clone());
-        spec.options.fill_factor = fill;
-        let start = Instant::now();
-        let r = strata_load::generate(&db, &spec, progress)
-            .with_context(|| format!("generating {name}"))?;
-        log(&format!(
-            "generated {name}: {} rows, {} pages in {:.1} s",
-            r.rows,
-            r.summary.pages_total,
-            start.elapsed().as_secs_f64()
-        ));
-    }
-    Ok(())
+    )
 }
 
 /// A selectivity of the matrix: percent, and whether it is the adversary's

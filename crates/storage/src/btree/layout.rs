@@ -20,28 +20,35 @@ pub(super) fn rd32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
-/// A leaf's (next, prev) sibling page numbers ([`NO_PAGE`] = none).
-pub fn leaf_siblings(v: &PageView<'_>) -> (u32, u32) {
+/// The two page numbers of a node's special area: a leaf's siblings, an
+/// internal page's leftmost child and level.
+fn special_pair(v: &PageView<'_>) -> (u32, u32) {
     let s = v.special();
     (rd32(&s[0..4]), rd32(&s[4..8]))
 }
 
-pub(super) fn set_leaf_siblings(pm: &mut PageMut<'_>, next: u32, prev: u32) {
+fn set_special_pair(pm: &mut PageMut<'_>, first: u32, second: u32) {
     let s = pm.special_mut();
-    s[0..4].copy_from_slice(&next.to_be_bytes());
-    s[4..8].copy_from_slice(&prev.to_be_bytes());
+    s[0..4].copy_from_slice(&first.to_be_bytes());
+    s[4..8].copy_from_slice(&second.to_be_bytes());
+}
+
+/// A leaf's (next, prev) sibling page numbers ([`NO_PAGE`] = none).
+pub fn leaf_siblings(v: &PageView<'_>) -> (u32, u32) {
+    special_pair(v)
+}
+
+pub(super) fn set_leaf_siblings(pm: &mut PageMut<'_>, next: u32, prev: u32) {
+    set_special_pair(pm, next, prev);
 }
 
 /// An internal page's (leftmost child, level).
 pub(super) fn internal_header(v: &PageView<'_>) -> (u32, u32) {
-    let s = v.special();
-    (rd32(&s[0..4]), rd32(&s[4..8]))
+    special_pair(v)
 }
 
 pub(super) fn set_internal_header(pm: &mut PageMut<'_>, leftmost: u32, level: u32) {
-    let s = pm.special_mut();
-    s[0..4].copy_from_slice(&leftmost.to_be_bytes());
-    s[4..8].copy_from_slice(&level.to_be_bytes());
+    set_special_pair(pm, leftmost, level);
 }
 
 /// Slot `s`'s bytes; empty for a dead or missing slot (which a B-tree page never

@@ -212,22 +212,15 @@ impl BTree {
         segment_pages: u64,
     ) -> Result<BTree> {
         let file = pool.device().create(path, segment_pages)?;
-        let tree = BTree {
-            pool,
-            file,
-            path: path.to_path_buf(),
-            name: name.to_string(),
-            key_types,
-            latch: RwLock::new(Meta {
-                root: 1,
-                height: 1,
-                num_pages: 2,
-                entries: 0,
-                first_leaf: 1,
-                splits: 0,
-            }),
-            page_budget: PAGE_SIZE,
+        let empty = Meta {
+            root: 1,
+            height: 1,
+            num_pages: 2,
+            entries: 0,
+            first_leaf: 1,
+            splits: 0,
         };
+        let tree = BTree::over(pool, file, path, name, key_types, empty);
         tree.init_empty()?;
         tree.flush()?;
         Ok(tree)
@@ -313,7 +306,19 @@ impl BTree {
                 return Err(e);
             }
         };
-        Ok(BTree {
+        Ok(BTree::over(pool, file, path, name, key_types, meta))
+    }
+
+    /// The tree over the open `file` whose meta is `meta`.
+    fn over(
+        pool: Arc<BufferPool>,
+        file: FileId,
+        path: &Path,
+        name: &str,
+        key_types: Vec<DataType>,
+        meta: Meta,
+    ) -> BTree {
+        BTree {
             pool,
             file,
             path: path.to_path_buf(),
@@ -321,7 +326,7 @@ impl BTree {
             key_types,
             latch: RwLock::new(meta),
             page_budget: PAGE_SIZE,
-        })
+        }
     }
 
     /// Flushes the tree, drops its pages from the pool and closes its file.
