@@ -227,8 +227,8 @@ const INLINE_PAGES: usize = 1024;
 enum Phase {
     /// Reading the index range into the wanted set.
     Collect,
-    /// Reading pages.
-    Read(StreamedPages),
+    /// Reading pages (boxed: the other phases are a word).
+    Read(Box<StreamedPages>),
     Done,
 }
 
@@ -361,7 +361,7 @@ impl PageOrderScan {
         self.morph_to(Mode::Expansion, self.num_pages);
         self.report.swept_pages = self.num_pages;
         self.report.read_ahead_streams += 1;
-        self.phase = Phase::Read(StreamedPages::new(stream));
+        self.phase = Phase::Read(Box::new(StreamedPages::new(stream)));
         Ok(())
     }
 
@@ -394,7 +394,7 @@ impl PageOrderScan {
             self.report.read_ahead_streams += 1;
             heap.stream_runs(&plan.runs, run_pages, depth)?
         };
-        self.phase = Phase::Read(StreamedPages::new(stream));
+        self.phase = Phase::Read(Box::new(StreamedPages::new(stream)));
         Ok(())
     }
 
