@@ -20,6 +20,10 @@ pub enum Command {
     Demo {
         #[arg(long, default_value_t = 1_000_000)]
         rows: u64,
+        /// Cold runs of each access path, round-robin; the times shown are
+        /// their medians
+        #[arg(long, default_value_t = 1)]
+        repeat: usize,
     },
     /// Create an empty database.
     Create,

@@ -76,7 +76,7 @@ fn run(args: &Cli) -> Result<()> {
         Command::Check => inspect::check(cli),
         Command::Scan(a) => scan::run(cli, a),
         Command::Model(a) => model_cmd::run(cli, a),
-        Command::Demo { rows } => demo::run(cli, *rows),
+        Command::Demo { rows, repeat } => demo::run(cli, *rows, *repeat),
         Command::Bench {
             which: BenchCommand::Io(a),
         } => bench_io::run(cli, a),

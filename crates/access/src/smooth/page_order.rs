@@ -21,12 +21,14 @@
 //!   between two wanted ones is read as part of one request when reading the
 //!   gap costs less than a separate request (`gap × sequential page cost ≤ one
 //!   request's fixed cost`: about 40 pages on a disk, one page on flash with
-//!   many requests in flight). Gaps are never bridged over a page read before,
-//!   so no page is read twice.
+//!   many requests in flight). The pages are read in one ascending pass, so
+//!   none is read twice.
 //! * **The morph into a full scan** ([`morph`]): while the range is being
 //!   read, the cost of finishing this way is bounded from below by the exact
-//!   cost of the wanted pages seen so far, plus the index leaves still to read,
-//!   plus the fewest heap pages the remaining entries can occupy (the entries
+//!   cost of the wanted pages seen so far, plus the rest of the index (its
+//!   leaves read in sequence, or on the wall clock the entries left at the
+//!   cheapest rate per entry seen so far, whichever is more), plus the fewest
+//!   heap pages the remaining entries can occupy (the entries
 //!   left over the tuples a page holds, minus the room left on wanted pages).
 //!   Once that lower bound reaches the cost of a sequential sweep of the whole
 //!   heap, the operator stops reading the index and sweeps: at 100% of a table
@@ -153,8 +155,8 @@ pub struct PageOrderPlan {
 }
 
 /// The runs that read `set` in page order, bridging gaps of at most
-/// `costs.bridge_pages()` pages none of which is in `avoid`.
-pub fn plan_page_order(set: &PageSet, avoid: Option<&PageSet>, costs: &ReadCosts) -> PageOrderPlan {
+/// `costs.bridge_pages()` pages.
+pub fn plan_page_order(set: &PageSet, costs: &ReadCosts) -> PageOrderPlan {
     let bridge = costs.bridge_pages();
     let mut plan = PageOrderPlan::default();
     let mut pages = 0u64;
@@ -162,7 +164,7 @@ pub fn plan_page_order(set: &PageSet, avoid: Option<&PageSet>, costs: &ReadCosts
         if let Some((first, n)) = plan.runs.last_mut() {
             let end = *first + *n as u64;
             let gap = p - end;
-            if gap <= bridge && avoid.is_none_or(|a| (end..p).all(|q| !a.contains(q))) {
+            if gap <= bridge {
                 *n += gap as usize + 1;
                 plan.bridged += gap;
                 pages += gap + 1;
@@ -191,13 +193,20 @@ pub struct MorphInputs {
     /// Tuples on an average heap page, and index entries on an average leaf.
     pub tuples_per_page: f64,
     pub entries_per_leaf: f64,
+    /// What reading one more index entry has been seen to cost on the wall
+    /// clock (0 where time is the device's modeled time, which charges no CPU).
+    pub entry_ms: f64,
 }
 
 /// Whether to stop reading the index and sweep the heap: true once a lower
 /// bound on finishing the page-ordered way — the wanted pages' exact cost, the
-/// index leaves left, and the fewest new heap pages the entries left can fill —
-/// is no less than sweeping every heap page. Returns the bound and the sweep's
-/// cost too.
+/// rest of the index, and the fewest new heap pages the entries left can fill —
+/// is no less than sweeping every heap page. The rest of the index costs at
+/// least its leaves read in sequence, and at least the entries left at the
+/// cheapest rate the entries read so far took: on a fast device it is the
+/// CPU that decodes hundreds of thousands of entries, not the leaf reads,
+/// that makes a wide range cost more than the sweep. Returns the bound and
+/// the sweep's cost too.
 pub fn morph(m: &MorphInputs, costs: &ReadCosts) -> (bool, f64, f64) {
     let sweep = m.heap_pages as f64 * costs.sequential_ms + costs.request_ms;
     let left = (m.entries_estimate - m.entries_read as f64).max(0.0);
@@ -207,15 +216,66 @@ pub fn morph(m: &MorphInputs, costs: &ReadCosts) -> (bool, f64, f64) {
     let new_pages =
         ((left - room).max(0.0) / tpp).min(m.heap_pages.saturating_sub(m.wanted_pages) as f64);
     let leaves = left / m.entries_per_leaf.max(1.0);
-    let bound = m.wanted_cost_ms + (new_pages + leaves) * costs.sequential_ms;
+    let index = (leaves * costs.sequential_ms).max(left * m.entry_ms);
+    let bound = m.wanted_cost_ms + new_pages * costs.sequential_ms + index;
     (bound >= sweep, bound, sweep)
 }
 
 /// Entries between two morph checks once the first checks (before the first
-/// entry, then after 16, 32, 64, ... entries) are past: the check walks the bitmap, so it runs about as
-/// often as there are 64-page words in it.
+/// entry, then after 16, 32, 64, ... entries) are past. A check walks the
+/// wanted pages, so one every half heap's worth of entries costs at most two
+/// bit steps per entry, and delays a morph by a thousandth of the heap in
+/// index leaves.
 fn check_interval(heap_pages: u64) -> u64 {
-    (heap_pages / 16).max(1024)
+    (heap_pages / 2).max(1024)
+}
+
+/// The cheapest wall-clock cost per index entry seen over stretches of at
+/// least [`EntryClock::STRETCH`] entries. The first stretch starts after the
+/// first entry, so the descent to the first leaf is not counted; taking the
+/// cheapest stretch keeps a preempted or stalled stretch from inflating it, so
+/// it stays a lower bound on what the entries left will cost.
+#[derive(Clone, Copy, Debug)]
+struct EntryClock {
+    on: bool,
+    since: Option<(std::time::Instant, u64)>,
+    best_ms: f64,
+}
+
+impl EntryClock {
+    const STRETCH: u64 = 1024;
+
+    fn new(on: bool) -> EntryClock {
+        EntryClock {
+            on,
+            since: None,
+            best_ms: f64::INFINITY,
+        }
+    }
+
+    /// Called at each morph check with the entries read so far.
+    fn tick(&mut self, entries: u64, now: std::time::Instant) {
+        if !self.on || entries == 0 {
+            return;
+        }
+        match self.since {
+            None => self.since = Some((now, entries)),
+            Some((at, from)) if entries - from >= Self::STRETCH => {
+                let ms = now.duration_since(at).as_secs_f64() * 1e3 / (entries - from) as f64;
+                self.best_ms = self.best_ms.min(ms);
+                self.since = Some((now, entries));
+            }
+            Some(_) => {}
+        }
+    }
+
+    fn ms_per_entry(&self) -> f64 {
+        if self.best_ms.is_finite() {
+            self.best_ms
+        } else {
+            0.0
+        }
+    }
 }
 
 /// Plans of fewer pages are read by the scan's own thread: a read-ahead
@@ -244,6 +304,8 @@ pub struct PageOrderScan {
     tuples_per_page: f64,
     entries_per_leaf: f64,
     next_check: u64,
+    /// The wall-clock cost of an index entry (`None` on a modeled clock).
+    entry_clock: EntryClock,
     phase: Phase,
     report: ScanReport,
 }
@@ -272,6 +334,7 @@ impl PageOrderScan {
             tuples_per_page,
             entries_per_leaf,
             next_check: 0,
+            entry_clock: EntryClock::new(!opts.modeled_clock),
             phase: Phase::Collect,
             report: ScanReport {
                 path: format!("smooth ({:?}, eager)", Policy::PageOrder),
@@ -298,6 +361,7 @@ impl PageOrderScan {
             wanted_cost_ms,
             tuples_per_page: self.tuples_per_page,
             entries_per_leaf: self.entries_per_leaf,
+            entry_ms: self.entry_clock.ms_per_entry(),
         }
     }
 
@@ -311,7 +375,9 @@ impl PageOrderScan {
             // The first check comes before any leaf is read: with the range's
             // estimate alone, a query over the whole table sweeps at once.
             if ended || self.report.index_entries >= self.next_check {
-                let plan = plan_page_order(&self.wanted, None, &self.costs);
+                self.entry_clock
+                    .tick(self.report.index_entries, std::time::Instant::now());
+                let plan = plan_page_order(&self.wanted, &self.costs);
                 let (sweep, bound, sweep_ms) = morph(&self.inputs(plan.cost_ms), &self.costs);
                 if sweep || (ended && plan.cost_ms >= sweep_ms) {
                     return self.start_sweep(bound, sweep_ms, ended);
@@ -465,17 +531,14 @@ mod tests {
     }
 
     #[test]
-    fn gaps_are_bridged_only_where_a_request_costs_more_and_never_over_avoided_pages() {
+    fn gaps_are_bridged_only_where_a_request_costs_more() {
         assert_eq!(DISK.bridge_pages(), 10);
         let s = set(100, &[0, 5, 16, 27, 60]);
-        let p = plan_page_order(&s, None, &DISK);
+        let p = plan_page_order(&s, &DISK);
         // 0..5 (gap 4) and 5..16 (gap 10) bridge; 16..27 (gap 10) too; 60 is alone.
         assert_eq!(p.runs, vec![(0, 28), (60, 1)]);
         assert_eq!(p.bridged, 24);
         assert!((p.cost_ms - (2.0 * 1.0 + 29.0 * 0.1)).abs() < 1e-9);
-        let avoid = set(100, &[10]);
-        let p = plan_page_order(&s, Some(&avoid), &DISK);
-        assert_eq!(p.runs, vec![(0, 6), (16, 12), (60, 1)]);
     }
 
     fn inputs(read: u64, estimate: f64, wanted: u64, cost: f64) -> MorphInputs {
@@ -487,6 +550,7 @@ mod tests {
             wanted_cost_ms: cost,
             tuples_per_page: 100.0,
             entries_per_leaf: 400.0,
+            entry_ms: 0.0,
         }
     }
 
@@ -501,6 +565,43 @@ mod tests {
         assert!(!sweep && bound < full);
         // ... until the wanted pages alone cost as much as the sweep.
         assert!(morph(&inputs(1_000, 1_000.0, 91, 101.0), &DISK).0);
+    }
+
+    #[test]
+    fn entries_left_count_at_their_measured_cost_when_it_exceeds_the_leaves() {
+        // 9,000 entries left: on the leaves alone (22.5 leaves, 2.25 ms) the
+        // bound stays far below the 101 ms sweep ...
+        let mut m = inputs(1_000, 10_000.0, 10, 2.0);
+        let (sweep, bound, full) = morph(&m, &DISK);
+        assert!(!sweep && (bound - 13.25).abs() < 1e-9, "{bound} vs {full}");
+        // ... at 10 µs an entry they cost 90 ms, and the scan sweeps.
+        m.entry_ms = 0.01;
+        let (sweep, bound, _) = morph(&m, &DISK);
+        assert!(sweep && (bound - 101.0).abs() < 1e-9, "{bound}");
+        // A rate below the leaves' cost does not lower the bound.
+        m.entry_ms = 1e-6;
+        assert!((morph(&m, &DISK).1 - 13.25).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_entry_clock_keeps_the_cheapest_stretch_and_is_off_on_a_modeled_clock() {
+        use std::time::{Duration, Instant};
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_micros(n * 1000);
+        let mut c = EntryClock::new(true);
+        c.tick(0, t0); // before the first entry: nothing to time from
+        c.tick(16, ms(5)); // the descent to the first leaf is not counted
+        assert_eq!(c.ms_per_entry(), 0.0);
+        c.tick(1_000, ms(6)); // shorter than a stretch
+        assert_eq!(c.ms_per_entry(), 0.0);
+        c.tick(2_064, ms(7)); // 2,048 entries in 2 ms
+        assert!((c.ms_per_entry() - 2.0 / 2_048.0).abs() < 1e-12);
+        c.tick(3_088, ms(57)); // a stalled stretch: 1,024 entries in 50 ms
+        assert!((c.ms_per_entry() - 2.0 / 2_048.0).abs() < 1e-12);
+        let mut off = EntryClock::new(false);
+        off.tick(16, t0);
+        off.tick(5_000, ms(100));
+        assert_eq!(off.ms_per_entry(), 0.0);
     }
 
     #[test]

@@ -130,8 +130,13 @@ pub trait Device: Send + Sync {
     }
 }
 
-/// Buffers at least this large are anonymous mappings rather than heap memory.
-const MAP_THRESHOLD: usize = 4 << 20;
+/// Buffers at least this large are anonymous mappings rather than heap memory:
+/// the kernel zeroes a mapping a page at a time as it is first touched, where
+/// an aligned heap allocation is zeroed whole up front. A read-ahead stream's
+/// buffers are sized for its largest request and mostly filled by smaller ones
+/// (a page-ordered Smooth Scan's runs), so zeroing them up front cost a scan
+/// of 10,000 rows 4 ms before its first read.
+const MAP_THRESHOLD: usize = 128 << 10;
 
 /// A heap-allocated, [`ALIGN`]-aligned, zeroed byte buffer of whole pages.
 pub struct AlignedBuf {
