@@ -24,7 +24,9 @@
 //! device — with the default `real` device, direct I/O, so every run is cold
 //! without dropping the OS cache — and runs the query to completion. A run
 //! that exceeds the timeout is cancelled and recorded as censored (its time is
-//! then a lower bound); a censored point is not repeated.
+//! then a lower bound); a censored point is not repeated. The repetitions of a
+//! query go round-robin over the configurations, so that a machine that slows
+//! down or speeds up half way does so for all of them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -295,15 +297,25 @@ pub fn run(
         opts.device,
         opts.timeout.as_secs_f64()
     )];
-    for &config in &opts.configs {
-        let stats = if config == Config::OptimizerStale {
-            STALE_FILE
-        } else {
-            FRESH_FILE
-        };
-        install_stats(&opts.bench_db, stats, &opts.db_options)?;
-        for (qi, (name, sql)) in queries.iter().enumerate() {
-            for rep in 0..opts.repeat {
+    // Round-robin: each repetition runs every configuration once, so that
+    // the machine's drift falls on all of them alike.
+    let mut installed = None;
+    for (qi, (name, sql)) in queries.iter().enumerate() {
+        let mut censored = vec![false; opts.configs.len()];
+        for rep in 0..opts.repeat {
+            for (ci, &config) in opts.configs.iter().enumerate() {
+                if censored[ci] {
+                    continue;
+                }
+                let stats = if config == Config::OptimizerStale {
+                    STALE_FILE
+                } else {
+                    FRESH_FILE
+                };
+                if installed != Some(stats) {
+                    install_stats(&opts.bench_db, stats, &opts.db_options)?;
+                    installed = Some(stats);
+                }
                 let (run, plan) = run_once(opts, config, sql)
                     .with_context(|| format!("{name} under {}", config.name()))?;
                 progress(&format!(
@@ -324,9 +336,7 @@ pub fn run(
                 row.pages_read = run.pages_read;
                 row.rows_out = run.rows;
                 samples.add(row);
-                if run.censored {
-                    break;
-                }
+                censored[ci] = run.censored;
             }
         }
     }
