@@ -13,6 +13,10 @@ use crate::scan::{AccessPath, ScanSpec};
 /// Pages per sequential request (1 MiB) and requests in flight.
 pub const RUN_PAGES: usize = 128;
 pub const DEPTH: usize = 2;
+/// Pages in flight at once: a scan that reads runs of pages with holes
+/// between them (Smooth Scan) puts up to this many in flight, in however many
+/// requests its runs make.
+pub const BATCH_PAGES: usize = RUN_PAGES * DEPTH;
 
 pub struct FullScan {
     spec: ScanSpec,

@@ -323,22 +323,29 @@ impl HeapFile {
     ) -> Result<PageStream> {
         let to = to.min(self.num_pages());
         let span = to.saturating_sub(from) as usize;
-        self.stream_runs(&[(from, span)], run_pages, depth)
+        self.stream_runs(&[(from, span)], run_pages, depth, run_pages * depth)
     }
 
     /// A read-ahead stream over the given runs of pages (first page, pages), in
-    /// the order given, each split into requests of at most `run_pages`, with
-    /// `depth` requests in flight per batch. For a scan that reads a set of
-    /// page ranges (a Smooth Scan region with holes) and wants its CPU work to
-    /// overlap the I/O as a full scan's does.
+    /// the order given, each split into requests of at most `run_pages`, in
+    /// batches of at most `depth` requests and `batch_pages` pages put in
+    /// flight together. For a scan that reads a set of page ranges (a Smooth
+    /// Scan region with holes) and wants its CPU work to overlap the I/O as a
+    /// full scan's does. The page budget lets one stream read long runs as a
+    /// few large requests and scattered pages as many small ones, with the
+    /// same memory.
     pub fn stream_runs(
         self: &Arc<Self>,
         runs: &[(u64, usize)],
         run_pages: usize,
         depth: usize,
+        batch_pages: usize,
     ) -> Result<PageStream> {
         self.pool.flush_file(self.file)?;
-        PageStream::start(self.clone(), self.requests(runs, run_pages), depth)
+        PageStream::start(
+            self.clone(),
+            batches(self.requests(runs, run_pages), depth, batch_pages),
+        )
     }
 
     /// The same pages as [`HeapFile::stream_runs`], read by the consumer's own
@@ -351,12 +358,12 @@ impl HeapFile {
         runs: &[(u64, usize)],
         run_pages: usize,
         depth: usize,
+        batch_pages: usize,
     ) -> Result<PageStream> {
         self.pool.flush_file(self.file)?;
         Ok(PageStream::inline(
             self.clone(),
-            self.requests(runs, run_pages),
-            depth,
+            batches(self.requests(runs, run_pages), depth, batch_pages),
         ))
     }
 
@@ -388,73 +395,109 @@ impl HeapFile {
     }
 }
 
-/// Runs read by a stream's reader thread: (first page, pages) and their buffers.
+/// Requests grouped into the batches a stream puts in flight together: at
+/// most `depth` requests and `batch_pages` pages each (a longer request is a
+/// batch of its own).
+fn batches(requests: Vec<(u64, usize)>, depth: usize, batch_pages: usize) -> Vec<Vec<(u64, usize)>> {
+    let (depth, budget) = (depth.max(1), batch_pages.max(1));
+    let mut out = Vec::new();
+    let mut cur: Vec<(u64, usize)> = Vec::new();
+    let mut pages = 0;
+    for r in requests {
+        if !cur.is_empty() && (cur.len() >= depth || pages + r.1 > budget) {
+            out.push(std::mem::take(&mut cur));
+            pages = 0;
+        }
+        pages += r.1;
+        cur.push(r);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Reads a batch's requests into consecutive pages of `buf`, all in flight
+/// together.
+fn read_batch(heap: &HeapFile, runs: &[(u64, usize)], buf: &mut AlignedBuf) -> Result<()> {
+    let mut rest: &mut [u8] = &mut buf[..];
+    let mut reqs = Vec::with_capacity(runs.len());
+    for &(first, n) in runs {
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(n * PAGE_SIZE);
+        reqs.push(ReadRequest {
+            file: heap.file,
+            first_page: first,
+            buf: head,
+        });
+        rest = tail;
+    }
+    heap.pool.device().read_many(&mut reqs)
+}
+
+/// A batch of runs, read into consecutive pages of one buffer.
 struct Batch {
     runs: Vec<(u64, usize)>,
-    bufs: Vec<AlignedBuf>,
+    buf: AlignedBuf,
 }
 
 /// Sequential read-ahead over a range of heap pages.
 ///
-/// A reader thread keeps the next batch of `depth` runs in flight while the
-/// consumer verifies the previous batch and works on its pages (double
-/// buffering), so checksums and predicate evaluation overlap the I/O instead of
-/// adding to it. Dropping the stream stops the reader and waits for it, so the
-/// device's counters are final once the stream is gone.
+/// A reader thread keeps the next batch of runs in flight while the consumer
+/// verifies the previous batch and works on its pages (double buffering), so
+/// checksums and predicate evaluation overlap the I/O instead of adding to it.
+/// Dropping the stream stops the reader and waits for it, so the device's
+/// counters are final once the stream is gone.
 pub struct PageStream {
     heap: Arc<HeapFile>,
     full_rx: Option<std::sync::mpsc::Receiver<Result<Batch>>>,
-    free_tx: Option<std::sync::mpsc::Sender<Vec<AlignedBuf>>>,
+    free_tx: Option<std::sync::mpsc::Sender<AlignedBuf>>,
     reader: Option<std::thread::JoinHandle<()>>,
     current: Option<Batch>,
-    /// Index of the current run in `current` (the next one is `run_idx + 1`).
+    /// Index of the current run in `current`, and its first page in the
+    /// batch's buffer.
     run_idx: usize,
-    /// Without a reader thread: the requests left, read `depth` at a time by
-    /// `next_run`, and the buffers they go to.
+    run_off: usize,
+    /// Without a reader thread: the batches left, read one at a time by
+    /// `next_run`, and the buffer they go to.
     inline: Option<Inline>,
 }
 
 struct Inline {
-    requests: std::vec::IntoIter<(u64, usize)>,
-    depth: usize,
-    bufs: Vec<AlignedBuf>,
+    batches: std::vec::IntoIter<Vec<(u64, usize)>>,
+    buf: Option<AlignedBuf>,
+    buf_pages: usize,
+}
+
+/// Pages of the largest batch: what each of a stream's buffers holds.
+fn largest(batches: &[Vec<(u64, usize)>]) -> usize {
+    batches
+        .iter()
+        .map(|b| b.iter().map(|r| r.1).sum::<usize>())
+        .max()
+        .unwrap_or(1)
+        .max(1)
 }
 
 impl PageStream {
-    fn start(heap: Arc<HeapFile>, requests: Vec<(u64, usize)>, depth: usize) -> Result<PageStream> {
-        let depth = depth.max(1);
+    fn start(heap: Arc<HeapFile>, batches: Vec<Vec<(u64, usize)>>) -> Result<PageStream> {
         let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Batch>>(1);
-        let (free_tx, free_rx) = std::sync::mpsc::channel::<Vec<AlignedBuf>>();
-        let buf_pages = requests.iter().map(|r| r.1).max().unwrap_or(1).max(1);
-        for _ in 0..2.min(requests.len().div_ceil(depth)).max(1) {
-            let set = (0..depth.min(requests.len()).max(1))
-                .map(|_| AlignedBuf::new(buf_pages))
-                .collect();
-            free_tx.send(set).expect("receiver is alive");
+        let (free_tx, free_rx) = std::sync::mpsc::channel::<AlignedBuf>();
+        let buf_pages = largest(&batches);
+        for _ in 0..batches.len().clamp(1, 2) {
+            free_tx
+                .send(AlignedBuf::new(buf_pages))
+                .expect("receiver is alive");
         }
         let reader_heap = heap.clone();
         let reader = std::thread::Builder::new()
             .name("strata-read-ahead".into())
             .spawn(move || {
                 let heap = reader_heap;
-                let device = heap.pool.device();
-                for runs in requests.chunks(depth) {
-                    let Ok(mut bufs) = free_rx.recv() else { return };
-                    let runs = runs.to_vec();
-                    let result = {
-                        let mut reqs: Vec<ReadRequest<'_>> = runs
-                            .iter()
-                            .zip(bufs.iter_mut())
-                            .map(|(&(first, n), buf)| ReadRequest {
-                                file: heap.file,
-                                first_page: first,
-                                buf: &mut buf[..n * PAGE_SIZE],
-                            })
-                            .collect();
-                        device.read_many(&mut reqs)
-                    };
+                for runs in batches {
+                    let Ok(mut buf) = free_rx.recv() else { return };
+                    let result = read_batch(&heap, &runs, &mut buf);
                     let failed = result.is_err();
-                    if full_tx.send(result.map(|()| Batch { runs, bufs })).is_err() || failed {
+                    if full_tx.send(result.map(|()| Batch { runs, buf })).is_err() || failed {
                         return;
                     }
                 }
@@ -467,11 +510,13 @@ impl PageStream {
             reader: Some(reader),
             current: None,
             run_idx: 0,
+            run_off: 0,
             inline: None,
         })
     }
 
-    fn inline(heap: Arc<HeapFile>, requests: Vec<(u64, usize)>, depth: usize) -> PageStream {
+    fn inline(heap: Arc<HeapFile>, batches: Vec<Vec<(u64, usize)>>) -> PageStream {
+        let buf_pages = largest(&batches);
         PageStream {
             heap,
             full_rx: None,
@@ -479,67 +524,60 @@ impl PageStream {
             reader: None,
             current: None,
             run_idx: 0,
+            run_off: 0,
             inline: Some(Inline {
-                requests: requests.into_iter(),
-                depth: depth.max(1),
-                bufs: Vec::new(),
+                batches: batches.into_iter(),
+                buf: None,
+                buf_pages,
             }),
         }
     }
 
     /// Reads the next batch of an inline stream into `current`; `false` when
-    /// no request is left.
+    /// no batch is left.
     fn read_inline(&mut self) -> Result<bool> {
         let Some(inline) = &mut self.inline else {
             return Ok(false);
         };
         if let Some(done) = self.current.take() {
-            inline.bufs = done.bufs;
+            inline.buf = Some(done.buf);
         }
-        let runs: Vec<(u64, usize)> = inline.requests.by_ref().take(inline.depth).collect();
-        if runs.is_empty() {
+        let Some(runs) = inline.batches.next() else {
             return Ok(false);
-        }
-        let mut bufs = std::mem::take(&mut inline.bufs);
-        bufs.truncate(runs.len());
-        for (i, &(_, n)) in runs.iter().enumerate() {
-            if i == bufs.len() {
-                bufs.push(AlignedBuf::new(n));
-            } else if bufs[i].pages() < n {
-                bufs[i] = AlignedBuf::new(n);
-            }
-        }
-        let file = self.heap.file;
-        let mut reqs: Vec<ReadRequest<'_>> = runs
-            .iter()
-            .zip(bufs.iter_mut())
-            .map(|(&(first, n), buf)| ReadRequest {
-                file,
-                first_page: first,
-                buf: &mut buf[..n * PAGE_SIZE],
-            })
-            .collect();
-        self.heap.pool.device().read_many(&mut reqs)?;
-        drop(reqs);
-        let (first, n) = runs[0];
+        };
+        let mut buf = inline
+            .buf
+            .take()
+            .unwrap_or_else(|| AlignedBuf::new(inline.buf_pages));
+        read_batch(&self.heap, &runs, &mut buf)?;
+        self.start_batch(Batch { runs, buf })?;
+        Ok(true)
+    }
+
+    /// Makes `batch` current at its first run, verified.
+    fn start_batch(&mut self, mut batch: Batch) -> Result<()> {
+        let (first, n) = batch.runs[0];
         self.heap
             .pool
-            .finish_run(file, first, &mut bufs[0][..n * PAGE_SIZE])?;
-        self.current = Some(Batch { runs, bufs });
+            .finish_run(self.heap.file, first, &mut batch.buf[..n * PAGE_SIZE])?;
+        self.current = Some(batch);
         self.run_idx = 0;
-        Ok(true)
+        self.run_off = 0;
+        Ok(())
     }
 
     /// Moves to the next run and verifies it; `false` at the end.
     pub fn next_run(&mut self) -> Result<bool> {
         if let Some(batch) = &mut self.current {
             if self.run_idx + 1 < batch.runs.len() {
+                self.run_off += batch.runs[self.run_idx].1;
                 self.run_idx += 1;
                 let (first, n) = batch.runs[self.run_idx];
+                let at = self.run_off * PAGE_SIZE;
                 self.heap.pool.finish_run(
                     self.heap.file,
                     first,
-                    &mut batch.bufs[self.run_idx][..n * PAGE_SIZE],
+                    &mut batch.buf[at..at + n * PAGE_SIZE],
                 )?;
                 return Ok(true);
             }
@@ -548,8 +586,8 @@ impl PageStream {
             }
             let done = self.current.take().expect("checked above");
             if let Some(tx) = &self.free_tx {
-                // The reader may be finished already; then nobody needs them.
-                let _ = tx.send(done.bufs);
+                // The reader may be finished already; then nobody needs it.
+                let _ = tx.send(done.buf);
             }
         }
         if self.inline.is_some() {
@@ -562,13 +600,7 @@ impl PageStream {
             self.full_rx = None;
             return Ok(false);
         };
-        let mut batch = batch?;
-        let (first, n) = batch.runs[0];
-        self.heap
-            .pool
-            .finish_run(self.heap.file, first, &mut batch.bufs[0][..n * PAGE_SIZE])?;
-        self.current = Some(batch);
-        self.run_idx = 0;
+        self.start_batch(batch?)?;
         Ok(true)
     }
 
@@ -576,7 +608,8 @@ impl PageStream {
     pub fn run(&self) -> (u64, &[u8]) {
         let b = self.current.as_ref().expect("next_run returned true");
         let (first, n) = b.runs[self.run_idx];
-        (first, &b.bufs[self.run_idx][..n * PAGE_SIZE])
+        let at = self.run_off * PAGE_SIZE;
+        (first, &b.buf[at..at + n * PAGE_SIZE])
     }
 }
 
@@ -815,6 +848,63 @@ mod tests {
             })
             .unwrap();
             assert_eq!(n, 42);
+        }
+    }
+
+    #[test]
+    fn batches_hold_at_most_depth_requests_and_the_page_budget() {
+        let reqs = vec![(0, 128), (128, 128), (256, 1), (300, 1), (302, 2), (400, 300), (900, 1)];
+        let b = batches(reqs, 3, 256);
+        assert_eq!(
+            b,
+            vec![
+                vec![(0, 128), (128, 128)],
+                vec![(256, 1), (300, 1), (302, 2)],
+                vec![(400, 300)],
+                vec![(900, 1)],
+            ]
+        );
+        assert_eq!(largest(&b), 300);
+        assert!(batches(Vec::new(), 16, 256).is_empty());
+    }
+
+    /// Runs with holes, through the threaded and the inline stream, in every
+    /// batch shape: each run's pages come back whole, in order, once.
+    #[test]
+    fn streams_of_runs_return_exactly_their_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = setup(dir.path(), 64);
+        let h = Arc::new(HeapFile::create(pool, &dir.path().join("h"), "h", 64, 1.0).unwrap());
+        let mut w = h.writer();
+        for i in 0..3000u32 {
+            w.append(&i.to_le_bytes().repeat(100)).unwrap();
+        }
+        w.finish().unwrap();
+        let n = h.num_pages();
+        let runs: Vec<(u64, usize)> = vec![(0, 1), (2, 3), (9, 40), (60, 1), (61, 2), (70, (n - 70) as usize)];
+        let want: Vec<u64> = runs.iter().flat_map(|&(f, k)| f..f + k as u64).collect();
+        for (run_pages, depth, budget) in [(1, 1, 1), (4, 3, 8), (128, 16, 256), (32, 2, 5)] {
+            for inline in [false, true] {
+                let mut s = if inline {
+                    h.read_runs_inline(&runs, run_pages, depth, budget).unwrap()
+                } else {
+                    h.stream_runs(&runs, run_pages, depth, budget).unwrap()
+                };
+                let mut got = Vec::new();
+                while s.next_run().unwrap() {
+                    let (first, bytes) = s.run();
+                    assert!(bytes.len() / PAGE_SIZE <= run_pages);
+                    for (i, page) in bytes.chunks_exact(PAGE_SIZE).enumerate() {
+                        let p = first + i as u64;
+                        let v = PageView::new(page);
+                        let (_, t) = v.tuples().next().expect("every page holds tuples");
+                        let want_first = h.get(Tid::new(p as u32, 0)).unwrap().unwrap();
+                        assert_eq!(t, &want_first[..], "page {p}");
+                        got.push(p);
+                    }
+                }
+                assert_eq!(got, want, "run {run_pages} depth {depth} budget {budget} inline {inline}");
+            }
         }
     }
 

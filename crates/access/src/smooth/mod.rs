@@ -435,7 +435,7 @@ impl SmoothScan {
             let runs = self.sweep_runs();
             self.count_reads(&runs);
             let heap = self.spec.table.heap().clone();
-            let stream = heap.stream_runs(&runs, crate::full::RUN_PAGES, crate::full::DEPTH)?;
+            let stream = heap.stream_runs(&runs, crate::full::RUN_PAGES, crate::full::DEPTH, crate::full::BATCH_PAGES)?;
             self.sweep_stream = Some(Streaming::new(stream));
             self.report.read_ahead_streams += 1;
         }
@@ -619,7 +619,7 @@ impl SmoothScan {
         } else if region.streamed {
             let heap = self.spec.table.heap().clone();
             let stream =
-                heap.stream_runs(&region.runs, crate::full::RUN_PAGES, crate::full::DEPTH)?;
+                heap.stream_runs(&region.runs, crate::full::RUN_PAGES, crate::full::DEPTH, crate::full::BATCH_PAGES)?;
             self.report.read_ahead_streams += 1;
             Some(Streaming::new(stream))
         } else {

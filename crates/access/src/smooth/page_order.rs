@@ -449,16 +449,20 @@ impl PageOrderScan {
             return Ok(());
         }
         let heap = self.spec.table.heap().clone();
-        let (run_pages, depth) = (
-            crate::sort_scan::MAX_RUN_PAGES as usize,
+        // Long runs go as a full scan's large requests, scattered pages as
+        // many small ones in flight together (a sort scan's depth), within
+        // the pages a full scan keeps in flight.
+        let (run_pages, depth, batch) = (
+            crate::full::RUN_PAGES,
             crate::sort_scan::DEPTH,
+            crate::full::BATCH_PAGES,
         );
         let pages: usize = plan.runs.iter().map(|r| r.1).sum();
         let stream = if pages < INLINE_PAGES {
-            heap.read_runs_inline(&plan.runs, run_pages, depth)?
+            heap.read_runs_inline(&plan.runs, run_pages, depth, batch)?
         } else {
             self.report.read_ahead_streams += 1;
-            heap.stream_runs(&plan.runs, run_pages, depth)?
+            heap.stream_runs(&plan.runs, run_pages, depth, batch)?
         };
         self.phase = Phase::Read(Box::new(StreamedPages::new(stream)));
         Ok(())
