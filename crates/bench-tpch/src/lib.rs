@@ -26,7 +26,8 @@
 //! that exceeds the timeout is cancelled and recorded as censored (its time is
 //! then a lower bound); a censored point is not repeated. The repetitions of a
 //! query go round-robin over the configurations, so that a machine that slows
-//! down or speeds up half way does so for all of them.
+//! down or speeds up half way does so for all of them, in an order rotated
+//! each repetition.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -298,12 +299,15 @@ pub fn run(
         opts.timeout.as_secs_f64()
     )];
     // Round-robin: each repetition runs every configuration once, so that
-    // the machine's drift falls on all of them alike.
+    // the machine's drift falls on all of them alike, in an order rotated
+    // each repetition so that none always runs right after the same one.
     let mut installed = None;
     for (qi, (name, sql)) in queries.iter().enumerate() {
         let mut censored = vec![false; opts.configs.len()];
         for rep in 0..opts.repeat {
-            for (ci, &config) in opts.configs.iter().enumerate() {
+            for k in 0..opts.configs.len() {
+                let ci = (rep + k) % opts.configs.len();
+                let config = opts.configs[ci];
                 if censored[ci] {
                     continue;
                 }

@@ -17,9 +17,10 @@
 //! Each cell (table, selectivity, device) runs, cold:
 //! 1. full scan, sort scan and the default Smooth Scan
 //!    (`SmoothOptions::default()`, "smooth (default)") round-robin, `--repeat`
-//!    runs on `real`, so that the machine's drift falls on all three alike;
-//!    Smooth Scan is stopped at 20× the better of the other two in its round
-//!    (its ratio is then a lower bound, written `> X`);
+//!    runs on `real`, so that the machine's drift falls on all three alike,
+//!    in an order rotated each round (none always runs right after the sort
+//!    scan's burst of reads); Smooth Scan is stopped at 20× the best of the
+//!    other two so far (its ratio is then a lower bound, written `> X`);
 //! 2. index scan, stopped at 3× the best so far (a censored index scan is
 //!    simply not the best; once censored in a table and device it is not run
 //!    at higher selectivities).
@@ -349,27 +350,39 @@ fn measure_cell(
     };
 
     // 1. Full scan, sort scan and the default Smooth Scan, round-robin over
-    // the repeats so that all three share the drift of the machine; Smooth
-    // Scan is stopped at 20x the better of the other two in its round.
-    let base = [
+    // the repeats so that all three share the drift of the machine, in an
+    // order rotated each round so that none always follows the same one (a
+    // disk that is throttled after a burst would otherwise charge the sort
+    // scan's reads to whatever comes next). Smooth Scan is stopped at 20x the
+    // best of the other two so far.
+    let variants = [
         variant("full", PathChoice::Full, false),
         variant("sort", PathChoice::Sort, false),
+        variant(SMOOTH, smooth_opts(&o.bench.db_dir, |_| {}), false),
     ];
-    let smooth = variant(SMOOTH, smooth_opts(&o.bench.db_dir, |_| {}), false);
-    let mut by_variant: Vec<Vec<ResultRow>> = vec![Vec::new(); base.len() + 1];
+    let smooth = variants.len() - 1;
+    let mut by_variant: Vec<Vec<ResultRow>> = vec![Vec::new(); variants.len()];
     let mut smooth_censored = false;
-    for _ in 0..runs {
-        let mut round = Vec::new();
-        for (i, v) in base.iter().enumerate() {
-            let r = measure_variant(o, c, v, None, 1, log)?;
-            round.push(r.clone());
+    for round in 0..runs {
+        for k in 0..variants.len() {
+            let i = (round + k) % variants.len();
+            let r = if i == smooth {
+                if smooth_censored {
+                    continue;
+                }
+                let base: Vec<ResultRow> = by_variant[..smooth].concat();
+                let budget = if base.is_empty() {
+                    None
+                } else {
+                    Some(SMOOTH_LIMIT * best_of(&base))
+                };
+                let r = measure_variant(o, c, &variants[i], budget, 1, log)?;
+                smooth_censored = r.get("censored") == "yes";
+                r
+            } else {
+                measure_variant(o, c, &variants[i], None, 1, log)?
+            };
             by_variant[i].push(r);
-        }
-        if !smooth_censored {
-            let budget = SMOOTH_LIMIT * best_of(&round);
-            let r = measure_variant(o, c, &smooth, Some(budget), 1, log)?;
-            smooth_censored = r.get("censored") == "yes";
-            by_variant[base.len()].push(r);
         }
     }
     let mut out: Vec<ResultRow> = by_variant
@@ -544,7 +557,7 @@ pub fn write(o: &RobustnessOptions, set: &ResultSet, took_s: f64) -> Result<Stri
         default.max_region_pages,
     ));
     s.paragraph(&format!(
-        "Each cell (table, selectivity, device) runs full scan, sort scan and Smooth Scan round-robin (Smooth Scan stopped at {SMOOTH_LIMIT}x the better of the other two in its round: its ratio is then a lower bound, `> X`), then index scan stopped at {INDEX_LIMIT}x the best so far (a stopped index scan is not the best, and is not run at higher selectivities of that table and device). The ratio is Smooth Scan's time over the best classical path's; on hdd and ssd the times are modeled (and so are the limits, checked against the device's counter), on real they are wall times, medians of {} cold runs. The predicate is `c2 >= 0 AND c2 < x` with x = 100001·s/100; every layout has the same c2 histogram, so it selects the same number of rows on each (on skewed, the c2 = 0 cluster plus the range). `band`: the selectivity selecting just an adversary's special rows (one row on every second page for alternating; the dense run and the isolated rows for dense-start and dense-tail).",
+        "Each cell (table, selectivity, device) runs full scan, sort scan and Smooth Scan round-robin, in an order rotated each round (Smooth Scan stopped at {SMOOTH_LIMIT}x the best of the other two so far: its ratio is then a lower bound, `> X`), then index scan stopped at {INDEX_LIMIT}x the best so far (a stopped index scan is not the best, and is not run at higher selectivities of that table and device). The ratio is Smooth Scan's time over the best classical path's; on hdd and ssd the times are modeled (and so are the limits, checked against the device's counter), on real they are wall times, medians of {} cold runs. The predicate is `c2 >= 0 AND c2 < x` with x = 100001·s/100; every layout has the same c2 histogram, so it selects the same number of rows on each (on skewed, the c2 = 0 cluster plus the range). `band`: the selectivity selecting just an adversary's special rows (one row on every second page for alternating; the dense run and the isolated rows for dense-start and dense-tail).",
         o.bench.repeat
     ));
     let mut devices: Vec<String> = Vec::new();
