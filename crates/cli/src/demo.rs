@@ -79,7 +79,11 @@ pub fn run(cli: &Global, rows: u64, repeat: usize) -> Result<()> {
         let out = &outs[0];
         let io = &out.io;
         // Modeled time is the same in every run: it depends on the requests only.
-        let time = if io.modeled_ns > 0 { io.modeled_ms() } else { wall };
+        let time = if io.modeled_ns > 0 {
+            io.modeled_ms()
+        } else {
+            wall
+        };
         medians.push(time);
         println!(
             "  {:<7} {:>7} rows {:>9.1} ms{}  {:>6} read requests ({:>5} random) {:>6} pages",

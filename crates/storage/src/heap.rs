@@ -398,7 +398,11 @@ impl HeapFile {
 /// Requests grouped into the batches a stream puts in flight together: at
 /// most `depth` requests and `batch_pages` pages each (a longer request is a
 /// batch of its own).
-fn batches(requests: Vec<(u64, usize)>, depth: usize, batch_pages: usize) -> Vec<Vec<(u64, usize)>> {
+fn batches(
+    requests: Vec<(u64, usize)>,
+    depth: usize,
+    batch_pages: usize,
+) -> Vec<Vec<(u64, usize)>> {
     let (depth, budget) = (depth.max(1), batch_pages.max(1));
     let mut out = Vec::new();
     let mut cur: Vec<(u64, usize)> = Vec::new();
@@ -853,7 +857,15 @@ mod tests {
 
     #[test]
     fn batches_hold_at_most_depth_requests_and_the_page_budget() {
-        let reqs = vec![(0, 128), (128, 128), (256, 1), (300, 1), (302, 2), (400, 300), (900, 1)];
+        let reqs = vec![
+            (0, 128),
+            (128, 128),
+            (256, 1),
+            (300, 1),
+            (302, 2),
+            (400, 300),
+            (900, 1),
+        ];
         let b = batches(reqs, 3, 256);
         assert_eq!(
             b,
@@ -881,7 +893,14 @@ mod tests {
         }
         w.finish().unwrap();
         let n = h.num_pages();
-        let runs: Vec<(u64, usize)> = vec![(0, 1), (2, 3), (9, 40), (60, 1), (61, 2), (70, (n - 70) as usize)];
+        let runs: Vec<(u64, usize)> = vec![
+            (0, 1),
+            (2, 3),
+            (9, 40),
+            (60, 1),
+            (61, 2),
+            (70, (n - 70) as usize),
+        ];
         let want: Vec<u64> = runs.iter().flat_map(|&(f, k)| f..f + k as u64).collect();
         for (run_pages, depth, budget) in [(1, 1, 1), (4, 3, 8), (128, 16, 256), (32, 2, 5)] {
             for inline in [false, true] {
@@ -903,7 +922,10 @@ mod tests {
                         got.push(p);
                     }
                 }
-                assert_eq!(got, want, "run {run_pages} depth {depth} budget {budget} inline {inline}");
+                assert_eq!(
+                    got, want,
+                    "run {run_pages} depth {depth} budget {budget} inline {inline}"
+                );
             }
         }
     }

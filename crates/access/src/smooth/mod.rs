@@ -435,7 +435,12 @@ impl SmoothScan {
             let runs = self.sweep_runs();
             self.count_reads(&runs);
             let heap = self.spec.table.heap().clone();
-            let stream = heap.stream_runs(&runs, crate::full::RUN_PAGES, crate::full::DEPTH, crate::full::BATCH_PAGES)?;
+            let stream = heap.stream_runs(
+                &runs,
+                crate::full::RUN_PAGES,
+                crate::full::DEPTH,
+                crate::full::BATCH_PAGES,
+            )?;
             self.sweep_stream = Some(Streaming::new(stream));
             self.report.read_ahead_streams += 1;
         }
@@ -618,8 +623,12 @@ impl SmoothScan {
             Some(s.expect("plan_sweep starts the sweep's stream"))
         } else if region.streamed {
             let heap = self.spec.table.heap().clone();
-            let stream =
-                heap.stream_runs(&region.runs, crate::full::RUN_PAGES, crate::full::DEPTH, crate::full::BATCH_PAGES)?;
+            let stream = heap.stream_runs(
+                &region.runs,
+                crate::full::RUN_PAGES,
+                crate::full::DEPTH,
+                crate::full::BATCH_PAGES,
+            )?;
             self.report.read_ahead_streams += 1;
             Some(Streaming::new(stream))
         } else {

@@ -1031,6 +1031,43 @@ mod tests {
         assert!(e.contains("index 're'") && e.contains("key types"), "{e}");
     }
 
+    /// The range estimate reads a level's nodes over the range as runs, a
+    /// request per run of consecutive pages, not a random read per node.
+    #[test]
+    fn the_range_estimate_reads_a_bulk_built_level_in_one_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("est");
+        // 250-byte keys: about 30 entries a page, so 10,000 entries make a
+        // root over some 12 internal nodes over 370 leaves.
+        let pad = "x".repeat(240);
+        let entries: Vec<(Vec<u8>, Tid)> = (0..10_000i32)
+            .map(|i| (comp_key(i, &pad), Tid::new(i as u32, 0)))
+            .collect();
+        let t = BTree::create(pool(4096), &path, "est", comp_types(), 1 << 16).unwrap();
+        t.bulk_build(entries.into_iter(), 0.9).unwrap();
+        assert_eq!(t.height(), 3);
+        t.flush().unwrap();
+        drop(t);
+        let p = pool(4096);
+        let t = BTree::open(p.clone(), &path, "est", comp_types(), 1 << 16).unwrap();
+        let int = |v: i32| {
+            let mut out = Vec::new();
+            encode_key(&comp_types()[..1], &[Value::Int32(v)], &mut out);
+            out
+        };
+        // 60% of the keys: fewer separators on the root than the estimate
+        // wants, so it reads the internal nodes below them.
+        let (lo, hi) = (Bound::Included(int(2_000)), Bound::Excluded(int(8_000)));
+        let before = p.device().stats().snapshot();
+        let est = t.estimate_range(&lo, &hi).unwrap();
+        let read = p.device().stats().snapshot() - before;
+        assert!((est - 6_000.0).abs() < 600.0, "{est}");
+        assert!(read.pages_read >= 6, "{read:?}");
+        assert!(read.read_requests <= 2, "{read:?}");
+        let (seps, _) = t.level_entries_in(1, &lo, &hi).unwrap();
+        assert!(seps.len() > 100, "{} separators", seps.len());
+    }
+
     #[test]
     fn open_rejects_non_btree_files() {
         let dir = tempfile::tempdir().unwrap();

@@ -127,6 +127,7 @@ impl BTree {
         for l in 0..=level {
             let node_level = (height - 1 - l) as u32;
             let (mut children, mut fanout) = (Vec::new(), 0usize);
+            self.prefetch_runs(&pages)?;
             for &p in &pages {
                 let g = self.read_node(&meta, p, Node::Internal(node_level))?;
                 let v = PageView::new(&g);
@@ -167,6 +168,29 @@ impl BTree {
 }
 
 impl BTree {
+    /// Reads each run of consecutive page numbers in `pages` into the pool in
+    /// one request (up to [`LEAF_READ_AHEAD`] pages): a bulk-built level lies
+    /// in page order, so the nodes of a level over a range cost a request, not
+    /// one random read each (27 of them at 0.7 ms on a busy disk made a 10M-row
+    /// Smooth Scan wait 19 ms for its range estimate).
+    fn prefetch_runs(&self, pages: &[u32]) -> Result<()> {
+        let mut i = 0;
+        while i < pages.len() {
+            let mut j = i + 1;
+            while j < pages.len()
+                && pages[j] == pages[j - 1].wrapping_add(1)
+                && j - i < LEAF_READ_AHEAD as usize
+            {
+                j += 1;
+            }
+            if j - i > 1 {
+                self.pool.prefetch(self.file, pages[i] as u64, j - i)?;
+            }
+            i = j;
+        }
+        Ok(())
+    }
+
     /// About how many entries lie within `[lower, upper]`, from the internal
     /// nodes over the range only: the separators in the range on the first
     /// level (from the root) that has at least [`ESTIMATE_SUBTREES`] of them,
