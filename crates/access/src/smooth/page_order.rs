@@ -304,7 +304,7 @@ pub struct PageOrderScan {
     tuples_per_page: f64,
     entries_per_leaf: f64,
     next_check: u64,
-    /// The wall-clock cost of an index entry (`None` on a modeled clock).
+    /// The wall-clock cost of an index entry (off on a modeled clock).
     entry_clock: EntryClock,
     phase: Phase,
     report: ScanReport,

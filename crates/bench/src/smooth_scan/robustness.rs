@@ -254,6 +254,23 @@ struct Cell<'a> {
     point: Point,
 }
 
+/// One row for a point's runs: their medians, or the censored run if one was
+/// stopped (its time is a lower bound and stands for the point); `runs` says
+/// how many there were.
+fn summarize(mut rows: Vec<ResultRow>) -> ResultRow {
+    let n = rows.len();
+    let mut row = match rows.iter().position(|r| r.get("censored") == "yes") {
+        Some(i) => rows.swap_remove(i),
+        None => {
+            let mut s = Samples::new();
+            rows.into_iter().for_each(|r| s.add(r));
+            s.finish().rows()[0].clone()
+        }
+    };
+    row.set("runs", n);
+    row
+}
+
 /// Runs `v` `runs` times (fewer when a run is censored), one result row.
 /// `budget_ms`: where the run is stopped, in the device's cost (modeled time
 /// on a modeled device, wall time on `real`); `--timeout` stops it anyway.
@@ -304,17 +321,7 @@ fn measure_variant(
             break;
         }
     }
-    let n = rows.len();
-    let mut row = match rows.iter().position(|r| r.get("censored") == "yes") {
-        // A censored run stands for the point: its time is a lower bound.
-        Some(i) => rows.swap_remove(i),
-        None => {
-            let mut s = Samples::new();
-            rows.into_iter().for_each(|r| s.add(r));
-            s.finish().rows()[0].clone()
-        }
-    };
-    row.set("runs", n);
+    let mut row = summarize(rows);
     row.set("table_rows", c.rows);
     row.set("fill", c.fill);
     row.set("layout", c.layout.name());
@@ -385,23 +392,7 @@ fn measure_cell(
             by_variant[i].push(r);
         }
     }
-    let mut out: Vec<ResultRow> = by_variant
-        .into_iter()
-        .map(|rows| {
-            let n = rows.len();
-            // A censored run stands for the point: its time is a lower bound.
-            let mut r = match rows.iter().position(|r| r.get("censored") == "yes") {
-                Some(i) => rows[i].clone(),
-                None => {
-                    let mut s = Samples::new();
-                    rows.into_iter().for_each(|r| s.add(r));
-                    s.finish().rows()[0].clone()
-                }
-            };
-            r.set("runs", n);
-            r
-        })
-        .collect();
+    let mut out: Vec<ResultRow> = by_variant.into_iter().map(summarize).collect();
     let mut smooth_row = out.pop().expect("three variants");
     smooth_row.set("limit_factor", SMOOTH_LIMIT);
     let mut best = best_of(&out);
