@@ -14,16 +14,16 @@
 //! selects the `c2 = 0` cluster plus the range). Tables are generated once
 //! into the bench database as `rob_<layout>_<rows>_<fill %>` and reused.
 //!
-//! Each cell (table, selectivity, device) runs, cold:
-//! 1. full scan, sort scan and the default Smooth Scan
-//!    (`SmoothOptions::default()`, "smooth (default)") round-robin, `--repeat`
-//!    runs on `real`, so that the machine's drift falls on all three alike,
-//!    in an order rotated each round (none always runs right after the sort
-//!    scan's burst of reads); Smooth Scan is stopped at 20× the best of the
-//!    other two so far (its ratio is then a lower bound, written `> X`);
-//! 2. index scan, stopped at 3× the best so far (a censored index scan is
-//!    simply not the best; once censored in a table and device it is not run
-//!    at higher selectivities).
+//! Each cell (table, selectivity, device) runs, cold, full scan, sort scan,
+//! index scan and the default Smooth Scan (`SmoothOptions::default()`,
+//! "smooth (default)") round-robin, `--repeat` runs on `real`, so that the
+//! machine's drift falls on all alike, in an order rotated each round (none
+//! always runs right after the sort scan's burst of reads, and no path's runs
+//! come one after another, where a tiny query's pages would still be in the
+//! disk's own cache). Index scan is stopped at 3× the best of full and sort
+//! scan so far (a stopped index scan is simply not the best; once stopped in a
+//! table and device it is not run at higher selectivities); Smooth Scan at 20×
+//! the best of the other three (its ratio is then a lower bound, `> X`).
 //!
 //! On the modeled devices times, limits and ratios are the modeled time the
 //! device charges (the limits are checked against its counter as the run
@@ -271,15 +271,14 @@ fn summarize(mut rows: Vec<ResultRow>) -> ResultRow {
     row
 }
 
-/// Runs `v` `runs` times (fewer when a run is censored), one result row.
-/// `budget_ms`: where the run is stopped, in the device's cost (modeled time
-/// on a modeled device, wall time on `real`); `--timeout` stops it anyway.
+/// Runs `v` once, one result row. `budget_ms`: where the run is stopped, in
+/// the device's cost (modeled time on a modeled device, wall time on `real`);
+/// `--timeout` stops it anyway.
 fn measure_variant(
     o: &RobustnessOptions,
     c: &Cell,
     v: &Variant,
     budget_ms: Option<f64>,
-    runs: usize,
     log: &mut dyn FnMut(&str),
 ) -> Result<ResultRow> {
     let cap = o.bench.timeout_s;
@@ -297,31 +296,23 @@ fn measure_variant(
             modeled_ms: None,
         },
     };
-    let mut rows = Vec::new();
-    for _ in 0..runs {
-        let r = run_limited(&o.bench, c.device, c.table, &q1(c.point.pct), v, limit)?;
-        log(&format!(
-            "{} {:<5} {:<26} x={:<9} rows={:<9} wall {:>9.1} ms modeled {:>10.1} ms{}",
-            c.table,
-            c.device,
-            v.name,
-            format!(
-                "{}{}",
-                num(c.point.pct),
-                if c.point.band { "*" } else { "" }
-            ),
-            r.rows,
-            r.wall_ms,
-            r.io.modeled_ms(),
-            if r.censored { " (stopped)" } else { "" }
-        ));
-        let censored = r.censored;
-        rows.push(row_of(FIGURE, c.device, &v.name, c.point.pct, &r));
-        if censored {
-            break;
-        }
-    }
-    let mut row = summarize(rows);
+    let r = run_limited(&o.bench, c.device, c.table, &q1(c.point.pct), v, limit)?;
+    log(&format!(
+        "{} {:<5} {:<26} x={:<9} rows={:<9} wall {:>9.1} ms modeled {:>10.1} ms{}",
+        c.table,
+        c.device,
+        v.name,
+        format!(
+            "{}{}",
+            num(c.point.pct),
+            if c.point.band { "*" } else { "" }
+        ),
+        r.rows,
+        r.wall_ms,
+        r.io.modeled_ms(),
+        if r.censored { " (stopped)" } else { "" }
+    ));
+    let mut row = row_of(FIGURE, c.device, &v.name, c.point.pct, &r);
     row.set("table_rows", c.rows);
     row.set("fill", c.fill);
     row.set("layout", c.layout.name());
@@ -333,8 +324,8 @@ fn measure_variant(
     Ok(row)
 }
 
-/// Full, sort and Smooth Scan round-robin, then index scan with a limit from
-/// the best so far.
+/// Full, sort, index (unless it gave up on this table and device) and Smooth
+/// Scan round-robin, each stopped at its limit from the best so far.
 fn measure_cell(
     o: &RobustnessOptions,
     c: &Cell,
@@ -356,60 +347,55 @@ fn measure_cell(
         }
     };
 
-    // 1. Full scan, sort scan and the default Smooth Scan, round-robin over
-    // the repeats so that all three share the drift of the machine, in an
-    // order rotated each round so that none always follows the same one (a
-    // disk that is throttled after a burst would otherwise charge the sort
-    // scan's reads to whatever comes next). Smooth Scan is stopped at 20x the
-    // best of the other two so far.
-    let variants = [
+    // All paths round-robin over the repeats, so that they share the drift
+    // of the machine, in an order rotated each round so that none always
+    // follows the same one: a disk that is throttled after a burst would
+    // otherwise charge the sort scan's reads to whatever comes next, and a
+    // path whose runs all came one after another would find the pages of a
+    // tiny query in the disk's own cache. Round 0 runs full and sort scan
+    // first, so every limit has a base. Index scan is stopped at 3x the best
+    // of full and sort scan so far, Smooth Scan at 20x the best of the three;
+    // a stopped path is not run again in the cell.
+    let mut variants = vec![
         variant("full", PathChoice::Full, false),
         variant("sort", PathChoice::Sort, false),
-        variant(SMOOTH, smooth_opts(&o.bench.db_dir, |_| {}), false),
     ];
+    let index = (!*index_gave_up).then(|| {
+        variants.push(variant("index", PathChoice::Index, false));
+        variants.len() - 1
+    });
+    variants.push(variant(SMOOTH, smooth_opts(&o.bench.db_dir, |_| {}), false));
     let smooth = variants.len() - 1;
     let mut by_variant: Vec<Vec<ResultRow>> = vec![Vec::new(); variants.len()];
-    let mut smooth_censored = false;
+    let mut stopped = vec![false; variants.len()];
     for round in 0..runs {
         for k in 0..variants.len() {
             let i = (round + k) % variants.len();
-            let r = if i == smooth {
-                if smooth_censored {
-                    continue;
-                }
-                let base: Vec<ResultRow> = by_variant[..smooth].concat();
-                let budget = if base.is_empty() {
-                    None
-                } else {
-                    Some(SMOOTH_LIMIT * best_of(&base))
-                };
-                let r = measure_variant(o, c, &variants[i], budget, 1, log)?;
-                smooth_censored = r.get("censored") == "yes";
-                r
+            if stopped[i] {
+                continue;
+            }
+            let (base, factor) = if i == smooth {
+                (by_variant[..smooth].concat(), Some(SMOOTH_LIMIT))
+            } else if Some(i) == index {
+                (by_variant[..2].concat(), Some(INDEX_LIMIT))
             } else {
-                measure_variant(o, c, &variants[i], None, 1, log)?
+                (Vec::new(), None)
             };
+            let budget = factor
+                .filter(|_| !base.is_empty())
+                .map(|f| f * best_of(&base));
+            let r = measure_variant(o, c, &variants[i], budget, log)?;
+            stopped[i] = r.get("censored") == "yes";
             by_variant[i].push(r);
         }
     }
     let mut out: Vec<ResultRow> = by_variant.into_iter().map(summarize).collect();
-    let mut smooth_row = out.pop().expect("three variants");
-    smooth_row.set("limit_factor", SMOOTH_LIMIT);
-    let mut best = best_of(&out);
-
-    // 2. Index scan within 3x the best.
-    if !*index_gave_up {
-        let v = variant("index", PathChoice::Index, false);
-        let mut r = measure_variant(o, c, &v, Some(INDEX_LIMIT * best), runs, log)?;
-        if r.get("censored") == "yes" {
-            *index_gave_up = true;
-        } else {
-            best = best.min(cost(&r));
-        }
-        r.set("limit_factor", INDEX_LIMIT);
-        out.push(r);
+    out[smooth].set("limit_factor", SMOOTH_LIMIT);
+    if let Some(i) = index {
+        out[i].set("limit_factor", INDEX_LIMIT);
+        *index_gave_up = stopped[i];
     }
-    out.push(smooth_row);
+    let best = best_of(&out[..smooth]);
 
     let best_variant = out
         .iter()
@@ -548,7 +534,7 @@ pub fn write(o: &RobustnessOptions, set: &ResultSet, took_s: f64) -> Result<Stri
         default.max_region_pages,
     ));
     s.paragraph(&format!(
-        "Each cell (table, selectivity, device) runs full scan, sort scan and Smooth Scan round-robin, in an order rotated each round (Smooth Scan stopped at {SMOOTH_LIMIT}x the best of the other two so far: its ratio is then a lower bound, `> X`), then index scan stopped at {INDEX_LIMIT}x the best so far (a stopped index scan is not the best, and is not run at higher selectivities of that table and device). The ratio is Smooth Scan's time over the best classical path's; on hdd and ssd the times are modeled (and so are the limits, checked against the device's counter), on real they are wall times, medians of {} cold runs. The predicate is `c2 >= 0 AND c2 < x` with x = 100001·s/100; every layout has the same c2 histogram, so it selects the same number of rows on each (on skewed, the c2 = 0 cluster plus the range). `band`: the selectivity selecting just an adversary's special rows (one row on every second page for alternating; the dense run and the isolated rows for dense-start and dense-tail).",
+        "Each cell (table, selectivity, device) runs full scan, sort scan, index scan and Smooth Scan round-robin, in an order rotated each round, so that no path's runs come one after another (index scan stopped at {INDEX_LIMIT}x the best of full and sort scan so far: a stopped index scan is not the best, and is not run at higher selectivities of that table and device; Smooth Scan stopped at {SMOOTH_LIMIT}x the best of the other three: its ratio is then a lower bound, `> X`). The ratio is Smooth Scan's time over the best classical path's; on hdd and ssd the times are modeled (and so are the limits, checked against the device's counter), on real they are wall times, medians of {} cold runs. The predicate is `c2 >= 0 AND c2 < x` with x = 100001·s/100; every layout has the same c2 histogram, so it selects the same number of rows on each (on skewed, the c2 = 0 cluster plus the range). `band`: the selectivity selecting just an adversary's special rows (one row on every second page for alternating; the dense run and the isolated rows for dense-start and dense-tail).",
         o.bench.repeat
     ));
     let mut devices: Vec<String> = Vec::new();
