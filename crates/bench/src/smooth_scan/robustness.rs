@@ -348,14 +348,14 @@ fn measure_cell(
     };
 
     // All paths round-robin over the repeats, so that they share the drift
-    // of the machine, in an order rotated each round so that none always
-    // follows the same one: a disk that is throttled after a burst would
-    // otherwise charge the sort scan's reads to whatever comes next, and a
-    // path whose runs all came one after another would find the pages of a
-    // tiny query in the disk's own cache. Round 0 runs full and sort scan
-    // first, so every limit has a base. Index scan is stopped at 3x the best
-    // of full and sort scan so far, Smooth Scan at 20x the best of the three;
-    // a stopped path is not run again in the cell.
+    // of the machine, in orders that change each round so that none always
+    // follows the same one (see `round_order`): a disk that is throttled
+    // after a burst would otherwise charge the sort scan's reads to whatever
+    // comes next, and a path whose runs all came one after another would
+    // find the pages of a tiny query in the disk's own cache. Round 0 runs
+    // full and sort scan first, so every limit has a base. Index scan is
+    // stopped at 3x the best of full and sort scan so far, Smooth Scan at 20x
+    // the best of the three; a stopped path is not run again in the cell.
     let mut variants = vec![
         variant("full", PathChoice::Full, false),
         variant("sort", PathChoice::Sort, false),
@@ -369,8 +369,7 @@ fn measure_cell(
     let mut by_variant: Vec<Vec<ResultRow>> = vec![Vec::new(); variants.len()];
     let mut stopped = vec![false; variants.len()];
     for round in 0..runs {
-        for k in 0..variants.len() {
-            let i = (round + k) % variants.len();
+        for i in round_order(round, variants.len()) {
             if stopped[i] {
                 continue;
             }
@@ -420,6 +419,20 @@ fn measure_cell(
         ));
     }
     Ok(out)
+}
+
+/// The order of `n` paths in round `round`: rotated by one every two rounds,
+/// and reversed in odd rounds. Rotation alone keeps the cyclic order, so each
+/// path would always follow the same one (Smooth Scan the sort scan);
+/// reversing every other round makes each path follow each of its two
+/// neighbours in that cycle equally often. Round 0 is `0, 1, ..., n-1`.
+fn round_order(round: usize, n: usize) -> Vec<usize> {
+    let k = round / 2;
+    let mut order: Vec<usize> = (0..n).map(|j| (k + j) % n).collect();
+    if round % 2 == 1 {
+        order.reverse();
+    }
+    order
 }
 
 /// One Smooth Scan point of a result set, as the summary reads it.
@@ -734,6 +747,32 @@ pub fn write(o: &RobustnessOptions, set: &ResultSet, took_s: f64) -> Result<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounds_start_with_the_baselines_and_balance_who_follows_whom() {
+        assert_eq!(round_order(0, 3), vec![0, 1, 2]);
+        for n in [3, 4] {
+            // Over 2n rounds every path runs once a round, and each follows
+            // each of its two neighbours in the cycle equally often.
+            let mut follows = std::collections::BTreeMap::new();
+            for r in 0..2 * n {
+                let o = round_order(r, n);
+                let mut sorted = o.clone();
+                sorted.sort();
+                assert_eq!(sorted, (0..n).collect::<Vec<_>>());
+                for w in o.windows(2) {
+                    *follows.entry((w[0], w[1])).or_insert(0) += 1;
+                }
+            }
+            for v in 0..n {
+                let before: Vec<usize> = (0..n)
+                    .filter_map(|u| follows.get(&(u, v)).copied())
+                    .collect();
+                assert_eq!(before.len(), 2, "{n} paths: {v} follows {before:?}");
+                assert_eq!(before[0], before[1], "{n} paths: {v} follows {follows:?}");
+            }
+        }
+    }
 
     #[test]
     fn names_points_and_layouts() {
