@@ -49,8 +49,17 @@ pub fn provenance() -> String {
     };
     let commit = match git(&["rev-parse", "--short", "HEAD"]) {
         Some(c) => {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty());
+            // Results files are what a run writes, so they do not make the
+            // code it ran dirty.
+            let dirty = git(&[
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ":/",
+                ":(top,exclude)results",
+            ])
+            .is_some_and(|s| !s.is_empty());
             format!("{c}{}", if dirty { "-dirty" } else { "" })
         }
         None => "unknown (not run in a git checkout)".into(),
