@@ -87,7 +87,8 @@ pub fn load_parquet(
     };
     let open = || -> Result<ParquetRecordBatchReaderBuilder<File>, LoadError> {
         let file = File::open(path).map_err(|e| input_err(e.to_string()))?;
-        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| input_err(e.to_string()))
+        guarded(|| ParquetRecordBatchReaderBuilder::try_new(file))
+            .map_err(|e| input_err(e.to_string()))
     };
     let size = std::fs::metadata(path)
         .map_err(|e| input_err(e.to_string()))?
@@ -145,14 +146,12 @@ pub fn load_parquet(
     };
 
     let mut load = Import::begin(db, table, &schema, new_table, &opts.target, start)?;
-    let reader = builder
-        .with_batch_size(opts.batch_size.max(1))
-        .build()
+    let mut reader = guarded(|| builder.with_batch_size(opts.batch_size.max(1)).build())
         .map_err(|e| input_err(e.to_string()))?;
     progress.phase(&format!("load {file_name}"), total_rows);
     let mut row = vec![Value::Null; schema.len()];
     let mut row_no = 0u64;
-    for batch in reader {
+    while let Some(batch) = guarded_next(&mut reader) {
         let batch: RecordBatch =
             batch.map_err(|e| input_err(format!("after row {row_no}: {e}")))?;
         let rows = BatchRows::new(&batch, &map);
@@ -177,6 +176,27 @@ pub fn load_parquet(
     load.commit(size, progress)
 }
 
+/// The Parquet reader's own calls, with its panics on damaged files turned
+/// into errors (see [`strata_storage::panic_guard`]).
+fn guarded<T>(f: impl FnOnce() -> ::parquet::errors::Result<T>) -> ::parquet::errors::Result<T> {
+    strata_storage::panic_guard::catch(f).unwrap_or_else(|panic| {
+        Err(::parquet::errors::ParquetError::General(format!(
+            "the Parquet reader failed on damaged data: {panic}"
+        )))
+    })
+}
+
+/// The next batch of `reader`, guarded like [`guarded`].
+fn guarded_next(
+    reader: &mut ::parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+) -> Option<std::result::Result<RecordBatch, arrow_schema::ArrowError>> {
+    strata_storage::panic_guard::catch(|| reader.next()).unwrap_or_else(|panic| {
+        Some(Err(arrow_schema::ArrowError::ExternalError(
+            format!("the Parquet reader failed on damaged data: {panic}").into(),
+        )))
+    })
+}
+
 /// First pass: the longest value (in bytes) of each string column in `cols`.
 fn longest_strings(
     builder: ParquetRecordBatchReaderBuilder<File>,
@@ -190,17 +210,14 @@ fn longest_strings(
         reason: e.to_string(),
     };
     let mask = ProjectionMask::roots(builder.parquet_schema(), cols.iter().copied());
-    let reader = builder
-        .with_projection(mask)
-        .with_batch_size(8192)
-        .build()
+    let mut reader = guarded(|| builder.with_projection(mask).with_batch_size(8192).build())
         .map_err(|e| input(&e))?;
     progress.phase(
         &format!("scan {} for string lengths", path.display()),
         total_rows,
     );
     let mut longest = vec![0usize; cols.len()];
-    for batch in reader {
+    while let Some(batch) = guarded_next(&mut reader) {
         let batch = batch.map_err(|e| input(&e))?;
         // The projection keeps the selected columns in file order, as `cols` is.
         for (k, a) in batch.columns().iter().enumerate() {

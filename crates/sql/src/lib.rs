@@ -7,6 +7,7 @@
 //! of strata (and `strata demo`) builds without it.
 
 pub mod convert;
+pub mod depth;
 pub mod format;
 pub mod optimizer;
 pub mod options;

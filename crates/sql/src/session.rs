@@ -13,6 +13,7 @@ use datafusion::execution::context::{SessionConfig, SessionContext};
 use strata_storage::device::IoCounters;
 use strata_storage::{Database, StorageError};
 
+use crate::depth;
 use crate::options::StrataOptions;
 use crate::provider::StrataTable;
 use crate::script::analyze_targets;
@@ -122,6 +123,7 @@ impl SqlSession {
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
+            .thread_stack_size(depth::STACK_BYTES)
             .enable_all()
             .build()
             .map_err(|e| SqlError::Execution(format!("cannot start the runtime: {e}")))?;
@@ -153,7 +155,24 @@ impl SqlSession {
         self.run(sql, Some(limit))
     }
 
+    /// Runs a statement on a thread with [`depth::STACK_BYTES`] of stack.
     fn run(&self, sql: &str, limit: Option<Duration>) -> Result<Option<QueryResult>, SqlError> {
+        std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("strata-sql-statement".into())
+                .stack_size(depth::STACK_BYTES)
+                .spawn_scoped(s, || self.run_here(sql, limit))
+                .map_err(|e| SqlError::Execution(format!("cannot start a statement thread: {e}")))?
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        })
+    }
+
+    fn run_here(
+        &self,
+        sql: &str,
+        limit: Option<Duration>,
+    ) -> Result<Option<QueryResult>, SqlError> {
         let device = self.db.device().clone();
         device.stats().forget_position();
         let before = device.stats().snapshot();
@@ -162,7 +181,12 @@ impl SqlSession {
             Some(tables) => self.analyze(&tables)?,
             None => {
                 let work = async {
-                    let df = self.ctx.sql(sql).await.map_err(SqlError::from)?;
+                    let state = self.ctx.state();
+                    let dialect = state.config().options().sql_parser.dialect;
+                    let stmt = state.sql_to_statement(sql, &dialect)?;
+                    depth::check(&stmt)?;
+                    let plan = state.statement_to_plan(stmt).await?;
+                    let df = self.ctx.execute_logical_plan(plan).await?;
                     let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
                     let batches = df.collect().await.map_err(SqlError::from)?;
                     Ok::<_, SqlError>((schema, batches))

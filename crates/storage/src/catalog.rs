@@ -102,7 +102,81 @@ impl Catalog {
                 ),
             });
         }
+        cat.validate()
+            .map_err(|reason| StorageError::Catalog { path, reason })?;
         Ok(cat)
+    }
+
+    /// Checks what strata itself would never write: names, types, sizes and
+    /// files, so that a damaged or hand-edited catalog is refused with the
+    /// table and field at fault instead of misleading an open table. Every
+    /// data file must be a distinct plain name under `data/`: no catalog can
+    /// make strata open, create or remove a file outside the database.
+    fn validate(&self) -> std::result::Result<(), String> {
+        let mut files = std::collections::BTreeSet::new();
+        let mut file_ok = |what: &str, f: &str| {
+            let plain = f.strip_prefix("data/").is_some_and(|n| {
+                !n.is_empty()
+                    && n.len() <= 255
+                    && n != "."
+                    && n != ".."
+                    && n.bytes()
+                        .all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(&c))
+            });
+            if !plain {
+                return Err(format!(
+                    "{what}: file '{f}' is not a plain name under data/"
+                ));
+            }
+            if !files.insert(f.to_string()) {
+                return Err(format!("{what}: file '{f}' is used twice"));
+            }
+            Ok(())
+        };
+        for (key, t) in &self.tables {
+            let what = format!("table '{key}'");
+            if t.name != *key {
+                return Err(format!("{what} is named '{}' inside", t.name));
+            }
+            crate::db::validate_name(key, "table").map_err(|e| e.to_string())?;
+            Schema::new(t.schema.columns.clone()).map_err(|e| format!("{what}: {e}"))?;
+            for c in &t.schema.columns {
+                c.ty.validate()
+                    .map_err(|e| format!("{what}, column '{}': {e}", c.name))?;
+            }
+            if t.segment_pages == 0 {
+                return Err(format!("{what}: segment size of 0 pages"));
+            }
+            if !(0.05..=1.0).contains(&t.fill_factor) {
+                return Err(format!(
+                    "{what}: fill factor {} is outside 0.05..=1.0",
+                    t.fill_factor
+                ));
+            }
+            file_ok(&what, &t.heap_file)?;
+            let mut names = std::collections::BTreeSet::new();
+            for i in &t.indexes {
+                let what = format!("{what}, index '{}'", i.name);
+                crate::db::validate_name(&i.name, "index").map_err(|e| e.to_string())?;
+                if !names.insert(i.name.to_ascii_lowercase()) {
+                    return Err(format!("{what} appears twice"));
+                }
+                if i.columns.is_empty() {
+                    return Err(format!("{what} has no columns"));
+                }
+                if let Some(c) = i.columns.iter().find(|c| t.schema.index_of(c).is_none()) {
+                    return Err(format!("{what}: no column '{c}' in the table"));
+                }
+                if !(0.1..=1.0).contains(&i.leaf_fill) {
+                    return Err(format!(
+                        "{what}: leaf fill {} is outside 0.1..=1.0",
+                        i.leaf_fill
+                    ));
+                }
+                file_ok(&what, &i.file)?;
+            }
+        }
+        Ok(())
     }
 
     /// Replaces the catalog atomically (see the module docs).

@@ -429,7 +429,7 @@ impl Database {
     }
 }
 
-fn validate_name(name: &str, what: &str) -> Result<()> {
+pub(crate) fn validate_name(name: &str, what: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')

@@ -13,6 +13,7 @@ pub mod exit;
 pub mod heap;
 pub mod keysort;
 pub mod page;
+pub mod panic_guard;
 pub mod progress;
 pub mod temp;
 pub mod types;

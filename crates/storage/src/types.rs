@@ -111,6 +111,24 @@ impl DataType {
         })
     }
 
+    /// Checks the parameters [`DataType::parse`] checks, for a type that came
+    /// from elsewhere (a catalog file).
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        match *self {
+            DataType::Decimal { precision, scale }
+                if precision == 0 || precision > 18 || scale > precision =>
+            {
+                Err(format!(
+                    "DECIMAL({precision},{scale}): precision must be 1..=18 and scale at most the precision"
+                ))
+            }
+            DataType::Char { len } | DataType::Varchar { len } if len == 0 || len > 4000 => {
+                Err(format!("{self}: length must be 1..=4000 bytes"))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Bytes a value of this type takes in a row; `None` when it varies.
     pub fn fixed_width(&self) -> Option<usize> {
         match self {

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Every fuzz target for longer than CI runs it: the same property tests with
+# CASES cases each (default 20000) instead of the bounded counts in the tests.
+# A failure prints the shrunk input and saves it under the test's
+# `*.proptest-regressions` file, which CI then replays on every run.
+# Usage: scripts/fuzz.sh [CASES]
+set -euo pipefail
+cases=${1:-20000}
+export PROPTEST_CASES=$cases
+targets=(
+  "strata-storage --test fuzz_catalog"
+  "strata-access --test fuzz_predicate"
+  "strata-load --test fuzz"
+  "strata-sql --test fuzz_sql"
+)
+for t in "${targets[@]}"; do
+  echo "== $t ($cases cases)"
+  # shellcheck disable=SC2086
+  cargo test --release -p $t
+done
