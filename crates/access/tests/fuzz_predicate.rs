@@ -10,6 +10,7 @@ use std::cmp::Ordering;
 use proptest::prelude::*;
 use strata_access::Predicate;
 use strata_storage::types::{RowLayout, Schema, Value};
+use strata_storage::util::proptest_cases;
 
 const SCHEMA: &str = "a INT, b BIGINT NULL, d DATE, s VARCHAR(6) NULL, c CHAR(3), f DOUBLE NULL, k DECIMAL(8,2), t BOOL";
 
@@ -196,16 +197,8 @@ fn model(row: &[Value], conjuncts: &[(usize, Op, Value, String)]) -> bool {
     })
 }
 
-/// `default` cases, or `PROPTEST_CASES` when set (`scripts/fuzz.sh`).
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases(512)))]
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(512)))]
 
     #[test]
     fn any_text_parses_or_is_refused_with_the_text(text in any_text()) {

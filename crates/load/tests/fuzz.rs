@@ -23,6 +23,7 @@ use strata_storage::Database;
 use strata_storage::check::check_database;
 use strata_storage::db::{IndexSpec, NoProgress};
 use strata_storage::types::Schema;
+use strata_storage::util::proptest_cases;
 
 const SCHEMA: &str = "id INT, name VARCHAR(8) NULL, price DECIMAL(6,2), d DATE, ok BOOL, x DOUBLE NULL, c CHAR(3) NULL, big BIGINT";
 
@@ -88,16 +89,8 @@ fn consistent(db: &Database) {
     }
 }
 
-/// `default` cases, or `PROPTEST_CASES` when set (`scripts/fuzz.sh`).
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases(96)))]
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(96)))]
 
     #[test]
     fn any_csv_loads_or_fails_clearly(bytes in csv_input(), max_errors in 0u64..4, index in any::<bool>()) {
@@ -202,7 +195,7 @@ fn apply(mut bytes: Vec<u8>, damage: &[Damage]) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases(96)))]
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(96)))]
 
     #[test]
     fn damaged_parquet_loads_or_fails_clearly(damage in damage(), max_errors in 0u64..3) {

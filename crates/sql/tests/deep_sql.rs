@@ -3,37 +3,24 @@
 //! naming the limit (exit code 2), in the library and through the binary,
 //! where it used to overflow the stack and abort (exit 134).
 
+mod common;
+
 use std::sync::Arc;
 
 use strata_sql::depth::MAX_EXPR_DEPTH;
 use strata_sql::{SqlError, SqlSession};
 use strata_storage::Database;
-use strata_storage::db::{DbOptions, NoProgress, TableOptions};
-use strata_storage::types::{Schema, Value};
+use strata_storage::types::Value;
 
 fn setup() -> (tempfile::TempDir, Arc<Database>) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::create(
-        &dir.path().join("db"),
-        DbOptions {
-            buffer_pool_bytes: 4 << 20,
-            direct_io: false,
-            ..DbOptions::default()
-        },
-    )
-    .unwrap();
-    let mut l = db
-        .begin_create_load(
-            "t",
-            Schema::parse("a INT64").unwrap(),
-            TableOptions::default(),
-            vec![],
-        )
-        .unwrap();
-    for a in 1..=10 {
-        l.append(&[Value::Int64(a)]).unwrap();
-    }
-    l.commit(&NoProgress).unwrap();
+    let (dir, db) = common::empty_db();
+    common::load(
+        &db,
+        "t",
+        "a INT64",
+        vec![],
+        (1..=10).map(|a| vec![Value::Int64(a)]),
+    );
     (dir, Arc::new(db))
 }
 

@@ -4,36 +4,20 @@
 //! known query with the same rows. Case counts are bounded for CI
 //! (`PROPTEST_CASES` raises them; `scripts/fuzz.sh` runs longer).
 
+mod common;
+
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use strata_sql::SqlSession;
-use strata_storage::Database;
-use strata_storage::db::{DbOptions, IndexSpec, NoProgress, TableOptions};
-use strata_storage::types::{Schema, Value};
+use strata_storage::db::IndexSpec;
+use strata_storage::types::Value;
+use strata_storage::util::proptest_cases;
 
 fn session() -> (tempfile::TempDir, SqlSession) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::create(
-        &dir.path().join("db"),
-        DbOptions {
-            buffer_pool_bytes: 4 << 20,
-            direct_io: false,
-            ..DbOptions::default()
-        },
-    )
-    .unwrap();
-    let mut l = db
-        .begin_create_load(
-            "t",
-            Schema::parse("a INT, b BIGINT NULL, s VARCHAR(8) NULL, d DATE, k DECIMAL(8,2)")
-                .unwrap(),
-            TableOptions::default(),
-            vec![IndexSpec::new("t_a", &["a"])],
-        )
-        .unwrap();
-    for i in 0..200 {
-        l.append(&[
+    let (dir, db) = common::empty_db();
+    let rows = (0..200).map(|i| {
+        vec![
             Value::Int32(i % 17),
             if i % 5 == 0 {
                 Value::Null
@@ -47,10 +31,15 @@ fn session() -> (tempfile::TempDir, SqlSession) {
             },
             Value::Date(9000 + i),
             Value::Decimal(i as i64 * 101),
-        ])
-        .unwrap();
-    }
-    l.commit(&NoProgress).unwrap();
+        ]
+    });
+    common::load(
+        &db,
+        "t",
+        "a INT, b BIGINT NULL, s VARCHAR(8) NULL, d DATE, k DECIMAL(8,2)",
+        vec![IndexSpec::new("t_a", &["a"])],
+        rows,
+    );
     let s = SqlSession::new(Arc::new(db)).unwrap();
     (dir, s)
 }
@@ -112,16 +101,8 @@ fn answer(s: &SqlSession) -> Vec<String> {
         .collect()
 }
 
-/// `default` cases, or `PROPTEST_CASES` when set (`scripts/fuzz.sh`).
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases(256)))]
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(256)))]
 
     #[test]
     fn any_statement_runs_or_is_refused(stmts in proptest::collection::vec(statement(), 1..4)) {

@@ -3,13 +3,15 @@
 //! index key needs no Sort; EXPLAIN ANALYZE shows strata's counters; the
 //! optimizer follows its (possibly stale) statistics; bad SQL fails clearly.
 
+mod common;
+
 use std::sync::Arc;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use strata_sql::{QueryResult, SqlError, SqlSession};
 use strata_storage::Database;
-use strata_storage::db::{DbOptions, IndexSpec, NoProgress, TableOptions};
+use strata_storage::db::{IndexSpec, NoProgress, TableOptions};
 use strata_storage::types::{Schema, Value, days_from_civil};
 
 #[derive(Clone, Debug)]
@@ -68,16 +70,7 @@ fn load(db: &Database, data: &[Row], create: bool) {
 }
 
 fn setup(n: i32) -> (tempfile::TempDir, Vec<Row>, Arc<Database>) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::create(
-        &dir.path().join("db"),
-        DbOptions {
-            buffer_pool_bytes: 4 << 20,
-            direct_io: false,
-            ..DbOptions::default()
-        },
-    )
-    .unwrap();
+    let (dir, db) = common::empty_db();
     let data = rows(n, 0, 7);
     load(&db, &data, true);
     (dir, data, Arc::new(db))

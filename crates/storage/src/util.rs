@@ -46,6 +46,16 @@ pub fn format_bytes(b: u64) -> String {
     }
 }
 
+/// Cases a property test (a fuzz target) runs: `PROPTEST_CASES` when set
+/// (`scripts/fuzz.sh` sets it for long runs), else `default`, the count the
+/// test suite runs in CI.
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

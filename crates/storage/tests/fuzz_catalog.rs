@@ -12,6 +12,7 @@ use serde_json::Value as Json;
 use strata_storage::check::check_database;
 use strata_storage::db::{NoProgress, TableOptions};
 use strata_storage::types::{Schema, Value};
+use strata_storage::util::proptest_cases;
 use strata_storage::{Database, DbOptions, IndexSpec};
 
 fn opts() -> DbOptions {
@@ -149,16 +150,8 @@ fn exercise(dir: &Path) {
     }
 }
 
-/// `default` cases, or `PROPTEST_CASES` when set (`scripts/fuzz.sh`).
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases(128)))]
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(128)))]
 
     #[test]
     fn any_mutated_catalog_opens_or_fails_clearly(
