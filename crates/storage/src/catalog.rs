@@ -19,6 +19,10 @@ use crate::error::{Result, StorageError};
 use crate::types::Schema;
 
 pub const CATALOG_FILE: &str = "catalog.json";
+/// Heap fill factors a table may have (creation and the catalog check both use it).
+pub const FILL_FACTORS: std::ops::RangeInclusive<f64> = 0.05..=1.0;
+/// Leaf fill factors an index may have.
+pub const LEAF_FILLS: std::ops::RangeInclusive<f64> = 0.1..=1.0;
 const FORMAT: u32 = 1;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -147,9 +151,9 @@ impl Catalog {
             if t.segment_pages == 0 {
                 return Err(format!("{what}: segment size of 0 pages"));
             }
-            if !(0.05..=1.0).contains(&t.fill_factor) {
+            if !FILL_FACTORS.contains(&t.fill_factor) {
                 return Err(format!(
-                    "{what}: fill factor {} is outside 0.05..=1.0",
+                    "{what}: fill factor {} is outside {FILL_FACTORS:?}",
                     t.fill_factor
                 ));
             }
@@ -167,9 +171,9 @@ impl Catalog {
                 if let Some(c) = i.columns.iter().find(|c| t.schema.index_of(c).is_none()) {
                     return Err(format!("{what}: no column '{c}' in the table"));
                 }
-                if !(0.1..=1.0).contains(&i.leaf_fill) {
+                if !LEAF_FILLS.contains(&i.leaf_fill) {
                     return Err(format!(
-                        "{what}: leaf fill {} is outside 0.1..=1.0",
+                        "{what}: leaf fill {} is outside {LEAF_FILLS:?}",
                         i.leaf_fill
                     ));
                 }

@@ -314,7 +314,7 @@ impl Database {
     ) -> Result<TableLoad<'_>> {
         self.writable()?;
         validate_name(name, "table")?;
-        if !(0.05..=1.0).contains(&opts.fill_factor) {
+        if !crate::catalog::FILL_FACTORS.contains(&opts.fill_factor) {
             return Err(StorageError::Schema(format!(
                 "fill factor {} is outside 0.05..=1.0",
                 opts.fill_factor
@@ -748,7 +748,7 @@ impl<'a> TableLoad<'a> {
                 reason: "needs at least one column".into(),
             });
         }
-        if !(0.1..=1.0).contains(&spec.leaf_fill) {
+        if !crate::catalog::LEAF_FILLS.contains(&spec.leaf_fill) {
             return Err(StorageError::Index {
                 index: spec.name,
                 reason: format!("leaf fill {} is outside 0.1..=1.0", spec.leaf_fill),
