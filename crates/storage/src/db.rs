@@ -123,6 +123,8 @@ pub struct Database {
     tables: Mutex<HashMap<String, Arc<Table>>>,
     read_only: bool,
     profile: Option<DeviceProfile>,
+    /// Held by the one write transaction at a time ([`Database::begin_write`]).
+    writer: Mutex<()>,
     _lock: File,
 }
 
@@ -175,6 +177,7 @@ impl Database {
             tables: Mutex::new(HashMap::new()),
             read_only: opts.read_only,
             profile: opts.profile.clone(),
+            writer: Mutex::new(()),
             _lock: lock,
         };
         if !opts.read_only {
@@ -394,6 +397,35 @@ impl Database {
         Ok(())
     }
 
+    /// Removes index `index` of `table` and its file.
+    pub fn drop_index(&self, table: &str, index: &str) -> Result<()> {
+        self.writable()?;
+        let _writer = self.writer.lock();
+        self.checkpoint(table)?;
+        let open = self.table(table)?;
+        let file = open.index(index)?.btree.file_id();
+        let mut cat = self.catalog.lock();
+        let mut next = cat.clone();
+        let def = next
+            .tables
+            .get_mut(table)
+            .ok_or_else(|| StorageError::UnknownTable(table.into()))?;
+        let pos = def
+            .indexes
+            .iter()
+            .position(|i| i.name.eq_ignore_ascii_case(index))
+            .ok_or_else(|| StorageError::UnknownIndex(index.into()))?;
+        let gone = def.indexes.remove(pos);
+        next.save(&self.dir)?;
+        *cat = next;
+        drop(cat);
+        // The table reopens from the catalog the next time it is asked for.
+        self.tables.lock().remove(table);
+        self.pool.discard_file(file)?;
+        self.device.close(file);
+        remove_files(&self.dir, &gone.file)
+    }
+
     fn forget_table(&self, table: &Table) -> Result<()> {
         for f in std::iter::once(table.heap.file_id())
             .chain(table.indexes.iter().map(|i| i.btree.file_id()))
@@ -426,6 +458,44 @@ impl Database {
             d.entries = n;
         }
         cat.save(&self.dir)
+    }
+}
+
+/// A write transaction: every change made through [`Table`]'s row methods while
+/// it lives belongs to it; [`WriteTxn::commit`] makes them durable together,
+/// dropping it without committing undoes them. One at a time per database.
+pub struct WriteTxn<'a> {
+    db: &'a Database,
+    _writer: parking_lot::MutexGuard<'a, ()>,
+    committed: bool,
+}
+
+impl Database {
+    /// Starts a write transaction (waits for the one in progress, if any).
+    pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
+        self.writable()?;
+        let guard = self.writer.lock();
+        Ok(WriteTxn {
+            db: self,
+            _writer: guard,
+            committed: false,
+        })
+    }
+}
+
+impl WriteTxn<'_> {
+    /// The open table `name`.
+    pub fn table(&self, name: &str) -> Result<Arc<Table>> {
+        self.db.table(name)
+    }
+
+    /// Makes the transaction's changes durable.
+    pub fn commit(mut self) -> Result<()> {
+        for t in self.db.table_names() {
+            self.db.checkpoint(&t)?;
+        }
+        self.committed = true;
+        Ok(())
     }
 }
 
