@@ -23,7 +23,8 @@ pub const CATALOG_FILE: &str = "catalog.json";
 pub const FILL_FACTORS: std::ops::RangeInclusive<f64> = 0.05..=1.0;
 /// Leaf fill factors an index may have.
 pub const LEAF_FILLS: std::ops::RangeInclusive<f64> = 0.1..=1.0;
-const FORMAT: u32 = 1;
+/// 2: pages have a 48-byte header (LSN and CSN) and the database a `wal/`.
+const FORMAT: u32 = 2;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Catalog {
@@ -101,8 +102,14 @@ impl Catalog {
             return Err(StorageError::Catalog {
                 path,
                 reason: format!(
-                    "format {} is not supported (this strata reads format {FORMAT})",
-                    cat.format
+                    "format {} is not supported (this strata reads format {FORMAT}{})",
+                    cat.format,
+                    if cat.format < FORMAT {
+                        "; the database was written by an older strata, whose pages had no \
+                         log sequence numbers: re-create it and load the data again"
+                    } else {
+                        ""
+                    }
                 ),
             });
         }

@@ -1,5 +1,6 @@
-//! A database: a directory holding `catalog.json`, a `LOCK` file and the data files
-//! under `data/`, plus the device and buffer pool every table shares.
+//! A database: a directory holding `catalog.json`, a `LOCK` file, the data files
+//! under `data/` and the write-ahead log under `wal/`, plus the device and buffer
+//! pool every table shares.
 //!
 //! Loads are atomic ([`TableLoad`]): new heap pages are written after the last
 //! committed page, every index of the table is rebuilt into a new file, all of it
@@ -7,9 +8,13 @@
 //! either the old state or the new one: opening the database read-write removes
 //! files the catalog does not know and cuts heaps back to their committed size.
 //!
-//! Single-row changes ([`Table::insert_row`] and friends) go through the buffer
-//! pool and become durable at [`Database::checkpoint`]. There is no write-ahead log:
-//! a crash between checkpoints may lose those changes (loads are unaffected).
+//! Row changes ([`Table::insert_row`] and friends) happen inside a write
+//! transaction ([`Database::begin_write`]): its pages stay in the buffer pool
+//! until it commits, when the changes are logged (`wal.rs`) and the log is
+//! synced; opening the database redoes committed changes the data files do not
+//! have yet (`recovery.rs`). A checkpoint writes every changed page back and
+//! lets the log start over; it runs when the log has grown past
+//! [`CHECKPOINT_LOG_BYTES`], before loads and DDL, and when the database closes.
 //!
 //! Concurrency between processes: a read-write open takes an exclusive `flock` on
 //! `LOCK`, a read-only open a shared one, so a reader never sees a load in progress
@@ -25,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use crate::btree::BTree;
-use crate::buffer::BufferPool;
+use crate::buffer::{BufferPool, Changed};
 use crate::catalog::{Catalog, IndexDef, TableDef, sync_dir};
 use crate::device::{Device, DeviceProfile, FaultDevice, FaultInjector, FileDevice, ModeledDevice};
 use crate::error::{Result, StorageError};
@@ -34,9 +39,13 @@ use crate::keysort::SortedEntries;
 // Callers name them `strata_storage::db::{Progress, NoProgress}` too.
 pub use crate::progress::{NoProgress, Progress};
 use crate::types::{DataType, RowLayout, Schema, Tid, Value, encode_key};
+use crate::wal::{self, LogRecord, PageImage, TableSize, Wal};
 
 /// Default buffer pool size.
 pub const DEFAULT_POOL_BYTES: usize = 256 << 20;
+/// The log grows to this many bytes past the last checkpoint before a commit
+/// starts the next checkpoint (recovery then reads at most about this much).
+pub const CHECKPOINT_LOG_BYTES: u64 = 64 << 20;
 /// Default segment size: 1 GiB of pages, as Skipper ships 1 GB objects.
 pub const DEFAULT_SEGMENT_PAGES: u64 = (1 << 30) / crate::page::PAGE_SIZE as u64;
 
@@ -123,9 +132,34 @@ pub struct Database {
     tables: Mutex<HashMap<String, Arc<Table>>>,
     read_only: bool,
     profile: Option<DeviceProfile>,
-    /// Held by the one write transaction at a time ([`Database::begin_write`]).
+    /// Held by the one write transaction at a time ([`Database::begin_write`]),
+    /// and by loads, DDL and checkpoints.
     writer: Mutex<()>,
+    /// The thread whose write transaction runs, if any (row changes check it).
+    owner: Arc<TxnOwner>,
+    /// The log (`None` when read-only).
+    wal: Option<Arc<Wal>>,
+    /// The last commit sequence number handed out.
+    csn: AtomicU64,
+    /// Set by [`Database::crash`]: closing writes nothing back.
+    crashed: std::sync::atomic::AtomicBool,
     _lock: File,
+}
+
+/// Which thread may change rows now.
+#[derive(Default)]
+pub(crate) struct TxnOwner(Mutex<Option<std::thread::ThreadId>>);
+
+impl TxnOwner {
+    fn check(&self, table: &str) -> Result<()> {
+        if *self.0.lock() == Some(std::thread::current().id()) {
+            Ok(())
+        } else {
+            Err(StorageError::NoTransaction {
+                table: table.to_string(),
+            })
+        }
+    }
 }
 
 impl Database {
@@ -140,6 +174,7 @@ impl Database {
         }
         std::fs::create_dir_all(dir.join("data")).map_err(|e| StorageError::io(dir, e))?;
         let lock = lock(dir, false)?;
+        wal::create(dir)?;
         Catalog::default().save(dir)?;
         sync_dir(&dir.join("data"))?;
         drop(lock);
@@ -155,11 +190,28 @@ impl Database {
         }
     }
 
-    /// Opens an existing database. A read-write open also repairs what an
-    /// interrupted load left behind (see the module docs).
+    /// Opens an existing database. A read-write open first redoes what the log
+    /// holds past the last checkpoint, then repairs what an interrupted load
+    /// left behind (see the module docs). A read-only open of a database that
+    /// was not closed cleanly recovers it first, unless another process has it.
     pub fn open(dir: &Path, opts: DbOptions) -> Result<Database> {
-        let lock = lock(dir, opts.read_only)?;
-        let catalog = Catalog::load(dir)?;
+        let mut lock = lock(dir, opts.read_only)?;
+        let mut catalog = Catalog::load(dir)?;
+        if opts.read_only && wal::needs_recovery(dir)? {
+            drop(lock);
+            let writer = DbOptions {
+                read_only: false,
+                ..opts.clone()
+            };
+            Self::open(dir, writer).map_err(|e| StorageError::Database {
+                path: dir.to_path_buf(),
+                reason: format!(
+                    "was not closed cleanly and could not be recovered for reading: {e}"
+                ),
+            })?;
+            lock = self::lock(dir, true)?;
+            catalog = Catalog::load(dir)?;
+        }
         let mut real: Arc<dyn Device> = Arc::new(FileDevice::new(opts.direct_io));
         if let Some(faults) = &opts.faults {
             real = Arc::new(FaultDevice::new(real, faults.clone()));
@@ -169,6 +221,18 @@ impl Database {
             None => real,
         };
         let pool = Arc::new(BufferPool::new(device.clone(), opts.buffer_pool_bytes));
+        let (wal, recovered) = if opts.read_only {
+            (None, None)
+        } else {
+            let r = crate::recovery::recover(dir, &mut catalog, device.as_ref())?;
+            let wal = Arc::new(Wal::open(dir, r.end, opts.faults.clone())?);
+            pool.set_log(wal.clone());
+            (Some(wal), Some(r))
+        };
+        let csn = match recovered {
+            Some(r) => r.csn,
+            None => wal::read_control(&dir.join(wal::WAL_DIR))?.csn,
+        };
         let db = Database {
             dir: dir.to_path_buf(),
             device,
@@ -178,8 +242,19 @@ impl Database {
             read_only: opts.read_only,
             profile: opts.profile.clone(),
             writer: Mutex::new(()),
+            owner: Arc::default(),
+            wal,
+            csn: AtomicU64::new(csn),
+            crashed: Default::default(),
             _lock: lock,
         };
+        if let Some(r) = recovered
+            && r.end != r.redo_lsn
+        {
+            // The log restarts after what was redone (and after any torn tail).
+            let _w = db.writer.lock();
+            db.checkpoint_locked()?;
+        }
         if !opts.read_only {
             db.remove_orphans()?;
         }
@@ -317,6 +392,8 @@ impl Database {
     ) -> Result<TableLoad<'_>> {
         self.writable()?;
         validate_name(name, "table")?;
+        let writer = self.writer.lock();
+        self.checkpoint_locked()?;
         if !crate::catalog::FILL_FACTORS.contains(&opts.fill_factor) {
             return Err(StorageError::Schema(format!(
                 "fill factor {} is outside 0.05..=1.0",
@@ -353,15 +430,19 @@ impl Database {
             def.segment_pages,
             def.fill_factor,
         )?);
-        TableLoad::new(self, def, heap, true, indexes)
+        TableLoad::new(self, writer, def, heap, true, indexes)
     }
 
     /// Starts a load that appends to an existing table.
     pub fn begin_load(&self, name: &str) -> Result<TableLoad<'_>> {
         self.writable()?;
+        let writer = self.writer.lock();
+        // The catalog then holds every table's size as of the log's end, which
+        // the load's catalog swap keeps.
+        self.checkpoint_locked()?;
         let table = self.table(name)?;
         let def = self.catalog.lock().table(name)?.clone();
-        TableLoad::new(self, def, table.heap.clone(), false, vec![])
+        TableLoad::new(self, writer, def, table.heap.clone(), false, vec![])
     }
 
     /// Builds a new index over an existing table and commits it.
@@ -380,6 +461,8 @@ impl Database {
     /// Removes a table and its files.
     pub fn drop_table(&self, name: &str) -> Result<()> {
         self.writable()?;
+        let _writer = self.writer.lock();
+        self.checkpoint_locked()?;
         let table = self.table(name)?;
         let mut cat = self.catalog.lock();
         let def = cat
@@ -401,7 +484,7 @@ impl Database {
     pub fn drop_index(&self, table: &str, index: &str) -> Result<()> {
         self.writable()?;
         let _writer = self.writer.lock();
-        self.checkpoint(table)?;
+        self.checkpoint_locked()?;
         let open = self.table(table)?;
         let file = open.index(index)?.btree.file_id();
         let mut cat = self.catalog.lock();
@@ -436,49 +519,140 @@ impl Database {
         Ok(())
     }
 
-    /// Makes single-row changes to `table` durable: writes back its pages and
-    /// records its size in the catalog.
-    pub fn checkpoint(&self, table: &str) -> Result<()> {
+    /// Writes every change back to the data files and lets the log start over
+    /// (waits for a write transaction in progress).
+    pub fn checkpoint(&self) -> Result<()> {
         self.writable()?;
-        let t = self.table(table)?;
-        t.heap.flush()?;
-        let mut defs = Vec::new();
-        for i in &t.indexes {
-            i.btree.flush()?;
-            defs.push(i.btree.len());
-        }
+        let _writer = self.writer.lock();
+        self.checkpoint_locked()
+    }
+
+    /// [`Database::checkpoint`] with the writer lock held.
+    fn checkpoint_locked(&self) -> Result<()> {
+        let Some(wal) = &self.wal else {
+            return Ok(());
+        };
+        let redo = wal.next_lsn();
+        // Pages go back only with their changes durable in the log.
+        wal.flush_to(redo)?;
+        self.pool.flush_all()?;
+        let tables: Vec<Arc<Table>> = self.tables.lock().values().cloned().collect();
         let mut cat = self.catalog.lock();
-        let def = cat
-            .tables
-            .get_mut(table)
-            .ok_or_else(|| StorageError::UnknownTable(table.into()))?;
-        def.pages = t.heap.num_pages();
-        def.rows = t.rows();
-        for (d, n) in def.indexes.iter_mut().zip(defs) {
-            d.entries = n;
+        let mut next = cat.clone();
+        for t in &tables {
+            self.device.sync(t.heap.file_id())?;
+            for i in &t.indexes {
+                self.device.sync(i.btree.file_id())?;
+            }
+            if let Some(def) = next.tables.get_mut(&t.name) {
+                def.pages = t.heap.num_pages();
+                def.rows = t.rows();
+                for (d, i) in def.indexes.iter_mut().zip(&t.indexes) {
+                    d.entries = i.btree.len();
+                }
+            }
         }
-        cat.save(&self.dir)
+        if next != *cat {
+            next.save(&self.dir)?;
+            *cat = next;
+        }
+        drop(cat);
+        if wal.redo_lsn() != redo {
+            wal.checkpoint(redo, self.csn.load(Ordering::Acquire))?;
+        }
+        Ok(())
+    }
+
+    /// The last commit sequence number.
+    pub fn csn(&self) -> u64 {
+        self.csn.load(Ordering::Acquire)
+    }
+
+    /// The write-ahead log (`None` when read-only).
+    pub fn wal(&self) -> Option<&Arc<Wal>> {
+        self.wal.as_ref()
+    }
+
+    /// The open tables owning `files`.
+    fn tables_of(&self, files: &std::collections::BTreeSet<crate::device::FileId>) -> Vec<Arc<Table>> {
+        self.tables
+            .lock()
+            .values()
+            .filter(|t| {
+                files.contains(&t.heap.file_id())
+                    || t.indexes.iter().any(|i| files.contains(&i.btree.file_id()))
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The path (as the catalog names it) of an open data file.
+    fn file_name(&self, file: crate::device::FileId) -> Option<String> {
+        self.tables.lock().values().find_map(|t| {
+            if t.heap.file_id() == file {
+                return Some(t.heap_file.clone());
+            }
+            t.indexes
+                .iter()
+                .find(|i| i.btree.file_id() == file)
+                .map(|i| i.def.file.clone())
+        })
     }
 }
 
-/// A write transaction: every change made through [`Table`]'s row methods while
-/// it lives belongs to it; [`WriteTxn::commit`] makes them durable together,
-/// dropping it without committing undoes them. One at a time per database.
+impl Database {
+    /// Closes the database as a crash would: nothing more is written, what the
+    /// pool holds is lost, and the next open recovers from the log. (Tests use
+    /// it to crash at a chosen point without a second process.)
+    pub fn crash(self) {
+        self.crashed.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for Database {
+    /// A clean close: everything written back, the log empty.
+    fn drop(&mut self) {
+        if self.wal.is_some() && !self.crashed.load(Ordering::Acquire) {
+            let _ = self.checkpoint();
+        }
+    }
+}
+
+/// A write transaction: every change made through [`Table`]'s row methods on
+/// this thread while it lives belongs to it. [`WriteTxn::commit`] logs them and
+/// makes them durable together; dropping it without committing undoes them. One
+/// runs at a time per database ([`Database::begin_write`] waits for the last).
+///
+/// Until it ends, the pages it changed stay pinned in the buffer pool with
+/// their images from before its first change (no page of an uncommitted
+/// transaction reaches the device), so undo is copying them back, and the log
+/// holds only committed work.
 pub struct WriteTxn<'a> {
     db: &'a Database,
-    _writer: parking_lot::MutexGuard<'a, ()>,
-    committed: bool,
+    writer: Option<parking_lot::MutexGuard<'a, ()>>,
+}
+
+/// What a commit did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Commit {
+    /// Its commit sequence number (0 when it changed nothing).
+    pub csn: u64,
+    /// Pages it changed.
+    pub pages: usize,
+    /// Bytes of log it wrote.
+    pub log_bytes: u64,
 }
 
 impl Database {
-    /// Starts a write transaction (waits for the one in progress, if any).
+    /// Starts a write transaction on this thread (waits for the one in progress).
     pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
         self.writable()?;
         let guard = self.writer.lock();
+        *self.owner.0.lock() = Some(std::thread::current().id());
+        self.pool.begin_capture();
         Ok(WriteTxn {
             db: self,
-            _writer: guard,
-            committed: false,
+            writer: Some(guard),
         })
     }
 }
@@ -489,13 +663,160 @@ impl WriteTxn<'_> {
         self.db.table(name)
     }
 
-    /// Makes the transaction's changes durable.
-    pub fn commit(mut self) -> Result<()> {
-        for t in self.db.table_names() {
-            self.db.checkpoint(&t)?;
+    /// Logs the transaction's changes, makes the log durable up to them and
+    /// returns when they are (other transactions committing meanwhile share the
+    /// sync). On an error before the log took the changes they are undone.
+    pub fn commit(mut self) -> Result<Commit> {
+        let db = self.db;
+        let wal = db.wal.clone().expect("a writable database has a log");
+        // The trees' metas (root, height, entry count) go with their pages.
+        let files = db.pool.captured_files();
+        for t in db.tables_of(&files) {
+            for i in &t.indexes {
+                if files.contains(&i.btree.file_id()) {
+                    if let Err(e) = i.btree.store_meta() {
+                        self.abort();
+                        return Err(e);
+                    }
+                }
+            }
         }
-        self.committed = true;
-        Ok(())
+        let changed = db.pool.end_capture();
+        if changed.is_empty() {
+            self.end();
+            return Ok(Commit::default());
+        }
+        let tables = db.tables_of(&changed.iter().map(|c| c.file).collect());
+        let csn = db.csn.load(Ordering::Acquire) + 1;
+        let lsn = wal.next_lsn();
+        let logged = Self::log_records(db, &changed, &tables, lsn, csn, wal.redo_lsn())
+            .and_then(|bytes| {
+                let end = wal.append(lsn, &bytes)?;
+                Ok((end, bytes.len() as u64))
+            });
+        let (end, log_bytes) = match logged {
+            Ok(x) => x,
+            Err(e) => {
+                self.undo(changed);
+                return Err(e);
+            }
+        };
+        // Committed in memory: the pages may go back once the log is durable
+        // (the pool syncs it up to a page's LSN before writing the page).
+        for c in &changed {
+            db.pool.release(c.file, c.page);
+        }
+        for t in &tables {
+            *t.committed.lock() = (t.heap.num_pages(), t.rows());
+        }
+        db.csn.store(csn, Ordering::Release);
+        let pages = changed.len();
+        self.end();
+        wal.flush_to(end)?;
+        if wal.since_checkpoint() > CHECKPOINT_LOG_BYTES {
+            db.checkpoint()?;
+        }
+        Ok(Commit {
+            csn,
+            pages,
+            log_bytes,
+        })
+    }
+
+    /// Stamps the changed pages with the transaction's LSN and CSN and encodes
+    /// their records (a full image for a page new or first changed since the
+    /// checkpoint at `redo`, the changed ranges otherwise) and the commit record.
+    fn log_records(
+        db: &Database,
+        changed: &[Changed],
+        tables: &[Arc<Table>],
+        lsn: u64,
+        csn: u64,
+        redo: u64,
+    ) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        for c in changed {
+            let file = db.file_name(c.file).ok_or_else(|| StorageError::Database {
+                path: db.dir.clone(),
+                reason: format!("a transaction changed {}, which no open table owns", db.device.path(c.file).display()),
+            })?;
+            let mut g = db.pool.write(c.file, c.page)?;
+            crate::page::set_lsn_csn(&mut g, lsn, csn);
+            let image = match &c.before {
+                Some(before) if crate::page::lsn_of(before) >= redo => {
+                    PageImage::diff(before, &g)
+                }
+                _ => PageImage::Full(g.to_vec()),
+            };
+            drop(g);
+            LogRecord::Page {
+                file,
+                page: c.page,
+                image,
+            }
+            .encode(lsn + out.len() as u64, &mut out);
+        }
+        LogRecord::Commit {
+            csn,
+            tables: tables
+                .iter()
+                .map(|t| TableSize {
+                    table: t.name.clone(),
+                    pages: t.heap.num_pages(),
+                    rows: t.rows(),
+                })
+                .collect(),
+        }
+        .encode(lsn + out.len() as u64, &mut out);
+        Ok(out)
+    }
+
+    /// Undoes everything the transaction changed.
+    fn abort(&mut self) {
+        let changed = self.db.pool.end_capture();
+        self.undo(changed);
+    }
+
+    /// Puts the changed pages back as they were and the tables' sizes with them.
+    fn undo(&mut self, changed: Vec<Changed>) {
+        let db = self.db;
+        let tables = db.tables_of(&changed.iter().map(|c| c.file).collect());
+        for c in changed {
+            match c.before {
+                Some(before) => {
+                    // Put back while still pinned, so the changed image can never
+                    // be evicted to the device. The page is resident, so this
+                    // cannot fail for want of a frame or a read.
+                    if let Ok(mut g) = db.pool.write(c.file, c.page) {
+                        g.copy_from_slice(&before);
+                    }
+                    db.pool.release(c.file, c.page);
+                }
+                None => db.pool.forget_changed(c.file, c.page),
+            }
+        }
+        for t in &tables {
+            let (pages, rows) = *t.committed.lock();
+            t.heap.reset_pages(pages);
+            t.rows.store(rows, Ordering::Release);
+            for i in &t.indexes {
+                let _ = i.btree.reload_meta();
+            }
+        }
+        self.end();
+    }
+
+    fn end(&mut self) {
+        *self.db.owner.0.lock() = None;
+        self.writer = None;
+    }
+}
+
+impl Drop for WriteTxn<'_> {
+    fn drop(&mut self) {
+        if self.writer.is_some() {
+            self.abort();
+        }
     }
 }
 
@@ -557,9 +878,14 @@ pub struct Table {
     schema: Schema,
     layout: RowLayout,
     heap: Arc<HeapFile>,
+    /// The heap's path as the catalog names it (log records name files so).
+    heap_file: String,
     indexes: Vec<Index>,
     rows: AtomicU64,
+    /// Heap pages and rows as of the last commit (an abort goes back to them).
+    committed: Mutex<(u64, u64)>,
     segment_pages: u64,
+    owner: Arc<TxnOwner>,
 }
 
 /// An open B+-tree index over some columns of a table.
@@ -638,9 +964,12 @@ impl Table {
             name: def.name,
             schema: def.schema,
             heap,
+            heap_file: def.heap_file,
             indexes,
             rows: AtomicU64::new(def.rows),
+            committed: Mutex::new((def.pages, def.rows)),
             segment_pages: def.segment_pages,
+            owner: db.owner.clone(),
         })
     }
 
@@ -696,8 +1025,9 @@ impl Table {
         Ok(buf)
     }
 
-    /// Inserts a row and its index entries (durable at the next checkpoint).
+    /// Inserts a row and its index entries (in the thread's write transaction).
     pub fn insert_row(&self, row: &[Value]) -> Result<Tid> {
+        self.owner.check(&self.name)?;
         let tid = self.heap.insert(&self.encode(row)?)?;
         for i in &self.indexes {
             i.btree.insert(&i.key_of_row(row), tid)?;
@@ -717,6 +1047,7 @@ impl Table {
 
     /// Deletes a row and its index entries.
     pub fn delete_row(&self, tid: Tid) -> Result<()> {
+        self.owner.check(&self.name)?;
         let row = self.existing_row(tid)?;
         for i in &self.indexes {
             i.btree.delete(&i.key_of_row(&row), tid)?;
@@ -728,6 +1059,7 @@ impl Table {
 
     /// Replaces a row; returns its tid, which changes when the row had to move.
     pub fn update_row(&self, tid: Tid, row: &[Value]) -> Result<Tid> {
+        self.owner.check(&self.name)?;
         let old = self.existing_row(tid)?;
         let new_tid = self.heap.update(tid, &self.encode(row)?)?;
         for i in &self.indexes {
@@ -743,6 +1075,7 @@ impl Table {
     /// Moves a row to another heap page (`None`: the page inserts fill), keeping
     /// its indexes pointing at it. Hot/cold partitioning is built on this.
     pub fn move_row(&self, tid: Tid, target_page: Option<u64>) -> Result<Tid> {
+        self.owner.check(&self.name)?;
         let row = self.existing_row(tid)?;
         let new_tid = self.heap.move_tuple(tid, target_page)?;
         for i in &self.indexes {
@@ -763,6 +1096,8 @@ impl Table {
 /// rebuilt at commit. Dropping it without committing leaves the table as it was.
 pub struct TableLoad<'a> {
     db: &'a Database,
+    /// Loads exclude write transactions, checkpoints and other loads.
+    _writer: parking_lot::MutexGuard<'a, ()>,
     def: TableDef,
     heap: Arc<HeapFile>,
     writer: Option<HeapWriter>,
@@ -785,6 +1120,7 @@ pub struct LoadSummary {
 impl<'a> TableLoad<'a> {
     fn new(
         db: &'a Database,
+        lock: parking_lot::MutexGuard<'a, ()>,
         def: TableDef,
         heap: Arc<HeapFile>,
         new_table: bool,
@@ -794,6 +1130,7 @@ impl<'a> TableLoad<'a> {
         let writer = Some(heap.writer());
         let mut load = TableLoad {
             db,
+            _writer: lock,
             def,
             heap,
             writer,
@@ -953,9 +1290,12 @@ impl<'a> TableLoad<'a> {
             schema: def.schema.clone(),
             layout: self.layout.clone(),
             heap: self.heap.clone(),
+            heap_file: def.heap_file.clone(),
             indexes,
             rows: AtomicU64::new(def.rows),
+            committed: Mutex::new((def.pages, def.rows)),
             segment_pages: def.segment_pages,
+            owner: db.owner.clone(),
         });
         if let Some(old) = db.tables.lock().insert(def.name.clone(), table) {
             for i in &old.indexes {
@@ -1036,6 +1376,9 @@ mod tests {
         }
         load.commit(&NoProgress).unwrap();
         let t = db.table("t").unwrap();
+        let e = t.delete_row(tids[0]).unwrap_err().to_string();
+        assert!(e.contains("needs a write transaction"), "{e}");
+        let txn = db.begin_write().unwrap();
         for i in 0..300i64 {
             let tid = tids[i as usize];
             match i % 4 {
@@ -1058,7 +1401,7 @@ mod tests {
         let e = t.delete_row(tids[0]).unwrap_err().to_string();
         assert!(e.contains("no tuple at page") && e.contains("'t'"), "{e}");
         assert_eq!(t.rows(), 2000 - 75 + 75);
-        db.checkpoint("t").unwrap();
+        txn.commit().unwrap();
         drop(t);
         drop(db);
         let db = Database::open(dir.path(), opts()).unwrap();

@@ -59,7 +59,11 @@ pub enum StorageError {
     },
     #[error("page {page} of {path} is pinned; it cannot be dropped now")]
     PagePinned { path: PathBuf, page: u64 },
-    #[error("buffer pool exhausted: all {frames} frames are pinned")]
+    #[error(
+        "buffer pool exhausted: all {frames} frames are pinned (a write transaction keeps \
+         every page it changes in the pool until it commits: a larger --buffer-pool or \
+         smaller statements help)"
+    )]
     PoolExhausted { frames: usize },
     #[error("catalog {path}: {reason}")]
     Catalog { path: PathBuf, reason: String },
@@ -69,6 +73,8 @@ pub enum StorageError {
     Profile(String),
     #[error("index '{index}': {reason}")]
     Index { index: String, reason: String },
+    #[error("changing table '{table}' needs a write transaction (Database::begin_write)")]
+    NoTransaction { table: String },
 }
 
 impl StorageError {

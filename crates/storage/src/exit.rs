@@ -51,7 +51,8 @@ impl StorageError {
             | E::TableExists(_)
             | E::IndexExists(_)
             | E::Schema(_)
-            | E::Profile(_) => USAGE,
+            | E::Profile(_)
+            | E::NoTransaction { .. } => USAGE,
             E::Value { .. } => BAD_INPUT,
             E::CorruptPage { .. } | E::Truncated { .. } | E::Catalog { .. } | E::Index { .. } => {
                 CORRUPT

@@ -15,9 +15,11 @@ pub mod keysort;
 pub mod page;
 pub mod panic_guard;
 pub mod progress;
+pub mod recovery;
 pub mod temp;
 pub mod types;
 pub mod util;
+pub mod wal;
 
 pub use db::{Database, DbOptions, IndexSpec, Progress, Table, TableOptions};
 pub use error::{Result, StorageError};

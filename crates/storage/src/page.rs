@@ -1,9 +1,14 @@
 //! The 8 KiB slotted page shared by heap files and B+-trees.
 //!
 //! ```text
-//! 0        4         12    13     14       16      18      20          32
-//! | crc32c | page no | kind| flags| n_slots| lower | upper | special    | slot dir -> ... free ... <- tuples |
+//! 0        4         12    13     14       16      18      20          32    40    48
+//! | crc32c | page no | kind| flags| n_slots| lower | upper | special    | lsn | csn | slot dir -> ... free ... <- tuples |
 //! ```
+//! `lsn` is the write-ahead log position of the transaction that last changed the
+//! page (recovery redoes a logged change only on a page older than it, and a page
+//! goes to the device only after the log up to it is durable); `csn` is that
+//! transaction's commit sequence number (No Bits Left Behind validates cached
+//! index entries against it). Pages written by bulk loads carry 0 for both.
 //! The slot directory (4 bytes a slot: offset, length) grows up from the header and
 //! tuples grow down from the end, so the free space of a page is always one
 //! contiguous region between `lower` and `upper` (B+-tree leaves reuse exactly this
@@ -14,7 +19,10 @@
 use crate::error::{Result, StorageError};
 
 pub const PAGE_SIZE: usize = 8192;
-pub const HEADER_SIZE: usize = 32;
+pub const HEADER_SIZE: usize = 48;
+/// Where the header keeps the page's LSN and CSN.
+const LSN_AT: usize = 32;
+const CSN_AT: usize = 40;
 pub const SLOT_SIZE: usize = 4;
 /// Largest tuple a page can hold (one slot, empty page).
 pub const MAX_TUPLE: usize = PAGE_SIZE - HEADER_SIZE - SLOT_SIZE;
@@ -47,6 +55,17 @@ fn rd16(b: &[u8], at: usize) -> u16 {
 }
 fn wr16(b: &mut [u8], at: usize, v: u16) {
     b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+}
+
+/// The LSN in a page's header.
+pub fn lsn_of(page: &[u8]) -> u64 {
+    u64::from_le_bytes(page[LSN_AT..LSN_AT + 8].try_into().unwrap())
+}
+
+/// Stamps a page with the transaction that changed it.
+pub fn set_lsn_csn(page: &mut [u8], lsn: u64, csn: u64) {
+    page[LSN_AT..LSN_AT + 8].copy_from_slice(&lsn.to_le_bytes());
+    page[CSN_AT..CSN_AT + 8].copy_from_slice(&csn.to_le_bytes());
 }
 
 /// Computes and stores the checksum; call just before a page goes to the device.
@@ -144,6 +163,15 @@ impl<'a> PageView<'a> {
     }
     pub fn special(&self) -> &'a [u8] {
         &self.b[20..32]
+    }
+    /// Log position of the transaction that last changed the page (0: none since
+    /// the page was bulk-written).
+    pub fn lsn(&self) -> u64 {
+        lsn_of(self.b)
+    }
+    /// Commit sequence number of that transaction.
+    pub fn csn(&self) -> u64 {
+        u64::from_le_bytes(self.b[CSN_AT..CSN_AT + 8].try_into().unwrap())
     }
     /// Contiguous free bytes between the slot directory and the tuples.
     pub fn free_space(&self) -> usize {

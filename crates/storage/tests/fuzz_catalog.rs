@@ -143,7 +143,13 @@ fn exercise(dir: &Path) {
             n += 1;
             Ok(())
         });
-        let _ = t.insert_row(&[Value::Int32(1), Value::Null, Value::Date(3)]);
+        if let Ok(txn) = db.begin_write() {
+            if t.insert_row(&[Value::Int32(1), Value::Null, Value::Date(3)])
+                .is_ok()
+            {
+                let _ = txn.commit();
+            }
+        }
     }
     if let Err(e) = check_database(&db, &NoProgress) {
         assert!(!e.to_string().is_empty());

@@ -494,6 +494,28 @@ impl BTree {
         self.pool.device().sync(self.file)
     }
 
+    /// Writes the meta page through the pool (a write transaction logs it with
+    /// the pages it changed).
+    pub(crate) fn store_meta(&self) -> Result<()> {
+        let meta = self.latch.read();
+        self.write_meta(&meta)
+    }
+
+    /// Reads the meta back from page 0 (after an aborted transaction put the
+    /// page back as it was).
+    pub(crate) fn reload_meta(&self) -> Result<()> {
+        let mut meta = self.latch.write();
+        let g = self.pool.read(self.file, 0)?;
+        let v = PageView::new(&g);
+        let tuple = v
+            .get(0)
+            .ok_or_else(|| self.err("the meta page is empty"))?;
+        let (m, _) = decode_meta(tuple).map_err(|e| self.err(e))?;
+        let splits = meta.splits + 1;
+        *meta = Meta { splits, ..m };
+        Ok(())
+    }
+
     fn write_meta(&self, meta: &Meta) -> Result<()> {
         let json =
             serde_json::to_vec(&self.key_types).map_err(|e| self.err(format!("key types: {e}")))?;

@@ -197,6 +197,39 @@ impl FaultInjector {
         self.fired.load(Ordering::SeqCst)
     }
 
+    /// Appends `buf` to a file that is not a paged file (the write-ahead log)
+    /// with `append`, as one write request under the armed plan: it may fail,
+    /// or the process may end right after it (with a torn append: only the
+    /// first half of `buf` written).
+    pub fn on_append(
+        &self,
+        path: &std::path::Path,
+        buf: &[u8],
+        append: impl Fn(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        match self.verdict(FaultOp::Write) {
+            Verdict::Pass => append(buf),
+            Verdict::Fail(kind) => Err(injected(kind, path, "write")),
+            Verdict::Crash { torn } => {
+                let _ = append(if torn { &buf[..buf.len() / 2] } else { buf });
+                crash_now()
+            }
+            Verdict::Stop => {
+                append(buf)?;
+                stop_now();
+                Ok(())
+            }
+        }
+    }
+
+    /// A sync of such a file under the armed plan.
+    pub fn on_sync(&self, path: &std::path::Path) -> Result<()> {
+        match self.verdict(FaultOp::Sync) {
+            Verdict::Fail(kind) => Err(injected(kind, path, "fsync")),
+            _ => Ok(()),
+        }
+    }
+
     fn verdict(&self, op: FaultOp) -> Verdict {
         let counter = match op {
             FaultOp::Read => &self.reads,
@@ -221,6 +254,32 @@ impl FaultInjector {
     }
 }
 
+/// The error of an injected failure of `what` on `path`.
+fn injected(kind: FaultKind, path: &std::path::Path, what: &str) -> StorageError {
+    let errno = match kind {
+        FaultKind::Enospc => libc::ENOSPC,
+        _ => libc::EIO,
+    };
+    let source = std::io::Error::from_raw_os_error(errno);
+    StorageError::io(
+        path,
+        std::io::Error::new(source.kind(), format!("{what}: {source} (injected)")),
+    )
+}
+
+/// The injected crash: the process ends now, as if killed.
+fn crash_now() -> ! {
+    // SAFETY: _exit ends the process without running anything else, which is
+    // the point: no destructor or rollback may tidy up after a crash.
+    unsafe { libc::_exit(CRASH_EXIT_CODE) }
+}
+
+/// The process stops (`SIGSTOP`) for its parent to kill.
+fn stop_now() {
+    // SAFETY: raising a signal on this process has no memory effects.
+    unsafe { libc::raise(libc::SIGSTOP) };
+}
+
 /// A device that forwards to `inner` and injects the faults of its injector.
 pub struct FaultDevice {
     inner: Arc<dyn Device>,
@@ -233,22 +292,12 @@ impl FaultDevice {
     }
 
     fn error(&self, kind: FaultKind, file: FileId, what: &str) -> StorageError {
-        let errno = match kind {
-            FaultKind::Enospc => libc::ENOSPC,
-            _ => libc::EIO,
-        };
-        let source = std::io::Error::from_raw_os_error(errno);
-        StorageError::io(
-            self.inner.path(file),
-            std::io::Error::new(source.kind(), format!("{what}: {source} (injected)")),
-        )
+        injected(kind, &self.inner.path(file), what)
     }
 
     /// The injected crash: the process ends now, as if killed.
     fn crash(&self) -> ! {
-        // SAFETY: _exit ends the process without running anything else, which is
-        // the point: no destructor or rollback may tidy up after a crash.
-        unsafe { libc::_exit(CRASH_EXIT_CODE) }
+        crash_now()
     }
 
     /// Writes `buf` with only the first half of its last page reaching the file
@@ -300,8 +349,7 @@ impl Device for FaultDevice {
             }
             Verdict::Stop => {
                 let written = self.inner.write(file, first_page, buf);
-                // SAFETY: raising a signal on this process has no memory effects.
-                unsafe { libc::raise(libc::SIGSTOP) };
+                stop_now();
                 written
             }
         }
