@@ -1,0 +1,250 @@
+//! Write transactions on the write-ahead log: commits survive crashes, aborts
+//! and crashes leave no trace, torn pages are repaired from the log, checked
+//! against a model of the table.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rand::{Rng, SeedableRng};
+use strata_storage::check::check_database;
+use strata_storage::db::NoProgress;
+use strata_storage::types::{Schema, Tid, Value};
+use strata_storage::{Database, DbOptions, IndexSpec, TableOptions};
+
+fn opts(pool_bytes: usize) -> DbOptions {
+    DbOptions {
+        buffer_pool_bytes: pool_bytes,
+        direct_io: false,
+        ..DbOptions::default()
+    }
+}
+
+/// A table `t (id BIGINT, grp INT, note VARCHAR(40))` with indexes on id and grp,
+/// loaded with ids 0..n.
+fn setup(dir: &Path, n: i64, pool_bytes: usize) -> Database {
+    let db = Database::create(dir, opts(pool_bytes)).unwrap();
+    let schema = Schema::parse("id BIGINT NOT NULL, grp INT, note VARCHAR(40)").unwrap();
+    let topts = TableOptions {
+        fill_factor: 0.9,
+        segment_pages: 16,
+    };
+    let mut load = db
+        .begin_create_load(
+            "t",
+            schema,
+            topts,
+            vec![
+                IndexSpec::new("t_id", &["id"]),
+                IndexSpec::new("t_grp", &["grp"]),
+            ],
+        )
+        .unwrap();
+    for i in 0..n {
+        load.append(&row(i, 0)).unwrap();
+    }
+    load.commit(&NoProgress).unwrap();
+    db
+}
+
+fn row(id: i64, version: i64) -> Vec<Value> {
+    vec![
+        Value::Int64(id),
+        Value::Int32((id % 97) as i32),
+        Value::Str(format!("{id} v{version} {}", "x".repeat((version % 25) as usize))),
+    ]
+}
+
+/// The table's rows by id.
+fn contents(db: &Database) -> BTreeMap<i64, Vec<Value>> {
+    let t = db.table("t").unwrap();
+    let mut out = BTreeMap::new();
+    t.scan_rows(|_, r| {
+        let Value::Int64(id) = r[0] else {
+            panic!("id is a BIGINT")
+        };
+        assert!(out.insert(id, r).is_none(), "id {id} twice");
+        Ok(())
+    })
+    .unwrap();
+    out
+}
+
+fn tid_of(db: &Database, id: i64) -> Option<Tid> {
+    let t = db.table("t").unwrap();
+    let i = t.index("t_id").unwrap();
+    let tids = i
+        .btree
+        .lookup(&i.key_of_row(&[Value::Int64(id), Value::Null, Value::Null]))
+        .unwrap();
+    assert!(tids.len() <= 1);
+    tids.first().copied()
+}
+
+fn assert_consistent(db: &Database, model: &BTreeMap<i64, Vec<Value>>) {
+    assert_eq!(&contents(db), model);
+    let report = check_database(db, &NoProgress).unwrap();
+    assert_eq!(report[0].rows, model.len() as u64);
+    assert_eq!(db.table("t").unwrap().rows(), model.len() as u64);
+}
+
+/// One random change to the table and the model.
+fn change(db: &Database, model: &mut BTreeMap<i64, Vec<Value>>, rng: &mut impl Rng, next: &mut i64) {
+    let t = db.table("t").unwrap();
+    let ids: Vec<i64> = model.keys().copied().collect();
+    match rng.random_range(0..3) {
+        0 => {
+            let r = row(*next, rng.random_range(0..100));
+            t.insert_row(&r).unwrap();
+            model.insert(*next, r);
+            *next += 1;
+        }
+        1 if !ids.is_empty() => {
+            let id = ids[rng.random_range(0..ids.len())];
+            let r = row(id, rng.random_range(0..100));
+            t.update_row(tid_of(db, id).unwrap(), &r).unwrap();
+            model.insert(id, r);
+        }
+        _ if !ids.is_empty() => {
+            let id = ids[rng.random_range(0..ids.len())];
+            t.delete_row(tid_of(db, id).unwrap()).unwrap();
+            model.remove(&id);
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn committed_changes_survive_a_crash_and_uncommitted_ones_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = setup(dir.path(), 500, 4 << 20);
+    let mut model = contents(&db);
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+    let mut next = 500;
+    for _ in 0..20 {
+        let txn = db.begin_write().unwrap();
+        for _ in 0..25 {
+            change(&db, &mut model, &mut rng, &mut next);
+        }
+        let c = txn.commit().unwrap();
+        assert!(c.csn > 0 && c.pages > 0 && c.log_bytes > 0, "{c:?}");
+    }
+    // A transaction that never commits.
+    let txn = db.begin_write().unwrap();
+    let mut lost = model.clone();
+    for _ in 0..50 {
+        change(&db, &mut lost, &mut rng, &mut next);
+    }
+    std::mem::forget(txn);
+    let csn = db.csn();
+    db.crash();
+
+    let db = Database::open(dir.path(), opts(4 << 20)).unwrap();
+    assert_eq!(db.csn(), csn);
+    assert_consistent(&db, &model);
+    // And it keeps working.
+    let txn = db.begin_write().unwrap();
+    change(&db, &mut model, &mut rng, &mut next);
+    txn.commit().unwrap();
+    drop(db);
+    let db = Database::open(dir.path(), opts(4 << 20)).unwrap();
+    assert_consistent(&db, &model);
+}
+
+#[test]
+fn an_abort_puts_pages_sizes_and_trees_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = setup(dir.path(), 300, 4 << 20);
+    let model = contents(&db);
+    let pages = db.table("t").unwrap().heap().num_pages();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(2);
+    let mut next = 300;
+    {
+        let _txn = db.begin_write().unwrap();
+        let mut scratch = model.clone();
+        // Enough inserts to add heap pages and split index leaves.
+        for _ in 0..3000 {
+            change(&db, &mut scratch, &mut rng, &mut next);
+        }
+        assert!(db.table("t").unwrap().heap().num_pages() > pages);
+    }
+    assert_eq!(db.table("t").unwrap().heap().num_pages(), pages);
+    assert_consistent(&db, &model);
+    let e = db
+        .table("t")
+        .unwrap()
+        .insert_row(&row(1, 1))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("needs a write transaction"), "{e}");
+}
+
+/// Many transactions through a pool small enough that committed pages are
+/// evicted between checkpoints (the log is synced before each such write),
+/// crashes at random points, and a reopen checked against the model each time.
+#[test]
+fn random_transactions_and_crashes_match_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = 64 * 8192;
+    drop(setup(dir.path(), 2000, pool));
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+    let mut model = {
+        let db = Database::open(dir.path(), opts(pool)).unwrap();
+        contents(&db)
+    };
+    let mut next = 2000;
+    for round in 0..12 {
+        let db = Database::open(dir.path(), opts(pool)).unwrap();
+        assert_consistent(&db, &model);
+        for _ in 0..rng.random_range(1..15) {
+            let txn = db.begin_write().unwrap();
+            let mut after = model.clone();
+            for _ in 0..rng.random_range(1..40) {
+                change(&db, &mut after, &mut rng, &mut next);
+            }
+            if rng.random_bool(0.8) {
+                txn.commit().unwrap();
+                model = after;
+            } else {
+                drop(txn);
+            }
+        }
+        if round % 4 == 3 {
+            db.checkpoint().unwrap();
+        }
+        db.crash();
+    }
+    let db = Database::open(dir.path(), opts(pool)).unwrap();
+    assert_consistent(&db, &model);
+}
+
+/// A data page torn by a crash during its write is rebuilt from the full image
+/// the log holds of it since the last checkpoint.
+#[test]
+fn a_torn_data_page_is_repaired_from_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = setup(dir.path(), 400, 4 << 20);
+    let mut model = contents(&db);
+    let txn = db.begin_write().unwrap();
+    let t = db.table("t").unwrap();
+    let tid = tid_of(&db, 7).unwrap();
+    let r = row(7, 99);
+    t.update_row(tid, &r).unwrap();
+    model.insert(7, r);
+    txn.commit().unwrap();
+    // The page reaches the file, then half of it is overwritten (a torn write).
+    db.pool().flush_all().unwrap();
+    drop(t);
+    db.crash();
+    let seg = dir.path().join("data").read_dir().unwrap().find_map(|e| {
+        let p = e.unwrap().path();
+        p.to_string_lossy().contains("t.heap").then_some(p)
+    });
+    let seg = seg.unwrap();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let at = tid.page as usize * 8192 + 4096;
+    bytes[at..at + 4096].fill(0xAB);
+    std::fs::write(&seg, bytes).unwrap();
+
+    let db = Database::open(dir.path(), opts(4 << 20)).unwrap();
+    assert_consistent(&db, &model);
+}
