@@ -61,6 +61,9 @@ pub struct DbOptions {
     /// Inject the faults of this injector into every request to the files
     /// (tests; the CLI arms one from `STRATA_FAULT`).
     pub faults: Option<Arc<FaultInjector>>,
+    /// A commit starts a checkpoint once the log has grown this much past the
+    /// last one ([`CHECKPOINT_LOG_BYTES`] by default).
+    pub checkpoint_log_bytes: u64,
 }
 
 impl DbOptions {
@@ -85,6 +88,7 @@ impl Default for DbOptions {
             profile: None,
             read_only: false,
             faults: None,
+            checkpoint_log_bytes: CHECKPOINT_LOG_BYTES,
         }
     }
 }
@@ -141,6 +145,7 @@ pub struct Database {
     wal: Option<Arc<Wal>>,
     /// The last commit sequence number handed out.
     csn: AtomicU64,
+    checkpoint_log_bytes: u64,
     /// Set by [`Database::crash`]: closing writes nothing back.
     crashed: std::sync::atomic::AtomicBool,
     _lock: File,
@@ -229,7 +234,7 @@ impl Database {
             pool.set_log(wal.clone());
             (Some(wal), Some(r))
         };
-        let csn = match recovered {
+        let csn = match &recovered {
             Some(r) => r.csn,
             None => wal::read_control(&dir.join(wal::WAL_DIR))?.csn,
         };
@@ -245,14 +250,23 @@ impl Database {
             owner: Arc::default(),
             wal,
             csn: AtomicU64::new(csn),
+            checkpoint_log_bytes: opts.checkpoint_log_bytes,
             crashed: Default::default(),
             _lock: lock,
         };
         if let Some(r) = recovered
             && r.end != r.redo_lsn
         {
-            // The log restarts after what was redone (and after any torn tail).
+            // The log restarts after what was redone (and after any torn tail);
+            // the tables it changed are open, so the checkpoint records their
+            // sizes and entry counts in the catalog before the log forgets them.
             let _w = db.writer.lock();
+            for t in &r.tables {
+                db.table(t)?;
+            }
+            // Recovery brought the sizes forward in memory only; the redone
+            // pages are synced, so the catalog may now say so.
+            db.catalog.lock().save(&db.dir)?;
             db.checkpoint_locked()?;
         }
         if !opts.read_only {
@@ -574,7 +588,10 @@ impl Database {
     }
 
     /// The open tables owning `files`.
-    fn tables_of(&self, files: &std::collections::BTreeSet<crate::device::FileId>) -> Vec<Arc<Table>> {
+    fn tables_of(
+        &self,
+        files: &std::collections::BTreeSet<crate::device::FileId>,
+    ) -> Vec<Arc<Table>> {
         self.tables
             .lock()
             .values()
@@ -689,8 +706,8 @@ impl WriteTxn<'_> {
         let tables = db.tables_of(&changed.iter().map(|c| c.file).collect());
         let csn = db.csn.load(Ordering::Acquire) + 1;
         let lsn = wal.next_lsn();
-        let logged = Self::log_records(db, &changed, &tables, lsn, csn, wal.redo_lsn())
-            .and_then(|bytes| {
+        let logged =
+            Self::log_records(db, &changed, &tables, lsn, csn, wal.redo_lsn()).and_then(|bytes| {
                 let end = wal.append(lsn, &bytes)?;
                 Ok((end, bytes.len() as u64))
             });
@@ -713,7 +730,7 @@ impl WriteTxn<'_> {
         let pages = changed.len();
         self.end();
         wal.flush_to(end)?;
-        if wal.since_checkpoint() > CHECKPOINT_LOG_BYTES {
+        if wal.since_checkpoint() > db.checkpoint_log_bytes {
             db.checkpoint()?;
         }
         Ok(Commit {
@@ -738,14 +755,15 @@ impl WriteTxn<'_> {
         for c in changed {
             let file = db.file_name(c.file).ok_or_else(|| StorageError::Database {
                 path: db.dir.clone(),
-                reason: format!("a transaction changed {}, which no open table owns", db.device.path(c.file).display()),
+                reason: format!(
+                    "a transaction changed {}, which no open table owns",
+                    db.device.path(c.file).display()
+                ),
             })?;
             let mut g = db.pool.write(c.file, c.page)?;
             crate::page::set_lsn_csn(&mut g, lsn, csn);
             let image = match &c.before {
-                Some(before) if crate::page::lsn_of(before) >= redo => {
-                    PageImage::diff(before, &g)
-                }
+                Some(before) if crate::page::lsn_of(before) >= redo => PageImage::diff(before, &g),
                 _ => PageImage::Full(g.to_vec()),
             };
             drop(g);
@@ -1343,6 +1361,7 @@ mod tests {
             profile: None,
             read_only: false,
             faults: None,
+            checkpoint_log_bytes: CHECKPOINT_LOG_BYTES,
         }
     }
 

@@ -23,8 +23,10 @@ use crate::page::{self, PAGE_SIZE};
 use crate::wal::{self, LogRecord, PageImage};
 
 /// What recovery found and did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Recovered {
+    /// Tables whose sizes the redone transactions changed.
+    pub tables: std::collections::BTreeSet<String>,
     /// Where the log ends: the next record's LSN.
     pub end: u64,
     /// The last commit sequence number.
@@ -83,6 +85,7 @@ pub fn recover(dir: &Path, catalog: &mut Catalog, device: &dyn Device) -> Result
                     if let Some(def) = catalog.tables.get_mut(&t.table) {
                         def.pages = t.pages;
                         def.rows = t.rows;
+                        out.tables.insert(t.table);
                     }
                 }
                 out.csn = out.csn.max(csn);

@@ -392,7 +392,9 @@ pub fn read_log(db_dir: &Path, from: u64) -> Result<(Vec<(u64, LogRecord)>, u64)
 pub fn needs_recovery(db_dir: &Path) -> Result<bool> {
     let c = read_control(&db_dir.join(WAL_DIR))?;
     let (recs, _) = read_log(db_dir, c.redo_lsn)?;
-    Ok(recs.iter().any(|(_, r)| matches!(r, LogRecord::Commit { .. })))
+    Ok(recs
+        .iter()
+        .any(|(_, r)| matches!(r, LogRecord::Commit { .. })))
 }
 
 struct Appender {
@@ -427,11 +429,7 @@ pub struct Wal {
 impl Wal {
     /// Opens the log of the database in `db_dir` for appending at `end` (what
     /// recovery found), starting a new segment there.
-    pub fn open(
-        db_dir: &Path,
-        end: u64,
-        faults: Option<Arc<FaultInjector>>,
-    ) -> Result<Wal> {
+    pub fn open(db_dir: &Path, end: u64, faults: Option<Arc<FaultInjector>>) -> Result<Wal> {
         let dir = db_dir.join(WAL_DIR);
         let control = read_control(&dir)?;
         let segment = Self::new_segment(&dir, end)?;
@@ -576,7 +574,13 @@ impl Wal {
         if seg.start != redo {
             *seg = Self::new_segment(&self.dir, redo)?;
         }
-        write_control(&self.dir, &Control { redo_lsn: redo, csn })?;
+        write_control(
+            &self.dir,
+            &Control {
+                redo_lsn: redo,
+                csn,
+            },
+        )?;
         self.redo.store(redo, Ordering::Release);
         for (start, path) in segments(&self.dir)? {
             if start < redo {

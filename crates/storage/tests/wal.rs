@@ -50,7 +50,10 @@ fn row(id: i64, version: i64) -> Vec<Value> {
     vec![
         Value::Int64(id),
         Value::Int32((id % 97) as i32),
-        Value::Str(format!("{id} v{version} {}", "x".repeat((version % 25) as usize))),
+        Value::Str(format!(
+            "{id} v{version} {}",
+            "x".repeat((version % 25) as usize)
+        )),
     ]
 }
 
@@ -88,7 +91,12 @@ fn assert_consistent(db: &Database, model: &BTreeMap<i64, Vec<Value>>) {
 }
 
 /// One random change to the table and the model.
-fn change(db: &Database, model: &mut BTreeMap<i64, Vec<Value>>, rng: &mut impl Rng, next: &mut i64) {
+fn change(
+    db: &Database,
+    model: &mut BTreeMap<i64, Vec<Value>>,
+    rng: &mut impl Rng,
+    next: &mut i64,
+) {
     let t = db.table("t").unwrap();
     let ids: Vec<i64> = model.keys().copied().collect();
     match rng.random_range(0..3) {

@@ -507,9 +507,7 @@ impl BTree {
         let mut meta = self.latch.write();
         let g = self.pool.read(self.file, 0)?;
         let v = PageView::new(&g);
-        let tuple = v
-            .get(0)
-            .ok_or_else(|| self.err("the meta page is empty"))?;
+        let tuple = v.get(0).ok_or_else(|| self.err("the meta page is empty"))?;
         let (m, _) = decode_meta(tuple).map_err(|e| self.err(e))?;
         let splits = meta.splits + 1;
         *meta = Meta { splits, ..m };
