@@ -15,6 +15,7 @@ pub mod keysort;
 pub mod page;
 pub mod panic_guard;
 pub mod progress;
+pub mod shape;
 pub mod temp;
 pub mod types;
 pub mod util;
