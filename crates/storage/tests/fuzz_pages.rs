@@ -525,3 +525,312 @@ proptest! {
         prop_assert!(after.is_ok(), "{:?}", after);
     }
 }
+
+// ---------------------------------------------------------------------------
+// Specific crafted pages: each is refused with an error naming the page.
+
+/// A private copy of the template database.
+struct Copy {
+    _outer: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+fn copy() -> Copy {
+    let outer = tempfile::tempdir().unwrap();
+    let dir = outer.path().join("db");
+    copy_dir(template(), &dir);
+    Copy { _outer: outer, dir }
+}
+
+/// The first segment of a table's heap (`index: None`) or of one of its indexes.
+fn file_of(dir: &Path, table: &str, index: Option<&str>) -> PathBuf {
+    let cat = Database::open(dir, opts()).unwrap().catalog();
+    let t = cat.table(table).unwrap();
+    let base = match index {
+        None => t.heap_file.clone(),
+        Some(i) => t.indexes.iter().find(|d| d.name == i).unwrap().file.clone(),
+    };
+    strata_storage::device::segment_path(&dir.join(base), 0)
+}
+
+/// Changes page `page` of the file at `path` and re-seals it.
+fn edit(path: &Path, page: usize, f: impl FnOnce(&mut [u8])) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let p = &mut bytes[page * PAGE_SIZE..(page + 1) * PAGE_SIZE];
+    f(p);
+    page::seal(p);
+    std::fs::write(path, &bytes).unwrap();
+}
+
+fn slot_of(p: &[u8], s: usize) -> (usize, usize) {
+    let at = HEADER_SIZE + s * SLOT_SIZE;
+    (rd16(p, at) as usize, rd16(p, at + 2) as usize)
+}
+
+fn set_slot(p: &mut [u8], s: usize, off: usize, len: usize) {
+    let at = HEADER_SIZE + s * SLOT_SIZE;
+    wr16(p, at, off as u16);
+    wr16(p, at + 2, len as u16);
+}
+
+fn scan_error(dir: &Path, table: &str) -> String {
+    let db = Database::open(dir, opts()).unwrap();
+    let t = db.table(table).unwrap();
+    let e = t.scan_rows(|_, _| Ok(())).unwrap_err().to_string();
+    // The same page through `strata check`.
+    let c = check_database(&db, &NoProgress).unwrap_err().to_string();
+    assert!(c.contains("corrupt page"), "{c}");
+    e
+}
+
+#[test]
+fn a_fixed_layout_tuple_of_the_wrong_length_is_a_corrupt_page() {
+    let c = copy();
+    edit(&file_of(&c.dir, "f", None), 1, |p| {
+        let (off, _) = slot_of(p, 0);
+        set_slot(p, 0, off, 15);
+    });
+    let e = scan_error(&c.dir, "f");
+    assert!(
+        e.contains("corrupt page 1 of")
+            && e.contains("slot 0: tuple of 15 bytes, the table's rows have 16"),
+        "{e}"
+    );
+    let db = Database::open(&c.dir, opts()).unwrap();
+    let t = db.table("f").unwrap();
+    let e = t.get_row(Tid::new(1, 0)).unwrap_err().to_string();
+    assert!(
+        e.contains("corrupt page 1 of") && e.contains("slot 0"),
+        "{e}"
+    );
+    assert!(
+        t.get_row(Tid::new(1, 1)).unwrap().is_some(),
+        "the page's other tuples still read"
+    );
+}
+
+#[test]
+fn a_varchar_running_past_its_tuple_is_a_corrupt_page() {
+    let c = copy();
+    edit(&file_of(&c.dir, "v", None), 0, |p| {
+        // Row 1: bitmap, k INT, then the length of s.
+        let (off, _) = slot_of(p, 1);
+        wr16(p, off + 5, u16::MAX);
+    });
+    let e = scan_error(&c.dir, "v");
+    assert!(
+        e.contains("corrupt page 0 of")
+            && e.contains("slot 1: tuple has")
+            && e.contains("account for"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_null_flag_on_a_not_null_column_is_a_corrupt_page() {
+    let c = copy();
+    edit(&file_of(&c.dir, "v", None), 0, |p| {
+        let (off, _) = slot_of(p, 1);
+        p[off] |= 1;
+    });
+    let e = scan_error(&c.dir, "v");
+    assert!(
+        e.contains("corrupt page 0 of") && e.contains("slot 1: column 1 is NULL but NOT NULL"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_slot_pointing_into_the_header_is_a_corrupt_page() {
+    let c = copy();
+    edit(&file_of(&c.dir, "f", None), 0, |p| set_slot(p, 3, 8, 16));
+    let e = scan_error(&c.dir, "f");
+    assert!(
+        e.contains("corrupt page 0 of")
+            && e.contains("slot 3 (offset 8, 16 bytes) points outside the tuple area"),
+        "{e}"
+    );
+}
+
+#[test]
+fn overlapping_slots_are_a_corrupt_page() {
+    let c = copy();
+    edit(&file_of(&c.dir, "f", None), 2, |p| {
+        // Slot 1 spans the whole tuple area, over every other tuple.
+        let upper = rd16(p, 18) as usize;
+        set_slot(p, 1, upper, PAGE_SIZE - upper);
+    });
+    let e = scan_error(&c.dir, "f");
+    assert!(
+        e.contains("corrupt page 2 of") && e.contains("slots overlap"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_index_page_inside_a_heap_is_a_corrupt_page() {
+    let c = copy();
+    edit(&file_of(&c.dir, "f", None), 2, |p| p[12] = 3);
+    let e = scan_error(&c.dir, "f");
+    assert!(
+        e.contains("corrupt page 2 of") && e.contains("expected a heap page, found kind 3"),
+        "{e}"
+    );
+    let db = Database::open(&c.dir, opts()).unwrap();
+    let e = db
+        .table("f")
+        .unwrap()
+        .get_row(Tid::new(2, 0))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("corrupt page 2 of") && e.contains("expected a heap page"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_leaf_sibling_cycle_is_an_error_not_a_loop() {
+    let c = copy();
+    edit(&file_of(&c.dir, "f", Some("f_a")), 2, |p| {
+        p[20..24].copy_from_slice(&1u32.to_be_bytes());
+    });
+    let db = Database::open(&c.dir, opts()).unwrap();
+    let t = db.table("f").unwrap();
+    let b = &t.index("f_a").unwrap().btree;
+    let e = b
+        .range(Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .find_map(|r| r.err())
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("index 'f_a'") && e.contains("a cycle through page"),
+        "{e}"
+    );
+    let e = b
+        .leaves()
+        .unwrap()
+        .find_map(|r| r.err())
+        .unwrap()
+        .to_string();
+    assert!(e.contains("a cycle through page"), "{e}");
+    assert!(b.check().is_err());
+}
+
+#[test]
+fn a_sibling_link_outside_the_tree_names_the_leaf() {
+    let c = copy();
+    edit(&file_of(&c.dir, "f", Some("f_a")), 1, |p| {
+        p[20..24].copy_from_slice(&9999u32.to_be_bytes());
+    });
+    let db = Database::open(&c.dir, opts()).unwrap();
+    let t = db.table("f").unwrap();
+    let b = &t.index("f_a").unwrap().btree;
+    let e = b
+        .leaves()
+        .unwrap()
+        .find_map(|r| r.err())
+        .unwrap()
+        .to_string();
+    assert!(e.contains("page 1 links to page 9999"), "{e}");
+    let e = b
+        .range(Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .find_map(|r| r.err())
+        .unwrap()
+        .to_string();
+    assert!(e.contains("page 1 links to page 9999"), "{e}");
+}
+
+#[test]
+fn a_leaf_entry_shorter_than_a_tid_is_an_error() {
+    let c = copy();
+    edit(&file_of(&c.dir, "f", Some("f_a")), 1, |p| {
+        let (off, _) = slot_of(p, 0);
+        set_slot(p, 0, off, 3);
+    });
+    let db = Database::open(&c.dir, opts()).unwrap();
+    let t = db.table("f").unwrap();
+    let b = &t.index("f_a").unwrap().btree;
+    let e = b
+        .range(Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .find_map(|r| r.err())
+        .unwrap()
+        .to_string();
+    assert!(e.contains("leaf 1 slot 0 is too short for an entry"), "{e}");
+}
+
+/// The root of `v_pad` (height 3), its first separator's key, and the index file.
+fn pad_root(dir: &Path) -> (u32, Vec<u8>, PathBuf) {
+    let db = Database::open(dir, opts()).unwrap();
+    let t = db.table("v").unwrap();
+    let b = &t.index("v_pad").unwrap().btree;
+    assert_eq!(b.height(), 3);
+    let (root, key) = (b.root_page(), b.level_keys(0).unwrap()[0].clone());
+    drop(t);
+    drop(db);
+    (root, key, file_of(dir, "v", Some("v_pad")))
+}
+
+#[test]
+fn an_internal_slot_shorter_than_a_child_link_names_the_page() {
+    let c = copy();
+    let (root, key, file) = pad_root(&c.dir);
+    edit(&file, root as usize, |p| {
+        let (off, _) = slot_of(p, 0);
+        set_slot(p, 0, off, 3);
+    });
+    let db = Database::open(&c.dir, opts()).unwrap();
+    let t = db.table("v").unwrap();
+    let b = &t.index("v_pad").unwrap().btree;
+    let want =
+        format!("internal page {root} slot 0 holds 3 bytes, too short for a separator and a child");
+    let e = b.level_keys(0).unwrap_err().to_string();
+    assert!(e.contains(&want), "{e}");
+    let e = b.lookup(&key).unwrap_err().to_string();
+    assert!(e.contains(&want), "{e}");
+}
+
+#[test]
+fn a_child_link_outside_the_tree_names_the_page() {
+    let c = copy();
+    let (root, key, file) = pad_root(&c.dir);
+    edit(&file, root as usize, |p| {
+        let (off, len) = slot_of(p, 0);
+        p[off + len - 4..off + len].copy_from_slice(&9999u32.to_be_bytes());
+    });
+    let db = Database::open(&c.dir, opts()).unwrap();
+    let t = db.table("v").unwrap();
+    let b = &t.index("v_pad").unwrap().btree;
+    let want = format!("page {root} links to page 9999");
+    // Keys above the first separator descend through its child.
+    let e = b
+        .range(Bound::Excluded(key), Bound::Unbounded)
+        .unwrap()
+        .find_map(|r| r.err())
+        .unwrap()
+        .to_string();
+    assert!(e.contains(&want), "{e}");
+    let e = b.level_entries(1).unwrap_err().to_string();
+    assert!(e.contains(&want), "{e}");
+    let e = check_database(&db, &NoProgress).unwrap_err().to_string();
+    assert!(e.contains("9999"), "{e}");
+}
+
+#[test]
+fn a_meta_page_claiming_more_levels_than_pages_is_refused() {
+    let c = copy();
+    edit(&file_of(&c.dir, "f", Some("f_a")), 0, |p| {
+        let (off, _) = slot_of(p, 0);
+        // The meta tuple: magic, version, root, then the height.
+        p[off + 16..off + 20].copy_from_slice(&1000u32.to_le_bytes());
+    });
+    let db = Database::open(&c.dir, opts()).unwrap();
+    let e = db.table("f").err().unwrap().to_string();
+    assert!(
+        e.contains("index 'f_a'") && e.contains("height 1000"),
+        "{e}"
+    );
+}
