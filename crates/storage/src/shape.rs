@@ -239,6 +239,12 @@ mod tests {
         let mut past = row.clone();
         past[1 + 4] = 200;
         let e = shape.check(&past).unwrap_err();
+        assert!(e.contains("ends before the length of column 4"), "{e}");
+        // The last VARCHAR one byte longer than the tuple.
+        let mut past = row.clone();
+        let at = row.len() - 3;
+        past[at] += 1;
+        let e = shape.check(&past).unwrap_err();
         assert!(e.contains("account for"), "{e}");
         // A NULL flag on a NOT NULL column.
         let mut nul = row.clone();
