@@ -20,7 +20,7 @@
 //! Text is not checked for UTF-8 here (decoders replace bad bytes); `strata
 //! check` does that with [`crate::types::RowLayout::validate`].
 
-use crate::page::{PageKind, PageView};
+use crate::page::{HEADER_SIZE, PageKind, PageView, SLOT_SIZE};
 use crate::types::Schema;
 
 /// What the tuples of one table look like; see the module docs.
@@ -101,6 +101,7 @@ impl TupleShape {
     }
 
     /// Whether `t` has this shape; the error says how it differs.
+    #[inline]
     pub fn check(&self, t: &[u8]) -> Result<(), String> {
         match &self.kind {
             Kind::Fixed(n) => {
@@ -123,9 +124,8 @@ impl TupleShape {
                         t.len()
                     ));
                 };
-                if let Some(i) = (0..*bitmap_len).find(|&i| bitmap[i] & not_null[i] != 0) {
-                    let bit = (bitmap[i] & not_null[i]).trailing_zeros() as usize;
-                    return Err(format!("column {} is NULL but NOT NULL", i * 8 + bit + 1));
+                if bitmap.iter().zip(not_null).any(|(b, m)| b & m != 0) {
+                    return Err(null_in_not_null(bitmap, not_null));
                 }
                 let null = |col: usize| bitmap[col / 8] & (1 << (col % 8)) != 0;
                 let mut pos = *bitmap_len;
@@ -176,24 +176,108 @@ impl TupleShape {
         match self.kind {
             // The hot case (every scan of a fixed-layout table): one compare a slot.
             Kind::Fixed(n) => {
-                for s in 0..v.n_slots() {
-                    let (_, len) = v.slot(s);
-                    if len != 0 && len != n {
-                        return Err(format!(
-                            "slot {s}: tuple of {len} bytes, the table's rows have {n}"
-                        ));
+                // Branch-free over the directory; the slot at fault is looked
+                // for only when there is one.
+                let n16 = n as u32;
+                let mut wrong = 0u32;
+                for e in slot_dir(v) {
+                    let len = u32::from_le_bytes(*e) >> 16;
+                    wrong |= ((len != 0) & (len != n16)) as u32;
+                }
+                if wrong != 0 {
+                    for s in 0..v.n_slots() {
+                        let (_, len) = v.slot(s);
+                        if len != 0 && len != n {
+                            return Err(format!(
+                                "slot {s}: tuple of {len} bytes, the table's rows have {n}"
+                            ));
+                        }
                     }
                 }
                 Ok(())
             }
-            Kind::Var { .. } => {
-                for (s, t) in v.tuples() {
-                    self.check(t).map_err(|e| format!("slot {s}: {e}"))?;
+            Kind::Var {
+                bitmap_len,
+                ref not_null,
+                ref steps,
+            } => {
+                let page = v.bytes();
+                for (s, e) in slot_dir(v).iter().enumerate() {
+                    let off = u16::from_le_bytes([e[0], e[1]]) as usize;
+                    let len = u16::from_le_bytes([e[2], e[3]]) as usize;
+                    if len == 0 {
+                        continue;
+                    }
+                    let t = page.get(off..off + len).unwrap_or(&[]);
+                    // The fast yes/no walk; the reason only for a bad tuple.
+                    if !fits(bitmap_len, not_null, steps, t) {
+                        let e = self.check(t).err().unwrap_or_default();
+                        return Err(format!("slot {s}: {e}"));
+                    }
                 }
                 Ok(())
             }
         }
     }
+}
+
+/// Whether a tuple of a variable layout is well formed: [`TupleShape::check`]
+/// without the reasons, for the per-page pass.
+#[inline(always)]
+fn fits(bitmap_len: usize, not_null: &[u8], steps: &[Step], t: &[u8]) -> bool {
+    let Some(bitmap) = t.get(..bitmap_len) else {
+        return false;
+    };
+    let mut flagged = 0u8;
+    for (b, m) in bitmap.iter().zip(not_null) {
+        flagged |= b & m;
+    }
+    if flagged != 0 {
+        return false;
+    }
+    let null = |col: usize| bitmap[col / 8] & (1 << (col % 8)) != 0;
+    let mut pos = bitmap_len;
+    for step in steps {
+        match *step {
+            Step::Skip(w) => pos += w,
+            Step::Nullable { col, width } => pos += if null(col) { 0 } else { width },
+            Step::Var { col, nullable } => {
+                if nullable && null(col) {
+                    continue;
+                }
+                let Some(n) = t.get(pos..pos + 2) else {
+                    return false;
+                };
+                pos += 2 + u16::from_le_bytes([n[0], n[1]]) as usize;
+            }
+        }
+    }
+    pos == t.len()
+}
+
+#[cold]
+fn null_in_not_null(bitmap: &[u8], not_null: &[u8]) -> String {
+    let (i, b) = bitmap
+        .iter()
+        .zip(not_null)
+        .map(|(b, m)| b & m)
+        .enumerate()
+        .find(|(_, b)| *b != 0)
+        .unwrap_or((0, 1));
+    format!(
+        "column {} is NULL but NOT NULL",
+        i * 8 + b.trailing_zeros() as usize + 1
+    )
+}
+
+/// The slot directory's entries (offset, length: 2 bytes each, little-endian).
+fn slot_dir<'a>(v: &PageView<'a>) -> &'a [[u8; SLOT_SIZE]] {
+    let end = HEADER_SIZE + v.n_slots() as usize * SLOT_SIZE;
+    v.bytes()
+        .get(HEADER_SIZE..end)
+        .unwrap_or(&[])
+        .as_chunks::<SLOT_SIZE>()
+        .0
 }
 
 #[cfg(test)]

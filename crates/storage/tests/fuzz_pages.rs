@@ -296,9 +296,9 @@ fn exercise(dir: &Path, probes: &[u64]) {
                 for page in bytes.chunks_exact(PAGE_SIZE) {
                     for (_, tup) in PageView::new(page).tuples() {
                         let row = layout.decode(tup);
-                        for c in 0..row.len() {
+                        for (c, whole) in row.iter().enumerate() {
                             let v = layout.decode_column(tup, c);
-                            assert_eq!(format!("{v:?}"), format!("{:?}", row[c]));
+                            assert_eq!(format!("{v:?}"), format!("{whole:?}"));
                             let _ = v.display(&t.schema().columns[c].ty);
                         }
                         let mut fields = Vec::new();
