@@ -9,6 +9,7 @@ cases=${1:-20000}
 export PROPTEST_CASES=$cases
 targets=(
   "strata-storage --test fuzz_catalog"
+  "strata-storage --test fuzz_pages"
   "strata-access --test fuzz_predicate"
   "strata-load --test fuzz"
   "strata-sql --test fuzz_sql"

@@ -114,7 +114,7 @@ impl SortScan {
         let mut reqs: Vec<(u64, &mut AlignedBuf)> =
             self.window.iter_mut().map(|(f, b)| (*f, b)).collect();
         let heap = self.spec.table.heap();
-        heap.pool().read_runs(heap.file_id(), &mut reqs)?;
+        heap.read_runs(&mut reqs)?;
         self.report.heap_pages += runs.iter().map(|r| r.1).sum::<u64>();
         self.run_ptr = 0;
         Ok(())

@@ -444,6 +444,7 @@ impl Database {
             def.segment_pages,
             def.fill_factor,
         )?);
+        heap.set_tuple_shape(crate::shape::TupleShape::new(&def.schema));
         TableLoad::new(self, writer, def, heap, true, indexes)
     }
 
@@ -960,6 +961,7 @@ impl Table {
             def.pages,
             !db.read_only,
         )?);
+        heap.set_tuple_shape(crate::shape::TupleShape::new(&def.schema));
         let mut indexes = Vec::new();
         for idef in &def.indexes {
             let (key_cols, key_types) = resolve_columns(&def, &idef.columns)?;

@@ -13,11 +13,16 @@
 //!   does; experiments use it to control tuples per page.
 //! * Scans read runs of contiguous pages with [`BufferPool::read_runs`], several
 //!   runs in flight, into buffers the scan owns.
+//! * Every page that reaches a reader is checked against the table's
+//!   [`TupleShape`] (when the database gave the heap one) on top of the pool's
+//!   checksum and slot checks: once per page where a scan's run comes in, once
+//!   per tuple for a point read. A tuple handed to a reader therefore decodes
+//!   without reading past its end, whatever the file holds.
 
 use std::ops::ControlFlow;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
@@ -25,6 +30,7 @@ use crate::buffer::BufferPool;
 use crate::device::{AlignedBuf, FileId, ReadRequest};
 use crate::error::{Result, StorageError};
 use crate::page::{self, MAX_TUPLE, PAGE_SIZE, PageKind, PageMut, PageView};
+use crate::shape::TupleShape;
 use crate::types::Tid;
 
 /// Pages a [`HeapWriter`] buffers before writing them in one request (1 MiB).
@@ -61,6 +67,9 @@ pub struct HeapFile {
     fill_factor: f64,
     /// Page that single inserts try first.
     insert_page: Mutex<Option<u64>>,
+    /// What every tuple must look like ([`HeapFile::set_tuple_shape`]); pages
+    /// are only checked for their kind without it.
+    shape: OnceLock<TupleShape>,
 }
 
 impl HeapFile {
@@ -119,7 +128,69 @@ impl HeapFile {
             pages: AtomicU64::new(pages),
             fill_factor: fill_factor.clamp(0.05, 1.0),
             insert_page: Mutex::new(None),
+            shape: OnceLock::new(),
         }
+    }
+
+    /// Makes every page that reaches a reader be checked against `shape` (the
+    /// table's row layout); set once, by the database when it opens or creates
+    /// the table. A later call is ignored.
+    pub fn set_tuple_shape(&self, shape: TupleShape) {
+        let _ = self.shape.set(shape);
+    }
+
+    /// The shape tuples are checked against, if set.
+    pub fn tuple_shape(&self) -> Option<&TupleShape> {
+        self.shape.get()
+    }
+
+    fn corrupt(&self, page: u64, reason: String) -> StorageError {
+        StorageError::CorruptPage {
+            path: self.pool.device().path(self.file),
+            page,
+            reason,
+        }
+    }
+
+    /// Checks pages `first..` of a run read from the device (already verified by
+    /// the pool): each is a heap page whose tuples have the table's shape. Every
+    /// read of heap pages that bypasses [`HeapFile::scan`], [`HeapFile::stream`]
+    /// and [`HeapFile::with_tuple`] must call this (or use
+    /// [`HeapFile::read_runs`] / [`HeapFile::finish_run`], which do).
+    pub fn verify_pages(&self, first: u64, bytes: &[u8]) -> Result<()> {
+        for (i, page) in bytes.chunks_exact(PAGE_SIZE).enumerate() {
+            self.verify_page(first + i as u64, &PageView::new(page))?;
+        }
+        Ok(())
+    }
+
+    fn verify_page(&self, page_no: u64, v: &PageView<'_>) -> Result<()> {
+        let r = match self.shape.get() {
+            Some(shape) => shape.check_page(v),
+            None if v.kind() != Some(PageKind::Heap) => Err(format!(
+                "expected a heap page, found kind {}",
+                v.bytes()[12]
+            )),
+            None => Ok(()),
+        };
+        r.map_err(|reason| self.corrupt(page_no, reason))
+    }
+
+    /// Reads runs of pages `(first, buf)` in one go, as
+    /// [`BufferPool::read_runs`] does, and checks them ([`HeapFile::verify_pages`]).
+    pub fn read_runs(&self, runs: &mut [(u64, &mut AlignedBuf)]) -> Result<()> {
+        self.pool.read_runs(self.file, runs)?;
+        for (first, buf) in runs.iter() {
+            self.verify_pages(*first, buf)?;
+        }
+        Ok(())
+    }
+
+    /// Completes a run read straight from the device, as
+    /// [`BufferPool::finish_run`] does, and checks it ([`HeapFile::verify_pages`]).
+    pub fn finish_run(&self, first: u64, buf: &mut [u8]) -> Result<()> {
+        self.pool.finish_run(self.file, first, buf)?;
+        self.verify_pages(first, buf)
     }
 
     pub fn file_id(&self) -> FileId {
@@ -217,10 +288,27 @@ impl HeapFile {
     }
 
     /// Calls `f` with the tuple's bytes; `None` if the slot is empty or absent.
+    /// The page's kind and the tuple's shape are checked first.
     pub fn with_tuple<R>(&self, tid: Tid, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        self.check_page(tid.page as u64)?;
-        let g = self.pool.read(self.file, tid.page as u64)?;
-        Ok(PageView::new(&g).get(tid.slot).map(f))
+        let page_no = tid.page as u64;
+        self.check_page(page_no)?;
+        let g = self.pool.read(self.file, page_no)?;
+        let v = PageView::new(&g);
+        if v.kind() != Some(PageKind::Heap) {
+            return Err(self.corrupt(
+                page_no,
+                format!("expected a heap page, found kind {}", g[12]),
+            ));
+        }
+        let Some(t) = v.get(tid.slot) else {
+            return Ok(None);
+        };
+        if let Some(shape) = self.shape.get() {
+            shape
+                .check(t)
+                .map_err(|e| self.corrupt(page_no, format!("slot {}: {e}", tid.slot)))?;
+        }
+        Ok(Some(f(t)))
     }
 
     /// The tuple's bytes.
@@ -562,8 +650,7 @@ impl PageStream {
     fn start_batch(&mut self, mut batch: Batch) -> Result<()> {
         let (first, n) = batch.runs[0];
         self.heap
-            .pool
-            .finish_run(self.heap.file, first, &mut batch.buf[..n * PAGE_SIZE])?;
+            .finish_run(first, &mut batch.buf[..n * PAGE_SIZE])?;
         self.current = Some(batch);
         self.run_idx = 0;
         self.run_off = 0;
@@ -578,11 +665,8 @@ impl PageStream {
                 self.run_idx += 1;
                 let (first, n) = batch.runs[self.run_idx];
                 let at = self.run_off * PAGE_SIZE;
-                self.heap.pool.finish_run(
-                    self.heap.file,
-                    first,
-                    &mut batch.buf[at..at + n * PAGE_SIZE],
-                )?;
+                self.heap
+                    .finish_run(first, &mut batch.buf[at..at + n * PAGE_SIZE])?;
                 return Ok(true);
             }
             if self.inline.is_some() {

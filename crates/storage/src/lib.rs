@@ -16,6 +16,7 @@ pub mod page;
 pub mod panic_guard;
 pub mod progress;
 pub mod recovery;
+pub mod shape;
 pub mod temp;
 pub mod types;
 pub mod util;

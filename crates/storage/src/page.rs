@@ -109,21 +109,49 @@ pub fn verify(page: &[u8], page_no: u64, path: &std::path::Path) -> Result<()> {
             "bad free-space bounds lower={lower} upper={upper}"
         )));
     }
-    Ok(())
+    verify_slots(page).map_err(corrupt)
 }
 
-/// Checks that every slot of a (verified) page points inside its tuple area.
-/// `strata check` runs this on every page; the read path does not, since the
-/// checksum already vouches for what strata wrote and [`PageView::get`] never
-/// reads outside the page whatever a slot says.
+/// Checks the slot directory of a page whose header bounds are sane: every live
+/// slot lies inside the tuple area (`upper..PAGE_SIZE`), and the live tuples
+/// together fit in it (strata's tuples never overlap). [`verify`] runs it on
+/// every page that comes from the device — one pass over the directory — so
+/// that no slot can make a reader see bytes of the header or directory as a
+/// tuple, and [`PageMut::compact`] and [`PageMut::update`] can rely on the
+/// live bytes fitting the page.
 pub fn verify_slots(page: &[u8]) -> Result<(), String> {
     let v = PageView::new(page);
     let upper = v.upper() as usize;
-    for s in 0..v.n_slots() {
-        let (off, len) = v.slot(s);
-        if len > 0 && (off < upper || off + len > PAGE_SIZE) {
-            return Err(format!("slot {s} points outside the tuple area"));
+    let dir = page
+        .get(HEADER_SIZE..HEADER_SIZE + v.n_slots() as usize * SLOT_SIZE)
+        .ok_or("the slot directory runs past the page")?;
+    // One branch-free pass (every scan runs this on every page); the slot at
+    // fault is looked for only when there is one.
+    let upper32 = upper as u32;
+    let (mut outside, mut live) = (0u32, 0u32);
+    let (entries, _) = dir.as_chunks::<SLOT_SIZE>();
+    for e in entries {
+        let w = u32::from_le_bytes(*e);
+        let (off, len) = (w & 0xffff, w >> 16);
+        outside |= ((len != 0) & ((off < upper32) | (off + len > PAGE_SIZE as u32))) as u32;
+        live += len;
+    }
+    let live = live as usize;
+    if outside != 0 {
+        for s in 0..v.n_slots() {
+            let (off, len) = v.slot(s);
+            if len > 0 && (off < upper || off + len > PAGE_SIZE) {
+                return Err(format!(
+                    "slot {s} (offset {off}, {len} bytes) points outside the tuple area {upper}..{PAGE_SIZE}"
+                ));
+            }
         }
+    }
+    if live > PAGE_SIZE - upper {
+        return Err(format!(
+            "live tuples take {live} bytes, more than the {} of the tuple area (slots overlap)",
+            PAGE_SIZE - upper
+        ));
     }
     Ok(())
 }

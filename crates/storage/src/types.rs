@@ -912,11 +912,12 @@ pub fn days_from_civil(y: i32, m: u32, d: u32) -> i32 {
 
 /// The (year, month, day) of a day number.
 pub fn civil_from_days(z: i32) -> (i32, u32, u32) {
-    let z = z + 719468;
+    // In i64: any stored day number (a page may hold any bits) has a date.
+    let z = z as i64 + 719468;
     let era = if z >= 0 { z } else { z - 146096 } / 146097;
     let doe = (z - era * 146097) as u32;
     let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let y = yoe as i32 + era * 400;
+    let y = (yoe as i64 + era * 400) as i32;
     let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     let mp = (5 * doy + 2) / 153;
     let d = doy - (153 * mp + 2) / 5 + 1;

@@ -550,11 +550,7 @@ impl SmoothScan {
         for r in &regions {
             for &(first, n) in &r.runs {
                 if !r.streamed {
-                    heap.pool().finish_run(
-                        file,
-                        first,
-                        &mut buf[off * PAGE_SIZE..(off + n) * PAGE_SIZE],
-                    )?;
+                    heap.finish_run(first, &mut buf[off * PAGE_SIZE..(off + n) * PAGE_SIZE])?;
                 }
                 off += n;
             }

@@ -286,6 +286,7 @@ impl BTree {
                 )));
             }
             if meta.height == 0
+                || meta.height >= meta.num_pages
                 || meta.root == NO_PAGE
                 || meta.root >= meta.num_pages
                 || meta.first_leaf == NO_PAGE
@@ -470,17 +471,46 @@ impl BTree {
             let g = self.read_node(meta, page, Node::Internal(level))?;
             let v = PageView::new(&g);
             let idx = partition(v.n_slots(), |s| before(split_slot(slot_bytes(&v, s)).0));
-            let child = if idx == 0 {
-                internal_header(&v).0
-            } else {
-                split_slot(slot_bytes(&v, idx - 1)).1
-            };
+            let child = self.child(meta, &v, page, idx)?;
             if let Some(p) = path.as_deref_mut() {
                 p.push((page, idx));
             }
             page = child;
         }
         Ok(page)
+    }
+
+    /// Child `idx` of internal `page` (0 = leftmost, i + 1 = the child of slot
+    /// i), checked: the slot holds a separator entry and a child, and the child
+    /// is a page of the tree. The error names the page and slot.
+    fn child(&self, meta: &Meta, v: &PageView<'_>, page: u32, idx: u16) -> Result<u32> {
+        let child = if idx == 0 {
+            internal_header(v).0
+        } else {
+            let slot = slot_bytes(v, idx - 1);
+            if slot.len() < TID_LEN + CHILD_LEN {
+                return Err(self.err(format!(
+                    "internal page {page} slot {} holds {} bytes, too short for a separator and a child",
+                    idx - 1,
+                    slot.len()
+                )));
+            }
+            split_slot(slot).1
+        };
+        self.check_link(meta, page, child)?;
+        Ok(child)
+    }
+
+    /// A link from `from` to `to` (a child or sibling) must name a page of the
+    /// tree other than the meta page.
+    fn check_link(&self, meta: &Meta, from: u32, to: u32) -> Result<()> {
+        if to == NO_PAGE || to >= meta.num_pages {
+            return Err(self.err(format!(
+                "page {from} links to page {to}, outside the tree's pages 1..{}",
+                meta.num_pages
+            )));
+        }
+        Ok(())
     }
 
     // -----------------------------------------------------------------------

@@ -131,9 +131,18 @@ impl BTree {
             for &p in &pages {
                 let g = self.read_node(&meta, p, Node::Internal(node_level))?;
                 let v = PageView::new(&g);
-                let slots: Vec<(&[u8], u32)> = (0..v.n_slots())
-                    .map(|s| split_slot(slot_bytes(&v, s)))
-                    .collect();
+                let mut slots: Vec<(&[u8], u32)> = Vec::with_capacity(v.n_slots() as usize);
+                for s in 0..v.n_slots() {
+                    let slot = slot_bytes(&v, s);
+                    if slot.len() < TID_LEN + CHILD_LEN {
+                        return Err(self.err(format!(
+                            "internal page {p} slot {s} holds {} bytes, too short for a separator and a child",
+                            slot.len()
+                        )));
+                    }
+                    let (sep, child) = split_slot(slot);
+                    slots.push((sep, child));
+                }
                 fanout += slots.len() + 1;
                 if l == level {
                     entries.extend(
@@ -156,6 +165,16 @@ impl BTree {
                     let below = i < slots.len() && before_lower(lower, slots[i].0);
                     let above = i > 0 && !within_upper(upper, slots[i - 1].0);
                     if !below && !above {
+                        self.check_link(&meta, p, child)?;
+                        // Each page has one parent in a sound tree: more
+                        // children than pages means links repeat (and a few
+                        // levels of them would multiply without bound).
+                        if children.len() >= meta.num_pages as usize {
+                            return Err(self.err(format!(
+                                "level {} lists more children than the tree has pages (page {p} repeats links)",
+                                l + 1
+                            )));
+                        }
                         children.push(child);
                     }
                 }
@@ -355,6 +374,9 @@ impl RangeCursor {
             }
             self.leaf = page;
             self.next_leaf = leaf_siblings(&v).0;
+            if self.next_leaf != NO_PAGE {
+                tree.check_link(&meta, page, self.next_leaf)?;
+            }
             if let Some(&end) = self.ends.last() {
                 let start = if self.ends.len() > 1 {
                     self.ends[self.ends.len() - 2]
@@ -422,7 +444,11 @@ impl LeafIter<'_> {
             let k = e.len() - TID_LEN;
             out.push((e[..k].to_vec(), Tid::decode(&e[k..])));
         }
-        self.next = Some(leaf_siblings(&v).0);
+        let next = leaf_siblings(&v).0;
+        if next != NO_PAGE {
+            tree.check_link(&meta, page, next)?;
+        }
+        self.next = Some(next);
         Ok(Some((page, out)))
     }
 }
