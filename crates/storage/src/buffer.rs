@@ -31,6 +31,8 @@ use crate::error::{Result, StorageError};
 use crate::page::{self, PAGE_SIZE};
 
 type Key = (FileId, u64);
+/// The pages a write transaction changed, with their images before it.
+type Captured = HashMap<Key, Option<Box<[u8]>>>;
 
 /// One frame's 8 KiB inside the pool's region. Each frame points at its own page
 /// of the region, and the frame's lock decides who may read or write it.
@@ -113,7 +115,7 @@ pub struct BufferPool {
     /// its first change (`None`: a page it created); `None` when no transaction
     /// runs. Such pages stay pinned until it ends, so none reaches the device
     /// before it commits.
-    capture: Mutex<Option<HashMap<Key, Option<Box<[u8]>>>>>,
+    capture: Mutex<Option<Captured>>,
     /// The write-ahead log, which must be durable up to a page's LSN before the
     /// page is written back.
     log: std::sync::OnceLock<Arc<dyn LogGate>>,

@@ -691,11 +691,11 @@ impl WriteTxn<'_> {
         let files = db.pool.captured_files();
         for t in db.tables_of(&files) {
             for i in &t.indexes {
-                if files.contains(&i.btree.file_id()) {
-                    if let Err(e) = i.btree.store_meta() {
-                        self.abort();
-                        return Err(e);
-                    }
+                if files.contains(&i.btree.file_id())
+                    && let Err(e) = i.btree.store_meta()
+                {
+                    self.abort();
+                    return Err(e);
                 }
             }
         }

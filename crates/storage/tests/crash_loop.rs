@@ -27,6 +27,8 @@ use strata_storage::types::{Schema, Tid, Value};
 use strata_storage::{Database, DbOptions, IndexSpec, TableOptions};
 
 type Model = BTreeMap<i64, (i32, String)>;
+/// One transaction: (key, new value or delete).
+type Changes = Vec<(i64, Option<(i32, String)>)>;
 
 fn opts() -> DbOptions {
     DbOptions {
@@ -83,11 +85,7 @@ fn contents(db: &Database) -> Model {
 }
 
 /// One transaction's changes, chosen from the model: (key, new value or delete).
-fn plan(
-    model: &Model,
-    rng: &mut impl Rng,
-    next_key: &mut i64,
-) -> Vec<(i64, Option<(i32, String)>)> {
+fn plan(model: &Model, rng: &mut impl Rng, next_key: &mut i64) -> Changes {
     let keys: Vec<i64> = model.keys().copied().collect();
     let mut out = Vec::new();
     let mut touched = std::collections::BTreeSet::new();
@@ -146,7 +144,7 @@ impl Script {
             next_key: model.keys().next_back().map_or(0, |k| k + 1),
         }
     }
-    fn next(&mut self, model: &Model) -> (Vec<(i64, Option<(i32, String)>)>, bool) {
+    fn next(&mut self, model: &Model) -> (Changes, bool) {
         let changes = plan(model, &mut self.rng, &mut self.next_key);
         let commit = self.rng.random_bool(0.85);
         (changes, commit)
@@ -237,6 +235,8 @@ fn run_child(dir: &Path, seed: u64, plan: &str, sigkill: bool) -> (String, Strin
             let _ = child.wait();
             "SIGKILL".to_string()
         } else {
+            // Already reaped by waitpid; this only tells std so.
+            let _ = child.wait();
             "finished".to_string()
         }
     } else {
@@ -330,7 +330,11 @@ fn crash_loop() {
                         .iter()
                         .filter(|(k, v)| got.get(k) != Some(v))
                         .map(|(k, v)| format!("{k}: want {v:?} got {:?}", got.get(k)))
-                        .chain(got.keys().filter(|k| !s.contains_key(k)).map(|k| format!("{k}: extra")))
+                        .chain(
+                            got.keys()
+                                .filter(|k| !s.contains_key(k))
+                                .map(|k| format!("{k}: extra")),
+                        )
                         .take(8)
                         .collect();
                     format!("{} rows, differences {d:?}", s.len())

@@ -143,12 +143,11 @@ fn exercise(dir: &Path) {
             n += 1;
             Ok(())
         });
-        if let Ok(txn) = db.begin_write() {
-            if t.insert_row(&[Value::Int32(1), Value::Null, Value::Date(3)])
+        if let Ok(txn) = db.begin_write()
+            && t.insert_row(&[Value::Int32(1), Value::Null, Value::Date(3)])
                 .is_ok()
-            {
-                let _ = txn.commit();
-            }
+        {
+            let _ = txn.commit();
         }
     }
     if let Err(e) = check_database(&db, &NoProgress) {
