@@ -10,6 +10,7 @@ export PROPTEST_CASES=$cases
 targets=(
   "strata-storage --test fuzz_catalog"
   "strata-storage --test fuzz_pages"
+  "strata-storage --test fuzz_wal"
   "strata-access --test fuzz_predicate"
   "strata-load --test fuzz"
   "strata-sql --test fuzz_sql"
