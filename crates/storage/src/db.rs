@@ -139,7 +139,7 @@ pub struct Database {
     /// Held by the one write transaction at a time ([`Database::begin_write`]),
     /// and by loads, DDL and checkpoints.
     writer: Mutex<()>,
-    /// The thread whose write transaction runs, if any (row changes check it).
+    /// Whether a write transaction runs (row changes check it).
     owner: Arc<TxnOwner>,
     /// The log (`None` when read-only).
     wal: Option<Arc<Wal>>,
@@ -151,13 +151,16 @@ pub struct Database {
     _lock: File,
 }
 
-/// Which thread may change rows now.
+/// Whether rows may change now: while a write transaction runs. The
+/// transaction is not tied to the thread that began it (a SQL session keeps
+/// one open across statements that run on other threads); there is one at a
+/// time, so every row change while it runs belongs to it.
 #[derive(Default)]
-pub(crate) struct TxnOwner(Mutex<Option<std::thread::ThreadId>>);
+pub(crate) struct TxnOwner(std::sync::atomic::AtomicBool);
 
 impl TxnOwner {
     fn check(&self, table: &str) -> Result<()> {
-        if *self.0.lock() == Some(std::thread::current().id()) {
+        if self.0.load(Ordering::Acquire) {
             Ok(())
         } else {
             Err(StorageError::NoTransaction {
@@ -636,8 +639,8 @@ impl Drop for Database {
     }
 }
 
-/// A write transaction: every change made through [`Table`]'s row methods on
-/// this thread while it lives belongs to it. [`WriteTxn::commit`] logs them and
+/// A write transaction: every change made through [`Table`]'s row methods
+/// while it lives belongs to it. [`WriteTxn::commit`] logs them and
 /// makes them durable together; dropping it without committing undoes them. One
 /// runs at a time per database ([`Database::begin_write`] waits for the last).
 ///
@@ -662,12 +665,12 @@ pub struct Commit {
 }
 
 impl Database {
-    /// Starts a write transaction on this thread (waits for the one in progress).
+    /// Starts a write transaction (waits for the one in progress).
     pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
         self.writable()?;
         let guard = self.writer.lock();
-        *self.owner.0.lock() = Some(std::thread::current().id());
         self.pool.begin_capture();
+        self.owner.0.store(true, Ordering::Release);
         Ok(WriteTxn {
             db: self,
             writer: Some(guard),
@@ -826,7 +829,7 @@ impl WriteTxn<'_> {
     }
 
     fn end(&mut self) {
-        *self.db.owner.0.lock() = None;
+        self.db.owner.0.store(false, Ordering::Release);
         self.writer = None;
     }
 }
