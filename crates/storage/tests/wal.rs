@@ -256,3 +256,71 @@ fn a_torn_data_page_is_repaired_from_the_log() {
     let db = Database::open(dir.path(), opts(4 << 20)).unwrap();
     assert_consistent(&db, &model);
 }
+
+/// Two writers never meet: while one process (here: one handle) has the
+/// database open for writing, another read-write open is refused, naming why,
+/// and so is a reader; once it closes, both open and see every commit.
+#[test]
+fn a_second_writer_is_refused_and_sees_every_commit_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = setup(dir.path(), 100, 4 << 20);
+    let mut model = contents(&db);
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(4);
+    let mut next = 100;
+    let txn = db.begin_write().unwrap();
+    for _ in 0..30 {
+        change(&db, &mut model, &mut rng, &mut next);
+    }
+    txn.commit().unwrap();
+    for read_only in [false, true] {
+        let e = Database::open(
+            dir.path(),
+            DbOptions {
+                read_only,
+                ..opts(4 << 20)
+            },
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("in use by another strata process"), "{e}");
+    }
+    drop(db);
+    let reader = Database::open(
+        dir.path(),
+        DbOptions {
+            read_only: true,
+            ..opts(4 << 20)
+        },
+    )
+    .unwrap();
+    assert_eq!(contents(&reader), model);
+    let e = reader.begin_write().err().unwrap().to_string();
+    assert!(e.contains("read-only"), "{e}");
+}
+
+/// A read-only open of a database that crashed recovers it first (no log
+/// record is lost to a reader).
+#[test]
+fn a_reader_after_a_crash_sees_the_recovered_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = setup(dir.path(), 100, 4 << 20);
+    let mut model = contents(&db);
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
+    let mut next = 100;
+    let txn = db.begin_write().unwrap();
+    for _ in 0..30 {
+        change(&db, &mut model, &mut rng, &mut next);
+    }
+    txn.commit().unwrap();
+    db.crash();
+    let reader = Database::open(
+        dir.path(),
+        DbOptions {
+            read_only: true,
+            ..opts(4 << 20)
+        },
+    )
+    .unwrap();
+    assert_eq!(contents(&reader), model);
+}
