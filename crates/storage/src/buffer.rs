@@ -116,12 +116,40 @@ pub struct BufferPool {
     /// runs. Such pages stay pinned until it ends, so none reaches the device
     /// before it commits.
     capture: Mutex<Option<Captured>>,
+    /// Whether `capture` is on (read without its lock on every page read).
+    capturing: AtomicBool,
+    /// Captured pages whose committed image a flush already wrote.
+    written_before: Mutex<std::collections::HashSet<Key>>,
     /// The write-ahead log, which must be durable up to a page's LSN before the
     /// page is written back.
     log: std::sync::OnceLock<Arc<dyn LogGate>>,
     /// The frames' memory, one mapping for all of them. Declared last so that it
     /// is dropped after the frames that point into it.
     _region: AlignedBuf,
+}
+
+thread_local! {
+    /// How deep this thread is in changes of the running write transaction.
+    static WRITER: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+fn is_writer() -> bool {
+    WRITER.with(|w| w.get() > 0)
+}
+
+/// Runs `f` as part of the running write transaction: its page reads see the
+/// transaction's own changes. Row changes run so; every other read, on any
+/// thread, sees what is committed while a transaction runs.
+pub fn as_writer<R>(f: impl FnOnce() -> R) -> R {
+    struct Depth;
+    impl Drop for Depth {
+        fn drop(&mut self) {
+            WRITER.with(|w| w.set(w.get() - 1));
+        }
+    }
+    WRITER.with(|w| w.set(w.get() + 1));
+    let _d = Depth;
+    f()
 }
 
 /// What the pool asks of the write-ahead log.
@@ -139,11 +167,19 @@ pub struct Changed {
     pub before: Option<Box<[u8]>>,
 }
 
-/// A pinned page, shared.
+/// A pinned page, shared — or, for a reader while a write transaction runs,
+/// a copy of the page as it was committed (see [`BufferPool::begin_capture`]).
 pub struct PageRef<'a> {
-    frame: &'a Frame,
-    guard: RwLockReadGuard<'a, FrameData>,
+    held: Held<'a>,
     page_no: u64,
+}
+
+enum Held<'a> {
+    Frame {
+        frame: &'a Frame,
+        guard: RwLockReadGuard<'a, FrameData>,
+    },
+    Committed(Box<[u8]>),
 }
 
 /// A pinned page, exclusive; the page is marked dirty.
@@ -167,7 +203,10 @@ impl PageMutRef<'_> {
 impl Deref for PageRef<'_> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.guard.buf
+        match &self.held {
+            Held::Frame { guard, .. } => &guard.buf,
+            Held::Committed(b) => b,
+        }
     }
 }
 impl Deref for PageMutRef<'_> {
@@ -183,7 +222,9 @@ impl DerefMut for PageMutRef<'_> {
 }
 impl Drop for PageRef<'_> {
     fn drop(&mut self) {
-        self.frame.pins.fetch_sub(1, Ordering::Release);
+        if let Held::Frame { frame, .. } = &self.held {
+            frame.pins.fetch_sub(1, Ordering::Release);
+        }
     }
 }
 impl Drop for PageMutRef<'_> {
@@ -240,6 +281,8 @@ impl BufferPool {
             writebacks: AtomicU64::new(0),
             prefetch_buf: Mutex::new(None),
             capture: Mutex::new(None),
+            capturing: AtomicBool::new(false),
+            written_before: Mutex::new(Default::default()),
             log: std::sync::OnceLock::new(),
             _region: region,
         }
@@ -263,18 +306,78 @@ impl BufferPool {
         }
     }
 
-    /// Pins `page` of `file` for reading.
+    /// Pins `page` of `file` for reading. While a write transaction runs, a
+    /// reader that is not the transaction ([`as_writer`]) gets a page it
+    /// changed as it was committed.
     pub fn read(&self, file: FileId, page: u64) -> Result<PageRef<'_>> {
         let (frame, guard) =
             self.pin_locked(file, page, Fill::Read, |frame, loaded| match loaded {
                 Some(w) => RwLockWriteGuard::downgrade(w),
                 None => frame.data.read(),
             })?;
+        // Checked under the frame's lock: the transaction captures a page
+        // under its write lock before changing it.
+        if let Some(before) = self.committed_image(file, page) {
+            drop(guard);
+            frame.pins.fetch_sub(1, Ordering::Release);
+            return Ok(PageRef {
+                held: Held::Committed(before),
+                page_no: page,
+            });
+        }
         Ok(PageRef {
-            frame,
-            guard,
+            held: Held::Frame { frame, guard },
             page_no: page,
         })
+    }
+
+    /// Whether a write transaction runs.
+    pub fn in_transaction(&self) -> bool {
+        self.capturing.load(Ordering::Acquire)
+    }
+
+    /// Whether this thread reads what is committed rather than what the running
+    /// write transaction changed: a transaction runs and this thread is not in
+    /// one of its changes.
+    pub fn reads_committed(&self) -> bool {
+        self.in_transaction() && !is_writer()
+    }
+
+    /// The committed image of a page the running transaction changed, for a
+    /// reader outside it (`None` for the writer, or a page it did not change).
+    fn committed_image(&self, file: FileId, page: u64) -> Option<Box<[u8]>> {
+        if !self.reads_committed() {
+            return None;
+        }
+        let c = self.capture.lock();
+        c.as_ref()?.get(&(file, page))?.clone()
+    }
+
+    /// The image of a page before the running transaction changed it (`None`
+    /// for a page it created or did not change).
+    pub fn before_image(&self, file: FileId, page: u64) -> Option<Box<[u8]>> {
+        let c = self.capture.lock();
+        c.as_ref()?.get(&(file, page))?.clone()
+    }
+
+    /// Puts every page the running transaction changed back as it was (it
+    /// aborts); pages it created stay until [`BufferPool::end_capture`].
+    pub fn restore_captured(&self) {
+        let keys: Vec<Key> = match self.capture.lock().as_ref() {
+            Some(c) => c
+                .iter()
+                .filter(|(_, b)| b.is_some())
+                .map(|(k, _)| *k)
+                .collect(),
+            None => return,
+        };
+        for (file, page) in keys {
+            if let (Some(before), Ok(mut g)) =
+                (self.before_image(file, page), self.write(file, page))
+            {
+                g.copy_from_slice(&before);
+            }
+        }
     }
 
     /// Pins `page` of `file` for writing and marks it dirty.
@@ -476,21 +579,37 @@ impl BufferPool {
 
     /// Starts recording the pages changed from now on (a write transaction).
     pub fn begin_capture(&self) {
+        self.written_before.lock().clear();
         *self.capture.lock() = Some(HashMap::new());
+        self.capturing.store(true, Ordering::Release);
     }
 
     /// Stops recording and returns the changed pages in (file, page) order. They
     /// stay pinned until [`BufferPool::release`].
     pub fn end_capture(&self) -> Vec<Changed> {
-        let mut v: Vec<Changed> = self
-            .capture
-            .lock()
-            .take()
+        let taken = {
+            let mut c = self.capture.lock();
+            self.capturing.store(false, Ordering::Release);
+            c.take()
+        };
+        let mut v: Vec<Changed> = taken
             .unwrap_or_default()
             .into_iter()
             .map(|((file, page), before)| Changed { file, page, before })
             .collect();
         v.sort_by_key(|c| (c.file, c.page));
+        v
+    }
+
+    /// The pages the running transaction changed so far, in order.
+    pub fn captured_keys(&self) -> Vec<(FileId, u64)> {
+        let mut v: Vec<Key> = self
+            .capture
+            .lock()
+            .as_ref()
+            .map(|c| c.keys().copied().collect())
+            .unwrap_or_default();
+        v.sort();
         v
     }
 
@@ -581,6 +700,11 @@ impl BufferPool {
         self.flush_where(|_| true)
     }
 
+    /// Writes back the dirty pages `want` picks. A page a running write
+    /// transaction changed goes to the device as it was committed (its image
+    /// from before the transaction; a page the transaction created, empty), so
+    /// no uncommitted change reaches the device and the device still has every
+    /// page a scan may read (scans overlay the changed pages from the pool).
     fn flush_where(&self, want: impl Fn(&Key) -> bool) -> Result<()> {
         let mut pages: Vec<(Key, usize)> = {
             let t = self.table.lock();
@@ -597,12 +721,35 @@ impl BufferPool {
                 continue;
             }
             let mut w = frame.data.write();
-            if w.tag == Some(key)
-                && frame.dirty.swap(false, Ordering::AcqRel)
-                && let Err(e) = self.write_back(key, &mut w.buf)
-            {
-                frame.dirty.store(true, Ordering::Release);
-                return Err(e);
+            if w.tag != Some(key) {
+                continue;
+            }
+            // Under the frame's lock: a transaction captures a page under it
+            // before changing it, so this cannot miss one.
+            let held = self.capture.lock().as_ref().map(|c| c.get(&key).cloned());
+            if let Some(Some(before)) = held {
+                if self.written_before.lock().insert(key) {
+                    let mut image = match before {
+                        Some(b) => b.to_vec(),
+                        None => {
+                            let kind = page::PageView::new(&w.buf)
+                                .kind()
+                                .unwrap_or(page::PageKind::Heap);
+                            let mut b = vec![0u8; PAGE_SIZE];
+                            page::PageMut::init(&mut b, kind, key.1);
+                            b
+                        }
+                    };
+                    self.write_back(key, &mut image)?;
+                }
+                continue;
+            }
+            // Clean only once written: another flush that finds the page dirty
+            // waits for this one on the frame's lock instead of skipping it and
+            // reading the device before the page is there.
+            if frame.dirty.load(Ordering::Acquire) {
+                self.write_back(key, &mut w.buf)?;
+                frame.dirty.store(false, Ordering::Release);
             }
         }
         Ok(())
@@ -686,16 +833,19 @@ impl BufferPool {
     }
 
     /// Completes a run read straight from the device into `buf` (whole pages,
-    /// starting at page `first`): pages dirty in the pool replace what the device
-    /// returned, every other page is verified. Scans that read ahead on another
-    /// thread call this on the consuming side, so verification overlaps I/O.
+    /// starting at page `first`): pages in the pool replace what the device
+    /// returned (a dirty one is newer; a clean one may have been written back
+    /// while the run was in flight, after the device returned the older copy),
+    /// every other page is verified. A page a running write transaction
+    /// changed comes as it was committed, unless this thread is the
+    /// transaction's. Scans that read ahead on another thread call this on the
+    /// consuming side, so verification overlaps I/O.
     pub fn finish_run(&self, file: FileId, first: u64, buf: &mut [u8]) -> Result<()> {
         let n = (buf.len() / PAGE_SIZE) as u64;
         let dirty: Vec<(u64, usize)> = {
             let t = self.table.lock();
             (first..first + n)
                 .filter_map(|p| t.map.get(&(file, p)).map(|&i| (p, i)))
-                .filter(|&(_, i)| self.frames[i].dirty.load(Ordering::Acquire))
                 .collect()
         };
         for (i, page) in buf.chunks_exact_mut(PAGE_SIZE).enumerate() {
@@ -703,7 +853,10 @@ impl BufferPool {
             if let Some(&(_, idx)) = dirty.iter().find(|(p, _)| *p == page_no) {
                 let g = self.frames[idx].data.read();
                 if g.tag == Some((file, page_no)) {
-                    page.copy_from_slice(&g.buf);
+                    match self.committed_image(file, page_no) {
+                        Some(before) => page.copy_from_slice(&before),
+                        None => page.copy_from_slice(&g.buf),
+                    }
                     continue;
                 }
             }

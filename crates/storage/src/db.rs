@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use crate::btree::BTree;
-use crate::buffer::{BufferPool, Changed};
+use crate::buffer::{BufferPool, as_writer};
 use crate::catalog::{Catalog, IndexDef, TableDef, sync_dir};
 use crate::device::{Device, DeviceProfile, FaultDevice, FaultInjector, FileDevice, ModeledDevice};
 use crate::error::{Result, StorageError};
@@ -141,6 +141,9 @@ pub struct Database {
     writer: Mutex<()>,
     /// Whether a write transaction runs (row changes check it).
     owner: Arc<TxnOwner>,
+    /// Read statements hold it shared ([`Database::read_snapshot`]); a commit
+    /// takes it to make its changes visible, so no statement sees part of one.
+    publish: parking_lot::RwLock<()>,
     /// The log (`None` when read-only).
     wal: Option<Arc<Wal>>,
     /// The last commit sequence number handed out.
@@ -251,6 +254,7 @@ impl Database {
             profile: opts.profile.clone(),
             writer: Mutex::new(()),
             owner: Arc::default(),
+            publish: parking_lot::RwLock::new(()),
             wal,
             csn: AtomicU64::new(csn),
             checkpoint_log_bytes: opts.checkpoint_log_bytes,
@@ -581,6 +585,17 @@ impl Database {
         Ok(())
     }
 
+    /// Holds off commits from becoming visible while the guard lives, so a read
+    /// statement sees each write statement whole or not at all: it reads the
+    /// last commit (a running transaction's changed pages are served to it as
+    /// they were committed). Do not hold one across a commit of your own.
+    pub fn read_snapshot(&self) -> ReadSnapshot<'_> {
+        ReadSnapshot {
+            _guard: self.publish.read(),
+            csn: self.csn(),
+        }
+    }
+
     /// The last commit sequence number.
     pub fn csn(&self) -> u64 {
         self.csn.load(Ordering::Acquire)
@@ -653,6 +668,14 @@ pub struct WriteTxn<'a> {
     writer: Option<parking_lot::MutexGuard<'a, ()>>,
 }
 
+/// A read statement's view: every commit up to `csn`, none after
+/// ([`Database::read_snapshot`]).
+pub struct ReadSnapshot<'a> {
+    _guard: parking_lot::RwLockReadGuard<'a, ()>,
+    /// The last commit it sees.
+    pub csn: u64,
+}
+
 /// What a commit did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Commit {
@@ -702,35 +725,46 @@ impl WriteTxn<'_> {
                 }
             }
         }
-        let changed = db.pool.end_capture();
+        let changed = db.pool.captured_keys();
         if changed.is_empty() {
+            db.pool.end_capture();
             self.end();
             return Ok(Commit::default());
         }
-        let tables = db.tables_of(&changed.iter().map(|c| c.file).collect());
+        let tables = db.tables_of(&changed.iter().map(|c| c.0).collect());
         let csn = db.csn.load(Ordering::Acquire) + 1;
         let lsn = wal.next_lsn();
-        let logged =
-            Self::log_records(db, &changed, &tables, lsn, csn, wal.redo_lsn()).and_then(|bytes| {
-                let end = wal.append(lsn, &bytes)?;
-                Ok((end, bytes.len() as u64))
-            });
+        let logged = crate::buffer::as_writer(|| {
+            Self::log_records(db, &changed, &tables, lsn, csn, wal.redo_lsn())
+        })
+        .and_then(|bytes| {
+            let end = wal.append(lsn, &bytes)?;
+            Ok((end, bytes.len() as u64))
+        });
         let (end, log_bytes) = match logged {
             Ok(x) => x,
             Err(e) => {
-                self.undo(changed);
+                self.abort();
                 return Err(e);
             }
         };
-        // Committed in memory: the pages may go back once the log is durable
-        // (the pool syncs it up to a page's LSN before writing the page).
-        for c in &changed {
-            db.pool.release(c.file, c.page);
+        // Committed in memory, visible to readers at once (never to a read
+        // statement in progress: it holds `publish`). The pages may go back once
+        // the log is durable (the pool syncs it up to a page's LSN first).
+        {
+            let _publish = db.publish.write();
+            for c in db.pool.end_capture() {
+                db.pool.release(c.file, c.page);
+            }
+            for t in &tables {
+                t.heap.publish_pages();
+                *t.committed.lock() = (t.heap.num_pages(), t.rows());
+                for i in &t.indexes {
+                    i.btree.publish_meta();
+                }
+            }
+            db.csn.store(csn, Ordering::Release);
         }
-        for t in &tables {
-            *t.committed.lock() = (t.heap.num_pages(), t.rows());
-        }
-        db.csn.store(csn, Ordering::Release);
         let pages = changed.len();
         self.end();
         wal.flush_to(end)?;
@@ -749,34 +783,32 @@ impl WriteTxn<'_> {
     /// checkpoint at `redo`, the changed ranges otherwise) and the commit record.
     fn log_records(
         db: &Database,
-        changed: &[Changed],
+        changed: &[(crate::device::FileId, u64)],
         tables: &[Arc<Table>],
         lsn: u64,
         csn: u64,
         redo: u64,
     ) -> Result<Vec<u8>> {
         let mut out = Vec::new();
-        for c in changed {
-            let file = db.file_name(c.file).ok_or_else(|| StorageError::Database {
-                path: db.dir.clone(),
-                reason: format!(
-                    "a transaction changed {}, which no open table owns",
-                    db.device.path(c.file).display()
-                ),
-            })?;
-            let mut g = db.pool.write(c.file, c.page)?;
+        for &(file_id, page) in changed {
+            let file = db
+                .file_name(file_id)
+                .ok_or_else(|| StorageError::Database {
+                    path: db.dir.clone(),
+                    reason: format!(
+                        "a transaction changed {}, which no open table owns",
+                        db.device.path(file_id).display()
+                    ),
+                })?;
+            let before = db.pool.before_image(file_id, page);
+            let mut g = db.pool.write(file_id, page)?;
             crate::page::set_lsn_csn(&mut g, lsn, csn);
-            let image = match &c.before {
+            let image = match &before {
                 Some(before) if crate::page::lsn_of(before) >= redo => PageImage::diff(before, &g),
                 _ => PageImage::Full(g.to_vec()),
             };
             drop(g);
-            LogRecord::Page {
-                file,
-                page: c.page,
-                image,
-            }
-            .encode(lsn + out.len() as u64, &mut out);
+            LogRecord::Page { file, page, image }.encode(lsn + out.len() as u64, &mut out);
         }
         LogRecord::Commit {
             csn,
@@ -793,27 +825,21 @@ impl WriteTxn<'_> {
         Ok(out)
     }
 
-    /// Undoes everything the transaction changed.
+    /// Undoes everything the transaction changed: its pages go back as they
+    /// were while they are still captured (readers keep reading the committed
+    /// images meanwhile), the pages it created are dropped, and the tables'
+    /// sizes and trees go back to the last commit.
     fn abort(&mut self) {
-        let changed = self.db.pool.end_capture();
-        self.undo(changed);
-    }
-
-    /// Puts the changed pages back as they were and the tables' sizes with them.
-    fn undo(&mut self, changed: Vec<Changed>) {
         let db = self.db;
-        let tables = db.tables_of(&changed.iter().map(|c| c.file).collect());
-        for c in changed {
+        db.pool.restore_captured();
+        let tables = db.tables_of(&db.pool.captured_files());
+        // Like a commit, out of sight of read statements: between the end of
+        // the capture and the sizes going back, a reader would see the pages
+        // the transaction created.
+        let _publish = db.publish.write();
+        for c in db.pool.end_capture() {
             match c.before {
-                Some(before) => {
-                    // Put back while still pinned, so the changed image can never
-                    // be evicted to the device. The page is resident, so this
-                    // cannot fail for want of a frame or a read.
-                    if let Ok(mut g) = db.pool.write(c.file, c.page) {
-                        g.copy_from_slice(&before);
-                    }
-                    db.pool.release(c.file, c.page);
-                }
+                Some(_) => db.pool.release(c.file, c.page),
                 None => db.pool.forget_changed(c.file, c.page),
             }
         }
@@ -1011,8 +1037,14 @@ impl Table {
     pub fn indexes(&self) -> &[Index] {
         &self.indexes
     }
+    /// Live rows — for a reader while a write transaction runs, as of the last
+    /// commit.
     pub fn rows(&self) -> u64 {
-        self.rows.load(Ordering::Acquire)
+        if self.heap.pool().reads_committed() {
+            self.committed.lock().1
+        } else {
+            self.rows.load(Ordering::Acquire)
+        }
     }
     pub fn segment_pages(&self) -> u64 {
         self.segment_pages
@@ -1051,12 +1083,14 @@ impl Table {
     /// Inserts a row and its index entries (in the thread's write transaction).
     pub fn insert_row(&self, row: &[Value]) -> Result<Tid> {
         self.owner.check(&self.name)?;
-        let tid = self.heap.insert(&self.encode(row)?)?;
-        for i in &self.indexes {
-            i.btree.insert(&i.key_of_row(row), tid)?;
-        }
-        self.rows.fetch_add(1, Ordering::AcqRel);
-        Ok(tid)
+        as_writer(|| {
+            let tid = self.heap.insert(&self.encode(row)?)?;
+            for i in &self.indexes {
+                i.btree.insert(&i.key_of_row(row), tid)?;
+            }
+            self.rows.fetch_add(1, Ordering::AcqRel);
+            Ok(tid)
+        })
     }
 
     /// The row at `tid`, or an error naming the table and tuple.
@@ -1071,42 +1105,48 @@ impl Table {
     /// Deletes a row and its index entries.
     pub fn delete_row(&self, tid: Tid) -> Result<()> {
         self.owner.check(&self.name)?;
-        let row = self.existing_row(tid)?;
-        for i in &self.indexes {
-            i.btree.delete(&i.key_of_row(&row), tid)?;
-        }
-        self.heap.delete(tid)?;
-        self.rows.fetch_sub(1, Ordering::AcqRel);
-        Ok(())
+        as_writer(|| {
+            let row = self.existing_row(tid)?;
+            for i in &self.indexes {
+                i.btree.delete(&i.key_of_row(&row), tid)?;
+            }
+            self.heap.delete(tid)?;
+            self.rows.fetch_sub(1, Ordering::AcqRel);
+            Ok(())
+        })
     }
 
     /// Replaces a row; returns its tid, which changes when the row had to move.
     pub fn update_row(&self, tid: Tid, row: &[Value]) -> Result<Tid> {
         self.owner.check(&self.name)?;
-        let old = self.existing_row(tid)?;
-        let new_tid = self.heap.update(tid, &self.encode(row)?)?;
-        for i in &self.indexes {
-            let (ok, nk) = (i.key_of_row(&old), i.key_of_row(row));
-            if ok != nk || new_tid != tid {
-                i.btree.delete(&ok, tid)?;
-                i.btree.insert(&nk, new_tid)?;
+        as_writer(|| {
+            let old = self.existing_row(tid)?;
+            let new_tid = self.heap.update(tid, &self.encode(row)?)?;
+            for i in &self.indexes {
+                let (ok, nk) = (i.key_of_row(&old), i.key_of_row(row));
+                if ok != nk || new_tid != tid {
+                    i.btree.delete(&ok, tid)?;
+                    i.btree.insert(&nk, new_tid)?;
+                }
             }
-        }
-        Ok(new_tid)
+            Ok(new_tid)
+        })
     }
 
     /// Moves a row to another heap page (`None`: the page inserts fill), keeping
     /// its indexes pointing at it. Hot/cold partitioning is built on this.
     pub fn move_row(&self, tid: Tid, target_page: Option<u64>) -> Result<Tid> {
         self.owner.check(&self.name)?;
-        let row = self.existing_row(tid)?;
-        let new_tid = self.heap.move_tuple(tid, target_page)?;
-        for i in &self.indexes {
-            let k = i.key_of_row(&row);
-            i.btree.delete(&k, tid)?;
-            i.btree.insert(&k, new_tid)?;
-        }
-        Ok(new_tid)
+        as_writer(|| {
+            let row = self.existing_row(tid)?;
+            let new_tid = self.heap.move_tuple(tid, target_page)?;
+            for i in &self.indexes {
+                let k = i.key_of_row(&row);
+                i.btree.delete(&k, tid)?;
+                i.btree.insert(&k, new_tid)?;
+            }
+            Ok(new_tid)
+        })
     }
 
     /// Visits every row in heap order.

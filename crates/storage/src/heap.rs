@@ -64,6 +64,9 @@ pub struct HeapFile {
     file: FileId,
     table: String,
     pages: AtomicU64,
+    /// Pages as of the last commit: what readers see while a write transaction
+    /// adds pages.
+    committed: AtomicU64,
     fill_factor: f64,
     /// Page that single inserts try first.
     insert_page: Mutex<Option<u64>>,
@@ -126,6 +129,7 @@ impl HeapFile {
             file,
             table: table.to_string(),
             pages: AtomicU64::new(pages),
+            committed: AtomicU64::new(pages),
             fill_factor: fill_factor.clamp(0.05, 1.0),
             insert_page: Mutex::new(None),
             shape: OnceLock::new(),
@@ -199,8 +203,21 @@ impl HeapFile {
     pub fn pool(&self) -> &Arc<BufferPool> {
         &self.pool
     }
+    /// Pages of the heap — for a reader while a write transaction runs, as of
+    /// the last commit (the transaction's new pages are not there for it).
     pub fn num_pages(&self) -> u64 {
-        self.pages.load(Ordering::Acquire)
+        if self.pool.reads_committed() {
+            self.committed.load(Ordering::Acquire)
+        } else {
+            self.pages.load(Ordering::Acquire)
+        }
+    }
+
+    /// The pages there are now become the committed ones (a transaction that
+    /// added pages commits).
+    pub fn publish_pages(&self) {
+        self.committed
+            .store(self.pages.load(Ordering::Acquire), Ordering::Release);
     }
     pub fn fill_factor(&self) -> f64 {
         self.fill_factor
@@ -209,6 +226,7 @@ impl HeapFile {
     /// Forgets pages past `pages` (an aborted load truncated the file back).
     pub fn reset_pages(&self, pages: u64) {
         self.pages.store(pages, Ordering::Release);
+        self.committed.store(pages, Ordering::Release);
         let mut hint = self.insert_page.lock();
         if hint.is_some_and(|p| p >= pages) {
             *hint = None;
@@ -778,6 +796,7 @@ impl HeapWriter {
         dev.write(self.heap.file, self.first, &self.buf[..n * PAGE_SIZE])?;
         self.first += n as u64;
         self.heap.pages.store(self.first, Ordering::Release);
+        self.heap.committed.store(self.first, Ordering::Release);
         self.used = 0;
         Ok(())
     }

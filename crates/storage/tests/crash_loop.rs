@@ -121,13 +121,16 @@ fn apply_model(model: &mut Model, changes: &[(i64, Option<(i32, String)>)]) {
 }
 
 fn tid_of(db: &Database, k: i64) -> Option<Tid> {
-    let t = db.table("kv").unwrap();
-    let i = t.index("kv_k").unwrap();
-    let tids = i
-        .btree
-        .lookup(&i.key_of_row(&[Value::Int64(k), Value::Null, Value::Null]))
-        .unwrap();
-    tids.first().copied()
+    // Inside a transaction: see its own changes.
+    strata_storage::buffer::as_writer(|| {
+        let t = db.table("kv").unwrap();
+        let i = t.index("kv_k").unwrap();
+        let tids = i
+            .btree
+            .lookup(&i.key_of_row(&[Value::Int64(k), Value::Null, Value::Null]))
+            .unwrap();
+        tids.first().copied()
+    })
 }
 
 /// The transactions of one child run: (changes, commits?), from `seed` and the

@@ -73,14 +73,17 @@ fn contents(db: &Database) -> BTreeMap<i64, Vec<Value>> {
 }
 
 fn tid_of(db: &Database, id: i64) -> Option<Tid> {
-    let t = db.table("t").unwrap();
-    let i = t.index("t_id").unwrap();
-    let tids = i
-        .btree
-        .lookup(&i.key_of_row(&[Value::Int64(id), Value::Null, Value::Null]))
-        .unwrap();
-    assert!(tids.len() <= 1);
-    tids.first().copied()
+    // Inside a transaction: see its own changes.
+    strata_storage::buffer::as_writer(|| {
+        let t = db.table("t").unwrap();
+        let i = t.index("t_id").unwrap();
+        let tids = i
+            .btree
+            .lookup(&i.key_of_row(&[Value::Int64(id), Value::Null, Value::Null]))
+            .unwrap();
+        assert!(tids.len() <= 1);
+        tids.first().copied()
+    })
 }
 
 fn assert_consistent(db: &Database, model: &BTreeMap<i64, Vec<Value>>) {
@@ -173,7 +176,10 @@ fn an_abort_puts_pages_sizes_and_trees_back() {
         for _ in 0..3000 {
             change(&db, &mut scratch, &mut rng, &mut next);
         }
-        assert!(db.table("t").unwrap().heap().num_pages() > pages);
+        let t = db.table("t").unwrap();
+        // The transaction sees its new pages; a reader does not.
+        assert!(strata_storage::buffer::as_writer(|| t.heap().num_pages()) > pages);
+        assert_eq!(t.heap().num_pages(), pages);
     }
     assert_eq!(db.table("t").unwrap().heap().num_pages(), pages);
     assert_consistent(&db, &model);
@@ -323,4 +329,115 @@ fn a_reader_after_a_crash_sees_the_recovered_state() {
     )
     .unwrap();
     assert_eq!(contents(&reader), model);
+}
+
+/// Readers on other threads while transactions commit and abort: each read
+/// statement (under `read_snapshot`) sees every transaction whole or not at
+/// all. Every transaction keeps the row count and the sum of `grp` as they
+/// were (it moves `grp` between rows, inserts a row and deletes one), so a
+/// reader that saw part of one would see them change.
+#[test]
+fn readers_see_each_transaction_whole_or_not_at_all() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let db = setup(dir.path(), 3000, 8 << 20);
+    let (count, sum) = {
+        let c = contents(&db);
+        let sum: i64 = c.values().map(|r| grp(r)).sum();
+        (c.len(), sum)
+    };
+    let done = AtomicBool::new(false);
+    let reads = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                while !done.load(Ordering::Acquire) {
+                    let snap = db.read_snapshot();
+                    let before = db.pool().in_transaction();
+                    let c = contents(&db);
+                    let after = db.pool().in_transaction();
+                    assert_eq!(c.len(), count, "rows at csn {}", snap.csn);
+                    assert_eq!(
+                        c.values().map(|r| grp(r)).sum::<i64>(),
+                        sum,
+                        "csn {} txn {before} {after} now csn {}",
+                        snap.csn,
+                        db.csn()
+                    );
+                    // The index agrees with the heap in the same snapshot.
+                    let t = db.table("t").unwrap();
+                    let i = t.index("t_id").unwrap();
+                    let n = i
+                        .btree
+                        .range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)
+                        .unwrap()
+                        .count();
+                    assert_eq!(n, count, "index entries at csn {}", snap.csn);
+                    assert_eq!(t.rows() as usize, count);
+                    reads.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(6);
+        let mut next = 3000i64;
+        let t = db.table("t").unwrap();
+        for n in 0..150 {
+            let txn = db.begin_write().unwrap();
+            let ids: Vec<i64> = strata_storage::buffer::as_writer(|| contents(&db))
+                .keys()
+                .copied()
+                .collect();
+            let (a, b) = (
+                ids[rng.random_range(0..ids.len())],
+                ids[rng.random_range(0..ids.len())],
+            );
+            if a != b {
+                let (ta, tb) = (tid_of(&db, a).unwrap(), tid_of(&db, b).unwrap());
+                let ra = strata_storage::buffer::as_writer(|| t.get_row(ta))
+                    .unwrap()
+                    .unwrap();
+                let rb = strata_storage::buffer::as_writer(|| t.get_row(tb))
+                    .unwrap()
+                    .unwrap();
+                let d = rng.random_range(1..50);
+                let mut ra2 = ra.clone();
+                let mut rb2 = rb.clone();
+                ra2[1] = Value::Int32(grp(&ra) as i32 - d);
+                rb2[1] = Value::Int32(grp(&rb) as i32 + d);
+                ra2[2] = Value::Str("moved ".repeat(rng.random_range(0..6)));
+                t.update_row(ta, &ra2).unwrap();
+                t.update_row(tid_of(&db, b).unwrap(), &rb2).unwrap();
+            }
+            // One row in, one row out, the sum kept.
+            let victim = ids[rng.random_range(0..ids.len())];
+            let vt = tid_of(&db, victim).unwrap();
+            let vr = strata_storage::buffer::as_writer(|| t.get_row(vt))
+                .unwrap()
+                .unwrap();
+            t.delete_row(vt).unwrap();
+            t.insert_row(&[Value::Int64(next), vr[1].clone(), Value::Str("new".into())])
+                .unwrap();
+            next += 1;
+            if n % 5 == 4 {
+                drop(txn);
+            } else {
+                txn.commit().unwrap();
+            }
+        }
+        done.store(true, Ordering::Release);
+    });
+    assert!(reads.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    let c = contents(&db);
+    assert_eq!(
+        (c.len(), c.values().map(|r| grp(r)).sum::<i64>()),
+        (count, sum)
+    );
+    check_database(&db, &NoProgress).unwrap();
+}
+
+fn grp(r: &[Value]) -> i64 {
+    match r[1] {
+        Value::Int32(g) => g as i64,
+        _ => panic!("grp is an INT"),
+    }
 }

@@ -9,7 +9,7 @@ use super::*;
 impl BTree {
     /// Shape and fill of the tree (reads every page through the pool).
     pub fn stats(&self) -> Result<BTreeStats> {
-        let meta = self.latch.read();
+        let meta = self.meta();
         let mut s = BTreeStats {
             name: self.name.clone(),
             height: meta.height,
@@ -69,7 +69,7 @@ impl BTree {
     /// meta's first leaf; the entry and page counts match the meta. Errors name the
     /// index and the page.
     pub fn check(&self) -> Result<u64> {
-        let meta = self.latch.read();
+        let meta = self.meta();
         struct Todo {
             page: u32,
             level: u32,

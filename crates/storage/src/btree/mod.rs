@@ -85,6 +85,22 @@ struct Meta {
     splits: u64,
 }
 
+/// A meta to read by: the live one under the latch, or a committed copy.
+enum MetaRead<'a> {
+    Live(parking_lot::RwLockReadGuard<'a, Meta>),
+    Committed(Meta),
+}
+
+impl std::ops::Deref for MetaRead<'_> {
+    type Target = Meta;
+    fn deref(&self) -> &Meta {
+        match self {
+            MetaRead::Live(g) => g,
+            MetaRead::Committed(m) => m,
+        }
+    }
+}
+
 /// Size, shape and fill of a tree ([`BTree::stats`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BTreeStats {
@@ -123,6 +139,9 @@ pub struct BTree {
     key_types: Vec<DataType>,
     /// The tree latch, guarding the meta too.
     latch: RwLock<Meta>,
+    /// The meta as of the last commit: what readers descend from while a write
+    /// transaction changes the tree (its new root or pages are not theirs).
+    committed: parking_lot::Mutex<Meta>,
     /// Bytes of a page inserts may use before splitting (the page size; tests use a
     /// small budget to grow tall trees from few entries).
     page_budget: usize,
@@ -325,6 +344,7 @@ impl BTree {
             path: path.to_path_buf(),
             name: name.to_string(),
             key_types,
+            committed: parking_lot::Mutex::new(meta.clone()),
             latch: RwLock::new(meta),
             page_budget: PAGE_SIZE,
         }
@@ -355,21 +375,21 @@ impl BTree {
     }
     /// Levels of the tree; 1 = the root is a leaf.
     pub fn height(&self) -> usize {
-        self.latch.read().height as usize
+        self.meta().height as usize
     }
     /// Number of entries.
     pub fn len(&self) -> u64 {
-        self.latch.read().entries
+        self.meta().entries
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
     /// Pages of the file, the meta page included.
     pub fn num_pages(&self) -> u64 {
-        self.latch.read().num_pages as u64
+        self.meta().num_pages as u64
     }
     pub fn root_page(&self) -> u32 {
-        self.latch.read().root
+        self.meta().root
     }
 
     fn err(&self, reason: impl Into<String>) -> StorageError {
@@ -520,6 +540,8 @@ impl BTree {
     pub fn flush(&self) -> Result<()> {
         let meta = self.latch.read();
         self.write_meta(&meta)?;
+        // Outside write transactions (bulk builds) the tree is committed as is.
+        *self.committed.lock() = meta.clone();
         self.pool.flush_file(self.file)?;
         self.pool.device().sync(self.file)
     }
@@ -529,6 +551,22 @@ impl BTree {
     pub(crate) fn store_meta(&self) -> Result<()> {
         let meta = self.latch.read();
         self.write_meta(&meta)
+    }
+
+    /// The meta a reader goes by: the live one, or for a reader while a write
+    /// transaction runs, the one of the last commit.
+    fn meta(&self) -> MetaRead<'_> {
+        if self.pool.reads_committed() {
+            MetaRead::Committed(self.committed.lock().clone())
+        } else {
+            MetaRead::Live(self.latch.read())
+        }
+    }
+
+    /// The tree as it is now becomes the committed one (its transaction commits).
+    pub(crate) fn publish_meta(&self) {
+        let live = self.latch.read().clone();
+        *self.committed.lock() = live;
     }
 
     /// Reads the meta back from page 0 (after an aborted transaction put the
@@ -541,6 +579,7 @@ impl BTree {
         let (m, _) = decode_meta(tuple).map_err(|e| self.err(e))?;
         let splits = meta.splits + 1;
         *meta = Meta { splits, ..m };
+        *self.committed.lock() = meta.clone();
         Ok(())
     }
 

@@ -74,7 +74,7 @@ impl BTree {
     /// `(lower, upper)`: the free region of leaf `page`, between its slot directory
     /// and its entries (one contiguous gap, see the module docs).
     pub fn leaf_free_region(&self, page: u32) -> Result<(u16, u16)> {
-        let meta = self.latch.read();
+        let meta = self.meta();
         let g = self.read_node(&meta, page, Node::Leaf)?;
         let v = PageView::new(&g);
         Ok((v.lower(), v.upper()))
@@ -118,7 +118,7 @@ impl BTree {
         lower: &Bound<Vec<u8>>,
         upper: &Bound<Vec<u8>>,
     ) -> Result<(Vec<Vec<u8>>, f64)> {
-        let meta = self.latch.read();
+        let meta = self.meta();
         let height = meta.height as usize;
         if level + 1 >= height {
             return Ok((Vec::new(), 1.0));
@@ -304,7 +304,7 @@ impl RangeCursor {
         self.buf.clear();
         self.ends.clear();
         self.pos = 0;
-        let meta = tree.latch.read();
+        let meta = tree.meta();
         // Whether the first page read is the previous leaf again (no step forward).
         let mut reread = false;
         let mut page = if !self.started {
@@ -422,7 +422,7 @@ pub struct LeafIter<'a> {
 impl LeafIter<'_> {
     fn step(&mut self) -> Result<Option<Leaf>> {
         let tree = self.tree;
-        let meta = tree.latch.read();
+        let meta = tree.meta();
         let page = self.next.unwrap_or(meta.first_leaf);
         if page == NO_PAGE {
             return Ok(None);
