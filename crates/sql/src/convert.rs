@@ -47,6 +47,20 @@ pub fn arrow_schema(schema: &Schema) -> SchemaRef {
     ))
 }
 
+/// `schema` with every field nullable. The SQL layer declares its tables so:
+/// DataFusion plans `INSERT … VALUES` rows with the table's field types and
+/// refuses a NULL for a NOT NULL field with a message naming neither the
+/// table's column nor the row; strata checks NOT NULL itself and says which.
+pub fn nullable(schema: &SchemaRef) -> SchemaRef {
+    Arc::new(ArrowSchema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_nullable(true))
+            .collect::<Vec<_>>(),
+    ))
+}
+
 enum Builder {
     I32(Int32Builder),
     I64(Int64Builder),

@@ -49,7 +49,7 @@ use strata_storage::btree::MAX_KEY;
 use strata_storage::page::MAX_TUPLE;
 use strata_storage::types::{Column, DataType, Schema, Tid, Value};
 
-use crate::convert::{BatchConverter, arrow_schema, arrow_values};
+use crate::convert::{BatchConverter, arrow_schema, arrow_values, nullable};
 use crate::provider::unqualified;
 use crate::pushdown::{Pushed, classify};
 use crate::session::SqlError;
@@ -68,17 +68,9 @@ fn count_schema() -> SchemaRef {
     )]))
 }
 
-/// `schema` with every field nullable: batches of new rows may hold a NULL
-/// for a NOT NULL column, which the row check reports by name (Arrow would
-/// refuse the batch with a message naming neither column nor row).
-fn nullable(schema: &SchemaRef) -> SchemaRef {
-    Arc::new(ArrowSchema::new(
-        schema
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone().with_nullable(true))
-            .collect::<Vec<_>>(),
-    ))
+/// The Arrow schema of `table` as its provider declares it.
+fn table_schema(table: &Table) -> SchemaRef {
+    nullable(&arrow_schema(table.schema()))
 }
 
 fn external(e: SqlError) -> DataFusionError {
@@ -208,12 +200,13 @@ pub struct InsertSink {
 }
 
 impl InsertSink {
-    /// A sink for table `table` whose Arrow schema is `schema`.
+    /// A sink for table `table` whose Arrow schema is `schema` (nullable: the
+    /// rows are checked by [`check_row`], which names column and value).
     pub fn new(writes: Arc<Writes>, table: &str, schema: &SchemaRef) -> InsertSink {
         InsertSink {
             writes,
             table: table.to_string(),
-            schema: nullable(schema),
+            schema: schema.clone(),
         }
     }
 }
@@ -380,7 +373,7 @@ fn find(
     each: &mut dyn FnMut(Vec<Tid>, RecordBatch) -> Result<(), SqlError>,
 ) -> Result<(), SqlError> {
     let all: Vec<usize> = (0..table.schema().len()).collect();
-    let converter = BatchConverter::new(table.schema(), all, arrow_schema(table.schema()));
+    let converter = BatchConverter::new(table.schema(), all, table_schema(table));
     let mut flush = |batch: &mut TupleBatch| -> Result<(), SqlError> {
         if batch.is_empty() {
             return Ok(());
@@ -511,7 +504,7 @@ impl DmlExec {
         op: impl FnOnce(&Table, &DFSchema) -> Result<Op>,
     ) -> Result<DmlExec> {
         let t = writes.database().table(table).map_err(|e| external(e.into()))?;
-        let schema = DFSchema::try_from(arrow_schema(t.schema()).as_ref().clone())?;
+        let schema = DFSchema::try_from(table_schema(&t).as_ref().clone())?;
         let filter = Filter::new(&t, &schema, state, filters)?;
         let op = op(&t, &schema)?;
         let index = choose_index(&t, &filter.conjuncts)
@@ -603,7 +596,7 @@ fn assign(
     old: &RecordBatch,
 ) -> Result<RecordBatch, SqlError> {
     let mut columns: Vec<ArrayRef> = old.columns().to_vec();
-    let schema = nullable(&old.schema());
+    let schema = old.schema();
     for (c, expr, _) in set {
         let want = schema.field(*c).data_type();
         let mut value = expr

@@ -24,7 +24,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use strata_access::PageCosts;
 use strata_storage::{Database, Table};
 
-use crate::convert::arrow_schema;
+use crate::convert::{arrow_schema, nullable};
 use crate::dml::{DmlExec, InsertSink};
 use crate::options::StrataOptions;
 use crate::pushdown::{Pushed, classify};
@@ -46,7 +46,7 @@ impl StrataTable {
             db: writes.database().clone(),
             writes,
             name: table.name().to_string(),
-            schema: arrow_schema(table.schema()),
+            schema: nullable(&arrow_schema(table.schema())),
         }
     }
 

@@ -12,7 +12,10 @@ use datafusion::arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array}
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::DataFusionError;
+use datafusion::dataframe::DataFrame;
 use datafusion::execution::SessionState;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::execution::context::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement as DfStatement;
 use strata_storage::device::IoCounters;
@@ -216,6 +219,10 @@ impl SqlSession {
                     Kind::Ddl(d) => self.ddl(&d).map(|()| nothing())?,
                     Kind::Write(verb) => {
                         self.writes.check_writable(verb)?;
+                        let state = match verb {
+                            "INSERT" => state,
+                            _ => unoptimized(state),
+                        };
                         // Never cancelled: a write runs to its end or fails,
                         // so it is never left half applied.
                         self.plan_and_run(state, stmt, None)?.ok_or_else(|| {
@@ -247,7 +254,13 @@ impl SqlSession {
     ) -> Result<Option<(SchemaRef, Vec<RecordBatch>)>, SqlError> {
         let work = async {
             let plan = state.statement_to_plan(stmt).await?;
-            let df = self.ctx.execute_logical_plan(plan).await?;
+            let df = match plan {
+                // Runs in `state`, which may be `unoptimized`.
+                LogicalPlan::Dml(_) | LogicalPlan::Explain(_) | LogicalPlan::Analyze(_) => {
+                    DataFrame::new(state, plan)
+                }
+                plan => self.ctx.execute_logical_plan(plan).await?,
+            };
             let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
             let batches = df.collect().await.map_err(SqlError::from)?;
             Ok::<_, SqlError>((schema, batches))
@@ -367,6 +380,19 @@ impl SqlSession {
         }
         Ok(out)
     }
+}
+
+/// `state` without logical optimizer rules (the analyzer, which coerces
+/// types, still runs). `UPDATE` and `DELETE` are planned so: DataFusion
+/// hands the provider the WHERE conjuncts and SET expressions it finds in the
+/// plan, and the optimizer rewrites them into forms it cannot find — a WHERE
+/// that folds to false becomes an empty relation, which reads as no WHERE at
+/// all (every row), and a subexpression used twice in SET becomes a column of
+/// a projection below.
+fn unoptimized(state: SessionState) -> SessionState {
+    SessionStateBuilder::new_from_existing(state)
+        .with_optimizer_rules(vec![])
+        .build()
 }
 
 /// Makes table `name` visible to the session's queries.

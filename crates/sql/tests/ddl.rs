@@ -242,7 +242,8 @@ fn the_binary_runs_the_readme_example_and_exits_by_error_kind() {
     let start = readme
         .find("CREATE TABLE accounts")
         .expect("the README has the SQL example");
-    let example = &readme[start..start + readme[start..].find("```").unwrap()];
+    // Up to the closing quote of `-e "..."`.
+    let example = &readme[start..start + readme[start..].find('"').unwrap()];
     let out = binary(&path, example);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
