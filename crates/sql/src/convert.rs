@@ -47,10 +47,10 @@ pub fn arrow_schema(schema: &Schema) -> SchemaRef {
     ))
 }
 
-/// `schema` with every field nullable. The SQL layer declares its tables so:
-/// DataFusion plans `INSERT … VALUES` rows with the table's field types and
-/// refuses a NULL for a NOT NULL field with a message naming neither the
-/// table's column nor the row; strata checks NOT NULL itself and says which.
+/// `schema` with every field nullable: for batches of rows still to be
+/// checked (a NULL in a NOT NULL column is reported by strata's row check,
+/// which names the column and the row, where Arrow would refuse the batch
+/// naming neither).
 pub fn nullable(schema: &SchemaRef) -> SchemaRef {
     Arc::new(ArrowSchema::new(
         schema

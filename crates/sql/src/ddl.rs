@@ -66,7 +66,7 @@ pub struct Name {
 }
 
 impl Name {
-    fn of(i: &Ident) -> Name {
+    pub(crate) fn of(i: &Ident) -> Name {
         match i.quote_style {
             Some(_) => Name {
                 text: i.value.clone(),
@@ -81,7 +81,7 @@ impl Name {
 
     /// Whether this name names `existing`: exactly, or for an unquoted name
     /// ignoring case (tables loaded by `strata load` may have upper case names).
-    fn names(&self, existing: &str) -> bool {
+    pub(crate) fn names(&self, existing: &str) -> bool {
         existing == self.text || (!self.quoted && existing.eq_ignore_ascii_case(&self.text))
     }
 }
@@ -98,7 +98,7 @@ fn query(msg: String) -> SqlError {
 }
 
 /// The single-part name of an object (strata has one schema).
-fn object_name(n: &ObjectName, what: &str) -> Result<Name, SqlError> {
+pub(crate) fn object_name(n: &ObjectName, what: &str) -> Result<Name, SqlError> {
     match n.0.as_slice() {
         [ObjectNamePart::Identifier(i)] => Ok(Name::of(i)),
         _ => Err(query(format!(
@@ -344,7 +344,7 @@ fn drop(
 }
 
 /// The table `name` names, if any.
-fn find_table(db: &Database, name: &Name) -> Option<String> {
+pub(crate) fn find_table(db: &Database, name: &Name) -> Option<String> {
     let names = db.table_names();
     names
         .iter()

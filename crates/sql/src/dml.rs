@@ -68,7 +68,8 @@ fn count_schema() -> SchemaRef {
     )]))
 }
 
-/// The Arrow schema of `table` as its provider declares it.
+/// The Arrow schema of batches of `table`'s rows (nullable: new rows are
+/// checked by [`check_row`]).
 fn table_schema(table: &Table) -> SchemaRef {
     nullable(&arrow_schema(table.schema()))
 }
@@ -93,7 +94,7 @@ fn shown(v: &Value, ty: &DataType) -> String {
 }
 
 /// Why `v` cannot be stored in column `c`, naming the column and the value.
-fn check_value(c: &Column, v: &Value) -> Result<(), String> {
+pub(crate) fn check_value(c: &Column, v: &Value) -> Result<(), String> {
     let col = || {
         format!(
             "column '{}' ({}{})",
@@ -201,7 +202,8 @@ pub struct InsertSink {
 
 impl InsertSink {
     /// A sink for table `table` whose Arrow schema is `schema` (nullable: the
-    /// rows are checked by [`check_row`], which names column and value).
+    /// rows are checked by [`check_row`], which names column and value, not
+    /// by DataFusion).
     pub fn new(writes: Arc<Writes>, table: &str, schema: &SchemaRef) -> InsertSink {
         InsertSink {
             writes,

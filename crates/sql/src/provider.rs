@@ -46,7 +46,7 @@ impl StrataTable {
             db: writes.database().clone(),
             writes,
             name: table.name().to_string(),
-            schema: nullable(&arrow_schema(table.schema())),
+            schema: arrow_schema(table.schema()),
         }
     }
 
@@ -194,7 +194,7 @@ impl TableProvider for StrataTable {
         }
         self.schema
             .logically_equivalent_names_and_types(&input.schema())?;
-        let sink = InsertSink::new(self.writes.clone(), &self.name, &self.schema);
+        let sink = InsertSink::new(self.writes.clone(), &self.name, &nullable(&self.schema));
         Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
     }
 

@@ -225,9 +225,15 @@ impl SqlSession {
                         };
                         // Never cancelled: a write runs to its end or fails,
                         // so it is never left half applied.
-                        self.plan_and_run(state, stmt, None)?.ok_or_else(|| {
-                            SqlError::Execution("a write ran out of time".into())
-                        })?
+                        match self.plan_and_run(state, stmt.clone(), None) {
+                            Ok(Some(r)) => r,
+                            Ok(None) => {
+                                return Err(SqlError::Execution("a write ran out of time".into()));
+                            }
+                            Err(e) => {
+                                return Err(statement::values_null(&stmt, &self.db, &e).unwrap_or(e));
+                            }
+                        }
                     }
                     Kind::Other => match self.plan_and_run(state, stmt, limit)? {
                         Some(r) => r,

@@ -12,10 +12,13 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
-    FromTable, Query, Statement, TableWithJoins, Visit, Visitor,
+    Expr, FromTable, ObjectNamePart, Query, SetExpr, Statement, TableObject, TableWithJoins,
+    Value, Visit, Visitor,
 };
+use strata_storage::Database;
 
-use crate::ddl::{self, Ddl};
+use crate::ddl::{self, Ddl, Name};
+use crate::dml::check_value;
 use crate::session::SqlError;
 
 /// What kind of statement the session is given.
@@ -138,4 +141,58 @@ fn classify_sql(s: &Statement) -> Result<Kind, SqlError> {
         },
         _ => Ok(Kind::Other),
     }
+}
+
+/// DataFusion builds the rows of `INSERT … VALUES` with the nullability of the
+/// target columns and fails on a NULL for a NOT NULL column with "Column
+/// 'column3' is declared as non-nullable but contains null values", naming a
+/// column of the VALUES list. This is `err` said as strata's own row check
+/// says it — table, row (when it is a literal NULL), column and type — or
+/// `None` when `err` is not that error of an INSERT.
+pub fn values_null(stmt: &DfStatement, db: &Database, err: &SqlError) -> Option<SqlError> {
+    let msg = err.to_string();
+    let position = msg
+        .split("Column 'column")
+        .nth(1)?
+        .split('\'')
+        .next()?
+        .parse::<usize>()
+        .ok()?
+        .checked_sub(1)?;
+    if !msg.contains("is declared as non-nullable but contains null values") {
+        return None;
+    }
+    let DfStatement::Statement(s) = stmt else {
+        return None;
+    };
+    let Statement::Insert(insert) = s.as_ref() else {
+        return None;
+    };
+    let TableObject::TableName(name) = &insert.table else {
+        return None;
+    };
+    let table = ddl::find_table(db, &ddl::object_name(name, "table").ok()?)?;
+    let schema = db.table(&table).ok()?.schema().clone();
+    let column = match insert.columns.get(position) {
+        None if insert.columns.is_empty() => schema.columns.get(position)?,
+        None => return None,
+        Some(c) => match c.0.as_slice() {
+            [ObjectNamePart::Identifier(i)] => {
+                let n = Name::of(i);
+                schema.columns.iter().find(|c| n.names(&c.name))?
+            }
+            _ => return None,
+        },
+    };
+    let reason = check_value(column, &strata_storage::types::Value::Null).err()?;
+    let row = insert.source.as_ref().and_then(|q| match q.body.as_ref() {
+        SetExpr::Values(v) => v.rows.iter().position(|r| {
+            matches!(r.content.get(position), Some(Expr::Value(v)) if v.value == Value::Null)
+        }),
+        _ => None,
+    });
+    Some(SqlError::Data(match row {
+        Some(r) => format!("INSERT into '{table}', row {}: {reason}", r + 1),
+        None => format!("INSERT into '{table}': {reason}"),
+    }))
 }
