@@ -557,58 +557,65 @@ impl DmlExec {
             Op::Delete => "DELETE",
             Op::Update(_) => "UPDATE",
         };
+        // Inside the transaction, and reading as it: the rows are found where
+        // the transaction's own earlier changes (BEGIN ... COMMIT) put them,
+        // and no other transaction can move them before they change.
         self.writes.apply(what, |db| {
-            let t = db.table(&self.table)?;
-            let index = match &self.index {
-                Some(name) => Some(
-                    t.indexes()
-                        .iter()
-                        .position(|i| &i.def.name == name)
-                        .ok_or_else(|| SqlError::Query(format!("index '{name}' was dropped")))?,
-                ),
-                None => None,
-            };
-            match &self.op {
-                Op::Delete => {
-                    let mut tids = Vec::new();
-                    find(&t, &self.filter, index, &mut |found, _| {
-                        tids.extend(found);
-                        Ok(())
-                    })?;
-                    for &tid in &tids {
-                        t.delete_row(tid)?;
-                    }
-                    Ok(tids.len() as u64)
-                }
-                Op::Update(set) => {
-                    let mut changes: Vec<(Vec<Tid>, RecordBatch)> = Vec::new();
-                    let mut scratch = Vec::new();
-                    find(&t, &self.filter, index, &mut |tids, old| {
-                        let new = assign(&t, set, &old)?;
-                        for row in rows_of(&new, t.schema())? {
-                            check_row(&t, &row, &mut scratch).map_err(|e| {
-                                SqlError::Data(format!(
-                                    "UPDATE of '{}': {e}; the new row would be {}",
-                                    self.table,
-                                    row_text(&row, t.schema())
-                                ))
-                            })?;
+            strata_storage::buffer::as_writer(|| {
+                let t = db.table(&self.table)?;
+                let index = match &self.index {
+                    Some(name) => Some(
+                        t.indexes()
+                            .iter()
+                            .position(|i| &i.def.name == name)
+                            .ok_or_else(|| {
+                                SqlError::Query(format!("index '{name}' was dropped"))
+                            })?,
+                    ),
+                    None => None,
+                };
+                match &self.op {
+                    Op::Delete => {
+                        let mut tids = Vec::new();
+                        find(&t, &self.filter, index, &mut |found, _| {
+                            tids.extend(found);
+                            Ok(())
+                        })?;
+                        for &tid in &tids {
+                            t.delete_row(tid)?;
                         }
-                        changes.push((tids, new));
-                        Ok(())
-                    })?;
-                    let mut n = 0u64;
-                    for (tids, new) in &changes {
-                        for (&tid, row) in tids.iter().zip(rows_of(new, t.schema())?) {
-                            if !set.is_empty() {
-                                t.update_row(tid, &row)?;
+                        Ok(tids.len() as u64)
+                    }
+                    Op::Update(set) => {
+                        let mut changes: Vec<(Vec<Tid>, RecordBatch)> = Vec::new();
+                        let mut scratch = Vec::new();
+                        find(&t, &self.filter, index, &mut |tids, old| {
+                            let new = assign(&t, set, &old)?;
+                            for row in rows_of(&new, t.schema())? {
+                                check_row(&t, &row, &mut scratch).map_err(|e| {
+                                    SqlError::Data(format!(
+                                        "UPDATE of '{}': {e}; the new row would be {}",
+                                        self.table,
+                                        row_text(&row, t.schema())
+                                    ))
+                                })?;
                             }
-                            n += 1;
+                            changes.push((tids, new));
+                            Ok(())
+                        })?;
+                        let mut n = 0u64;
+                        for (tids, new) in &changes {
+                            for (&tid, row) in tids.iter().zip(rows_of(new, t.schema())?) {
+                                if !set.is_empty() {
+                                    t.update_row(tid, &row)?;
+                                }
+                                n += 1;
+                            }
                         }
+                        Ok(n)
                     }
-                    Ok(n)
                 }
-            }
+            })
         })
     }
 }

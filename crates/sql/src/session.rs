@@ -225,6 +225,12 @@ impl SqlSession {
                         };
                         // Never cancelled: a write runs to its end or fails,
                         // so it is never left half applied.
+                        // Inside BEGIN, an INSERT ... SELECT reads the
+                        // transaction's own changes.
+                        let _own = self
+                            .writes
+                            .in_transaction()
+                            .then(|| self.db.read_own_writes());
                         match self.plan_and_run(state, stmt.clone(), None) {
                             Ok(Some(r)) => r,
                             Ok(None) => {
@@ -237,7 +243,19 @@ impl SqlSession {
                             }
                         }
                     }
-                    Kind::Other => match self.plan_and_run(state, stmt, limit)? {
+                    // A query sees each transaction whole or not at all: commits
+                    // wait until it ends (strata_storage::Database::read_snapshot);
+                    // inside this session's BEGIN it sees the transaction's own
+                    // changes (Database::read_own_writes).
+                    Kind::Other => match {
+                        let (_snapshot, _own);
+                        if self.writes.in_transaction() {
+                            _own = self.db.read_own_writes();
+                        } else {
+                            _snapshot = self.db.read_snapshot();
+                        }
+                        self.plan_and_run(state, stmt, limit)?
+                    } {
                         Some(r) => r,
                         None => return Ok(None),
                     },

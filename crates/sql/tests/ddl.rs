@@ -195,7 +195,6 @@ fn begin_commit_groups_statements_and_ddl_waits_for_the_end() {
 }
 
 #[test]
-#[ignore = "needs WAL undo"]
 fn rollback_undoes_the_transaction() {
     let (_dir, _db, s) = session();
     run(&s, "CREATE TABLE t (a INT NOT NULL)");

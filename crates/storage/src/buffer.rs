@@ -118,6 +118,8 @@ pub struct BufferPool {
     capture: Mutex<Option<Captured>>,
     /// Whether `capture` is on (read without its lock on every page read).
     capturing: AtomicBool,
+    /// Set while the transaction's own session queries (`set_own_reads`).
+    own_reads: AtomicBool,
     /// Captured pages whose committed image a flush already wrote.
     written_before: Mutex<std::collections::HashSet<Key>>,
     /// The write-ahead log, which must be durable up to a page's LSN before the
@@ -282,6 +284,7 @@ impl BufferPool {
             prefetch_buf: Mutex::new(None),
             capture: Mutex::new(None),
             capturing: AtomicBool::new(false),
+            own_reads: AtomicBool::new(false),
             written_before: Mutex::new(Default::default()),
             log: std::sync::OnceLock::new(),
             _region: region,
@@ -340,7 +343,14 @@ impl BufferPool {
     /// write transaction changed: a transaction runs and this thread is not in
     /// one of its changes.
     pub fn reads_committed(&self) -> bool {
-        self.in_transaction() && !is_writer()
+        self.in_transaction() && !is_writer() && !self.own_reads.load(Ordering::Acquire)
+    }
+
+    /// Makes every read see the running transaction's changes (for a query of
+    /// the transaction's own session; the database keeps other readers out
+    /// meanwhile, see `Database::read_own_writes`).
+    pub fn set_own_reads(&self, on: bool) {
+        self.own_reads.store(on, Ordering::Release);
     }
 
     /// The committed image of a page the running transaction changed, for a

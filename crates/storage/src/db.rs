@@ -596,6 +596,18 @@ impl Database {
         }
     }
 
+    /// For a query of the session whose transaction is open (BEGIN ... COMMIT):
+    /// while the guard lives every read sees that transaction's changes, and
+    /// no other read statement runs (they wait, as a commit waits for them).
+    pub fn read_own_writes(&self) -> OwnWrites<'_> {
+        let guard = self.publish.write();
+        self.pool.set_own_reads(true);
+        OwnWrites {
+            db: self,
+            _guard: guard,
+        }
+    }
+
     /// The last commit sequence number.
     pub fn csn(&self) -> u64 {
         self.csn.load(Ordering::Acquire)
@@ -674,6 +686,18 @@ pub struct ReadSnapshot<'a> {
     _guard: parking_lot::RwLockReadGuard<'a, ()>,
     /// The last commit it sees.
     pub csn: u64,
+}
+
+/// See [`Database::read_own_writes`].
+pub struct OwnWrites<'a> {
+    db: &'a Database,
+    _guard: parking_lot::RwLockWriteGuard<'a, ()>,
+}
+
+impl Drop for OwnWrites<'_> {
+    fn drop(&mut self) {
+        self.db.pool.set_own_reads(false);
+    }
 }
 
 /// What a commit did.
