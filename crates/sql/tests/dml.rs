@@ -407,3 +407,55 @@ fn updates_and_deletes_whose_rows_datafusion_would_not_describe_are_refused() {
     assert_eq!(count(&s, "SELECT count(*) FROM t"), 0);
     consistent(&db);
 }
+
+/// Sessions over one database at once: one moves amounts between rows in
+/// transactions (some rolled back) while two others query; every query sees
+/// the total and the row count unchanged — each transaction whole or not at
+/// all — and the writer's durable commits survive a reopen.
+#[test]
+fn concurrent_queries_see_each_transaction_whole() {
+    let rows: Vec<Row> = (0..2000)
+        .map(|k| (k, Some(100), Some("x".into())))
+        .collect();
+    let (dir, db) = setup(&rows);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        for _ in 0..2 {
+            let db = db.clone();
+            let done = &done;
+            sc.spawn(move || {
+                let s = SqlSession::new(db).unwrap();
+                let mut n = 0;
+                while !done.load(std::sync::atomic::Ordering::Acquire) || n == 0 {
+                    let r = query(&s, "SELECT count(*), sum(v) FROM t");
+                    assert_eq!(r, vec![vec!["2000".to_string(), "200000".to_string()]]);
+                    n += 1;
+                }
+            });
+        }
+        let w = SqlSession::new(db.clone()).unwrap();
+        let mut rng = SmallRng::seed_from_u64(9);
+        for i in 0..60 {
+            let (a, b) = (rng.random_range(0..2000), rng.random_range(0..2000));
+            let d = rng.random_range(1..20);
+            w.execute("BEGIN").unwrap();
+            w.execute(&format!(
+                "UPDATE t SET v = v - {d}, s = 'moved' WHERE k = {a}"
+            ))
+            .unwrap();
+            w.execute(&format!("UPDATE t SET v = v + {d} WHERE k = {b}"))
+                .unwrap();
+            w.execute(if i % 4 == 3 { "ROLLBACK" } else { "COMMIT" })
+                .unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Release);
+    });
+    drop(db);
+    let db = Arc::new(common::reopen(&dir.path().join("db")));
+    let s = SqlSession::new(db.clone()).unwrap();
+    assert_eq!(
+        query(&s, "SELECT count(*), sum(v) FROM t"),
+        vec![vec!["2000".to_string(), "200000".to_string()]]
+    );
+    check_database(&db, &NoProgress).unwrap();
+}
