@@ -1,5 +1,6 @@
-//! strata rows ↔ Arrow: the table schema as an Arrow schema, and batches of
-//! stored tuples as Arrow record batches (only the columns a query needs).
+//! strata rows ↔ Arrow: the table schema as an Arrow schema, batches of
+//! stored tuples as Arrow record batches (only the columns a query needs), and
+//! Arrow columns back as strata values (the rows INSERT and UPDATE write).
 //!
 //! Types map one to one: INT32 → Int32, INT64 → Int64, FLOAT64 → Float64,
 //! DECIMAL(p,s) → Decimal128(p,s) (strata stores the scaled i64, so no value
@@ -10,9 +11,10 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, BooleanBuilder, Date32Builder, Decimal128Builder, Float64Builder, Int32Builder,
-    Int64Builder, StringBuilder,
+    Array, ArrayRef, AsArray, BooleanBuilder, Date32Builder, Decimal128Builder, Float64Builder,
+    Int32Builder, Int64Builder, StringBuilder,
 };
+use datafusion::arrow::datatypes::{Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type};
 use datafusion::arrow::datatypes::{
     DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef,
 };
@@ -41,6 +43,20 @@ pub fn arrow_schema(schema: &Schema) -> SchemaRef {
             .columns
             .iter()
             .map(|c| Field::new(&c.name, arrow_type(&c.ty), c.nullable))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// `schema` with every field nullable: for batches of rows still to be
+/// checked (a NULL in a NOT NULL column is reported by strata's row check,
+/// which names the column and the row, where Arrow would refuse the batch
+/// naming neither).
+pub fn nullable(schema: &SchemaRef) -> SchemaRef {
+    Arc::new(ArrowSchema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_nullable(true))
             .collect::<Vec<_>>(),
     ))
 }
@@ -156,6 +172,62 @@ impl BatchConverter {
             &RecordBatchOptions::new().with_row_count(Some(rows)),
         )
     }
+}
+
+/// The values of an Arrow column of a table column of type `ty`, which must
+/// be the Arrow type [`arrow_type`] gives it (DataFusion casts what INSERT and
+/// UPDATE write to the table's types). CHAR values lose their trailing
+/// spaces, as everywhere in strata. Lengths, ranges and NULLs are checked
+/// when the row is (see `crate::dml`); the error is a short reason.
+pub fn arrow_values(array: &dyn Array, ty: &DataType) -> Result<Vec<Value>, String> {
+    let n = array.len();
+    let mut out = Vec::with_capacity(n);
+    macro_rules! each {
+        ($arr:expr, $f:expr) => {{
+            let a = $arr;
+            for i in 0..n {
+                out.push(if a.is_null(i) {
+                    Value::Null
+                } else {
+                    $f(a.value(i))
+                });
+            }
+        }};
+    }
+    match (ty, array.data_type()) {
+        (DataType::Int32, ArrowType::Int32) => each!(array.as_primitive::<Int32Type>(), Value::Int32),
+        (DataType::Int64, ArrowType::Int64) => each!(array.as_primitive::<Int64Type>(), Value::Int64),
+        (DataType::Float64, ArrowType::Float64) => {
+            each!(array.as_primitive::<Float64Type>(), Value::Float64)
+        }
+        (DataType::Date, ArrowType::Date32) => each!(array.as_primitive::<Date32Type>(), Value::Date),
+        (DataType::Bool, ArrowType::Boolean) => each!(array.as_boolean(), Value::Bool),
+        (DataType::Decimal { scale, .. }, ArrowType::Decimal128(_, s)) if *s == *scale as i8 => {
+            let a = array.as_primitive::<Decimal128Type>();
+            for i in 0..n {
+                if a.is_null(i) {
+                    out.push(Value::Null);
+                    continue;
+                }
+                let v = a.value(i);
+                let v = i64::try_from(v).map_err(|_| {
+                    format!(
+                        "{} is out of range for {ty}",
+                        a.value_as_string(i)
+                    )
+                })?;
+                out.push(Value::Decimal(v));
+            }
+        }
+        (DataType::Char { .. } | DataType::Varchar { .. }, ArrowType::Utf8) => {
+            let trim = matches!(ty, DataType::Char { .. });
+            each!(array.as_string::<i32>(), |s: &str| Value::Str(
+                if trim { s.trim_end_matches(' ') } else { s }.to_string()
+            ))
+        }
+        (ty, t) => return Err(format!("a value of Arrow type {t} cannot be stored as {ty}")),
+    }
+    Ok(out)
 }
 
 /// A strata value as text for messages and plans.

@@ -39,12 +39,16 @@ impl FromStr for Format {
     }
 }
 
-/// The whole result in `format`, ending with a newline.
+/// The whole result in `format`, ending with a newline; nothing for a
+/// statement that answers no columns (DDL, `BEGIN`, `SET`).
 pub fn render(
     format: Format,
     schema: &SchemaRef,
     batches: &[RecordBatch],
 ) -> Result<String, ArrowError> {
+    if schema.fields().is_empty() {
+        return Ok(String::new());
+    }
     match format {
         Format::Table => {
             if batches.iter().all(|b| b.num_rows() == 0) {

@@ -1,13 +1,17 @@
 //! SQL over strata: strata tables as DataFusion table providers whose scans run
 //! strata's access paths (Smooth Scan by default), a classical cost-based
 //! optimizer over `ANALYZE` statistics for comparison, scripts and result
-//! formatting, and the 22 TPC-H queries (their benchmark is `strata-bench-tpch`).
+//! formatting, SQL writes (`INSERT`, `UPDATE`, `DELETE`, `CREATE`/`DROP` of
+//! tables and indexes, transactions), and the 22 TPC-H queries (their
+//! benchmark is `strata-bench-tpch`).
 //!
 //! DataFusion is a large dependency; it lives in this crate only, so the rest
 //! of strata (and `strata demo`) builds without it.
 
 pub mod convert;
+pub mod ddl;
 pub mod depth;
+pub mod dml;
 pub mod format;
 pub mod optimizer;
 pub mod options;
@@ -17,8 +21,10 @@ pub mod pushdown;
 pub mod scan_exec;
 pub mod script;
 pub mod session;
+pub mod statement;
 pub mod stats;
 pub mod tpch;
+pub mod txn;
 
 pub use format::Format;
 pub use options::{AccessPathSetting, StrataOptions};

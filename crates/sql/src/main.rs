@@ -67,7 +67,8 @@ fn main() -> ExitCode {
 }
 
 /// Opens the database for a session: read-write when no other process holds
-/// it (ANALYZE stores statistics), read-only otherwise.
+/// it (ANALYZE stores statistics, writes change it), read-only otherwise (a
+/// write then fails, saying so).
 fn open(cli: &Cli) -> anyhow::Result<Arc<Database>> {
     let pool = parse_size(&cli.buffer_pool).map_err(|e| Usage(format!("--buffer-pool: {e}")))?;
     let opts = DbOptions {
@@ -129,5 +130,6 @@ fn sql(cli: &Cli, args: &SqlArgs) -> anyhow::Result<()> {
             }
         }
     }
+    repl::warn_open_transaction(&session);
     Ok(())
 }

@@ -4,6 +4,8 @@
 //! ([`crate::pushdown`]): comparisons with literals become strata predicates
 //! (index ranges where an index exists), the rest is evaluated on the scan's
 //! Arrow output. The scan reads only the columns the query uses.
+//!
+//! `INSERT`, `UPDATE` and `DELETE` are planned here and run by [`crate::dml`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,30 +14,37 @@ use async_trait::async_trait;
 use datafusion::arrow::datatypes::{Schema as ArrowSchema, SchemaRef};
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{Column, DFSchema, DataFusionError, Result};
+use datafusion::common::{Column, DFSchema, DataFusionError, Result, SchemaExt};
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::logical_expr::utils::conjunction;
+use datafusion::datasource::sink::DataSinkExec;
+use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use strata_access::PageCosts;
 use strata_storage::{Database, Table};
 
-use crate::convert::arrow_schema;
+use crate::convert::{arrow_schema, nullable};
+use crate::dml::{DmlExec, InsertSink};
 use crate::options::StrataOptions;
 use crate::pushdown::{Pushed, classify};
 use crate::scan_exec::{ScanRequest, StrataScanExec};
 use crate::stats::TableStats;
+use crate::txn::Writes;
 
 pub struct StrataTable {
     db: Arc<Database>,
+    /// Where this session's changes go (its open transaction, if any).
+    writes: Arc<Writes>,
     name: String,
     schema: SchemaRef,
 }
 
 impl StrataTable {
-    pub fn new(db: Arc<Database>, table: &Table) -> StrataTable {
+    pub fn new(writes: Arc<Writes>, table: &Table) -> StrataTable {
         StrataTable {
-            db,
+            db: writes.database().clone(),
+            writes,
             name: table.name().to_string(),
             schema: arrow_schema(table.schema()),
         }
@@ -56,7 +65,7 @@ impl std::fmt::Debug for StrataTable {
 }
 
 /// `expr` with table qualifiers removed (the scan's schema is unqualified).
-fn unqualified(expr: &Expr) -> Result<Expr> {
+pub(crate) fn unqualified(expr: &Expr) -> Result<Expr> {
     expr.clone()
         .transform(|e| {
             Ok(match e {
@@ -170,6 +179,51 @@ impl TableProvider for StrataTable {
             temp_dir: temp_dir(&self.db),
         };
         Ok(Arc::new(StrataScanExec::new(req, None)))
+    }
+
+    async fn insert_into(
+        &self,
+        _state: &dyn Session,
+        input: Arc<dyn ExecutionPlan>,
+        insert_op: InsertOp,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if insert_op != InsertOp::Append {
+            return Err(DataFusionError::NotImplemented(format!(
+                "{insert_op} is not supported for strata tables (INSERT INTO appends)"
+            )));
+        }
+        self.schema
+            .logically_equivalent_names_and_types(&input.schema())?;
+        let sink = InsertSink::new(self.writes.clone(), &self.name, &nullable(&self.schema));
+        Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
+    }
+
+    async fn delete_from(
+        &self,
+        state: &dyn Session,
+        filters: Vec<Expr>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(DmlExec::delete(
+            self.writes.clone(),
+            &self.name,
+            state,
+            filters,
+        )?))
+    }
+
+    async fn update(
+        &self,
+        state: &dyn Session,
+        assignments: Vec<(String, Expr)>,
+        filters: Vec<Expr>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(DmlExec::update(
+            self.writes.clone(),
+            &self.name,
+            state,
+            assignments,
+            filters,
+        )?))
     }
 }
 

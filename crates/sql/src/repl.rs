@@ -124,5 +124,15 @@ pub fn run(session: &SqlSession, mut format: Format) -> anyhow::Result<()> {
     if let Some(h) = &history {
         let _ = editor.save_history(h);
     }
+    warn_open_transaction(session);
     Ok(())
+}
+
+/// Says so when the session ends inside a transaction, which is rolled back.
+pub fn warn_open_transaction(session: &SqlSession) {
+    if session.in_transaction() {
+        eprintln!(
+            "warning: the session ended inside a transaction (BEGIN without COMMIT); it is rolled back"
+        );
+    }
 }

@@ -1,6 +1,9 @@
 //! A SQL session over a strata database: DataFusion with every strata table
 //! registered, strata's settings, and the statements DataFusion does not have
-//! (`ANALYZE`).
+//! or that strata runs itself: `ANALYZE`, `CREATE`/`DROP` of tables and
+//! indexes ([`crate::ddl`]), and `BEGIN`/`COMMIT`/`ROLLBACK`
+//! ([`crate::txn`]). `INSERT`, `UPDATE` and `DELETE` are planned by DataFusion
+//! and run by the tables' providers ([`crate::dml`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,15 +12,23 @@ use datafusion::arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array}
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::DataFusionError;
+use datafusion::dataframe::DataFrame;
+use datafusion::execution::SessionState;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::execution::context::{SessionConfig, SessionContext};
+use datafusion::sql::parser::Statement as DfStatement;
 use strata_storage::device::IoCounters;
 use strata_storage::{Database, StorageError};
 
 use crate::depth;
+use crate::ddl;
 use crate::options::StrataOptions;
 use crate::provider::StrataTable;
 use crate::script::analyze_targets;
+use crate::statement::{self, Kind};
 use crate::stats;
+use crate::txn::Writes;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SqlError {
@@ -31,6 +42,10 @@ pub enum SqlError {
     Storage(#[from] StorageError),
     #[error(transparent)]
     Access(#[from] strata_access::AccessError),
+    /// A value that does not fit its column (NULL in a NOT NULL column, a
+    /// string too long, a number out of range).
+    #[error("{0}")]
+    Data(String),
     /// Failures while running (I/O and the like).
     #[error("{0}")]
     Execution(String),
@@ -40,14 +55,19 @@ impl From<DataFusionError> for SqlError {
     fn from(e: DataFusionError) -> SqlError {
         let root = e.find_root();
         if let DataFusionError::External(x) = root {
-            // strata's errors travel through DataFusion as External errors.
-            let corrupt =
-                strata_storage::exit::code_of(x.as_ref(), &[strata_access::AccessError::classify])
-                    == strata_storage::exit::CORRUPT;
-            return if corrupt {
-                SqlError::Corrupt(x.to_string())
-            } else {
-                SqlError::Execution(x.to_string())
+            // strata's errors travel through DataFusion as External errors;
+            // they keep their exit code.
+            use strata_storage::exit;
+            let code = exit::code_of(
+                x.as_ref(),
+                &[SqlError::classify, strata_access::AccessError::classify],
+            );
+            let msg = x.to_string();
+            return match code {
+                exit::CORRUPT => SqlError::Corrupt(msg),
+                exit::BAD_INPUT => SqlError::Data(msg),
+                exit::USAGE => SqlError::Query(msg),
+                _ => SqlError::Execution(msg),
             };
         }
         // DataFusion's messages can carry a backtrace hint after the first line.
@@ -72,6 +92,7 @@ impl SqlError {
             SqlError::Corrupt(_) => exit::CORRUPT,
             SqlError::Storage(s) => s.exit_code(),
             SqlError::Access(a) => a.exit_code(),
+            SqlError::Data(_) => exit::BAD_INPUT,
             SqlError::Execution(_) => exit::FAILURE,
         }
     }
@@ -99,6 +120,7 @@ impl QueryResult {
 
 pub struct SqlSession {
     db: Arc<Database>,
+    writes: Arc<Writes>,
     ctx: SessionContext,
     runtime: tokio::runtime::Runtime,
 }
@@ -113,13 +135,9 @@ impl SqlSession {
         // equal 0.07 when compared with a DECIMAL column).
         config.options_mut().sql_parser.parse_float_as_decimal = true;
         let ctx = SessionContext::new_with_config(config);
+        let writes = Writes::new(db.clone());
         for name in db.table_names() {
-            let table = db.table(&name)?;
-            ctx.register_table(
-                name.as_str(),
-                Arc::new(StrataTable::new(db.clone(), &table)),
-            )
-            .map_err(SqlError::from)?;
+            register(&ctx, &writes, &name)?;
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -127,11 +145,21 @@ impl SqlSession {
             .enable_all()
             .build()
             .map_err(|e| SqlError::Execution(format!("cannot start the runtime: {e}")))?;
-        Ok(SqlSession { db, ctx, runtime })
+        Ok(SqlSession {
+            db,
+            writes,
+            ctx,
+            runtime,
+        })
     }
 
     pub fn database(&self) -> &Arc<Database> {
         &self.db
+    }
+
+    /// Whether a `BEGIN` is waiting for its `COMMIT` or `ROLLBACK`.
+    pub fn in_transaction(&self) -> bool {
+        self.writes.in_transaction()
     }
 
     /// Sets a session setting, like `SET key = value`.
@@ -180,25 +208,36 @@ impl SqlSession {
         let (schema, batches) = match analyze_targets(sql) {
             Some(tables) => self.analyze(&tables)?,
             None => {
-                let work = async {
-                    let state = self.ctx.state();
-                    let dialect = state.config().options().sql_parser.dialect;
-                    let stmt = state.sql_to_statement(sql, &dialect)?;
-                    depth::check(&stmt)?;
-                    let plan = state.statement_to_plan(stmt).await?;
-                    let df = self.ctx.execute_logical_plan(plan).await?;
-                    let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-                    let batches = df.collect().await.map_err(SqlError::from)?;
-                    Ok::<_, SqlError>((schema, batches))
-                };
-                match limit {
-                    None => self.runtime.block_on(work)?,
-                    Some(l) => match self
-                        .runtime
-                        .block_on(async { tokio::time::timeout(l, work).await })
-                    {
-                        Ok(r) => r?,
-                        Err(_) => return Ok(None),
+                let state = self.ctx.state();
+                let dialect = state.config().options().sql_parser.dialect;
+                let stmt = state.sql_to_statement(sql, &dialect)?;
+                depth::check(&stmt)?;
+                match statement::classify(&stmt)? {
+                    Kind::Begin => self.writes.begin().map(|()| nothing())?,
+                    Kind::Commit => self.writes.commit().map(|()| nothing())?,
+                    Kind::Rollback => self.writes.rollback().map(|()| nothing())?,
+                    Kind::Ddl(d) => self.ddl(&d).map(|()| nothing())?,
+                    Kind::Write(verb) => {
+                        self.writes.check_writable(verb)?;
+                        let state = match verb {
+                            "INSERT" => state,
+                            _ => unoptimized(state),
+                        };
+                        // Never cancelled: a write runs to its end or fails,
+                        // so it is never left half applied.
+                        match self.plan_and_run(state, stmt.clone(), None) {
+                            Ok(Some(r)) => r,
+                            Ok(None) => {
+                                return Err(SqlError::Execution("a write ran out of time".into()));
+                            }
+                            Err(e) => {
+                                return Err(statement::values_null(&stmt, &self.db, &e).unwrap_or(e));
+                            }
+                        }
+                    }
+                    Kind::Other => match self.plan_and_run(state, stmt, limit)? {
+                        Some(r) => r,
+                        None => return Ok(None),
                     },
                 }
             }
@@ -209,6 +248,60 @@ impl SqlSession {
             elapsed: start.elapsed(),
             io: device.stats().snapshot() - before,
         }))
+    }
+
+    /// Plans and runs a statement with DataFusion, cancelling it after
+    /// `limit`; `None` when cancelled.
+    fn plan_and_run(
+        &self,
+        state: SessionState,
+        stmt: DfStatement,
+        limit: Option<Duration>,
+    ) -> Result<Option<(SchemaRef, Vec<RecordBatch>)>, SqlError> {
+        let work = async {
+            let plan = state.statement_to_plan(stmt).await?;
+            let df = match plan {
+                // Runs in `state`, which may be `unoptimized`.
+                LogicalPlan::Dml(_) | LogicalPlan::Explain(_) | LogicalPlan::Analyze(_) => {
+                    DataFrame::new(state, plan)
+                }
+                plan => self.ctx.execute_logical_plan(plan).await?,
+            };
+            let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+            let batches = df.collect().await.map_err(SqlError::from)?;
+            Ok::<_, SqlError>((schema, batches))
+        };
+        match limit {
+            None => self.runtime.block_on(work).map(Some),
+            Some(l) => match self
+                .runtime
+                .block_on(async { tokio::time::timeout(l, work).await })
+            {
+                Ok(r) => r.map(Some),
+                Err(_) => Ok(None),
+            },
+        }
+    }
+
+    /// Runs a DDL statement and makes the session see its tables.
+    fn ddl(&self, d: &ddl::Ddl) -> Result<(), SqlError> {
+        self.writes.check_writable(d.verb())?;
+        if self.writes.in_transaction() {
+            return Err(SqlError::Query(format!(
+                "{} cannot run inside a transaction (it commits on its own): COMMIT or ROLLBACK first",
+                d.verb()
+            )));
+        }
+        let changed = ddl::run(&self.db, d)?;
+        for name in &changed.dropped {
+            self.ctx
+                .deregister_table(name.as_str())
+                .map_err(SqlError::from)?;
+        }
+        for name in &changed.created {
+            register(&self.ctx, &self.writes, name)?;
+        }
+        Ok(())
     }
 
     /// `ANALYZE [t, ...]`: collects statistics of the tables (all when none is
@@ -293,6 +386,32 @@ impl SqlSession {
         }
         Ok(out)
     }
+}
+
+/// `state` without logical optimizer rules (the analyzer, which coerces
+/// types, still runs). `UPDATE` and `DELETE` are planned so: DataFusion
+/// hands the provider the WHERE conjuncts and SET expressions it finds in the
+/// plan, and the optimizer rewrites them into forms it cannot find — a WHERE
+/// that folds to false becomes an empty relation, which reads as no WHERE at
+/// all (every row), and a subexpression used twice in SET becomes a column of
+/// a projection below.
+fn unoptimized(state: SessionState) -> SessionState {
+    SessionStateBuilder::new_from_existing(state)
+        .with_optimizer_rules(vec![])
+        .build()
+}
+
+/// Makes table `name` visible to the session's queries.
+fn register(ctx: &SessionContext, writes: &Arc<Writes>, name: &str) -> Result<(), SqlError> {
+    let table = writes.database().table(name)?;
+    ctx.register_table(name, Arc::new(StrataTable::new(writes.clone(), &table)))
+        .map_err(SqlError::from)?;
+    Ok(())
+}
+
+/// The result of a statement that answers nothing (DDL, BEGIN, COMMIT).
+fn nothing() -> (SchemaRef, Vec<RecordBatch>) {
+    (Arc::new(Schema::empty()), Vec::new())
 }
 
 fn type_name(t: &strata_storage::types::DataType) -> String {

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use strata_sql::{QueryResult, SqlError, SqlSession};
+use common::query;
+use strata_sql::{SqlError, SqlSession};
 use strata_storage::Database;
 use strata_storage::db::{IndexSpec, NoProgress, TableOptions};
 use strata_storage::types::{Schema, Value, days_from_civil};
@@ -74,28 +75,6 @@ fn setup(n: i32) -> (tempfile::TempDir, Vec<Row>, Arc<Database>) {
     let data = rows(n, 0, 7);
     load(&db, &data, true);
     (dir, data, Arc::new(db))
-}
-
-/// All values of a result as text, row by row.
-fn text(r: &QueryResult) -> Vec<Vec<String>> {
-    use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
-    let opts = FormatOptions::default().with_null("NULL");
-    let mut out = Vec::new();
-    for b in &r.batches {
-        let f: Vec<_> = b
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).unwrap())
-            .collect();
-        for i in 0..b.num_rows() {
-            out.push(f.iter().map(|f| f.value(i).to_string()).collect());
-        }
-    }
-    out
-}
-
-fn query(s: &SqlSession, sql: &str) -> Vec<Vec<String>> {
-    text(&s.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}")))
 }
 
 fn plan_text(s: &SqlSession, sql: &str) -> String {

@@ -1,23 +1,30 @@
 //! Helpers shared by the SQL tests.
 #![allow(dead_code)]
 
+use strata_sql::{QueryResult, SqlSession};
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, IndexSpec, NoProgress, TableOptions};
 use strata_storage::types::{Schema, Value};
 
-/// A fresh database in a temporary directory (buffered I/O, 4 MiB pool).
+/// The options every test database is opened with (buffered I/O, 4 MiB pool).
+pub fn options() -> DbOptions {
+    DbOptions {
+        buffer_pool_bytes: 4 << 20,
+        direct_io: false,
+        ..DbOptions::default()
+    }
+}
+
+/// A fresh database in a temporary directory, at `<dir>/db`.
 pub fn empty_db() -> (tempfile::TempDir, Database) {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::create(
-        &dir.path().join("db"),
-        DbOptions {
-            buffer_pool_bytes: 4 << 20,
-            direct_io: false,
-            ..DbOptions::default()
-        },
-    )
-    .unwrap();
+    let db = Database::create(&dir.path().join("db"), options()).unwrap();
     (dir, db)
+}
+
+/// Opens the database in `dir` again.
+pub fn reopen(dir: &std::path::Path) -> Database {
+    Database::open(dir, options()).unwrap()
 }
 
 /// Creates table `name` with `schema` and `indexes`, holding `rows`.
@@ -40,4 +47,27 @@ pub fn load(
         l.append(&r).unwrap();
     }
     l.commit(&NoProgress).unwrap();
+}
+
+/// All values of a result as text, row by row (NULL as `NULL`).
+pub fn text(r: &QueryResult) -> Vec<Vec<String>> {
+    use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+    let opts = FormatOptions::default().with_null("NULL");
+    let mut out = Vec::new();
+    for b in &r.batches {
+        let f: Vec<_> = b
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).unwrap())
+            .collect();
+        for i in 0..b.num_rows() {
+            out.push(f.iter().map(|f| f.value(i).to_string()).collect());
+        }
+    }
+    out
+}
+
+/// The rows `sql` answers, as text.
+pub fn query(s: &SqlSession, sql: &str) -> Vec<Vec<String>> {
+    text(&s.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}")))
 }

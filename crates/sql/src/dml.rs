@@ -1,0 +1,723 @@
+//! `INSERT`, `UPDATE` and `DELETE` on strata tables.
+//!
+//! DataFusion plans the statements and hands them to the table provider:
+//! `INSERT` as a stream of Arrow batches for a [`DataSink`] ([`InsertSink`]),
+//! `UPDATE` and `DELETE` as the WHERE conjuncts and the SET expressions, which
+//! [`DmlExec`] runs. Each statement is one write transaction
+//! ([`Writes::apply`]) and works in two steps:
+//!
+//! 1. *Collect*: find the qualifying rows with their tuple ids and compute
+//!    every new row, checking each one against the table (NULLs, lengths,
+//!    ranges, the size of the row and of every index key). Qualifying rows
+//!    come from an index when a conjunct `column op literal` bounds the first
+//!    column of one ([`crate::pushdown`]) and the index names fewer rows than
+//!    the heap has pages; otherwise from a scan of the heap. Either way the
+//!    whole WHERE is evaluated on the rows, with DataFusion's own physical
+//!    expressions on Arrow batches ([`crate::convert`]), as are the SET
+//!    expressions.
+//! 2. *Apply*: only when every row passed, insert, update or delete them
+//!    through [`Table`]'s row methods, which keep every index in step.
+//!
+//! Collecting everything before changing anything means a statement that
+//! fails on a bad value changes nothing, an `UPDATE` never meets a row it has
+//! already moved (the Halloween problem), and `INSERT INTO t SELECT … FROM t`
+//! reads only the rows that were there before.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt64Array};
+use datafusion::arrow::compute::{CastOptions, cast_with_options, filter_record_batch};
+use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef};
+use datafusion::catalog::Session;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DFSchema, DataFusionError, Result};
+use datafusion::datasource::sink::DataSink;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::utils::conjunction;
+use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
+use futures::StreamExt;
+use strata_access::TupleBatch;
+use strata_access::predicate::{Comparison, KeyRange, Predicate};
+use strata_storage::Table;
+use strata_storage::btree::MAX_KEY;
+use strata_storage::page::MAX_TUPLE;
+use strata_storage::types::{Column, DataType, Schema, Tid, Value};
+
+use crate::convert::{BatchConverter, arrow_schema, arrow_values, nullable};
+use crate::provider::unqualified;
+use crate::pushdown::{Pushed, classify};
+use crate::session::SqlError;
+use crate::txn::Writes;
+
+/// Heap pages a scan for DELETE and UPDATE reads per request (1 MiB).
+const SCAN_RUN_PAGES: usize = 128;
+
+/// The schema of a statement's result: the number of rows it changed, as
+/// DataFusion's own INSERT answers.
+fn count_schema() -> SchemaRef {
+    Arc::new(ArrowSchema::new(vec![Field::new(
+        "count",
+        ArrowType::UInt64,
+        false,
+    )]))
+}
+
+/// The Arrow schema of batches of `table`'s rows (nullable: new rows are
+/// checked by [`check_row`]).
+fn table_schema(table: &Table) -> SchemaRef {
+    nullable(&arrow_schema(table.schema()))
+}
+
+fn external(e: SqlError) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}
+
+fn arrow_error(e: impl fmt::Display) -> SqlError {
+    SqlError::Execution(e.to_string())
+}
+
+/// A value as it appears in an error message (long strings cut short).
+fn shown(v: &Value, ty: &DataType) -> String {
+    match v {
+        Value::Str(s) if s.chars().count() > 40 => {
+            format!("'{}…'", s.chars().take(40).collect::<String>())
+        }
+        Value::Str(s) => format!("'{s}'"),
+        v => v.display(ty),
+    }
+}
+
+/// Why `v` cannot be stored in column `c`, naming the column and the value.
+pub(crate) fn check_value(c: &Column, v: &Value) -> Result<(), String> {
+    let col = || {
+        format!(
+            "column '{}' ({}{})",
+            c.name,
+            c.ty,
+            if c.nullable { "" } else { " NOT NULL" }
+        )
+    };
+    if v.is_null() {
+        return if c.nullable {
+            Ok(())
+        } else {
+            Err(format!("{}: NULL in a NOT NULL column", col()))
+        };
+    }
+    if c.ty.check(v).is_ok() {
+        return Ok(());
+    }
+    Err(match (&c.ty, v) {
+        (DataType::Char { len } | DataType::Varchar { len }, Value::Str(s)) => format!(
+            "{}: {} is {} bytes, longer than {len}",
+            col(),
+            shown(v, &c.ty),
+            s.len()
+        ),
+        (DataType::Decimal { scale, .. }, Value::Decimal(d)) => format!(
+            "{}: {} is out of range",
+            col(),
+            strata_storage::types::format_decimal(*d, *scale)
+        ),
+        _ => format!(
+            "{}: a {} value {} does not fit",
+            col(),
+            v.type_name(),
+            shown(v, &c.ty)
+        ),
+    })
+}
+
+/// Checks that `row` can be stored in `table`: every value fits its column,
+/// the row fits a page and every index key fits an index entry. `scratch`
+/// receives the encoded row.
+fn check_row(table: &Table, row: &[Value], scratch: &mut Vec<u8>) -> Result<(), String> {
+    let schema = table.schema();
+    for (c, v) in schema.columns.iter().zip(row) {
+        check_value(c, v)?;
+    }
+    scratch.clear();
+    table
+        .layout()
+        .encode(row, scratch, schema)
+        .map_err(|e| e.to_string())?;
+    if scratch.len() > MAX_TUPLE {
+        return Err(format!(
+            "the row takes {} bytes, more than a page holds ({MAX_TUPLE})",
+            scratch.len()
+        ));
+    }
+    for i in table.indexes() {
+        let key = i.key_of_row(row).len();
+        if key > MAX_KEY {
+            return Err(format!(
+                "index '{}' cannot hold its key of {key} bytes (at most {MAX_KEY})",
+                i.def.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The rows of `batch`, whose columns are the table's, in order.
+fn rows_of(batch: &RecordBatch, schema: &Schema) -> Result<Vec<Vec<Value>>, SqlError> {
+    let mut rows = vec![Vec::with_capacity(schema.len()); batch.num_rows()];
+    for (c, (array, col)) in batch.columns().iter().zip(&schema.columns).enumerate() {
+        let values = arrow_values(array.as_ref(), &col.ty)
+            .map_err(|e| SqlError::Data(format!("column '{}': {e}", col.name)))?;
+        for (row, v) in rows.iter_mut().zip(values) {
+            debug_assert_eq!(row.len(), c);
+            row.push(v);
+        }
+    }
+    Ok(rows)
+}
+
+/// A row for an error message: its first values.
+fn row_text(row: &[Value], schema: &Schema) -> String {
+    let mut parts: Vec<String> = row
+        .iter()
+        .zip(&schema.columns)
+        .take(6)
+        .map(|(v, c)| shown(v, &c.ty))
+        .collect();
+    if row.len() > 6 {
+        parts.push("…".into());
+    }
+    format!("({})", parts.join(", "))
+}
+
+/// Writes `INSERT`'s rows into a strata table.
+pub struct InsertSink {
+    writes: Arc<Writes>,
+    table: String,
+    schema: SchemaRef,
+}
+
+impl InsertSink {
+    /// A sink for table `table` whose Arrow schema is `schema` (nullable: the
+    /// rows are checked by [`check_row`], which names column and value, not
+    /// by DataFusion).
+    pub fn new(writes: Arc<Writes>, table: &str, schema: &SchemaRef) -> InsertSink {
+        InsertSink {
+            writes,
+            table: table.to_string(),
+            schema: schema.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for InsertSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "InsertSink({})", self.table)
+    }
+}
+
+impl DisplayAs for InsertSink {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "StrataInsert: table={}", self.table)
+    }
+}
+
+#[async_trait]
+impl DataSink for InsertSink {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    async fn write_all(
+        &self,
+        mut data: SendableRecordBatchStream,
+        _context: &Arc<TaskContext>,
+    ) -> Result<u64> {
+        // The whole input first: it may read this very table.
+        let mut batches = Vec::new();
+        while let Some(b) = data.next().await {
+            batches.push(b?);
+        }
+        let writes = self.writes.clone();
+        let table = self.table.clone();
+        tokio::task::spawn_blocking(move || insert(&writes, &table, &batches))
+            .await
+            .map_err(|e| DataFusionError::Execution(format!("INSERT stopped: {e}")))?
+            .map_err(external)
+    }
+}
+
+/// Inserts the rows of `batches` (the table's columns, in order) into `table`
+/// in one transaction, after checking every one.
+fn insert(writes: &Writes, table: &str, batches: &[RecordBatch]) -> Result<u64, SqlError> {
+    writes.apply("INSERT", |db| {
+        let t = db.table(table)?;
+        let mut scratch = Vec::new();
+        let mut n = 0u64;
+        for b in batches {
+            for row in rows_of(b, t.schema())? {
+                n += 1;
+                check_row(&t, &row, &mut scratch).map_err(|e| {
+                    SqlError::Data(format!("INSERT into '{table}', row {n}: {e}"))
+                })?;
+            }
+        }
+        for b in batches {
+            for row in rows_of(b, t.schema())? {
+                t.insert_row(&row)?;
+            }
+        }
+        Ok(n)
+    })
+}
+
+/// The WHERE of an `UPDATE` or `DELETE`.
+#[derive(Clone)]
+struct Filter {
+    /// Conjuncts `column op literal`, which may pick an index.
+    conjuncts: Vec<Comparison>,
+    /// The whole WHERE (none: every row), evaluated on every candidate row.
+    expr: Option<Arc<dyn PhysicalExpr>>,
+    text: Option<String>,
+}
+
+impl Filter {
+    fn new(table: &Table, schema: &DFSchema, state: &dyn Session, filters: Vec<Expr>) -> Result<Filter> {
+        let mut conjuncts = Vec::new();
+        for f in &filters {
+            match classify(f, table.schema()) {
+                Pushed::Strata(c) => conjuncts.extend(c),
+                Pushed::Residual => {}
+                Pushed::No => {
+                    return Err(DataFusionError::Plan(format!(
+                        "the condition {f} cannot be evaluated on the rows of '{}' alone \
+                         (subqueries, other tables and volatile functions are not supported in \
+                         the WHERE of UPDATE and DELETE)",
+                        table.name()
+                    )));
+                }
+            }
+        }
+        let filters = filters.iter().map(unqualified).collect::<Result<Vec<_>>>()?;
+        let (expr, text) = match conjunction(filters) {
+            Some(e) => (
+                Some(state.create_physical_expr(e.clone(), schema)?),
+                Some(e.to_string()),
+            ),
+            None => (None, None),
+        };
+        Ok(Filter {
+            conjuncts,
+            expr,
+            text,
+        })
+    }
+
+    /// The rows of `batch` (and their `tids`) that satisfy the filter.
+    fn select(&self, tids: Vec<Tid>, batch: RecordBatch) -> Result<(Vec<Tid>, RecordBatch), SqlError> {
+        let Some(expr) = &self.expr else {
+            return Ok((tids, batch));
+        };
+        let values = expr
+            .evaluate(&batch)
+            .and_then(|v| v.into_array(batch.num_rows()))
+            .map_err(SqlError::from)?;
+        let mask = values
+            .as_any()
+            .downcast_ref::<BooleanArray>()
+            .ok_or_else(|| SqlError::Query(format!("WHERE is not a boolean condition: {expr}")))?;
+        let keep: Vec<Tid> = tids
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| mask.is_valid(*i) && mask.value(*i))
+            .map(|(_, t)| t)
+            .collect();
+        // NULL is not true: filter_record_batch drops rows whose mask is NULL.
+        let batch = filter_record_batch(&batch, mask).map_err(arrow_error)?;
+        Ok((keep, batch))
+    }
+}
+
+/// The index (position in `table.indexes()`) an `UPDATE` or `DELETE` finds its
+/// rows through, if any: one whose first key column the conjuncts bound, the
+/// one naming fewest rows, as long as that is fewer than the heap's pages (an
+/// index fetch reads at most a page a row; a scan reads every page once).
+fn choose_index(table: &Table, conjuncts: &[Comparison]) -> Result<Option<usize>, SqlError> {
+    let pred = Predicate {
+        conjuncts: conjuncts.to_vec(),
+    };
+    let mut best: Option<(usize, f64)> = None;
+    for (i, index) in table.indexes().iter().enumerate() {
+        let range = pred.range_on(index.key_cols[0]);
+        if range == KeyRange::all() {
+            continue;
+        }
+        let (lo, hi) = range.encoded(&index.key_types[0]);
+        let estimate = index.btree.estimate_range(&lo, &hi)?;
+        if best.is_none_or(|(_, b)| estimate < b) {
+            best = Some((i, estimate));
+        }
+    }
+    let pages = table.heap().num_pages() as f64;
+    Ok(best.filter(|&(_, e)| e < pages).map(|(i, _)| i))
+}
+
+/// Visits the rows of `table` that satisfy `filter`, in batches of their tids
+/// and their values as Arrow (every column), reading them through index
+/// `index` or, without one, the whole heap.
+fn find(
+    table: &Table,
+    filter: &Filter,
+    index: Option<usize>,
+    each: &mut dyn FnMut(Vec<Tid>, RecordBatch) -> Result<(), SqlError>,
+) -> Result<(), SqlError> {
+    let all: Vec<usize> = (0..table.schema().len()).collect();
+    let converter = BatchConverter::new(table.schema(), all, table_schema(table));
+    let mut flush = |batch: &mut TupleBatch| -> Result<(), SqlError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let arrow = converter.convert(batch).map_err(arrow_error)?;
+        let tids = batch.iter().map(|(t, _)| t).collect();
+        batch.clear();
+        let (tids, rows) = filter.select(tids, arrow)?;
+        if tids.is_empty() {
+            Ok(())
+        } else {
+            each(tids, rows)
+        }
+    };
+    let mut batch = TupleBatch::new();
+    match index {
+        Some(i) => {
+            let index = &table.indexes()[i];
+            let pred = Predicate {
+                conjuncts: filter.conjuncts.clone(),
+            };
+            let (lo, hi) = pred
+                .range_on(index.key_cols[0])
+                .encoded(&index.key_types[0]);
+            let mut tids = Vec::new();
+            for entry in index.btree.range(lo, hi)? {
+                tids.push(entry?.1);
+            }
+            // Each heap page once, in order.
+            tids.sort_unstable();
+            for tid in tids {
+                if table.heap().with_tuple(tid, |t| batch.push(tid, t))?.is_none() {
+                    return Err(SqlError::Corrupt(format!(
+                        "index '{}' of table '{}' names tuple {tid}, which does not exist \
+                         (run `strata check`)",
+                        index.def.name,
+                        table.name()
+                    )));
+                }
+                if batch.is_full() {
+                    flush(&mut batch)?;
+                }
+            }
+        }
+        None => {
+            let mut failed = None;
+            table
+                .heap()
+                .scan_pages(SCAN_RUN_PAGES, 2, |page, view| {
+                    for (slot, t) in view.tuples() {
+                        batch.push(Tid::new(page as u32, slot), t);
+                        if batch.is_full()
+                            && let Err(e) = flush(&mut batch)
+                        {
+                            failed = Some(e);
+                            return Ok(std::ops::ControlFlow::Break(()));
+                        }
+                    }
+                    Ok(std::ops::ControlFlow::Continue(()))
+                })?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
+        }
+    }
+    flush(&mut batch)
+}
+
+/// What a [`DmlExec`] does.
+#[derive(Clone)]
+enum Op {
+    Delete,
+    /// New values: (table column, expression over the old row, its text).
+    Update(Vec<(usize, Arc<dyn PhysicalExpr>, String)>),
+}
+
+/// Runs an `UPDATE` or `DELETE` when executed (planning changes nothing, so
+/// `EXPLAIN` is harmless) and answers the number of rows it changed.
+#[derive(Clone)]
+pub struct DmlExec {
+    op: Op,
+    writes: Arc<Writes>,
+    table: String,
+    filter: Filter,
+    /// The index the rows are found through (by name, looked up again when
+    /// the statement runs), or none for a heap scan.
+    index: Option<String>,
+    props: Arc<PlanProperties>,
+}
+
+impl DmlExec {
+    /// `DELETE FROM table WHERE filters`.
+    pub fn delete(writes: Arc<Writes>, table: &str, state: &dyn Session, filters: Vec<Expr>) -> Result<DmlExec> {
+        DmlExec::new(writes, table, state, filters, |_, _| Ok(Op::Delete))
+    }
+
+    /// `UPDATE table SET assignments WHERE filters`.
+    pub fn update(
+        writes: Arc<Writes>,
+        table: &str,
+        state: &dyn Session,
+        assignments: Vec<(String, Expr)>,
+        filters: Vec<Expr>,
+    ) -> Result<DmlExec> {
+        DmlExec::new(writes, table, state, filters, |t, schema| {
+            let mut set = Vec::new();
+            for (name, e) in assignments {
+                let c = t.schema().index_of(&name).ok_or_else(|| {
+                    DataFusionError::Plan(format!(
+                        "table '{}' has no column '{name}' (it has {})",
+                        t.name(),
+                        t.schema().names()
+                    ))
+                })?;
+                let e = unqualified(&e)?;
+                let text = e.to_string();
+                set.push((c, state.create_physical_expr(e, schema)?, text));
+            }
+            Ok(Op::Update(set))
+        })
+    }
+
+    fn new(
+        writes: Arc<Writes>,
+        table: &str,
+        state: &dyn Session,
+        filters: Vec<Expr>,
+        op: impl FnOnce(&Table, &DFSchema) -> Result<Op>,
+    ) -> Result<DmlExec> {
+        let t = writes.database().table(table).map_err(|e| external(e.into()))?;
+        let schema = DFSchema::try_from(table_schema(&t).as_ref().clone())?;
+        let filter = Filter::new(&t, &schema, state, filters)?;
+        let op = op(&t, &schema)?;
+        let index = choose_index(&t, &filter.conjuncts)
+            .map_err(external)?
+            .map(|i| t.indexes()[i].def.name.clone());
+        let props = PlanProperties::new(
+            EquivalenceProperties::new(count_schema()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        );
+        Ok(DmlExec {
+            op,
+            writes,
+            table: table.to_string(),
+            filter,
+            index,
+            props: Arc::new(props),
+        })
+    }
+
+    /// Runs the statement in one transaction; the number of rows changed.
+    fn run(&self) -> Result<u64, SqlError> {
+        let what = match self.op {
+            Op::Delete => "DELETE",
+            Op::Update(_) => "UPDATE",
+        };
+        self.writes.apply(what, |db| {
+            let t = db.table(&self.table)?;
+            let index = match &self.index {
+                Some(name) => Some(
+                    t.indexes()
+                        .iter()
+                        .position(|i| &i.def.name == name)
+                        .ok_or_else(|| SqlError::Query(format!("index '{name}' was dropped")))?,
+                ),
+                None => None,
+            };
+            match &self.op {
+                Op::Delete => {
+                    let mut tids = Vec::new();
+                    find(&t, &self.filter, index, &mut |found, _| {
+                        tids.extend(found);
+                        Ok(())
+                    })?;
+                    for &tid in &tids {
+                        t.delete_row(tid)?;
+                    }
+                    Ok(tids.len() as u64)
+                }
+                Op::Update(set) => {
+                    let mut changes: Vec<(Vec<Tid>, RecordBatch)> = Vec::new();
+                    let mut scratch = Vec::new();
+                    find(&t, &self.filter, index, &mut |tids, old| {
+                        let new = assign(&t, set, &old)?;
+                        for row in rows_of(&new, t.schema())? {
+                            check_row(&t, &row, &mut scratch).map_err(|e| {
+                                SqlError::Data(format!(
+                                    "UPDATE of '{}': {e}; the new row would be {}",
+                                    self.table,
+                                    row_text(&row, t.schema())
+                                ))
+                            })?;
+                        }
+                        changes.push((tids, new));
+                        Ok(())
+                    })?;
+                    let mut n = 0u64;
+                    for (tids, new) in &changes {
+                        for (&tid, row) in tids.iter().zip(rows_of(new, t.schema())?) {
+                            if !set.is_empty() {
+                                t.update_row(tid, &row)?;
+                            }
+                            n += 1;
+                        }
+                    }
+                    Ok(n)
+                }
+            }
+        })
+    }
+}
+
+/// The new rows of an `UPDATE`: `old` with the SET columns replaced by their
+/// expressions' values on it.
+fn assign(
+    table: &Table,
+    set: &[(usize, Arc<dyn PhysicalExpr>, String)],
+    old: &RecordBatch,
+) -> Result<RecordBatch, SqlError> {
+    let mut columns: Vec<ArrayRef> = old.columns().to_vec();
+    let schema = old.schema();
+    for (c, expr, _) in set {
+        let want = schema.field(*c).data_type();
+        let mut value = expr
+            .evaluate(old)
+            .and_then(|v| v.into_array(old.num_rows()))
+            .map_err(SqlError::from)?;
+        if value.data_type() != want {
+            let strict = CastOptions {
+                safe: false,
+                ..CastOptions::default()
+            };
+            value = cast_with_options(&value, want, &strict).map_err(|e| {
+                SqlError::Data(format!(
+                    "UPDATE of '{}': column '{}': {e}",
+                    table.name(),
+                    table.schema().columns[*c].name
+                ))
+            })?;
+        }
+        columns[*c] = value;
+    }
+    RecordBatch::try_new(schema, columns).map_err(arrow_error)
+}
+
+impl fmt::Debug for DmlExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DmlExec({})", self.table)
+    }
+}
+
+impl DisplayAs for DmlExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.op {
+            Op::Delete => write!(f, "StrataDeleteExec: table={}", self.table)?,
+            Op::Update(set) => {
+                let set: Vec<String> = set.iter().map(|(_, _, text)| text.clone()).collect();
+                write!(
+                    f,
+                    "StrataUpdateExec: table={}, set=[{}]",
+                    self.table,
+                    set.join(", ")
+                )?
+            }
+        }
+        match &self.index {
+            Some(i) => write!(f, ", rows by index {i}")?,
+            None => write!(f, ", rows by heap scan")?,
+        }
+        if let Some(text) = &self.filter.text {
+            write!(f, ", where=[{text}]")?;
+        }
+        Ok(())
+    }
+}
+
+impl ExecutionPlan for DmlExec {
+    fn name(&self) -> &str {
+        "DmlExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.props
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        if let Some(e) = &self.filter.expr
+            && f(e)? == TreeNodeRecursion::Stop
+        {
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        if let Op::Update(set) = &self.op {
+            for (_, e, _) in set {
+                if f(e)? == TreeNodeRecursion::Stop {
+                    return Ok(TreeNodeRecursion::Stop);
+                }
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if children.is_empty() {
+            Ok(self)
+        } else {
+            Err(DataFusionError::Internal(
+                "DmlExec is a leaf and takes no children".into(),
+            ))
+        }
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        if partition != 0 {
+            return Err(DataFusionError::Internal(format!(
+                "DmlExec has one partition, asked for {partition}"
+            )));
+        }
+        let me = self.clone();
+        let stream = futures::stream::once(async move {
+            let n = tokio::task::spawn_blocking(move || me.run())
+                .await
+                .map_err(|e| DataFusionError::Execution(format!("statement stopped: {e}")))?
+                .map_err(external)?;
+            let count: ArrayRef = Arc::new(UInt64Array::from(vec![n]));
+            Ok(RecordBatch::try_new(count_schema(), vec![count])?)
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(count_schema(), stream)))
+    }
+}

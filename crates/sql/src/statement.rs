@@ -1,0 +1,198 @@
+//! What the session does with a parsed statement before DataFusion plans it:
+//! transaction control and DDL it runs itself, and for `INSERT`, `UPDATE` and
+//! `DELETE` the forms strata refuses.
+//!
+//! DataFusion hands a provider only the WHERE conjuncts it finds on the table
+//! (`TableProvider::delete_from` and `update`), after its optimizer ran: a
+//! subquery is by then a join whose condition the provider never sees, and a
+//! `LIMIT` is dropped. Such a statement would change rows the user did not
+//! mean, so it is refused here, on the syntax tree.
+
+use std::ops::ControlFlow;
+
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::{
+    Expr, FromTable, ObjectNamePart, Query, SetExpr, Statement, TableObject, TableWithJoins,
+    Value, Visit, Visitor,
+};
+use strata_storage::Database;
+
+use crate::ddl::{self, Ddl, Name};
+use crate::dml::check_value;
+use crate::session::SqlError;
+
+/// What kind of statement the session is given.
+#[derive(Debug)]
+pub enum Kind {
+    Begin,
+    Commit,
+    Rollback,
+    Ddl(Ddl),
+    /// `INSERT`, `UPDATE` or `DELETE` (also under `EXPLAIN`), planned by
+    /// DataFusion.
+    Write(&'static str),
+    /// Anything else, DataFusion's.
+    Other,
+}
+
+/// Finds a query nested in a statement.
+struct Subquery;
+
+impl Visitor for Subquery {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+        ControlFlow::Break(())
+    }
+}
+
+fn refuse(verb: &str, what: &str) -> Result<Kind, SqlError> {
+    Err(SqlError::Query(format!("{verb}: {what} is not supported")))
+}
+
+/// One plain table, no joins.
+fn single(tables: &[TableWithJoins]) -> bool {
+    matches!(tables, [t] if t.joins.is_empty())
+}
+
+/// Classifies `stmt`; an error refuses a form strata does not support.
+pub fn classify(stmt: &DfStatement) -> Result<Kind, SqlError> {
+    match stmt {
+        DfStatement::Statement(s) => classify_sql(s),
+        DfStatement::Explain(e) => match classify(&e.statement)? {
+            Kind::Write(w) => Ok(Kind::Write(w)),
+            _ => Ok(Kind::Other),
+        },
+        _ => Ok(Kind::Other),
+    }
+}
+
+fn classify_sql(s: &Statement) -> Result<Kind, SqlError> {
+    if let Some(ddl) = ddl::parse(s) {
+        return ddl.map(Kind::Ddl);
+    }
+    match s {
+        Statement::StartTransaction { modes, .. } => {
+            if !modes.is_empty() {
+                return refuse("BEGIN", "a transaction mode");
+            }
+            Ok(Kind::Begin)
+        }
+        Statement::Commit { chain, .. } => {
+            if *chain {
+                return refuse("COMMIT", "AND CHAIN");
+            }
+            Ok(Kind::Commit)
+        }
+        Statement::Rollback { chain, savepoint } => {
+            if *chain || savepoint.is_some() {
+                return refuse("ROLLBACK", "AND CHAIN or a savepoint");
+            }
+            Ok(Kind::Rollback)
+        }
+        Statement::Insert(i) => {
+            const V: &str = "INSERT";
+            if i.returning.is_some() {
+                return refuse(V, "RETURNING");
+            }
+            if i.on.is_some() || i.or.is_some() || i.ignore || i.replace_into || i.overwrite {
+                return refuse(V, "a conflict clause, IGNORE, REPLACE or OVERWRITE");
+            }
+            Ok(Kind::Write(V))
+        }
+        Statement::Update(u) => {
+            const V: &str = "UPDATE";
+            if u.returning.is_some() {
+                return refuse(V, "RETURNING");
+            }
+            if u.from.is_some() || !u.table.joins.is_empty() {
+                return refuse(V, "FROM or a join (UPDATE changes one table)");
+            }
+            if u.limit.is_some() || !u.order_by.is_empty() {
+                return refuse(V, "ORDER BY or LIMIT");
+            }
+            if s.visit(&mut Subquery).is_break() {
+                return refuse(V, "a subquery (in WHERE or SET)");
+            }
+            Ok(Kind::Write(V))
+        }
+        Statement::Delete(d) => {
+            const V: &str = "DELETE";
+            if d.returning.is_some() {
+                return refuse(V, "RETURNING");
+            }
+            let from = match &d.from {
+                FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+            };
+            if !d.tables.is_empty() || d.using.is_some() || !single(from) {
+                return refuse(V, "USING, a join or several tables (DELETE changes one table)");
+            }
+            if d.limit.is_some() || !d.order_by.is_empty() {
+                return refuse(V, "ORDER BY or LIMIT");
+            }
+            if s.visit(&mut Subquery).is_break() {
+                return refuse(V, "a subquery in WHERE");
+            }
+            Ok(Kind::Write(V))
+        }
+        Statement::Prepare { statement, .. } => match classify_sql(statement)? {
+            Kind::Write(w) => refuse("PREPARE", &format!("a prepared {w}")),
+            _ => Ok(Kind::Other),
+        },
+        _ => Ok(Kind::Other),
+    }
+}
+
+/// DataFusion builds the rows of `INSERT … VALUES` with the nullability of the
+/// target columns and fails on a NULL for a NOT NULL column with "Column
+/// 'column3' is declared as non-nullable but contains null values", naming a
+/// column of the VALUES list. This is `err` said as strata's own row check
+/// says it — table, row (when it is a literal NULL), column and type — or
+/// `None` when `err` is not that error of an INSERT.
+pub fn values_null(stmt: &DfStatement, db: &Database, err: &SqlError) -> Option<SqlError> {
+    let msg = err.to_string();
+    let position = msg
+        .split("Column 'column")
+        .nth(1)?
+        .split('\'')
+        .next()?
+        .parse::<usize>()
+        .ok()?
+        .checked_sub(1)?;
+    if !msg.contains("is declared as non-nullable but contains null values") {
+        return None;
+    }
+    let DfStatement::Statement(s) = stmt else {
+        return None;
+    };
+    let Statement::Insert(insert) = s.as_ref() else {
+        return None;
+    };
+    let TableObject::TableName(name) = &insert.table else {
+        return None;
+    };
+    let table = ddl::find_table(db, &ddl::object_name(name, "table").ok()?)?;
+    let schema = db.table(&table).ok()?.schema().clone();
+    let column = match insert.columns.get(position) {
+        None if insert.columns.is_empty() => schema.columns.get(position)?,
+        None => return None,
+        Some(c) => match c.0.as_slice() {
+            [ObjectNamePart::Identifier(i)] => {
+                let n = Name::of(i);
+                schema.columns.iter().find(|c| n.names(&c.name))?
+            }
+            _ => return None,
+        },
+    };
+    let reason = check_value(column, &strata_storage::types::Value::Null).err()?;
+    let row = insert.source.as_ref().and_then(|q| match q.body.as_ref() {
+        SetExpr::Values(v) => v.rows.iter().position(|r| {
+            matches!(r.content.get(position), Some(Expr::Value(v)) if v.value == Value::Null)
+        }),
+        _ => None,
+    });
+    Some(SqlError::Data(match row {
+        Some(r) => format!("INSERT into '{table}', row {}: {reason}", r + 1),
+        None => format!("INSERT into '{table}': {reason}"),
+    }))
+}

@@ -1,0 +1,204 @@
+//! Write transactions of a SQL session.
+//!
+//! Every statement that changes rows runs in a write transaction
+//! ([`Database::begin_write`]): its own, committed when the statement
+//! succeeds and dropped (aborted) when it fails — or, between `BEGIN` and
+//! `COMMIT`/`ROLLBACK`, the session's open one.
+//!
+//! A [`WriteTxn`] borrows the [`Database`] it writes, so the session cannot
+//! keep one in a field next to its `Arc<Database>`. The open transaction lives
+//! instead on a thread of its own ([`Transaction`]), which holds an
+//! `Arc<Database>` and the transaction and waits to be told to commit or roll
+//! back. The statements in between change rows through the database's tables
+//! as usual: changes made while the transaction lives belong to it.
+
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread::JoinHandle;
+
+use parking_lot::Mutex;
+use strata_storage::{Database, StorageError};
+
+use crate::session::SqlError;
+
+/// How the session's open transaction ends.
+enum End {
+    Commit,
+    Rollback,
+}
+
+/// A write transaction held open on its own thread.
+struct Transaction {
+    end: Sender<End>,
+    ended: Receiver<Result<(), StorageError>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Transaction {
+    fn begin(db: Arc<Database>) -> Result<Transaction, SqlError> {
+        let (end, end_rx) = channel::<End>();
+        let (ended_tx, ended) = channel::<Result<(), StorageError>>();
+        let thread = std::thread::Builder::new()
+            .name("strata-sql-transaction".into())
+            .spawn(move || {
+                let txn = match db.begin_write() {
+                    Ok(t) => t,
+                    Err(e) => {
+                        let _ = ended_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = ended_tx.send(Ok(()));
+                // A session dropped without COMMIT closes the channel: abort.
+                let result = match end_rx.recv() {
+                    Ok(End::Commit) => txn.commit(),
+                    Ok(End::Rollback) | Err(_) => {
+                        drop(txn);
+                        Ok(())
+                    }
+                };
+                let _ = ended_tx.send(result);
+            })
+            .map_err(|e| SqlError::Execution(format!("cannot start a transaction thread: {e}")))?;
+        let mut t = Transaction {
+            end,
+            ended,
+            thread: Some(thread),
+        };
+        t.wait()?;
+        Ok(t)
+    }
+
+    /// The thread's answer to the last request.
+    fn wait(&mut self) -> Result<(), SqlError> {
+        match self.ended.recv() {
+            Ok(r) => r.map_err(SqlError::from),
+            Err(_) => {
+                self.join();
+                Err(SqlError::Execution(
+                    "the transaction thread ended unexpectedly".into(),
+                ))
+            }
+        }
+    }
+
+    fn finish(mut self, how: End) -> Result<(), SqlError> {
+        if self.end.send(how).is_err() {
+            self.join();
+            return Err(SqlError::Execution(
+                "the transaction thread ended unexpectedly".into(),
+            ));
+        }
+        let r = self.wait();
+        self.join();
+        r
+    }
+
+    fn join(&mut self) {
+        if let Some(t) = self.thread.take() {
+            // The thread only waits for and runs commit or rollback; a panic
+            // there is a bug to report, not to hide.
+            if let Err(p) = t.join() {
+                std::panic::resume_unwind(p);
+            }
+        }
+    }
+}
+
+impl Drop for Transaction {
+    /// Rolls back a transaction that was never ended (the session went away).
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            let _ = self.end.send(End::Rollback);
+            let _ = self.ended.recv();
+            self.join();
+        }
+    }
+}
+
+/// Where a session's writes go: the open transaction, or one per statement.
+pub struct Writes {
+    db: Arc<Database>,
+    open: Mutex<Option<Transaction>>,
+}
+
+impl Writes {
+    pub fn new(db: Arc<Database>) -> Arc<Writes> {
+        Arc::new(Writes {
+            db,
+            open: Mutex::new(None),
+        })
+    }
+
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    /// Whether a `BEGIN` is waiting for its `COMMIT` or `ROLLBACK`.
+    pub fn in_transaction(&self) -> bool {
+        self.open.lock().is_some()
+    }
+
+    /// Refuses `what` (e.g. "INSERT") when the database was opened read-only.
+    pub fn check_writable(&self, what: &str) -> Result<(), SqlError> {
+        if self.db.is_read_only() {
+            return Err(SqlError::Execution(format!(
+                "database opened read-only: {what} cannot run (another strata process holds {} \
+                 for writing, or it was opened read-only on purpose)",
+                self.db.dir().display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// `BEGIN`: opens the session's transaction.
+    pub fn begin(&self) -> Result<(), SqlError> {
+        self.check_writable("BEGIN")?;
+        let mut open = self.open.lock();
+        if open.is_some() {
+            return Err(SqlError::Query(
+                "a transaction is already open (COMMIT or ROLLBACK it first)".into(),
+            ));
+        }
+        *open = Some(Transaction::begin(self.db.clone())?);
+        Ok(())
+    }
+
+    /// `COMMIT`: makes the open transaction's changes durable.
+    pub fn commit(&self) -> Result<(), SqlError> {
+        self.end(End::Commit, "COMMIT")
+    }
+
+    /// `ROLLBACK`: abandons the open transaction.
+    pub fn rollback(&self) -> Result<(), SqlError> {
+        self.end(End::Rollback, "ROLLBACK")
+    }
+
+    fn end(&self, how: End, what: &str) -> Result<(), SqlError> {
+        let txn = self.open.lock().take().ok_or_else(|| {
+            SqlError::Query(format!("{what} without a transaction (BEGIN starts one)"))
+        })?;
+        txn.finish(how)
+    }
+
+    /// Runs `apply` (the changes of one statement) inside the open
+    /// transaction, or else inside a transaction of its own that commits when
+    /// `apply` succeeds and aborts when it fails.
+    pub fn apply<R>(
+        &self,
+        what: &str,
+        apply: impl FnOnce(&Database) -> Result<R, SqlError>,
+    ) -> Result<R, SqlError> {
+        self.check_writable(what)?;
+        // Held while the statement applies, so the transaction cannot end
+        // under it.
+        let open = self.open.lock();
+        if open.is_some() {
+            return apply(&self.db);
+        }
+        let txn = self.db.begin_write()?;
+        let r = apply(&self.db)?;
+        txn.commit()?;
+        Ok(r)
+    }
+}

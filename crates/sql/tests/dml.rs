@@ -1,0 +1,385 @@
+//! SQL writes against a model: random mixes of INSERT, UPDATE and DELETE (some
+//! inside BEGIN … COMMIT) leave the table holding what a plain Rust model of
+//! the same statements holds, every statement answers the rows it changed,
+//! and every index agrees with the heap afterwards (`strata check`). A
+//! statement that fails on a bad value changes nothing and names the column
+//! and the value; a single-row UPDATE through an index reads a handful of
+//! pages; forms whose rows DataFusion would not describe exactly are refused.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::query;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use strata_sql::{SqlError, SqlSession};
+use strata_storage::Database;
+use strata_storage::check::check_database;
+use strata_storage::db::{IndexSpec, NoProgress};
+use strata_storage::types::Value;
+
+/// One row of the test table `t (k BIGINT NOT NULL, v INT, s VARCHAR(12))`.
+type Row = (i64, Option<i32>, Option<String>);
+
+fn values(r: &Row) -> Vec<Value> {
+    vec![
+        Value::Int64(r.0),
+        r.1.map_or(Value::Null, Value::Int32),
+        r.2.clone().map_or(Value::Null, Value::Str),
+    ]
+}
+
+fn setup(rows: &[Row]) -> (tempfile::TempDir, Arc<Database>) {
+    let (dir, db) = common::empty_db();
+    common::load(
+        &db,
+        "t",
+        "k BIGINT, v INT NULL, s VARCHAR(12) NULL",
+        vec![IndexSpec::new("t_k", &["k"]), IndexSpec::new("t_v", &["v"])],
+        rows.iter().map(values),
+    );
+    (dir, Arc::new(db))
+}
+
+fn sql_text(v: &Option<String>) -> String {
+    v.as_ref().map_or("NULL".into(), |s| format!("'{s}'"))
+}
+
+fn sql_int(v: Option<i32>) -> String {
+    v.map_or("NULL".into(), |v| v.to_string())
+}
+
+/// The table's rows, sorted.
+fn contents(s: &SqlSession) -> Vec<Row> {
+    let mut rows: Vec<Row> = query(s, "SELECT k, v, s FROM t")
+        .into_iter()
+        .map(|r| {
+            (
+                r[0].parse().unwrap(),
+                (r[1] != "NULL").then(|| r[1].parse().unwrap()),
+                (r[2] != "NULL").then(|| r[2].clone()),
+            )
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// The `count` a write answers.
+fn count(s: &SqlSession, sql: &str) -> u64 {
+    let r = query(s, sql);
+    assert_eq!(r.len(), 1, "{sql}");
+    r[0][0].parse().unwrap()
+}
+
+fn consistent(db: &Database) {
+    check_database(db, &NoProgress).unwrap_or_else(|e| panic!("strata check: {e}"));
+}
+
+fn random_row(rng: &mut SmallRng) -> Row {
+    (
+        rng.random_range(0..300),
+        (!rng.random_ratio(1, 6)).then(|| rng.random_range(-50..50)),
+        (!rng.random_ratio(1, 5)).then(|| format!("s{}", rng.random_range(0..1000))),
+    )
+}
+
+/// One random statement and what it does to the model: (SQL, rows it changes).
+fn statement(rng: &mut SmallRng, model: &mut Vec<Row>) -> (String, u64) {
+    let pick = rng.random_range(0..10);
+    let k = rng.random_range(0..300i64);
+    let v = rng.random_range(-50..50i32);
+    match pick {
+        0 | 1 => {
+            let rows: Vec<Row> = (0..rng.random_range(1..5))
+                .map(|_| random_row(rng))
+                .collect();
+            let list: Vec<String> = rows
+                .iter()
+                .map(|r| format!("({}, {}, {})", r.0, sql_int(r.1), sql_text(&r.2)))
+                .collect();
+            model.extend(rows.iter().cloned());
+            (
+                format!("INSERT INTO t VALUES {}", list.join(", ")),
+                rows.len() as u64,
+            )
+        }
+        2 => {
+            // Columns named out of order; s left out is NULL.
+            model.push((k, Some(v), None));
+            (format!("INSERT INTO t (v, k) VALUES ({v}, {k})"), 1)
+        }
+        3 => {
+            let copied: Vec<Row> = model
+                .iter()
+                .filter(|r| r.0 < k / 10)
+                .map(|r| (r.0 + 1000, r.1, r.2.clone()))
+                .collect();
+            let n = copied.len() as u64;
+            model.extend(copied);
+            (
+                format!(
+                    "INSERT INTO t SELECT k + 1000, v, s FROM t WHERE k < {}",
+                    k / 10
+                ),
+                n,
+            )
+        }
+        4 => {
+            // Through the index on k.
+            let mut n = 0;
+            for r in model.iter_mut().filter(|r| r.0 == k) {
+                r.1 = r.1.map(|x| x + 1);
+                n += 1;
+            }
+            (format!("UPDATE t SET v = v + 1 WHERE k = {k}"), n)
+        }
+        5 => {
+            // Moves index entries of both indexes; rows may grow.
+            let (lo, hi) = (v, v + 10);
+            let mut n = 0;
+            for r in model
+                .iter_mut()
+                .filter(|r| r.1.is_some_and(|x| x >= lo && x <= hi))
+            {
+                r.0 += 7;
+                r.1 = Some(-r.1.unwrap());
+                r.2 = Some(format!("u{}", r.0));
+                n += 1;
+            }
+            (
+                format!(
+                    "UPDATE t SET k = k + 7, v = -v, s = concat('u', CAST(k + 7 AS VARCHAR)) \
+                     WHERE v BETWEEN {lo} AND {hi}"
+                ),
+                n,
+            )
+        }
+        6 => {
+            // No index helps: a heap scan.
+            let m = rng.random_range(2..9i64);
+            let mut n = 0;
+            for r in model.iter_mut().filter(|r| r.0 % m == 1) {
+                r.2 = None;
+                n += 1;
+            }
+            (format!("UPDATE t SET s = NULL WHERE k % {m} = 1"), n)
+        }
+        7 => {
+            let before = model.len();
+            model.retain(|r| r.0 != k);
+            (
+                format!("DELETE FROM t WHERE k = {k}"),
+                (before - model.len()) as u64,
+            )
+        }
+        8 => {
+            let before = model.len();
+            model.retain(|r| !(r.1.is_none() && r.0 < k));
+            (
+                format!("DELETE FROM t WHERE v IS NULL AND k < {k}"),
+                (before - model.len()) as u64,
+            )
+        }
+        _ => {
+            let before = model.len();
+            model.retain(|r| !(r.0 >= k && r.0 < k + 5 && r.2.as_deref() != Some("s1")));
+            (
+                format!(
+                    "DELETE FROM t WHERE k >= {k} AND k < {} AND (s IS NULL OR s <> 's1')",
+                    k + 5
+                ),
+                (before - model.len()) as u64,
+            )
+        }
+    }
+}
+
+#[test]
+fn random_writes_match_a_model_and_keep_indexes_consistent() {
+    let mut rng = SmallRng::seed_from_u64(11);
+    let mut model: Vec<Row> = (0..300).map(|_| random_row(&mut rng)).collect();
+    let (_dir, db) = setup(&model);
+    let s = SqlSession::new(db.clone()).unwrap();
+    for round in 0..120 {
+        // Some statements run inside one explicit transaction.
+        let txn = round % 20 == 10;
+        if txn {
+            s.execute("BEGIN").unwrap();
+        }
+        for _ in 0..if txn { 5 } else { 1 } {
+            let (sql, changed) = statement(&mut rng, &mut model);
+            assert_eq!(count(&s, &sql), changed, "{sql}");
+        }
+        if txn {
+            s.execute("COMMIT").unwrap();
+        }
+        if round % 30 == 29 {
+            let mut want = model.clone();
+            want.sort();
+            assert_eq!(contents(&s), want, "after round {round}");
+            consistent(&db);
+        }
+    }
+    // The same rows after a reopen: every statement committed.
+    let dir = db.dir().to_path_buf();
+    drop(s);
+    drop(Arc::into_inner(db).expect("the session let the database go"));
+    let db = Arc::new(common::reopen(&dir));
+    consistent(&db);
+    let s = SqlSession::new(db).unwrap();
+    model.sort();
+    assert_eq!(contents(&s), model);
+}
+
+fn error(s: &SqlSession, sql: &str) -> SqlError {
+    match s.execute(sql) {
+        Err(e) => e,
+        Ok(_) => panic!("{sql} succeeded"),
+    }
+}
+
+#[test]
+fn a_statement_failing_on_a_value_changes_nothing_and_names_it() {
+    let rows: Vec<Row> = (0..50).map(|i| (i, Some(i as i32), Some(format!("r{i}")))).collect();
+    let (_dir, db) = setup(&rows);
+    let s = SqlSession::new(db.clone()).unwrap();
+    let before = contents(&s);
+
+    // The third row breaks NOT NULL: none of the three is inserted.
+    let e = error(&s, "INSERT INTO t VALUES (100, 1, 'a'), (101, 2, 'b'), (NULL, 3, 'c')");
+    assert!(matches!(e, SqlError::Data(_)), "{e:?}");
+    assert_eq!(e.exit_code(), 3);
+    let m = e.to_string();
+    assert!(m.contains("row 3") && m.contains("column 'k'") && m.contains("NULL"), "{m}");
+    // A column left out of the list is NULL: here that breaks NOT NULL too.
+    let m = error(&s, "INSERT INTO t (v) VALUES (5)").to_string();
+    assert!(m.contains("column 'k'") && m.contains("NOT NULL"), "{m}");
+    // Too long for VARCHAR(12), on the second row: the value is in the message.
+    let m = error(&s, "INSERT INTO t VALUES (102, 1, 'ok'), (103, 1, 'much too long for it')")
+        .to_string();
+    assert!(
+        m.contains("row 2") && m.contains("column 's'") && m.contains("'much too long for it'"),
+        "{m}"
+    );
+    // Out of range for INT (DataFusion's cast names the value).
+    let m = error(&s, "INSERT INTO t VALUES (104, 3000000000, 'x')").to_string();
+    assert!(m.contains("3000000000"), "{m}");
+
+    // One row of the 50 becomes too long: no row changes.
+    let e = error(
+        &s,
+        "UPDATE t SET s = CASE WHEN k = 37 THEN 'far too long to fit' ELSE 'fits' END",
+    );
+    assert_eq!(e.exit_code(), 3, "{e}");
+    let m = e.to_string();
+    assert!(m.contains("column 's'") && m.contains("'far too long to fit'"), "{m}");
+    assert!(m.contains("(37, 37, "), "the message shows the row: {m}");
+    // NOT NULL on UPDATE, through the index.
+    let m = error(&s, "UPDATE t SET k = NULL WHERE k = 3").to_string();
+    assert!(m.contains("column 'k'") && m.contains("NOT NULL"), "{m}");
+    // A SET expression failing on one row (division by zero at k = 5).
+    error(&s, "UPDATE t SET v = 10 / (k - 5)");
+
+    assert_eq!(contents(&s), before);
+    consistent(&db);
+}
+
+#[test]
+fn insert_select_and_update_meet_each_row_once() {
+    let rows: Vec<Row> = (0..400).map(|i| (i, Some(1), None)).collect();
+    let (_dir, db) = setup(&rows);
+    let s = SqlSession::new(db.clone()).unwrap();
+    // Reads only the rows that were there before.
+    assert_eq!(count(&s, "INSERT INTO t SELECT k + 400, v, s FROM t"), 400);
+    assert_eq!(count(&s, "SELECT count(*) FROM t"), 800);
+    // Every row moves up the index it is found through, and grows (so some
+    // move to other pages): each is still updated once.
+    assert_eq!(
+        count(&s, "UPDATE t SET k = k + 1, s = 'grown' WHERE k >= 0"),
+        800
+    );
+    assert_eq!(count(&s, "SELECT count(*) FROM t WHERE s = 'grown'"), 800);
+    assert_eq!(count(&s, "SELECT min(k) FROM t"), 1);
+    assert_eq!(count(&s, "SELECT max(k) FROM t"), 800);
+    assert_eq!(count(&s, "UPDATE t SET v = v + 1 WHERE v = 1"), 800);
+    assert_eq!(count(&s, "SELECT count(*) FROM t WHERE v = 2"), 800);
+    consistent(&db);
+}
+
+#[test]
+fn a_single_row_update_through_an_index_reads_a_handful_of_pages() {
+    let (_dir, db) = common::empty_db();
+    common::load(
+        &db,
+        "t",
+        "k BIGINT, v INT",
+        vec![IndexSpec::new("t_k", &["k"])],
+        (0..1_000_000i64).map(|k| vec![Value::Int64(k), Value::Int32(0)]),
+    );
+    let db = Arc::new(db);
+    let pages = db.table("t").unwrap().heap().num_pages();
+    assert!(pages > 1500, "{pages}");
+    let s = SqlSession::new(db.clone()).unwrap();
+    let plan = query(&s, "EXPLAIN UPDATE t SET v = v + 1 WHERE k = 42");
+    let plan = format!("{plan:?}");
+    assert!(plan.contains("rows by index t_k"), "{plan}");
+
+    for (sql, want) in [
+        ("UPDATE t SET v = v + 1 WHERE k = 42", 1),
+        ("UPDATE t SET v = v + 1 WHERE k = 42 AND v = 1", 1),
+        ("DELETE FROM t WHERE k = 43", 1),
+        ("DELETE FROM t WHERE k = 43", 0),
+    ] {
+        let r = s.execute(sql).unwrap();
+        assert_eq!(common::text(&r), vec![vec![want.to_string()]], "{sql}");
+        assert!(
+            r.io.pages_read < 20,
+            "{sql} read {} pages of {pages}",
+            r.io.pages_read
+        );
+    }
+    assert_eq!(
+        query(&s, "SELECT k, v FROM t WHERE k BETWEEN 41 AND 44 ORDER BY k"),
+        vec![
+            vec!["41".to_string(), "0".into()],
+            vec!["42".into(), "2".into()],
+            vec!["44".into(), "0".into()],
+        ]
+    );
+}
+
+#[test]
+fn updates_and_deletes_whose_rows_datafusion_would_not_describe_are_refused() {
+    let rows: Vec<Row> = (0..20).map(|i| (i, Some(i as i32), None)).collect();
+    let (_dir, db) = setup(&rows);
+    let s = SqlSession::new(db.clone()).unwrap();
+    for (sql, what) in [
+        ("DELETE FROM t WHERE k IN (SELECT k FROM t WHERE k < 3)", "subquery"),
+        ("DELETE FROM t WHERE EXISTS (SELECT 1 FROM t)", "subquery"),
+        ("UPDATE t SET v = (SELECT max(v) FROM t)", "subquery"),
+        ("DELETE FROM t WHERE k < 5 LIMIT 1", "LIMIT"),
+        ("EXPLAIN ANALYZE DELETE FROM t WHERE k IN (SELECT 1)", "subquery"),
+        ("INSERT INTO t VALUES (1, 1, 'x') RETURNING k", "RETURNING"),
+    ] {
+        let e = error(&s, sql);
+        assert_eq!(e.exit_code(), 2, "{sql}: {e}");
+        assert!(e.to_string().contains(what), "{sql}: {e}");
+    }
+    // Conditions the optimizer folds away still change nothing.
+    for sql in [
+        "DELETE FROM t WHERE 1 = 0",
+        "DELETE FROM t WHERE false",
+        "DELETE FROM t WHERE k = 1 AND k = 2",
+        "DELETE FROM t WHERE NULL",
+        "UPDATE t SET v = 0 WHERE false",
+        "DELETE FROM t WHERE k > 5 AND k < 3",
+    ] {
+        assert_eq!(count(&s, sql), 0, "{sql}");
+    }
+    assert_eq!(count(&s, "SELECT count(*) FROM t"), 20);
+    assert_eq!(count(&s, "DELETE FROM t WHERE true"), 20);
+    assert_eq!(count(&s, "SELECT count(*) FROM t"), 0);
+    consistent(&db);
+}
