@@ -14,10 +14,10 @@ use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanBuilder, Date32Builder, Decimal128Builder, Float64Builder,
     Int32Builder, Int64Builder, StringBuilder,
 };
-use datafusion::arrow::datatypes::{Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type};
 use datafusion::arrow::datatypes::{
     DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef,
 };
+use datafusion::arrow::datatypes::{Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type};
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use strata_access::TupleBatch;
@@ -195,12 +195,18 @@ pub fn arrow_values(array: &dyn Array, ty: &DataType) -> Result<Vec<Value>, Stri
         }};
     }
     match (ty, array.data_type()) {
-        (DataType::Int32, ArrowType::Int32) => each!(array.as_primitive::<Int32Type>(), Value::Int32),
-        (DataType::Int64, ArrowType::Int64) => each!(array.as_primitive::<Int64Type>(), Value::Int64),
+        (DataType::Int32, ArrowType::Int32) => {
+            each!(array.as_primitive::<Int32Type>(), Value::Int32)
+        }
+        (DataType::Int64, ArrowType::Int64) => {
+            each!(array.as_primitive::<Int64Type>(), Value::Int64)
+        }
         (DataType::Float64, ArrowType::Float64) => {
             each!(array.as_primitive::<Float64Type>(), Value::Float64)
         }
-        (DataType::Date, ArrowType::Date32) => each!(array.as_primitive::<Date32Type>(), Value::Date),
+        (DataType::Date, ArrowType::Date32) => {
+            each!(array.as_primitive::<Date32Type>(), Value::Date)
+        }
         (DataType::Bool, ArrowType::Boolean) => each!(array.as_boolean(), Value::Bool),
         (DataType::Decimal { scale, .. }, ArrowType::Decimal128(_, s)) if *s == *scale as i8 => {
             let a = array.as_primitive::<Decimal128Type>();
@@ -210,12 +216,8 @@ pub fn arrow_values(array: &dyn Array, ty: &DataType) -> Result<Vec<Value>, Stri
                     continue;
                 }
                 let v = a.value(i);
-                let v = i64::try_from(v).map_err(|_| {
-                    format!(
-                        "{} is out of range for {ty}",
-                        a.value_as_string(i)
-                    )
-                })?;
+                let v = i64::try_from(v)
+                    .map_err(|_| format!("{} is out of range for {ty}", a.value_as_string(i)))?;
                 out.push(Value::Decimal(v));
             }
         }
@@ -225,7 +227,11 @@ pub fn arrow_values(array: &dyn Array, ty: &DataType) -> Result<Vec<Value>, Stri
                 if trim { s.trim_end_matches(' ') } else { s }.to_string()
             ))
         }
-        (ty, t) => return Err(format!("a value of Arrow type {t} cannot be stored as {ty}")),
+        (ty, t) => {
+            return Err(format!(
+                "a value of Arrow type {t} cannot be stored as {ty}"
+            ));
+        }
     }
     Ok(out)
 }

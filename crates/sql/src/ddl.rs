@@ -120,7 +120,13 @@ pub fn parse(stmt: &Statement) -> Option<Result<Ddl, SqlError>> {
             temporary,
             table,
             ..
-        } => Some(drop(*object_type, *if_exists, names, *temporary, table.as_ref())),
+        } => Some(drop(
+            *object_type,
+            *if_exists,
+            names,
+            *temporary,
+            table.as_ref(),
+        )),
         _ => None,
     }
 }
@@ -160,8 +166,8 @@ fn create_table(c: &CreateTable) -> Result<Ddl, SqlError> {
         .iter()
         .map(|col| column(&name.text, col))
         .collect::<Result<Vec<_>, _>>()?;
-    let schema = Schema::new(columns)
-        .map_err(|e| query(format!("CREATE TABLE {}: {e}", name.text)))?;
+    let schema =
+        Schema::new(columns).map_err(|e| query(format!("CREATE TABLE {}: {e}", name.text)))?;
     Ok(Ddl::CreateTable {
         name: name.text,
         schema,
@@ -233,7 +239,9 @@ fn column_type(t: &SqlType) -> Result<DataType, String> {
         })
     };
     Ok(match t {
-        SqlType::Int(_) | SqlType::Integer(_) | SqlType::Int4(_) | SqlType::Int32 => DataType::Int32,
+        SqlType::Int(_) | SqlType::Integer(_) | SqlType::Int4(_) | SqlType::Int32 => {
+            DataType::Int32
+        }
         SqlType::BigInt(_) | SqlType::Int8(_) | SqlType::Int64 => DataType::Int64,
         SqlType::Double(_)
         | SqlType::DoublePrecision
@@ -415,7 +423,9 @@ pub fn run(db: &Database, ddl: &Ddl) -> Result<Changed, SqlError> {
                     })?;
                 cols.push(open.schema().columns[i].name.clone());
             }
-            let name = name.clone().unwrap_or_else(|| format!("{t}_{}", cols.join("_")));
+            let name = name
+                .clone()
+                .unwrap_or_else(|| format!("{t}_{}", cols.join("_")));
             let exists = db
                 .catalog()
                 .tables

@@ -29,7 +29,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt64Array};
 use datafusion::arrow::compute::{CastOptions, cast_with_options, filter_record_batch};
-use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef};
+use datafusion::arrow::datatypes::{
+    DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef,
+};
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DFSchema, DataFusionError, Result};
@@ -260,9 +262,8 @@ fn insert(writes: &Writes, table: &str, batches: &[RecordBatch]) -> Result<u64, 
         for b in batches {
             for row in rows_of(b, t.schema())? {
                 n += 1;
-                check_row(&t, &row, &mut scratch).map_err(|e| {
-                    SqlError::Data(format!("INSERT into '{table}', row {n}: {e}"))
-                })?;
+                check_row(&t, &row, &mut scratch)
+                    .map_err(|e| SqlError::Data(format!("INSERT into '{table}', row {n}: {e}")))?;
             }
         }
         for b in batches {
@@ -285,7 +286,12 @@ struct Filter {
 }
 
 impl Filter {
-    fn new(table: &Table, schema: &DFSchema, state: &dyn Session, filters: Vec<Expr>) -> Result<Filter> {
+    fn new(
+        table: &Table,
+        schema: &DFSchema,
+        state: &dyn Session,
+        filters: Vec<Expr>,
+    ) -> Result<Filter> {
         let mut conjuncts = Vec::new();
         for f in &filters {
             match classify(f, table.schema()) {
@@ -301,7 +307,10 @@ impl Filter {
                 }
             }
         }
-        let filters = filters.iter().map(unqualified).collect::<Result<Vec<_>>>()?;
+        let filters = filters
+            .iter()
+            .map(unqualified)
+            .collect::<Result<Vec<_>>>()?;
         let (expr, text) = match conjunction(filters) {
             Some(e) => (
                 Some(state.create_physical_expr(e.clone(), schema)?),
@@ -317,7 +326,11 @@ impl Filter {
     }
 
     /// The rows of `batch` (and their `tids`) that satisfy the filter.
-    fn select(&self, tids: Vec<Tid>, batch: RecordBatch) -> Result<(Vec<Tid>, RecordBatch), SqlError> {
+    fn select(
+        &self,
+        tids: Vec<Tid>,
+        batch: RecordBatch,
+    ) -> Result<(Vec<Tid>, RecordBatch), SqlError> {
         let Some(expr) = &self.expr else {
             return Ok((tids, batch));
         };
@@ -407,7 +420,11 @@ fn find(
             // Each heap page once, in order.
             tids.sort_unstable();
             for tid in tids {
-                if table.heap().with_tuple(tid, |t| batch.push(tid, t))?.is_none() {
+                if table
+                    .heap()
+                    .with_tuple(tid, |t| batch.push(tid, t))?
+                    .is_none()
+                {
                     return Err(SqlError::Corrupt(format!(
                         "index '{}' of table '{}' names tuple {tid}, which does not exist \
                          (run `strata check`)",
@@ -422,20 +439,18 @@ fn find(
         }
         None => {
             let mut failed = None;
-            table
-                .heap()
-                .scan_pages(SCAN_RUN_PAGES, 2, |page, view| {
-                    for (slot, t) in view.tuples() {
-                        batch.push(Tid::new(page as u32, slot), t);
-                        if batch.is_full()
-                            && let Err(e) = flush(&mut batch)
-                        {
-                            failed = Some(e);
-                            return Ok(std::ops::ControlFlow::Break(()));
-                        }
+            table.heap().scan_pages(SCAN_RUN_PAGES, 2, |page, view| {
+                for (slot, t) in view.tuples() {
+                    batch.push(Tid::new(page as u32, slot), t);
+                    if batch.is_full()
+                        && let Err(e) = flush(&mut batch)
+                    {
+                        failed = Some(e);
+                        return Ok(std::ops::ControlFlow::Break(()));
                     }
-                    Ok(std::ops::ControlFlow::Continue(()))
-                })?;
+                }
+                Ok(std::ops::ControlFlow::Continue(()))
+            })?;
             if let Some(e) = failed {
                 return Err(e);
             }
@@ -468,7 +483,12 @@ pub struct DmlExec {
 
 impl DmlExec {
     /// `DELETE FROM table WHERE filters`.
-    pub fn delete(writes: Arc<Writes>, table: &str, state: &dyn Session, filters: Vec<Expr>) -> Result<DmlExec> {
+    pub fn delete(
+        writes: Arc<Writes>,
+        table: &str,
+        state: &dyn Session,
+        filters: Vec<Expr>,
+    ) -> Result<DmlExec> {
         DmlExec::new(writes, table, state, filters, |_, _| Ok(Op::Delete))
     }
 
@@ -505,7 +525,10 @@ impl DmlExec {
         filters: Vec<Expr>,
         op: impl FnOnce(&Table, &DFSchema) -> Result<Op>,
     ) -> Result<DmlExec> {
-        let t = writes.database().table(table).map_err(|e| external(e.into()))?;
+        let t = writes
+            .database()
+            .table(table)
+            .map_err(|e| external(e.into()))?;
         let schema = DFSchema::try_from(table_schema(&t).as_ref().clone())?;
         let filter = Filter::new(&t, &schema, state, filters)?;
         let op = op(&t, &schema)?;
@@ -718,6 +741,9 @@ impl ExecutionPlan for DmlExec {
             let count: ArrayRef = Arc::new(UInt64Array::from(vec![n]));
             Ok(RecordBatch::try_new(count_schema(), vec![count])?)
         });
-        Ok(Box::pin(RecordBatchStreamAdapter::new(count_schema(), stream)))
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            count_schema(),
+            stream,
+        )))
     }
 }

@@ -15,10 +15,10 @@ use datafusion::arrow::datatypes::{Schema as ArrowSchema, SchemaRef};
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Column, DFSchema, DataFusionError, Result, SchemaExt};
-use datafusion::datasource::{TableProvider, TableType};
-use datafusion::logical_expr::utils::conjunction;
 use datafusion::datasource::sink::DataSinkExec;
+use datafusion::datasource::{TableProvider, TableType};
 use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use strata_access::PageCosts;
@@ -208,6 +208,15 @@ impl TableProvider for StrataTable {
             &self.name,
             state,
             filters,
+        )?))
+    }
+
+    async fn truncate(&self, state: &dyn Session) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(DmlExec::delete(
+            self.writes.clone(),
+            &self.name,
+            state,
+            vec![],
         )?))
     }
 

@@ -11,18 +11,18 @@ use std::time::{Duration, Instant};
 use datafusion::arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::error::DataFusionError;
 use datafusion::dataframe::DataFrame;
+use datafusion::error::DataFusionError;
 use datafusion::execution::SessionState;
+use datafusion::execution::context::{SessionConfig, SessionContext};
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::LogicalPlan;
-use datafusion::execution::context::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement as DfStatement;
 use strata_storage::device::IoCounters;
 use strata_storage::{Database, StorageError};
 
-use crate::depth;
 use crate::ddl;
+use crate::depth;
 use crate::options::StrataOptions;
 use crate::provider::StrataTable;
 use crate::script::analyze_targets;
@@ -231,7 +231,9 @@ impl SqlSession {
                                 return Err(SqlError::Execution("a write ran out of time".into()));
                             }
                             Err(e) => {
-                                return Err(statement::values_null(&stmt, &self.db, &e).unwrap_or(e));
+                                return Err(
+                                    statement::values_null(&stmt, &self.db, &e).unwrap_or(e)
+                                );
                             }
                         }
                     }

@@ -12,8 +12,8 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
-    Expr, FromTable, ObjectNamePart, Query, SetExpr, Statement, TableObject, TableWithJoins,
-    Value, Visit, Visitor,
+    Expr, FromTable, ObjectNamePart, Query, SetExpr, Statement, TableObject, TableWithJoins, Value,
+    Visit, Visitor,
 };
 use strata_storage::Database;
 
@@ -28,8 +28,8 @@ pub enum Kind {
     Commit,
     Rollback,
     Ddl(Ddl),
-    /// `INSERT`, `UPDATE` or `DELETE` (also under `EXPLAIN`), planned by
-    /// DataFusion.
+    /// `INSERT`, `UPDATE`, `DELETE` or `TRUNCATE` (also under `EXPLAIN`),
+    /// planned by DataFusion.
     Write(&'static str),
     /// Anything else, DataFusion's.
     Other,
@@ -125,7 +125,10 @@ fn classify_sql(s: &Statement) -> Result<Kind, SqlError> {
                 FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
             };
             if !d.tables.is_empty() || d.using.is_some() || !single(from) {
-                return refuse(V, "USING, a join or several tables (DELETE changes one table)");
+                return refuse(
+                    V,
+                    "USING, a join or several tables (DELETE changes one table)",
+                );
             }
             if d.limit.is_some() || !d.order_by.is_empty() {
                 return refuse(V, "ORDER BY or LIMIT");
@@ -134,6 +137,12 @@ fn classify_sql(s: &Statement) -> Result<Kind, SqlError> {
                 return refuse(V, "a subquery in WHERE");
             }
             Ok(Kind::Write(V))
+        }
+        Statement::Truncate(t) => {
+            if t.table_names.len() != 1 || t.partitions.is_some() {
+                return refuse("TRUNCATE", "more than one table or a partition");
+            }
+            Ok(Kind::Write("TRUNCATE"))
         }
         Statement::Prepare { statement, .. } => match classify_sql(statement)? {
             Kind::Write(w) => refuse("PREPARE", &format!("a prepared {w}")),
@@ -186,9 +195,9 @@ pub fn values_null(stmt: &DfStatement, db: &Database, err: &SqlError) -> Option<
     };
     let reason = check_value(column, &strata_storage::types::Value::Null).err()?;
     let row = insert.source.as_ref().and_then(|q| match q.body.as_ref() {
-        SetExpr::Values(v) => v.rows.iter().position(|r| {
-            matches!(r.content.get(position), Some(Expr::Value(v)) if v.value == Value::Null)
-        }),
+        SetExpr::Values(v) => v.rows.iter().position(
+            |r| matches!(r.content.get(position), Some(Expr::Value(v)) if v.value == Value::Null),
+        ),
         _ => None,
     });
     Some(SqlError::Data(match row {

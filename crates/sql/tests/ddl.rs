@@ -55,7 +55,16 @@ fn tables_created_with_sql_types_hold_their_rows_across_a_reopen() {
     run(&s, "INSERT INTO orders (id, total) VALUES (3, 0.06 + 0.01)");
     run(&s, "CREATE INDEX orders_total ON orders (total, id)");
     let want = strs(&[
-        &["1", "10", "12.50", "1995-03-01", "AB", "first", "1.5", "true"],
+        &[
+            "1",
+            "10",
+            "12.50",
+            "1995-03-01",
+            "AB",
+            "first",
+            "1.5",
+            "true",
+        ],
         &["2", "NULL", "0.07", "NULL", "NULL", "NULL", "NULL", "NULL"],
         &["3", "NULL", "0.07", "NULL", "NULL", "NULL", "NULL", "NULL"],
     ]);
@@ -120,7 +129,11 @@ fn ddl_mistakes_are_usage_errors_that_change_nothing() {
         assert_eq!(e.exit_code(), 2, "{sql}: {e:?}");
         assert!(matches!(e, SqlError::Query(_)), "{sql}: {e:?}");
         assert!(e.to_string().contains(says), "{sql}: {e}");
-        assert_eq!(serde_json::to_string(&db.catalog()).unwrap(), catalog, "{sql}");
+        assert_eq!(
+            serde_json::to_string(&db.catalog()).unwrap(),
+            catalog,
+            "{sql}"
+        );
     }
     // IF [NOT] EXISTS makes the same statements no-ops.
     for sql in [
@@ -130,11 +143,19 @@ fn ddl_mistakes_are_usage_errors_that_change_nothing() {
         "DROP INDEX IF EXISTS nosuch",
     ] {
         run(&s, sql);
-        assert_eq!(serde_json::to_string(&db.catalog()).unwrap(), catalog, "{sql}");
+        assert_eq!(
+            serde_json::to_string(&db.catalog()).unwrap(),
+            catalog,
+            "{sql}"
+        );
     }
     // An index without a name gets one.
     run(&s, "CREATE INDEX ON t (b, a)");
-    assert!(s.describe(Some("t")).unwrap().contains("index t_b_a (b, a)"));
+    assert!(
+        s.describe(Some("t"))
+            .unwrap()
+            .contains("index t_b_a (b, a)")
+    );
 }
 
 #[test]

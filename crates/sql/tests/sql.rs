@@ -7,9 +7,9 @@ mod common;
 
 use std::sync::Arc;
 
+use common::query;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use common::query;
 use strata_sql::{SqlError, SqlSession};
 use strata_storage::Database;
 use strata_storage::db::{IndexSpec, NoProgress, TableOptions};
