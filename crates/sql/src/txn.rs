@@ -51,7 +51,7 @@ impl Transaction {
                 let _ = ended_tx.send(Ok(()));
                 // A session dropped without COMMIT closes the channel: abort.
                 let result = match end_rx.recv() {
-                    Ok(End::Commit) => txn.commit(),
+                    Ok(End::Commit) => txn.commit().map(|_| ()),
                     Ok(End::Rollback) | Err(_) => {
                         drop(txn);
                         Ok(())
