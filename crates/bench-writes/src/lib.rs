@@ -395,6 +395,17 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report> {
     if let Some(p) = pg.as_mut() {
         notes.push(p.describe()?);
     }
+    // How each engine finds the rows of the update and the delete.
+    let probe_key = workload::update_keys(o.seed, usize::MAX, 1, 1, o.rows)[0][0];
+    for sql in [
+        workload::update_sql(probe_key),
+        workload::delete_sql(o.rows),
+    ] {
+        notes.push(format!("strata's plan of `{sql}`: {}", strata.plan(&sql)?));
+        if let Some(p) = pg.as_mut() {
+            notes.push(format!("PostgreSQL's plan: {}", p.plan(&sql)?));
+        }
+    }
     let mut runs = ResultSet::new();
     let mut samples = Samples::new();
     let mut sum_v: i128 = 0;
@@ -438,7 +449,10 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report> {
         for e in engines {
             let restored = e.changed(&workload::restore_sql(o.rows))?;
             if restored != workload::delete_cut(o.rows) as u64 {
-                bail!("{}: putting the deleted rows back inserted {restored}", e.label());
+                bail!(
+                    "{}: putting the deleted rows back inserted {restored}",
+                    e.label()
+                );
             }
             e.after_round()?;
             let c = check_contents(e, o.rows, sum_v)?;

@@ -96,7 +96,9 @@ impl PgSide {
     }
 
     fn load(&mut self, rows: u64, progress: &mut dyn FnMut(&str)) -> Result<()> {
-        progress(&format!("PostgreSQL: loading {rows} rows into {TABLE} (COPY)"));
+        progress(&format!(
+            "PostgreSQL: loading {rows} rows into {TABLE} (COPY)"
+        ));
         let start = Instant::now();
         let client = self.client()?;
         client.batch_execute(&format!("DROP TABLE IF EXISTS {COPY_TABLE}, {TABLE}"))?;
@@ -143,6 +145,22 @@ impl PgSide {
             self.server.data_dir().display(),
             settings.join(", ")
         ))
+    }
+
+    /// PostgreSQL's plan for `sql` (`EXPLAIN (COSTS OFF)`), its lines joined.
+    pub fn plan(&mut self, sql: &str) -> Result<String> {
+        let messages = self
+            .client()?
+            .simple_query(&format!("EXPLAIN (COSTS OFF) {sql}"))
+            .with_context(|| format!("PostgreSQL: EXPLAIN {sql}"))?;
+        let lines: Vec<String> = messages
+            .iter()
+            .filter_map(|m| match m {
+                SimpleQueryMessage::Row(r) => r.get(0).map(|l| l.trim().to_string()),
+                _ => None,
+            })
+            .collect();
+        Ok(lines.join("; "))
     }
 
     /// Median round trip in µs of `SELECT 1` over `n` runs.

@@ -31,7 +31,12 @@ pub fn with_median_rates(medians: ResultSet) -> ResultSet {
         .collect()
 }
 
-fn find<'a>(rows: &'a ResultSet, engine: &str, w: Workload, run: Option<usize>) -> Option<&'a ResultRow> {
+fn find<'a>(
+    rows: &'a ResultSet,
+    engine: &str,
+    w: Workload,
+    run: Option<usize>,
+) -> Option<&'a ResultRow> {
     rows.rows().iter().find(|r| {
         r.variant == engine
             && r.get("workload") == w.name()
@@ -125,7 +130,8 @@ pub fn summary(report: &Report) -> Summary {
         let (sr, pr) = (find(m, "strata", w, None), find(m, "postgres", w, None));
         let (s_rate, p_rate) = (rate(sr), rate(pr));
         let (g, met) = goal(w, s_rate, p_rate);
-        let secs = |r: Option<&ResultRow>| r.map_or("—".into(), |r| format!("{:.3}", r.wall_ms / 1e3));
+        let secs =
+            |r: Option<&ResultRow>| r.map_or("—".into(), |r| format!("{:.3}", r.wall_ms / 1e3));
         rows.push(vec![
             title(w, o.clients),
             w.unit().to_string(),
@@ -157,7 +163,8 @@ pub fn summary(report: &Report) -> Summary {
         && let Some(syncs) = r.extra_f64("log_syncs")
     {
         let statements = r.extra_f64("work").unwrap_or(0.0);
-        let one = find(m, "strata", Workload::UpdateOne, None).and_then(|r| r.extra_f64("log_syncs"));
+        let one =
+            find(m, "strata", Workload::UpdateOne, None).and_then(|r| r.extra_f64("log_syncs"));
         s.heading("Group commit");
         s.paragraph(&format!(
             "strata's log syncs (`Wal::syncs`) in the median run: {} for {} statements from \
@@ -192,7 +199,13 @@ pub fn summary(report: &Report) -> Summary {
         }
     }
     s.table(
-        &["run", "workload", "strata", "PostgreSQL", "strata / PostgreSQL"],
+        &[
+            "run",
+            "workload",
+            "strata",
+            "PostgreSQL",
+            "strata / PostgreSQL",
+        ],
         per_run,
     );
 
@@ -273,10 +286,18 @@ mod tests {
     fn goals() {
         assert_eq!(goal(Workload::UpdateOne, Some(2.0), Some(1.0)).1, "yes");
         assert_eq!(goal(Workload::UpdateOne, Some(0.5), Some(1.0)).1, "no");
-        assert!(goal(Workload::UpdateOne, Some(0.5), None).1.contains("no PostgreSQL"));
+        assert!(
+            goal(Workload::UpdateOne, Some(0.5), None)
+                .1
+                .contains("no PostgreSQL")
+        );
         assert_eq!(goal(Workload::InsertSelect, Some(2e6), Some(1e6)).1, "yes");
         assert_eq!(goal(Workload::InsertSelect, Some(9e5), Some(1e5)).1, "no");
-        assert!(goal(Workload::InsertSelect, Some(2e6), None).1.starts_with("yes (1M"));
+        assert!(
+            goal(Workload::InsertSelect, Some(2e6), None)
+                .1
+                .starts_with("yes (1M")
+        );
         assert_eq!(show_ratio(ratio(Some(3.0), Some(2.0))), "1.50");
         assert_eq!(show_ratio(ratio(Some(3.0), None)), "—");
     }

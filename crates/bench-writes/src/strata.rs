@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use arrow::array::{Array, Int64Array, UInt64Array};
+use arrow::array::{Array, Int64Array, StringArray, UInt64Array};
 use strata_sql::{QueryResult, SqlSession};
 use strata_storage::db::{IndexSpec, NoProgress, TableOptions};
 use strata_storage::types::{Column, DataType, Schema, Value};
@@ -29,7 +29,13 @@ fn schema() -> Result<Schema> {
     Ok(Schema::new(vec![
         Column::new("k", DataType::Int64, false),
         Column::new("v", DataType::Int64, false),
-        Column::new("pad", DataType::Varchar { len: PAD_LEN as u16 }, false),
+        Column::new(
+            "pad",
+            DataType::Varchar {
+                len: PAD_LEN as u16,
+            },
+            false,
+        ),
     ])?)
 }
 
@@ -114,6 +120,36 @@ impl StrataSide {
             .with_context(|| format!("strata: {sql}"))
     }
 
+    /// The operator line of strata's plan for `sql` (`EXPLAIN`): how a
+    /// write finds its rows (by which index, or by a heap scan).
+    pub fn plan(&self, sql: &str) -> Result<String> {
+        let r = self.execute(&format!("EXPLAIN {sql}"))?;
+        let mut lines = Vec::new();
+        for b in &r.batches {
+            let Some(plans) = b
+                .columns()
+                .get(1)
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+            else {
+                bail!("EXPLAIN {sql}: no plan column");
+            };
+            for i in 0..plans.len() {
+                lines.extend(
+                    plans
+                        .value(i)
+                        .lines()
+                        .map(str::trim)
+                        .filter(|l| l.starts_with("Strata"))
+                        .map(str::to_string),
+                );
+            }
+        }
+        if lines.is_empty() {
+            bail!("EXPLAIN {sql}: no strata operator in the plan");
+        }
+        Ok(lines.join("; "))
+    }
+
     /// The log syncs so far.
     fn log_syncs(&self) -> Result<u64> {
         Ok(self
@@ -158,7 +194,11 @@ impl StrataSide {
             ]);
             let tids = index.btree.lookup(&key)?;
             let [tid] = tids[..] else {
-                bail!("key {} has {} rows in strata's {TABLE}", keys[i], tids.len());
+                bail!(
+                    "key {} has {} rows in strata's {TABLE}",
+                    keys[i],
+                    tids.len()
+                );
             };
             let mut row = table
                 .get_row(tid)?
@@ -172,7 +212,10 @@ impl StrataSide {
             Ok(())
         })?;
         Ok(vec![
-            ("strata: SELECT 1 through SqlSession::execute".into(), select1),
+            (
+                "strata: SELECT 1 through SqlSession::execute".into(),
+                select1,
+            ),
             (
                 format!("strata: SELECT v FROM {TABLE} WHERE k = <key> (index)"),
                 point,

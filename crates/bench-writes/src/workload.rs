@@ -15,7 +15,9 @@ pub const PAD_LEN: usize = 40;
 /// `CREATE TABLE` of a table with `acct`'s columns; the same text in both
 /// engines.
 pub fn create_table_sql(table: &str) -> String {
-    format!("CREATE TABLE {table} (k BIGINT NOT NULL, v BIGINT NOT NULL, pad VARCHAR({PAD_LEN}) NOT NULL)")
+    format!(
+        "CREATE TABLE {table} (k BIGINT NOT NULL, v BIGINT NOT NULL, pad VARCHAR({PAD_LEN}) NOT NULL)"
+    )
 }
 
 /// The B-tree index on `k` (named `<table>_k`).
@@ -78,7 +80,13 @@ pub fn restore_sql(rows: u64) -> String {
 /// each, uniform over 0..rows, from a seed that depends on the run, the
 /// number of clients and the client (so the one-client and the many-client
 /// workloads update different keys, and both engines the same ones).
-pub fn update_keys(seed: u64, run: usize, clients: usize, per_client: usize, rows: u64) -> Vec<Vec<i64>> {
+pub fn update_keys(
+    seed: u64,
+    run: usize,
+    clients: usize,
+    per_client: usize,
+    rows: u64,
+) -> Vec<Vec<i64>> {
     (0..clients)
         .map(|c| {
             let s = mix(seed ^ mix((run as u64) << 32 | (clients as u64) << 16 | c as u64));
@@ -161,7 +169,10 @@ mod tests {
             create_table_sql("acct2"),
             "CREATE TABLE acct2 (k BIGINT NOT NULL, v BIGINT NOT NULL, pad VARCHAR(40) NOT NULL)"
         );
-        assert_eq!(create_index_sql("acct2"), "CREATE INDEX acct2_k ON acct2 (k)");
+        assert_eq!(
+            create_index_sql("acct2"),
+            "CREATE INDEX acct2_k ON acct2 (k)"
+        );
     }
 
     #[test]
@@ -169,7 +180,10 @@ mod tests {
         let a = update_keys(42, 0, 8, 100, 1000);
         assert_eq!(a, update_keys(42, 0, 8, 100, 1000));
         assert_eq!(a.len(), 8);
-        assert!(a.iter().all(|c| c.len() == 100 && c.iter().all(|&k| (0..1000).contains(&k))));
+        assert!(
+            a.iter()
+                .all(|c| c.len() == 100 && c.iter().all(|&k| (0..1000).contains(&k)))
+        );
         assert_ne!(a[0], a[1]);
         assert_ne!(a, update_keys(42, 1, 8, 100, 1000));
         assert_ne!(update_keys(42, 0, 1, 100, 1000)[0], a[0]);

@@ -31,6 +31,7 @@ fn quick_run_counts_changes_and_checks_the_tables() {
     o.postgres = PgMode::IfInstalled;
     let mut log = Vec::new();
     let r = run(&o, &mut |l| log.push(l.to_string())).unwrap();
+    eprintln!("{}", log.join("\n"));
 
     // Each run: 20 updates by one client and 20 by each of 4; the
     // diagnostics' 5 storage-level updates come last.
@@ -40,7 +41,12 @@ fn quick_run_counts_changes_and_checks_the_tables() {
     assert_eq!(r.strata.sum_v, updates);
     assert_eq!(r.strata.copy_rows, 3_000);
 
-    let strata_rows: Vec<_> = r.runs.rows().iter().filter(|x| x.variant == "strata").collect();
+    let strata_rows: Vec<_> = r
+        .runs
+        .rows()
+        .iter()
+        .filter(|x| x.variant == "strata")
+        .collect();
     assert_eq!(strata_rows.len(), 2 * 4);
     for row in &strata_rows {
         let want = match row.get("workload").as_str() {
@@ -63,25 +69,49 @@ fn quick_run_counts_changes_and_checks_the_tables() {
 
     if r.postgres_ran {
         let pg = r.postgres.clone().unwrap();
-        assert_eq!((pg.rows, pg.sum_v, pg.copy_rows), (3_000, 2 * (20 + 4 * 20), 3_000));
+        assert_eq!(
+            (pg.rows, pg.sum_v, pg.copy_rows),
+            (3_000, 2 * (20 + 4 * 20), 3_000)
+        );
         assert_eq!(r.runs.len(), 2 * 4 * 2);
-        assert!(r.notes.iter().any(|n| n.contains("synchronous_commit = on")), "{:?}", r.notes);
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("synchronous_commit = on")),
+            "{:?}",
+            r.notes
+        );
     } else {
-        assert!(r.notes.iter().any(|n| n.contains("PostgreSQL was not run")), "{:?}", r.notes);
+        assert!(
+            r.notes.iter().any(|n| n.contains("PostgreSQL was not run")),
+            "{:?}",
+            r.notes
+        );
     }
 
     let md = report::write(&r).unwrap();
     let text = std::fs::read_to_string(&md).unwrap();
-    for part in ["strata / PostgreSQL", "goal met?", "Group commit", "Made by `"] {
+    for part in [
+        "strata / PostgreSQL",
+        "goal met?",
+        "Group commit",
+        "Made by `",
+    ] {
         assert!(text.contains(part), "{part} in {text}");
     }
     let medians = ResultSet::read_csv(o.out.join("writes.csv")).unwrap();
     assert_eq!(
-        medians.rows().iter().filter(|x| x.variant == "strata").count(),
+        medians
+            .rows()
+            .iter()
+            .filter(|x| x.variant == "strata")
+            .count(),
         4
     );
     assert_eq!(
-        ResultSet::read_csv(o.out.join("writes-runs.csv")).unwrap().len(),
+        ResultSet::read_csv(o.out.join("writes-runs.csv"))
+            .unwrap()
+            .len(),
         r.runs.len()
     );
 }

@@ -542,8 +542,17 @@ mod tests {
             extra: vec![("synchronous_commit".into(), "on".into())],
         };
         writes.validate().unwrap();
-        let conf = settings_conf(1, Path::new("/s"), Path::new("/h"), Path::new("/i"), &writes);
-        assert!(!conf.contains("wal_level") && !conf.contains("max_wal_senders"), "{conf}");
+        let conf = settings_conf(
+            1,
+            Path::new("/s"),
+            Path::new("/h"),
+            Path::new("/i"),
+            &writes,
+        );
+        assert!(
+            !conf.contains("wal_level") && !conf.contains("max_wal_senders"),
+            "{conf}"
+        );
         assert!(conf.ends_with("synchronous_commit = 'on'\n"), "{conf}");
         let bad = |extra: (&str, &str)| ServerConfig {
             extra: vec![(extra.0.into(), extra.1.into())],
