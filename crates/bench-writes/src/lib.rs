@@ -467,7 +467,7 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report> {
         .pop()
         .unwrap_or_default();
     let mut diagnostics = strata.diagnostics(&keys)?;
-    sum_v += keys.len() as i128;
+    sum_v += 2 * keys.len() as i128;
     let strata_final = check_contents(&mut strata, o.rows, sum_v)?;
     if let Some(p) = pg.as_mut() {
         diagnostics.push((

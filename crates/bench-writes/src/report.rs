@@ -227,9 +227,11 @@ pub fn summary(report: &Report) -> Summary {
     );
     s.table(&["median latency of", "µs"], diag);
     s.paragraph(
-        "The storage-level update is what the SQL update does below SQL (an index lookup, \
-         the row rewritten, the commit's log append and `fdatasync`); the difference to the \
-         SQL statement is parsing, planning and running it through DataFusion.",
+        "The first two rows are the workloads' medians. The rest were measured after the \
+         runs, one key at a time, each statement and step in turn (so that a busy moment of \
+         the shared disk or CPUs affects all of them alike): the storage-level change and \
+         its commit are what the SQL update does below SQL; the rest of the SQL update's \
+         time is parsing, planning and running the statement through DataFusion.",
     );
 
     s.heading("Configuration");

@@ -159,74 +159,76 @@ impl StrataSide {
             .syncs())
     }
 
-    /// Median latency in µs of `n` runs of `f`.
-    fn median_us(n: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<f64> {
-        let mut t = Vec::with_capacity(n);
-        for i in 0..n {
-            let s = Instant::now();
-            f(i)?;
-            t.push(s.elapsed().as_secs_f64() * 1e6);
-        }
-        strata_bench::median(&t).context("no samples")
+    /// µs since `start`.
+    fn us(start: Instant) -> f64 {
+        start.elapsed().as_secs_f64() * 1e6
     }
 
-    /// What a single-row update costs below SQL and what SQL costs without
-    /// a write: median µs of `SELECT 1`, of a point `SELECT` by the index,
-    /// and of a storage-level update of one row (index lookup, `update_row`)
-    /// in its own write transaction with its durable commit. Each of the `n`
-    /// storage-level updates adds 1 to `v` of a key in `keys`, as the SQL
-    /// update does.
+    /// Where a single-row update's time goes: for each key in `keys`, one
+    /// after the other (so that all of them see the same machine), `SELECT
+    /// 1`, a point `SELECT` by the index, the SQL update of the key, and the
+    /// same update through the storage API (index lookup and `update_row` in
+    /// a write transaction, then its durable commit, timed apart). Median µs
+    /// of each. Every key's `v` grows by 2 (the SQL and the storage update).
     pub fn diagnostics(&self, keys: &[i64]) -> Result<Vec<(String, f64)>> {
-        let n = keys.len();
-        let select1 = Self::median_us(n, |_| self.execute("SELECT 1").map(|_| ()))?;
-        let point = Self::median_us(n, |i| {
-            let sql = format!("SELECT v FROM {TABLE} WHERE k = {}", keys[i]);
-            self.execute(&sql).map(|_| ())
-        })?;
         let table = self.db.table(TABLE)?;
         let index = table.index(&workload::index_name(TABLE))?;
-        let storage = Self::median_us(n, |i| {
+        let mut times: [Vec<f64>; 5] = Default::default();
+        for &k in keys {
+            let t = Instant::now();
+            self.execute("SELECT 1")?;
+            times[0].push(Self::us(t));
+            let t = Instant::now();
+            self.execute(&format!("SELECT v FROM {TABLE} WHERE k = {k}"))?;
+            times[1].push(Self::us(t));
+            let t = Instant::now();
+            let n = self.changed_here(&workload::update_sql(k))?;
+            times[2].push(Self::us(t));
+            if n != 1 {
+                bail!("strata: {} changed {n} rows", workload::update_sql(k));
+            }
+
+            let t = Instant::now();
             let txn = self.db.begin_write()?;
-            let key = index.key_of_row(&[
-                Value::Int64(keys[i]),
-                Value::Int64(0),
-                Value::Str(String::new()),
-            ]);
+            let key =
+                index.key_of_row(&[Value::Int64(k), Value::Int64(0), Value::Str(String::new())]);
             let tids = index.btree.lookup(&key)?;
             let [tid] = tids[..] else {
-                bail!(
-                    "key {} has {} rows in strata's {TABLE}",
-                    keys[i],
-                    tids.len()
-                );
+                bail!("key {k} has {} rows in strata's {TABLE}", tids.len());
             };
             let mut row = table
                 .get_row(tid)?
-                .with_context(|| format!("key {}: the index points at no row", keys[i]))?;
+                .with_context(|| format!("key {k}: the index points at no row"))?;
             let Value::Int64(v) = row[1] else {
-                bail!("v of key {} is {:?}", keys[i], row[1]);
+                bail!("v of key {k} is {:?}", row[1]);
             };
             row[1] = Value::Int64(v + 1);
             table.update_row(tid, &row)?;
+            times[3].push(Self::us(t));
+            let t = Instant::now();
             txn.commit()?;
-            Ok(())
-        })?;
-        Ok(vec![
-            (
-                "strata: SELECT 1 through SqlSession::execute".into(),
-                select1,
-            ),
-            (
-                format!("strata: SELECT v FROM {TABLE} WHERE k = <key> (index)"),
-                point,
-            ),
-            (
-                "strata: one-row update through the storage API (index lookup, update_row, \
-                 durable commit; no SQL)"
-                    .into(),
-                storage,
-            ),
-        ])
+            times[4].push(Self::us(t));
+        }
+        let what = [
+            "strata: SELECT 1 through SqlSession::execute".to_string(),
+            format!("strata: SELECT v FROM {TABLE} WHERE k = <key> (by the index)"),
+            "strata: the SQL UPDATE of one row with its durable commit (here, between the others)"
+                .to_string(),
+            "strata: the same change through the storage API, without SQL (begin, index lookup, \
+             update_row), before its commit"
+                .to_string(),
+            "strata: its durable commit alone (log append, fdatasync)".to_string(),
+        ];
+        what.into_iter()
+            .zip(times)
+            .map(|(w, t)| Ok((w, strata_bench::median(&t).context("no samples")?)))
+            .collect()
+    }
+
+    /// The rows a write changed.
+    fn changed_here(&self, sql: &str) -> Result<u64> {
+        let n = single_integer(&self.execute(sql)?).with_context(|| format!("strata: {sql}"))?;
+        Ok(n as u64)
     }
 }
 
@@ -240,8 +242,7 @@ impl Engine for StrataSide {
     }
 
     fn changed(&mut self, sql: &str) -> Result<u64> {
-        let n = single_integer(&self.execute(sql)?).with_context(|| format!("strata: {sql}"))?;
-        Ok(n as u64)
+        self.changed_here(sql)
     }
 
     fn scalar(&mut self, sql: &str) -> Result<i128> {

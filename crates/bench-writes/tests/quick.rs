@@ -34,8 +34,8 @@ fn quick_run_counts_changes_and_checks_the_tables() {
     eprintln!("{}", log.join("\n"));
 
     // Each run: 20 updates by one client and 20 by each of 4; the
-    // diagnostics' 5 storage-level updates come last.
-    let updates = 2 * (20 + 4 * 20) + 5;
+    // diagnostics' 5 SQL and 5 storage-level updates come last.
+    let updates = 2 * (20 + 4 * 20) + 2 * 5;
     assert_eq!(r.expected_sum_v, updates);
     assert_eq!(r.strata.rows, 3_000);
     assert_eq!(r.strata.sum_v, updates);
