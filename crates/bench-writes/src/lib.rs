@@ -172,6 +172,34 @@ pub(crate) fn join_clients(threads: Vec<ScopedJoinHandle<'_, Result<u64>>>) -> R
     }
 }
 
+/// The disk's durable-write latency now: the median µs of `n` small
+/// overwrites of a preallocated file in `dir`, each followed by
+/// `fdatasync` — what a commit's log sync costs at best on this file system
+/// at this moment (on a shared machine it changes from minute to minute).
+pub fn sync_latency_us(dir: &std::path::Path, n: usize) -> Result<f64> {
+    use std::os::unix::fs::FileExt;
+    let path = dir.join(format!(
+        "strata-bench-writes-sync-probe-{}",
+        std::process::id()
+    ));
+    let probe = || -> Result<f64> {
+        let f = std::fs::File::create(&path)?;
+        f.write_all_at(&vec![0u8; 1 << 20], 0)?;
+        f.sync_all()?;
+        let mut t = Vec::with_capacity(n);
+        for i in 0..n {
+            f.write_all_at(&[i as u8; 300], (i as u64 * 512) % (1 << 20))?;
+            let start = Instant::now();
+            f.sync_data()?;
+            t.push(start.elapsed().as_secs_f64() * 1e6);
+        }
+        strata_bench::median(&t).context("no samples")
+    };
+    let r = probe().with_context(|| format!("timing fdatasync on {}", path.display()));
+    let _ = std::fs::remove_file(&path);
+    r
+}
+
 /// Whether and how PostgreSQL runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PgMode {
@@ -410,7 +438,15 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report> {
     let mut samples = Samples::new();
     let mut sum_v: i128 = 0;
     let mut pg_contents = None;
+    // Beside the database, on its file system.
+    let db_dir = std::fs::canonicalize(&o.bench_db)?;
+    let probe_dir = db_dir.parent().unwrap_or(&db_dir);
     for run in 0..o.runs {
+        let sync_us = sync_latency_us(probe_dir, 50)?;
+        progress(&format!(
+            "run {}: fdatasync of a small overwrite takes {sync_us:.0} µs now",
+            run + 1
+        ));
         let keys_one = workload::update_keys(o.seed, run, 1, o.updates, o.rows);
         let keys_many = workload::update_keys(o.seed, run, o.clients, o.updates, o.rows);
         for w in Workload::ALL {
@@ -436,7 +472,8 @@ pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report> {
                         .map(|s| format!(", {s} log syncs"))
                         .unwrap_or_default()
                 ));
-                let row = result_row(o, e.label(), w, run, &m);
+                let row = result_row(o, e.label(), w, run, &m)
+                    .with("fdatasync_us_before_run", format!("{sync_us:.0}"));
                 runs.push(row.clone());
                 samples.add(row);
             }

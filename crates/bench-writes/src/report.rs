@@ -182,6 +182,7 @@ pub fn summary(report: &Report) -> Summary {
     }
 
     s.heading("Every run");
+    s.paragraph("The disk's sync latency before each run, and each workload's rate.");
     let mut per_run = Vec::new();
     for run in 0..o.runs {
         for w in Workload::ALL {
@@ -189,8 +190,12 @@ pub fn summary(report: &Report) -> Summary {
                 rate(find(&report.runs, "strata", w, Some(run))),
                 rate(find(&report.runs, "postgres", w, Some(run))),
             );
+            let sync = find(&report.runs, "strata", w, Some(run))
+                .map(|r| r.get("fdatasync_us_before_run"))
+                .unwrap_or_default();
             per_run.push(vec![
                 (run + 1).to_string(),
+                sync,
                 w.name().to_string(),
                 show(sr),
                 show(pr),

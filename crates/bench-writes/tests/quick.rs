@@ -58,6 +58,7 @@ fn quick_run_counts_changes_and_checks_the_tables() {
         };
         assert_eq!(row.rows_out, want, "{row:?}");
         assert!(row.wall_ms > 0.0 && row.extra_f64("rate").unwrap() > 0.0);
+        assert!(row.extra_f64("fdatasync_us_before_run").unwrap() > 0.0);
         // Every durable commit syncs the log or shares a sync: at most one
         // sync per statement, and at least one per workload.
         let syncs = row.extra_f64("log_syncs").unwrap();
