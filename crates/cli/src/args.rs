@@ -76,4 +76,11 @@ pub enum BenchCommand {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Write throughput beside PostgreSQL: single-row UPDATEs by 1 and 8 clients,
+    /// INSERT ... SELECT, range DELETE (runs the `strata-bench-writes` binary).
+    #[command(disable_help_flag = true)]
+    Writes {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }

@@ -88,6 +88,9 @@ fn run(args: &Cli) -> Result<()> {
             which: BenchCommand::Tpch { args },
         } => sql_forward::run(cli, "strata-bench-tpch", &[], args),
         Command::Bench {
+            which: BenchCommand::Writes { args },
+        } => sql_forward::run(cli, "strata-bench-writes", &[], args),
+        Command::Bench {
             which: BenchCommand::Flash(a),
         } => bench_flash::run(cli, a),
     }

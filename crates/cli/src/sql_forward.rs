@@ -1,5 +1,6 @@
-//! `strata sql` runs the `strata-sql` binary and `strata bench tpch` the
-//! `strata-bench-tpch` one; both link DataFusion; `strata` itself does not, so the demo builds in a couple
+//! `strata sql` runs the `strata-sql` binary, `strata bench tpch` the
+//! `strata-bench-tpch` one and `strata bench writes` `strata-bench-writes`;
+//! all link DataFusion; `strata` itself does not, so the demo builds in a couple
 //! of minutes instead of the better part of an hour.
 
 use std::os::unix::process::CommandExt;

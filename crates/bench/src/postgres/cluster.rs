@@ -130,6 +130,53 @@ impl Owner {
     }
 }
 
+/// What `strata.conf` sets besides where the server listens and who may
+/// connect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// `shared_buffers`, e.g. "64MB".
+    pub shared_buffers: String,
+    /// `wal_level = minimal` and `max_wal_senders = 0` (a COPY into a table
+    /// created in the same transaction skips the WAL: the read experiments'
+    /// loads); false leaves both at PostgreSQL's defaults (`replica`, 10).
+    pub wal_minimal: bool,
+    /// More settings, written after ours (a later line of the file wins):
+    /// names of letters, digits and `_`, values written as quoted literals.
+    pub extra: Vec<(String, String)>,
+}
+
+impl ServerConfig {
+    /// The read experiments' configuration: `shared_buffers` and the
+    /// minimal WAL, nothing else.
+    pub fn reads(shared_buffers: &str) -> ServerConfig {
+        ServerConfig {
+            shared_buffers: shared_buffers.to_string(),
+            wal_minimal: true,
+            extra: Vec::new(),
+        }
+    }
+
+    /// Refuses what would not make a valid configuration file.
+    fn validate(&self) -> Result<()> {
+        let sb = self.shared_buffers.trim();
+        if sb.is_empty() || !sb.chars().all(|c| c.is_ascii_alphanumeric()) {
+            bail!(
+                "shared_buffers {:?}: expected a size such as 64MB",
+                self.shared_buffers
+            );
+        }
+        for (name, value) in &self.extra {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                bail!("PostgreSQL setting name {name:?}: only letters, digits and _");
+            }
+            if value.contains(['\n', '\r']) {
+                bail!("PostgreSQL setting {name}: the value {value:?} spans lines");
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A private PostgreSQL cluster; stopped when dropped if it is running.
 pub(super) struct Cluster {
     bin: PathBuf,
@@ -154,9 +201,10 @@ impl Cluster {
         bins: &PgBins,
         owner: Option<Owner>,
         work_dir: &Path,
-        shared_buffers: &str,
+        config: &ServerConfig,
         progress: &mut dyn FnMut(&str),
     ) -> Result<Cluster> {
+        config.validate()?;
         fs::create_dir_all(work_dir).with_context(|| format!("creating {}", work_dir.display()))?;
         let work_dir = fs::canonicalize(work_dir)?;
         let db_user = match owner {
@@ -220,13 +268,7 @@ impl Cluster {
         let files = [
             (
                 cluster.data.join("strata.conf"),
-                settings_conf(
-                    cluster.port,
-                    &cluster.work_dir,
-                    &hba,
-                    &ident,
-                    shared_buffers,
-                ),
+                settings_conf(cluster.port, &cluster.work_dir, &hba, &ident, config),
             ),
             (hba, HBA_CONF.to_string()),
             (ident, ident_conf(&cluster.db_user, cluster.owner.is_some())),
@@ -304,7 +346,17 @@ impl Cluster {
             );
         }
         self.running = true;
-        let client = postgres::Config::new()
+        self.client = Some(self.connect()?);
+        Ok(())
+    }
+
+    /// A new connection to the running server, as the cluster's superuser
+    /// over the unix socket.
+    pub(super) fn connect(&self) -> Result<Client> {
+        if !self.running {
+            bail!("PostgreSQL is not running");
+        }
+        postgres::Config::new()
             .host_path(&self.work_dir)
             .port(self.port)
             .user(&self.db_user)
@@ -318,9 +370,7 @@ impl Cluster {
                     self.work_dir.display(),
                     self.port
                 )
-            })?;
-        self.client = Some(client);
-        Ok(())
+            })
     }
 
     /// Disconnects and stops the server (a fast shutdown).
@@ -384,10 +434,10 @@ fn settings_conf(
     socket_dir: &Path,
     hba: &Path,
     ident: &Path,
-    shared_buffers: &str,
+    config: &ServerConfig,
 ) -> String {
     let lit = |p: &Path| quote_literal(&p.to_string_lossy());
-    format!(
+    let mut text = format!(
         "# written by strata bench (crates/bench/src/postgres/cluster.rs) on every run\n\
          listen_addresses = '127.0.0.1'\n\
          port = {port}\n\
@@ -398,14 +448,19 @@ fn settings_conf(
          max_parallel_workers_per_gather = 0\n\
          jit = off\n\
          autovacuum = off\n\
-         wal_level = minimal\n\
-         max_wal_senders = 0\n\
          track_io_timing = on\n",
         lit(socket_dir),
         lit(hba),
         lit(ident),
-        quote_literal(shared_buffers.trim()),
-    )
+        quote_literal(config.shared_buffers.trim()),
+    );
+    if config.wal_minimal {
+        text.push_str("wal_level = minimal\nmax_wal_senders = 0\n");
+    }
+    for (name, value) in &config.extra {
+        text.push_str(&format!("{name} = {}\n", quote_literal(value)));
+    }
+    text
 }
 
 /// Who may connect: OS users through the socket, as the role `strata_ident`
@@ -465,7 +520,7 @@ mod tests {
             Path::new("/tmp/it's"),
             Path::new("/d/strata_hba.conf"),
             Path::new("/d/strata_ident.conf"),
-            " 64MB ",
+            &ServerConfig::reads(" 64MB "),
         );
         for line in [
             "listen_addresses = '127.0.0.1'\n",
@@ -476,9 +531,36 @@ mod tests {
             "shared_buffers = '64MB'\n",
             "max_parallel_workers_per_gather = 0\n",
             "track_io_timing = on\n",
+            "wal_level = minimal\n",
         ] {
             assert!(conf.contains(line), "{line:?} in {conf}");
         }
+        // The write benchmark's: the default WAL, and settings of its own.
+        let writes = ServerConfig {
+            shared_buffers: "256MB".into(),
+            wal_minimal: false,
+            extra: vec![("synchronous_commit".into(), "on".into())],
+        };
+        writes.validate().unwrap();
+        let conf = settings_conf(
+            1,
+            Path::new("/s"),
+            Path::new("/h"),
+            Path::new("/i"),
+            &writes,
+        );
+        assert!(
+            !conf.contains("wal_level") && !conf.contains("max_wal_senders"),
+            "{conf}"
+        );
+        assert!(conf.ends_with("synchronous_commit = 'on'\n"), "{conf}");
+        let bad = |extra: (&str, &str)| ServerConfig {
+            extra: vec![(extra.0.into(), extra.1.into())],
+            ..writes.clone()
+        };
+        assert!(bad(("fsync = off #", "on")).validate().is_err());
+        assert!(bad(("fsync", "on\nfsync = off")).validate().is_err());
+        assert!(ServerConfig::reads("64MB'").validate().is_err());
         assert!(HBA_CONF.contains("\nlocal all all peer map=strata\n"));
         assert_eq!(
             ident_conf("postgres", true),

@@ -828,8 +828,14 @@ mod tests {
         let source = StrataSource::open(&db_dir, &["types".into()]).unwrap();
         let bins = PgBins::find().unwrap();
         let owner = Owner::for_server().unwrap();
-        let mut cluster =
-            Cluster::prepare(&bins, owner, &root.path().join("pg"), "16MB", &mut |_| {}).unwrap();
+        let mut cluster = Cluster::prepare(
+            &bins,
+            owner,
+            &root.path().join("pg"),
+            &super::super::cluster::ServerConfig::reads("16MB"),
+            &mut |_| {},
+        )
+        .unwrap();
         cluster.start().unwrap();
         let mut notes = Vec::new();
         let sizes = load_tables(&mut cluster, &source, &mut |_| {}, &mut notes).unwrap();

@@ -13,6 +13,9 @@
 //! - `explain`: EXPLAIN (FORMAT JSON) read into serde structs, and the
 //!   statistics a row records.
 //! - `session`: a started cluster with its tables loaded, and cold runs on it.
+//! - `server`: [`PgServer`], the cluster for experiments that drive it
+//!   themselves with their own [`ServerConfig`] and connections (`strata
+//!   bench writes`).
 //! - `sweep` and `queries`: the two experiments.
 //!
 //! # The server
@@ -108,16 +111,18 @@ mod cluster;
 mod explain;
 mod load;
 mod queries;
+mod server;
 mod session;
 mod sweep;
 
-pub use cluster::{DEFAULT_PORT, SETUP_SCRIPT};
+pub use cluster::{DEFAULT_PORT, SETUP_SCRIPT, ServerConfig};
 pub use explain::{ExplainStats, ScanNode, explain_sql, is_statement_timeout, parse_explain_json};
 pub use load::{
     Fingerprint, copy_text_line, create_index_sql, create_table_sql, fingerprint_columns,
     fingerprint_sql, pg_index_name, pg_type, table_marker,
 };
 pub use queries::run_postgres_queries;
+pub use server::PgServer;
 pub use sweep::{Order, c2_upper, q1_sql, run_postgres_sweep};
 
 /// How long a plain EXPLAIN (no ANALYZE) may take (its `statement_timeout`).

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use postgres::Client;
 
-use super::cluster::{Cluster, Owner, PgBins};
+use super::cluster::{Cluster, Owner, PgBins, ServerConfig};
 use super::explain::{ExplainStats, explain_sql, is_statement_timeout, parse_explain_json};
 use super::load::{StrataSource, load_tables, row_values};
 use super::{PLAN_LIMIT, PgConfig, trim_sql};
@@ -84,7 +84,13 @@ impl Session {
     ) -> Result<Session> {
         let bins = PgBins::find()?;
         let owner = Owner::for_server()?;
-        let mut cluster = Cluster::prepare(&bins, owner, work_dir, shared_buffers, progress)?;
+        let mut cluster = Cluster::prepare(
+            &bins,
+            owner,
+            work_dir,
+            &ServerConfig::reads(shared_buffers),
+            progress,
+        )?;
         cluster.start()?;
         let sizes = load_tables(&mut cluster, &source, progress, notes)?;
         drop(source);
