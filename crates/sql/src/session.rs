@@ -247,18 +247,18 @@ impl SqlSession {
                     // wait until it ends (strata_storage::Database::read_snapshot);
                     // inside this session's BEGIN it sees the transaction's own
                     // changes (Database::read_own_writes).
-                    Kind::Other => match {
+                    Kind::Other => {
                         let (_snapshot, _own);
                         if self.writes.in_transaction() {
                             _own = self.db.read_own_writes();
                         } else {
                             _snapshot = self.db.read_snapshot();
                         }
-                        self.plan_and_run(state, stmt, limit)?
-                    } {
-                        Some(r) => r,
-                        None => return Ok(None),
-                    },
+                        match self.plan_and_run(state, stmt, limit)? {
+                            Some(r) => r,
+                            None => return Ok(None),
+                        }
+                    }
                 }
             }
         };

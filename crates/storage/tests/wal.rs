@@ -379,9 +379,9 @@ fn readers_see_each_transaction_whole_or_not_at_all() {
             });
         }
         let mut rng = rand::rngs::SmallRng::seed_from_u64(6);
-        let mut next = 3000i64;
         let t = db.table("t").unwrap();
-        for n in 0..150 {
+        for n in 0..150i64 {
+            let next = 3000 + n;
             let txn = db.begin_write().unwrap();
             let ids: Vec<i64> = strata_storage::buffer::as_writer(|| contents(&db))
                 .keys()
@@ -417,7 +417,6 @@ fn readers_see_each_transaction_whole_or_not_at_all() {
             t.delete_row(vt).unwrap();
             t.insert_row(&[Value::Int64(next), vr[1].clone(), Value::Str("new".into())])
                 .unwrap();
-            next += 1;
             if n % 5 == 4 {
                 drop(txn);
             } else {
