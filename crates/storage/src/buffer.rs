@@ -736,9 +736,16 @@ impl BufferPool {
             }
             // Under the frame's lock: a transaction captures a page under it
             // before changing it, so this cannot miss one.
-            let held = self.capture.lock().as_ref().map(|c| c.get(&key).cloned());
-            if let Some(Some(before)) = held {
+            // Whether the running transaction changed the page (and whether it
+            // created it), without copying its image yet.
+            let held = self
+                .capture
+                .lock()
+                .as_ref()
+                .and_then(|c| c.get(&key).map(|b| b.is_some()));
+            if let Some(existed) = held {
                 if self.written_before.lock().insert(key) {
+                    let before = existed.then(|| self.before_image(key.0, key.1)).flatten();
                     let mut image = match before {
                         Some(b) => b.to_vec(),
                         None => {

@@ -634,17 +634,16 @@ impl Database {
             .collect()
     }
 
-    /// The path (as the catalog names it) of an open data file.
-    fn file_name(&self, file: crate::device::FileId) -> Option<String> {
-        self.tables.lock().values().find_map(|t| {
-            if t.heap.file_id() == file {
-                return Some(t.heap_file.clone());
+    /// The paths (as the catalog names them) of the open data files.
+    fn file_names(&self) -> HashMap<crate::device::FileId, String> {
+        let mut out = HashMap::new();
+        for t in self.tables.lock().values() {
+            out.insert(t.heap.file_id(), t.heap_file.clone());
+            for i in &t.indexes {
+                out.insert(i.btree.file_id(), i.def.file.clone());
             }
-            t.indexes
-                .iter()
-                .find(|i| i.btree.file_id() == file)
-                .map(|i| i.def.file.clone())
-        })
+        }
+        out
     }
 }
 
@@ -814,9 +813,11 @@ impl WriteTxn<'_> {
         redo: u64,
     ) -> Result<Vec<u8>> {
         let mut out = Vec::new();
+        let names = db.file_names();
         for &(file_id, page) in changed {
-            let file = db
-                .file_name(file_id)
+            let file = names
+                .get(&file_id)
+                .cloned()
                 .ok_or_else(|| StorageError::Database {
                     path: db.dir.clone(),
                     reason: format!(

@@ -263,21 +263,39 @@ fn a_torn_data_page_is_repaired_from_the_log() {
     assert_consistent(&db, &model);
 }
 
-/// Two writers never meet: while one process (here: one handle) has the
-/// database open for writing, another read-write open is refused, naming why,
-/// and so is a reader; once it closes, both open and see every commit.
-#[test]
-fn a_second_writer_is_refused_and_sees_every_commit_after() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = setup(dir.path(), 100, 4 << 20);
+/// The 100-row table after one committed transaction of 30 random changes,
+/// and its model.
+fn with_a_commit(dir: &Path, seed: u64) -> (Database, BTreeMap<i64, Vec<Value>>) {
+    let db = setup(dir, 100, 4 << 20);
     let mut model = contents(&db);
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(4);
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let mut next = 100;
     let txn = db.begin_write().unwrap();
     for _ in 0..30 {
         change(&db, &mut model, &mut rng, &mut next);
     }
     txn.commit().unwrap();
+    (db, model)
+}
+
+fn read_only(dir: &Path) -> Database {
+    Database::open(
+        dir,
+        DbOptions {
+            read_only: true,
+            ..opts(4 << 20)
+        },
+    )
+    .unwrap()
+}
+
+/// Two writers never meet: while one process (here: one handle) has the
+/// database open for writing, another read-write open is refused, naming why,
+/// and so is a reader; once it closes, both open and see every commit.
+#[test]
+fn a_second_writer_is_refused_and_sees_every_commit_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, model) = with_a_commit(dir.path(), 4);
     for read_only in [false, true] {
         let e = Database::open(
             dir.path(),
@@ -292,14 +310,7 @@ fn a_second_writer_is_refused_and_sees_every_commit_after() {
         assert!(e.contains("in use by another strata process"), "{e}");
     }
     drop(db);
-    let reader = Database::open(
-        dir.path(),
-        DbOptions {
-            read_only: true,
-            ..opts(4 << 20)
-        },
-    )
-    .unwrap();
+    let reader = read_only(dir.path());
     assert_eq!(contents(&reader), model);
     let e = reader.begin_write().err().unwrap().to_string();
     assert!(e.contains("read-only"), "{e}");
@@ -310,24 +321,9 @@ fn a_second_writer_is_refused_and_sees_every_commit_after() {
 #[test]
 fn a_reader_after_a_crash_sees_the_recovered_state() {
     let dir = tempfile::tempdir().unwrap();
-    let db = setup(dir.path(), 100, 4 << 20);
-    let mut model = contents(&db);
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
-    let mut next = 100;
-    let txn = db.begin_write().unwrap();
-    for _ in 0..30 {
-        change(&db, &mut model, &mut rng, &mut next);
-    }
-    txn.commit().unwrap();
+    let (db, model) = with_a_commit(dir.path(), 5);
     db.crash();
-    let reader = Database::open(
-        dir.path(),
-        DbOptions {
-            read_only: true,
-            ..opts(4 << 20)
-        },
-    )
-    .unwrap();
+    let reader = read_only(dir.path());
     assert_eq!(contents(&reader), model);
 }
 
