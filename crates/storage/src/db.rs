@@ -1141,6 +1141,102 @@ impl Table {
         })
     }
 
+    /// Inserts `rows` and their index entries (in the thread's write
+    /// transaction), with the same result as [`Table::insert_row`] of each in
+    /// turn — the same tids, returned in the order of `rows` — but batched: the
+    /// heap takes the tuples pinning each page once ([`HeapFile::insert_many`]),
+    /// and each index takes its entries sorted, visiting each leaf they land on
+    /// once ([`BTree::insert_sorted`]). Every row is checked against the schema
+    /// and every index key's size before anything changes.
+    pub fn insert_rows(&self, rows: &[Vec<Value>]) -> Result<Vec<Tid>> {
+        self.owner.check(&self.name)?;
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        as_writer(|| {
+            let mut tuples = Vec::new();
+            let mut ends = Vec::with_capacity(rows.len());
+            for row in rows {
+                self.layout.encode(row, &mut tuples, &self.schema)?;
+                ends.push(tuples.len());
+            }
+            let mut keys: Vec<Vec<Vec<u8>>> = Vec::with_capacity(self.indexes.len());
+            for i in &self.indexes {
+                let mut ks = Vec::with_capacity(rows.len());
+                for row in rows {
+                    let mut k = Vec::new();
+                    for (ty, &c) in i.key_types.iter().zip(&i.key_cols) {
+                        crate::types::encode_key_value(ty, &row[c], &mut k);
+                    }
+                    i.btree.check_key(&k)?;
+                    ks.push(k);
+                }
+                keys.push(ks);
+            }
+            let starts = std::iter::once(0).chain(ends.iter().copied());
+            let tids = self
+                .heap
+                .insert_many(starts.zip(ends.iter().copied()).map(|(a, b)| &tuples[a..b]))?;
+            for (i, ks) in self.indexes.iter().zip(keys) {
+                let mut entries: Vec<(Vec<u8>, Tid)> =
+                    ks.into_iter().zip(tids.iter().copied()).collect();
+                // Encoded keys are prefix-free, so (key, tid) order is entry order.
+                entries.sort_unstable();
+                i.btree.insert_sorted(&entries)?;
+            }
+            self.rows.fetch_add(rows.len() as u64, Ordering::AcqRel);
+            Ok(tids)
+        })
+    }
+
+    /// Deletes the rows at `tids` and their index entries, with the same result
+    /// as [`Table::delete_row`] of each, batched: each heap page is read once
+    /// for the index keys of its rows ([`HeapFile::with_tuples`]), each index
+    /// deletes its entries sorted, reading and writing each leaf they are on
+    /// once ([`BTree::delete_sorted`]), and each heap page is written once
+    /// ([`HeapFile::delete_many`]). Every tid is checked first: one without a
+    /// row (or named twice) is the error `delete_row` gives for it, and then
+    /// nothing has changed.
+    pub fn delete_rows(&self, tids: &[Tid]) -> Result<()> {
+        self.owner.check(&self.name)?;
+        if tids.is_empty() {
+            return Ok(());
+        }
+        as_writer(|| {
+            let mut sorted = tids.to_vec();
+            sorted.sort_unstable();
+            let missing = |tid: Tid| StorageError::NoSuchTuple {
+                table: self.name.clone(),
+                page: tid.page,
+                slot: tid.slot,
+            };
+            if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+                return Err(missing(w[1]));
+            }
+            let mut entries: Vec<Vec<(Vec<u8>, Tid)>> = self
+                .indexes
+                .iter()
+                .map(|_| Vec::with_capacity(sorted.len()))
+                .collect();
+            self.heap.with_tuples(&sorted, |tid, tuple| {
+                let tuple = tuple.ok_or_else(|| missing(tid))?;
+                for (i, out) in self.indexes.iter().zip(entries.iter_mut()) {
+                    let mut k = Vec::new();
+                    i.key_of_tuple(&self.layout, tuple, &mut k);
+                    out.push((k, tid));
+                }
+                Ok(())
+            })?;
+            for (i, mut es) in self.indexes.iter().zip(entries) {
+                es.sort_unstable();
+                i.btree.delete_sorted(&es)?;
+            }
+            self.heap.delete_many(&sorted)?;
+            self.rows.fetch_sub(sorted.len() as u64, Ordering::AcqRel);
+            Ok(())
+        })
+    }
+
     /// Replaces a row; returns its tid, which changes when the row had to move.
     pub fn update_row(&self, tid: Tid, row: &[Value]) -> Result<Tid> {
         self.owner.check(&self.name)?;

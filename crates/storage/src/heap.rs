@@ -281,6 +281,129 @@ impl HeapFile {
             .expect("an empty page takes any tuple that fits a page"))
     }
 
+    /// Inserts tuples through the buffer pool, in order, exactly where
+    /// [`HeapFile::insert`] of each in turn would put them (the same tids: the
+    /// insert page first while it takes them under the fill factor, then fresh
+    /// pages after the end, the last of which becomes the insert page), but
+    /// pinning each page once for all the tuples it takes. A tuple of a bad size
+    /// is an error before anything changes.
+    pub fn insert_many<'a, I>(&self, tuples: I) -> Result<Vec<Tid>>
+    where
+        I: IntoIterator<Item = &'a [u8]>,
+        I::IntoIter: Clone,
+    {
+        let tuples = tuples.into_iter();
+        let mut count = 0;
+        for t in tuples.clone() {
+            Self::check_size(t.len())?;
+            count += 1;
+        }
+        let mut tuples = tuples.peekable();
+        let mut out = Vec::with_capacity(count);
+        let mut hint = self.insert_page.lock();
+        if let Some(p) = *hint
+            && tuples.peek().is_some()
+        {
+            self.check_page(p)?;
+            let mut g = self.pool.write(self.file, p)?;
+            let mut pm = PageMut::new(&mut g);
+            while let Some(&data) = tuples.peek() {
+                if !self.accepts(&pm.view(), data.len()) {
+                    break;
+                }
+                let Some(slot) = pm.insert(data) else { break };
+                out.push(Tid::new(p as u32, slot));
+                tuples.next();
+            }
+        }
+        while tuples.peek().is_some() {
+            let p = self.pages.fetch_add(1, Ordering::AcqRel);
+            let mut g = self.pool.create(self.file, p)?;
+            let mut pm = PageMut::init(&mut g, PageKind::Heap, p);
+            *hint = Some(p);
+            while let Some(&data) = tuples.peek() {
+                // A fresh page has no dead slots: a push is what insert does.
+                if !self.accepts(&pm.view(), data.len()) {
+                    break;
+                }
+                let slot = pm.push(data).expect("accepts() checked the space");
+                out.push(Tid::new(p as u32, slot));
+                tuples.next();
+            }
+        }
+        Ok(out)
+    }
+
+    /// Calls `f` with each tid of `tids` (in the order given) and its tuple's
+    /// bytes, `None` for an empty or absent slot, as [`HeapFile::with_tuple`]
+    /// does for one; consecutive tids on the same page share one pin of it
+    /// (sort them by page to read each page once).
+    pub fn with_tuples(
+        &self,
+        tids: &[Tid],
+        mut f: impl FnMut(Tid, Option<&[u8]>) -> Result<()>,
+    ) -> Result<()> {
+        let mut i = 0;
+        while i < tids.len() {
+            let page_no = tids[i].page as u64;
+            self.check_page(page_no)?;
+            let g = self.pool.read(self.file, page_no)?;
+            let v = PageView::new(&g);
+            if v.kind() != Some(PageKind::Heap) {
+                return Err(self.corrupt(
+                    page_no,
+                    format!("expected a heap page, found kind {}", g[12]),
+                ));
+            }
+            while let Some(&tid) = tids.get(i)
+                && tid.page as u64 == page_no
+            {
+                let t = v.get(tid.slot);
+                if let (Some(t), Some(shape)) = (t, self.shape.get()) {
+                    shape
+                        .check(t)
+                        .map_err(|e| self.corrupt(page_no, format!("slot {}: {e}", tid.slot)))?;
+                }
+                f(tid, t)?;
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes the tuples at `tids` as [`HeapFile::delete`] of each would,
+    /// pinning each page once for the run of tids on it (sort them by page to
+    /// pin each page once in all). A page's tids are all checked before any of
+    /// its slots dies: a missing tuple (or one named twice) is an error that
+    /// leaves its page as it was, though pages before it have then lost their
+    /// tuples (check first, as [`crate::db::Table::delete_rows`] does, to change
+    /// nothing on an error).
+    pub fn delete_many(&self, tids: &[Tid]) -> Result<()> {
+        let mut i = 0;
+        while i < tids.len() {
+            let page_no = tids[i].page as u64;
+            let mut end = i + 1;
+            while end < tids.len() && tids[end].page as u64 == page_no {
+                end += 1;
+            }
+            self.check_page(page_no)?;
+            let mut g = self.pool.write(self.file, page_no)?;
+            let mut pm = PageMut::new(&mut g);
+            let mut slots: Vec<u16> = tids[i..end].iter().map(|t| t.slot).collect();
+            slots.sort_unstable();
+            for (k, &slot) in slots.iter().enumerate() {
+                if pm.view().get(slot).is_none() || (k > 0 && slots[k - 1] == slot) {
+                    return Err(self.missing(Tid::new(page_no as u32, slot)));
+                }
+            }
+            for &tid in &tids[i..end] {
+                pm.kill(tid.slot);
+            }
+            i = end;
+        }
+        Ok(())
+    }
+
     /// Inserts into a given page if it has room under the fill factor.
     pub fn insert_into(&self, page_no: u64, data: &[u8]) -> Result<Option<Tid>> {
         Self::check_size(data.len())?;

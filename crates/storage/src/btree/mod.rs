@@ -160,6 +160,7 @@ impl std::fmt::Debug for BTree {
     }
 }
 
+mod batch;
 mod check;
 mod layout;
 mod read;
@@ -399,7 +400,8 @@ impl BTree {
         }
     }
 
-    fn check_key(&self, key: &[u8]) -> Result<()> {
+    /// An error naming the index when `key` is too long for an entry.
+    pub fn check_key(&self, key: &[u8]) -> Result<()> {
         if key.len() > MAX_KEY {
             return Err(self.err(format!(
                 "key of {} bytes is too large for an index entry (at most {MAX_KEY} bytes, about a quarter of a page)",

@@ -101,7 +101,7 @@ impl BTree {
 
     /// Adds `(sep, right)` to the parents recorded in `path`, splitting internal
     /// pages as needed and growing a new root when the old one splits.
-    fn insert_separator(
+    pub(super) fn insert_separator(
         &self,
         meta: &mut Meta,
         mut path: Vec<(u32, u16)>,
