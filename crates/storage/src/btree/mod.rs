@@ -1380,6 +1380,247 @@ mod tests {
         assert_eq!(t.check().unwrap(), n as u64);
     }
 
+    /// A batched change for [`run_batches`]: entries by (key index, tid page,
+    /// tid slot) as in [`Op`], or positions of existing entries.
+    #[derive(Clone, Debug)]
+    enum BatchOp {
+        Insert(Vec<(u16, u8, u8)>),
+        /// Entries that may or may not be there.
+        Delete(Vec<(u16, u8, u8)>),
+        DeleteExisting(Vec<usize>),
+        /// A single-entry change in between.
+        Single(Op),
+    }
+
+    fn batch_op() -> impl Strategy<Value = BatchOp> {
+        let entry = || (0u16..200, 0u8..4, 0u8..4);
+        prop_oneof![
+            4 => proptest::collection::vec(entry(), 0..120).prop_map(BatchOp::Insert),
+            1 => proptest::collection::vec(entry(), 0..60).prop_map(BatchOp::Delete),
+            2 => proptest::collection::vec(any::<usize>(), 0..80).prop_map(BatchOp::DeleteExisting),
+            2 => op().prop_map(BatchOp::Single),
+        ]
+    }
+
+    /// Sorted, distinct entries of a batch.
+    fn batch_entries(d: Domain, raw: &[(u16, u8, u8)]) -> Vec<(Vec<u8>, Tid)> {
+        let set: std::collections::BTreeSet<(Vec<u8>, Tid)> = raw
+            .iter()
+            .map(|&(k, p, s)| (d.key(k), Tid::new(p as u32, s as u16)))
+            .collect();
+        set.into_iter().collect()
+    }
+
+    /// Runs batched changes (and single ones between them) against a tree and
+    /// the model, checking the whole tree after each batch; returns the height.
+    fn run_batches(d: Domain, ops: &[BatchOp]) -> usize {
+        let dir = tempfile::tempdir().unwrap();
+        let t = BTree::create(pool(64), &dir.path().join("i"), "idx", d.types(), 64)
+            .unwrap()
+            .with_page_budget(d.budget());
+        let mut model = Model::new();
+        for op in ops {
+            match op {
+                BatchOp::Insert(raw) => {
+                    let batch: Vec<_> = batch_entries(d, raw)
+                        .into_iter()
+                        .filter(|e| !model.contains_key(e))
+                        .collect();
+                    t.insert_sorted(&batch).unwrap();
+                    model.extend(batch.into_iter().map(|e| (e, ())));
+                }
+                BatchOp::Delete(raw) => {
+                    let batch = batch_entries(d, raw);
+                    let there = batch.iter().filter(|e| model.remove(e).is_some()).count();
+                    assert_eq!(t.delete_sorted(&batch).unwrap(), there as u64);
+                }
+                BatchOp::DeleteExisting(picks) => {
+                    if model.is_empty() {
+                        continue;
+                    }
+                    let keys: Vec<_> = model.keys().cloned().collect();
+                    let batch: std::collections::BTreeSet<_> =
+                        picks.iter().map(|i| keys[i % keys.len()].clone()).collect();
+                    let batch: Vec<_> = batch.into_iter().collect();
+                    for e in &batch {
+                        model.remove(e);
+                    }
+                    assert_eq!(t.delete_sorted(&batch).unwrap(), batch.len() as u64);
+                    assert_eq!(t.delete_sorted(&batch).unwrap(), 0);
+                }
+                BatchOp::Single(op) => match op {
+                    Op::Insert(k, p, s) => {
+                        let e = (d.key(*k), Tid::new(*p as u32, *s as u16));
+                        let r = t.insert(&e.0, e.1);
+                        assert_eq!(r.is_ok(), model.insert(e, ()).is_none());
+                    }
+                    Op::Delete(k, p, s) => {
+                        let e = (d.key(*k), Tid::new(*p as u32, *s as u16));
+                        assert_eq!(t.delete(&e.0, e.1).unwrap(), model.remove(&e).is_some());
+                    }
+                    Op::DeleteExisting(i) if !model.is_empty() => {
+                        let e = model.keys().nth(i % model.len()).unwrap().clone();
+                        model.remove(&e);
+                        assert!(t.delete(&e.0, e.1).unwrap());
+                    }
+                    Op::Range(l, u) => {
+                        let (l, u) = (make_bound(d, *l), make_bound(d, *u));
+                        assert_eq!(tree_range(&t, &l, &u), model_range(&model, &l, &u));
+                    }
+                    _ => {}
+                },
+            }
+            assert_eq!(t.check().unwrap(), model.len() as u64, "after {op:?}");
+            assert_eq!(leaves_concat(&t), model_vec(&model));
+        }
+        assert_eq!(all(&t), model_vec(&model));
+        t.height()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+
+        #[test]
+        fn batches_match_model_int_keys(ops in proptest::collection::vec(batch_op(), 1..40)) {
+            run_batches(Domain::Int, &ops);
+        }
+
+        #[test]
+        fn batches_match_model_composite_keys(ops in proptest::collection::vec(batch_op(), 1..40)) {
+            run_batches(Domain::Composite, &ops);
+        }
+    }
+
+    /// Big batches grow tall trees through multi-page leaf splits and internal
+    /// splits, and empty them again.
+    #[test]
+    fn batches_grow_and_shrink_tall_trees() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+        for d in [Domain::Int, Domain::Composite] {
+            let mut ops = Vec::new();
+            for round in 0..12 {
+                let n = rng.random_range(50..600);
+                let raw = (0..n)
+                    .map(|_| {
+                        (
+                            rng.random_range(0..200),
+                            rng.random_range(0..8),
+                            rng.random_range(0..8),
+                        )
+                    })
+                    .collect();
+                ops.push(BatchOp::Insert(raw));
+                if round % 3 == 2 {
+                    let picks = (0..rng.random_range(10..400)).map(|_| rng.random::<u32>() as usize).collect();
+                    ops.push(BatchOp::DeleteExisting(picks));
+                }
+            }
+            let h = run_batches(d, &ops);
+            assert!(h >= 3, "{d:?}: height {h}");
+            // Everything out in one batch.
+            ops.push(BatchOp::DeleteExisting((0..20_000).collect()));
+            run_batches(d, &ops);
+        }
+    }
+
+    /// An ascending batch at the end of the tree leaves full leaves, as
+    /// single ascending inserts do; the same batch into the middle spreads its
+    /// leaves evenly. Both give exactly the entries.
+    #[test]
+    fn ascending_batches_fill_leaves() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = BTree::create(pool(64), &dir.path().join("a"), "asc", int_types(), 64).unwrap();
+        let first: Vec<_> = (0..1000).map(|i| (int_key(i), Tid::new(i as u32, 0))).collect();
+        t.insert_sorted(&first).unwrap();
+        let rest: Vec<_> = (1000..60_000)
+            .map(|i| (int_key(i), Tid::new(i as u32, 0)))
+            .collect();
+        t.insert_sorted(&rest).unwrap();
+        assert_eq!(t.check().unwrap(), 60_000);
+        let s = t.stats().unwrap();
+        assert!(s.leaf_fill > 0.95, "{s:?}");
+        let single =
+            BTree::create(pool(64), &dir.path().join("s"), "single", int_types(), 64).unwrap();
+        for i in 0..60_000 {
+            single.insert(&int_key(i), Tid::new(i as u32, 0)).unwrap();
+        }
+        assert_eq!(single.stats().unwrap().leaf_pages, s.leaf_pages);
+        assert_eq!(all(&t), all(&single));
+        // Into the middle: every other key first, then the rest in one batch.
+        let m = BTree::create(pool(64), &dir.path().join("m"), "mid", int_types(), 64).unwrap();
+        let evens: Vec<_> = (0..30_000)
+            .map(|i| (int_key(2 * i), Tid::new(0, 0)))
+            .collect();
+        m.insert_sorted(&evens).unwrap();
+        let odds: Vec<_> = (0..30_000)
+            .map(|i| (int_key(2 * i + 1), Tid::new(0, 0)))
+            .collect();
+        m.insert_sorted(&odds).unwrap();
+        assert_eq!(m.check().unwrap(), 60_000);
+        let sm = m.stats().unwrap();
+        assert!(sm.leaf_fill > 0.5, "{sm:?}");
+        assert!(sm.leaf_pages < 2 * s.leaf_pages + 2, "{sm:?} vs {s:?}");
+    }
+
+    #[test]
+    fn batches_reject_bad_input_before_changing_anything() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = BTree::create(pool(16), &dir.path().join("i"), "bad", int_types(), 64)
+            .unwrap()
+            .with_page_budget(200);
+        let base: Vec<_> = (0..100).map(|i| (int_key(i * 2), Tid::new(1, 0))).collect();
+        t.insert_sorted(&base).unwrap();
+        let before = all(&t);
+        let unsorted = vec![(int_key(5), Tid::new(1, 0)), (int_key(3), Tid::new(1, 0))];
+        let twice = vec![(int_key(5), Tid::new(1, 0)), (int_key(5), Tid::new(1, 0))];
+        for bad in [&unsorted, &twice] {
+            let e = t.insert_sorted(bad).unwrap_err().to_string();
+            assert!(e.contains("index 'bad'") && e.contains("not sorted"), "{e}");
+            let e = t.delete_sorted(bad).unwrap_err().to_string();
+            assert!(e.contains("not sorted"), "{e}");
+        }
+        let long = vec![(vec![1u8; MAX_KEY + 1], Tid::new(0, 0))];
+        let e = t.insert_sorted(&long).unwrap_err().to_string();
+        assert!(e.contains("too large"), "{e}");
+        assert_eq!(t.delete_sorted(&long).unwrap(), 0);
+        assert_eq!(all(&t), before);
+        // An entry that is there already: an error naming it, with the tree
+        // consistent and holding at most the entries before it.
+        let mut dup: Vec<_> = (0..40).map(|i| (int_key(i * 5 + 1), Tid::new(1, 0))).collect();
+        dup.push((int_key(400), Tid::new(2, 0)));
+        dup.push((int_key(150), Tid::new(1, 0)));
+        dup.sort();
+        let e = t.insert_sorted(&dup).unwrap_err().to_string();
+        assert!(e.contains("already exists"), "{e}");
+        let n = t.check().unwrap();
+        let got = all(&t);
+        assert!(before.iter().all(|e| got.contains(e)));
+        assert!(got.iter().all(|e| before.contains(e) || dup.contains(e)));
+        assert!(!got.contains(&(int_key(400), Tid::new(2, 0))));
+        assert_eq!(n as usize, got.len());
+    }
+
+    #[test]
+    fn remove_many_is_remove_at_of_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = BTree::create(pool(16), &dir.path().join("i"), "rm", comp_types(), 64).unwrap();
+        let entries: Vec<_> = (0..300)
+            .map(|i| (comp_key(i, &"s".repeat(i as usize % 13)), Tid::new(i as u32, 1)))
+            .collect();
+        t.bulk_build(entries.into_iter(), 1.0).unwrap();
+        let leaf = t.leaves().unwrap().next().unwrap().unwrap().0;
+        let page = t.pool.read(t.file, leaf as u64).unwrap().to_vec();
+        let n = PageView::new(&page).n_slots();
+        let positions: Vec<u16> = (0..n).filter(|s| s % 3 == 0 || s % 7 == 1).collect();
+        let mut one = page.clone();
+        for &p in positions.iter().rev() {
+            PageMut::new(&mut one).remove_at(p);
+        }
+        let mut many = page.clone();
+        PageMut::new(&mut many).remove_many(&positions);
+        assert_eq!(one, many);
+    }
+
     #[test]
     fn leaf_free_region_is_the_gap() {
         let dir = tempfile::tempdir().unwrap();
