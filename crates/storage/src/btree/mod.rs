@@ -1511,7 +1511,9 @@ mod tests {
                     .collect();
                 ops.push(BatchOp::Insert(raw));
                 if round % 3 == 2 {
-                    let picks = (0..rng.random_range(10..400)).map(|_| rng.random::<u32>() as usize).collect();
+                    let picks = (0..rng.random_range(10..400))
+                        .map(|_| rng.random::<u32>() as usize)
+                        .collect();
                     ops.push(BatchOp::DeleteExisting(picks));
                 }
             }
@@ -1530,7 +1532,9 @@ mod tests {
     fn ascending_batches_fill_leaves() {
         let dir = tempfile::tempdir().unwrap();
         let t = BTree::create(pool(64), &dir.path().join("a"), "asc", int_types(), 64).unwrap();
-        let first: Vec<_> = (0..1000).map(|i| (int_key(i), Tid::new(i as u32, 0))).collect();
+        let first: Vec<_> = (0..1000)
+            .map(|i| (int_key(i), Tid::new(i as u32, 0)))
+            .collect();
         t.insert_sorted(&first).unwrap();
         let rest: Vec<_> = (1000..60_000)
             .map(|i| (int_key(i), Tid::new(i as u32, 0)))
@@ -1586,7 +1590,9 @@ mod tests {
         assert_eq!(all(&t), before);
         // An entry that is there already: an error naming it, with the tree
         // consistent and holding at most the entries before it.
-        let mut dup: Vec<_> = (0..40).map(|i| (int_key(i * 5 + 1), Tid::new(1, 0))).collect();
+        let mut dup: Vec<_> = (0..40)
+            .map(|i| (int_key(i * 5 + 1), Tid::new(1, 0)))
+            .collect();
         dup.push((int_key(400), Tid::new(2, 0)));
         dup.push((int_key(150), Tid::new(1, 0)));
         dup.sort();
@@ -1605,7 +1611,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let t = BTree::create(pool(16), &dir.path().join("i"), "rm", comp_types(), 64).unwrap();
         let entries: Vec<_> = (0..300)
-            .map(|i| (comp_key(i, &"s".repeat(i as usize % 13)), Tid::new(i as u32, 1)))
+            .map(|i| {
+                (
+                    comp_key(i, &"s".repeat(i as usize % 13)),
+                    Tid::new(i as u32, 1),
+                )
+            })
             .collect();
         t.bulk_build(entries.into_iter(), 1.0).unwrap();
         let leaf = t.leaves().unwrap().next().unwrap().unwrap().0;
