@@ -8,7 +8,9 @@
 //! either the old state or the new one: opening the database read-write removes
 //! files the catalog does not know and cuts heaps back to their committed size.
 //!
-//! Row changes ([`Table::insert_row`] and friends) happen inside a write
+//! Row changes ([`Table::insert_row`] and friends, and their batched forms
+//! [`Table::insert_rows`] and [`Table::delete_rows`], which visit each heap page
+//! and index leaf once per batch) happen inside a write
 //! transaction ([`Database::begin_write`]): its pages stay in the buffer pool
 //! until it commits, when the changes are logged (`wal.rs`) and the log is
 //! synced; opening the database redoes committed changes the data files do not

@@ -26,16 +26,40 @@
 //!
 //! A leaf's free space is always ONE contiguous region between the slot directory
 //! and the entries: inserts place the entry at `upper` ([`PageMut::insert_at`]),
-//! deletes compact ([`PageMut::remove_at`]) and splits rewrite both halves. The
-//! index-cache work keeps hot tuples in that gap; [`BTree::leaf_free_region`] tells
-//! where it is.
+//! deletes compact ([`PageMut::remove_at`], or [`PageMut::remove_many`] for a
+//! batch) and splits rewrite every page they fill. The index-cache work keeps hot
+//! tuples in that gap; [`BTree::leaf_free_region`] tells where it is.
+//!
+//! # Batched changes
+//! [`BTree::insert_sorted`] and [`BTree::delete_sorted`] take a run of entries
+//! sorted strictly by `(key, tid)` (checked before anything changes) and apply
+//! it leaf by leaf: one descent for the first entry not yet done also yields the
+//! leaf's upper bound (the smallest separator above it on the way down), every
+//! entry of the run below that bound is applied to that leaf in one write, and
+//! the next descent starts at the first entry past the bound. So the cost is a
+//! descent, a read and a write per leaf touched, not per entry.
+//! * A batched delete removes the leaf's matching entries in one compaction
+//!   (entries that are not there are skipped, as [`BTree::delete`] does) and,
+//!   as every delete, merges nothing.
+//! * A batched insert puts the entries in place when they fit. Otherwise the
+//!   leaf's old and new entries, merged, are laid out over the leaf and as many
+//!   new pages linked in after it as they need, of about equal fill; at the very
+//!   end of the tree (everything new after everything old on the last leaf) the
+//!   pages are filled full instead, as a single insert keeps the old leaf full
+//!   there, so ascending appends leave full leaves either way. Each new page's
+//!   first entry then goes to the parents as a single insert's split puts it
+//!   (a descent per new page), splitting internal pages and the root as needed.
+//!   An entry that exists already is an error when its leaf is reached; the
+//!   leaves before it keep their part of the run.
 //!
 //! # What is deliberately simple
 //! * Concurrency: one tree latch (a reader-writer lock). Writers (insert, delete,
-//!   bulk build) hold it exclusively for the whole operation, readers share it, and
+//!   their batched forms, bulk build) hold it exclusively for the whole operation
+//!   (a whole batch), readers share it, and
 //!   nobody holds it between two `next()` calls of an iterator, so an iterator can
 //!   be kept open while the same thread writes to the tree. Page frames are pinned
-//!   one at a time (two during a split), so a small pool suffices.
+//!   one at a time (two during a split), so a small pool suffices; a batch does
+//!   the same, leaf after leaf.
 //! * No merging: a delete removes the entry and nothing else. Underfull and even
 //!   empty leaves stay linked in the tree and are reused by later inserts into their
 //!   key range; separators of deleted entries stay valid bounds. Rebuild the index

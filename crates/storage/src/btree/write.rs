@@ -1,5 +1,6 @@
 //! Changing a tree: single inserts with leaf and internal splits, deletes, and
-//! the bulk build from a sorted run.
+//! the bulk build from a sorted run (batched inserts and deletes into a tree
+//! that has entries are in `batch.rs`).
 
 use crate::error::Result;
 use crate::page::{PAGE_SIZE, PageKind, PageMut, PageView, SLOT_SIZE};
