@@ -215,7 +215,11 @@ impl BTree {
         let (next, prev) = leaf_siblings(&ov);
         let old_bytes = PAGE_SIZE - ov.free_space() - HEADER_SIZE;
         let total = old_bytes + add;
-        let cap = self.page_budget.min(PAGE_SIZE) - HEADER_SIZE;
+        let cap = self
+            .page_budget
+            .min(PAGE_SIZE)
+            .saturating_sub(HEADER_SIZE)
+            .max(1);
         // The end of the tree, everything new after everything old: fill pages
         // full. Otherwise spread the entries evenly over the pages they need.
         let append = next == NO_PAGE && (n == 0 || run.get(range.start) > slot_bytes(&ov, n - 1));
