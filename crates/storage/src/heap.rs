@@ -982,6 +982,76 @@ mod tests {
         assert_eq!(n, 1000);
     }
 
+    /// Batched inserts put tuples where single inserts would (the insert page
+    /// with its dead slots first, then fresh pages), pinning each page once;
+    /// batched deletes and reads agree with the single ones, and a missing or
+    /// repeated tid leaves its page untouched.
+    #[test]
+    fn batched_inserts_deletes_and_reads_match_single_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = setup(dir.path(), 64);
+        let heap = |name: &str| {
+            HeapFile::create(pool.clone(), &dir.path().join(name), name, 64, 0.5).unwrap()
+        };
+        let (one, many) = (heap("one"), heap("many"));
+        let tuples: Vec<Vec<u8>> = (0..700u32)
+            .map(|i| vec![i as u8; 1 + (i as usize * 37) % 300])
+            .collect();
+        let mut rounds = Vec::new();
+        for (r, chunk) in tuples.chunks(170).enumerate() {
+            let want: Vec<Tid> = chunk.iter().map(|t| one.insert(t).unwrap()).collect();
+            let before = pool.counters();
+            let got = many
+                .insert_many(chunk.iter().map(|t| t.as_slice()))
+                .unwrap();
+            assert_eq!(got, want, "round {r}");
+            let pins = pool.counters() - before;
+            let pages: std::collections::BTreeSet<u32> = got.iter().map(|t| t.page).collect();
+            // The insert page is looked at even when it takes nothing.
+            let pins = pins.hits + pins.misses;
+            assert!(pins == pages.len() as u64 || (r > 0 && pins == pages.len() as u64 + 1));
+            // Free some slots, some on the page the next round starts on.
+            let victims: Vec<Tid> = got.iter().copied().step_by(3).collect();
+            for &t in &victims {
+                one.delete(t).unwrap();
+            }
+            many.delete_many(&victims).unwrap();
+            rounds.push((got, victims));
+        }
+        for (got, victims) in &rounds {
+            let mut seen = Vec::new();
+            many.with_tuples(got, |tid, t| {
+                assert_eq!(t.map(<[u8]>::to_vec), one.get(tid).unwrap());
+                seen.push(tid);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(&seen, got);
+            // A dead slot among live ones: an error, and the page as it was.
+            let page = victims[0].page;
+            let on_page: Vec<Tid> = got.iter().copied().filter(|t| t.page == page).collect();
+            let image = pool.read(many.file_id(), page as u64).unwrap().to_vec();
+            let e = many.delete_many(&on_page).unwrap_err();
+            assert!(matches!(e, StorageError::NoSuchTuple { .. }), "{e}");
+            let live = on_page.iter().copied().find(|t| !victims.contains(t));
+            if let Some(t) = live {
+                let e = many.delete_many(&[t, t]).unwrap_err();
+                assert!(matches!(e, StorageError::NoSuchTuple { .. }), "{e}");
+            }
+            assert_eq!(
+                pool.read(many.file_id(), page as u64).unwrap().to_vec(),
+                image
+            );
+        }
+        assert_eq!(one.num_pages(), many.num_pages());
+        let e = many
+            .insert_many([b"ok".as_slice(), &[]])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not fit"), "{e}");
+        assert_eq!(one.num_pages(), many.num_pages());
+    }
+
     /// [`rows_per_page`] agrees with where the writer and single inserts really
     /// put fixed-size rows, over row sizes and fill factors (including ones the
     /// heap clamps and a row bigger than the fill limit).
