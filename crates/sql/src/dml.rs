@@ -10,13 +10,18 @@
 //!    every new row, checking each one against the table (NULLs, lengths,
 //!    ranges, the size of the row and of every index key). Qualifying rows
 //!    come from an index when a conjunct `column op literal` bounds the first
-//!    column of one ([`crate::pushdown`]) and the index names fewer rows than
-//!    the heap has pages; otherwise from a scan of the heap. Either way the
-//!    whole WHERE is evaluated on the rows, with DataFusion's own physical
-//!    expressions on Arrow batches ([`crate::convert`]), as are the SET
-//!    expressions.
+//!    column of one ([`crate::pushdown`]) and the heap pages its entries name
+//!    cost less to read, in page order, than the whole heap — decided while
+//!    the index range is read, from where the rows actually are, so a range
+//!    of keys stored in heap order (a load in key order, an append-only date)
+//!    takes the index however many rows it names; otherwise from a scan of
+//!    the heap. Either way the whole WHERE is evaluated on the rows, with
+//!    DataFusion's own physical expressions on Arrow batches
+//!    ([`crate::convert`]), as are the SET expressions.
 //! 2. *Apply*: only when every row passed, insert, update or delete them
-//!    through [`Table`]'s row methods, which keep every index in step.
+//!    through [`Table`]'s batched row methods (`insert_rows`, `delete_rows`:
+//!    each heap page pinned once, each index leaf descended to once) or
+//!    `update_row`, which keep every index in step.
 //!
 //! Collecting everything before changing anything means a statement that
 //! fails on a bad value changes nothing, an `UPDATE` never meets a row it has
@@ -44,8 +49,8 @@ use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use futures::StreamExt;
-use strata_access::TupleBatch;
 use strata_access::predicate::{Comparison, KeyRange, Predicate};
+use strata_access::{PageCosts, TupleBatch};
 use strata_storage::Table;
 use strata_storage::btree::MAX_KEY;
 use strata_storage::page::MAX_TUPLE;
@@ -243,11 +248,9 @@ impl DataSink for InsertSink {
         while let Some(b) = data.next().await {
             batches.push(b?);
         }
-        let writes = self.writes.clone();
-        let table = self.table.clone();
-        tokio::task::spawn_blocking(move || insert(&writes, &table, &batches))
-            .await
-            .map_err(|e| DataFusionError::Execution(format!("INSERT stopped: {e}")))?
+        // On this thread: handing the write to another one costs two thread
+        // switches, more than a one-row statement's work.
+        tokio::task::block_in_place(|| insert(&self.writes, &self.table, &batches))
             .map_err(external)
     }
 }
@@ -266,10 +269,10 @@ fn insert(writes: &Writes, table: &str, batches: &[RecordBatch]) -> Result<u64, 
                     .map_err(|e| SqlError::Data(format!("INSERT into '{table}', row {n}: {e}")))?;
             }
         }
+        // Batched: each heap page pinned once for the rows it takes, each
+        // index leaf descended to once for its entries.
         for b in batches {
-            for row in rows_of(b, t.schema())? {
-                t.insert_row(&row)?;
-            }
+            t.insert_rows(&rows_of(b, t.schema())?)?;
         }
         Ok(n)
     })
@@ -354,10 +357,10 @@ impl Filter {
     }
 }
 
-/// The index (position in `table.indexes()`) an `UPDATE` or `DELETE` finds its
-/// rows through, if any: one whose first key column the conjuncts bound, the
-/// one naming fewest rows, as long as that is fewer than the heap's pages (an
-/// index fetch reads at most a page a row; a scan reads every page once).
+/// The index (position in `table.indexes()`) an `UPDATE` or `DELETE` tries
+/// first, if any: of those whose first key column the conjuncts bound, the one
+/// whose range names the fewest rows. Whether it is used is decided while it
+/// is read ([`tids_by_index`]), from where its rows are.
 fn choose_index(table: &Table, conjuncts: &[Comparison]) -> Result<Option<usize>, SqlError> {
     let pred = Predicate {
         conjuncts: conjuncts.to_vec(),
@@ -374,17 +377,111 @@ fn choose_index(table: &Table, conjuncts: &[Comparison]) -> Result<Option<usize>
             best = Some((i, estimate));
         }
     }
-    let pages = table.heap().num_pages() as f64;
-    Ok(best.filter(|&(_, e)| e < pages).map(|(i, _)| i))
+    Ok(best.map(|(i, _)| i))
+}
+
+/// The heap pages a set of rows lies on, as the rows' tids arrive in index
+/// order: how many distinct pages and how many runs of neighbouring pages,
+/// kept up to date one tid at a time with a bitmap of the heap's pages.
+struct PagesHit {
+    pages: u64,
+    bits: Vec<u64>,
+    distinct: u64,
+    runs: u64,
+}
+
+impl PagesHit {
+    fn new(pages: u64) -> PagesHit {
+        PagesHit {
+            pages,
+            bits: vec![0; pages.div_ceil(64) as usize],
+            distinct: 0,
+            runs: 0,
+        }
+    }
+
+    fn is_set(&self, page: u64) -> bool {
+        self.bits
+            .get((page / 64) as usize)
+            .is_some_and(|w| w & (1 << (page % 64)) != 0)
+    }
+
+    /// Adds `page`. A page past the heap's end (a corrupt index; reading it
+    /// fails later with an error naming it) counts as a new run each time.
+    fn add(&mut self, page: u64) {
+        if page >= self.pages {
+            self.distinct += 1;
+            self.runs += 1;
+            return;
+        }
+        let w = &mut self.bits[(page / 64) as usize];
+        if *w & (1 << (page % 64)) != 0 {
+            return;
+        }
+        *w |= 1 << (page % 64);
+        self.distinct += 1;
+        let left = page > 0 && self.is_set(page - 1);
+        let right = page + 1 < self.pages && self.is_set(page + 1);
+        match (left, right) {
+            (false, false) => self.runs += 1,
+            (true, true) => self.runs -= 1,
+            _ => {}
+        }
+    }
+
+    /// What reading the pages in page order costs: a random read to start
+    /// each run, the rest of a run sequentially.
+    fn cost(&self, costs: &PageCosts) -> f64 {
+        self.runs as f64 * costs.random_ms
+            + (self.distinct - self.runs) as f64 * costs.sequential_ms
+    }
+}
+
+/// The tids in index `index`'s range for `conjuncts`, sorted, when fetching
+/// their heap pages (each once, in page order) costs less than reading the
+/// whole heap by the device's page costs; `None` as soon as it would cost
+/// more — the index is read only that far. Rows clustered in heap order
+/// (keys loaded in order, a date range of an append-only table) read a few
+/// runs of pages; rows spread over the heap stop the walk after about as many
+/// entries as the heap's pages times the sequential-to-random cost ratio.
+fn tids_by_index(
+    table: &Table,
+    index: &strata_storage::db::Index,
+    conjuncts: &[Comparison],
+    costs: &PageCosts,
+) -> Result<Option<Vec<Tid>>, SqlError> {
+    let pred = Predicate {
+        conjuncts: conjuncts.to_vec(),
+    };
+    let (lo, hi) = pred
+        .range_on(index.key_cols[0])
+        .encoded(&index.key_types[0]);
+    let pages = table.heap().num_pages();
+    let scan = pages as f64 * costs.sequential_ms;
+    let mut hit = PagesHit::new(pages);
+    let mut tids = Vec::new();
+    for entry in index.btree.range(lo, hi)? {
+        let tid = entry?.1;
+        hit.add(tid.page as u64);
+        if hit.cost(costs) > scan {
+            return Ok(None);
+        }
+        tids.push(tid);
+    }
+    // Each heap page once, in order.
+    tids.sort_unstable();
+    Ok(Some(tids))
 }
 
 /// Visits the rows of `table` that satisfy `filter`, in batches of their tids
 /// and their values as Arrow (every column), reading them through index
-/// `index` or, without one, the whole heap.
+/// `index` when [`tids_by_index`] finds that cheaper than the heap by `costs`,
+/// otherwise reading the whole heap.
 fn find(
     table: &Table,
     filter: &Filter,
     index: Option<usize>,
+    costs: &PageCosts,
     each: &mut dyn FnMut(Vec<Tid>, RecordBatch) -> Result<(), SqlError>,
 ) -> Result<(), SqlError> {
     let all: Vec<usize> = (0..table.schema().len()).collect();
@@ -404,27 +501,33 @@ fn find(
         }
     };
     let mut batch = TupleBatch::new();
-    match index {
-        Some(i) => {
+    let by_index = match index {
+        Some(i) => tids_by_index(table, &table.indexes()[i], &filter.conjuncts, costs)?
+            .map(|tids| (i, tids)),
+        None => None,
+    };
+    match by_index {
+        Some((i, tids)) => {
             let index = &table.indexes()[i];
-            let pred = Predicate {
-                conjuncts: filter.conjuncts.clone(),
-            };
-            let (lo, hi) = pred
-                .range_on(index.key_cols[0])
-                .encoded(&index.key_types[0]);
-            let mut tids = Vec::new();
-            for entry in index.btree.range(lo, hi)? {
-                tids.push(entry?.1);
-            }
-            // Each heap page once, in order.
-            tids.sort_unstable();
-            for tid in tids {
-                if table
-                    .heap()
-                    .with_tuple(tid, |t| batch.push(tid, t))?
-                    .is_none()
-                {
+            let heap = table.heap();
+            let mut prefetched = 0u64;
+            for (n, &tid) in tids.iter().enumerate() {
+                // Neighbouring pages ahead are read in one request.
+                let page = tid.page as u64;
+                if page >= prefetched {
+                    let mut last = page;
+                    for t in &tids[n..] {
+                        let p = t.page as u64;
+                        if p > last + 1 || p - page >= SCAN_RUN_PAGES as u64 {
+                            break;
+                        }
+                        last = p;
+                    }
+                    heap.pool()
+                        .prefetch(heap.file_id(), page, (last - page + 1) as usize)?;
+                    prefetched = last + 1;
+                }
+                if heap.with_tuple(tid, |t| batch.push(tid, t))?.is_none() {
                     return Err(SqlError::Corrupt(format!(
                         "index '{}' of table '{}' names tuple {tid}, which does not exist \
                          (run `strata check`)",
@@ -563,6 +666,7 @@ impl DmlExec {
         self.writes.apply(what, |db| {
             strata_storage::buffer::as_writer(|| {
                 let t = db.table(&self.table)?;
+                let costs = PageCosts::modeled(db).unwrap_or_default();
                 let index = match &self.index {
                     Some(name) => Some(
                         t.indexes()
@@ -577,19 +681,17 @@ impl DmlExec {
                 match &self.op {
                     Op::Delete => {
                         let mut tids = Vec::new();
-                        find(&t, &self.filter, index, &mut |found, _| {
+                        find(&t, &self.filter, index, &costs, &mut |found, _| {
                             tids.extend(found);
                             Ok(())
                         })?;
-                        for &tid in &tids {
-                            t.delete_row(tid)?;
-                        }
+                        t.delete_rows(&tids)?;
                         Ok(tids.len() as u64)
                     }
                     Op::Update(set) => {
                         let mut changes: Vec<(Vec<Tid>, RecordBatch)> = Vec::new();
                         let mut scratch = Vec::new();
-                        find(&t, &self.filter, index, &mut |tids, old| {
+                        find(&t, &self.filter, index, &costs, &mut |tids, old| {
                             let new = assign(&t, set, &old)?;
                             for row in rows_of(&new, t.schema())? {
                                 check_row(&t, &row, &mut scratch).map_err(|e| {
@@ -674,7 +776,10 @@ impl DisplayAs for DmlExec {
             }
         }
         match &self.index {
-            Some(i) => write!(f, ", rows by index {i}")?,
+            Some(i) => write!(
+                f,
+                ", rows by index {i} (or a heap scan if their pages cost more)"
+            )?,
             None => write!(f, ", rows by heap scan")?,
         }
         if let Some(text) = &self.filter.text {
@@ -741,10 +846,8 @@ impl ExecutionPlan for DmlExec {
         }
         let me = self.clone();
         let stream = futures::stream::once(async move {
-            let n = tokio::task::spawn_blocking(move || me.run())
-                .await
-                .map_err(|e| DataFusionError::Execution(format!("statement stopped: {e}")))?
-                .map_err(external)?;
+            // On this thread (see InsertSink::write_all).
+            let n = tokio::task::block_in_place(|| me.run()).map_err(external)?;
             let count: ArrayRef = Arc::new(UInt64Array::from(vec![n]));
             Ok(RecordBatch::try_new(count_schema(), vec![count])?)
         });
@@ -752,5 +855,63 @@ impl ExecutionPlan for DmlExec {
             count_schema(),
             stream,
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    /// Distinct pages and runs of neighbouring pages, counted from scratch.
+    fn brute(pages: &std::collections::BTreeSet<u64>) -> (u64, u64) {
+        let runs = pages
+            .iter()
+            .filter(|&&p| p == 0 || !pages.contains(&(p - 1)))
+            .count();
+        (pages.len() as u64, runs as u64)
+    }
+
+    #[test]
+    fn pages_hit_counts_distinct_pages_and_runs_as_they_arrive() {
+        let mut rng = SmallRng::seed_from_u64(7);
+        for _ in 0..200 {
+            // Whole words of the bitmap and a partial last one.
+            let heap = 64 * rng.random_range(1..5u64) - rng.random_range(0..2u64);
+            let mut hit = PagesHit::new(heap);
+            let mut model = std::collections::BTreeSet::new();
+            let mut past_end = 0;
+            for _ in 0..rng.random_range(0..400) {
+                let p = rng.random_range(0..heap + 3);
+                hit.add(p);
+                if p < heap {
+                    model.insert(p);
+                } else {
+                    past_end += 1;
+                }
+                let (distinct, runs) = brute(&model);
+                assert_eq!(
+                    (hit.distinct, hit.runs),
+                    (distinct + past_end, runs + past_end)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_costs_one_random_read_and_the_rest_sequential() {
+        let costs = PageCosts {
+            random_ms: 10.0,
+            sequential_ms: 1.0,
+            parallel_random_ms: 2.0,
+        };
+        let mut hit = PagesHit::new(100);
+        for p in 10..20 {
+            hit.add(p);
+        }
+        hit.add(50);
+        assert_eq!((hit.distinct, hit.runs), (11, 2));
+        assert_eq!(hit.cost(&costs), 2.0 * 10.0 + 9.0);
     }
 }

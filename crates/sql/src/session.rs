@@ -5,7 +5,9 @@
 //! ([`crate::txn`]). `INSERT`, `UPDATE` and `DELETE` are planned by DataFusion
 //! and run by the tables' providers ([`crate::dml`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};
@@ -118,48 +120,40 @@ impl QueryResult {
     }
 }
 
+/// A SQL session: statements run one at a time per caller, each on a
+/// statement thread ([`Worker`]) with [`depth::STACK_BYTES`] of stack.
 pub struct SqlSession {
-    db: Arc<Database>,
-    writes: Arc<Writes>,
-    ctx: SessionContext,
-    runtime: tokio::runtime::Runtime,
+    engine: Arc<Engine>,
+    /// Statement threads waiting for a statement. A statement takes one (or
+    /// starts one) and gives it back when it ends, so a session used from one
+    /// thread keeps one statement thread, and callers on several threads get
+    /// one each.
+    idle: Mutex<Vec<Worker>>,
 }
+
+/// Statements longer than this run on a thread of their own that ends with
+/// them: only long statements nest deep (each level takes at least two
+/// characters, `a+a+…`), and the stack a deep statement touched would stay
+/// resident in a kept thread. Such a statement's thread start is small
+/// beside its own planning.
+const LONG_STATEMENT: usize = 1 << 10;
 
 impl SqlSession {
     /// A session over `db` with every table registered.
     pub fn new(db: Arc<Database>) -> Result<SqlSession, SqlError> {
-        let mut config = SessionConfig::new()
-            .with_option_extension(StrataOptions::default())
-            .with_information_schema(true);
-        // Exact numeric literals are DECIMALs, as SQL says (`0.06 + 0.01` must
-        // equal 0.07 when compared with a DECIMAL column).
-        config.options_mut().sql_parser.parse_float_as_decimal = true;
-        let ctx = SessionContext::new_with_config(config);
-        let writes = Writes::new(db.clone());
-        for name in db.table_names() {
-            register(&ctx, &writes, &name)?;
-        }
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_stack_size(depth::STACK_BYTES)
-            .enable_all()
-            .build()
-            .map_err(|e| SqlError::Execution(format!("cannot start the runtime: {e}")))?;
         Ok(SqlSession {
-            db,
-            writes,
-            ctx,
-            runtime,
+            engine: Arc::new(Engine::new(db)?),
+            idle: Mutex::new(Vec::new()),
         })
     }
 
     pub fn database(&self) -> &Arc<Database> {
-        &self.db
+        &self.engine.db
     }
 
     /// Whether a `BEGIN` is waiting for its `COMMIT` or `ROLLBACK`.
     pub fn in_transaction(&self) -> bool {
-        self.writes.in_transaction()
+        self.engine.writes.in_transaction()
     }
 
     /// Sets a session setting, like `SET key = value`.
@@ -183,19 +177,142 @@ impl SqlSession {
         self.run(sql, Some(limit))
     }
 
-    /// Runs a statement on a thread with [`depth::STACK_BYTES`] of stack.
+    /// Tables and their columns and indexes, for `\d`.
+    pub fn describe(&self, table: Option<&str>) -> Result<String, SqlError> {
+        self.engine.describe(table)
+    }
+
+    /// Runs a statement on a statement thread.
     fn run(&self, sql: &str, limit: Option<Duration>) -> Result<Option<QueryResult>, SqlError> {
-        std::thread::scope(|s| {
-            std::thread::Builder::new()
-                .name("strata-sql-statement".into())
-                .stack_size(depth::STACK_BYTES)
-                .spawn_scoped(s, || self.run_here(sql, limit))
-                .map_err(|e| SqlError::Execution(format!("cannot start a statement thread: {e}")))?
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        if sql.len() > LONG_STATEMENT {
+            return std::thread::scope(|s| {
+                std::thread::Builder::new()
+                    .name("strata-sql-statement".into())
+                    .stack_size(depth::STACK_BYTES)
+                    .spawn_scoped(s, || self.engine.run_here(sql, limit))
+                    .map_err(|e| {
+                        SqlError::Execution(format!("cannot start a statement thread: {e}"))
+                    })?
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            });
+        }
+        let idle = self.idle.lock().pop();
+        let worker = match idle {
+            Some(w) => w,
+            None => Worker::start()?,
+        };
+        let engine = self.engine.clone();
+        let sql = sql.to_owned();
+        let answer = worker.run(move || engine.run_here(&sql, limit))?;
+        match answer {
+            Ok(result) => {
+                self.idle.lock().push(worker);
+                result
+            }
+            // The worker is dropped (its thread ends); the panic goes on here.
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+/// What a statement thread answers: the statement's result, or its panic.
+type Answer = std::thread::Result<Result<Option<QueryResult>, SqlError>>;
+
+/// A statement thread, kept between statements: starting a thread with a
+/// large stack for every statement cost more than planning a small one.
+struct Worker {
+    jobs: Option<mpsc::Sender<Box<dyn FnOnce() + Send>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Worker {
+    fn start() -> Result<Worker, SqlError> {
+        let (jobs, inbox) = mpsc::channel::<Box<dyn FnOnce() + Send>>();
+        let thread = std::thread::Builder::new()
+            .name("strata-sql-statement".into())
+            .stack_size(depth::STACK_BYTES)
+            .spawn(move || {
+                while let Ok(job) = inbox.recv() {
+                    job();
+                }
+            })
+            .map_err(|e| SqlError::Execution(format!("cannot start a statement thread: {e}")))?;
+        Ok(Worker {
+            jobs: Some(jobs),
+            thread: Some(thread),
         })
     }
 
+    /// Runs `statement` on this thread and waits for its answer.
+    fn run(
+        &self,
+        statement: impl FnOnce() -> Result<Option<QueryResult>, SqlError> + Send + 'static,
+    ) -> Result<Answer, SqlError> {
+        let (tx, rx) = mpsc::sync_channel::<Answer>(1);
+        let job = Box::new(move || {
+            let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(statement));
+            let _ = tx.send(answer);
+        });
+        let gone = || SqlError::Execution("the statement thread ended unexpectedly".into());
+        self.jobs
+            .as_ref()
+            .ok_or_else(gone)?
+            .send(job)
+            .map_err(|_| gone())?;
+        rx.recv().map_err(|_| gone())
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread's loop.
+        self.jobs = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// What a session's statements run against: the database, the session's
+/// write transaction, DataFusion's context and the runtime that executes
+/// plans.
+struct Engine {
+    db: Arc<Database>,
+    writes: Arc<Writes>,
+    ctx: SessionContext,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Engine {
+    fn new(db: Arc<Database>) -> Result<Engine, SqlError> {
+        let mut config = SessionConfig::new()
+            .with_option_extension(StrataOptions::default())
+            .with_information_schema(true);
+        // Exact numeric literals are DECIMALs, as SQL says (`0.06 + 0.01` must
+        // equal 0.07 when compared with a DECIMAL column).
+        config.options_mut().sql_parser.parse_float_as_decimal = true;
+        let ctx = SessionContext::new_with_config(config);
+        let writes = Writes::new(db.clone());
+        for name in db.table_names() {
+            register(&ctx, &writes, &name)?;
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_stack_size(depth::STACK_BYTES)
+            .enable_all()
+            .build()
+            .map_err(|e| SqlError::Execution(format!("cannot start the runtime: {e}")))?;
+        Ok(Engine {
+            db,
+            writes,
+            ctx,
+            runtime,
+        })
+    }
+
+    /// Runs a statement on the calling thread, which must have
+    /// [`depth::STACK_BYTES`] of stack.
     fn run_here(
         &self,
         sql: &str,
@@ -361,8 +478,7 @@ impl SqlSession {
         Ok((schema, vec![batch]))
     }
 
-    /// Tables and their columns and indexes, for `\d`.
-    pub fn describe(&self, table: Option<&str>) -> Result<String, SqlError> {
+    fn describe(&self, table: Option<&str>) -> Result<String, SqlError> {
         let mut out = String::new();
         match table {
             None => {
