@@ -77,8 +77,14 @@ fn count_schema() -> SchemaRef {
 
 /// The Arrow schema of batches of `table`'s rows (nullable: new rows are
 /// checked by [`check_row`]).
-fn table_schema(table: &Table) -> SchemaRef {
+pub(crate) fn table_schema(table: &Table) -> SchemaRef {
     nullable(&arrow_schema(table.schema()))
+}
+
+/// A statement's result: the number of rows it changed.
+pub fn count_batch(n: u64) -> Result<RecordBatch, SqlError> {
+    let count: ArrayRef = Arc::new(UInt64Array::from(vec![n]));
+    RecordBatch::try_new(count_schema(), vec![count]).map_err(arrow_error)
 }
 
 fn external(e: SqlError) -> DataFusionError {
@@ -655,7 +661,7 @@ impl DmlExec {
     }
 
     /// Runs the statement in one transaction; the number of rows changed.
-    fn run(&self) -> Result<u64, SqlError> {
+    pub fn run(&self) -> Result<u64, SqlError> {
         let what = match self.op {
             Op::Delete => "DELETE",
             Op::Update(_) => "UPDATE",
@@ -733,10 +739,23 @@ fn assign(
     let schema = old.schema();
     for (c, expr, _) in set {
         let want = schema.field(*c).data_type();
+        // A value the expression cannot compute (a cast out of range, a
+        // division by zero) is the data's fault: named like a value that does
+        // not fit its column.
         let mut value = expr
             .evaluate(old)
             .and_then(|v| v.into_array(old.num_rows()))
-            .map_err(SqlError::from)?;
+            .map_err(|e| {
+                let root = match e.find_root() {
+                    DataFusionError::ArrowError(a, _) => a.to_string(),
+                    r => r.to_string().lines().next().unwrap_or("").to_string(),
+                };
+                SqlError::Data(format!(
+                    "UPDATE of '{}': column '{}': {root}",
+                    table.name(),
+                    table.schema().columns[*c].name
+                ))
+            })?;
         if value.data_type() != want {
             let strict = CastOptions {
                 safe: false,
@@ -848,8 +867,7 @@ impl ExecutionPlan for DmlExec {
         let stream = futures::stream::once(async move {
             // On this thread (see InsertSink::write_all).
             let n = tokio::task::block_in_place(|| me.run()).map_err(external)?;
-            let count: ArrayRef = Arc::new(UInt64Array::from(vec![n]));
-            Ok(RecordBatch::try_new(count_schema(), vec![count])?)
+            count_batch(n).map_err(external)
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             count_schema(),

@@ -11,6 +11,7 @@
 pub mod convert;
 pub mod ddl;
 pub mod depth;
+pub mod direct_dml;
 pub mod dml;
 pub mod format;
 pub mod optimizer;

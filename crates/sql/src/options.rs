@@ -8,6 +8,7 @@
 //! | `strata.result_cache` | a size such as `64MiB` (ordered Smooth Scan's budget) | `64MiB` |
 //! | `strata.ordered_plan` | `auto`, `idx`, `sidx+ps`, `sidx+es`, `fts+ps`, `fts+es` | `auto` |
 //! | `strata.sort_memory` | a size (the sorts' memory budget) | `32MiB` |
+//! | `strata.direct_dml` | `true`, `false`: plain single-table UPDATE/DELETE planned from the syntax tree ([`crate::direct_dml`]) | `true` |
 //!
 //! `strata.ordered_plan` chooses the flash paper's plan for a scan that must
 //! produce index-key order (an `ORDER BY` on the key pushed into it); `auto`
@@ -96,6 +97,7 @@ pub struct StrataOptions {
     /// `None` is `auto`.
     pub ordered_plan: Option<OrderedPlan>,
     pub sort_memory_bytes: usize,
+    pub direct_dml: bool,
 }
 
 impl Default for StrataOptions {
@@ -106,6 +108,7 @@ impl Default for StrataOptions {
             result_cache_bytes: 64 << 20,
             ordered_plan: None,
             sort_memory_bytes: 32 << 20,
+            direct_dml: true,
         }
     }
 }
@@ -177,9 +180,20 @@ impl ExtensionOptions for StrataOptions {
                     .map_err(|e| err(format!("strata.sort_memory: {e}")))?
                     as usize
             }
+            "direct_dml" => {
+                self.direct_dml = match value.trim_matches('\'').to_ascii_lowercase().as_str() {
+                    "true" | "on" => true,
+                    "false" | "off" => false,
+                    _ => {
+                        return Err(err(format!(
+                            "strata.direct_dml: '{value}' is not true or false"
+                        )));
+                    }
+                }
+            }
             _ => {
                 return Err(err(format!(
-                    "unknown setting 'strata.{key}' (strata has access_path, smooth_policy, result_cache, ordered_plan, sort_memory)"
+                    "unknown setting 'strata.{key}' (strata has access_path, smooth_policy, result_cache, ordered_plan, sort_memory, direct_dml)"
                 )));
             }
         }
@@ -219,6 +233,11 @@ impl ExtensionOptions for StrataOptions {
                 strata_storage::util::format_bytes(self.sort_memory_bytes as u64),
                 "memory budget of the external and partitioned sorts",
             ),
+            entry(
+                "direct_dml",
+                self.direct_dml.to_string(),
+                "plan plain single-table UPDATE and DELETE from the syntax tree, not as a query",
+            ),
         ]
     }
 }
@@ -253,6 +272,13 @@ mod tests {
         );
         o.set("sort_memory", "2MiB").unwrap();
         assert_eq!(o.sort_memory_bytes, 2 << 20);
-        assert_eq!(o.entries().len(), 5);
+        o.set("direct_dml", "false").unwrap();
+        assert!(!o.direct_dml);
+        let e = o.set("direct_dml", "maybe").unwrap_err().to_string();
+        assert!(
+            e.contains("strata.direct_dml") && e.contains("maybe"),
+            "{e}"
+        );
+        assert_eq!(o.entries().len(), 6);
     }
 }

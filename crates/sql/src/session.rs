@@ -25,6 +25,8 @@ use strata_storage::{Database, StorageError};
 
 use crate::ddl;
 use crate::depth;
+use crate::direct_dml;
+use crate::dml;
 use crate::options::StrataOptions;
 use crate::provider::StrataTable;
 use crate::script::analyze_targets;
@@ -336,6 +338,29 @@ impl Engine {
                     Kind::Ddl(d) => self.ddl(&d).map(|()| nothing())?,
                     Kind::Write(verb) => {
                         self.writes.check_writable(verb)?;
+                        let direct = state
+                            .config()
+                            .options()
+                            .extensions
+                            .get::<StrataOptions>()
+                            .is_none_or(|o| o.direct_dml);
+                        if direct && let Some(exec) = direct_dml::plan(&stmt, &state, &self.writes)
+                        {
+                            let _own = self
+                                .writes
+                                .in_transaction()
+                                .then(|| self.db.read_own_writes());
+                            let n = exec.run().map_err(|e| {
+                                statement::values_null(&stmt, &self.db, &e).unwrap_or(e)
+                            })?;
+                            let count = dml::count_batch(n)?;
+                            return Ok(Some(QueryResult {
+                                schema: count.schema(),
+                                batches: vec![count],
+                                elapsed: start.elapsed(),
+                                io: device.stats().snapshot() - before,
+                            }));
+                        }
                         let state = match verb {
                             "INSERT" => state,
                             _ => unoptimized(state),
