@@ -47,6 +47,17 @@ pub fn split_statements(text: &str) -> (Vec<String>, String) {
 /// names folded to lower case, as DataFusion folds them), or `None` for any
 /// other statement.
 pub fn analyze_targets(sql: &str) -> Option<Vec<String>> {
+    // Most statements are not ANALYZE: tell from the first word without
+    // tokenizing the whole statement (a leading comment still goes the long way).
+    let start = sql.trim_start();
+    if !start.starts_with("--")
+        && !start.starts_with("/*")
+        && !start
+            .get(..7)
+            .is_some_and(|w| w.eq_ignore_ascii_case("analyze"))
+    {
+        return None;
+    }
     let words: Vec<Token> = tokens(sql)?
         .into_iter()
         .filter(|t| !matches!(t, Token::Whitespace(_)))
@@ -114,6 +125,11 @@ mod tests {
         );
         assert_eq!(analyze_targets("explain analyze select 1"), None);
         assert_eq!(analyze_targets("select 1"), None);
+        assert_eq!(
+            analyze_targets("  -- first a comment\n/* and */ ANALYZE t"),
+            Some(vec!["t".to_string()])
+        );
+        assert_eq!(analyze_targets("analyzed"), None);
         assert_eq!(analyze_targets("analyze t u"), None);
     }
 }
