@@ -559,7 +559,8 @@ impl Database {
         let redo = wal.next_lsn();
         // Pages go back only with their changes durable in the log.
         wal.flush_to(redo)?;
-        self.pool.flush_all()?;
+        // Under the writer lock: no page changes while they are written.
+        self.pool.flush_all_in_runs()?;
         let tables: Vec<Arc<Table>> = self.tables.lock().values().cloned().collect();
         let mut cat = self.catalog.lock();
         let mut next = cat.clone();
