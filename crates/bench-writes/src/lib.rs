@@ -24,7 +24,10 @@
 //! Keys are uniform over the table, from a seed, the same for both engines.
 //! Every workload starts after a checkpoint on the engine it measures
 //! (untimed), so neither pays for the other's or an earlier workload's dirty
-//! pages. The engines alternate: strata first in runs 1, 3, ..., PostgreSQL
+//! pages, and with `acct` and its index read into the engine's buffer pool
+//! (untimed: `pg_prewarm`, [`strata_storage::Database::prewarm`]), so neither
+//! pays for reads the other has cached — PostgreSQL's freshly loaded table also
+//! sits in the OS page cache, while strata reads with direct I/O. The engines alternate: strata first in runs 1, 3, ..., PostgreSQL
 //! first in runs 2, 4, .... After a run the deleted rows are put back from `acct2` (`INSERT
 //! INTO acct SELECT * FROM acct2 WHERE k < cut`: exactly the rows deleted)
 //! and PostgreSQL's `acct` is `VACUUM ANALYZE`d (its autovacuum is off).
@@ -78,6 +81,11 @@ pub trait Engine {
     fn label(&self) -> &'static str;
     /// Makes everything written so far durable in the data files.
     fn checkpoint(&mut self) -> Result<()>;
+    /// Reads `acct` and its index into the engine's buffer pool (untimed),
+    /// so that neither engine's rates include reading pages the other has
+    /// cached: PostgreSQL's data also sits in the OS page cache, strata's
+    /// direct I/O has only its pool.
+    fn prewarm(&mut self) -> Result<()>;
     /// Runs a write; the rows it changed.
     fn changed(&mut self, sql: &str) -> Result<u64>;
     /// Runs a query answering one integer (NULL reads as 0).
@@ -350,6 +358,7 @@ fn measure(
                 keys_many
             };
             e.checkpoint()?;
+            e.prewarm()?;
             let m = e.updates(keys)?;
             let statements = keys.iter().map(Vec::len).sum::<usize>() as u64;
             expect(e, w, &m, statements)?;
@@ -358,12 +367,14 @@ fn measure(
         Workload::InsertSelect => {
             e.recreate_copy_table()?;
             e.checkpoint()?;
+            e.prewarm()?;
             let m = e.timed(&workload::insert_select_sql())?;
             expect(e, w, &m, o.rows)?;
             m
         }
         Workload::DeleteRange => {
             e.checkpoint()?;
+            e.prewarm()?;
             let m = e.timed(&workload::delete_sql(o.rows))?;
             expect(e, w, &m, workload::delete_cut(o.rows) as u64)?;
             m

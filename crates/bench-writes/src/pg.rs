@@ -124,6 +124,9 @@ impl PgSide {
         client.batch_execute(&workload::create_index_sql(TABLE))?;
         client.batch_execute(&format!("VACUUM ANALYZE {TABLE}"))?;
         client.batch_execute("CHECKPOINT")?;
+        client
+            .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            .context("PostgreSQL: the pg_prewarm extension (contrib)")?;
         progress(&format!(
             "PostgreSQL: loaded, indexed and vacuumed in {:.1} s",
             start.elapsed().as_secs_f64()
@@ -285,6 +288,16 @@ impl Engine for PgSide {
     /// `VACUUM ANALYZE acct`: autovacuum is off in the private cluster, so
     /// the dead rows of a run's updates and delete are cleaned here, between
     /// runs, untimed.
+    fn prewarm(&mut self) -> Result<()> {
+        let sql = format!(
+            "SELECT pg_prewarm('{TABLE}'), pg_prewarm('{}')",
+            workload::index_name(TABLE)
+        );
+        self.client()?
+            .batch_execute(&sql)
+            .with_context(|| format!("PostgreSQL: {sql}"))
+    }
+
     fn after_round(&mut self) -> Result<()> {
         Ok(self
             .client()?

@@ -279,6 +279,11 @@ pub fn summary(report: &Report) -> Summary {
                 .join(", "),
             o.shared_buffers
         ),
+        "Before each workload, untimed, each engine checkpoints and reads acct and its index \
+         into its buffer pool (strata: `Database::prewarm`; PostgreSQL: `pg_prewarm`), so no \
+         rate includes reading pages the other engine has cached (PostgreSQL's data also sits \
+         in the OS page cache; strata reads with direct I/O)."
+            .into(),
         "Between runs the deleted rows are put back with `INSERT INTO acct SELECT * FROM acct2 \
          WHERE k < rows/10` (untimed); acct2 is dropped and created empty before each INSERT \
          ... SELECT. After every run both engines held all rows, `sum(v)` equal to the updates \

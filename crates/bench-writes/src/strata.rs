@@ -241,6 +241,11 @@ impl Engine for StrataSide {
         Ok(self.db.checkpoint()?)
     }
 
+    fn prewarm(&mut self) -> Result<()> {
+        self.db.prewarm(TABLE)?;
+        Ok(())
+    }
+
     fn changed(&mut self, sql: &str) -> Result<u64> {
         self.changed_here(sql)
     }

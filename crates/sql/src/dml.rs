@@ -49,6 +49,7 @@ use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use futures::StreamExt;
+use strata_access::batch::BATCH_ROWS;
 use strata_access::predicate::{Comparison, KeyRange, Predicate};
 use strata_access::{PageCosts, TupleBatch};
 use strata_storage::Table;
@@ -516,34 +517,52 @@ fn find(
         Some((i, tids)) => {
             let index = &table.indexes()[i];
             let heap = table.heap();
-            let mut prefetched = 0u64;
-            for (n, &tid) in tids.iter().enumerate() {
-                // Neighbouring pages ahead are read in one request.
-                let page = tid.page as u64;
-                if page >= prefetched {
-                    let mut last = page;
-                    for t in &tids[n..] {
-                        let p = t.page as u64;
-                        if p > last + 1 || p - page >= SCAN_RUN_PAGES as u64 {
-                            break;
-                        }
-                        last = p;
+            let mut start = 0;
+            while start < tids.len() {
+                // A run of neighbouring pages (at most SCAN_RUN_PAGES), read in
+                // one request, then its tuples, each page pinned once.
+                let first = tids[start].page as u64;
+                let mut last = first;
+                let mut end = start;
+                while let Some(t) = tids.get(end) {
+                    let p = t.page as u64;
+                    if p > last + 1 || p - first >= SCAN_RUN_PAGES as u64 {
+                        break;
                     }
-                    heap.pool()
-                        .prefetch(heap.file_id(), page, (last - page + 1) as usize)?;
-                    prefetched = last + 1;
+                    last = p;
+                    end += 1;
                 }
-                if heap.with_tuple(tid, |t| batch.push(tid, t))?.is_none() {
-                    return Err(SqlError::Corrupt(format!(
-                        "index '{}' of table '{}' names tuple {tid}, which does not exist \
-                         (run `strata check`)",
-                        index.def.name,
-                        table.name()
-                    )));
-                }
-                if batch.is_full() {
+                heap.pool()
+                    .prefetch(heap.file_id(), first, (last - first + 1) as usize)?;
+                // In batches of BATCH_ROWS tuples (a page that straddles two
+                // is pinned twice).
+                for chunk in tids[start..end].chunks(BATCH_ROWS) {
+                    heap.with_tuples(chunk, |tid, t| match t {
+                        Some(t) => {
+                            batch.push(tid, t);
+                            Ok(())
+                        }
+                        None => Err(strata_storage::StorageError::NoSuchTuple {
+                            table: table.name().to_string(),
+                            page: tid.page,
+                            slot: tid.slot,
+                        }),
+                    })
+                    .map_err(|e| match e {
+                        strata_storage::StorageError::NoSuchTuple { page, slot, .. } => {
+                            SqlError::Corrupt(format!(
+                                "index '{}' of table '{}' names tuple {}, which does not \
+                                 exist (run `strata check`)",
+                                index.def.name,
+                                table.name(),
+                                Tid::new(page, slot)
+                            ))
+                        }
+                        e => SqlError::from(e),
+                    })?;
                     flush(&mut batch)?;
                 }
+                start = end;
             }
         }
         None => {

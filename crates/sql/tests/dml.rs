@@ -298,6 +298,13 @@ fn direct_and_query_planned_writes_agree_on_every_form() {
     assert_eq!(count(&direct, "SELECT v FROM t WHERE k = 1"), 4);
     let e = error(&planned, "UPDATE t SET V = 4");
     assert!(e.to_string().contains("No field named"), "{e}");
+    // A SET reaches the next statement although the session keeps its
+    // planning state between statements.
+    direct.set("strata.direct_dml", "false").unwrap();
+    let e = error(&direct, "UPDATE t SET V = 5 WHERE k = 1");
+    assert!(e.to_string().contains("No field named"), "{e}");
+    direct.set("strata.direct_dml", "true").unwrap();
+    assert_eq!(count(&direct, "UPDATE t SET V = 5 WHERE k = 1"), 1);
 }
 
 fn error(s: &SqlSession, sql: &str) -> SqlError {

@@ -471,3 +471,37 @@ fn a_checkpoint_writes_neighbouring_pages_together() {
     assert_eq!(t.rows(), 60_000);
     assert_eq!(t.get_row(Tid::new(0, 0)).unwrap(), Some(row(0, 0)));
 }
+
+/// `prewarm` reads a table's heap and index pages into the pool in large
+/// requests, after which fetching every row through its index reads nothing
+/// from the device; a second prewarm reads nothing either.
+#[test]
+fn prewarm_puts_a_table_in_the_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = setup(dir.path(), 20_000, 64 << 20);
+    drop(db);
+    let db = Database::open(dir.path(), opts(64 << 20)).unwrap();
+    let t = db.table("t").unwrap();
+    let pages = t.heap().num_pages() + t.indexes().iter().map(|i| i.btree.num_pages()).sum::<u64>();
+    let device = db.device().clone();
+    let before = device.stats().snapshot();
+    let read = db.prewarm("t").unwrap();
+    let io = device.stats().snapshot() - before;
+    assert_eq!(read, io.pages_read);
+    assert!(read >= t.heap().num_pages(), "{read} of {pages} pages");
+    assert!(
+        io.read_requests * 16 < read,
+        "{} requests for {read} pages",
+        io.read_requests
+    );
+    let before = device.stats().snapshot();
+    let index = t.index("t_id").unwrap();
+    for id in (0..20_000).step_by(7) {
+        let key = index.key_of_row(&row(id, 0));
+        let tids = index.btree.lookup(&key).unwrap();
+        assert_eq!(t.get_row(tids[0]).unwrap(), Some(row(id, 0)));
+    }
+    assert_eq!((device.stats().snapshot() - before).pages_read, 0);
+    assert_eq!(db.prewarm("t").unwrap(), 0);
+    assert!(db.prewarm("nope").is_err());
+}
