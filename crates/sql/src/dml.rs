@@ -290,6 +290,10 @@ fn insert(writes: &Writes, table: &str, batches: &[RecordBatch]) -> Result<u64, 
 struct Filter {
     /// Conjuncts `column op literal`, which may pick an index.
     conjuncts: Vec<Comparison>,
+    /// Whether `conjuncts` are the whole WHERE, so that strata's evaluation
+    /// of them on the stored bytes answers it (as a scan's pushed-down
+    /// conjuncts do) without making the rows Arrow.
+    on_bytes: bool,
     /// The whole WHERE (none: every row), evaluated on every candidate row.
     expr: Option<Arc<dyn PhysicalExpr>>,
     text: Option<String>,
@@ -303,10 +307,11 @@ impl Filter {
         filters: Vec<Expr>,
     ) -> Result<Filter> {
         let mut conjuncts = Vec::new();
+        let mut on_bytes = true;
         for f in &filters {
             match classify(f, table.schema()) {
                 Pushed::Strata(c) => conjuncts.extend(c),
-                Pushed::Residual => {}
+                Pushed::Residual => on_bytes = false,
                 Pushed::No => {
                     return Err(DataFusionError::Plan(format!(
                         "the condition {f} cannot be evaluated on the rows of '{}' alone \
@@ -330,6 +335,7 @@ impl Filter {
         };
         Ok(Filter {
             conjuncts,
+            on_bytes,
             expr,
             text,
         })
@@ -493,20 +499,59 @@ fn find(
 ) -> Result<(), SqlError> {
     let all: Vec<usize> = (0..table.schema().len()).collect();
     let converter = BatchConverter::new(table.schema(), all, table_schema(table));
-    let mut flush = |batch: &mut TupleBatch| -> Result<(), SqlError> {
-        if batch.is_empty() {
-            return Ok(());
-        }
+    candidates(table, filter, index, costs, &mut |batch| {
         let arrow = converter.convert(batch).map_err(arrow_error)?;
         let tids = batch.iter().map(|(t, _)| t).collect();
-        batch.clear();
         let (tids, rows) = filter.select(tids, arrow)?;
         if tids.is_empty() {
             Ok(())
         } else {
             each(tids, rows)
         }
-    };
+    })
+}
+
+/// The tids of the rows of `table` that satisfy `filter` when the whole WHERE
+/// is comparisons strata evaluates on the stored bytes
+/// ([`Filter::on_bytes`]): no row becomes Arrow. `None` otherwise.
+fn find_tids_on_bytes(
+    table: &Table,
+    filter: &Filter,
+    index: Option<usize>,
+    costs: &PageCosts,
+) -> Result<Option<Vec<Tid>>, SqlError> {
+    if !filter.on_bytes {
+        return Ok(None);
+    }
+    let check = Predicate {
+        conjuncts: filter.conjuncts.clone(),
+    }
+    .compile(table.schema(), table.layout());
+    let mut tids = Vec::new();
+    candidates(table, filter, index, costs, &mut |batch| {
+        tids.extend(
+            batch
+                .iter()
+                .filter(|(_, t)| check.eval(t))
+                .map(|(tid, _)| tid),
+        );
+        Ok(())
+    })?;
+    Ok(Some(tids))
+}
+
+/// Visits, in batches of at most [`BATCH_ROWS`], the tuples that may satisfy
+/// `filter`: those index `index` names in its range when [`tids_by_index`]
+/// finds reading them cheaper than the heap by `costs` (each page once, in
+/// page order, neighbouring pages in one request), otherwise every tuple of
+/// the heap.
+fn candidates(
+    table: &Table,
+    filter: &Filter,
+    index: Option<usize>,
+    costs: &PageCosts,
+    each: &mut dyn FnMut(&TupleBatch) -> Result<(), SqlError>,
+) -> Result<(), SqlError> {
     let mut batch = TupleBatch::new();
     let by_index = match index {
         Some(i) => tids_by_index(table, &table.indexes()[i], &filter.conjuncts, costs)?
@@ -560,21 +605,25 @@ fn find(
                         }
                         e => SqlError::from(e),
                     })?;
-                    flush(&mut batch)?;
+                    each(&batch)?;
+                    batch.clear();
                 }
                 start = end;
             }
+            Ok(())
         }
         None => {
             let mut failed = None;
             table.heap().scan_pages(SCAN_RUN_PAGES, 2, |page, view| {
                 for (slot, t) in view.tuples() {
                     batch.push(Tid::new(page as u32, slot), t);
-                    if batch.is_full()
-                        && let Err(e) = flush(&mut batch)
-                    {
-                        failed = Some(e);
-                        return Ok(std::ops::ControlFlow::Break(()));
+                    if batch.is_full() {
+                        let done = each(&batch);
+                        batch.clear();
+                        if let Err(e) = done {
+                            failed = Some(e);
+                            return Ok(std::ops::ControlFlow::Break(()));
+                        }
                     }
                 }
                 Ok(std::ops::ControlFlow::Continue(()))
@@ -582,9 +631,13 @@ fn find(
             if let Some(e) = failed {
                 return Err(e);
             }
+            if batch.is_empty() {
+                Ok(())
+            } else {
+                each(&batch)
+            }
         }
     }
-    flush(&mut batch)
 }
 
 /// What a [`DmlExec`] does.
@@ -705,11 +758,17 @@ impl DmlExec {
                 };
                 match &self.op {
                     Op::Delete => {
-                        let mut tids = Vec::new();
-                        find(&t, &self.filter, index, &costs, &mut |found, _| {
-                            tids.extend(found);
-                            Ok(())
-                        })?;
+                        let tids = match find_tids_on_bytes(&t, &self.filter, index, &costs)? {
+                            Some(tids) => tids,
+                            None => {
+                                let mut tids = Vec::new();
+                                find(&t, &self.filter, index, &costs, &mut |found, _| {
+                                    tids.extend(found);
+                                    Ok(())
+                                })?;
+                                tids
+                            }
+                        };
                         t.delete_rows(&tids)?;
                         Ok(tids.len() as u64)
                     }

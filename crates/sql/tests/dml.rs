@@ -307,6 +307,42 @@ fn direct_and_query_planned_writes_agree_on_every_form() {
     assert_eq!(count(&direct, "UPDATE t SET V = 5 WHERE k = 1"), 1);
 }
 
+/// A DELETE whose WHERE strata evaluates on the stored bytes removes exactly
+/// the rows a SELECT with the same WHERE counts, NULLs, strings and ranges
+/// included.
+#[test]
+fn a_delete_removes_exactly_what_a_select_with_its_where_counts() {
+    let mut rng = SmallRng::seed_from_u64(5);
+    let rows: Vec<Row> = (0..2_000)
+        .map(|i| {
+            let mut r = random_row(&mut rng);
+            r.0 = i;
+            r
+        })
+        .collect();
+    let (_dir, db) = setup(&rows);
+    let s = SqlSession::new(db.clone()).unwrap();
+    for w in [
+        "v < 3",
+        "v >= -10 AND v <= 10",
+        "v BETWEEN 0 AND 20",
+        "s >= 'm' AND s < 't'",
+        "k < 300 AND v <> 5",
+        "v = 7",
+        "k >= 1900",
+        "s = 'x'",
+    ] {
+        let want = count(&s, &format!("SELECT count(*) FROM t WHERE {w}"));
+        assert_eq!(count(&s, &format!("DELETE FROM t WHERE {w}")), want, "{w}");
+        assert_eq!(
+            count(&s, &format!("SELECT count(*) FROM t WHERE {w}")),
+            0,
+            "{w}"
+        );
+    }
+    consistent(&db);
+}
+
 fn error(s: &SqlSession, sql: &str) -> SqlError {
     match s.execute(sql) {
         Err(e) => e,
