@@ -346,15 +346,8 @@ impl HeapFile {
         let mut i = 0;
         while i < tids.len() {
             let page_no = tids[i].page as u64;
-            self.check_page(page_no)?;
-            let g = self.pool.read(self.file, page_no)?;
+            let g = self.heap_page(page_no)?;
             let v = PageView::new(&g);
-            if v.kind() != Some(PageKind::Heap) {
-                return Err(self.corrupt(
-                    page_no,
-                    format!("expected a heap page, found kind {}", g[12]),
-                ));
-            }
             while let Some(&tid) = tids.get(i)
                 && tid.page as u64 == page_no
             {
@@ -428,19 +421,26 @@ impl HeapFile {
         Ok(())
     }
 
-    /// Calls `f` with the tuple's bytes; `None` if the slot is empty or absent.
-    /// The page's kind and the tuple's shape are checked first.
-    pub fn with_tuple<R>(&self, tid: Tid, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        let page_no = tid.page as u64;
+    /// Page `page_no` through the pool, checked to be in the file and a heap
+    /// page.
+    fn heap_page(&self, page_no: u64) -> Result<crate::buffer::PageRef<'_>> {
         self.check_page(page_no)?;
         let g = self.pool.read(self.file, page_no)?;
-        let v = PageView::new(&g);
-        if v.kind() != Some(PageKind::Heap) {
+        if PageView::new(&g).kind() != Some(PageKind::Heap) {
             return Err(self.corrupt(
                 page_no,
                 format!("expected a heap page, found kind {}", g[12]),
             ));
         }
+        Ok(g)
+    }
+
+    /// Calls `f` with the tuple's bytes; `None` if the slot is empty or absent.
+    /// The page's kind and the tuple's shape are checked first.
+    pub fn with_tuple<R>(&self, tid: Tid, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        let page_no = tid.page as u64;
+        let g = self.heap_page(page_no)?;
+        let v = PageView::new(&g);
         let Some(t) = v.get(tid.slot) else {
             return Ok(None);
         };
