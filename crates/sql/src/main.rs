@@ -78,7 +78,7 @@ fn open(cli: &Cli) -> anyhow::Result<Arc<Database>> {
     .device(&cli.device)?;
     if !cli.db.join("catalog.json").exists() {
         return Err(Usage(format!(
-            "{} is not a strata database (create one with `strata demo`, `strata gen` or `strata load`)",
+            "{} is not a strata database (create one with `strata create`, `strata demo`, `strata gen` or `strata load`)",
             cli.db.display()
         ))
         .into());
