@@ -8,8 +8,6 @@ use anyhow::Result;
 use clap::Args;
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, TableOptions};
-use strata_storage::device::fault::FAULT_ENV;
-use strata_storage::device::{FaultInjector, FaultPlan};
 use strata_storage::util::parse_size;
 
 /// Options every subcommand takes.
@@ -48,17 +46,13 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
 /// binary with it.
 pub fn db_options(cli: &Global, read_only: bool) -> Result<DbOptions> {
     let pool = parse_size(&cli.buffer_pool).map_err(usage)? as usize;
-    let faults = match std::env::var(FAULT_ENV) {
-        Ok(plan) => Some(FaultInjector::with_plan(plan.parse::<FaultPlan>()?)),
-        Err(_) => None,
-    };
     Ok(DbOptions {
         buffer_pool_bytes: pool,
         read_only,
-        faults,
         ..DbOptions::default()
     }
-    .device(&cli.device)?)
+    .device(&cli.device)?
+    .faults_from_env()?)
 }
 
 pub fn open_db(cli: &Global, read_only: bool) -> Result<Database> {

@@ -75,7 +75,8 @@ fn open(cli: &Cli) -> anyhow::Result<Arc<Database>> {
         buffer_pool_bytes: pool as usize,
         ..DbOptions::default()
     }
-    .device(&cli.device)?;
+    .device(&cli.device)?
+    .faults_from_env()?;
     if !cli.db.join("catalog.json").exists() {
         return Err(Usage(format!(
             "{} is not a strata database (create one with `strata create`, `strata demo`, `strata gen` or `strata load`)",

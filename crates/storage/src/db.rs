@@ -34,7 +34,9 @@ use parking_lot::Mutex;
 use crate::btree::BTree;
 use crate::buffer::{BufferPool, as_writer};
 use crate::catalog::{Catalog, IndexDef, TableDef, sync_dir};
-use crate::device::{Device, DeviceProfile, FaultDevice, FaultInjector, FileDevice, ModeledDevice};
+use crate::device::{
+    Device, DeviceProfile, FaultDevice, FaultInjector, FaultPlan, FileDevice, ModeledDevice,
+};
 use crate::error::{Result, StorageError};
 use crate::heap::{HeapFile, HeapWriter};
 use crate::keysort::SortedEntries;
@@ -78,6 +80,16 @@ impl DbOptions {
             "buffered" => (false, None),
             spec => (true, Some(DeviceProfile::parse(spec)?)),
         };
+        Ok(self)
+    }
+
+    /// Arms the fault plan in `STRATA_FAULT`, if set (see
+    /// [`crate::device::fault`]): both binaries call this, so the crash and
+    /// I/O-error tests drive the real programs at a chosen write.
+    pub fn faults_from_env(mut self) -> Result<DbOptions> {
+        if let Ok(plan) = std::env::var(crate::device::fault::FAULT_ENV) {
+            self.faults = Some(FaultInjector::with_plan(plan.parse::<FaultPlan>()?));
+        }
         Ok(self)
     }
 }
