@@ -187,6 +187,7 @@ impl std::fmt::Debug for BTree {
 mod batch;
 mod check;
 mod layout;
+pub mod leaf_cache;
 mod read;
 mod write;
 
