@@ -856,9 +856,14 @@ impl WriteTxn<'_> {
             let before = db.pool.before_image(file_id, page);
             let mut g = db.pool.write(file_id, page)?;
             crate::page::set_lsn_csn(&mut g, lsn, csn);
+            // Index-cache bytes are memory-only: neither image carries them,
+            // so they never reach the log (nor, through it, the device).
+            let after = crate::page::without_cache(&g);
             let image = match &before {
-                Some(before) if crate::page::lsn_of(before) >= redo => PageImage::diff(before, &g),
-                _ => PageImage::Full(g.to_vec()),
+                Some(before) if crate::page::lsn_of(before) >= redo => {
+                    PageImage::diff(&crate::page::without_cache(before), &after)
+                }
+                _ => PageImage::Full(after.into_owned()),
             };
             drop(g);
             LogRecord::Page { file, page, image }.encode(lsn + out.len() as u64, &mut out);

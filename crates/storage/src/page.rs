@@ -117,6 +117,17 @@ pub fn strip_cache(page: &mut [u8]) -> bool {
     true
 }
 
+/// `page` without its index cache: borrowed as is when it has none, else a
+/// stripped copy ([`strip_cache`]). The log records pages through it.
+pub fn without_cache(page: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if cache_stamp(page) == 0 {
+        return std::borrow::Cow::Borrowed(page);
+    }
+    let mut copy = page.to_vec();
+    strip_cache(&mut copy);
+    std::borrow::Cow::Owned(copy)
+}
+
 /// Computes and stores the checksum; call just before a page goes to the device.
 pub fn seal(page: &mut [u8]) {
     let crc = crc32c::crc32c(&page[4..PAGE_SIZE]);

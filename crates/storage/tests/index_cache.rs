@@ -1,0 +1,194 @@
+//! Index caches in B+-tree leaf free space (No Bits Left Behind §2.1) inside a
+//! real database: cache writes cost no page write and no log byte, a leaf
+//! written back or logged for a real change carries no cache bytes, and no
+//! cache byte survives a close or a crash.
+
+use std::path::Path;
+
+use strata_storage::btree::leaf_cache::{self, CacheLayout, CacheRng, Filled};
+use strata_storage::check::check_database;
+use strata_storage::db::NoProgress;
+use strata_storage::page;
+use strata_storage::types::{Schema, Value};
+use strata_storage::{Database, DbOptions, IndexSpec, TableOptions};
+
+fn opts() -> DbOptions {
+    DbOptions {
+        buffer_pool_bytes: 8 << 20,
+        direct_io: false,
+        ..DbOptions::default()
+    }
+}
+
+/// `t (id BIGINT, grp INT, note VARCHAR(40))` with an index on id (leaves 90%
+/// full, the default), ids 0..n.
+fn setup(dir: &Path, n: i64) -> Database {
+    let db = Database::create(dir, opts()).unwrap();
+    let schema = Schema::parse("id BIGINT NOT NULL, grp INT, note VARCHAR(40)").unwrap();
+    let topts = TableOptions {
+        fill_factor: 0.9,
+        segment_pages: 64,
+    };
+    let mut load = db
+        .begin_create_load("t", schema, topts, vec![IndexSpec::new("t_id", &["id"])])
+        .unwrap();
+    for i in 0..n {
+        load.append(&row(i)).unwrap();
+    }
+    load.commit(&NoProgress).unwrap();
+    db.checkpoint().unwrap();
+    db
+}
+
+fn row(id: i64) -> Vec<Value> {
+    vec![
+        Value::Int64(id),
+        Value::Int32((id % 97) as i32),
+        Value::Str(format!("row {id}")),
+    ]
+}
+
+fn layout() -> CacheLayout {
+    CacheLayout::new(25, 4).unwrap()
+}
+
+/// Fills the cache of every leaf of `t_id` with an item per entry, through
+/// the pool's cache writes, under CSN `csn`; returns how many fills were made.
+fn fill_every_leaf(db: &Database, csn: u32) -> usize {
+    let t = db.table("t").unwrap();
+    let tree = &t.index("t_id").unwrap().btree;
+    let mut rng = CacheRng::new(7);
+    let mut fills = 0;
+    for leaf in tree.leaves().unwrap() {
+        let (page, entries) = leaf.unwrap();
+        for (_, tid) in entries {
+            let mut g = db
+                .pool()
+                .try_cache_write(tree.file_id(), page as u64)
+                .expect("nobody else uses the pool");
+            let value = [tid.slot as u8; 25];
+            match leaf_cache::fill(&mut g, &layout(), csn, tid, &value, &mut rng) {
+                Filled::Inserted(_) | Filled::Evicted(_) | Filled::Refreshed(_) => fills += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+    fills
+}
+
+/// Leaves of `t_id` whose cache is stamped, as the pool has them.
+fn cached_leaves(db: &Database) -> usize {
+    let t = db.table("t").unwrap();
+    let tree = &t.index("t_id").unwrap().btree;
+    tree.leaves()
+        .unwrap()
+        .filter(|l| {
+            let page = l.as_ref().unwrap().0 as u64;
+            page::cache_stamp(&db.pool().read(tree.file_id(), page).unwrap()) != 0
+        })
+        .count()
+}
+
+/// Every file under `dir` with its bytes, by name.
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn cache_fills_cost_no_page_write_and_no_log_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = setup(dir.path(), 5000);
+    let wal = db.wal().unwrap().clone();
+    let (lsn, writes, writebacks) = (
+        wal.next_lsn(),
+        db.device().stats().snapshot().pages_written,
+        db.pool().counters().writebacks,
+    );
+    let mut fills = 0;
+    for round in 0..5 {
+        fills += fill_every_leaf(&db, 1 + round % 2);
+    }
+    assert!(fills >= 5 * 5000, "{fills}");
+    assert!(cached_leaves(&db) > 10);
+    db.pool().flush_all().unwrap();
+    db.checkpoint().unwrap();
+    assert_eq!(db.device().stats().snapshot().pages_written, writes);
+    assert_eq!(db.pool().counters().writebacks, writebacks);
+    assert_eq!(wal.next_lsn(), lsn, "not a byte of log");
+}
+
+/// Two identical databases run the same transaction; one of them has filled
+/// every leaf's cache first. The log and the index files on the device come
+/// out byte for byte the same: cache bytes reach neither.
+#[test]
+fn a_leaf_logged_and_written_for_a_real_change_carries_no_cache_bytes() {
+    let (da, db_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = setup(da.path(), 5000);
+    let b = setup(db_dir.path(), 5000);
+    assert!(fill_every_leaf(&a, 1) > 0);
+    let run = |db: &Database| {
+        let txn = db.begin_write().unwrap();
+        let t = txn.table("t").unwrap();
+        // Ids spread over the key range: entries land in leaves with caches.
+        for id in (0..5000).step_by(97) {
+            t.insert_row(&row(id)).unwrap();
+        }
+        txn.commit().unwrap()
+    };
+    let (ca, cb) = (run(&a), run(&b));
+    assert_eq!(ca.pages, cb.pages);
+    assert_eq!(ca.log_bytes, cb.log_bytes);
+    // (Compared without printing: the files are megabytes.)
+    let (wa, wb) = (
+        files(&da.path().join("wal")),
+        files(&db_dir.path().join("wal")),
+    );
+    assert!(!wa.is_empty() && wa == wb, "the logs differ");
+    // Frames changed by the transaction still have their caches in memory.
+    let cached = cached_leaves(&a);
+    assert!(cached > 10, "{cached}");
+    a.checkpoint().unwrap();
+    b.checkpoint().unwrap();
+    let index_files = |d: &Path| -> Vec<(String, Vec<u8>)> {
+        files(&d.join("data"))
+            .into_iter()
+            .filter(|(n, _)| n.contains("t_id"))
+            .collect()
+    };
+    let (fa, fb) = (index_files(da.path()), index_files(db_dir.path()));
+    assert!(!fa.is_empty());
+    assert!(fa == fb, "the index files differ");
+    assert_eq!(
+        cached_leaves(&a),
+        cached,
+        "written back, the frames keep the cache"
+    );
+    check_database(&a, &NoProgress).unwrap();
+
+    // Reopened (after a clean close, and after a crash): checksums verify and
+    // no leaf has a cache.
+    drop(a);
+    let a = Database::open(da.path(), opts()).unwrap();
+    check_database(&a, &NoProgress).unwrap();
+    assert_eq!(cached_leaves(&a), 0);
+    assert!(fill_every_leaf(&a, 3) > 0);
+    let txn = a.begin_write().unwrap();
+    txn.table("t").unwrap().insert_row(&row(42)).unwrap();
+    txn.commit().unwrap();
+    a.crash();
+    let a = Database::open(da.path(), opts()).unwrap();
+    check_database(&a, &NoProgress).unwrap();
+    assert_eq!(cached_leaves(&a), 0);
+}
