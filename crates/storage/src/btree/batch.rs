@@ -341,6 +341,8 @@ impl BTree {
                 PageMut::new(&mut g).remove_many(&found);
                 meta.entries = meta.entries.saturating_sub(found.len() as u64);
                 removed += found.len() as u64;
+                // Their tids may be reused (see `delete`).
+                self.invalidate_cache();
             }
             i = j;
         }

@@ -113,6 +113,10 @@ impl CacheRng {
     pub fn new(seed: u64) -> CacheRng {
         CacheRng(seed)
     }
+    /// The state to resume from ([`CacheRng::new`] with it continues the sequence).
+    pub fn state(&self) -> u64 {
+        self.0
+    }
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;

@@ -212,6 +212,8 @@ impl BTree {
         let mut g = self.write_node(&meta, leaf, Node::Leaf)?;
         PageMut::new(&mut g).remove_at(pos);
         meta.entries = meta.entries.saturating_sub(1);
+        // The tid may be reused: nothing cached for it may be served again.
+        self.invalidate_cache();
         Ok(true)
     }
 
