@@ -804,6 +804,15 @@ impl WriteTxn<'_> {
         // the log is durable (the pool syncs it up to a page's LSN first).
         {
             let _publish = db.publish.write();
+            // Index caches of the changed tables (No Bits Left Behind §2.1)
+            // are invalidated around the switch: a row changed in place keeps
+            // its index entries, but not the fields cached for it.
+            let cache_changes: Vec<_> = tables
+                .iter()
+                .flat_map(|t| &t.indexes)
+                .filter(|i| i.btree.cache_layout().is_some())
+                .map(|i| i.btree.begin_cache_change())
+                .collect();
             for c in db.pool.end_capture() {
                 db.pool.release(c.file, c.page);
             }
@@ -815,6 +824,7 @@ impl WriteTxn<'_> {
                 }
             }
             db.csn.store(csn, Ordering::Release);
+            drop(cache_changes);
         }
         let pages = changed.len();
         self.end();

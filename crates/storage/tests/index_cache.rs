@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use strata_storage::btree::Probe;
 use strata_storage::btree::leaf_cache::{self, CacheLayout, CacheRng, Filled};
 use strata_storage::check::check_database;
 use strata_storage::db::NoProgress;
@@ -191,4 +192,71 @@ fn a_leaf_logged_and_written_for_a_real_change_carries_no_cache_bytes() {
     let a = Database::open(da.path(), opts()).unwrap();
     check_database(&a, &NoProgress).unwrap();
     assert_eq!(cached_leaves(&a), 0);
+}
+
+/// The cached fields of a row: its note, padded to 40 bytes.
+fn cached_note(row: &[Value]) -> Vec<u8> {
+    let Value::Str(s) = &row[2] else {
+        panic!("note is a VARCHAR")
+    };
+    let mut v = s.as_bytes().to_vec();
+    v.resize(40, 0);
+    v
+}
+
+/// Looks id up through the cache; a miss reads the heap and fills. Returns
+/// (whether it hit, the note's cached bytes).
+fn note_of(db: &Database, id: i64) -> (bool, Vec<u8>) {
+    let t = db.table("t").unwrap();
+    let ix = t.index("t_id").unwrap();
+    let key = ix.key_of_row(&[Value::Int64(id), Value::Null, Value::Null]);
+    let mut found = ix.btree.lookup_cached(&key).unwrap();
+    assert_eq!(found.len(), 1, "id {id}");
+    let e = found.pop().unwrap();
+    match e.probe {
+        Probe::Hit(v) => (true, v),
+        Probe::Miss(ticket) => {
+            let row = t.get_row(e.tid).unwrap().unwrap();
+            let v = cached_note(&row);
+            ix.btree.fill_cache(&ticket, &v).unwrap();
+            (false, v)
+        }
+    }
+}
+
+/// A committed update that keeps the row's key and tid (so its index entry
+/// stays) still invalidates what is cached for it: the commit does it.
+#[test]
+fn a_commit_invalidates_the_caches_of_the_tables_it_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = setup(dir.path(), 2000);
+    let t = db.table("t").unwrap();
+    let ix = t.index("t_id").unwrap();
+    ix.btree
+        .set_cache_layout(Some(CacheLayout::new(40, 4).unwrap()));
+    assert!(!note_of(&db, 77).0);
+    assert_eq!(note_of(&db, 77), (true, cached_note(&row(77))));
+    let tid = ix
+        .btree
+        .lookup(&ix.key_of_row(&row(77)))
+        .unwrap()
+        .pop()
+        .unwrap();
+    let mut changed = row(77);
+    changed[2] = Value::Str("changed".into());
+    let txn = db.begin_write().unwrap();
+    assert_eq!(
+        txn.table("t").unwrap().update_row(tid, &changed).unwrap(),
+        tid
+    );
+    // Before the commit, readers still get the committed note.
+    assert_eq!(note_of(&db, 77), (true, cached_note(&row(77))));
+    txn.commit().unwrap();
+    assert_eq!(note_of(&db, 77), (false, cached_note(&changed)));
+    assert_eq!(note_of(&db, 77), (true, cached_note(&changed)));
+    // An abort changes nothing committed and keeps the cache.
+    let txn = db.begin_write().unwrap();
+    txn.table("t").unwrap().update_row(tid, &row(77)).unwrap();
+    drop(txn);
+    assert_eq!(note_of(&db, 77), (true, cached_note(&changed)));
 }
