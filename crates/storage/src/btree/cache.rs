@@ -19,8 +19,10 @@
 //!   it is free at once ([`crate::buffer::BufferPool::try_cache_write`]) and
 //!   otherwise gives up ([`Filled::Busy`], or a hit simply not promoted). It
 //!   never marks the page dirty and never reads a page from the device.
-//!   Readers never wait for a cache writer to get anything: at worst for the
-//!   copy of two items it does while it holds the latch.
+//!   Nobody waits for a cache writer to get a latch; a reader that comes
+//!   while one holds a leaf's latch waits at most for that one cache write (a
+//!   pass over the leaf's slots and the copy of an item or two, or zeroing
+//!   the gap when the stamp is renewed).
 //! * **Consistency** (§2.1.2): the index's CSN (CSN_idx) against each leaf's
 //!   stamp (CSN_p). CSNs come from one process-wide counter, so no value is
 //!   issued twice (until it wraps after 2^32 issues); a tree takes a fresh one
