@@ -627,6 +627,47 @@ mod tests {
         assert_eq!(page, snapshot);
     }
 
+    /// The point of swapping toward S (the paper's Swap and Shrink): after a
+    /// skewed run of hits, key inserts that take half of the free region
+    /// leave the hot items and overwrite mostly cold ones.
+    #[test]
+    fn hot_items_outlive_cold_ones_when_inserts_shrink_the_region() {
+        let mut page = leaf(100, 20);
+        let l = layout();
+        let mut rng = CacheRng::new(11);
+        let r = region(&page, &l).unwrap();
+        let cap = r.capacity();
+        for i in 0..cap {
+            let t = Tid::new(i as u32, 0);
+            fill(&mut page, &l, 1, t, &value(t, 0, 25), &mut rng);
+        }
+        let hot: Vec<Tid> = (0..cap)
+            .step_by(cap / 16)
+            .map(|i| Tid::new(i as u32, 0))
+            .collect();
+        for _ in 0..3000 {
+            let t = hot[rng.below(hot.len())];
+            let slot = lookup(&page, &l, 1, t).unwrap().slot;
+            promote(&mut page, &l, 1, t, slot, &mut rng).unwrap();
+        }
+        // Entries of the leaf's average size, until half the region is gone.
+        let mut p = PageMut::new(&mut page);
+        while p.view().free_space() > (r.upper - r.lower) / 2 {
+            let n = p.view().n_slots();
+            assert!(p.insert_at(rng.below(n as usize + 1) as u16, &[0x77u8; 20]));
+        }
+        let left: std::collections::HashSet<Tid> =
+            items(&page, &l, 1).into_iter().map(|i| i.tid).collect();
+        let hot_kept = hot.iter().filter(|t| left.contains(t)).count();
+        let cold_kept = left.len() - hot_kept;
+        let cold = cap - hot.len();
+        assert_eq!(hot_kept, hot.len(), "every hot item survives");
+        assert!(
+            (cold_kept as f64) < 0.55 * cold as f64,
+            "{cold_kept} of {cold} cold items survive"
+        );
+    }
+
     #[test]
     fn key_inserts_overwrite_the_periphery_only() {
         let mut page = leaf(30, 20);
