@@ -701,6 +701,61 @@ mod tests {
         );
     }
 
+    /// Splits move entries to new leaves (inserts do not invalidate): a ticket
+    /// for an entry that moved is not filled into its old leaf, and what is
+    /// cached after the splits is still right.
+    #[test]
+    fn a_fill_for_an_entry_a_split_moved_is_not_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = Arc::new(BufferPool::new(
+            Arc::new(FileDevice::new(false)) as Arc<dyn Device>,
+            256 * PAGE_SIZE,
+        ));
+        let t = BTree::create(
+            pool,
+            &dir.path().join("ix"),
+            "ix",
+            vec![DataType::Int32],
+            64,
+        )
+        .unwrap();
+        let even = |i: i32| (key(2 * i), Tid::new(2 * i as u32, 0));
+        t.bulk_build((0..2000).map(even), 0.9).unwrap();
+        t.set_cache_layout(Some(CacheLayout::new(VALUE, 4).unwrap()));
+        let tickets: Vec<FillTicket> = (0..2000).map(|i| the_ticket(&t, 2 * i)).collect();
+        let csn = t.cache_csn();
+        for i in 0..2000 {
+            t.insert(&key(2 * i + 1), Tid::new(2 * i as u32 + 1, 0))
+                .unwrap();
+        }
+        assert_eq!(t.cache_csn(), csn, "inserts do not invalidate");
+        let (mut moved, mut cached) = (0, 0);
+        for ticket in &tickets {
+            let now = the_ticket(&t, ticket.tid().page as i32);
+            match t.fill_cache(ticket, &value(ticket.tid(), 1)).unwrap() {
+                Filled::Moved => {
+                    assert_ne!(now.leaf(), ticket.leaf());
+                    moved += 1;
+                }
+                Filled::Cached(_) => {
+                    assert_eq!(now.leaf(), ticket.leaf());
+                    cached += 1;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(
+            moved > 500 && cached > 100,
+            "{moved} moved, {cached} cached"
+        );
+        for i in 0..4000 {
+            for (tid, v) in read(&t, i, 2) {
+                assert_eq!(tid, Tid::new(i as u32, 0));
+                assert!(v == value(tid, 1) || v == value(tid, 2));
+            }
+        }
+    }
+
     #[test]
     fn caching_causes_no_page_write() {
         let dir = tempfile::tempdir().unwrap();
