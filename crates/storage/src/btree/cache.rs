@@ -872,7 +872,11 @@ mod tests {
                 });
             }
             let mut rng = rand::rngs::SmallRng::seed_from_u64(99);
-            for _ in 0..400 {
+            // 400 updates, and on until the readers did 2000 lookups (a
+            // loaded machine may starve them).
+            let mut updates = 0;
+            while updates < 400 || checked.load(Ordering::Relaxed) < 2000 {
+                updates += 1;
                 let k = rng.random_range(0..40usize);
                 {
                     let _change = t.begin_cache_change();
