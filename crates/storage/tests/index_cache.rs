@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use strata_storage::btree::Probe;
 use strata_storage::btree::leaf_cache::{self, CacheLayout, CacheRng, Filled};
 use strata_storage::check::check_database;
+use strata_storage::db::CachedLookups;
 use strata_storage::db::NoProgress;
 use strata_storage::page;
 use strata_storage::types::{Schema, Value};
@@ -194,48 +194,40 @@ fn a_leaf_logged_and_written_for_a_real_change_carries_no_cache_bytes() {
     assert_eq!(cached_leaves(&a), 0);
 }
 
-/// The cached fields of a row: its note, padded to 40 bytes.
-fn cached_note(row: &[Value]) -> Vec<u8> {
-    let Value::Str(s) = &row[2] else {
-        panic!("note is a VARCHAR")
-    };
-    let mut v = s.as_bytes().to_vec();
-    v.resize(40, 0);
-    v
+/// The cached fields of a row: its note.
+fn cached_note(row: &[Value]) -> Vec<Value> {
+    vec![row[2].clone()]
 }
 
-/// Looks id up through the cache; a miss reads the heap and fills. Returns
-/// (whether it hit, the note's cached bytes).
-fn note_of(db: &Database, id: i64) -> (bool, Vec<u8>) {
+/// Looks id up through the cache (`t_id` caches `note`); a miss reads the
+/// heap and fills. Returns (whether it hit, the cached columns' values).
+fn note_of(db: &Database, id: i64) -> (bool, Vec<Value>) {
     let t = db.table("t").unwrap();
     let ix = t.index("t_id").unwrap();
     let key = ix.key_of_row(&[Value::Int64(id), Value::Null, Value::Null]);
-    let mut found = ix.btree.lookup_cached(&key).unwrap();
+    let mut counts = CachedLookups::default();
+    let mut found = t.lookup_cached(ix, &key, &mut counts).unwrap();
     assert_eq!(found.len(), 1, "id {id}");
-    let e = found.pop().unwrap();
-    match e.probe {
-        Probe::Hit(v) => (true, v),
-        Probe::Miss(ticket) => {
-            let row = t.get_row(e.tid).unwrap().unwrap();
-            let v = cached_note(&row);
-            ix.btree.fill_cache(&ticket, &v).unwrap();
-            (false, v)
-        }
-    }
+    (counts.hits == 1, found.pop().unwrap().1)
 }
 
 /// A committed update that keeps the row's key and tid (so its index entry
-/// stays) still invalidates what is cached for it: the commit does it.
+/// stays) still drops what is cached for it: the commit logs a predicate on
+/// the tid. An update of no cached column logs nothing.
 #[test]
-fn a_commit_invalidates_the_caches_of_the_tables_it_changed() {
+fn a_commit_drops_the_cached_fields_it_changed_and_only_those() {
     let dir = tempfile::tempdir().unwrap();
     let db = setup(dir.path(), 2000);
+    db.set_index_cache("t", "t_id", &["note"]).unwrap();
     let t = db.table("t").unwrap();
     let ix = t.index("t_id").unwrap();
-    ix.btree
-        .set_cache_layout(Some(CacheLayout::new(40, 4).unwrap()));
     assert!(!note_of(&db, 77).0);
     assert_eq!(note_of(&db, 77), (true, cached_note(&row(77))));
+    // Ten rows on another leaf (one leaf holds ~400 entries and, 90% full,
+    // ~16 items of 50 bytes).
+    for id in 1500..1510 {
+        note_of(&db, id);
+    }
     let tid = ix
         .btree
         .lookup(&ix.key_of_row(&row(77)))
@@ -244,6 +236,7 @@ fn a_commit_invalidates_the_caches_of_the_tables_it_changed() {
         .unwrap();
     let mut changed = row(77);
     changed[2] = Value::Str("changed".into());
+    let (csn, before) = (ix.btree.cache_csn(), ix.btree.cache_counters());
     let txn = db.begin_write().unwrap();
     assert_eq!(
         txn.table("t").unwrap().update_row(tid, &changed).unwrap(),
@@ -254,9 +247,139 @@ fn a_commit_invalidates_the_caches_of_the_tables_it_changed() {
     txn.commit().unwrap();
     assert_eq!(note_of(&db, 77), (false, cached_note(&changed)));
     assert_eq!(note_of(&db, 77), (true, cached_note(&changed)));
+    let after = ix.btree.cache_counters();
+    assert_eq!(after.predicates, before.predicates + 1);
+    assert_eq!(ix.btree.cache_csn(), csn, "no whole-index invalidation");
+    // Rows on other leaves still hit.
+    assert!((1500..1510).all(|id| note_of(&db, id).0));
     // An abort changes nothing committed and keeps the cache.
     let txn = db.begin_write().unwrap();
     txn.table("t").unwrap().update_row(tid, &row(77)).unwrap();
     drop(txn);
     assert_eq!(note_of(&db, 77), (true, cached_note(&changed)));
+    // An update of grp only (not cached, not a key): no predicate, no miss.
+    let before = ix.btree.cache_counters();
+    let txn = db.begin_write().unwrap();
+    let mut grp = changed.clone();
+    grp[1] = Value::Int32(-5);
+    txn.table("t").unwrap().update_row(tid, &grp).unwrap();
+    txn.commit().unwrap();
+    assert_eq!(ix.btree.cache_counters().predicates, before.predicates);
+    assert_eq!(note_of(&db, 77), (true, cached_note(&changed)));
+    // A delete, and a new row with the same key in the freed tid: never the
+    // old row's note.
+    let txn = db.begin_write().unwrap();
+    let tt = txn.table("t").unwrap();
+    tt.delete_row(tid).unwrap();
+    let mut reborn = row(77);
+    reborn[2] = Value::Str("reborn".into());
+    let new_tid = tt.insert_row(&reborn).unwrap();
+    txn.commit().unwrap();
+    assert_eq!(
+        note_of(&db, 77).1,
+        cached_note(&reborn),
+        "{tid:?} {new_tid:?}"
+    );
+    assert_eq!(note_of(&db, 77), (true, cached_note(&reborn)));
+}
+
+/// The version a note carries ("v<n>"; the loaded "row <id>" is version 0).
+fn version_of(v: &[Value]) -> u64 {
+    match &v[1] {
+        Value::Str(s) => s.strip_prefix('v').map_or(0, |n| n.parse().unwrap()),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Readers on three threads look rows up through the cache while a writer
+/// commits updates of the cached note (and every tenth time deletes the row
+/// and inserts it again, which may reuse its tid). Every value a reader gets,
+/// hit or miss, must be one committed during its lookup: at least the version
+/// committed before it began, at most the one being committed when it ended.
+#[test]
+fn concurrent_readers_never_see_a_cached_value_older_than_the_last_commit() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let n = 2000i64;
+    let db = setup(dir.path(), n);
+    db.set_index_cache("t", "t_id", &["grp", "note"]).unwrap();
+    let hot = 60usize;
+    let committed: Vec<AtomicU64> = (0..hot).map(|_| AtomicU64::new(0)).collect();
+    let pending: Vec<AtomicU64> = (0..hot).map(|_| AtomicU64::new(0)).collect();
+    let stop = AtomicBool::new(false);
+    let (hits, lookups) = (AtomicU64::new(0), AtomicU64::new(0));
+    std::thread::scope(|s| {
+        for r in 0..3u64 {
+            let (db, committed, pending, stop, hits, lookups) =
+                (&db, &committed, &pending, &stop, &hits, &lookups);
+            s.spawn(move || {
+                use rand::{Rng, SeedableRng};
+                let mut rng = rand::rngs::SmallRng::seed_from_u64(r);
+                let t = db.table("t").unwrap();
+                let ix = t.index("t_id").unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    let id = rng.random_range(0..hot);
+                    let lo = committed[id].load(Ordering::SeqCst);
+                    let key = ix.key_of_row(&[Value::Int64(id as i64), Value::Null, Value::Null]);
+                    let mut c = CachedLookups::default();
+                    let found = t.lookup_cached(ix, &key, &mut c).unwrap();
+                    let hi = pending[id].load(Ordering::SeqCst);
+                    assert!(found.len() <= 1, "id {id}: {found:?}");
+                    for (_, v) in &found {
+                        let got = version_of(v);
+                        assert!(
+                            lo <= got && got <= hi,
+                            "id {id}: version {got} ({} hits), committed {lo}..={hi}",
+                            c.hits
+                        );
+                    }
+                    hits.fetch_add(c.hits, Ordering::Relaxed);
+                    lookups.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(99);
+        let t = db.table("t").unwrap();
+        let ix = t.index("t_id").unwrap();
+        let mut updates = 0u64;
+        while updates < 300 || lookups.load(Ordering::Relaxed) < 3000 {
+            updates += 1;
+            let id = rng.random_range(0..hot);
+            let v = committed[id].load(Ordering::SeqCst) + 1;
+            let mut new = row(id as i64);
+            new[2] = Value::Str(format!("v{v}"));
+            let tid = ix
+                .btree
+                .lookup(&ix.key_of_row(&new))
+                .unwrap()
+                .pop()
+                .unwrap();
+            pending[id].store(v, Ordering::SeqCst);
+            let txn = db.begin_write().unwrap();
+            let tt = txn.table("t").unwrap();
+            if updates.is_multiple_of(10) {
+                tt.delete_row(tid).unwrap();
+                tt.insert_row(&new).unwrap();
+            } else {
+                tt.update_row(tid, &new).unwrap();
+            }
+            txn.commit().unwrap();
+            committed[id].store(v, Ordering::SeqCst);
+            std::thread::yield_now();
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    let t = db.table("t").unwrap();
+    let c = t.index("t_id").unwrap().btree.cache_counters();
+    let (hits, lookups) = (hits.into_inner(), lookups.into_inner());
+    eprintln!("{lookups} lookups, {hits} hits, {c:?}");
+    assert!(
+        lookups >= 3000 && hits > 100,
+        "{lookups} lookups, {hits} hits"
+    );
+    assert!(
+        c.predicates >= 300 && c.predicate_zeroed > 0 && c.stale > 0,
+        "{c:?}"
+    );
 }

@@ -51,7 +51,7 @@
 //!   change invalidates the whole index's cache.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use serde::Serialize;
 
@@ -107,12 +107,37 @@ pub struct CacheCounters {
     pub promotions: u64,
     /// Invalidations (fresh CSNs) since the tree was opened.
     pub invalidations: u64,
+    /// Predicates (updated or deleted tids) appended to the log.
+    pub predicates: u64,
+    /// Predicate checks: one per leaf per log entry it had not been checked
+    /// against (§2.1.2: a leaf pays once per new entry, not once per read).
+    pub predicate_checks: u64,
+    /// Leaf caches zeroed because a logged predicate matched an item.
+    pub predicate_zeroed: u64,
+    /// Times the log passed its threshold and was cleared by a fresh CSN.
+    pub log_bumps: u64,
 }
 
-/// The tree's cache state: the layout, CSN_idx and the counters.
+/// Entries the predicate log holds before it is cleared by a fresh CSN.
+pub const DEFAULT_LOG_THRESHOLD: usize = 1024;
+
+/// The tree's cache state: the layout, CSN_idx, the predicate log and the
+/// counters.
 pub(super) struct IndexCache {
     layout: parking_lot::RwLock<Option<CacheLayout>>,
-    csn: AtomicU32,
+    /// CSN_idx in the high 32 bits, the predicate log's length in the low
+    /// ones: one load gives a consistent pair.
+    state: AtomicU64,
+    /// The predicate log of the current CSN (§2.1.2): tids whose cached fields
+    /// changed or whose rows were deleted, in append order. Cleared with every
+    /// fresh CSN.
+    log: parking_lot::Mutex<Vec<Tid>>,
+    /// Per leaf page: the CSN (high 32 bits) under which the leaf's cache was
+    /// last checked against the log, and the log position (low 32 bits) it
+    /// was checked up to. Memory only, like the stamp it sits beside; a leaf
+    /// whose entry names another CSN is checked from the log's start.
+    checked: parking_lot::RwLock<Vec<AtomicU64>>,
+    threshold: AtomicUsize,
     /// Live [`CacheChange`]s.
     changing: AtomicU32,
     hits: AtomicU64,
@@ -122,6 +147,26 @@ pub(super) struct IndexCache {
     busy: AtomicU64,
     promotions: AtomicU64,
     invalidations: AtomicU64,
+    predicates: AtomicU64,
+    predicate_checks: AtomicU64,
+    predicate_zeroed: AtomicU64,
+    log_bumps: AtomicU64,
+}
+
+fn pack(csn: u32, pos: usize) -> u64 {
+    ((csn as u64) << 32) | pos as u64
+}
+
+fn unpack(v: u64) -> (u32, usize) {
+    ((v >> 32) as u32, (v & 0xFFFF_FFFF) as usize)
+}
+
+/// What a reader observed before reading a leaf: the CSN (0 while a change is
+/// in progress) and the predicate log's length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Observed {
+    csn: u32,
+    pos: usize,
 }
 
 impl IndexCache {
@@ -129,7 +174,10 @@ impl IndexCache {
     pub(super) fn new() -> IndexCache {
         IndexCache {
             layout: parking_lot::RwLock::new(None),
-            csn: AtomicU32::new(fresh_csn()),
+            state: AtomicU64::new(pack(fresh_csn(), 0)),
+            log: parking_lot::Mutex::new(Vec::new()),
+            checked: parking_lot::RwLock::new(Vec::new()),
+            threshold: AtomicUsize::new(DEFAULT_LOG_THRESHOLD),
             changing: AtomicU32::new(0),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -138,32 +186,149 @@ impl IndexCache {
             busy: AtomicU64::new(0),
             promotions: AtomicU64::new(0),
             invalidations: AtomicU64::new(0),
+            predicates: AtomicU64::new(0),
+            predicate_checks: AtomicU64::new(0),
+            predicate_zeroed: AtomicU64::new(0),
+            log_bumps: AtomicU64::new(0),
         }
+    }
+
+    fn state(&self) -> (u32, usize) {
+        unpack(self.state.load(Ordering::SeqCst))
+    }
+
+    fn csn(&self) -> u32 {
+        self.state().0
     }
 
     pub(super) fn invalidate(&self) {
-        self.csn.store(fresh_csn(), Ordering::SeqCst);
+        let mut log = self.log.lock();
+        log.clear();
+        self.state.store(pack(fresh_csn(), 0), Ordering::SeqCst);
         self.invalidations.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The CSN a reader may fill under, observed now: 0 while a change is in
-    /// progress (its fills would be refused anyway).
-    fn observe(&self) -> u32 {
-        let csn = self.csn.load(Ordering::SeqCst);
-        if self.changing.load(Ordering::SeqCst) != 0 {
+    /// Appends predicates on `tids` to the log; past the threshold the log is
+    /// cleared by a fresh CSN instead (every leaf's cache becomes stale).
+    pub(super) fn append(&self, tids: &[Tid]) {
+        if tids.is_empty() {
+            return;
+        }
+        let mut log = self.log.lock();
+        self.predicates
+            .fetch_add(tids.len() as u64, Ordering::Relaxed);
+        if log.len() + tids.len() > self.threshold.load(Ordering::Relaxed) {
+            log.clear();
+            self.state.store(pack(fresh_csn(), 0), Ordering::SeqCst);
+            self.invalidations.fetch_add(1, Ordering::Relaxed);
+            self.log_bumps.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        log.extend_from_slice(tids);
+        let (csn, _) = self.state();
+        self.state.store(pack(csn, log.len()), Ordering::SeqCst);
+    }
+
+    /// What a reader may fill under, observed now: the CSN (0 while a change
+    /// is in progress: its fills would be refused anyway) and the log's
+    /// length. The pair is loaded before `changing`, so a change whose
+    /// predicates are not in `pos` is seen as in progress.
+    fn observe(&self) -> Observed {
+        let (csn, pos) = self.state();
+        let csn = if self.changing.load(Ordering::SeqCst) != 0 {
             0
         } else {
             csn
-        }
+        };
+        Observed { csn, pos }
     }
 
     /// Whether nothing happened since `observed` was: the same CSN, and no
     /// change in progress.
     fn still(&self, observed: u32) -> bool {
-        observed != 0
-            && self.changing.load(Ordering::SeqCst) == 0
-            && self.csn.load(Ordering::SeqCst) == observed
+        observed != 0 && self.changing.load(Ordering::SeqCst) == 0 && self.csn() == observed
     }
+
+    /// The log position `leaf`'s cache was checked up to under `csn` (0: from
+    /// the start).
+    fn checked(&self, leaf: u32, csn: u32) -> usize {
+        let c = self.checked.read();
+        match c.get(leaf as usize) {
+            Some(a) => match unpack(a.load(Ordering::SeqCst)) {
+                (c, pos) if c == csn => pos,
+                _ => 0,
+            },
+            None => 0,
+        }
+    }
+
+    /// Records that `leaf`'s cache under `csn` was checked up to `pos`.
+    /// Positions of one CSN only grow (a lower value would only cost checks
+    /// again, never skip one).
+    fn set_checked(&self, leaf: u32, csn: u32, pos: usize) {
+        let i = leaf as usize;
+        let want = pack(csn, pos);
+        {
+            let c = self.checked.read();
+            if let Some(a) = c.get(i) {
+                let _ = a.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| {
+                    let (c, p) = unpack(now);
+                    (c != csn || p < pos).then_some(want)
+                });
+                return;
+            }
+        }
+        let mut c = self.checked.write();
+        if c.len() <= i {
+            let n = (i + 1).next_power_of_two().max(64);
+            c.resize_with(n, || AtomicU64::new(0));
+        }
+        drop(c);
+        self.set_checked(leaf, csn, pos);
+    }
+
+    /// Checks the leaf `page` (valid under `csn`) against the log entries
+    /// `[from, to)`: `Some(true)` when one of them names an item it holds,
+    /// `None` when the log is no longer `csn`'s.
+    fn log_matches(
+        &self,
+        page: &[u8],
+        layout: &CacheLayout,
+        csn: u32,
+        from: usize,
+        to: usize,
+    ) -> Option<bool> {
+        let mut tids: Vec<Tid> = {
+            let log = self.log.lock();
+            if self.csn() != csn || log.len() < to {
+                return None;
+            }
+            log[from..to].to_vec()
+        };
+        self.predicate_checks
+            .fetch_add((to - from) as u64, Ordering::Relaxed);
+        tids.sort_unstable();
+        Some(leaf_cache::holds_any(page, layout, csn, &tids))
+    }
+
+    /// Whether the log of `csn` names `tid` at or after position `from`, and
+    /// its length now (`None` when the log is no longer `csn`'s).
+    fn logged_since(&self, csn: u32, from: usize, tid: Tid) -> Option<(bool, usize)> {
+        let log = self.log.lock();
+        if self.csn() != csn {
+            return None;
+        }
+        let from = from.min(log.len());
+        Some((log[from..].contains(&tid), log.len()))
+    }
+}
+
+/// What a lookup must do to a leaf after it checked the leaf against the log.
+enum Settle {
+    /// No entry up to `to` matched: record `to`.
+    Advance { to: usize },
+    /// An entry in `[from, ..)` matched: zero the leaf's cache.
+    Zero { from: usize },
 }
 
 /// What a lookup found for one entry.
@@ -190,6 +355,9 @@ pub struct FillTicket {
     entry: Vec<u8>,
     /// The CSN observed before the leaf was read (0: none may be filled).
     csn: u32,
+    /// The predicate log's length then: a predicate on the tid appended since
+    /// refuses the fill.
+    pos: usize,
 }
 
 impl FillTicket {
@@ -223,16 +391,21 @@ pub enum Filled {
     NoRoom,
 }
 
-/// A change of cached values in progress ([`BTree::begin_cache_change`]):
-/// invalidates when it begins and when it is dropped; meanwhile lookups hit
-/// nothing and fills are refused.
+/// A change of cached values in progress ([`BTree::begin_cache_change`],
+/// [`BTree::begin_cache_update`]): meanwhile lookups hit nothing and fills are
+/// refused. A whole-index change invalidates when it begins and when it is
+/// dropped; an update of some tuples has appended predicates on them when it
+/// begins, and invalidates nothing.
 pub struct CacheChange<'a> {
     cache: &'a IndexCache,
+    whole: bool,
 }
 
 impl Drop for CacheChange<'_> {
     fn drop(&mut self) {
-        self.cache.invalidate();
+        if self.whole {
+            self.cache.invalidate();
+        }
         self.cache.changing.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -253,7 +426,10 @@ impl BTree {
     /// Declares the size of the cached fields' encoding (`None`: no cache).
     /// Any change invalidates everything cached.
     pub fn set_cache_layout(&self, layout: Option<CacheLayout>) {
-        *self.cache.layout.write() = layout;
+        // Invalidated under the lock: a fill holding the old layout's read
+        // lock sees the old CSN with it, one after sees a new CSN.
+        let mut l = self.cache.layout.write();
+        *l = layout;
         self.cache.invalidate();
     }
 
@@ -263,7 +439,29 @@ impl BTree {
 
     /// The index's cache sequence number (CSN_idx).
     pub fn cache_csn(&self) -> u32 {
-        self.cache.csn.load(Ordering::SeqCst)
+        self.cache.csn()
+    }
+
+    /// Entries in the predicate log now.
+    pub fn cache_log_len(&self) -> usize {
+        self.cache.state().1
+    }
+
+    /// How many predicates the log takes before it is cleared by a fresh CSN
+    /// (default [`DEFAULT_LOG_THRESHOLD`]).
+    pub fn set_cache_log_threshold(&self, entries: usize) {
+        self.cache.threshold.store(entries, Ordering::Relaxed);
+    }
+
+    /// Appends predicates on `tids` (tuples whose cached fields changed, or
+    /// that were deleted) to the log, for a change already visible to readers
+    /// when no fill can have read the old values in between (a delete on the
+    /// tree itself); otherwise bracket the change with
+    /// [`BTree::begin_cache_update`].
+    pub fn log_cache_update(&self, tids: &[Tid]) {
+        if self.cache_layout().is_some() {
+            self.cache.append(tids);
+        }
     }
 
     /// Makes every leaf's cache stale (a fresh CSN). Call it after a change of
@@ -274,11 +472,29 @@ impl BTree {
         self.cache.invalidate();
     }
 
-    /// Starts a change of cached values: see [`CacheChange`].
+    /// Starts a change of cached values of any tuples: see [`CacheChange`].
     pub fn begin_cache_change(&self) -> CacheChange<'_> {
         self.cache.changing.fetch_add(1, Ordering::SeqCst);
         self.cache.invalidate();
-        CacheChange { cache: &self.cache }
+        CacheChange {
+            cache: &self.cache,
+            whole: true,
+        }
+    }
+
+    /// Starts a change of the cached fields of `tids` (§2.1.2's predicate
+    /// log): appends a predicate on each, so every leaf caching one of them
+    /// is zeroed when it is next read, and refuses every fill until the guard
+    /// is dropped (a reader may have read a tuple's old fields and not yet
+    /// filled them). Make the change visible while the guard lives. Leaves
+    /// caching none of the tids keep their caches.
+    pub fn begin_cache_update(&self, tids: &[Tid]) -> CacheChange<'_> {
+        self.cache.changing.fetch_add(1, Ordering::SeqCst);
+        self.cache.append(tids);
+        CacheChange {
+            cache: &self.cache,
+            whole: false,
+        }
     }
 
     pub fn cache_counters(&self) -> CacheCounters {
@@ -292,6 +508,10 @@ impl BTree {
             busy: ld(&c.busy),
             promotions: ld(&c.promotions),
             invalidations: ld(&c.invalidations),
+            predicates: ld(&c.predicates),
+            predicate_checks: ld(&c.predicate_checks),
+            predicate_zeroed: ld(&c.predicate_zeroed),
+            log_bumps: ld(&c.log_bumps),
         }
     }
 
@@ -324,8 +544,30 @@ impl BTree {
             let start = out.len();
             // (tid, slot) of the hits on this leaf, to promote.
             let mut hits: Vec<(Tid, usize)> = Vec::new();
+            let mut settle = None;
             let (next, done) = {
                 let g = self.read_node(&meta, leaf, Node::Leaf)?;
+                // The predicate log (§2.1.2): entries this leaf was not yet
+                // checked against, up to the log's length now (the leaf's
+                // bytes cannot change under the latch, and every change
+                // visible in them had its predicates appended before).
+                let mut read_csn = observed.csn;
+                if leaf_cache::is_valid(&g, observed.csn) {
+                    let (csn_now, to) = self.cache.state();
+                    let from = self.cache.checked(leaf, observed.csn);
+                    if csn_now != observed.csn {
+                        read_csn = 0;
+                    } else if from < to {
+                        match self.cache.log_matches(&g, &layout, observed.csn, from, to) {
+                            Some(false) => settle = Some(Settle::Advance { to }),
+                            Some(true) => {
+                                read_csn = 0;
+                                settle = Some(Settle::Zero { from });
+                            }
+                            None => read_csn = 0,
+                        }
+                    }
+                }
                 let v = PageView::new(&g);
                 let n = v.n_slots();
                 let mut s = partition(n, |s| slot_bytes(&v, s) < key);
@@ -337,7 +579,7 @@ impl BTree {
                         break;
                     }
                     let tid = Tid::decode(&e[e.len() - TID_LEN..]);
-                    let probe = match leaf_cache::lookup(&g, &layout, observed, tid) {
+                    let probe = match leaf_cache::lookup(&g, &layout, read_csn, tid) {
                         Some(h) => {
                             hits.push((tid, h.slot));
                             Probe::Hit(h.value.to_vec())
@@ -345,7 +587,8 @@ impl BTree {
                         None => Probe::Miss(FillTicket {
                             leaf,
                             entry: e.to_vec(),
-                            csn: observed,
+                            csn: observed.csn,
+                            pos: observed.pos,
                         }),
                     };
                     out.push(CachedEntry { tid, probe });
@@ -353,21 +596,25 @@ impl BTree {
                 }
                 (leaf_siblings(&v).0, done)
             };
+            if let Some(settle) = settle {
+                self.settle(leaf, observed.csn, settle);
+            }
             // A hit counts only if nothing was invalidated while it was read.
-            if !hits.is_empty() && !self.cache.still(observed) {
+            if !hits.is_empty() && !self.cache.still(observed.csn) {
                 for e in &mut out[start..] {
                     if let Probe::Hit(_) = e.probe {
                         e.probe = Probe::Miss(FillTicket {
                             leaf,
                             entry: make_entry(key, e.tid),
                             csn: 0,
+                            pos: 0,
                         });
                     }
                 }
                 hits.clear();
             }
             if !hits.is_empty() {
-                self.promote(&layout, leaf, observed, &hits);
+                self.promote(&layout, leaf, observed.csn, &hits);
             }
             if done || next == NO_PAGE {
                 break;
@@ -384,6 +631,28 @@ impl BTree {
             .misses
             .fetch_add(out.len() as u64 - hits, Ordering::Relaxed);
         Ok(out)
+    }
+
+    /// Records the outcome of a lookup's check of `leaf` against the log: the
+    /// position it was checked up to (no latch needed: every item filled
+    /// since was checked by its fill up to a later position, and a leaf
+    /// zeroed and stamped again since recorded a later one), or a zeroed
+    /// cache, if the leaf's latch is free at once (else the next reader
+    /// checks again).
+    fn settle(&self, leaf: u32, csn: u32, settle: Settle) {
+        let from = match settle {
+            Settle::Advance { to } => return self.cache.set_checked(leaf, csn, to),
+            Settle::Zero { from } => from,
+        };
+        let Some(mut g) = self.pool.try_cache_write(self.file, leaf as u64) else {
+            self.cache.busy.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        // Unless another reader or a fill settled it meanwhile.
+        if leaf_cache::is_valid(&g, csn) && self.cache.checked(leaf, csn) == from {
+            crate::page::strip_cache(&mut g);
+            self.cache.predicate_zeroed.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Moves each hit of `leaf` a bucket toward S, if the leaf's latch is free.
@@ -410,7 +679,15 @@ impl BTree {
     /// the lookup that gave the ticket, the leaf's latch is not free at once,
     /// or the entry left the leaf. Never waits, never dirties the page.
     pub fn fill_cache(&self, ticket: &FillTicket, value: &[u8]) -> Result<Filled> {
-        let layout = self.layout_or_err()?;
+        // Held through the fill: the layout cannot change under it.
+        let held = self.cache.layout.read();
+        let layout =
+            (*held).ok_or_else(|| self.err("the index has no cache (no cache layout is set)"))?;
+        // A layout changed since the lookup (a value of the old size): stale.
+        if !self.cache.still(ticket.csn) {
+            self.cache.stale.fetch_add(1, Ordering::Relaxed);
+            return Ok(Filled::Stale);
+        }
         if value.len() != layout.value_len() {
             return Err(self.err(format!(
                 "a cached value of {} bytes for a cache of {}-byte values",
@@ -437,7 +714,39 @@ impl BTree {
             return Ok(Filled::Stale);
         }
         let tid = ticket.tid();
-        let done = with_rng(|rng| leaf_cache::fill(&mut g, &layout, ticket.csn, tid, value, rng));
+        let csn = ticket.csn;
+        // A predicate on the tid since the lookup: the value read may predate
+        // that change. `now` is the log's length under the latch; a predicate
+        // appended after it is checked by the leaf's next reader.
+        let now = match self.cache.logged_since(csn, ticket.pos, tid) {
+            Some((false, now)) => now,
+            _ => {
+                self.cache.stale.fetch_add(1, Ordering::Relaxed);
+                return Ok(Filled::Stale);
+            }
+        };
+        // The leaf's other items must have been checked up to `now` before
+        // the leaf is recorded as checked there: check them, or zero them.
+        if leaf_cache::is_valid(&g, csn) {
+            let from = self.cache.checked(ticket.leaf, csn);
+            if from < now {
+                match self.cache.log_matches(&g, &layout, csn, from, now) {
+                    Some(false) => {}
+                    Some(true) => {
+                        crate::page::strip_cache(&mut g);
+                        self.cache.predicate_zeroed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    None => {
+                        self.cache.stale.fetch_add(1, Ordering::Relaxed);
+                        return Ok(Filled::Stale);
+                    }
+                }
+            }
+        }
+        let done = with_rng(|rng| leaf_cache::fill(&mut g, &layout, csn, tid, value, rng));
+        if leaf_cache::is_valid(&g, csn) {
+            self.cache.set_checked(ticket.leaf, csn, now);
+        }
         Ok(match done {
             leaf_cache::Filled::NoRoom | leaf_cache::Filled::BadValue => Filled::NoRoom,
             f => {
@@ -681,14 +990,16 @@ mod tests {
             Filled::Stale
         );
 
-        // Batched deletes invalidate too; a delete of nothing does not.
-        let before = t.cache_counters().invalidations;
+        // Batched deletes log their tids too; a delete of nothing does not,
+        // and no delete invalidates the whole index.
+        let (before, csn) = (t.cache_counters().predicates, t.cache_csn());
         assert!(!t.delete(&key(5000), tid).unwrap());
         assert_eq!(t.delete_sorted(&[(key(5000), tid)]).unwrap(), 0);
-        assert_eq!(t.cache_counters().invalidations, before);
+        assert_eq!(t.cache_counters().predicates, before);
         read(&t, 12, 1);
         assert_eq!(t.delete_sorted(&[(key(12), Tid::new(12, 0))]).unwrap(), 1);
-        assert_eq!(t.cache_counters().invalidations, before + 1);
+        assert_eq!(t.cache_counters().predicates, before + 1);
+        assert_eq!(t.cache_csn(), csn);
         t.insert(&key(12), Tid::new(12, 0)).unwrap();
         assert!(read(&t, 12, 3).is_empty());
 
@@ -697,7 +1008,7 @@ mod tests {
         assert!(t.delete(&key(13), ticket.tid()).unwrap());
         assert_eq!(
             t.fill_cache(&ticket, &value(ticket.tid(), 0)).unwrap(),
-            Filled::Stale
+            Filled::Moved
         );
     }
 
@@ -825,6 +1136,129 @@ mod tests {
         assert!((0..1000).all(|k| read(&t, k, 2).is_empty()));
     }
 
+    /// Fills every key of 0..n and returns how many hit on a second pass.
+    fn warm(t: &BTree, n: i32) {
+        for k in 0..n {
+            read(t, k, 1);
+        }
+    }
+
+    /// §2.1.2: an update of one tuple's cached fields zeroes the cache of the
+    /// leaf holding it when that leaf is next read, and only that leaf's;
+    /// each leaf pays one check per log entry, whatever the number of reads.
+    #[test]
+    fn an_update_zeroes_only_the_leaf_caching_its_tuple_and_each_leaf_checks_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = 3000;
+        let t = tree(dir.path(), 256, n, 0);
+        // Each key's leaf (nothing splits below).
+        let leaf_of: Vec<u32> = (0..n).map(|k| the_ticket(&t, k).leaf()).collect();
+        let target = |k: i32| leaf_of[k as usize];
+        warm(&t, n);
+        let csn = t.cache_csn();
+        let leaves: std::collections::BTreeSet<u32> = (0..n).map(target).collect();
+        assert!(leaves.len() > 10, "{}", leaves.len());
+        // Which keys hit now (some were evicted by their neighbours' fills).
+        let cached: Vec<i32> = (0..n).filter(|&k| hit(&t, k).is_some()).collect();
+        assert!(cached.len() > 1500, "{}", cached.len());
+        let k = cached[cached.len() / 2];
+        let tid = Tid::new(k as u32, 0);
+        {
+            let _u = t.begin_cache_update(&[tid]);
+        }
+        assert_eq!(t.cache_csn(), csn, "no whole-index invalidation");
+        assert_eq!(t.cache_log_len(), 1);
+        let checks = t.cache_counters().predicate_checks;
+        // The updated key: never its old value.
+        assert_eq!(hit(&t, k), None);
+        // Its leaf's other keys lost their items too (the paper zeroes the
+        // leaf's cache); every other leaf kept all of its items.
+        let zeroed_leaf = target(k);
+        for &j in &cached {
+            let h = hit(&t, j);
+            if target(j) == zeroed_leaf {
+                assert_eq!(h, None, "key {j} on the zeroed leaf");
+            } else {
+                assert_eq!(h, Some(value(Tid::new(j as u32, 0), 1)), "key {j}");
+            }
+        }
+        let c = t.cache_counters();
+        assert_eq!(c.predicate_zeroed, 1);
+        // One check per leaf with a valid cache, not per read (every cached
+        // key was read once or twice above).
+        let checked = c.predicate_checks - checks;
+        assert!(
+            checked <= leaves.len() as u64 && checked >= leaves.len() as u64 / 2,
+            "{checked} checks for {} leaves",
+            leaves.len()
+        );
+        for &j in &cached {
+            hit(&t, j);
+        }
+        assert_eq!(t.cache_counters().predicate_checks, c.predicate_checks);
+    }
+
+    /// A reader that read a tuple's fields before an update fills after it:
+    /// refused, and only for the updated tuple.
+    #[test]
+    fn a_fill_read_before_an_update_of_its_tuple_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tree(dir.path(), 64, 1000, 0);
+        let (a, b) = (the_ticket(&t, 20), the_ticket(&t, 21));
+        assert_eq!(a.leaf(), b.leaf());
+        drop(t.begin_cache_update(&[a.tid()]));
+        assert_eq!(t.fill_cache(&a, &value(a.tid(), 0)).unwrap(), Filled::Stale);
+        assert!(matches!(
+            t.fill_cache(&b, &value(b.tid(), 0)).unwrap(),
+            Filled::Cached(_)
+        ));
+        assert_eq!(hit(&t, 21), Some(value(b.tid(), 0)));
+        // While an update is in progress nothing is filled.
+        let c = the_ticket(&t, 22);
+        {
+            let _u = t.begin_cache_update(&[Tid::new(999, 0)]);
+            let d = the_ticket(&t, 23);
+            assert_eq!(t.fill_cache(&c, &value(c.tid(), 0)).unwrap(), Filled::Stale);
+            assert_eq!(t.fill_cache(&d, &value(d.tid(), 0)).unwrap(), Filled::Stale);
+        }
+        // An update of nothing cached costs no item.
+        assert_eq!(hit(&t, 21), Some(value(b.tid(), 0)));
+    }
+
+    #[test]
+    fn past_the_threshold_the_log_is_cleared_by_a_fresh_csn() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tree(dir.path(), 64, 1000, 0);
+        t.set_cache_log_threshold(10);
+        warm(&t, 1000);
+        let csn = t.cache_csn();
+        for i in 0..10 {
+            t.log_cache_update(&[Tid::new(5000 + i, 0)]);
+        }
+        assert_eq!((t.cache_csn(), t.cache_log_len()), (csn, 10));
+        assert!(t.cache_stats().unwrap().items > 0);
+        t.log_cache_update(&[Tid::new(6000, 0)]);
+        assert_ne!(t.cache_csn(), csn);
+        assert_eq!(t.cache_log_len(), 0);
+        let c = t.cache_counters();
+        assert_eq!((c.log_bumps, c.predicates), (1, 11));
+        assert_eq!(t.cache_stats().unwrap().items, 0);
+        assert!((0..1000).all(|k| hit(&t, k).is_none()));
+        // A batch larger than what is left bumps too.
+        warm(&t, 100);
+        t.log_cache_update(&[Tid::new(1, 0); 7]);
+        t.log_cache_update(&[Tid::new(2, 0); 7]);
+        assert_eq!(t.cache_counters().log_bumps, 2);
+    }
+
+    /// The value `k` hits with, without filling anything.
+    fn hit(t: &BTree, k: i32) -> Option<Vec<u8>> {
+        match t.lookup_cached(&key(k)).unwrap().pop()?.probe {
+            Probe::Hit(v) => Some(v),
+            Probe::Miss(_) => None,
+        }
+    }
+
     /// Readers and an updater on four threads: the updater changes a tuple's
     /// cached fields inside `begin_cache_change`; every hit a reader gets must
     /// be the value current at some moment of its lookup.
@@ -874,12 +1308,18 @@ mod tests {
             let mut rng = rand::rngs::SmallRng::seed_from_u64(99);
             // 400 updates, and on until the readers did 2000 lookups (a
             // loaded machine may starve them).
-            let mut updates = 0;
+            let mut updates = 0u32;
             while updates < 400 || checked.load(Ordering::Relaxed) < 2000 {
                 updates += 1;
                 let k = rng.random_range(0..40usize);
                 {
-                    let _change = t.begin_cache_change();
+                    // Half the updates through the predicate log, half
+                    // invalidating the whole index.
+                    let _change = if updates.is_multiple_of(2) {
+                        t.begin_cache_update(&[Tid::new(k as u32, 0)])
+                    } else {
+                        t.begin_cache_change()
+                    };
                     versions[k].fetch_add(1, Ordering::SeqCst);
                 }
                 for _ in 0..200 {
@@ -892,5 +1332,7 @@ mod tests {
         let (hits, checked) = (hits.into_inner(), checked.into_inner());
         assert!(checked > 1000, "{checked}");
         assert!(hits > 0, "no hit in {checked} lookups");
+        let c = t.cache_counters();
+        assert!(c.predicates >= 200 && c.predicate_checks > 0, "{c:?}");
     }
 }

@@ -399,6 +399,22 @@ pub fn promote(
     Some(other)
 }
 
+/// Whether the leaf's cache, valid under `csn`, holds an item for any of
+/// `tids` (sorted ascending): one pass over its slots, a binary search per
+/// item. The predicate log's check of a leaf (§2.1.2, `cache.rs`).
+pub fn holds_any(page: &[u8], layout: &CacheLayout, csn: u32, tids: &[Tid]) -> bool {
+    if tids.is_empty() || !is_valid(page, csn) {
+        return false;
+    }
+    let Some(r) = region(page, layout) else {
+        return false;
+    };
+    (r.first..r.end).any(|s| {
+        let b = slot_bytes(page, s, r.item);
+        b[0] == TAG && tids.binary_search(&Tid::decode(&b[1..1 + TID_LEN])).is_ok()
+    })
+}
+
 /// A cached item, as [`items`] lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Item {
