@@ -5,13 +5,13 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use strata_bench::index_cache::{FIGURES, Fig2aOptions, run_fig2a};
+use strata_bench::index_cache::{FIGURES, Fig2aOptions, Fig2cOptions, run_fig2a, run_fig2c};
 
 use crate::context::{Global, usage};
 
 #[derive(Args)]
 pub struct IndexCacheArgs {
-    /// A figure (2a) or `all`.
+    /// A figure (2a, 2c) or `all`.
     pub figure: String,
     /// Entries of the index (the table's items).
     #[arg(long, default_value_t = 100_000)]
@@ -32,6 +32,9 @@ pub struct IndexCacheArgs {
     pub exponents: Vec<f64>,
     #[arg(long, default_value_t = 16)]
     pub seed: u64,
+    /// Passes per variant of 2c (median reported).
+    #[arg(long, default_value_t = 5)]
+    pub passes: usize,
     /// Where results go.
     #[arg(long, default_value = "results/index-cache")]
     pub out: PathBuf,
@@ -59,14 +62,28 @@ pub fn run(_cli: &Global, a: &IndexCacheArgs) -> Result<()> {
     if a.exponents.iter().any(|e| !(0.0..=4.0).contains(e)) {
         return Err(usage("--exponents: zipf exponents in 0..=4"));
     }
+    let tmp = std::env::temp_dir().join(format!("strata-index-cache-{}", std::process::id()));
+    let c = Fig2cOptions {
+        items: a.items,
+        lookups: a.lookups.min(a.items),
+        passes: a.passes,
+        out: a.out.clone(),
+        tmp: tmp.clone(),
+        seed: a.seed,
+    };
     let o = Fig2aOptions {
         items: a.items,
         lookups: a.lookups,
         capacities: a.capacities.clone(),
         exponents: a.exponents.clone(),
         out: a.out.clone(),
-        tmp: std::env::temp_dir().join(format!("strata-index-cache-{}", std::process::id())),
+        tmp,
         seed: a.seed,
     };
-    crate::bench_smooth::run_figures(&figures, &o.out, |_, log| run_fig2a(&o, log))
+    let out = crate::bench_smooth::run_figures(&figures, &o.out, |f, log| match f {
+        "2a" => run_fig2a(&o, log),
+        _ => run_fig2c(&c, log),
+    });
+    let _ = std::fs::remove_dir_all(&o.tmp);
+    out
 }

@@ -117,6 +117,14 @@ impl CachedFields {
         }
     }
 
+    /// Appends the encoding of the cached columns' `values`, in declared
+    /// order.
+    pub fn encode_values(&self, values: &[Value], out: &mut Vec<u8>) {
+        for (i, v) in values.iter().enumerate() {
+            self.encode_value(i, v, out);
+        }
+    }
+
     fn encode_value(&self, i: usize, v: &Value, out: &mut Vec<u8>) {
         if self.nullable[i] {
             out.push(matches!(v, Value::Null) as u8);
@@ -239,6 +247,9 @@ mod tests {
             assert_eq!(b.len(), f.width());
             let want: Vec<Value> = f.cols.iter().map(|&c| row[c].clone()).collect();
             assert_eq!(f.decode(&b), want);
+            let mut b2 = Vec::new();
+            f.encode_values(&want, &mut b2);
+            assert_eq!(b, b2);
         }
         assert!(f.changed(&rows[0], &rows[1]));
         let mut same_cached = rows[0].clone();

@@ -1476,17 +1476,25 @@ impl Table {
                 }
                 crate::btree::Probe::Miss(ticket) => {
                     counts.misses += 1;
-                    let Some(row) = self.heap.with_tuple(e.tid, |b| self.layout.decode(b))? else {
+                    // Only the cached columns are decoded.
+                    let Some(values) = self.heap.with_tuple(e.tid, |b| {
+                        fields
+                            .cols
+                            .iter()
+                            .map(|&c| self.layout.decode_column(b, c))
+                            .collect::<Vec<Value>>()
+                    })?
+                    else {
                         // Deleted since the lookup read the leaf.
                         continue;
                     };
                     buf.clear();
-                    fields.encode_row(&row, &mut buf);
+                    fields.encode_values(&values, &mut buf);
                     match ix.btree.fill_cache(&ticket, &buf)? {
                         crate::btree::Filled::Cached(_) => counts.fills += 1,
                         _ => counts.refused += 1,
                     }
-                    out.push((e.tid, fields.cols.iter().map(|&c| row[c].clone()).collect()));
+                    out.push((e.tid, values));
                 }
             }
         }

@@ -542,8 +542,10 @@ impl BTree {
                 )));
             }
             let start = out.len();
-            // (tid, slot) of the hits on this leaf, to promote.
+            // (tid, slot) of the hits on this leaf to promote, and whether
+            // there was any hit.
             let mut hits: Vec<(Tid, usize)> = Vec::new();
+            let mut any_hit = false;
             let mut settle = None;
             let (next, done) = {
                 let g = self.read_node(&meta, leaf, Node::Leaf)?;
@@ -569,6 +571,11 @@ impl BTree {
                     }
                 }
                 let v = PageView::new(&g);
+                let region = if read_csn != 0 {
+                    leaf_cache::region(&g, &layout)
+                } else {
+                    None
+                };
                 let n = v.n_slots();
                 let mut s = partition(n, |s| slot_bytes(&v, s) < key);
                 let mut done = false;
@@ -581,7 +588,12 @@ impl BTree {
                     let tid = Tid::decode(&e[e.len() - TID_LEN..]);
                     let probe = match leaf_cache::lookup(&g, &layout, read_csn, tid) {
                         Some(h) => {
-                            hits.push((tid, h.slot));
+                            any_hit = true;
+                            // An item already in the bucket of S stays: no
+                            // cache write (and no latch) for it.
+                            if region.is_none_or(|r| r.bucket_of(h.slot) != r.stable_bucket()) {
+                                hits.push((tid, h.slot));
+                            }
                             Probe::Hit(h.value.to_vec())
                         }
                         None => Probe::Miss(FillTicket {
@@ -600,7 +612,7 @@ impl BTree {
                 self.settle(leaf, observed.csn, settle);
             }
             // A hit counts only if nothing was invalidated while it was read.
-            if !hits.is_empty() && !self.cache.still(observed.csn) {
+            if any_hit && !self.cache.still(observed.csn) {
                 for e in &mut out[start..] {
                     if let Probe::Hit(_) = e.probe {
                         e.probe = Probe::Miss(FillTicket {
