@@ -249,8 +249,10 @@ fn slot_bytes(page: &[u8], s: usize, item: usize) -> &[u8] {
     &page[s * item..(s + 1) * item]
 }
 
+#[inline]
 fn holds(slot: &[u8], tid: &[u8; TID_LEN]) -> bool {
-    slot[0] == TAG && slot[1..1 + TID_LEN] == tid[..]
+    // A fixed-size comparison (inlined), not a memcmp call per slot.
+    slot[0] == TAG && <&[u8; TID_LEN]>::try_from(&slot[1..1 + TID_LEN]).is_ok_and(|s| s == tid)
 }
 
 fn tid_bytes(tid: Tid) -> [u8; TID_LEN] {
