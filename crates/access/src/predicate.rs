@@ -23,7 +23,8 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
-    fn holds(self, o: Ordering) -> bool {
+    /// Whether `a op b` holds, given how `a` compares to `b`.
+    pub fn holds(self, o: Ordering) -> bool {
         match self {
             CmpOp::Eq => o == Ordering::Equal,
             CmpOp::Ne => o != Ordering::Equal,

@@ -15,6 +15,8 @@
 //!   SVG and PNG through plotters;
 //! - [`summary`]: the markdown [`Summary`] with its [`Comparison`] table;
 //! - [`flash`]: the flash paper's figures (`strata bench flash`);
+//! - [`index_cache`]: No Bits Left Behind's index caches, Fig. 2a
+//!   (`strata bench index-cache`);
 //! - [`model`]: the Smooth Scan cost model's analytical figures and its
 //!   predictions beside measured times (`strata model`);
 //! - [`postgres`]: PostgreSQL beside strata — strata tables copied with
@@ -25,6 +27,7 @@
 mod bench_db;
 pub mod flash;
 pub mod heatmap;
+pub mod index_cache;
 pub mod plot;
 pub mod postgres;
 pub mod results;

@@ -42,6 +42,11 @@ pub enum Command {
     },
     /// Verify every checksum and index ↔ heap consistency.
     Check,
+    /// Index settings.
+    Index {
+        #[command(subcommand)]
+        which: IndexCommand,
+    },
     /// Run one query through one access path and report what it did.
     Scan(crate::scan::ScanArgs),
     /// The Smooth Scan cost model: the paper's analytical figures (9-12) and its
@@ -62,11 +67,37 @@ pub enum Command {
 }
 
 #[derive(Subcommand)]
+pub enum IndexCommand {
+    /// Declare the columns an index caches in its leaves' free space (No Bits
+    /// Left Behind §2.1): `--columns c,d`, or `--none` to drop the cache.
+    /// Kept in the catalog; `strata info` shows them.
+    Cache {
+        table: String,
+        index: String,
+        /// Columns to cache, comma-separated (not key columns of the index;
+        /// a VARCHAR(n) takes n bytes in every item).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            required_unless_present = "none",
+            conflicts_with = "none"
+        )]
+        columns: Vec<String>,
+        /// Cache no column.
+        #[arg(long)]
+        none: bool,
+    },
+}
+
+#[derive(Subcommand)]
 pub enum BenchCommand {
     /// The Smooth Scan paper's figures: 15a 15b 16 17 18 19 20 21 22 23, or all.
     SmoothScan(crate::bench_smooth::SmoothArgs),
     /// The flash paper's figures: 2 5 6 table2, or all.
     Flash(crate::bench_flash::FlashArgs),
+    /// No Bits Left Behind's index caches on a real B+-tree: 2a (hit rate vs
+    /// cache capacity, Swap and Shrink, zipf exponents, an oracle beside).
+    IndexCache(crate::bench_index_cache::IndexCacheArgs),
     /// Sequential and random read throughput of a table's heap through the device,
     /// next to fio on the same file.
     Io(crate::bench_io::IoArgs),

@@ -28,6 +28,8 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
             idx.push(serde_json::json!({
                 "name": i.def.name,
                 "columns": i.def.columns,
+                "cached_columns": i.cached_fields().map(|f| f.names.clone()).unwrap_or_default(),
+                "cache_item_bytes": i.btree.cache_layout().map(|l| l.item_len()),
                 "stats": i.btree.stats()?,
             }));
         }
@@ -84,6 +86,18 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
                 s["internal_pages"],
                 s["leaf_fill"].as_f64().unwrap_or(0.0) * 100.0
             );
+            let cached = i["cached_columns"].as_array().unwrap();
+            if !cached.is_empty() {
+                println!(
+                    "    caches ({}) in leaf free space, {}-byte items",
+                    cached
+                        .iter()
+                        .map(|c| c.as_str().unwrap())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    i["cache_item_bytes"]
+                );
+            }
         }
     }
     Ok(())
@@ -116,5 +130,24 @@ pub fn check(cli: &Global) -> Result<()> {
         "check passed: {} table(s), every page verified",
         report.len()
     );
+    Ok(())
+}
+
+/// `strata index cache TABLE INDEX --columns c,d | --none`.
+pub fn index_cache(cli: &Global, table: &str, index: &str, columns: &[String]) -> Result<()> {
+    let db = open_db(cli, false)?;
+    let cols: Vec<&str> = columns.iter().map(|c| c.trim()).collect();
+    db.set_index_cache(table, index, &cols)?;
+    let t = db.table(table)?;
+    let ix = t.index(index)?;
+    match ix.cached_fields() {
+        Some(f) => println!(
+            "index {} of {table} caches ({}) in its leaves' free space: {}-byte items",
+            ix.def.name,
+            f.names.join(", "),
+            ix.btree.cache_layout().map_or(0, |l| l.item_len())
+        ),
+        None => println!("index {} of {table} caches no column", ix.def.name),
+    }
     Ok(())
 }

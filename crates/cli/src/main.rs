@@ -12,6 +12,7 @@
 
 mod args;
 mod bench_flash;
+mod bench_index_cache;
 mod bench_io;
 mod bench_smooth;
 mod context;
@@ -22,6 +23,7 @@ mod load;
 mod model_cmd;
 mod progress;
 mod scan;
+mod scan_cached;
 mod sql_forward;
 
 use std::process::ExitCode;
@@ -30,7 +32,7 @@ use anyhow::Result;
 use clap::Parser;
 use strata_storage::Database;
 
-use crate::args::{BenchCommand, Cli, Command};
+use crate::args::{BenchCommand, Cli, Command, IndexCommand};
 use crate::context::db_options;
 
 fn main() -> ExitCode {
@@ -74,6 +76,15 @@ fn run(args: &Cli) -> Result<()> {
         Command::Gen(a) => generate::run(cli, a),
         Command::Info { table, json } => inspect::info(cli, table.as_deref(), *json),
         Command::Check => inspect::check(cli),
+        Command::Index {
+            which:
+                IndexCommand::Cache {
+                    table,
+                    index,
+                    columns,
+                    none: _,
+                },
+        } => inspect::index_cache(cli, table, index, columns),
         Command::Scan(a) => scan::run(cli, a),
         Command::Model(a) => model_cmd::run(cli, a),
         Command::Demo { rows, repeat } => demo::run(cli, *rows, *repeat),
@@ -93,5 +104,8 @@ fn run(args: &Cli) -> Result<()> {
         Command::Bench {
             which: BenchCommand::Flash(a),
         } => bench_flash::run(cli, a),
+        Command::Bench {
+            which: BenchCommand::IndexCache(a),
+        } => bench_index_cache::run(cli, a),
     }
 }

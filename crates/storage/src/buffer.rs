@@ -7,6 +7,12 @@
 //!   seals (checksums) the page before it goes to the device.
 //! * Eviction is the clock algorithm over unpinned frames (a reference bit a hit
 //!   sets and the hand clears).
+//! * B+-tree leaves carry an index cache in their free space (No Bits Left
+//!   Behind §2.1, `btree/leaf_cache.rs`). [`BufferPool::try_cache_write`] lets a
+//!   reader write it without marking the page dirty, and without waiting: it
+//!   gives up when the frame is latched. Cache bytes are memory-only: every
+//!   leaf is stripped of them ([`page::strip_cache`]) in the copy that goes to
+//!   the device, and when it comes back from it.
 //! * Scans do not go through frames at all: [`BufferPool::read_run`] reads a run of
 //!   contiguous pages in one device request into the caller's own buffer (a small
 //!   ring the scan owns), overlaying any page that is dirty in the pool, so a full
@@ -92,6 +98,7 @@ impl Run {
         let dst = &mut self.buf[n * PAGE_SIZE..(n + 1) * PAGE_SIZE];
         dst.copy_from_slice(page);
         self.lsn = self.lsn.max(page::lsn_of(dst));
+        page::strip_cache(dst);
         page::seal(dst);
         self.frames.push(idx);
     }
@@ -215,6 +222,38 @@ pub struct PageMutRef<'a> {
     frame: &'a Frame,
     guard: RwLockWriteGuard<'a, FrameData>,
     page_no: u64,
+}
+
+/// A pinned B+-tree leaf, exclusive, for a write of its index cache
+/// ([`BufferPool::try_cache_write`]): the page is *not* marked dirty. Only the
+/// cache's bytes (the leaf's free region and cache stamp) may be changed
+/// through it; the pool strips them from every copy of the page it writes.
+pub struct CacheWriteRef<'a> {
+    frame: &'a Frame,
+    guard: RwLockWriteGuard<'a, FrameData>,
+    page_no: u64,
+}
+
+impl CacheWriteRef<'_> {
+    pub fn page_no(&self) -> u64 {
+        self.page_no
+    }
+}
+impl Deref for CacheWriteRef<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.guard.buf
+    }
+}
+impl DerefMut for CacheWriteRef<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.guard.buf
+    }
+}
+impl Drop for CacheWriteRef<'_> {
+    fn drop(&mut self) {
+        self.frame.pins.fetch_sub(1, Ordering::Release);
+    }
 }
 
 impl PageRef<'_> {
@@ -421,6 +460,45 @@ impl BufferPool {
         self.pin_mut(file, page, Fill::Read, false)
     }
 
+    /// Pins `page` of `file` for a write of its index cache, if that can be
+    /// done at once: the page is in the pool, nobody holds its frame (a reader,
+    /// a writer, a loader), and no running write transaction changed it (its
+    /// frame holds uncommitted bytes; readers get its committed image).
+    /// Otherwise `None`, without waiting for anything but the page table's
+    /// mutex — a cache write is an optimization a reader gives up rather than
+    /// wait for (§2.1.3). The page is not marked dirty and is not read from the
+    /// device: a cache write to a page that is not resident is pointless.
+    pub fn try_cache_write(&self, file: FileId, page: u64) -> Option<CacheWriteRef<'_>> {
+        let key = (file, page);
+        let idx = {
+            let t = self.table.lock();
+            let idx = *t.map.get(&key)?;
+            self.frames[idx].pins.fetch_add(1, Ordering::Acquire);
+            idx
+        };
+        let frame = &self.frames[idx];
+        let guard = frame.data.try_write().filter(|g| {
+            g.tag == Some(key)
+                && !(self.in_transaction()
+                    && self
+                        .capture
+                        .lock()
+                        .as_ref()
+                        .is_some_and(|c| c.contains_key(&key)))
+        });
+        match guard {
+            Some(guard) => Some(CacheWriteRef {
+                frame,
+                guard,
+                page_no: page,
+            }),
+            None => {
+                frame.pins.fetch_sub(1, Ordering::Release);
+                None
+            }
+        }
+    }
+
     /// Pins a new page (not read from the device; the frame is zeroed) for writing.
     /// Use it for pages past the end of a file; the caller formats the page.
     pub fn create(&self, file: FileId, page: u64) -> Result<PageMutRef<'_>> {
@@ -543,6 +621,11 @@ impl BufferPool {
                 self.verify(file, page, &w.buf)
             }
         };
+        if filled.is_ok() {
+            // The device never has cache bytes (write-back strips them); a
+            // page that did would not bring them in either.
+            page::strip_cache(&mut w.buf);
+        }
         match filled {
             Ok(()) => {
                 w.tag = Some(key);
@@ -595,6 +678,9 @@ impl BufferPool {
         Err(StorageError::PoolExhausted { frames: n })
     }
 
+    /// Writes a page to the device: after the log is durable up to its LSN,
+    /// stripped of any index cache and sealed — in `buf` itself, so a caller
+    /// that keeps the page passes a copy when it has a cache.
     fn write_back(&self, key: Key, buf: &mut [u8]) -> Result<()> {
         let lsn = page::lsn_of(buf);
         if lsn != 0
@@ -602,6 +688,7 @@ impl BufferPool {
         {
             log.flush_to(lsn + 1)?;
         }
+        page::strip_cache(buf);
         page::seal(buf);
         self.device.write(key.0, key.1, buf)?;
         self.writebacks.fetch_add(1, Ordering::Relaxed);
@@ -873,7 +960,13 @@ impl BufferPool {
             // waits for this one on the frame's lock instead of skipping it and
             // reading the device before the page is there.
             if frame.dirty.load(Ordering::Acquire) {
-                self.write_back(key, &mut w.buf)?;
+                if page::cache_stamp(&w.buf) != 0 {
+                    // The page stays: its cache stays too, the device gets a
+                    // copy without it.
+                    self.write_back(key, &mut w.buf.to_vec())?;
+                } else {
+                    self.write_back(key, &mut w.buf)?;
+                }
                 frame.dirty.store(false, Ordering::Release);
             }
         }
@@ -1082,6 +1175,139 @@ mod tests {
         assert_eq!((d.read_requests, d.pages_read), (1, 10));
         assert_eq!(value(buf.page(5)), 555);
         assert_eq!(value(buf.page(7)), 7);
+    }
+
+    /// A file of `pages` B+-tree leaves with one entry each, on the device.
+    fn leaf_pool(dir: &std::path::Path, frames: usize, pages: u64) -> (Arc<BufferPool>, FileId) {
+        let dev: Arc<dyn Device> = Arc::new(FileDevice::new(false));
+        let f = dev.create(&dir.join("leaves"), 16).unwrap();
+        let pool = Arc::new(BufferPool::new(dev, frames * PAGE_SIZE));
+        for p in 0..pages {
+            let mut g = pool.create(f, p).unwrap();
+            let mut pm = PageMut::init(&mut g, PageKind::BTreeLeaf, p);
+            pm.push(&[p as u8; 30]).unwrap();
+        }
+        pool.flush_file(f).unwrap();
+        (pool, f)
+    }
+
+    /// Puts cache bytes in a leaf's free region and stamps it, as a cache
+    /// fill does.
+    fn fake_cache(page: &mut [u8], stamp: u32) {
+        let v = PageView::new(page);
+        let (lower, upper) = (v.lower() as usize, v.upper() as usize);
+        page[lower..upper].fill(0xCA);
+        page::set_cache_stamp(page, stamp);
+    }
+
+    /// The page as the device has it, verified.
+    fn on_device(pool: &BufferPool, f: FileId, p: u64) -> Vec<u8> {
+        let mut buf = AlignedBuf::new(1);
+        pool.device().read(f, p, &mut buf).unwrap();
+        page::verify(&buf, p, std::path::Path::new("leaves")).unwrap();
+        buf.to_vec()
+    }
+
+    fn has_no_cache_bytes(page: &[u8]) -> bool {
+        let v = PageView::new(page);
+        page::cache_stamp(page) == 0
+            && page[v.lower() as usize..v.upper() as usize]
+                .iter()
+                .all(|&b| b == 0)
+    }
+
+    #[test]
+    fn cache_writes_neither_dirty_nor_wait_and_never_reach_the_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, f) = leaf_pool(dir.path(), 8, 12);
+        for p in 0..4 {
+            drop(pool.read(f, p).unwrap());
+        }
+        let writes = || pool.device().stats().snapshot().pages_written;
+        let (w0, c0) = (writes(), pool.counters());
+        // Many cache writes to resident, clean leaves: nothing becomes dirty.
+        for round in 0..100u32 {
+            for p in 0..4 {
+                let mut g = pool.try_cache_write(f, p).expect("resident and free");
+                fake_cache(&mut g, round + 1);
+            }
+        }
+        pool.flush_all().unwrap();
+        pool.flush_all_in_runs().unwrap();
+        assert_eq!(writes(), w0, "no page write caused by caching");
+        assert_eq!(pool.counters().writebacks, c0.writebacks);
+        assert_eq!(page::cache_stamp(&pool.read(f, 2).unwrap()), 100);
+
+        // A reader holds the page: the cache write gives up at once.
+        {
+            let _r = pool.read(f, 1).unwrap();
+            assert!(pool.try_cache_write(f, 1).is_none());
+        }
+        assert!(pool.try_cache_write(f, 1).is_some());
+
+        // A real change of a leaf with a cache: the device gets the page
+        // without it (and checksummed), the frame keeps it.
+        {
+            let mut g = pool.write(f, 2).unwrap();
+            assert!(PageMut::new(&mut g).insert_at(0, b"a real entry"));
+        }
+        pool.flush_all().unwrap();
+        let d = on_device(&pool, f, 2);
+        assert!(has_no_cache_bytes(&d));
+        assert_eq!(PageView::new(&d).get(0).unwrap(), b"a real entry");
+        assert_eq!(page::cache_stamp(&pool.read(f, 2).unwrap()), 100);
+        // The same through a checkpoint's runs.
+        {
+            let mut g = pool.write(f, 3).unwrap();
+            assert!(PageMut::new(&mut g).insert_at(0, b"another one"));
+        }
+        pool.flush_all_in_runs().unwrap();
+        assert!(has_no_cache_bytes(&on_device(&pool, f, 3)));
+        // And through eviction: a dirty leaf with a cache leaves the pool.
+        {
+            let mut g = pool.write(f, 0).unwrap();
+            assert!(PageMut::new(&mut g).insert_at(0, b"evicted"));
+            fake_cache(&mut g, 9);
+        }
+        for _ in 0..3 {
+            // The other eight pages push page 0 out of the eight frames.
+            for p in 4..12 {
+                drop(pool.read(f, p).unwrap());
+            }
+        }
+        assert!(pool.try_cache_write(f, 0).is_none(), "page 0 was evicted");
+        let d = on_device(&pool, f, 0);
+        assert!(has_no_cache_bytes(&d));
+        assert_eq!(PageView::new(&d).get(0).unwrap(), b"evicted");
+        // Read back through the pool: it verifies, and has no cache.
+        let g = pool.read(f, 0).unwrap();
+        assert!(has_no_cache_bytes(&g));
+    }
+
+    #[test]
+    fn cache_writes_skip_pages_not_resident_or_changed_by_a_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, f) = leaf_pool(dir.path(), 8, 4);
+        pool.discard_file(f).unwrap();
+        let misses = pool.counters().misses;
+        assert!(pool.try_cache_write(f, 0).is_none(), "not resident");
+        assert_eq!(pool.counters().misses, misses, "and not read for it");
+        drop(pool.read(f, 0).unwrap());
+        drop(pool.read(f, 1).unwrap());
+        pool.begin_capture();
+        {
+            let mut g = pool.write(f, 0).unwrap();
+            assert!(PageMut::new(&mut g).insert_at(0, b"uncommitted"));
+        }
+        assert!(
+            pool.try_cache_write(f, 0).is_none(),
+            "changed by the transaction"
+        );
+        assert!(pool.try_cache_write(f, 1).is_some(), "untouched");
+        for c in pool.end_capture() {
+            pool.release(c.file, c.page);
+        }
+        assert!(pool.try_cache_write(f, 0).is_some());
     }
 
     /// Eight threads pin random pages of a 64-page file through a 16-frame pool,

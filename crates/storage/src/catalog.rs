@@ -62,6 +62,10 @@ pub struct IndexDef {
     pub file: String,
     pub leaf_fill: f64,
     pub entries: u64,
+    /// Columns cached in the leaves' free space (No Bits Left Behind §2.1,
+    /// `cached_fields.rs`); absent in catalogs written before: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache: Vec<String>,
 }
 
 impl Default for Catalog {

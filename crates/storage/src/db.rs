@@ -33,6 +33,7 @@ use parking_lot::Mutex;
 
 use crate::btree::BTree;
 use crate::buffer::{BufferPool, as_writer};
+use crate::cached_fields::CachedFields;
 use crate::catalog::{Catalog, IndexDef, TableDef, sync_dir};
 use crate::device::{
     Device, DeviceProfile, FaultDevice, FaultInjector, FaultPlan, FileDevice, ModeledDevice,
@@ -130,6 +131,9 @@ pub struct IndexSpec {
     pub columns: Vec<String>,
     /// Fraction of each leaf filled by the bulk build (default 0.9).
     pub leaf_fill: f64,
+    /// Columns cached in the leaves' free space (default none; see
+    /// [`Database::set_index_cache`]).
+    pub cache: Vec<String>,
 }
 
 impl IndexSpec {
@@ -138,7 +142,14 @@ impl IndexSpec {
             name: name.into(),
             columns: columns.iter().map(|c| c.to_string()).collect(),
             leaf_fill: 0.9,
+            cache: Vec::new(),
         }
+    }
+
+    /// The same index, caching `columns` in its leaves' free space.
+    pub fn cache(mut self, columns: &[&str]) -> IndexSpec {
+        self.cache = columns.iter().map(|c| c.to_string()).collect();
+        self
     }
 }
 
@@ -548,6 +559,43 @@ impl Database {
         remove_files(&self.dir, &gone.file)
     }
 
+    /// Declares the columns index `index` of `table` caches in its leaves'
+    /// free space (No Bits Left Behind §2.1); `columns` empty: no cache. The
+    /// catalog keeps them (the commit point, as for other DDL); the open tree
+    /// takes the new cache layout at once, which invalidates everything
+    /// cached. An error names the table, index or column that is wrong, or
+    /// the column that makes the items too wide (see `cached_fields.rs`).
+    /// This is the storage call for `CREATE INDEX ... CACHE (...)` too.
+    pub fn set_index_cache(&self, table: &str, index: &str, columns: &[&str]) -> Result<()> {
+        self.writable()?;
+        let _writer = self.writer.lock();
+        let open = self.table(table)?;
+        let ix = open.index(index)?;
+        let names: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+        let fields =
+            CachedFields::new(&open.name, &ix.def.name, &open.schema, &ix.key_cols, &names)?;
+        // Stored as the schema spells them.
+        let spelled = fields.names.clone();
+        {
+            let mut cat = self.catalog.lock();
+            let mut next = cat.clone();
+            let def = next
+                .tables
+                .get_mut(&open.name)
+                .ok_or_else(|| StorageError::UnknownTable(table.into()))?;
+            let idef = def
+                .indexes
+                .iter_mut()
+                .find(|i| i.name.eq_ignore_ascii_case(index))
+                .ok_or_else(|| StorageError::UnknownIndex(index.into()))?;
+            idef.cache = spelled;
+            next.save(&self.dir)?;
+            *cat = next;
+        }
+        ix.set_cached(fields);
+        Ok(())
+    }
+
     fn forget_table(&self, table: &Table) -> Result<()> {
         for f in std::iter::once(table.heap.file_id())
             .chain(table.indexes.iter().map(|i| i.btree.file_id()))
@@ -659,6 +707,16 @@ impl Database {
     }
 
     /// The open tables owning `files`.
+    /// Drops the predicates a transaction that commits nothing or aborts
+    /// recorded (nothing it changed becomes visible).
+    fn forget_pending_cache_changes(&self) {
+        for t in self.tables.lock().values() {
+            for i in &t.indexes {
+                i.pending.lock().clear();
+            }
+        }
+    }
+
     fn tables_of(
         &self,
         files: &std::collections::BTreeSet<crate::device::FileId>,
@@ -791,6 +849,7 @@ impl WriteTxn<'_> {
         let changed = db.pool.captured_keys();
         if changed.is_empty() {
             db.pool.end_capture();
+            db.forget_pending_cache_changes();
             self.end();
             return Ok(Commit::default());
         }
@@ -816,6 +875,21 @@ impl WriteTxn<'_> {
         // the log is durable (the pool syncs it up to a page's LSN first).
         {
             let _publish = db.publish.write();
+            // Index caches (No Bits Left Behind §2.1.2): predicates on the
+            // tuples whose cached fields changed or that were deleted go to
+            // each index's log before the switch, and no fill is taken until
+            // it is over (a reader may have read the old fields). A row
+            // changed in place keeps its index entries, but not the fields
+            // cached for it; only the leaves caching one of these tuples lose
+            // their caches, when next read.
+            let cache_changes: Vec<_> = tables
+                .iter()
+                .flat_map(|t| &t.indexes)
+                .filter_map(|i| {
+                    let tids = std::mem::take(&mut *i.pending.lock());
+                    (!tids.is_empty()).then(|| i.btree.begin_cache_update(&tids))
+                })
+                .collect();
             for c in db.pool.end_capture() {
                 db.pool.release(c.file, c.page);
             }
@@ -827,6 +901,7 @@ impl WriteTxn<'_> {
                 }
             }
             db.csn.store(csn, Ordering::Release);
+            drop(cache_changes);
         }
         let pages = changed.len();
         self.end();
@@ -868,9 +943,14 @@ impl WriteTxn<'_> {
             let before = db.pool.before_image(file_id, page);
             let mut g = db.pool.write(file_id, page)?;
             crate::page::set_lsn_csn(&mut g, lsn, csn);
+            // Index-cache bytes are memory-only: neither image carries them,
+            // so they never reach the log (nor, through it, the device).
+            let after = crate::page::without_cache(&g);
             let image = match &before {
-                Some(before) if crate::page::lsn_of(before) >= redo => PageImage::diff(before, &g),
-                _ => PageImage::Full(g.to_vec()),
+                Some(before) if crate::page::lsn_of(before) >= redo => {
+                    PageImage::diff(&crate::page::without_cache(before), &after)
+                }
+                _ => PageImage::Full(after.into_owned()),
             };
             drop(g);
             LogRecord::Page { file, page, image }.encode(lsn + out.len() as u64, &mut out);
@@ -897,6 +977,7 @@ impl WriteTxn<'_> {
     fn abort(&mut self) {
         let db = self.db;
         db.pool.restore_captured();
+        db.forget_pending_cache_changes();
         let tables = db.tables_of(&db.pool.captured_files());
         // Like a commit, out of sight of read statements: between the end of
         // the capture and the sizes going back, a reader would see the pages
@@ -1001,6 +1082,19 @@ pub struct Table {
     owner: Arc<TxnOwner>,
 }
 
+/// What [`Table::lookup_cached`] did, summed over calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CachedLookups {
+    /// Entries answered from a leaf's cache (no heap page read).
+    pub hits: u64,
+    /// Entries whose heap tuple was read.
+    pub misses: u64,
+    /// Misses whose values were cached.
+    pub fills: u64,
+    /// Misses whose fill was refused (stale, leaf busy, entry moved, no room).
+    pub refused: u64,
+}
+
 /// An open B+-tree index over some columns of a table.
 pub struct Index {
     pub def: IndexDef,
@@ -1008,9 +1102,57 @@ pub struct Index {
     pub key_cols: Vec<usize>,
     pub key_types: Vec<DataType>,
     pub btree: BTree,
+    /// The columns cached in the leaves' free space (None: no cache).
+    cached: parking_lot::RwLock<Option<Arc<CachedFields>>>,
+    /// Tids whose cached fields the running write transaction changed, or
+    /// whose rows it deleted: its commit appends predicates on them to the
+    /// tree's log (No Bits Left Behind §2.1.2) around the publish.
+    pending: Mutex<Vec<Tid>>,
 }
 
 impl Index {
+    fn new(
+        def: IndexDef,
+        schema: &Schema,
+        table: &str,
+        key_cols: Vec<usize>,
+        key_types: Vec<DataType>,
+        btree: BTree,
+    ) -> Result<Index> {
+        let ix = Index {
+            key_cols,
+            key_types,
+            btree,
+            cached: parking_lot::RwLock::new(None),
+            pending: Mutex::new(Vec::new()),
+            def,
+        };
+        let fields = CachedFields::new(table, &ix.def.name, schema, &ix.key_cols, &ix.def.cache)?;
+        ix.set_cached(fields);
+        Ok(ix)
+    }
+
+    /// The columns this index caches, if any.
+    pub fn cached_fields(&self) -> Option<Arc<CachedFields>> {
+        self.cached.read().clone()
+    }
+
+    /// Sets the cached columns in memory and the tree's cache layout from
+    /// them (which invalidates everything cached).
+    fn set_cached(&self, fields: CachedFields) {
+        let mut c = self.cached.write();
+        self.btree.set_cache_layout(fields.layout());
+        *c = (!fields.cols.is_empty()).then(|| Arc::new(fields));
+    }
+
+    /// Records that the running transaction changed the cached fields of
+    /// `tids` (or deleted them).
+    fn changed_cached(&self, tids: &[Tid]) {
+        if self.cached.read().is_some() {
+            self.pending.lock().extend_from_slice(tids);
+        }
+    }
+
     /// The encoded key of a row.
     pub fn key_of_row(&self, row: &[Value]) -> Vec<u8> {
         let vals: Vec<Value> = self.key_cols.iter().map(|&c| row[c].clone()).collect();
@@ -1066,12 +1208,14 @@ impl Table {
                 key_types.clone(),
                 def.segment_pages,
             )?;
-            indexes.push(Index {
-                def: idef.clone(),
+            indexes.push(Index::new(
+                idef.clone(),
+                &def.schema,
+                &def.name,
                 key_cols,
                 key_types,
                 btree,
-            });
+            )?);
         }
         Ok(Table {
             layout: RowLayout::new(&def.schema),
@@ -1174,6 +1318,7 @@ impl Table {
             let row = self.existing_row(tid)?;
             for i in &self.indexes {
                 i.btree.delete(&i.key_of_row(&row), tid)?;
+                i.changed_cached(&[tid]);
             }
             self.heap.delete(tid)?;
             self.rows.fetch_sub(1, Ordering::AcqRel);
@@ -1270,6 +1415,7 @@ impl Table {
             for (i, mut es) in self.indexes.iter().zip(entries) {
                 es.sort_unstable();
                 i.btree.delete_sorted(&es)?;
+                i.changed_cached(&sorted);
             }
             self.heap.delete_many(&sorted)?;
             self.rows.fetch_sub(sorted.len() as u64, Ordering::AcqRel);
@@ -1288,6 +1434,12 @@ impl Table {
                 if ok != nk || new_tid != tid {
                     i.btree.delete(&ok, tid)?;
                     i.btree.insert(&nk, new_tid)?;
+                    i.changed_cached(&[tid]);
+                } else if i.cached_fields().is_some_and(|f| f.changed(&old, row)) {
+                    // Same entry, new cached fields: a predicate on the tid.
+                    // An update of no cached column and no key changes no
+                    // cache.
+                    i.changed_cached(&[tid]);
                 }
             }
             Ok(new_tid)
@@ -1305,9 +1457,60 @@ impl Table {
                 let k = i.key_of_row(&row);
                 i.btree.delete(&k, tid)?;
                 i.btree.insert(&k, new_tid)?;
+                i.changed_cached(&[tid]);
             }
             Ok(new_tid)
         })
+    }
+
+    /// Every entry of `key` (a full encoded key of `ix`) with the values of
+    /// the index's cached columns (in their declared order): from the leaf on
+    /// a cache hit, from the heap on a miss, which then fills the cache (No
+    /// Bits Left Behind §2.1). Counts go to `counts`. An index without cached
+    /// columns is an error.
+    pub fn lookup_cached(
+        &self,
+        ix: &Index,
+        key: &[u8],
+        counts: &mut CachedLookups,
+    ) -> Result<Vec<(Tid, Vec<Value>)>> {
+        let fields = ix.cached_fields().ok_or_else(|| StorageError::Index {
+            index: ix.def.name.clone(),
+            reason: "caches no columns".into(),
+        })?;
+        let mut out = Vec::new();
+        let mut buf = Vec::with_capacity(fields.width());
+        for e in ix.btree.lookup_cached(key)? {
+            match e.probe {
+                crate::btree::Probe::Hit(v) => {
+                    counts.hits += 1;
+                    out.push((e.tid, fields.decode(&v)));
+                }
+                crate::btree::Probe::Miss(ticket) => {
+                    counts.misses += 1;
+                    // Only the cached columns are decoded.
+                    let Some(values) = self.heap.with_tuple(e.tid, |b| {
+                        fields
+                            .cols
+                            .iter()
+                            .map(|&c| self.layout.decode_column(b, c))
+                            .collect::<Vec<Value>>()
+                    })?
+                    else {
+                        // Deleted since the lookup read the leaf.
+                        continue;
+                    };
+                    buf.clear();
+                    fields.encode_values(&values, &mut buf);
+                    match ix.btree.fill_cache(&ticket, &buf)? {
+                        crate::btree::Filled::Cached(_) => counts.fills += 1,
+                        _ => counts.refused += 1,
+                    }
+                    out.push((e.tid, values));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Visits every row in heap order.
@@ -1385,7 +1588,15 @@ impl<'a> TableLoad<'a> {
                 reason: format!("leaf fill {} is outside 0.1..=1.0", spec.leaf_fill),
             });
         }
-        resolve_columns(&self.def, &spec.columns)?;
+        let (key_cols, _) = resolve_columns(&self.def, &spec.columns)?;
+        // The cached columns are checked now, before anything is built.
+        CachedFields::new(
+            &self.def.name,
+            &spec.name,
+            &self.def.schema,
+            &key_cols,
+            &spec.cache,
+        )?;
         let cat = self.db.catalog.lock();
         let taken = cat
             .tables
@@ -1447,6 +1658,7 @@ impl<'a> TableLoad<'a> {
                 name: i.name.clone(),
                 columns: i.columns.clone(),
                 leaf_fill: i.leaf_fill,
+                cache: i.cache.clone(),
             })
             .collect();
         specs.extend(self.new_indexes.iter().cloned());
@@ -1477,6 +1689,7 @@ impl<'a> TableLoad<'a> {
                 file,
                 leaf_fill: spec.leaf_fill,
                 entries: entries.len() as u64,
+                cache: spec.cache.clone(),
             });
             built.push(btree);
         }
@@ -1502,12 +1715,14 @@ impl<'a> TableLoad<'a> {
         let mut indexes = Vec::new();
         for (idef, btree) in def.indexes.iter().zip(built) {
             let (key_cols, key_types) = resolve_columns(&def, &idef.columns)?;
-            indexes.push(Index {
-                def: idef.clone(),
+            indexes.push(Index::new(
+                idef.clone(),
+                &def.schema,
+                &def.name,
                 key_cols,
                 key_types,
                 btree,
-            });
+            )?);
         }
         let table = Arc::new(Table {
             name: def.name.clone(),

@@ -4,6 +4,7 @@
 
 pub mod btree;
 pub mod buffer;
+pub mod cached_fields;
 pub mod catalog;
 pub mod check;
 pub mod db;

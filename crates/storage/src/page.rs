@@ -13,6 +13,9 @@
 //! tuples grow down from the end, so the free space of a page is always one
 //! contiguous region between `lower` and `upper` (B+-tree leaves reuse exactly this
 //! layout; the index-cache work of the No Bits Left Behind paper lives in that gap).
+//! B+-tree leaves keep the stamp of their index cache in the last 4 bytes of
+//! the special area ([`cache_stamp`]); it and the cache bytes are memory-only
+//! ([`strip_cache`]).
 //! A slot of length 0 is dead. The checksum covers bytes 4.. of the page, including
 //! the page's own number, so a page written to the wrong place is caught too.
 
@@ -66,6 +69,63 @@ pub fn lsn_of(page: &[u8]) -> u64 {
 pub fn set_lsn_csn(page: &mut [u8], lsn: u64, csn: u64) {
     page[LSN_AT..LSN_AT + 8].copy_from_slice(&lsn.to_le_bytes());
     page[CSN_AT..CSN_AT + 8].copy_from_slice(&csn.to_le_bytes());
+}
+
+/// Where a B+-tree leaf keeps the stamp (cache sequence number) of the index
+/// cache in its free region: the last 4 bytes of the special area (leaves use
+/// the first 8 for their sibling links). 0 = no cache. See
+/// `btree/leaf_cache.rs`; the stamp and the cache bytes live only in memory:
+/// [`strip_cache`] takes them out of every copy of a page that goes to the
+/// device or the log.
+const CACHE_STAMP_AT: usize = 28;
+
+fn is_leaf(page: &[u8]) -> bool {
+    page.len() == PAGE_SIZE && page[12] == PageKind::BTreeLeaf as u8
+}
+
+/// The index-cache stamp of a B+-tree leaf (0 for every other page, and for a
+/// leaf without a cache).
+pub fn cache_stamp(page: &[u8]) -> u32 {
+    if !is_leaf(page) {
+        return 0;
+    }
+    u32::from_le_bytes(page[CACHE_STAMP_AT..CACHE_STAMP_AT + 4].try_into().unwrap())
+}
+
+/// Sets a leaf's index-cache stamp (ignored on any other page).
+pub fn set_cache_stamp(page: &mut [u8], stamp: u32) {
+    if is_leaf(page) {
+        page[CACHE_STAMP_AT..CACHE_STAMP_AT + 4].copy_from_slice(&stamp.to_le_bytes());
+    }
+}
+
+/// Takes a leaf's index cache out of `page`: zeroes its stamp and its free
+/// region (whatever the header's bounds say, clamped to the page). Returns
+/// whether the page had one; a page without a stamp is left untouched, so
+/// pages of other kinds, and leaves no cache ever wrote to, keep every byte.
+/// The pool runs it on every leaf it writes back and every leaf it loads, and
+/// a commit on both images it logs, so cache bytes never reach the device or
+/// the log.
+pub fn strip_cache(page: &mut [u8]) -> bool {
+    if cache_stamp(page) == 0 {
+        return false;
+    }
+    page[CACHE_STAMP_AT..CACHE_STAMP_AT + 4].fill(0);
+    let lower = (rd16(page, 16) as usize).clamp(HEADER_SIZE, PAGE_SIZE);
+    let upper = (rd16(page, 18) as usize).clamp(lower, PAGE_SIZE);
+    page[lower..upper].fill(0);
+    true
+}
+
+/// `page` without its index cache: borrowed as is when it has none, else a
+/// stripped copy ([`strip_cache`]). The log records pages through it.
+pub fn without_cache(page: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if cache_stamp(page) == 0 {
+        return std::borrow::Cow::Borrowed(page);
+    }
+    let mut copy = page.to_vec();
+    strip_cache(&mut copy);
+    std::borrow::Cow::Owned(copy)
 }
 
 /// Computes and stores the checksum; call just before a page goes to the device.
@@ -458,6 +518,47 @@ impl<'a> PageMut<'a> {
 mod tests {
     use super::*;
     use std::path::Path;
+
+    #[test]
+    fn strip_cache_clears_a_leaf_stamp_and_free_region_only() {
+        let mut buf = vec![0u8; PAGE_SIZE];
+        let mut p = PageMut::init(&mut buf, PageKind::BTreeLeaf, 3);
+        p.special_mut()[0..8].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert!(p.insert_at(0, b"an entry"));
+        let clean = buf.clone();
+        assert!(!strip_cache(&mut buf), "no stamp: nothing to strip");
+        assert_eq!(buf, clean);
+        let (lower, upper) = {
+            let v = PageView::new(&buf);
+            (v.lower() as usize, v.upper() as usize)
+        };
+        set_cache_stamp(&mut buf, 77);
+        assert_eq!(cache_stamp(&buf), 77);
+        buf[lower..upper].fill(0xEE);
+        assert!(strip_cache(&mut buf));
+        assert_eq!(
+            buf, clean,
+            "the stamp and free region are zero again, the rest kept"
+        );
+        assert_eq!(cache_stamp(&buf), 0);
+
+        // Other kinds have no stamp: set is ignored, strip changes nothing.
+        let mut heap = vec![0u8; PAGE_SIZE];
+        PageMut::init(&mut heap, PageKind::Heap, 1).special_mut()[8..12].fill(9);
+        let before = heap.clone();
+        set_cache_stamp(&mut heap, 5);
+        assert_eq!(cache_stamp(&heap), 0);
+        assert!(!strip_cache(&mut heap));
+        assert_eq!(heap, before);
+
+        // Nonsense bounds are clamped, never a panic.
+        let mut bad = clean.clone();
+        set_cache_stamp(&mut bad, 1);
+        bad[16..18].copy_from_slice(&9000u16.to_le_bytes());
+        bad[18..20].copy_from_slice(&10u16.to_le_bytes());
+        assert!(strip_cache(&mut bad));
+        assert_eq!(cache_stamp(&bad), 0);
+    }
 
     #[test]
     fn insert_get_kill_update_compact() {

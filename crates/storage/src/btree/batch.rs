@@ -338,9 +338,19 @@ impl BTree {
             }
             if !found.is_empty() {
                 let mut g = self.write_node(&meta, leaf, Node::Leaf)?;
+                let tids: Vec<Tid> = found
+                    .iter()
+                    .map(|&s| {
+                        let e = slot_bytes(&PageView::new(&g), s);
+                        Tid::decode(&e[e.len() - TID_LEN..])
+                    })
+                    .collect();
                 PageMut::new(&mut g).remove_many(&found);
                 meta.entries = meta.entries.saturating_sub(found.len() as u64);
                 removed += found.len() as u64;
+                drop(g);
+                // Their tids may be reused (see `delete`).
+                self.log_cache_update(&tids);
             }
             i = j;
         }

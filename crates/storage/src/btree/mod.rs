@@ -30,6 +30,12 @@
 //! batch) and splits rewrite every page they fill. The index-cache work keeps hot
 //! tuples in that gap; [`BTree::leaf_free_region`] tells where it is.
 //!
+//! # Index caches
+//! No Bits Left Behind §2.1: `leaf_cache.rs` is the cache store on one leaf's
+//! free region, `cache.rs` the tree's API over it ([`BTree::lookup_cached`],
+//! [`BTree::fill_cache`]) with its CSN and latching rules. Deletes invalidate
+//! the cache (tuple ids are reused); see `docs/architecture.md`.
+//!
 //! # Batched changes
 //! [`BTree::insert_sorted`] and [`BTree::delete_sorted`] take a run of entries
 //! sorted strictly by `(key, tid)` (checked before anything changes) and apply
@@ -169,6 +175,8 @@ pub struct BTree {
     /// Bytes of a page inserts may use before splitting (the page size; tests use a
     /// small budget to grow tall trees from few entries).
     page_budget: usize,
+    /// The index cache in the leaves' free space: layout, CSN, counters.
+    cache: cache::IndexCache,
 }
 
 impl std::fmt::Debug for BTree {
@@ -185,11 +193,14 @@ impl std::fmt::Debug for BTree {
 }
 
 mod batch;
+mod cache;
 mod check;
 mod layout;
+pub mod leaf_cache;
 mod read;
 mod write;
 
+pub use cache::{CacheChange, CacheCounters, CacheStats, CachedEntry, FillTicket, Filled, Probe};
 pub use layout::leaf_siblings;
 use layout::*;
 pub use read::{LeafIter, RangeCursor, RangeIter};
@@ -372,6 +383,8 @@ impl BTree {
             committed: parking_lot::Mutex::new(meta.clone()),
             latch: RwLock::new(meta),
             page_budget: PAGE_SIZE,
+            // A fresh CSN: nothing cached before this open is valid.
+            cache: cache::IndexCache::new(),
         }
     }
 

@@ -212,6 +212,11 @@ impl BTree {
         let mut g = self.write_node(&meta, leaf, Node::Leaf)?;
         PageMut::new(&mut g).remove_at(pos);
         meta.entries = meta.entries.saturating_sub(1);
+        drop(g);
+        // The tid may be reused: nothing cached for it may be served again,
+        // nor a value read before the delete filled after it (a predicate in
+        // the index cache's log, see `cache.rs`).
+        self.log_cache_update(&[tid]);
         Ok(true)
     }
 

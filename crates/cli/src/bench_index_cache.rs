@@ -1,0 +1,89 @@
+//! `strata bench index-cache <figure>`: No Bits Left Behind §2.1's index
+//! caches (the work is in `strata_bench::index_cache`).
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use strata_bench::index_cache::{FIGURES, Fig2aOptions, Fig2cOptions, run_fig2a, run_fig2c};
+
+use crate::context::{Global, usage};
+
+#[derive(Args)]
+pub struct IndexCacheArgs {
+    /// A figure (2a, 2c) or `all`.
+    pub figure: String,
+    /// Entries of the index (the table's items).
+    #[arg(long, default_value_t = 100_000)]
+    pub items: u64,
+    /// Lookups per point.
+    #[arg(long, default_value_t = 100_000)]
+    pub lookups: u64,
+    /// Cache capacities to aim at, in percent of the items (the leaf fill
+    /// that leaves them is computed; the measured capacity is plotted).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "5,10,15,20,25,30,40,50,70,100"
+    )]
+    pub capacities: Vec<f64>,
+    /// Zipf exponents; 0 is the uniform workload.
+    #[arg(long, value_delimiter = ',', default_value = "0.5,0.8,1.0,1.2,0")]
+    pub exponents: Vec<f64>,
+    #[arg(long, default_value_t = 16)]
+    pub seed: u64,
+    /// Passes per variant of 2c (median reported).
+    #[arg(long, default_value_t = 5)]
+    pub passes: usize,
+    /// Where results go.
+    #[arg(long, default_value = "results/index-cache")]
+    pub out: PathBuf,
+}
+
+pub fn run(_cli: &Global, a: &IndexCacheArgs) -> Result<()> {
+    let figures: Vec<String> = match a.figure.as_str() {
+        "all" => FIGURES.iter().map(|f| f.to_string()).collect(),
+        f if FIGURES.contains(&f) => vec![f.to_string()],
+        f => {
+            return Err(usage(format!(
+                "unknown figure {f}: index-cache has {} (or all)",
+                FIGURES.join(", ")
+            )));
+        }
+    };
+    if a.items == 0 || a.items > u32::MAX as u64 / 2 || a.lookups == 0 {
+        return Err(usage(
+            "--items and --lookups must be positive (items < 2^31)",
+        ));
+    }
+    if a.capacities.iter().any(|c| !(*c > 0.0 && *c <= 400.0)) {
+        return Err(usage("--capacities: percentages in (0, 400]"));
+    }
+    if a.exponents.iter().any(|e| !(0.0..=4.0).contains(e)) {
+        return Err(usage("--exponents: zipf exponents in 0..=4"));
+    }
+    let tmp = std::env::temp_dir().join(format!("strata-index-cache-{}", std::process::id()));
+    let c = Fig2cOptions {
+        items: a.items,
+        lookups: a.lookups.min(a.items),
+        passes: a.passes,
+        out: a.out.clone(),
+        tmp: tmp.clone(),
+        seed: a.seed,
+    };
+    let o = Fig2aOptions {
+        items: a.items,
+        lookups: a.lookups,
+        capacities: a.capacities.clone(),
+        exponents: a.exponents.clone(),
+        out: a.out.clone(),
+        tmp,
+        seed: a.seed,
+    };
+    let out = crate::bench_smooth::run_figures(&figures, &o.out, |f, log| match f {
+        "2a" => run_fig2a(&o, log),
+        _ => run_fig2c(&c, log),
+    });
+    let _ = std::fs::remove_dir_all(&o.tmp);
+    out
+}

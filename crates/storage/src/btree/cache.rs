@@ -1,0 +1,1350 @@
+//! The index cache on the tree (No Bits Left Behind §2.1): lookups answered
+//! from a leaf's free space, misses filled back, and the sequence numbers that
+//! keep every answer current.
+//!
+//! The cache store itself — slots, buckets, S, replacement — is
+//! [`leaf_cache`](super::leaf_cache), on one leaf's bytes. This module decides
+//! *when* it may be read and written:
+//!
+//! * **What is cached** is the caller's business: an index gets a
+//!   [`CacheLayout`] (the encoded size of the cached fields) with
+//!   [`BTree::set_cache_layout`]; the tree stores opaque value bytes per tid.
+//! * **Lookups** ([`BTree::lookup_cached`]) return every entry of a key, each
+//!   a [`Probe::Hit`] with the cached bytes or a [`Probe::Miss`] with a
+//!   [`FillTicket`]. A hit is promoted (swapped a bucket toward S) afterwards,
+//!   with the leaf's page read latch already released.
+//! * **Fills** ([`BTree::fill_cache`]) put the value the caller read from the
+//!   heap into the leaf named by the ticket.
+//! * **Latching** (§2.1.3): a cache write takes the leaf's frame latch only if
+//!   it is free at once ([`crate::buffer::BufferPool::try_cache_write`]) and
+//!   otherwise gives up ([`Filled::Busy`], or a hit simply not promoted). It
+//!   never marks the page dirty and never reads a page from the device.
+//!   Nobody waits for a cache writer to get a latch; a reader that comes
+//!   while one holds a leaf's latch waits at most for that one cache write (a
+//!   pass over the leaf's slots and the copy of an item or two, or zeroing
+//!   the gap when the stamp is renewed).
+//! * **Consistency** (§2.1.2): the index's CSN (CSN_idx) against each leaf's
+//!   stamp (CSN_p). CSNs come from one process-wide counter, so no value is
+//!   issued twice (until it wraps after 2^32 issues); a tree takes a fresh one
+//!   at every open and create, so nothing cached before survives an open (the
+//!   pool also strips caches from every page it loads or writes).
+//!   - [`BTree::invalidate_cache`] takes a fresh CSN: every leaf's cache
+//!     becomes stale and reads as empty.
+//!   - A ticket carries the CSN observed *before* the leaf was read, hence
+//!     before the caller reads the heap. A fill is refused when the CSN moved
+//!     since ([`Filled::Stale`]): the value may predate an invalidation.
+//!   - A hit counts only if the CSN is still the observed one *after* the item
+//!     was read.
+//!   - [`BTree::begin_cache_change`] brackets a change of cached values that
+//!     readers may see half way (the heap changed, the invalidation not yet
+//!     made): while a [`CacheChange`] lives, no hit counts and no fill is
+//!     taken, and it invalidates when it begins and when it ends. A caller
+//!     that makes a change visible where no reader can run at the same time
+//!     (the database's commit publishes under an exclusive lock) may instead
+//!     call [`BTree::invalidate_cache`] right after it.
+//!   - Deletes of entries invalidate (tuple ids are reused: a new tuple in a
+//!     deleted one's slot must not inherit its cached fields, nor a fill of
+//!     the old one's values land after the delete).
+//!
+//!   The paper's finer scheme — a log of predicates on updated keys, checked
+//!   per leaf, cleared by a CSN bump past a threshold — is not built: every
+//!   change invalidates the whole index's cache.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use serde::Serialize;
+
+use super::layout::*;
+use super::leaf_cache::{self, CacheLayout, CacheRng};
+use super::*;
+use crate::types::Tid;
+
+/// The process-wide source of CSNs (0 is never issued: it means "no cache").
+static NEXT_CSN: AtomicU32 = AtomicU32::new(1);
+
+fn fresh_csn() -> u32 {
+    loop {
+        let c = NEXT_CSN.fetch_add(1, Ordering::SeqCst);
+        if c != 0 {
+            return c;
+        }
+    }
+}
+
+static NEXT_SEED: AtomicU64 = AtomicU64::new(0x5EED_CAC4E);
+
+thread_local! {
+    /// Each thread's random source for slot choices.
+    static RNG: Cell<u64> = Cell::new(
+        NEXT_SEED.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed),
+    );
+}
+
+fn with_rng<R>(f: impl FnOnce(&mut CacheRng) -> R) -> R {
+    RNG.with(|c| {
+        let mut rng = CacheRng::new(c.get());
+        let out = f(&mut rng);
+        c.set(rng.state());
+        out
+    })
+}
+
+/// Counters of one index's cache (cumulative since the tree was opened).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CacheCounters {
+    /// Entries a lookup answered from a leaf.
+    pub hits: u64,
+    pub misses: u64,
+    /// Items written by fills.
+    pub fills: u64,
+    /// Fills refused because the CSN moved since their lookup.
+    pub stale: u64,
+    /// Cache writes (fills and promotions) given up because the leaf's latch
+    /// was not free, or the page was not resident or in a transaction.
+    pub busy: u64,
+    /// Hits moved a bucket toward S.
+    pub promotions: u64,
+    /// Invalidations (fresh CSNs) since the tree was opened.
+    pub invalidations: u64,
+    /// Predicates (updated or deleted tids) appended to the log.
+    pub predicates: u64,
+    /// Predicate checks: one per leaf per log entry it had not been checked
+    /// against (§2.1.2: a leaf pays once per new entry, not once per read).
+    pub predicate_checks: u64,
+    /// Leaf caches zeroed because a logged predicate matched an item.
+    pub predicate_zeroed: u64,
+    /// Times the log passed its threshold and was cleared by a fresh CSN.
+    pub log_bumps: u64,
+}
+
+/// Entries the predicate log holds before it is cleared by a fresh CSN.
+pub const DEFAULT_LOG_THRESHOLD: usize = 1024;
+
+/// The tree's cache state: the layout, CSN_idx, the predicate log and the
+/// counters.
+pub(super) struct IndexCache {
+    layout: parking_lot::RwLock<Option<CacheLayout>>,
+    /// CSN_idx in the high 32 bits, the predicate log's length in the low
+    /// ones: one load gives a consistent pair.
+    state: AtomicU64,
+    /// The predicate log of the current CSN (§2.1.2): tids whose cached fields
+    /// changed or whose rows were deleted, in append order. Cleared with every
+    /// fresh CSN.
+    log: parking_lot::Mutex<Vec<Tid>>,
+    /// Per leaf page: the CSN (high 32 bits) under which the leaf's cache was
+    /// last checked against the log, and the log position (low 32 bits) it
+    /// was checked up to. Memory only, like the stamp it sits beside; a leaf
+    /// whose entry names another CSN is checked from the log's start.
+    checked: parking_lot::RwLock<Vec<AtomicU64>>,
+    threshold: AtomicUsize,
+    /// Live [`CacheChange`]s.
+    changing: AtomicU32,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    fills: AtomicU64,
+    stale: AtomicU64,
+    busy: AtomicU64,
+    promotions: AtomicU64,
+    invalidations: AtomicU64,
+    predicates: AtomicU64,
+    predicate_checks: AtomicU64,
+    predicate_zeroed: AtomicU64,
+    log_bumps: AtomicU64,
+}
+
+fn pack(csn: u32, pos: usize) -> u64 {
+    ((csn as u64) << 32) | pos as u64
+}
+
+fn unpack(v: u64) -> (u32, usize) {
+    ((v >> 32) as u32, (v & 0xFFFF_FFFF) as usize)
+}
+
+/// What a reader observed before reading a leaf: the CSN (0 while a change is
+/// in progress) and the predicate log's length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Observed {
+    csn: u32,
+    pos: usize,
+}
+
+impl IndexCache {
+    /// A cache with no layout and a fresh CSN (a tree being opened).
+    pub(super) fn new() -> IndexCache {
+        IndexCache {
+            layout: parking_lot::RwLock::new(None),
+            state: AtomicU64::new(pack(fresh_csn(), 0)),
+            log: parking_lot::Mutex::new(Vec::new()),
+            checked: parking_lot::RwLock::new(Vec::new()),
+            threshold: AtomicUsize::new(DEFAULT_LOG_THRESHOLD),
+            changing: AtomicU32::new(0),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            fills: AtomicU64::new(0),
+            stale: AtomicU64::new(0),
+            busy: AtomicU64::new(0),
+            promotions: AtomicU64::new(0),
+            invalidations: AtomicU64::new(0),
+            predicates: AtomicU64::new(0),
+            predicate_checks: AtomicU64::new(0),
+            predicate_zeroed: AtomicU64::new(0),
+            log_bumps: AtomicU64::new(0),
+        }
+    }
+
+    fn state(&self) -> (u32, usize) {
+        unpack(self.state.load(Ordering::SeqCst))
+    }
+
+    fn csn(&self) -> u32 {
+        self.state().0
+    }
+
+    pub(super) fn invalidate(&self) {
+        let mut log = self.log.lock();
+        log.clear();
+        self.state.store(pack(fresh_csn(), 0), Ordering::SeqCst);
+        self.invalidations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Appends predicates on `tids` to the log; past the threshold the log is
+    /// cleared by a fresh CSN instead (every leaf's cache becomes stale).
+    pub(super) fn append(&self, tids: &[Tid]) {
+        if tids.is_empty() {
+            return;
+        }
+        let mut log = self.log.lock();
+        self.predicates
+            .fetch_add(tids.len() as u64, Ordering::Relaxed);
+        if log.len() + tids.len() > self.threshold.load(Ordering::Relaxed) {
+            log.clear();
+            self.state.store(pack(fresh_csn(), 0), Ordering::SeqCst);
+            self.invalidations.fetch_add(1, Ordering::Relaxed);
+            self.log_bumps.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        log.extend_from_slice(tids);
+        let (csn, _) = self.state();
+        self.state.store(pack(csn, log.len()), Ordering::SeqCst);
+    }
+
+    /// What a reader may fill under, observed now: the CSN (0 while a change
+    /// is in progress: its fills would be refused anyway) and the log's
+    /// length. The pair is loaded before `changing`, so a change whose
+    /// predicates are not in `pos` is seen as in progress.
+    fn observe(&self) -> Observed {
+        let (csn, pos) = self.state();
+        let csn = if self.changing.load(Ordering::SeqCst) != 0 {
+            0
+        } else {
+            csn
+        };
+        Observed { csn, pos }
+    }
+
+    /// Whether nothing happened since `observed` was: the same CSN, and no
+    /// change in progress.
+    fn still(&self, observed: u32) -> bool {
+        observed != 0 && self.changing.load(Ordering::SeqCst) == 0 && self.csn() == observed
+    }
+
+    /// The log position `leaf`'s cache was checked up to under `csn` (0: from
+    /// the start).
+    fn checked(&self, leaf: u32, csn: u32) -> usize {
+        let c = self.checked.read();
+        match c.get(leaf as usize) {
+            Some(a) => match unpack(a.load(Ordering::SeqCst)) {
+                (c, pos) if c == csn => pos,
+                _ => 0,
+            },
+            None => 0,
+        }
+    }
+
+    /// Records that `leaf`'s cache under `csn` was checked up to `pos`.
+    /// Positions of one CSN only grow (a lower value would only cost checks
+    /// again, never skip one).
+    fn set_checked(&self, leaf: u32, csn: u32, pos: usize) {
+        let i = leaf as usize;
+        let want = pack(csn, pos);
+        {
+            let c = self.checked.read();
+            if let Some(a) = c.get(i) {
+                let _ = a.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| {
+                    let (c, p) = unpack(now);
+                    (c != csn || p < pos).then_some(want)
+                });
+                return;
+            }
+        }
+        let mut c = self.checked.write();
+        if c.len() <= i {
+            let n = (i + 1).next_power_of_two().max(64);
+            c.resize_with(n, || AtomicU64::new(0));
+        }
+        drop(c);
+        self.set_checked(leaf, csn, pos);
+    }
+
+    /// Checks the leaf `page` (valid under `csn`) against the log entries
+    /// `[from, to)`: `Some(true)` when one of them names an item it holds,
+    /// `None` when the log is no longer `csn`'s.
+    fn log_matches(
+        &self,
+        page: &[u8],
+        layout: &CacheLayout,
+        csn: u32,
+        from: usize,
+        to: usize,
+    ) -> Option<bool> {
+        let mut tids: Vec<Tid> = {
+            let log = self.log.lock();
+            if self.csn() != csn || log.len() < to {
+                return None;
+            }
+            log[from..to].to_vec()
+        };
+        self.predicate_checks
+            .fetch_add((to - from) as u64, Ordering::Relaxed);
+        tids.sort_unstable();
+        Some(leaf_cache::holds_any(page, layout, csn, &tids))
+    }
+
+    /// Whether the log of `csn` names `tid` at or after position `from`, and
+    /// its length now (`None` when the log is no longer `csn`'s).
+    fn logged_since(&self, csn: u32, from: usize, tid: Tid) -> Option<(bool, usize)> {
+        let log = self.log.lock();
+        if self.csn() != csn {
+            return None;
+        }
+        let from = from.min(log.len());
+        Some((log[from..].contains(&tid), log.len()))
+    }
+}
+
+/// What a lookup must do to a leaf after it checked the leaf against the log.
+enum Settle {
+    /// No entry up to `to` matched: record `to`.
+    Advance { to: usize },
+    /// An entry in `[from, ..)` matched: zero the leaf's cache.
+    Zero { from: usize },
+}
+
+/// What a lookup found for one entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// The cached value bytes.
+    Hit(Vec<u8>),
+    /// Not cached: read the heap, then [`BTree::fill_cache`] with the ticket.
+    Miss(FillTicket),
+}
+
+/// One entry of a [`BTree::lookup_cached`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CachedEntry {
+    pub tid: Tid,
+    pub probe: Probe,
+}
+
+/// Where and under which CSN a missed entry may be cached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FillTicket {
+    leaf: u32,
+    /// The entry (key ++ tid) the lookup found there.
+    entry: Vec<u8>,
+    /// The CSN observed before the leaf was read (0: none may be filled).
+    csn: u32,
+    /// The predicate log's length then: a predicate on the tid appended since
+    /// refuses the fill.
+    pos: usize,
+}
+
+impl FillTicket {
+    pub fn leaf(&self) -> u32 {
+        self.leaf
+    }
+    pub fn tid(&self) -> Tid {
+        Tid::decode(&self.entry[self.entry.len() - TID_LEN..])
+    }
+    pub fn csn(&self) -> u32 {
+        self.csn
+    }
+}
+
+/// What [`BTree::fill_cache`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Filled {
+    /// Cached (in a free slot, over a peripheral item, or over the tid's old
+    /// value).
+    Cached(leaf_cache::Filled),
+    /// Refused: the CSN moved since the lookup (an invalidation or a change in
+    /// progress), so the value may be stale.
+    Stale,
+    /// Given up: the leaf's latch was not free at once, the leaf is not in the
+    /// pool, or a running write transaction changed it.
+    Busy,
+    /// The entry is no longer on that leaf (a split moved it, a delete
+    /// removed it).
+    Moved,
+    /// The leaf has no slot left in its free region.
+    NoRoom,
+}
+
+/// A change of cached values in progress ([`BTree::begin_cache_change`],
+/// [`BTree::begin_cache_update`]): meanwhile lookups hit nothing and fills are
+/// refused. A whole-index change invalidates when it begins and when it is
+/// dropped; an update of some tuples has appended predicates on them when it
+/// begins, and invalidates nothing.
+pub struct CacheChange<'a> {
+    cache: &'a IndexCache,
+    whole: bool,
+}
+
+impl Drop for CacheChange<'_> {
+    fn drop(&mut self) {
+        if self.whole {
+            self.cache.invalidate();
+        }
+        self.cache.changing.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// How full the caches of a tree's leaves are ([`BTree::cache_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CacheStats {
+    pub leaves: u64,
+    /// Leaves whose cache is valid under the current CSN.
+    pub valid_leaves: u64,
+    /// Items cached in them.
+    pub items: u64,
+    /// Slots all leaves' free regions have now.
+    pub slots: u64,
+}
+
+impl BTree {
+    /// Declares the size of the cached fields' encoding (`None`: no cache).
+    /// Any change invalidates everything cached.
+    pub fn set_cache_layout(&self, layout: Option<CacheLayout>) {
+        // Invalidated under the lock: a fill holding the old layout's read
+        // lock sees the old CSN with it, one after sees a new CSN.
+        let mut l = self.cache.layout.write();
+        *l = layout;
+        self.cache.invalidate();
+    }
+
+    pub fn cache_layout(&self) -> Option<CacheLayout> {
+        *self.cache.layout.read()
+    }
+
+    /// The index's cache sequence number (CSN_idx).
+    pub fn cache_csn(&self) -> u32 {
+        self.cache.csn()
+    }
+
+    /// Entries in the predicate log now.
+    pub fn cache_log_len(&self) -> usize {
+        self.cache.state().1
+    }
+
+    /// How many predicates the log takes before it is cleared by a fresh CSN
+    /// (default [`DEFAULT_LOG_THRESHOLD`]).
+    pub fn set_cache_log_threshold(&self, entries: usize) {
+        self.cache.threshold.store(entries, Ordering::Relaxed);
+    }
+
+    /// Appends predicates on `tids` (tuples whose cached fields changed, or
+    /// that were deleted) to the log, for a change already visible to readers
+    /// when no fill can have read the old values in between (a delete on the
+    /// tree itself); otherwise bracket the change with
+    /// [`BTree::begin_cache_update`].
+    pub fn log_cache_update(&self, tids: &[Tid]) {
+        if self.cache_layout().is_some() {
+            self.cache.append(tids);
+        }
+    }
+
+    /// Makes every leaf's cache stale (a fresh CSN). Call it after a change of
+    /// a cached value is visible to readers, when no reader can run between
+    /// the change and the call; otherwise bracket the change with
+    /// [`BTree::begin_cache_change`].
+    pub fn invalidate_cache(&self) {
+        self.cache.invalidate();
+    }
+
+    /// Starts a change of cached values of any tuples: see [`CacheChange`].
+    pub fn begin_cache_change(&self) -> CacheChange<'_> {
+        self.cache.changing.fetch_add(1, Ordering::SeqCst);
+        self.cache.invalidate();
+        CacheChange {
+            cache: &self.cache,
+            whole: true,
+        }
+    }
+
+    /// Starts a change of the cached fields of `tids` (§2.1.2's predicate
+    /// log): appends a predicate on each, so every leaf caching one of them
+    /// is zeroed when it is next read, and refuses every fill until the guard
+    /// is dropped (a reader may have read a tuple's old fields and not yet
+    /// filled them). Make the change visible while the guard lives. Leaves
+    /// caching none of the tids keep their caches.
+    pub fn begin_cache_update(&self, tids: &[Tid]) -> CacheChange<'_> {
+        self.cache.changing.fetch_add(1, Ordering::SeqCst);
+        self.cache.append(tids);
+        CacheChange {
+            cache: &self.cache,
+            whole: false,
+        }
+    }
+
+    pub fn cache_counters(&self) -> CacheCounters {
+        let c = &self.cache;
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        CacheCounters {
+            hits: ld(&c.hits),
+            misses: ld(&c.misses),
+            fills: ld(&c.fills),
+            stale: ld(&c.stale),
+            busy: ld(&c.busy),
+            promotions: ld(&c.promotions),
+            invalidations: ld(&c.invalidations),
+            predicates: ld(&c.predicates),
+            predicate_checks: ld(&c.predicate_checks),
+            predicate_zeroed: ld(&c.predicate_zeroed),
+            log_bumps: ld(&c.log_bumps),
+        }
+    }
+
+    fn layout_or_err(&self) -> Result<CacheLayout> {
+        self.cache_layout()
+            .ok_or_else(|| self.err("the index has no cache (no cache layout is set)"))
+    }
+
+    /// Every entry stored under exactly the full encoded key `key`, in tid
+    /// order, each with its cached value or a ticket to fill it with. Hits are
+    /// promoted toward S where the leaf's latch is free at once.
+    pub fn lookup_cached(&self, key: &[u8]) -> Result<Vec<CachedEntry>> {
+        let layout = self.layout_or_err()?;
+        let mut out = Vec::new();
+        if key.len() > MAX_KEY {
+            return Ok(out);
+        }
+        // Observed before any leaf is read, so before the caller's heap read.
+        let observed = self.cache.observe();
+        let meta = self.meta();
+        let mut leaf = self.descend(&meta, |sep| sep < key, None)?;
+        let mut steps = 0u64;
+        loop {
+            steps += 1;
+            if steps > meta.num_pages as u64 {
+                return Err(self.err(format!(
+                    "the leaf chain is longer than the tree (a cycle through page {leaf})"
+                )));
+            }
+            let start = out.len();
+            // (tid, slot) of the hits on this leaf to promote, and whether
+            // there was any hit.
+            let mut hits: Vec<(Tid, usize)> = Vec::new();
+            let mut any_hit = false;
+            let mut settle = None;
+            let (next, done) = {
+                let g = self.read_node(&meta, leaf, Node::Leaf)?;
+                // The predicate log (§2.1.2): entries this leaf was not yet
+                // checked against, up to the log's length now (the leaf's
+                // bytes cannot change under the latch, and every change
+                // visible in them had its predicates appended before).
+                let mut read_csn = observed.csn;
+                if leaf_cache::is_valid(&g, observed.csn) {
+                    let (csn_now, to) = self.cache.state();
+                    let from = self.cache.checked(leaf, observed.csn);
+                    if csn_now != observed.csn {
+                        read_csn = 0;
+                    } else if from < to {
+                        match self.cache.log_matches(&g, &layout, observed.csn, from, to) {
+                            Some(false) => settle = Some(Settle::Advance { to }),
+                            Some(true) => {
+                                read_csn = 0;
+                                settle = Some(Settle::Zero { from });
+                            }
+                            None => read_csn = 0,
+                        }
+                    }
+                }
+                let v = PageView::new(&g);
+                let region = if read_csn != 0 {
+                    leaf_cache::region(&g, &layout)
+                } else {
+                    None
+                };
+                let n = v.n_slots();
+                let mut s = partition(n, |s| slot_bytes(&v, s) < key);
+                let mut done = false;
+                while s < n {
+                    let e = slot_bytes(&v, s);
+                    if e.len() < TID_LEN || key_part(e) != key {
+                        done = true;
+                        break;
+                    }
+                    let tid = Tid::decode(&e[e.len() - TID_LEN..]);
+                    let probe = match leaf_cache::lookup(&g, &layout, read_csn, tid) {
+                        Some(h) => {
+                            any_hit = true;
+                            // An item already in the bucket of S stays: no
+                            // cache write (and no latch) for it.
+                            if region.is_none_or(|r| r.bucket_of(h.slot) != r.stable_bucket()) {
+                                hits.push((tid, h.slot));
+                            }
+                            Probe::Hit(h.value.to_vec())
+                        }
+                        None => Probe::Miss(FillTicket {
+                            leaf,
+                            entry: e.to_vec(),
+                            csn: observed.csn,
+                            pos: observed.pos,
+                        }),
+                    };
+                    out.push(CachedEntry { tid, probe });
+                    s += 1;
+                }
+                (leaf_siblings(&v).0, done)
+            };
+            if let Some(settle) = settle {
+                self.settle(leaf, observed.csn, settle);
+            }
+            // A hit counts only if nothing was invalidated while it was read.
+            if any_hit && !self.cache.still(observed.csn) {
+                for e in &mut out[start..] {
+                    if let Probe::Hit(_) = e.probe {
+                        e.probe = Probe::Miss(FillTicket {
+                            leaf,
+                            entry: make_entry(key, e.tid),
+                            csn: 0,
+                            pos: 0,
+                        });
+                    }
+                }
+                hits.clear();
+            }
+            if !hits.is_empty() {
+                self.promote(&layout, leaf, observed.csn, &hits);
+            }
+            if done || next == NO_PAGE {
+                break;
+            }
+            self.check_link(&meta, leaf, next)?;
+            leaf = next;
+        }
+        let hits = out
+            .iter()
+            .filter(|e| matches!(e.probe, Probe::Hit(_)))
+            .count() as u64;
+        self.cache.hits.fetch_add(hits, Ordering::Relaxed);
+        self.cache
+            .misses
+            .fetch_add(out.len() as u64 - hits, Ordering::Relaxed);
+        Ok(out)
+    }
+
+    /// Records the outcome of a lookup's check of `leaf` against the log: the
+    /// position it was checked up to (no latch needed: every item filled
+    /// since was checked by its fill up to a later position, and a leaf
+    /// zeroed and stamped again since recorded a later one), or a zeroed
+    /// cache, if the leaf's latch is free at once (else the next reader
+    /// checks again).
+    fn settle(&self, leaf: u32, csn: u32, settle: Settle) {
+        let from = match settle {
+            Settle::Advance { to } => return self.cache.set_checked(leaf, csn, to),
+            Settle::Zero { from } => from,
+        };
+        let Some(mut g) = self.pool.try_cache_write(self.file, leaf as u64) else {
+            self.cache.busy.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        // Unless another reader or a fill settled it meanwhile.
+        if leaf_cache::is_valid(&g, csn) && self.cache.checked(leaf, csn) == from {
+            crate::page::strip_cache(&mut g);
+            self.cache.predicate_zeroed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Moves each hit of `leaf` a bucket toward S, if the leaf's latch is free.
+    fn promote(&self, layout: &CacheLayout, leaf: u32, csn: u32, hits: &[(Tid, usize)]) {
+        let Some(mut g) = self.pool.try_cache_write(self.file, leaf as u64) else {
+            self.cache.busy.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let moved = with_rng(|rng| {
+            hits.iter()
+                .filter(|&&(tid, slot)| {
+                    leaf_cache::promote(&mut g, layout, csn, tid, slot, rng)
+                        .is_some_and(|to| to != slot)
+                })
+                .count()
+        });
+        self.cache
+            .promotions
+            .fetch_add(moved as u64, Ordering::Relaxed);
+    }
+
+    /// Caches `value` (the cached fields' encoding, exactly the layout's
+    /// `value_len` bytes) for the entry of `ticket`, unless the CSN moved since
+    /// the lookup that gave the ticket, the leaf's latch is not free at once,
+    /// or the entry left the leaf. Never waits, never dirties the page.
+    pub fn fill_cache(&self, ticket: &FillTicket, value: &[u8]) -> Result<Filled> {
+        // Held through the fill: the layout cannot change under it.
+        let held = self.cache.layout.read();
+        let layout =
+            (*held).ok_or_else(|| self.err("the index has no cache (no cache layout is set)"))?;
+        // A layout changed since the lookup (a value of the old size): stale.
+        if !self.cache.still(ticket.csn) {
+            self.cache.stale.fetch_add(1, Ordering::Relaxed);
+            return Ok(Filled::Stale);
+        }
+        if value.len() != layout.value_len() {
+            return Err(self.err(format!(
+                "a cached value of {} bytes for a cache of {}-byte values",
+                value.len(),
+                layout.value_len()
+            )));
+        }
+        if !self.cache.still(ticket.csn) {
+            self.cache.stale.fetch_add(1, Ordering::Relaxed);
+            return Ok(Filled::Stale);
+        }
+        let Some(mut g) = self.pool.try_cache_write(self.file, ticket.leaf as u64) else {
+            self.cache.busy.fetch_add(1, Ordering::Relaxed);
+            return Ok(Filled::Busy);
+        };
+        let v = PageView::new(&g);
+        if v.kind() != Some(PageKind::BTreeLeaf) || !leaf_search(&v, &ticket.entry).1 {
+            return Ok(Filled::Moved);
+        }
+        // Checked again under the latch, right before the write: an
+        // invalidation after this leaves the item under an old stamp.
+        if !self.cache.still(ticket.csn) {
+            self.cache.stale.fetch_add(1, Ordering::Relaxed);
+            return Ok(Filled::Stale);
+        }
+        let tid = ticket.tid();
+        let csn = ticket.csn;
+        // A predicate on the tid since the lookup: the value read may predate
+        // that change. `now` is the log's length under the latch; a predicate
+        // appended after it is checked by the leaf's next reader.
+        let now = match self.cache.logged_since(csn, ticket.pos, tid) {
+            Some((false, now)) => now,
+            _ => {
+                self.cache.stale.fetch_add(1, Ordering::Relaxed);
+                return Ok(Filled::Stale);
+            }
+        };
+        // The leaf's other items must have been checked up to `now` before
+        // the leaf is recorded as checked there: check them, or zero them.
+        if leaf_cache::is_valid(&g, csn) {
+            let from = self.cache.checked(ticket.leaf, csn);
+            if from < now {
+                match self.cache.log_matches(&g, &layout, csn, from, now) {
+                    Some(false) => {}
+                    Some(true) => {
+                        crate::page::strip_cache(&mut g);
+                        self.cache.predicate_zeroed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    None => {
+                        self.cache.stale.fetch_add(1, Ordering::Relaxed);
+                        return Ok(Filled::Stale);
+                    }
+                }
+            }
+        }
+        let done = with_rng(|rng| leaf_cache::fill(&mut g, &layout, csn, tid, value, rng));
+        if leaf_cache::is_valid(&g, csn) {
+            self.cache.set_checked(ticket.leaf, csn, now);
+        }
+        Ok(match done {
+            leaf_cache::Filled::NoRoom | leaf_cache::Filled::BadValue => Filled::NoRoom,
+            f => {
+                self.cache.fills.fetch_add(1, Ordering::Relaxed);
+                Filled::Cached(f)
+            }
+        })
+    }
+
+    /// Walks the leaves and counts the items cached under the current CSN.
+    pub fn cache_stats(&self) -> Result<CacheStats> {
+        let Some(layout) = self.cache_layout() else {
+            return Ok(CacheStats::default());
+        };
+        let csn = self.cache_csn();
+        let mut stats = CacheStats::default();
+        let meta = self.meta();
+        let mut leaf = meta.first_leaf;
+        while leaf != NO_PAGE {
+            stats.leaves += 1;
+            if stats.leaves > meta.num_pages as u64 {
+                return Err(self.err(format!(
+                    "the leaf chain is longer than the tree (a cycle through page {leaf})"
+                )));
+            }
+            let g = self.read_node(&meta, leaf, Node::Leaf)?;
+            if let Some(r) = leaf_cache::region(&g, &layout) {
+                stats.slots += r.capacity() as u64;
+            }
+            if leaf_cache::is_valid(&g, csn) {
+                stats.valid_leaves += 1;
+                stats.items += leaf_cache::items(&g, &layout, csn).len() as u64;
+            }
+            let next = leaf_siblings(&PageView::new(&g)).0;
+            if next != NO_PAGE {
+                self.check_link(&meta, leaf, next)?;
+            }
+            leaf = next;
+        }
+        Ok(stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{Device, FileDevice};
+    use crate::types::{DataType, Value, encode_key};
+    use rand::{Rng, SeedableRng};
+    use std::sync::atomic::AtomicBool;
+
+    const VALUE: usize = 16;
+
+    fn key(v: i32) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_key(&[DataType::Int32], &[Value::Int32(v)], &mut out);
+        out
+    }
+
+    /// The cached fields of the tuple `tid` at `version`.
+    fn value(tid: Tid, version: u64) -> Vec<u8> {
+        let mut v = Vec::with_capacity(VALUE);
+        v.extend_from_slice(&tid.page.to_le_bytes());
+        v.extend_from_slice(&version.to_le_bytes());
+        v.extend_from_slice(&[0xAB; 4]);
+        v
+    }
+
+    fn version_of(v: &[u8]) -> u64 {
+        u64::from_le_bytes(v[4..12].try_into().unwrap())
+    }
+
+    /// A tree over keys 0..n (tid (i, 0)) plus `dups` entries of key -1, with
+    /// leaves half full and a cache of 16-byte values.
+    fn tree(dir: &std::path::Path, frames: usize, n: i32, dups: u32) -> BTree {
+        let pool = Arc::new(BufferPool::new(
+            Arc::new(FileDevice::new(false)) as Arc<dyn Device>,
+            frames * PAGE_SIZE,
+        ));
+        let t = BTree::create(pool, &dir.join("ix"), "ix", vec![DataType::Int32], 64).unwrap();
+        let mut entries: Vec<(Vec<u8>, Tid)> = (0..dups)
+            .map(|d| (key(-1), Tid::new(1_000_000 + d, 3)))
+            .collect();
+        entries.extend((0..n).map(|i| (key(i), Tid::new(i as u32, 0))));
+        t.bulk_build(entries.into_iter(), 0.5).unwrap();
+        t.flush().unwrap();
+        t.set_cache_layout(Some(CacheLayout::new(VALUE, 4).unwrap()));
+        t
+    }
+
+    /// Looks `k` up, fills every miss with version `version`; returns the hits.
+    fn read(t: &BTree, k: i32, version: u64) -> Vec<(Tid, Vec<u8>)> {
+        let mut hits = Vec::new();
+        for e in t.lookup_cached(&key(k)).unwrap() {
+            match e.probe {
+                Probe::Hit(v) => hits.push((e.tid, v)),
+                Probe::Miss(ticket) => {
+                    assert_eq!(ticket.tid(), e.tid);
+                    t.fill_cache(&ticket, &value(e.tid, version)).unwrap();
+                }
+            }
+        }
+        hits
+    }
+
+    fn the_ticket(t: &BTree, k: i32) -> FillTicket {
+        match t.lookup_cached(&key(k)).unwrap().pop().unwrap().probe {
+            Probe::Miss(ticket) => ticket,
+            Probe::Hit(v) => panic!("a hit {v:?}"),
+        }
+    }
+
+    #[test]
+    fn a_filled_entry_is_a_hit_with_its_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tree(dir.path(), 256, 3000, 600);
+        for k in 0..3000 {
+            assert!(read(&t, k, 1).is_empty(), "nothing is cached yet");
+            let hits = read(&t, k, 1);
+            let tid = Tid::new(k as u32, 0);
+            assert_eq!(hits, vec![(tid, value(tid, 1))], "key {k}");
+        }
+        let c = t.cache_counters();
+        assert_eq!((c.hits, c.misses, c.fills), (3000, 3000, 3000));
+        // Later lookups: whatever hits (fills of neighbours evict some) is right.
+        let mut hits = 0;
+        for k in 0..3000 {
+            for (tid, v) in read(&t, k, 1) {
+                assert_eq!(v, value(tid, 1));
+                hits += 1;
+            }
+        }
+        assert!(hits > 2000, "{hits}");
+        let s = t.cache_stats().unwrap();
+        assert!(
+            s.valid_leaves > 5 && s.items > 2000 && s.items <= s.slots,
+            "{s:?}"
+        );
+
+        // 600 entries of one key over several leaves: all returned, in tid
+        // order, each cached on its own leaf.
+        let all = t.lookup_cached(&key(-1)).unwrap();
+        assert_eq!(all.len(), 600);
+        assert!(all.windows(2).all(|w| w[0].tid < w[1].tid));
+        let leaves: std::collections::BTreeSet<u32> = all
+            .iter()
+            .filter_map(|e| match &e.probe {
+                Probe::Miss(ticket) => Some(ticket.leaf()),
+                Probe::Hit(_) => None,
+            })
+            .collect();
+        assert!(leaves.len() >= 2, "{leaves:?}");
+        read(&t, -1, 5);
+        let hits = read(&t, -1, 5);
+        assert!(hits.len() > 100, "{}", hits.len());
+        assert!(hits.iter().all(|(tid, v)| *v == value(*tid, 5)));
+        // A key that is not there, and one too long for an entry.
+        assert!(t.lookup_cached(&key(99_999)).unwrap().is_empty());
+        assert!(t.lookup_cached(&vec![1u8; MAX_KEY + 1]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn bad_input_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tree(dir.path(), 64, 100, 0);
+        let ticket = the_ticket(&t, 5);
+        let e = t.fill_cache(&ticket, &[1, 2, 3]).unwrap_err().to_string();
+        assert!(e.contains("3 bytes"), "{e}");
+        t.set_cache_layout(None);
+        let e = t.lookup_cached(&key(5)).unwrap_err().to_string();
+        assert!(e.contains("no cache"), "{e}");
+        assert!(t.fill_cache(&ticket, &value(ticket.tid(), 0)).is_err());
+        assert_eq!(t.cache_stats().unwrap(), CacheStats::default());
+    }
+
+    #[test]
+    fn a_fill_after_an_invalidation_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tree(dir.path(), 64, 1000, 0);
+        // The reader looks up, reads the heap; meanwhile the value changes.
+        let ticket = the_ticket(&t, 7);
+        t.invalidate_cache();
+        assert_eq!(
+            t.fill_cache(&ticket, &value(ticket.tid(), 0)).unwrap(),
+            Filled::Stale
+        );
+        assert!(read(&t, 7, 1).is_empty());
+        assert_eq!(read(&t, 7, 1).len(), 1);
+
+        // The same with a change bracketed by begin_cache_change.
+        let ticket = the_ticket(&t, 8);
+        drop(t.begin_cache_change());
+        assert_eq!(
+            t.fill_cache(&ticket, &value(ticket.tid(), 1)).unwrap(),
+            Filled::Stale
+        );
+
+        // While a change is in progress nothing hits and nothing is filled.
+        assert_eq!(read(&t, 9, 1).len(), 0);
+        assert_eq!(read(&t, 9, 1).len(), 1);
+        {
+            let _change = t.begin_cache_change();
+            let e = t.lookup_cached(&key(9)).unwrap().pop().unwrap();
+            let Probe::Miss(ticket) = e.probe else {
+                panic!("a hit during a change")
+            };
+            assert_eq!(ticket.csn(), 0);
+            assert_eq!(
+                t.fill_cache(&ticket, &value(e.tid, 2)).unwrap(),
+                Filled::Stale
+            );
+        }
+        // Afterwards the old value is gone too.
+        assert!(read(&t, 9, 2).is_empty());
+        assert_eq!(read(&t, 9, 2)[0].1, value(Tid::new(9, 0), 2));
+        assert!(t.cache_counters().stale >= 3);
+    }
+
+    #[test]
+    fn deleting_an_entry_invalidates_so_a_reused_tid_is_never_served_old_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tree(dir.path(), 64, 1000, 0);
+        let tid = Tid::new(10, 0);
+        read(&t, 10, 1);
+        assert_eq!(read(&t, 10, 1), vec![(tid, value(tid, 1))]);
+        // The row is deleted and its tid reused by a new row with the same key.
+        assert!(t.delete(&key(10), tid).unwrap());
+        t.insert(&key(10), tid).unwrap();
+        assert!(
+            read(&t, 10, 2).is_empty(),
+            "the old row's fields are not served"
+        );
+        assert_eq!(read(&t, 10, 2), vec![(tid, value(tid, 2))]);
+
+        // A reader that read the old row before the delete fills too late.
+        let ticket = the_ticket(&t, 11);
+        assert!(t.delete(&key(11), ticket.tid()).unwrap());
+        t.insert(&key(11), ticket.tid()).unwrap();
+        assert_eq!(
+            t.fill_cache(&ticket, &value(ticket.tid(), 0)).unwrap(),
+            Filled::Stale
+        );
+
+        // Batched deletes log their tids too; a delete of nothing does not,
+        // and no delete invalidates the whole index.
+        let (before, csn) = (t.cache_counters().predicates, t.cache_csn());
+        assert!(!t.delete(&key(5000), tid).unwrap());
+        assert_eq!(t.delete_sorted(&[(key(5000), tid)]).unwrap(), 0);
+        assert_eq!(t.cache_counters().predicates, before);
+        read(&t, 12, 1);
+        assert_eq!(t.delete_sorted(&[(key(12), Tid::new(12, 0))]).unwrap(), 1);
+        assert_eq!(t.cache_counters().predicates, before + 1);
+        assert_eq!(t.cache_csn(), csn);
+        t.insert(&key(12), Tid::new(12, 0)).unwrap();
+        assert!(read(&t, 12, 3).is_empty());
+
+        // An entry that left its leaf: the fill is not made there.
+        let ticket = the_ticket(&t, 13);
+        assert!(t.delete(&key(13), ticket.tid()).unwrap());
+        assert_eq!(
+            t.fill_cache(&ticket, &value(ticket.tid(), 0)).unwrap(),
+            Filled::Moved
+        );
+    }
+
+    /// Splits move entries to new leaves (inserts do not invalidate): a ticket
+    /// for an entry that moved is not filled into its old leaf, and what is
+    /// cached after the splits is still right.
+    #[test]
+    fn a_fill_for_an_entry_a_split_moved_is_not_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = Arc::new(BufferPool::new(
+            Arc::new(FileDevice::new(false)) as Arc<dyn Device>,
+            256 * PAGE_SIZE,
+        ));
+        let t = BTree::create(
+            pool,
+            &dir.path().join("ix"),
+            "ix",
+            vec![DataType::Int32],
+            64,
+        )
+        .unwrap();
+        let even = |i: i32| (key(2 * i), Tid::new(2 * i as u32, 0));
+        t.bulk_build((0..2000).map(even), 0.9).unwrap();
+        t.set_cache_layout(Some(CacheLayout::new(VALUE, 4).unwrap()));
+        let tickets: Vec<FillTicket> = (0..2000).map(|i| the_ticket(&t, 2 * i)).collect();
+        let csn = t.cache_csn();
+        for i in 0..2000 {
+            t.insert(&key(2 * i + 1), Tid::new(2 * i as u32 + 1, 0))
+                .unwrap();
+        }
+        assert_eq!(t.cache_csn(), csn, "inserts do not invalidate");
+        let (mut moved, mut cached) = (0, 0);
+        for ticket in &tickets {
+            let now = the_ticket(&t, ticket.tid().page as i32);
+            match t.fill_cache(ticket, &value(ticket.tid(), 1)).unwrap() {
+                Filled::Moved => {
+                    assert_ne!(now.leaf(), ticket.leaf());
+                    moved += 1;
+                }
+                Filled::Cached(_) => {
+                    assert_eq!(now.leaf(), ticket.leaf());
+                    cached += 1;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(
+            moved > 500 && cached > 100,
+            "{moved} moved, {cached} cached"
+        );
+        for i in 0..4000 {
+            for (tid, v) in read(&t, i, 2) {
+                assert_eq!(tid, Tid::new(i as u32, 0));
+                assert!(v == value(tid, 1) || v == value(tid, 2));
+            }
+        }
+    }
+
+    #[test]
+    fn caching_causes_no_page_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tree(dir.path(), 256, 5000, 0);
+        let dev = t.pool().device().clone();
+        let (writes, writebacks) = (
+            dev.stats().snapshot().pages_written,
+            t.pool().counters().writebacks,
+        );
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+        for _ in 0..20_000 {
+            read(&t, rng.random_range(0..5000), 1);
+        }
+        let c = t.cache_counters();
+        assert!(c.hits > 5000 && c.fills > 5000 && c.promotions > 0, "{c:?}");
+        // (Not `t.flush()`: it writes the meta page whatever happened.)
+        t.pool().flush_all().unwrap();
+        assert_eq!(dev.stats().snapshot().pages_written, writes);
+        assert_eq!(t.pool().counters().writebacks, writebacks);
+    }
+
+    #[test]
+    fn a_busy_leaf_is_given_up_not_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tree(dir.path(), 64, 100, 0);
+        read(&t, 1, 1);
+        let ticket = the_ticket(&t, 2);
+        let busy = t.cache_counters().busy;
+        {
+            // Another reader holds the leaf.
+            let _g = t.pool().read(t.file_id(), ticket.leaf() as u64).unwrap();
+            assert_eq!(
+                t.fill_cache(&ticket, &value(ticket.tid(), 1)).unwrap(),
+                Filled::Busy
+            );
+            // A hit is still answered; only its promotion is skipped.
+            assert_eq!(read(&t, 1, 1).len(), 1);
+        }
+        assert_eq!(t.cache_counters().busy, busy + 2);
+        assert!(matches!(
+            t.fill_cache(&ticket, &value(ticket.tid(), 1)).unwrap(),
+            Filled::Cached(_)
+        ));
+    }
+
+    #[test]
+    fn an_open_starts_with_no_valid_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tree(dir.path(), 64, 1000, 0);
+        for k in 0..1000 {
+            read(&t, k, 1);
+        }
+        assert!(t.cache_stats().unwrap().items > 100);
+        let (csn, pool) = (t.cache_csn(), t.pool().clone());
+        t.close().unwrap();
+        let t = BTree::open(
+            pool,
+            &dir.path().join("ix"),
+            "ix",
+            vec![DataType::Int32],
+            64,
+        )
+        .unwrap();
+        t.set_cache_layout(Some(CacheLayout::new(VALUE, 4).unwrap()));
+        assert_ne!(t.cache_csn(), csn);
+        assert_eq!(t.cache_stats().unwrap().items, 0);
+        assert!((0..1000).all(|k| read(&t, k, 2).is_empty()));
+    }
+
+    /// Fills every key of 0..n and returns how many hit on a second pass.
+    fn warm(t: &BTree, n: i32) {
+        for k in 0..n {
+            read(t, k, 1);
+        }
+    }
+
+    /// §2.1.2: an update of one tuple's cached fields zeroes the cache of the
+    /// leaf holding it when that leaf is next read, and only that leaf's;
+    /// each leaf pays one check per log entry, whatever the number of reads.
+    #[test]
+    fn an_update_zeroes_only_the_leaf_caching_its_tuple_and_each_leaf_checks_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = 3000;
+        let t = tree(dir.path(), 256, n, 0);
+        // Each key's leaf (nothing splits below).
+        let leaf_of: Vec<u32> = (0..n).map(|k| the_ticket(&t, k).leaf()).collect();
+        let target = |k: i32| leaf_of[k as usize];
+        warm(&t, n);
+        let csn = t.cache_csn();
+        let leaves: std::collections::BTreeSet<u32> = (0..n).map(target).collect();
+        assert!(leaves.len() > 10, "{}", leaves.len());
+        // Which keys hit now (some were evicted by their neighbours' fills).
+        let cached: Vec<i32> = (0..n).filter(|&k| hit(&t, k).is_some()).collect();
+        assert!(cached.len() > 1500, "{}", cached.len());
+        let k = cached[cached.len() / 2];
+        let tid = Tid::new(k as u32, 0);
+        {
+            let _u = t.begin_cache_update(&[tid]);
+        }
+        assert_eq!(t.cache_csn(), csn, "no whole-index invalidation");
+        assert_eq!(t.cache_log_len(), 1);
+        let checks = t.cache_counters().predicate_checks;
+        // The updated key: never its old value.
+        assert_eq!(hit(&t, k), None);
+        // Its leaf's other keys lost their items too (the paper zeroes the
+        // leaf's cache); every other leaf kept all of its items.
+        let zeroed_leaf = target(k);
+        for &j in &cached {
+            let h = hit(&t, j);
+            if target(j) == zeroed_leaf {
+                assert_eq!(h, None, "key {j} on the zeroed leaf");
+            } else {
+                assert_eq!(h, Some(value(Tid::new(j as u32, 0), 1)), "key {j}");
+            }
+        }
+        let c = t.cache_counters();
+        assert_eq!(c.predicate_zeroed, 1);
+        // One check per leaf with a valid cache, not per read (every cached
+        // key was read once or twice above).
+        let checked = c.predicate_checks - checks;
+        assert!(
+            checked <= leaves.len() as u64 && checked >= leaves.len() as u64 / 2,
+            "{checked} checks for {} leaves",
+            leaves.len()
+        );
+        for &j in &cached {
+            hit(&t, j);
+        }
+        assert_eq!(t.cache_counters().predicate_checks, c.predicate_checks);
+    }
+
+    /// A reader that read a tuple's fields before an update fills after it:
+    /// refused, and only for the updated tuple.
+    #[test]
+    fn a_fill_read_before_an_update_of_its_tuple_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tree(dir.path(), 64, 1000, 0);
+        let (a, b) = (the_ticket(&t, 20), the_ticket(&t, 21));
+        assert_eq!(a.leaf(), b.leaf());
+        drop(t.begin_cache_update(&[a.tid()]));
+        assert_eq!(t.fill_cache(&a, &value(a.tid(), 0)).unwrap(), Filled::Stale);
+        assert!(matches!(
+            t.fill_cache(&b, &value(b.tid(), 0)).unwrap(),
+            Filled::Cached(_)
+        ));
+        assert_eq!(hit(&t, 21), Some(value(b.tid(), 0)));
+        // While an update is in progress nothing is filled.
+        let c = the_ticket(&t, 22);
+        {
+            let _u = t.begin_cache_update(&[Tid::new(999, 0)]);
+            let d = the_ticket(&t, 23);
+            assert_eq!(t.fill_cache(&c, &value(c.tid(), 0)).unwrap(), Filled::Stale);
+            assert_eq!(t.fill_cache(&d, &value(d.tid(), 0)).unwrap(), Filled::Stale);
+        }
+        // An update of nothing cached costs no item.
+        assert_eq!(hit(&t, 21), Some(value(b.tid(), 0)));
+    }
+
+    #[test]
+    fn past_the_threshold_the_log_is_cleared_by_a_fresh_csn() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tree(dir.path(), 64, 1000, 0);
+        t.set_cache_log_threshold(10);
+        warm(&t, 1000);
+        let csn = t.cache_csn();
+        for i in 0..10 {
+            t.log_cache_update(&[Tid::new(5000 + i, 0)]);
+        }
+        assert_eq!((t.cache_csn(), t.cache_log_len()), (csn, 10));
+        assert!(t.cache_stats().unwrap().items > 0);
+        t.log_cache_update(&[Tid::new(6000, 0)]);
+        assert_ne!(t.cache_csn(), csn);
+        assert_eq!(t.cache_log_len(), 0);
+        let c = t.cache_counters();
+        assert_eq!((c.log_bumps, c.predicates), (1, 11));
+        assert_eq!(t.cache_stats().unwrap().items, 0);
+        assert!((0..1000).all(|k| hit(&t, k).is_none()));
+        // A batch larger than what is left bumps too.
+        warm(&t, 100);
+        t.log_cache_update(&[Tid::new(1, 0); 7]);
+        t.log_cache_update(&[Tid::new(2, 0); 7]);
+        assert_eq!(t.cache_counters().log_bumps, 2);
+    }
+
+    /// The value `k` hits with, without filling anything.
+    fn hit(t: &BTree, k: i32) -> Option<Vec<u8>> {
+        match t.lookup_cached(&key(k)).unwrap().pop()?.probe {
+            Probe::Hit(v) => Some(v),
+            Probe::Miss(_) => None,
+        }
+    }
+
+    /// Readers and an updater on four threads: the updater changes a tuple's
+    /// cached fields inside `begin_cache_change`; every hit a reader gets must
+    /// be the value current at some moment of its lookup.
+    #[test]
+    fn concurrent_readers_never_see_a_stale_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = 400;
+        let t = tree(dir.path(), 256, n, 0);
+        let versions: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+        let stop = AtomicBool::new(false);
+        let (hits, checked) = (AtomicU64::new(0), AtomicU64::new(0));
+        std::thread::scope(|s| {
+            for r in 0..3u64 {
+                let (t, versions, stop, hits, checked) = (&t, &versions, &stop, &hits, &checked);
+                s.spawn(move || {
+                    let mut rng = rand::rngs::SmallRng::seed_from_u64(r);
+                    while !stop.load(Ordering::Relaxed) {
+                        // Skewed: most lookups go to the first 40 keys.
+                        let k = if rng.random_range(0..10) < 8 {
+                            rng.random_range(0..40)
+                        } else {
+                            rng.random_range(0..n)
+                        };
+                        let lo = versions[k as usize].load(Ordering::SeqCst);
+                        for e in t.lookup_cached(&key(k)).unwrap() {
+                            match e.probe {
+                                Probe::Hit(v) => {
+                                    let hi = versions[k as usize].load(Ordering::SeqCst);
+                                    let got = version_of(&v);
+                                    assert!(
+                                        lo <= got && got <= hi,
+                                        "key {k}: cached version {got}, current {lo}..={hi}"
+                                    );
+                                    hits.fetch_add(1, Ordering::Relaxed);
+                                }
+                                Probe::Miss(ticket) => {
+                                    // The heap read, after the lookup.
+                                    let now = versions[k as usize].load(Ordering::SeqCst);
+                                    t.fill_cache(&ticket, &value(e.tid, now)).unwrap();
+                                }
+                            }
+                            checked.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(99);
+            // 400 updates, and on until the readers did 2000 lookups (a
+            // loaded machine may starve them).
+            let mut updates = 0u32;
+            while updates < 400 || checked.load(Ordering::Relaxed) < 2000 {
+                updates += 1;
+                let k = rng.random_range(0..40usize);
+                {
+                    // Half the updates through the predicate log, half
+                    // invalidating the whole index.
+                    let _change = if updates.is_multiple_of(2) {
+                        t.begin_cache_update(&[Tid::new(k as u32, 0)])
+                    } else {
+                        t.begin_cache_change()
+                    };
+                    versions[k].fetch_add(1, Ordering::SeqCst);
+                }
+                for _ in 0..200 {
+                    std::hint::spin_loop();
+                }
+                std::thread::yield_now();
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        let (hits, checked) = (hits.into_inner(), checked.into_inner());
+        assert!(checked > 1000, "{checked}");
+        assert!(hits > 0, "no hit in {checked} lookups");
+        let c = t.cache_counters();
+        assert!(c.predicates >= 200 && c.predicate_checks > 0, "{c:?}");
+    }
+}

@@ -1,0 +1,907 @@
+//! The index cache of No Bits Left Behind (§2.1): hot tuples' fields kept in a
+//! B+-tree leaf's free space, so a lookup can be answered without the heap.
+//!
+//! Everything here works on the bytes of one leaf page and knows nothing of the
+//! tree, the buffer pool or the log; [`super::BTree`] calls it under the right
+//! latches (see `cache.rs` beside this file).
+//!
+//! # Where the cache is
+//! A leaf's slot directory grows up from the 48-byte header and its entries grow
+//! down from the end of the page, so its free space is one contiguous region
+//! `[lower, upper)`. The cache lives there. The region is cut into **slots
+//! aligned to the item size** `L` counted from the start of the page: slot `i`
+//! is bytes `[i·L, (i+1)·L)`, and only slots wholly inside `[lower, upper)` are
+//! part of the cache. A slot therefore never moves when the region shrinks: a
+//! key insert that takes 4 bytes of directory and an entry's bytes at the other
+//! end simply leaves the slots it touched outside the region (the paper's "key
+//! inserts overwrite the periphery"), and the items in every other slot stay.
+//!
+//! # An item
+//! ```text
+//! | tag u8 = 0xA5 | tid (6 bytes, as in entries) | value (value_len bytes) |
+//! ```
+//! A slot whose first byte is not the tag is empty. Empty slots are zeroed by
+//! every reset, and the tag tells an empty slot from an item for tuple id
+//! (0,0), whose tid bytes are zeros too.
+//!
+//! # Validity (§2.1.2)
+//! The leaf header carries a cache stamp ([`crate::page::cache_stamp`], the
+//! paper's CSN_p) and the index a cache sequence number (CSN_idx). The cache of
+//! a leaf is valid only while the two are equal; otherwise it reads as empty,
+//! and the next fill zeroes the region and stamps the leaf before it writes.
+//! Stamp 0 means "no cache" and is never a valid CSN. Items are only ever
+//! written under a stamp, and every way a leaf's region grows back (a delete's
+//! compaction, a split's re-initialization) zeroes it, so no byte of an entry
+//! that once overlapped a slot can be read back as an item.
+//!
+//! # The most stable position S
+//! The paper puts hot items where inserts reach last: with fixed-size keys `K`
+//! and directory pointers `D` growing toward each other over a page `P`, they
+//! meet at `S = K/(K+D) × P` (measured from the end the keys grow from).
+//! strata's entries are variable-length, and the region left is what matters,
+//! so S is taken over the leaf's *current* free region: each insert takes
+//! `D` = 4 bytes at `lower` and about `E` bytes at `upper`, `E` being this
+//! leaf's average entry (key + tid) size, so the two fronts meet at
+//! `S = lower + (upper − lower) × D/(D+E)`. Inserts at the leaf's own average
+//! move both ends toward S and leave S where it is. An empty leaf has no
+//! average; S is then the middle of the region.
+//!
+//! # Replacement
+//! Slots are grouped into buckets of `N` consecutive slots (bucket `b` is slots
+//! `[b·N, (b+1)·N)`). A miss's fill goes into a random free slot; when none is
+//! free it evicts a random item of the *peripheral* bucket: of the lowest and the
+//! highest bucket of the region, the one the inserts will reach first (its
+//! distance to the nearest front divided by that front's speed, `D` or `E`). A
+//! hit ([`promote`]) swaps the item with a random slot of the adjacent bucket
+//! closer to S, so hot items drift to where they are overwritten last.
+
+use crate::page::{self, HEADER_SIZE, PAGE_SIZE, PageKind, PageView, SLOT_SIZE};
+use crate::types::Tid;
+
+/// The first byte of a slot that holds an item.
+pub const TAG: u8 = 0xA5;
+const TID_LEN: usize = Tid::ENCODED_LEN;
+/// Largest cached value: an item must leave room for a few on a leaf.
+pub const MAX_VALUE: usize = 2048;
+/// Largest bucket.
+pub const MAX_BUCKET: usize = 256;
+
+/// The shape of one index's cache items: the cached fields' encoded bytes are
+/// `value_len` long, and `bucket_slots` slots make a bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheLayout {
+    value_len: usize,
+    bucket_slots: usize,
+}
+
+impl CacheLayout {
+    /// A layout for values of `value_len` bytes (1..=[`MAX_VALUE`]) in buckets
+    /// of `bucket_slots` slots (1..=[`MAX_BUCKET`]).
+    pub fn new(value_len: usize, bucket_slots: usize) -> Result<CacheLayout, String> {
+        if value_len == 0 || value_len > MAX_VALUE {
+            return Err(format!(
+                "a cached value of {value_len} bytes (it must be 1 to {MAX_VALUE} bytes)"
+            ));
+        }
+        if bucket_slots == 0 || bucket_slots > MAX_BUCKET {
+            return Err(format!(
+                "a bucket of {bucket_slots} slots (it must be 1 to {MAX_BUCKET})"
+            ));
+        }
+        Ok(CacheLayout {
+            value_len,
+            bucket_slots,
+        })
+    }
+    pub fn value_len(&self) -> usize {
+        self.value_len
+    }
+    pub fn bucket_slots(&self) -> usize {
+        self.bucket_slots
+    }
+    /// Bytes of an item (and of a slot): tag, tid, value.
+    pub fn item_len(&self) -> usize {
+        1 + TID_LEN + self.value_len
+    }
+}
+
+/// A small, fast random source for slot choices (splitmix64).
+#[derive(Clone, Debug)]
+pub struct CacheRng(u64);
+
+impl CacheRng {
+    pub fn new(seed: u64) -> CacheRng {
+        CacheRng(seed)
+    }
+    /// The state to resume from ([`CacheRng::new`] with it continues the sequence).
+    pub fn state(&self) -> u64 {
+        self.0
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (((self.next_u64() >> 32) * n as u64) >> 32) as usize
+    }
+}
+
+/// The cache region of one leaf as it is now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// The free region `[lower, upper)`.
+    pub lower: usize,
+    pub upper: usize,
+    /// Slots wholly inside it: `first..end` (empty when `first >= end`).
+    pub first: usize,
+    pub end: usize,
+    /// Average bytes of an entry on the leaf (the speed of the upper front).
+    entry_len: usize,
+    item: usize,
+    bucket: usize,
+}
+
+/// The region of a leaf, or `None` for a page that is not a leaf or whose
+/// header's bounds make no sense (a damaged page reads as having no cache).
+pub fn region(page: &[u8], layout: &CacheLayout) -> Option<Region> {
+    if page.len() != PAGE_SIZE {
+        return None;
+    }
+    let v = PageView::new(page);
+    if v.kind() != Some(PageKind::BTreeLeaf) {
+        return None;
+    }
+    let n = v.n_slots() as usize;
+    let (lower, upper) = (v.lower() as usize, v.upper() as usize);
+    if lower != HEADER_SIZE + n * SLOT_SIZE || lower > upper || upper > PAGE_SIZE {
+        return None;
+    }
+    let item = layout.item_len();
+    let first = lower.div_ceil(item);
+    let end = (upper / item).max(first);
+    // An empty leaf has no average entry: S is then the middle of the region.
+    let entry_len = (PAGE_SIZE - upper)
+        .checked_div(n)
+        .map_or(SLOT_SIZE, |e| e.max(1));
+    Some(Region {
+        lower,
+        upper,
+        first,
+        end,
+        entry_len,
+        item,
+        bucket: layout.bucket_slots,
+    })
+}
+
+impl Region {
+    /// Slots in the cache.
+    pub fn capacity(&self) -> usize {
+        self.end - self.first
+    }
+
+    /// The most stable byte position S (see the module docs).
+    pub fn stable_point(&self) -> usize {
+        let d = SLOT_SIZE;
+        self.lower + (self.upper - self.lower) * d / (d + self.entry_len)
+    }
+
+    /// The bucket of slot `s`.
+    pub fn bucket_of(&self, s: usize) -> usize {
+        s / self.bucket
+    }
+
+    /// The bucket holding S, within the region's buckets.
+    pub fn stable_bucket(&self) -> usize {
+        let lo = self.bucket_of(self.first);
+        let hi = self.bucket_of(self.end.max(self.first + 1) - 1);
+        self.bucket_of(self.stable_point() / self.item)
+            .clamp(lo, hi)
+    }
+
+    /// The slots of bucket `b` that are in the region.
+    pub fn slots_of(&self, b: usize) -> std::ops::Range<usize> {
+        let lo = (b * self.bucket).max(self.first);
+        let hi = ((b + 1) * self.bucket).min(self.end);
+        lo..hi.max(lo)
+    }
+
+    /// The bucket the inserts will overwrite first: of the lowest and the
+    /// highest bucket of the region, the one with fewer inserts to go before
+    /// its last slot is reached (`D` bytes an insert at the lower front, the
+    /// average entry at the upper one); ties go either way at random.
+    fn peripheral_bucket(&self, rng: &mut CacheRng) -> usize {
+        let (lo, hi) = (self.bucket_of(self.first), self.bucket_of(self.end - 1));
+        if lo == hi {
+            return lo;
+        }
+        // Inserts until the lower front passes the low bucket's top byte, and
+        // until the upper front passes the high bucket's bottom byte, compared
+        // without division: (top − lower)/D against (upper − bottom)/E.
+        let top = self.slots_of(lo).end * self.item;
+        let bottom = self.slots_of(hi).start * self.item;
+        let low_life = (top - self.lower) * self.entry_len;
+        let high_life = (self.upper - bottom) * SLOT_SIZE;
+        match low_life.cmp(&high_life) {
+            std::cmp::Ordering::Less => lo,
+            std::cmp::Ordering::Greater => hi,
+            std::cmp::Ordering::Equal => {
+                if rng.below(2) == 0 {
+                    lo
+                } else {
+                    hi
+                }
+            }
+        }
+    }
+}
+
+/// Whether the leaf's cache is valid under the index's CSN `csn`.
+pub fn is_valid(page: &[u8], csn: u32) -> bool {
+    csn != 0 && page::cache_stamp(page) == csn
+}
+
+fn slot_bytes(page: &[u8], s: usize, item: usize) -> &[u8] {
+    &page[s * item..(s + 1) * item]
+}
+
+#[inline]
+fn holds(slot: &[u8], tid: &[u8; TID_LEN]) -> bool {
+    // A fixed-size comparison (inlined), not a memcmp call per slot.
+    slot[0] == TAG && <&[u8; TID_LEN]>::try_from(&slot[1..1 + TID_LEN]).is_ok_and(|s| s == tid)
+}
+
+fn tid_bytes(tid: Tid) -> [u8; TID_LEN] {
+    let mut b = [0u8; TID_LEN];
+    b[..4].copy_from_slice(&tid.page.to_be_bytes());
+    b[4..].copy_from_slice(&tid.slot.to_be_bytes());
+    b
+}
+
+fn write_item(page: &mut [u8], s: usize, tid: &[u8; TID_LEN], value: &[u8]) {
+    let item = 1 + TID_LEN + value.len();
+    let dst = &mut page[s * item..(s + 1) * item];
+    dst[0] = TAG;
+    dst[1..1 + TID_LEN].copy_from_slice(tid);
+    dst[1 + TID_LEN..].copy_from_slice(value);
+}
+
+/// A cached item found by [`lookup`].
+#[derive(Debug, PartialEq, Eq)]
+pub struct Hit<'a> {
+    pub slot: usize,
+    pub value: &'a [u8],
+}
+
+/// The cached value of `tid` on this leaf, if its cache is valid under `csn`
+/// and holds one.
+pub fn lookup<'a>(page: &'a [u8], layout: &CacheLayout, csn: u32, tid: Tid) -> Option<Hit<'a>> {
+    if !is_valid(page, csn) {
+        return None;
+    }
+    let r = region(page, layout)?;
+    let want = tid_bytes(tid);
+    (r.first..r.end).find_map(|s| {
+        let b = slot_bytes(page, s, r.item);
+        holds(b, &want).then(|| Hit {
+            slot: s,
+            value: &b[1 + TID_LEN..],
+        })
+    })
+}
+
+/// What [`fill`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Filled {
+    /// Put in free slot `slot`.
+    Inserted(usize),
+    /// No slot was free: an item of the peripheral bucket in `slot` made room.
+    Evicted(usize),
+    /// The tid was cached already; its value in `slot` was replaced.
+    Refreshed(usize),
+    /// The leaf has no slot wholly inside its free region (or is not a sane
+    /// leaf, or the CSN is 0).
+    NoRoom,
+    /// The value is not `value_len` bytes long.
+    BadValue,
+}
+
+/// Caches `value` for `tid` on this leaf under CSN `csn`. A leaf whose stamp
+/// differs (a stale cache) is zeroed and stamped with `csn` first.
+pub fn fill(
+    page: &mut [u8],
+    layout: &CacheLayout,
+    csn: u32,
+    tid: Tid,
+    value: &[u8],
+    rng: &mut CacheRng,
+) -> Filled {
+    if value.len() != layout.value_len {
+        return Filled::BadValue;
+    }
+    let Some(r) = region(page, layout) else {
+        return Filled::NoRoom;
+    };
+    if csn == 0 {
+        return Filled::NoRoom;
+    }
+    if page::cache_stamp(page) != csn {
+        page[r.lower..r.upper].fill(0);
+        page::set_cache_stamp(page, csn);
+    }
+    if r.capacity() == 0 {
+        return Filled::NoRoom;
+    }
+    let want = tid_bytes(tid);
+    let mut free = 0;
+    for s in r.first..r.end {
+        let b = slot_bytes(page, s, r.item);
+        if holds(b, &want) {
+            write_item(page, s, &want, value);
+            return Filled::Refreshed(s);
+        }
+        free += (b[0] != TAG) as usize;
+    }
+    if free > 0 {
+        let mut k = rng.below(free);
+        for s in r.first..r.end {
+            if page[s * r.item] != TAG {
+                if k == 0 {
+                    write_item(page, s, &want, value);
+                    return Filled::Inserted(s);
+                }
+                k -= 1;
+            }
+        }
+    }
+    let slots = r.slots_of(r.peripheral_bucket(rng));
+    let s = slots.start + rng.below(slots.len());
+    write_item(page, s, &want, value);
+    Filled::Evicted(s)
+}
+
+/// A hit on the item of `tid` in `slot`: swaps it with a random slot of the
+/// adjacent bucket closer to S (an item there moves out to `slot`; an empty
+/// slot simply trades places). Returns the item's slot afterwards, or `None`
+/// when the cache is not valid under `csn` or `slot` does not hold `tid`
+/// (something changed since the lookup).
+pub fn promote(
+    page: &mut [u8],
+    layout: &CacheLayout,
+    csn: u32,
+    tid: Tid,
+    slot: usize,
+    rng: &mut CacheRng,
+) -> Option<usize> {
+    if !is_valid(page, csn) {
+        return None;
+    }
+    let r = region(page, layout)?;
+    if !(r.first..r.end).contains(&slot) || !holds(slot_bytes(page, slot, r.item), &tid_bytes(tid))
+    {
+        return None;
+    }
+    let (b, target) = (r.bucket_of(slot), r.stable_bucket());
+    if b == target {
+        return Some(slot);
+    }
+    let next = if b < target { b + 1 } else { b - 1 };
+    let slots = r.slots_of(next);
+    if slots.is_empty() {
+        return Some(slot);
+    }
+    let other = slots.start + rng.below(slots.len());
+    let (lo, hi) = (slot.min(other), slot.max(other));
+    let (head, tail) = page.split_at_mut(hi * r.item);
+    head[lo * r.item..(lo + 1) * r.item].swap_with_slice(&mut tail[..r.item]);
+    Some(other)
+}
+
+/// Whether the leaf's cache, valid under `csn`, holds an item for any of
+/// `tids` (sorted ascending): one pass over its slots, a binary search per
+/// item. The predicate log's check of a leaf (§2.1.2, `cache.rs`).
+pub fn holds_any(page: &[u8], layout: &CacheLayout, csn: u32, tids: &[Tid]) -> bool {
+    if tids.is_empty() || !is_valid(page, csn) {
+        return false;
+    }
+    let Some(r) = region(page, layout) else {
+        return false;
+    };
+    (r.first..r.end).any(|s| {
+        let b = slot_bytes(page, s, r.item);
+        b[0] == TAG && tids.binary_search(&Tid::decode(&b[1..1 + TID_LEN])).is_ok()
+    })
+}
+
+/// A cached item, as [`items`] lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Item {
+    pub slot: usize,
+    pub tid: Tid,
+    pub value: Vec<u8>,
+}
+
+/// Every item of the leaf's cache valid under `csn`, in slot order (for
+/// statistics and tests).
+pub fn items(page: &[u8], layout: &CacheLayout, csn: u32) -> Vec<Item> {
+    if !is_valid(page, csn) {
+        return Vec::new();
+    }
+    let Some(r) = region(page, layout) else {
+        return Vec::new();
+    };
+    (r.first..r.end)
+        .filter_map(|s| {
+            let b = slot_bytes(page, s, r.item);
+            (b[0] == TAG).then(|| Item {
+                slot: s,
+                tid: Tid::decode(&b[1..1 + TID_LEN]),
+                value: b[1 + TID_LEN..].to_vec(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page::PageMut;
+    use crate::util::proptest_cases;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    /// A leaf with `n` entries of `len` bytes each.
+    fn leaf(n: usize, len: usize) -> Vec<u8> {
+        let mut buf = vec![0u8; PAGE_SIZE];
+        let mut p = PageMut::init(&mut buf, PageKind::BTreeLeaf, 9);
+        for i in 0..n {
+            let mut e = vec![0u8; len];
+            e[..8].copy_from_slice(&(i as u64).to_be_bytes());
+            assert!(p.push(&e).is_some());
+        }
+        buf
+    }
+
+    fn value(tid: Tid, round: u8, len: usize) -> Vec<u8> {
+        let mut v = vec![round; len];
+        v[0] = tid.page as u8;
+        v[len - 1] = tid.slot as u8;
+        v
+    }
+
+    fn layout() -> CacheLayout {
+        CacheLayout::new(25, 4).unwrap()
+    }
+
+    #[test]
+    fn layouts_are_checked() {
+        assert!(CacheLayout::new(0, 4).is_err());
+        assert!(CacheLayout::new(MAX_VALUE + 1, 4).is_err());
+        assert!(CacheLayout::new(8, 0).is_err());
+        assert_eq!(CacheLayout::new(25, 4).unwrap().item_len(), 32);
+    }
+
+    #[test]
+    fn an_empty_slot_is_not_tid_zero() {
+        let mut page = leaf(10, 20);
+        let l = layout();
+        let zero = Tid::new(0, 0);
+        let mut rng = CacheRng::new(1);
+        // A stamped, zeroed region: every slot is empty, none is tid (0,0).
+        page::set_cache_stamp(&mut page, 5);
+        assert_eq!(lookup(&page, &l, 5, zero), None);
+        assert!(items(&page, &l, 5).is_empty());
+        let v = vec![7u8; 25];
+        assert!(matches!(
+            fill(&mut page, &l, 5, zero, &v, &mut rng),
+            Filled::Inserted(_)
+        ));
+        assert_eq!(lookup(&page, &l, 5, zero).unwrap().value, &v[..]);
+        assert_eq!(items(&page, &l, 5).len(), 1);
+    }
+
+    #[test]
+    fn a_stale_stamp_reads_empty_and_the_next_fill_resets() {
+        let mut page = leaf(10, 20);
+        let l = layout();
+        let mut rng = CacheRng::new(2);
+        let (a, b) = (Tid::new(1, 1), Tid::new(2, 2));
+        fill(&mut page, &l, 3, a, &value(a, 1, 25), &mut rng);
+        assert!(lookup(&page, &l, 3, a).is_some());
+        assert_eq!(lookup(&page, &l, 4, a), None, "another CSN: stale");
+        assert_eq!(lookup(&page, &l, 0, a), None, "CSN 0 is never valid");
+        fill(&mut page, &l, 4, b, &value(b, 1, 25), &mut rng);
+        assert_eq!(page::cache_stamp(&page), 4);
+        assert_eq!(lookup(&page, &l, 4, a), None, "the reset dropped a");
+        assert_eq!(items(&page, &l, 4).len(), 1);
+        assert_eq!(
+            fill(&mut page, &l, 0, a, &value(a, 1, 25), &mut rng),
+            Filled::NoRoom
+        );
+        assert_eq!(
+            fill(&mut page, &l, 4, a, &[1, 2], &mut rng),
+            Filled::BadValue
+        );
+    }
+
+    #[test]
+    fn a_full_cache_evicts_from_a_peripheral_bucket() {
+        let mut page = leaf(60, 24);
+        let l = layout();
+        let r = region(&page, &l).unwrap();
+        let cap = r.capacity();
+        assert!(cap > 20, "{r:?}");
+        let mut rng = CacheRng::new(3);
+        for i in 0..cap {
+            let t = Tid::new(i as u32, 1);
+            assert!(matches!(
+                fill(&mut page, &l, 1, t, &value(t, 0, 25), &mut rng),
+                Filled::Inserted(_)
+            ));
+        }
+        let (lo, hi) = (r.bucket_of(r.first), r.bucket_of(r.end - 1));
+        for i in 0..200 {
+            let t = Tid::new(10_000 + i, 2);
+            match fill(&mut page, &l, 1, t, &value(t, 0, 25), &mut rng) {
+                Filled::Evicted(s) => {
+                    let b = r.bucket_of(s);
+                    assert!(
+                        b == lo || b == hi,
+                        "evicted from bucket {b}, not {lo} or {hi}"
+                    );
+                }
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(items(&page, &l, 1).len(), cap);
+        }
+        // Refreshing a cached tid replaces its value in place.
+        let t = Tid::new(cap as u32 / 2, 1);
+        if let Some(h) = lookup(&page, &l, 1, t) {
+            let s = h.slot;
+            assert_eq!(
+                fill(&mut page, &l, 1, t, &value(t, 9, 25), &mut rng),
+                Filled::Refreshed(s)
+            );
+            assert_eq!(lookup(&page, &l, 1, t).unwrap().value, &value(t, 9, 25)[..]);
+        }
+    }
+
+    #[test]
+    fn the_stable_point_is_where_the_fronts_meet() {
+        // 100 entries of 36 bytes: the upper front moves 9 times as fast as the
+        // lower one, so S is a tenth of the way up the region.
+        let page = leaf(100, 36);
+        let r = region(&page, &layout()).unwrap();
+        assert_eq!(r.stable_point(), r.lower + (r.upper - r.lower) / 10);
+        // Inserting entries of the average size leaves S (almost) where it is.
+        let mut grown = page.clone();
+        let mut p = PageMut::new(&mut grown);
+        for _ in 0..20 {
+            assert!(p.insert_at(0, &[1u8; 36]));
+        }
+        let r2 = region(&grown, &layout()).unwrap();
+        assert!(r2.stable_point().abs_diff(r.stable_point()) <= 1);
+        // An empty leaf: the middle.
+        let empty = leaf(0, 0);
+        let r = region(&empty, &layout()).unwrap();
+        assert_eq!(r.stable_point(), (r.lower + r.upper) / 2);
+    }
+
+    #[test]
+    fn hits_move_an_item_one_bucket_toward_s_until_it_is_there() {
+        let mut page = leaf(40, 20);
+        let l = CacheLayout::new(25, 2).unwrap();
+        let r = region(&page, &l).unwrap();
+        let mut rng = CacheRng::new(4);
+        // Fill the whole cache, then follow the item in the lowest slot.
+        for i in 0..r.capacity() {
+            let t = Tid::new(i as u32, 0);
+            fill(&mut page, &l, 7, t, &value(t, 0, 25), &mut rng);
+        }
+        let target = r.stable_bucket();
+        for start in [r.first, r.end - 1] {
+            let t = items(&page, &l, 7)
+                .into_iter()
+                .find(|i| i.slot == start)
+                .unwrap()
+                .tid;
+            let before: HashMap<Tid, Vec<u8>> = items(&page, &l, 7)
+                .into_iter()
+                .map(|i| (i.tid, i.value))
+                .collect();
+            let mut slot = start;
+            let mut hits = 0;
+            while r.bucket_of(slot) != target {
+                let h = lookup(&page, &l, 7, t).unwrap();
+                assert_eq!(h.slot, slot);
+                let d = r.bucket_of(slot).abs_diff(target);
+                slot = promote(&mut page, &l, 7, t, slot, &mut rng).unwrap();
+                assert_eq!(r.bucket_of(slot).abs_diff(target), d - 1);
+                hits += 1;
+            }
+            assert!(hits > 0);
+            assert_eq!(promote(&mut page, &l, 7, t, slot, &mut rng), Some(slot));
+            // Swaps move items, never lose or change one.
+            let after: HashMap<Tid, Vec<u8>> = items(&page, &l, 7)
+                .into_iter()
+                .map(|i| (i.tid, i.value))
+                .collect();
+            assert_eq!(before, after);
+        }
+        // A promote of a slot that does not hold the tid does nothing.
+        let snapshot = page.clone();
+        assert_eq!(
+            promote(&mut page, &l, 7, Tid::new(999_999, 9), r.first, &mut rng),
+            None
+        );
+        assert_eq!(
+            promote(&mut page, &l, 8, Tid::new(0, 0), r.first, &mut rng),
+            None
+        );
+        assert_eq!(page, snapshot);
+    }
+
+    /// The point of swapping toward S (the paper's Swap and Shrink): after a
+    /// skewed run of hits, key inserts that take half of the free region
+    /// leave the hot items and overwrite mostly cold ones.
+    #[test]
+    fn hot_items_outlive_cold_ones_when_inserts_shrink_the_region() {
+        let mut page = leaf(100, 20);
+        let l = layout();
+        let mut rng = CacheRng::new(11);
+        let r = region(&page, &l).unwrap();
+        let cap = r.capacity();
+        for i in 0..cap {
+            let t = Tid::new(i as u32, 0);
+            fill(&mut page, &l, 1, t, &value(t, 0, 25), &mut rng);
+        }
+        let hot: Vec<Tid> = (0..cap)
+            .step_by(cap / 16)
+            .map(|i| Tid::new(i as u32, 0))
+            .collect();
+        for _ in 0..3000 {
+            let t = hot[rng.below(hot.len())];
+            let slot = lookup(&page, &l, 1, t).unwrap().slot;
+            promote(&mut page, &l, 1, t, slot, &mut rng).unwrap();
+        }
+        // Entries of the leaf's average size, until half the region is gone.
+        let mut p = PageMut::new(&mut page);
+        while p.view().free_space() > (r.upper - r.lower) / 2 {
+            let n = p.view().n_slots();
+            assert!(p.insert_at(rng.below(n as usize + 1) as u16, &[0x77u8; 20]));
+        }
+        let left: std::collections::HashSet<Tid> =
+            items(&page, &l, 1).into_iter().map(|i| i.tid).collect();
+        let hot_kept = hot.iter().filter(|t| left.contains(t)).count();
+        let cold_kept = left.len() - hot_kept;
+        let cold = cap - hot.len();
+        assert_eq!(hot_kept, hot.len(), "every hot item survives");
+        assert!(
+            (cold_kept as f64) < 0.55 * cold as f64,
+            "{cold_kept} of {cold} cold items survive"
+        );
+    }
+
+    #[test]
+    fn key_inserts_overwrite_the_periphery_only() {
+        let mut page = leaf(30, 20);
+        let l = layout();
+        let mut rng = CacheRng::new(5);
+        let r = region(&page, &l).unwrap();
+        for i in 0..r.capacity() {
+            let t = Tid::new(i as u32, 3);
+            fill(&mut page, &l, 2, t, &value(t, 1, 25), &mut rng);
+        }
+        let before = items(&page, &l, 2);
+        let mut p = PageMut::new(&mut page);
+        for i in 0..10 {
+            assert!(p.insert_at(i, &[0xFFu8; 40]));
+        }
+        let r2 = region(&page, &l).unwrap();
+        assert!(r2.capacity() < r.capacity());
+        let kept: Vec<Item> = before
+            .into_iter()
+            .filter(|i| (r2.first..r2.end).contains(&i.slot))
+            .collect();
+        assert_eq!(items(&page, &l, 2), kept);
+        assert!(!kept.is_empty());
+    }
+
+    #[test]
+    fn damaged_pages_read_as_no_cache() {
+        let l = layout();
+        let mut rng = CacheRng::new(6);
+        let t = Tid::new(1, 1);
+        // Not a leaf.
+        let mut heap = leaf(5, 20);
+        heap[12] = PageKind::Heap as u8;
+        assert_eq!(
+            fill(&mut heap, &l, 1, t, &[0; 25], &mut rng),
+            Filled::NoRoom
+        );
+        assert_eq!(lookup(&heap, &l, 1, t), None);
+        // Bounds that disagree with the slot count, or cross.
+        for (lower, upper) in [(49, 8000), (8100, 100), (48, 9000)] {
+            let mut p = leaf(0, 0);
+            p[16..18].copy_from_slice(&(lower as u16).to_le_bytes());
+            p[18..20].copy_from_slice(&(upper as u16).to_le_bytes());
+            page::set_cache_stamp(&mut p, 1);
+            assert_eq!(fill(&mut p, &l, 1, t, &[0; 25], &mut rng), Filled::NoRoom);
+            assert_eq!(lookup(&p, &l, 1, t), None);
+            assert!(items(&p, &l, 1).is_empty());
+            assert_eq!(promote(&mut p, &l, 1, t, 10, &mut rng), None);
+        }
+        // Short slices are not pages.
+        assert_eq!(region(&[0u8; 100], &l), None);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Fill(u8, u8),
+        Lookup(u8),
+        InsertEntry(u16, u8),
+        DeleteEntry(u16),
+        Invalidate,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0u8..60, any::<u8>()).prop_map(|(t, v)| Op::Fill(t, v)),
+            4 => (0u8..60).prop_map(Op::Lookup),
+            2 => (any::<u16>(), 6u8..80).prop_map(|(p, l)| Op::InsertEntry(p, l)),
+            1 => any::<u16>().prop_map(Op::DeleteEntry),
+            1 => Just(Op::Invalidate),
+        ]
+    }
+
+    fn as_map(items: &[Item]) -> HashMap<Tid, Vec<u8>> {
+        items.iter().map(|i| (i.tid, i.value.clone())).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(proptest_cases(32)))]
+
+        /// Random fills, hits, key inserts, deletes and invalidations against a
+        /// model of what was filled under the current CSN: the cache never
+        /// returns a tid that was not filled or a value other than the last
+        /// one filled; a fill with a free slot evicts nothing; a hit only moves
+        /// items; a key insert drops exactly the items whose slots left the
+        /// region; an invalidation empties the cache.
+        #[test]
+        fn the_cache_agrees_with_a_model(
+            entries in 0usize..120,
+            entry_len in 8usize..60,
+            value_len in 1usize..40,
+            bucket in 1usize..9,
+            seed in any::<u64>(),
+            ops in proptest::collection::vec(op(), 1..300),
+        ) {
+            let l = CacheLayout::new(value_len, bucket).unwrap();
+            let mut page = leaf(entries.min((PAGE_SIZE - HEADER_SIZE) / (entry_len + SLOT_SIZE)), entry_len);
+            let mut rng = CacheRng::new(seed);
+            let mut csn = 1u32;
+            let mut model: HashMap<Tid, Vec<u8>> = HashMap::new();
+            for op in ops {
+                let before = items(&page, &l, csn);
+                match op {
+                    Op::Fill(t, round) => {
+                        let tid = Tid::new(t as u32 * 7, t as u16);
+                        let v = value(tid, round, value_len);
+                        let free = region(&page, &l).map_or(0, |r| r.capacity()) - before.len();
+                        let had = model.contains_key(&tid);
+                        let got = fill(&mut page, &l, csn, tid, &v, &mut rng);
+                        match got {
+                            Filled::Inserted(_) => prop_assert!(!had && free > 0),
+                            Filled::Evicted(_) => prop_assert!(!had && free == 0),
+                            Filled::Refreshed(_) => prop_assert!(had),
+                            Filled::NoRoom => prop_assert_eq!(region(&page, &l).unwrap().capacity(), 0),
+                            Filled::BadValue => prop_assert!(false, "bad value"),
+                        }
+                        if got != Filled::NoRoom {
+                            model.insert(tid, v.clone());
+                            prop_assert_eq!(lookup(&page, &l, csn, tid).map(|h| h.value.to_vec()), Some(v));
+                        }
+                        let after = as_map(&items(&page, &l, csn));
+                        let mut expect = as_map(&before);
+                        if got != Filled::NoRoom {
+                            expect.insert(tid, model[&tid].clone());
+                        }
+                        if matches!(got, Filled::Evicted(_)) {
+                            prop_assert_eq!(after.len(), expect.len() - 1);
+                            prop_assert!(after.iter().all(|(k, v)| expect.get(k) == Some(v)));
+                        } else {
+                            prop_assert_eq!(after, expect);
+                        }
+                    }
+                    Op::Lookup(t) => {
+                        let tid = Tid::new(t as u32 * 7, t as u16);
+                        if let Some(h) = lookup(&page, &l, csn, tid) {
+                            prop_assert_eq!(Some(&h.value.to_vec()), model.get(&tid));
+                            let slot = h.slot;
+                            let r = region(&page, &l).unwrap();
+                            let d = r.bucket_of(slot).abs_diff(r.stable_bucket());
+                            let moved = promote(&mut page, &l, csn, tid, slot, &mut rng).unwrap();
+                            let d2 = r.bucket_of(moved).abs_diff(r.stable_bucket());
+                            prop_assert_eq!(d2, d.saturating_sub(1));
+                            prop_assert_eq!(as_map(&items(&page, &l, csn)), as_map(&before));
+                        }
+                    }
+                    Op::InsertEntry(pos, len) => {
+                        let mut p = PageMut::new(&mut page);
+                        let n = p.view().n_slots();
+                        if p.insert_at(pos % (n + 1), &vec![0xEEu8; len as usize]) {
+                            let r = region(&page, &l).unwrap();
+                            let kept: Vec<Item> = before.into_iter().filter(|i| (r.first..r.end).contains(&i.slot)).collect();
+                            prop_assert_eq!(items(&page, &l, csn), kept);
+                        }
+                    }
+                    Op::DeleteEntry(pos) => {
+                        let mut p = PageMut::new(&mut page);
+                        let n = p.view().n_slots();
+                        if n > 0 {
+                            p.remove_at(pos % n);
+                            // Compaction zeroes the free region: the items are gone.
+                            prop_assert!(items(&page, &l, csn).is_empty());
+                        }
+                    }
+                    Op::Invalidate => {
+                        csn += 1;
+                        prop_assert!(items(&page, &l, csn).is_empty());
+                    }
+                }
+                // Never an item that was not filled, never a wrong value.
+                let now = items(&page, &l, csn);
+                let tids: std::collections::HashSet<Tid> = now.iter().map(|i| i.tid).collect();
+                prop_assert_eq!(tids.len(), now.len(), "a tid cached twice");
+                for i in &now {
+                    prop_assert_eq!(Some(&i.value), model.get(&i.tid));
+                }
+                // The model forgets what the cache lost, so a later fill of it
+                // counts as new.
+                let kept = as_map(&now);
+                model.retain(|k, _| kept.contains_key(k));
+            }
+        }
+
+        /// Any bytes at all: no operation panics, and a page whose stamp is
+        /// not the CSN reads as empty.
+        #[test]
+        fn arbitrary_bytes_never_panic(
+            bytes in proptest::collection::vec(any::<u8>(), PAGE_SIZE),
+            leafy in any::<bool>(),
+            stamp_matches in any::<bool>(),
+            slot in 0usize..400,
+            seed in any::<u64>(),
+        ) {
+            let mut page = bytes;
+            if leafy {
+                page[12] = PageKind::BTreeLeaf as u8;
+            }
+            let l = layout();
+            let csn = if stamp_matches { page::cache_stamp(&page).max(1) } else { 0x5EED };
+            let stale = page::cache_stamp(&page) != csn;
+            let t = Tid::new(3, 4);
+            let mut rng = CacheRng::new(seed);
+            if stale {
+                prop_assert_eq!(lookup(&page, &l, csn, t), None);
+                prop_assert!(items(&page, &l, csn).is_empty());
+            } else {
+                let _ = lookup(&page, &l, csn, t);
+                let _ = items(&page, &l, csn);
+            }
+            let _ = promote(&mut page, &l, csn, t, slot, &mut rng);
+            let v = vec![1u8; 25];
+            if !matches!(fill(&mut page, &l, csn, t, &v, &mut rng), Filled::NoRoom) {
+                // A fill over a stale region zeroed it first: only t is there.
+                if stale {
+                    prop_assert_eq!(as_map(&items(&page, &l, csn)), HashMap::from([(t, v.clone())]));
+                }
+                prop_assert_eq!(lookup(&page, &l, csn, t).map(|h| h.value.to_vec()), Some(v));
+            }
+        }
+    }
+}
