@@ -32,6 +32,8 @@ pub enum Ddl {
         name: Option<String>,
         table: Name,
         columns: Vec<Name>,
+        /// Columns cached in the leaves' free space (`WITH (cache = 'c, d')`).
+        cache: Vec<Name>,
         if_not_exists: bool,
     },
     DropTable {
@@ -291,7 +293,22 @@ fn create_index(c: &CreateIndex) -> Result<Ddl, SqlError> {
         return refuse("a partial index (WHERE)");
     }
     if !c.include.is_empty() {
-        return refuse("INCLUDE");
+        return refuse(
+            "INCLUDE (strata caches columns in the leaves' free space instead: \
+             WITH (cache = 'c, d'))",
+        );
+    }
+    let mut cache = Vec::new();
+    for w in &c.with {
+        match cache_parameter(w) {
+            Some(names) if cache.is_empty() => cache = names,
+            Some(_) => return refuse("cache given twice"),
+            None => {
+                return refuse(&format!(
+                    "the storage parameter {w} (strata knows cache = 'c, d')"
+                ));
+            }
+        }
     }
     if let Some(u) = &c.using
         && !u.to_string().eq_ignore_ascii_case("btree")
@@ -317,8 +334,54 @@ fn create_index(c: &CreateIndex) -> Result<Ddl, SqlError> {
         name,
         table,
         columns,
+        cache,
         if_not_exists: c.if_not_exists,
     })
+}
+
+/// The columns of a `cache = 'c, d'` storage parameter (names folded to lower
+/// case unless double-quoted inside the string); `None` for any other
+/// parameter.
+fn cache_parameter(w: &Expr) -> Option<Vec<Name>> {
+    use datafusion::sql::sqlparser::ast::{BinaryOperator, Value};
+    let Expr::BinaryOp {
+        left,
+        op: BinaryOperator::Eq,
+        right,
+    } = w
+    else {
+        return None;
+    };
+    let Expr::Identifier(key) = left.as_ref() else {
+        return None;
+    };
+    if !key.value.eq_ignore_ascii_case("cache") {
+        return None;
+    }
+    let Expr::Value(v) = right.as_ref() else {
+        return None;
+    };
+    let Value::SingleQuotedString(list) = &v.value else {
+        return None;
+    };
+    Some(
+        list.split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(
+                |n| match n.strip_prefix('"').and_then(|n| n.strip_suffix('"')) {
+                    Some(q) => Name {
+                        text: q.to_string(),
+                        quoted: true,
+                    },
+                    None => Name {
+                        text: n.to_lowercase(),
+                        quoted: false,
+                    },
+                },
+            )
+            .collect(),
+    )
 }
 
 fn drop(
@@ -402,13 +465,13 @@ pub fn run(db: &Database, ddl: &Ddl) -> Result<Changed, SqlError> {
             name,
             table,
             columns,
+            cache,
             if_not_exists,
         } => {
             let t = find_table(db, table)
                 .ok_or_else(|| query(format!("{verb}: unknown table '{}'", table.text)))?;
             let open = db.table(&t)?;
-            let mut cols = Vec::new();
-            for c in columns {
+            let column = |c: &Name| -> Result<String, SqlError> {
                 let i = open
                     .schema()
                     .columns
@@ -421,8 +484,10 @@ pub fn run(db: &Database, ddl: &Ddl) -> Result<Changed, SqlError> {
                             open.schema().names()
                         ))
                     })?;
-                cols.push(open.schema().columns[i].name.clone());
-            }
+                Ok(open.schema().columns[i].name.clone())
+            };
+            let cols = columns.iter().map(column).collect::<Result<Vec<_>, _>>()?;
+            let cached = cache.iter().map(column).collect::<Result<Vec<_>, _>>()?;
             let name = name
                 .clone()
                 .unwrap_or_else(|| format!("{t}_{}", cols.join("_")));
@@ -436,7 +501,8 @@ pub fn run(db: &Database, ddl: &Ddl) -> Result<Changed, SqlError> {
                 return Ok(changed);
             }
             let cols: Vec<&str> = cols.iter().map(String::as_str).collect();
-            db.create_index(&t, IndexSpec::new(name, &cols), &NoProgress)
+            let cached: Vec<&str> = cached.iter().map(String::as_str).collect();
+            db.create_index(&t, IndexSpec::new(name, &cols).cache(&cached), &NoProgress)
                 .map_err(|e| storage(verb, e))?;
         }
         Ddl::DropTable { names, if_exists } => {

@@ -597,9 +597,14 @@ impl Engine {
                 }
                 for i in t.indexes() {
                     out.push_str(&format!(
-                        "  index {} ({})\n",
+                        "  index {} ({}){}\n",
                         i.def.name,
-                        i.def.columns.join(", ")
+                        i.def.columns.join(", "),
+                        if i.def.cache.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" caches ({})", i.def.cache.join(", "))
+                        }
                     ));
                 }
                 match self.db.table_stats(name)? {
