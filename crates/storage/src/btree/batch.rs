@@ -177,7 +177,7 @@ impl BTree {
         let mut a = 0u16;
         for b in range.clone() {
             let e = run.get(b);
-            let step = partition(n - a, |s| slot_bytes(&v, a + s) < e);
+            let step = gallop(n - a, |s| slot_bytes(&v, a + s) < e);
             a += step;
             if a < n && slot_bytes(&v, a) == e {
                 return Err(self.err(format!(
@@ -196,7 +196,7 @@ impl BTree {
             for b in range.clone() {
                 let e = run.get(b);
                 let view = pm.view();
-                let step = partition(view.n_slots() - lo, |s| slot_bytes(&view, lo + s) < e);
+                let step = gallop(view.n_slots() - lo, |s| slot_bytes(&view, lo + s) < e);
                 lo += step;
                 if !pm.insert_at(lo, e) {
                     return Err(self.err(format!("leaf {leaf} has no room for an entry")));
@@ -328,7 +328,7 @@ impl BTree {
                 let mut a = 0u16;
                 for b in i..j {
                     let e = run.get(b);
-                    let step = partition(n - a, |s| slot_bytes(&v, a + s) < e);
+                    let step = gallop(n - a, |s| slot_bytes(&v, a + s) < e);
                     a += step;
                     if a < n && slot_bytes(&v, a) == e {
                         found.push(a);
