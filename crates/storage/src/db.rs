@@ -565,7 +565,8 @@ impl Database {
     /// takes the new cache layout at once, which invalidates everything
     /// cached. An error names the table, index or column that is wrong, or
     /// the column that makes the items too wide (see `cached_fields.rs`).
-    /// This is the storage call for `CREATE INDEX ... CACHE (...)` too.
+    /// (`strata index cache` calls it; SQL's `CREATE INDEX ... WITH (cache =
+    /// ...)` declares them at creation through [`IndexSpec::cache`].)
     pub fn set_index_cache(&self, table: &str, index: &str, columns: &[&str]) -> Result<()> {
         self.writable()?;
         let _writer = self.writer.lock();
@@ -706,7 +707,6 @@ impl Database {
         self.wal.as_ref()
     }
 
-    /// The open tables owning `files`.
     /// Drops the predicates a transaction that commits nothing or aborts
     /// recorded (nothing it changed becomes visible).
     fn forget_pending_cache_changes(&self) {
@@ -717,6 +717,7 @@ impl Database {
         }
     }
 
+    /// The open tables owning `files`.
     fn tables_of(
         &self,
         files: &std::collections::BTreeSet<crate::device::FileId>,
