@@ -113,6 +113,32 @@ impl Builder {
         }
     }
 
+    /// Appends one value of the builder's type (`Value::Null` is NULL).
+    fn push_value(&mut self, v: &Value) -> Result<(), ArrowError> {
+        match (self, v) {
+            (Builder::I32(b), Value::Int32(x)) => b.append_value(*x),
+            (Builder::Date(b), Value::Date(x)) => b.append_value(*x),
+            (Builder::I64(b), Value::Int64(x)) => b.append_value(*x),
+            (Builder::Dec(b), Value::Decimal(x)) => b.append_value(*x as i128),
+            (Builder::F64(b), Value::Float64(x)) => b.append_value(*x),
+            (Builder::Bool(b), Value::Bool(x)) => b.append_value(*x),
+            (Builder::Str(b), Value::Str(s)) => b.append_value(s.trim_end_matches(' ')),
+            (Builder::I32(b), Value::Null) => b.append_null(),
+            (Builder::Date(b), Value::Null) => b.append_null(),
+            (Builder::I64(b), Value::Null) => b.append_null(),
+            (Builder::Dec(b), Value::Null) => b.append_null(),
+            (Builder::F64(b), Value::Null) => b.append_null(),
+            (Builder::Bool(b), Value::Null) => b.append_null(),
+            (Builder::Str(b), Value::Null) => b.append_null(),
+            (_, v) => {
+                return Err(ArrowError::InvalidArgumentError(format!(
+                    "value {v:?} does not match its column's type"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     fn finish(&mut self) -> ArrayRef {
         match self {
             Builder::I32(b) => Arc::new(b.finish()),
@@ -166,6 +192,68 @@ impl BatchConverter {
             }
         }
         let arrays: Vec<ArrayRef> = builders.iter_mut().map(Builder::finish).collect();
+        RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            arrays,
+            &RecordBatchOptions::new().with_row_count(Some(rows)),
+        )
+    }
+}
+
+/// Builds Arrow record batches from rows of strata values (decoded values,
+/// such as an index cache's, rather than stored tuples).
+pub struct ValueBatchBuilder {
+    builders: Vec<Builder>,
+    schema: SchemaRef,
+    rows: usize,
+}
+
+impl ValueBatchBuilder {
+    /// A builder of batches of `schema`, whose columns have the strata types
+    /// `types`, in order.
+    pub fn new(types: &[DataType], schema: SchemaRef) -> ValueBatchBuilder {
+        ValueBatchBuilder {
+            builders: types.iter().map(|t| Builder::new(t, 0)).collect(),
+            schema,
+            rows: 0,
+        }
+    }
+
+    /// Appends a row: one value per column, in order. A value of another type
+    /// than its column's is an error (the row may then be partly appended:
+    /// drop the builder).
+    pub fn push_row<'a>(
+        &mut self,
+        row: impl IntoIterator<Item = &'a Value>,
+    ) -> Result<(), ArrowError> {
+        let mut n = 0;
+        for (b, v) in self.builders.iter_mut().zip(row) {
+            b.push_value(v)?;
+            n += 1;
+        }
+        if n != self.builders.len() {
+            return Err(ArrowError::InvalidArgumentError(format!(
+                "a row of {n} values for {} columns",
+                self.builders.len()
+            )));
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Rows appended since the last [`ValueBatchBuilder::finish`].
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// The batch of the rows appended so far; the builder starts over.
+    pub fn finish(&mut self) -> Result<RecordBatch, ArrowError> {
+        let arrays: Vec<ArrayRef> = self.builders.iter_mut().map(Builder::finish).collect();
+        let rows = std::mem::take(&mut self.rows);
         RecordBatch::try_new_with_options(
             self.schema.clone(),
             arrays,

@@ -8,6 +8,7 @@
 //! DataFusion is a large dependency; it lives in this crate only, so the rest
 //! of strata (and `strata demo`) builds without it.
 
+pub mod cached_scan;
 pub mod convert;
 pub mod ddl;
 pub mod depth;

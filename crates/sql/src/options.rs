@@ -9,6 +9,7 @@
 //! | `strata.ordered_plan` | `auto`, `idx`, `sidx+ps`, `sidx+es`, `fts+ps`, `fts+es` | `auto` |
 //! | `strata.sort_memory` | a size (the sorts' memory budget) | `32MiB` |
 //! | `strata.direct_dml` | `true`, `false`: plain single-table UPDATE/DELETE planned from the syntax tree ([`crate::direct_dml`]) | `true` |
+//! | `strata.index_cache` | `true`, `false`: answer full-key lookups that need only an index's key and cached columns from its leaves ([`crate::cached_scan`]) | `true` |
 //!
 //! `strata.ordered_plan` chooses the flash paper's plan for a scan that must
 //! produce index-key order (an `ORDER BY` on the key pushed into it); `auto`
@@ -98,6 +99,8 @@ pub struct StrataOptions {
     pub ordered_plan: Option<OrderedPlan>,
     pub sort_memory_bytes: usize,
     pub direct_dml: bool,
+    /// Whether a query answerable from an index cache uses it.
+    pub index_cache: bool,
 }
 
 impl Default for StrataOptions {
@@ -109,6 +112,7 @@ impl Default for StrataOptions {
             ordered_plan: None,
             sort_memory_bytes: 32 << 20,
             direct_dml: true,
+            index_cache: true,
         }
     }
 }
@@ -138,6 +142,15 @@ fn parse_policy(s: &str) -> std::result::Result<Policy, String> {
             }
         },
     )
+}
+
+/// A boolean setting: `true`/`on` or `false`/`off`.
+fn parse_bool(name: &str, value: &str) -> std::result::Result<bool, String> {
+    match value.trim_matches('\'').to_ascii_lowercase().as_str() {
+        "true" | "on" => Ok(true),
+        "false" | "off" => Ok(false),
+        _ => Err(format!("strata.{name}: '{value}' is not true or false")),
+    }
 }
 
 impl ConfigExtension for StrataOptions {
@@ -180,20 +193,11 @@ impl ExtensionOptions for StrataOptions {
                     .map_err(|e| err(format!("strata.sort_memory: {e}")))?
                     as usize
             }
-            "direct_dml" => {
-                self.direct_dml = match value.trim_matches('\'').to_ascii_lowercase().as_str() {
-                    "true" | "on" => true,
-                    "false" | "off" => false,
-                    _ => {
-                        return Err(err(format!(
-                            "strata.direct_dml: '{value}' is not true or false"
-                        )));
-                    }
-                }
-            }
+            "direct_dml" => self.direct_dml = parse_bool("direct_dml", value).map_err(err)?,
+            "index_cache" => self.index_cache = parse_bool("index_cache", value).map_err(err)?,
             _ => {
                 return Err(err(format!(
-                    "unknown setting 'strata.{key}' (strata has access_path, smooth_policy, result_cache, ordered_plan, sort_memory, direct_dml)"
+                    "unknown setting 'strata.{key}' (strata has access_path, smooth_policy, result_cache, ordered_plan, sort_memory, direct_dml, index_cache)"
                 )));
             }
         }
@@ -238,6 +242,11 @@ impl ExtensionOptions for StrataOptions {
                 self.direct_dml.to_string(),
                 "plan plain single-table UPDATE and DELETE from the syntax tree, not as a query",
             ),
+            entry(
+                "index_cache",
+                self.index_cache.to_string(),
+                "answer full-key lookups of an index's key and cached columns from its leaves",
+            ),
         ]
     }
 }
@@ -279,6 +288,10 @@ mod tests {
             e.contains("strata.direct_dml") && e.contains("maybe"),
             "{e}"
         );
-        assert_eq!(o.entries().len(), 6);
+        o.set("index_cache", "off").unwrap();
+        assert!(!o.index_cache);
+        let e = o.set("index_cache", "2").unwrap_err().to_string();
+        assert!(e.contains("strata.index_cache") && e.contains("'2'"), "{e}");
+        assert_eq!(o.entries().len(), 7);
     }
 }

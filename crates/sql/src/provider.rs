@@ -3,7 +3,9 @@
 //! Every WHERE conjunct that mentions only this table is taken into the scan
 //! ([`crate::pushdown`]): comparisons with literals become strata predicates
 //! (index ranges where an index exists), the rest is evaluated on the scan's
-//! Arrow output. The scan reads only the columns the query uses.
+//! Arrow output. The scan reads only the columns the query uses. A query an
+//! index cache can answer (equality on a full index key, only key and cached
+//! columns used) gets the index-cache path instead ([`crate::cached_scan`]).
 //!
 //! `INSERT`, `UPDATE` and `DELETE` are planned here and run by [`crate::dml`].
 
@@ -24,6 +26,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use strata_access::PageCosts;
 use strata_storage::{Database, Table};
 
+use crate::cached_scan::{self, StrataIndexCacheExec};
 use crate::convert::{arrow_schema, nullable};
 use crate::dml::{DmlExec, InsertSink};
 use crate::options::StrataOptions;
@@ -133,6 +136,28 @@ impl TableProvider for StrataTable {
             Some(p) => p.clone(),
             None => (0..self.schema.fields().len()).collect(),
         };
+        let stats: Option<TableStats> = self
+            .db
+            .table_stats(&self.name)
+            .map_err(external)?
+            .and_then(|v| serde_json::from_value(v).ok());
+        let mut note = None;
+        if let Some(plan) = cached_scan::plan(&table, filters, &output_cols, &settings) {
+            match cached_scan::own_writes_block(&self.writes, &self.db, &table) {
+                None => {
+                    return Ok(Arc::new(StrataIndexCacheExec::new(
+                        state,
+                        table,
+                        plan,
+                        &self.schema,
+                        &output_cols,
+                        limit,
+                        stats.as_ref(),
+                    )?));
+                }
+                Some(why) => note = Some(format!("{why}; index {}", plan.index_name(&table))),
+            }
+        }
         let mut scan_columns = output_cols.clone();
         for e in &residual {
             for c in e.column_refs() {
@@ -157,11 +182,6 @@ impl TableProvider for StrataTable {
             }
             None => None,
         };
-        let stats: Option<TableStats> = self
-            .db
-            .table_stats(&self.name)
-            .map_err(external)?
-            .and_then(|v| serde_json::from_value(v).ok());
         let (page_costs, modeled_clock) = self.page_costs();
         let req = ScanRequest {
             table,
@@ -177,6 +197,7 @@ impl TableProvider for StrataTable {
             page_costs,
             modeled_clock,
             temp_dir: temp_dir(&self.db),
+            note,
         };
         Ok(Arc::new(StrataScanExec::new(req, None)))
     }

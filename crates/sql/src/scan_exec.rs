@@ -71,6 +71,8 @@ pub struct ScanRequest {
     pub page_costs: PageCosts,
     pub modeled_clock: bool,
     pub temp_dir: std::path::PathBuf,
+    /// Said by EXPLAIN after the path (why a faster path was not taken).
+    pub note: Option<String>,
 }
 
 /// The access path a scan runs, decided at planning time.
@@ -346,6 +348,9 @@ impl DisplayAs for StrataScanExec {
         }
         if let Some(l) = r.limit {
             write!(f, ", limit={l}")?;
+        }
+        if let Some(n) = &r.note {
+            write!(f, ", {n}")?;
         }
         Ok(())
     }
