@@ -448,6 +448,13 @@ fn declared_with_sql_and_shown_by_explain_analyze() {
     assert_eq!(counter(&out, "index_entries"), 3, "{out}");
     assert_eq!(counter(&out, "cache_hits"), 3, "{out}");
     assert_eq!(counter(&out, "cache_misses"), 0, "{out}");
+    // No column at all (count), and a LIMIT the scan stops at.
+    let count = "SELECT count(*) FROM page WHERE id IN (2, 3, 9)";
+    assert!(plan_text(&s, count).contains("path=index-cache"));
+    assert_eq!(query(&s, count), vec![vec!["3".to_string()]]);
+    let limited = "SELECT title FROM page WHERE id IN (1, 2, 3) LIMIT 2";
+    assert!(plan_text(&s, limited).contains("limit=2"));
+    assert_eq!(query(&s, limited).len(), 2);
     // Dropping the cache gives the ordinary scan, with the same rows.
     run(&s, "DROP INDEX page_id");
     run(&s, "CREATE INDEX page_id ON page (id)");
