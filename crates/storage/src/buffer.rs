@@ -104,8 +104,12 @@ impl Run {
     }
 }
 
+/// The page table's hasher: keys are (file, page) pairs the engine makes, not
+/// input an attacker chooses, so a fast hash is safe.
+type PageMap = HashMap<Key, usize, foldhash::fast::RandomState>;
+
 struct Table {
-    map: HashMap<Key, usize>,
+    map: PageMap,
     /// Page each frame is assigned to (mirrors `map`), for eviction.
     owner: Vec<Option<Key>>,
     hand: usize,
@@ -338,7 +342,7 @@ impl BufferPool {
             device,
             frames,
             table: Mutex::new(Table {
-                map: HashMap::with_capacity(n),
+                map: PageMap::with_capacity_and_hasher(n, Default::default()),
                 owner: vec![None; n],
                 hand: 0,
             }),

@@ -1480,7 +1480,8 @@ impl Table {
             reason: "caches no columns".into(),
         })?;
         let mut out = Vec::new();
-        let mut buf = Vec::with_capacity(fields.width());
+        // Allocated by the first miss only: a hit needs no encoding.
+        let mut buf = Vec::new();
         for e in ix.btree.lookup_cached(key)? {
             match e.probe {
                 crate::btree::Probe::Hit(v) => {

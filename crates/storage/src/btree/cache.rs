@@ -431,8 +431,8 @@ pub struct CacheStats {
     pub valid_leaves: u64,
     /// Items cached in them.
     pub items: u64,
-    /// Slots for items all leaves' free regions have now (less the slots of
-    /// their directories).
+    /// Items all leaves' free regions can hold now (their slots less those
+    /// of their directories, built or to be built).
     pub slots: u64,
 }
 
@@ -546,7 +546,7 @@ impl BTree {
         // Observed before any leaf is read, so before the caller's heap read.
         let observed = self.cache.observe();
         let meta = self.meta();
-        let mut leaf = self.descend(&meta, |sep| sep < key, None)?;
+        let mut leaf = self.descend(&meta, |sep| bytes_lt(sep, key), None)?;
         let mut steps = 0u64;
         loop {
             steps += 1;
@@ -592,7 +592,7 @@ impl BTree {
                 }
                 let v = PageView::new(&g);
                 let n = v.n_slots();
-                let mut s = partition(n, |s| slot_bytes(&v, s) < key);
+                let mut s = partition(n, |s| bytes_lt(slot_bytes(&v, s), key));
                 let mut done = false;
                 while s < n {
                     let e = slot_bytes(&v, s);
@@ -806,9 +806,7 @@ impl BTree {
                 )));
             }
             let g = self.read_node(&meta, leaf, Node::Leaf)?;
-            if let Some(r) = leaf_cache::item_slots(&g, &layout) {
-                stats.slots += r.capacity() as u64;
-            }
+            stats.slots += leaf_cache::item_capacity(&g, &layout) as u64;
             if leaf_cache::is_valid(&g, csn) {
                 stats.valid_leaves += 1;
                 stats.items += leaf_cache::items(&g, &layout, csn).len() as u64;

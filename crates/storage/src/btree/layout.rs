@@ -121,14 +121,51 @@ pub(super) fn gallop(n: u16, mut before: impl FnMut(u16) -> bool) -> u16 {
 /// Position of `entry` in a leaf: (where it is or would go, whether it is there).
 pub(super) fn leaf_search(v: &PageView<'_>, entry: &[u8]) -> (u16, bool) {
     let n = v.n_slots();
-    let pos = partition(n, |s| slot_bytes(v, s) < entry);
+    let pos = partition(n, |s| bytes_lt(slot_bytes(v, s), entry));
     (pos, pos < n && slot_bytes(v, pos) == entry)
 }
 
 /// Compares an entry's key, truncated to the bound's length, with a key prefix.
 pub(super) fn prefix_cmp(entry: &[u8], bound: &[u8]) -> Ordering {
     let k = key_part(entry);
-    k[..k.len().min(bound.len())].cmp(bound)
+    bytes_cmp(&k[..k.len().min(bound.len())], bound)
+}
+
+/// `a.cmp(b)` for byte strings, eight bytes at a time. Keys and entries are
+/// short (an 8-byte integer key with its tid is 14 bytes), where the slice
+/// comparison's call to `memcmp` cost more than the comparing: searches in
+/// a descent made a quarter of a lookup's time.
+#[inline]
+pub(super) fn bytes_cmp(a: &[u8], b: &[u8]) -> Ordering {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_be_bytes(a[i..i + 8].try_into().unwrap());
+        let y = u64::from_be_bytes(b[i..i + 8].try_into().unwrap());
+        if x != y {
+            return x.cmp(&y);
+        }
+        i += 8;
+    }
+    while i < n {
+        if a[i] != b[i] {
+            return a[i].cmp(&b[i]);
+        }
+        i += 1;
+    }
+    a.len().cmp(&b.len())
+}
+
+/// `a < b` by [`bytes_cmp`].
+#[inline]
+pub(super) fn bytes_lt(a: &[u8], b: &[u8]) -> bool {
+    bytes_cmp(a, b) == Ordering::Less
+}
+
+/// `a <= b` by [`bytes_cmp`].
+#[inline]
+pub(super) fn bytes_le(a: &[u8], b: &[u8]) -> bool {
+    bytes_cmp(a, b) != Ordering::Greater
 }
 
 /// Whether `entry` lies before the range's lower bound. True on a prefix of the
@@ -186,6 +223,24 @@ pub(super) fn kind_name(k: Option<PageKind>) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The word-at-a-time comparison orders byte strings as slices do,
+        /// prefixes and equal words included.
+        #[test]
+        fn bytes_cmp_is_the_slice_order(
+            a in proptest::collection::vec(0u8..4, 0..40),
+            b in proptest::collection::vec(0u8..4, 0..40),
+            shared in proptest::collection::vec(any::<u8>(), 0..20),
+        ) {
+            let (a, b) = ([&shared[..], &a].concat(), [&shared[..], &b].concat());
+            prop_assert_eq!(bytes_cmp(&a, &b), a.cmp(&b));
+            prop_assert_eq!(bytes_lt(&a, &b), a < b);
+            prop_assert_eq!(bytes_le(&a, &b), a <= b);
+            prop_assert_eq!(bytes_cmp(&a, &a), Ordering::Equal);
+        }
+    }
 
     /// gallop finds what partition finds, for every length and answer, and
     /// asks once when the answer is the first slot.

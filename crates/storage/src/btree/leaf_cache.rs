@@ -627,6 +627,24 @@ pub fn item_slots(page: &[u8], layout: &CacheLayout) -> Option<Region> {
     Some(items_of(&r, find_dir(page, &r)))
 }
 
+/// How many items the leaf's region holds at most: its slots less those of
+/// the directory it has, or would get with its next fill.
+pub fn item_capacity(page: &[u8], layout: &CacheLayout) -> usize {
+    let Some(r) = region(page, layout) else {
+        return 0;
+    };
+    if let Some(d) = find_dir(page, &r) {
+        return items_of(&r, Some(d)).capacity();
+    }
+    let count = r.capacity();
+    let ds = dir_slots(count, r.item);
+    if count > 0 && ds * 4 <= count {
+        count - ds
+    } else {
+        count
+    }
+}
+
 /// The slots the leaf's directory takes, if it has one.
 pub fn directory_slots(page: &[u8], layout: &CacheLayout) -> Option<std::ops::Range<usize>> {
     let r = region(page, layout)?;
@@ -962,6 +980,7 @@ mod tests {
         fill(&mut page, &l, 3, t0, &value(t0, 0, 25), &mut rng);
         let dir = directory_slots(&page, &l).unwrap();
         let cap = item_slots(&page, &l).unwrap().capacity();
+        assert_eq!(item_capacity(&page, &l), cap);
         for i in 1..cap as u32 {
             let t = Tid::new(i, 0);
             assert!(matches!(
@@ -982,6 +1001,12 @@ mod tests {
             assert!(p.insert_at(0, &[0x33u8; 20]));
         }
         assert_eq!(directory_slots(&page, &l), None);
+        let r = region(&page, &l).unwrap();
+        assert_eq!(
+            item_capacity(&page, &l),
+            r.capacity() - dir_slots(r.capacity(), r.item),
+            "counted as if the next fill's directory were there"
+        );
         let left = items(&page, &l, 3);
         assert!(!left.is_empty());
         for i in &left {

@@ -358,7 +358,7 @@ impl RangeCursor {
             let (lower, last) = (&self.lower, &self.last);
             let start = partition(n, |s| {
                 let e = slot_bytes(&v, s);
-                before_lower(lower, e) || (!last.is_empty() && e <= last.as_slice())
+                before_lower(lower, e) || (!last.is_empty() && bytes_le(e, last.as_slice()))
             });
             for s in start..n {
                 let e = slot_bytes(&v, s);

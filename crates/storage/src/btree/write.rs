@@ -18,7 +18,11 @@ impl BTree {
         let entry = make_entry(key, tid);
         let mut meta = self.latch.write();
         let mut path = Vec::with_capacity(meta.height as usize);
-        let leaf = self.descend(&meta, |sep| sep <= entry.as_slice(), Some(&mut path))?;
+        let leaf = self.descend(
+            &meta,
+            |sep| bytes_le(sep, entry.as_slice()),
+            Some(&mut path),
+        )?;
         let (all, pos, next, prev) = {
             let mut g = self.write_node(&meta, leaf, Node::Leaf)?;
             let mut pm = PageMut::new(&mut g);
@@ -200,7 +204,7 @@ impl BTree {
         }
         let entry = make_entry(key, tid);
         let mut meta = self.latch.write();
-        let leaf = self.descend(&meta, |sep| sep <= entry.as_slice(), None)?;
+        let leaf = self.descend(&meta, |sep| bytes_le(sep, entry.as_slice()), None)?;
         // Look first, so a miss does not dirty the page.
         let pos = {
             let g = self.read_node(&meta, leaf, Node::Leaf)?;
