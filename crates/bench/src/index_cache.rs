@@ -34,7 +34,7 @@ use crate::plot::{Axis, Legend, Plot};
 use crate::results::{ResultRow, ResultSet};
 use crate::summary::{Summary, num, provenance};
 
-pub const FIGURES: &[&str] = &["2a", "2c"];
+pub const FIGURES: &[&str] = &["2a", "2c", "fill"];
 
 /// Bytes of the cached fields (the paper's 4 fields of `page`, 25 bytes).
 pub const VALUE_BYTES: usize = 25;
@@ -82,6 +82,11 @@ struct Run {
     static_oracle: f64,
     wall_ms: f64,
     splits_inserts: u64,
+    /// Leaves of the tree as built.
+    leaves: u64,
+    /// Fresh CSNs during the run (the layout's, and the predicate log's
+    /// overflows).
+    invalidations: u64,
 }
 
 /// The leaf fill that leaves about `cap` (a fraction of the items) of cache
@@ -93,6 +98,33 @@ fn fill_for(cap: f64) -> f64 {
     (1.0 / (1.0 + cap * item / entry)).clamp(0.1, 1.0)
 }
 
+/// What happens besides the lookups of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Nothing (read-only).
+    Swap,
+    /// Inserts of new keys spread over the leaves take half of the free
+    /// space by the end.
+    Shrink,
+    /// Every [`CHURN_EVERY`] lookups, a random key's entry is deleted and
+    /// inserted again with a new tuple id (a row moved or updated out of
+    /// place): deletes compact a leaf and log a predicate (§2.1.2).
+    Churn,
+}
+
+/// Lookups per delete-and-insert of a churn run.
+const CHURN_EVERY: u64 = 100;
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Swap => "swap",
+            Mode::Shrink => "shrink",
+            Mode::Churn => "churn",
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_one(
     dir: &Path,
@@ -102,7 +134,7 @@ fn run_one(
     probs: &[f64],
     cdf: &[f64],
     perm: &[u64],
-    shrink: bool,
+    mode: Mode,
     seed: u64,
 ) -> Result<Run> {
     let path = dir.join(format!("fig2a-{}", seed));
@@ -124,11 +156,14 @@ fn run_one(
     let slots_start = tree.cache_stats()?.slots;
     // Inserts that take half of the free bytes: each takes about E+4 bytes.
     let free_bytes = slots_start as f64 * (1 + 6 + VALUE_BYTES) as f64;
-    let inserts = if shrink {
-        (free_bytes / 2.0 / 19.0) as u64
-    } else {
-        0
+    let inserts = match mode {
+        Mode::Shrink => (free_bytes / 2.0 / 19.0) as u64,
+        Mode::Churn => lookups / CHURN_EVERY,
+        Mode::Swap => 0,
     };
+    let leaves = tree.cache_stats()?.leaves;
+    // Churn: each item's tuple id now (a moved row gets a new one).
+    let mut tids: Vec<u32> = (0..items as u32).collect();
     let every = lookups.checked_div(inserts).unwrap_or(u64::MAX).max(1);
     let mut rng = CacheRng::new(seed ^ 0xF1A2);
     let value = [0x5Au8; VALUE_BYTES];
@@ -167,14 +202,22 @@ fn run_one(
                 oracle.insert(rank);
             }
         }
-        if shrink && (n + 1) % every == 0 && done_inserts < inserts {
+        if mode != Mode::Swap && (n + 1) % every == 0 && done_inserts < inserts {
             let j = rng.below(items as usize) as u64;
-            tree.insert(&key(2 * j + 1), Tid::new((items + done_inserts) as u32, 1))?;
+            let fresh = (items + done_inserts) as u32;
+            if mode == Mode::Shrink {
+                tree.insert(&key(2 * j + 1), Tid::new(fresh, 1))?;
+            } else {
+                let old = std::mem::replace(&mut tids[j as usize], fresh);
+                tree.delete(&key(2 * j), Tid::new(old, 0))?;
+                tree.insert(&key(2 * j), Tid::new(fresh, 0))?;
+            }
             done_inserts += 1;
         }
     }
     let wall_ms = start.elapsed().as_secs_f64() * 1e3;
     let slots_end = tree.cache_stats()?.slots;
+    let tree_invalidations = tree.cache_counters().invalidations;
     let static_oracle: f64 = probs.iter().take(cap).sum();
     tree.close()?;
     let _ = std::fs::remove_file(strata_storage::device::segment_path(&path, 0));
@@ -189,6 +232,8 @@ fn run_one(
         static_oracle,
         wall_ms,
         splits_inserts: done_inserts,
+        leaves,
+        invalidations: tree_invalidations,
     })
 }
 
@@ -226,12 +271,12 @@ pub fn run_fig2a(o: &Fig2aOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
         }
         for &cap in &o.capacities {
             let fill = fill_for(cap / 100.0);
-            for shrink in [false, true] {
+            for m in [Mode::Swap, Mode::Shrink] {
                 seed += 1;
                 let r = run_one(
-                    &o.tmp, o.items, o.lookups, fill, &probs, &cdf, &perm, shrink, seed,
+                    &o.tmp, o.items, o.lookups, fill, &probs, &cdf, &perm, m, seed,
                 )?;
-                let mode = if shrink { "shrink" } else { "swap" };
+                let mode = m.name();
                 log(&format!(
                     "2a {} {mode}: capacity {:.1}% (leaf fill {:.3}): hit rate {:.1}% (oracle {:.1}%, static {:.1}%), slots {} -> {}",
                     workload_name(alpha),
@@ -348,6 +393,160 @@ pub fn run_fig2a(o: &Fig2aOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
     summary.paragraph("The paper (simulation, zipf α = .5): Swap > 90% at 25% capacity; Shrink about 5 points below Swap.");
     let text = summary.as_str().to_string();
     summary.write(o.out.join("2a.md"))?;
+    Ok(text)
+}
+
+/// The leaf-fill study's options: the same tree and workloads as Fig. 2a,
+/// built at each of `fills`.
+#[derive(Clone, Debug)]
+pub struct FillOptions {
+    pub items: u64,
+    pub lookups: u64,
+    pub fills: Vec<f64>,
+    /// Zipf exponents; 0 is the uniform workload.
+    pub exponents: Vec<f64>,
+    pub out: PathBuf,
+    pub tmp: PathBuf,
+    pub seed: u64,
+}
+
+/// Which leaf fill an index with cached columns should be built at (§2.1's
+/// trap: "the 90% default leaf fill shrinks the cache"): for each fill, the
+/// leaves (what a range scan reads), the cache's capacity, and the hit rate
+/// read-only (*Swap*) and under churn (a delete and an insert of the same
+/// key with a new tuple id every 100 lookups: each delete compacts its leaf
+/// and logs a predicate). Writes `fill.csv`, `fill.svg`, `fill.md`.
+pub fn run_fill(o: &FillOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
+    std::fs::create_dir_all(&o.out)?;
+    std::fs::create_dir_all(&o.tmp)?;
+    let n = o.items as usize;
+    let mut set = ResultSet::new();
+    let mut seed = o.seed;
+    for &alpha in &o.exponents {
+        let probs = zipf(n, alpha);
+        let mut acc = 0.0;
+        let cdf: Vec<f64> = probs
+            .iter()
+            .map(|p| {
+                acc += p;
+                acc
+            })
+            .collect();
+        let mut perm: Vec<u64> = (0..o.items).collect();
+        let mut rng = CacheRng::new(o.seed ^ alpha.to_bits());
+        for i in (1..n).rev() {
+            perm.swap(i, rng.below(i + 1));
+        }
+        for &fill in &o.fills {
+            for m in [Mode::Swap, Mode::Churn] {
+                seed += 1;
+                let r = run_one(
+                    &o.tmp, o.items, o.lookups, fill, &probs, &cdf, &perm, m, seed,
+                )?;
+                log(&format!(
+                    "fill {} {}: leaf fill {fill}: {} leaves, capacity {:.1}%, hit rate {:.1}% (oracle {:.1}%), {} invalidations",
+                    workload_name(alpha),
+                    m.name(),
+                    r.leaves,
+                    r.capacity_pct,
+                    100.0 * r.hit_rate,
+                    100.0 * r.oracle,
+                    r.invalidations
+                ));
+                set.push(
+                    ResultRow {
+                        wall_ms: r.wall_ms,
+                        rows_out: o.lookups,
+                        ..ResultRow::new(
+                            "fill",
+                            "memory",
+                            format!("{} {}", m.name(), workload_name(alpha)),
+                            fill,
+                        )
+                    }
+                    .with("workload", workload_name(alpha))
+                    .with("mode", m.name())
+                    .with("alpha", alpha)
+                    .with("leaf_fill", fill)
+                    .with("leaves", r.leaves)
+                    .with("capacity_pct", format!("{:.3}", r.capacity_pct))
+                    .with("hit_rate_pct", format!("{:.3}", 100.0 * r.hit_rate))
+                    .with("oracle_pct", format!("{:.3}", 100.0 * r.oracle))
+                    .with("slots_end", r.slots_end)
+                    .with("churned", r.splits_inserts)
+                    .with("invalidations", r.invalidations),
+                );
+            }
+        }
+    }
+    set.write_csv(o.out.join("fill.csv"))?;
+    let get = |r: &ResultRow, c: &str| r.extra_f64(c).unwrap_or(f64::NAN);
+    let mut plot = Plot::lines(
+        "Index cache: hit rate vs the leaf fill it is built at",
+        Axis::linear("leaf fill"),
+        Axis::linear("hit rate (%)"),
+    );
+    let mut summary = Summary::new("Index caches: which leaf fill (No Bits Left Behind §2.1)");
+    summary.paragraph(&provenance());
+    summary.paragraph(&format!(
+        "The tree of Fig. 2a ({} BIGINT keys, 25-byte cached values, every page in the pool) bulk built at each leaf fill; {} lookups per point. *Swap*: read-only. *Churn*: every {CHURN_EVERY} lookups a random key's entry is deleted and inserted again with a new tuple id (the delete compacts its leaf and logs a predicate on the old tuple id; past {} predicates the log is cleared by a fresh CSN, which empties every leaf's cache). Leaves = what a full range scan of the index reads.",
+        o.items,
+        o.lookups,
+        strata_storage::btree::DEFAULT_LOG_THRESHOLD
+    ));
+    for &alpha in &o.exponents {
+        let w = workload_name(alpha);
+        let rows: Vec<&ResultRow> = set
+            .rows()
+            .iter()
+            .filter(|r| r.get("workload") == w)
+            .collect();
+        let pick = |mode: &str, fill: f64| {
+            rows.iter()
+                .find(|r| r.get("mode") == mode && r.x == fill)
+                .copied()
+        };
+        for mode in ["swap", "churn"] {
+            plot = plot.series(
+                format!("{mode}, {w}"),
+                o.fills
+                    .iter()
+                    .filter_map(|&f| pick(mode, f).map(|r| (f, get(r, "hit_rate_pct"))))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        summary.heading(&w);
+        let mut table = Vec::new();
+        for &f in &o.fills {
+            if let (Some(sw), Some(ch)) = (pick("swap", f), pick("churn", f)) {
+                table.push(vec![
+                    format!("{f:.2}"),
+                    sw.get("leaves").to_string(),
+                    num(get(sw, "capacity_pct")),
+                    num(get(sw, "hit_rate_pct")),
+                    num(get(sw, "oracle_pct")),
+                    num(get(ch, "hit_rate_pct")),
+                    ch.get("invalidations").to_string(),
+                ]);
+            }
+        }
+        summary.table(
+            &[
+                "leaf fill",
+                "leaves",
+                "capacity %",
+                "Swap hit %",
+                "oracle %",
+                "Churn hit %",
+                "Churn invalidations",
+            ],
+            &table,
+        );
+    }
+    plot.legend(Legend::Right).write(o.out.join("fill"))?;
+    summary.image("hit rate vs leaf fill", "fill.svg");
+    let text = summary.as_str().to_string();
+    summary.write(o.out.join("fill.md"))?;
     Ok(text)
 }
 

@@ -5,13 +5,15 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use strata_bench::index_cache::{FIGURES, Fig2aOptions, Fig2cOptions, run_fig2a, run_fig2c};
+use strata_bench::index_cache::{
+    FIGURES, Fig2aOptions, Fig2cOptions, FillOptions, run_fig2a, run_fig2c, run_fill,
+};
 
 use crate::context::{Global, usage};
 
 #[derive(Args)]
 pub struct IndexCacheArgs {
-    /// A figure (2a, 2c) or `all`.
+    /// A figure (2a, 2c, fill) or `all`.
     pub figure: String,
     /// Entries of the index (the table's items).
     #[arg(long, default_value_t = 100_000)]
@@ -30,6 +32,9 @@ pub struct IndexCacheArgs {
     /// Zipf exponents; 0 is the uniform workload.
     #[arg(long, value_delimiter = ',', default_value = "0.5,0.8,1.0,1.2,0")]
     pub exponents: Vec<f64>,
+    /// Leaf fills of the `fill` study.
+    #[arg(long, value_delimiter = ',', default_value = "0.5,0.6,0.7,0.8,0.9,1.0")]
+    pub fills: Vec<f64>,
     #[arg(long, default_value_t = 16)]
     pub seed: u64,
     /// Passes per variant of 2c (median reported).
@@ -59,6 +64,9 @@ pub fn run(_cli: &Global, a: &IndexCacheArgs) -> Result<()> {
     if a.capacities.iter().any(|c| !(*c > 0.0 && *c <= 400.0)) {
         return Err(usage("--capacities: percentages in (0, 400]"));
     }
+    if a.fills.iter().any(|f| !(0.1..=1.0).contains(f)) {
+        return Err(usage("--fills: leaf fills in 0.1..=1.0"));
+    }
     if a.exponents.iter().any(|e| !(0.0..=4.0).contains(e)) {
         return Err(usage("--exponents: zipf exponents in 0..=4"));
     }
@@ -80,8 +88,18 @@ pub fn run(_cli: &Global, a: &IndexCacheArgs) -> Result<()> {
         tmp,
         seed: a.seed,
     };
+    let fill = FillOptions {
+        items: a.items,
+        lookups: a.lookups,
+        fills: a.fills.clone(),
+        exponents: a.exponents.clone(),
+        out: a.out.clone(),
+        tmp: o.tmp.clone(),
+        seed: a.seed,
+    };
     let out = crate::bench_smooth::run_figures(&figures, &o.out, |f, log| match f {
         "2a" => run_fig2a(&o, log),
+        "fill" => run_fill(&fill, log),
         _ => run_fig2c(&c, log),
     });
     let _ = std::fs::remove_dir_all(&o.tmp);

@@ -200,7 +200,10 @@ pub mod leaf_cache;
 mod read;
 mod write;
 
-pub use cache::{CacheChange, CacheCounters, CacheStats, CachedEntry, FillTicket, Filled, Probe};
+pub use cache::{
+    CacheChange, CacheCounters, CacheStats, CachedEntry, DEFAULT_LOG_THRESHOLD, FillTicket, Filled,
+    Probe,
+};
 pub use layout::leaf_siblings;
 use layout::*;
 pub use read::{LeafIter, RangeCursor, RangeIter};
