@@ -383,3 +383,28 @@ fn concurrent_readers_never_see_a_cached_value_older_than_the_last_commit() {
         "{c:?}"
     );
 }
+
+/// An index declared with cached columns is built with room for them
+/// (`CACHED_LEAF_FILL`) unless a fill is chosen; others keep the default.
+#[test]
+fn an_index_with_cached_columns_is_built_with_room_for_them() {
+    use strata_storage::db::{CACHED_LEAF_FILL, DEFAULT_LEAF_FILL};
+    let dir = tempfile::tempdir().unwrap();
+    let db = setup(dir.path(), 20_000);
+    let t = db.table("t").unwrap();
+    let fill_of =
+        |t: &strata_storage::Table, ix: &str| t.index(ix).unwrap().btree.stats().unwrap().leaf_fill;
+    assert!((fill_of(&t, "t_id") - DEFAULT_LEAF_FILL).abs() < 0.02);
+    db.create_index(
+        "t",
+        IndexSpec::new("t_cached", &["id"]).cache(&["grp"]),
+        &NoProgress,
+    )
+    .unwrap();
+    let mut chosen = IndexSpec::new("t_chosen", &["id"]).cache(&["grp"]);
+    chosen.leaf_fill = 0.95;
+    db.create_index("t", chosen, &NoProgress).unwrap();
+    let t = db.table("t").unwrap();
+    assert!((fill_of(&t, "t_cached") - CACHED_LEAF_FILL).abs() < 0.02);
+    assert!((fill_of(&t, "t_chosen") - 0.95).abs() < 0.02);
+}

@@ -345,7 +345,7 @@ impl BTree {
                         Tid::decode(&e[e.len() - TID_LEN..])
                     })
                     .collect();
-                PageMut::new(&mut g).remove_many(&found);
+                self.compact_keeping_cache(&mut g, &tids, |p| PageMut::new(p).remove_many(&found));
                 meta.entries = meta.entries.saturating_sub(found.len() as u64);
                 removed += found.len() as u64;
                 drop(g);

@@ -478,6 +478,24 @@ impl BTree {
         }
     }
 
+    /// Runs `compact` (a delete's change of the leaf `page`) keeping the
+    /// leaf's cache, less the items of the deleted `tids`
+    /// ([`leaf_cache::carry`]).
+    pub(super) fn compact_keeping_cache(
+        &self,
+        page: &mut [u8],
+        tids: &[Tid],
+        compact: impl FnOnce(&mut [u8]),
+    ) {
+        let carried = self
+            .cache_layout()
+            .and_then(|l| Some((l, leaf_cache::carry(page, &l, self.cache.csn())?)));
+        compact(page);
+        if let Some((l, c)) = carried {
+            leaf_cache::restore(page, &l, &c, tids);
+        }
+    }
+
     /// Makes every leaf's cache stale (a fresh CSN). Call it after a change of
     /// a cached value is visible to readers, when no reader can run between
     /// the change and the call; otherwise bracket the change with

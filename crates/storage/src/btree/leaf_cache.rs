@@ -620,6 +620,62 @@ pub fn holds_any(page: &[u8], layout: &CacheLayout, csn: u32, tids: &[Tid]) -> b
     })
 }
 
+/// A leaf's cache slots copied aside while a delete compacts the leaf
+/// ([`carry`], then [`restore`]).
+pub struct Carried {
+    at: usize,
+    bytes: Vec<u8>,
+    stamp: u32,
+}
+
+/// The bytes of the leaf's slots, if its cache is valid under `csn` and holds
+/// any slot: a delete's compaction zeroes the free region, and without this
+/// every delete would empty its leaf's cache (the trap of §2.1: "leaf
+/// compaction on delete shrinks the cache").
+pub fn carry(page: &[u8], layout: &CacheLayout, csn: u32) -> Option<Carried> {
+    if !is_valid(page, csn) {
+        return None;
+    }
+    let r = region(page, layout)?;
+    if r.capacity() == 0 {
+        return None;
+    }
+    let at = r.first * r.item;
+    Some(Carried {
+        at,
+        bytes: page[at..r.end * r.item].to_vec(),
+        stamp: csn,
+    })
+}
+
+/// Puts carried slots back at their place after a delete compacted the
+/// leaf, less the items of `gone` (the deleted entries' tids: their rows
+/// are gone, and their tids may be reused). Only slots that were wholly in
+/// the region are carried, so a slot the old region cut off (its tail under
+/// an entry until the delete) comes back empty, never half an item. Returns
+/// whether they were put back: not when the leaf's stamp changed or its
+/// region no longer holds every carried slot (a delete only grows it).
+pub fn restore(page: &mut [u8], layout: &CacheLayout, c: &Carried, gone: &[Tid]) -> bool {
+    let Some(r) = region(page, layout) else {
+        return false;
+    };
+    if page::cache_stamp(page) != c.stamp || c.at < r.lower || c.at + c.bytes.len() > r.upper {
+        return false;
+    }
+    page[c.at..c.at + c.bytes.len()].copy_from_slice(&c.bytes);
+    let dir = find_dir(page, &r);
+    let ri = items_of(&r, dir);
+    for &t in gone {
+        if let Some(s) = find(page, &ri, dir, &tid_bytes(t)) {
+            page[s * r.item..(s + 1) * r.item].fill(0);
+            if let Some(d) = dir {
+                page[d.fp_at(s)] = 0;
+            }
+        }
+    }
+    true
+}
+
 /// The slots of the leaf's region that items may use now (the region without
 /// its directory's slots), if it is a sane leaf.
 pub fn item_slots(page: &[u8], layout: &CacheLayout) -> Option<Region> {
@@ -1036,6 +1092,53 @@ mod tests {
         fill(&mut small, &tiny, 1, t, &[5u8; 2000], &mut rng);
         assert_eq!(directory_slots(&small, &tiny), None);
         assert_eq!(lookup(&small, &tiny, 1, t).unwrap().value, &[5u8; 2000][..]);
+    }
+
+    /// A delete's compaction with the cache carried across: every item but
+    /// the deleted tid's comes back with its value, and an item whose tail an
+    /// entry had overwritten (its slot cut off by the region's top) does not
+    /// come back as half an item.
+    #[test]
+    fn a_delete_keeps_the_cache_but_the_deleted_item_and_never_half_an_item() {
+        let l = layout();
+        let mut rng = CacheRng::new(13);
+        let mut page = leaf(60, 20);
+        let r = region(&page, &l).unwrap();
+        for i in 0..r.capacity() as u32 {
+            let t = Tid::new(i, 2);
+            fill(&mut page, &l, 4, t, &value(t, 1, 25), &mut rng);
+        }
+        // An entry whose bytes reach into the top slot's tail.
+        let top = r.end - 1;
+        let cut = items(&page, &l, 4)
+            .into_iter()
+            .find(|i| i.slot == top)
+            .expect("the top slot holds an item");
+        let len = r.upper - (top * r.item + r.item / 2);
+        assert!(PageMut::new(&mut page).insert_at(0, &vec![0x42u8; len]));
+        let r2 = region(&page, &l).unwrap();
+        assert!(r2.end <= top, "the top slot left the region");
+        let before = items(&page, &l, 4);
+        let gone = before[before.len() / 2].tid;
+        // Delete that entry again: the region grows back over the top slot.
+        let c = carry(&page, &l, 4).unwrap();
+        PageMut::new(&mut page).remove_at(0);
+        assert!(restore(&mut page, &l, &c, &[gone]));
+        let after = items(&page, &l, 4);
+        let expect: Vec<Item> = before.into_iter().filter(|i| i.tid != gone).collect();
+        assert_eq!(after, expect);
+        assert!(after.iter().all(|i| i.tid != cut.tid), "no half item");
+        for i in &after {
+            assert_eq!(i.value, value(i.tid, 1, 25));
+            assert_eq!(lookup(&page, &l, 4, i.tid).unwrap().value, &i.value[..]);
+        }
+        assert_eq!(lookup(&page, &l, 4, gone), None);
+        // A stale cache is not carried; a changed stamp refuses the restore.
+        assert!(carry(&page, &l, 5).is_none());
+        let c = carry(&page, &l, 4).unwrap();
+        PageMut::new(&mut page).remove_at(0);
+        page::set_cache_stamp(&mut page, 6);
+        assert!(!restore(&mut page, &l, &c, &[]));
     }
 
     #[test]

@@ -214,7 +214,7 @@ impl BTree {
             }
         };
         let mut g = self.write_node(&meta, leaf, Node::Leaf)?;
-        PageMut::new(&mut g).remove_at(pos);
+        self.compact_keeping_cache(&mut g, &[tid], |p| PageMut::new(p).remove_at(pos));
         meta.entries = meta.entries.saturating_sub(1);
         drop(g);
         // The tid may be reused: nothing cached for it may be served again,
