@@ -13,8 +13,26 @@ use crate::context::{Global, usage};
 
 #[derive(Args)]
 pub struct IndexCacheArgs {
-    /// A figure (2a, 2c, fill) or `all`.
+    /// A figure (2a, 2c, fill) or `all`; or `wiki`: a Wikipedia-like page
+    /// table, strata's index cache beside PostgreSQL's covering index (not
+    /// part of `all`: it needs PostgreSQL, scripts/setup_postgres.sh).
     pub figure: String,
+    /// wiki: table sizes (rows).
+    #[arg(long, value_delimiter = ',', default_value = "100000,1000000")]
+    pub rows: Vec<u64>,
+    /// wiki: leaf fills of strata's cached indexes.
+    #[arg(long, value_delimiter = ',', default_value = "0.9,0.68")]
+    pub leaf_fills: Vec<f64>,
+    /// wiki: lookups that fill the cache before the measured runs.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub warmup: u64,
+    /// wiki: PostgreSQL's shared_buffers (default: twice strata's table and
+    /// indexes, at least 256MB).
+    #[arg(long)]
+    pub shared_buffers: Option<String>,
+    /// wiki: strata only, no PostgreSQL.
+    #[arg(long)]
+    pub no_postgres: bool,
     /// Entries of the index (the table's items).
     #[arg(long, default_value_t = 100_000)]
     pub items: u64,
@@ -37,7 +55,7 @@ pub struct IndexCacheArgs {
     pub fills: Vec<f64>,
     #[arg(long, default_value_t = 16)]
     pub seed: u64,
-    /// Passes per variant of 2c (median reported).
+    /// Passes per variant of 2c, runs per workload of wiki (median reported).
     #[arg(long, default_value_t = 5)]
     pub passes: usize,
     /// Where results go.
@@ -46,6 +64,9 @@ pub struct IndexCacheArgs {
 }
 
 pub fn run(_cli: &Global, a: &IndexCacheArgs) -> Result<()> {
+    if a.figure == "wiki" {
+        return wiki(a);
+    }
     let figures: Vec<String> = match a.figure.as_str() {
         "all" => FIGURES.iter().map(|f| f.to_string()).collect(),
         f if FIGURES.contains(&f) => vec![f.to_string()],
@@ -103,5 +124,28 @@ pub fn run(_cli: &Global, a: &IndexCacheArgs) -> Result<()> {
         _ => run_fig2c(&c, log),
     });
     let _ = std::fs::remove_dir_all(&o.tmp);
+    out
+}
+
+/// `strata bench index-cache wiki` (the work is in
+/// `strata_bench::index_cache_wiki`). `--exponents` defaults to 2a's list
+/// there too.
+fn wiki(a: &IndexCacheArgs) -> Result<()> {
+    let tmp = std::env::temp_dir().join(format!("strata-index-cache-wiki-{}", std::process::id()));
+    let mut o = strata_bench::index_cache_wiki::WikiOptions::new(&a.out, &tmp);
+    o.rows = a.rows.clone();
+    o.lookups = a.lookups;
+    o.warmup = a.warmup;
+    o.runs = a.passes;
+    o.exponents = a.exponents.clone();
+    o.leaf_fills = a.leaf_fills.clone();
+    o.seed = a.seed;
+    o.postgres = !a.no_postgres;
+    o.shared_buffers = a.shared_buffers.clone();
+    o.check().map_err(|e| usage(e.to_string()))?;
+    let out = crate::bench_smooth::run_figures(&["wiki".to_string()], &o.out, |_, log| {
+        strata_bench::index_cache_wiki::run_wiki(&o, log)
+    });
+    let _ = std::fs::remove_dir_all(&tmp);
     out
 }

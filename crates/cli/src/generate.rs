@@ -13,10 +13,12 @@ use crate::progress::Bars;
 
 #[derive(Args)]
 pub struct GenArgs {
-    /// microbench, skewed, flash, tpch, or a layout of the microbench table
-    /// whose c2 has one histogram but sits differently in the heap: uniform,
-    /// correlated, periodic, clustered, or the adversaries alternating,
-    /// dense-start, dense-tail.
+    /// microbench, skewed, flash, page (a Wikipedia-like page table whose
+    /// (page_namespace, page_title) index caches page_id, page_len,
+    /// page_is_redirect, page_latest), tpch, or a layout of the microbench
+    /// table whose c2 has one histogram but sits differently in the heap:
+    /// uniform, correlated, periodic, clustered, or the adversaries
+    /// alternating, dense-start, dense-tail.
     pub dataset: String,
     /// Rows (all but tpch; default 1000000).
     #[arg(long)]
@@ -88,6 +90,19 @@ pub fn run(cli: &Global, a: &GenArgs) -> Result<()> {
         heap_bytes as f64 / 1e6 / secs,
         io.bytes_written() >> 20
     );
+    if kind == strata_load::GenKind::Page {
+        for ix in table.indexes() {
+            println!(
+                "index {} on ({}): {} ({} pages, leaf fill {}), caching {}",
+                ix.def.name,
+                ix.def.columns.join(", "),
+                format_bytes(ix.btree.num_pages() * strata_storage::page::PAGE_SIZE as u64),
+                ix.btree.num_pages(),
+                ix.def.leaf_fill,
+                ix.def.cache.join(", ")
+            );
+        }
+    }
     if let Some(b) = report.band {
         let n = table.rows();
         let x = strata_load::layout::key_bound_for(b.rows(), n);

@@ -64,6 +64,27 @@
 //!   letter repeated (cheap, deterministic, and not all blanks, so the bytes are
 //!   really stored); B+-tree `<table>_a` on `a`, whose order is uncorrelated with
 //!   the heap order.
+//! - `page` (No Bits Left Behind §2.1's example): a table shaped like
+//!   MediaWiki's `page` ([`page_schema`]), rows in `page_id` order (1..=N,
+//!   creation order), and the `name_title` index `<table>_name_title` on
+//!   ([`PAGE_KEY`]) `(page_namespace, page_title)` caching in its leaves' free
+//!   space the 4 fields MediaWiki's link lookups project ([`PAGE_CACHED`]:
+//!   `page_id BIGINT, page_len INT, page_is_redirect BOOLEAN, page_latest
+//!   BIGINT`, 21 bytes, a 28-byte cache item with its tag and tid; the paper
+//!   counts 25 bytes). Namespaces are drawn from [`PAGE_NAMESPACES`] (55% in
+//!   namespace 0). Titles are unique: each starts with a core that a
+//!   bijection of the row number spells in two-letter syllables (unique, and
+//!   free of `_`), followed by `_`-separated words up to a length drawn from a
+//!   log-normal law (median 18 bytes, 120 at most before the last word;
+//!   never over 255), and now and then a
+//!   disambiguation like `_(film)`; so `(page_namespace, page_title)` is a
+//!   key. Redirects are 55% of namespace 0 and 5% elsewhere, with short
+//!   `page_len`s; other pages' lengths are log-normal (median 2500 bytes).
+//!   `page_touched` and `page_links_updated` are MediaWiki's 14-digit
+//!   timestamps (2004..2025) as `CHAR(14)`, `page_links_updated` NULL for 1%
+//!   of rows, `page_lang` NULL but for 0.1%: heap rows of about 100 bytes.
+//!   The lookup workload (zipf over the rows) is the benchmark's
+//!   (`strata bench index-cache wiki`), not the table's.
 
 use std::fmt;
 use std::str::FromStr;
@@ -96,14 +117,20 @@ pub enum GenKind {
     Alternating,
     DenseStart,
     DenseTail,
+    Page,
 }
 
 impl GenKind {
-    /// Every data set: the papers' three tables, then the [`GenKind::LAYOUTS`].
-    pub const ALL: [GenKind; 10] = {
-        let tables = [GenKind::Microbench, GenKind::Skewed, GenKind::Flash];
+    /// Every data set: the papers' four tables, then the [`GenKind::LAYOUTS`].
+    pub const ALL: [GenKind; 11] = {
+        let tables = [
+            GenKind::Microbench,
+            GenKind::Skewed,
+            GenKind::Flash,
+            GenKind::Page,
+        ];
         let layouts = GenKind::LAYOUTS;
-        let mut all = [GenKind::Microbench; 10];
+        let mut all = [GenKind::Microbench; 11];
         assert!(all.len() == tables.len() + layouts.len());
         let mut i = 0;
         while i < all.len() {
@@ -141,6 +168,7 @@ impl GenKind {
             GenKind::Alternating => "alternating",
             GenKind::DenseStart => "dense-start",
             GenKind::DenseTail => "dense-tail",
+            GenKind::Page => "page",
         }
     }
 
@@ -167,17 +195,28 @@ impl GenKind {
         )
     }
 
-    /// The indexed column.
+    /// The indexed column (for `page`, the first of the index's two,
+    /// [`PAGE_KEY`]).
     pub fn index_column(self) -> &'static str {
         match self {
             GenKind::Flash => "a",
+            GenKind::Page => PAGE_KEY[0],
             _ => "c2",
+        }
+    }
+
+    /// The index's columns.
+    pub fn index_columns(self) -> Vec<&'static str> {
+        match self {
+            GenKind::Page => PAGE_KEY.to_vec(),
+            k => vec![k.index_column()],
         }
     }
 
     pub fn schema(self) -> Schema {
         match self {
             GenKind::Flash => flash_schema(),
+            GenKind::Page => page_schema(),
             _ => microbench_schema(),
         }
     }
@@ -246,9 +285,23 @@ impl GenSpec {
         self.table.as_deref().unwrap_or(self.kind.default_table())
     }
 
-    /// Name of the generated index: `<table>_<column>`.
+    /// Name of the generated index: `<table>_<column>`; for `page`,
+    /// `<table>_name_title` (MediaWiki's name).
     pub fn index_name(&self) -> String {
-        format!("{}_{}", self.table_name(), self.kind.index_column())
+        match self.kind {
+            GenKind::Page => format!("{}_name_title", self.table_name()),
+            k => format!("{}_{}", self.table_name(), k.index_column()),
+        }
+    }
+
+    /// The generated index: for `page`, with [`PAGE_CACHED`] cached in its
+    /// leaves (leaf fill 90%, the default).
+    pub fn index_spec(&self) -> IndexSpec {
+        let spec = IndexSpec::new(self.index_name(), &self.kind.index_columns());
+        match self.kind {
+            GenKind::Page => spec.cache(&PAGE_CACHED),
+            _ => spec,
+        }
     }
 }
 
@@ -328,7 +381,7 @@ pub fn generate(
             spec.rows, spec.kind
         )));
     }
-    let index = IndexSpec::new(spec.index_name(), &[spec.kind.index_column()]);
+    let index = spec.index_spec();
     let mut load =
         db.begin_create_load(table, spec.kind.schema(), spec.options.clone(), vec![index])?;
     progress.phase(&format!("generate {table}"), spec.rows);
@@ -421,6 +474,15 @@ pub fn generate(
                 tick(i as u64);
             }
         }
+        GenKind::Page => {
+            let mut page = PageRows::new(n);
+            let mut row = Vec::with_capacity(PAGE_COLUMNS);
+            for i in 0..n {
+                page.row(i, &mut rng, &mut row);
+                load.append(&row)?;
+                tick(i);
+            }
+        }
     }
     progress.advance(n % PROGRESS_EVERY);
 
@@ -434,4 +496,245 @@ pub fn generate(
         elapsed: start.elapsed(),
         summary,
     })
+}
+
+// ---------------------------------------------------------------------------
+// `page`: a Wikipedia-like page table.
+
+/// The `name_title` index's key columns.
+pub const PAGE_KEY: [&str; 2] = ["page_namespace", "page_title"];
+
+/// The columns the `name_title` index caches: what MediaWiki's link lookups
+/// project besides the key (21 bytes encoded).
+pub const PAGE_CACHED: [&str; 4] = ["page_id", "page_len", "page_is_redirect", "page_latest"];
+
+/// Namespaces and their shares in per mille (they sum to 1000): the main
+/// namespace first, then talk, user, user talk, project, file, template,
+/// category and the small ones, in the order of English Wikipedia's ranking
+/// but with namespace 0 the majority (English Wikipedia's page table has
+/// more user talk pages than articles); a shape, not a measurement.
+pub const PAGE_NAMESPACES: [(i32, u32); 17] = [
+    (0, 550),
+    (1, 120),
+    (2, 60),
+    (3, 140),
+    (4, 20),
+    (5, 5),
+    (6, 30),
+    (7, 2),
+    (8, 1),
+    (10, 20),
+    (11, 10),
+    (12, 1),
+    (13, 1),
+    (14, 30),
+    (15, 3),
+    (118, 6),
+    (828, 1),
+];
+
+/// Longest `page_title` in bytes (MediaWiki's limit).
+pub const PAGE_TITLE_MAX: usize = 255;
+
+/// Columns of [`page_schema`].
+const PAGE_COLUMNS: usize = 12;
+
+/// MediaWiki's `page` table in strata's types (MediaWiki's 14-character
+/// timestamps as `CHAR(14)`):
+/// `page_id BIGINT, page_namespace INT, page_title VARCHAR(255),
+/// page_is_redirect BOOLEAN, page_is_new BOOLEAN, page_random DOUBLE,
+/// page_touched CHAR(14), page_links_updated CHAR(14) NULL, page_latest
+/// BIGINT, page_len INT, page_content_model VARCHAR(32), page_lang
+/// VARCHAR(35) NULL`.
+pub fn page_schema() -> Schema {
+    Schema::parse(
+        "page_id BIGINT, page_namespace INT, page_title VARCHAR(255), \
+         page_is_redirect BOOLEAN, page_is_new BOOLEAN, page_random DOUBLE, \
+         page_touched CHAR(14), page_links_updated CHAR(14) NULL, page_latest BIGINT, \
+         page_len INT, page_content_model VARCHAR(32), page_lang VARCHAR(35) NULL",
+    )
+    .expect("valid schema")
+}
+
+const CONSONANTS: &[u8; 20] = b"bcdfghjklmnprstvwxyz";
+const VOWELS: &[u8; 5] = b"aeiou";
+/// Two-letter syllables: 100 of them.
+const SYLLABLES: u64 = 100;
+const QUALIFIERS: [&str; 12] = [
+    "film",
+    "band",
+    "album",
+    "disambiguation",
+    "song",
+    "novel",
+    "TV_series",
+    "footballer",
+    "politician",
+    "company",
+    "village",
+    "river",
+];
+/// Days since 1970-01-01 of 2004-01-01 and 2025-01-01: the timestamps' range.
+const TOUCHED_DAYS: (i32, i32) = (12_418, 20_089);
+
+/// Appends syllable `d` (0..100).
+fn push_syllable(s: &mut String, d: u64) {
+    s.push(CONSONANTS[(d / 5) as usize] as char);
+    s.push(VOWELS[(d % 5) as usize] as char);
+}
+
+/// A standard normal draw (Box–Muller).
+fn normal(rng: &mut SmallRng) -> f64 {
+    let u: f64 = 1.0 - rng.random::<f64>();
+    let v: f64 = rng.random();
+    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+}
+
+/// The MediaWiki timestamp (YYYYMMDDHHMMSS) `secs` seconds after
+/// 2004-01-01 00:00:00.
+fn push_timestamp(s: &mut String, secs: u64) {
+    use std::fmt::Write;
+    let days = TOUCHED_DAYS.0 + (secs / 86_400) as i32;
+    let secs = secs % 86_400;
+    let date = strata_storage::types::format_date(days);
+    s.extend(date.chars().filter(|c| *c != '-'));
+    let _ = write!(s, "{:02}{:02}{:02}", secs / 3600, secs / 60 % 60, secs % 60);
+}
+
+/// The rows of a `page` table of `n` rows, drawn in row order.
+struct PageRows {
+    n: u64,
+    /// Coprime with `n`: row `i`'s title core spells `(i·mul + add) mod n`.
+    mul: u64,
+    add: u64,
+    title: String,
+    touched: String,
+    links: String,
+}
+
+impl PageRows {
+    fn new(n: u64) -> PageRows {
+        // A multiplier near n·0.618 coprime with n scatters the cores.
+        let gcd = |mut a: u64, mut b: u64| {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        };
+        let mut mul = ((n as f64 * 0.618_033_988_7) as u64).max(1);
+        while gcd(mul, n.max(1)) != 1 {
+            mul += 1;
+        }
+        PageRows {
+            n: n.max(1),
+            mul,
+            add: n / 3,
+            title: String::with_capacity(PAGE_TITLE_MAX),
+            touched: String::with_capacity(14),
+            links: String::with_capacity(14),
+        }
+    }
+
+    /// Row `i` (0-based; `page_id` is `i + 1`) into `row`.
+    fn row(&mut self, i: u64, rng: &mut SmallRng, row: &mut Vec<Value>) {
+        let pick = rng.random_range(0..1000u32);
+        let mut acc = 0;
+        let ns = PAGE_NAMESPACES
+            .iter()
+            .find(|(_, share)| {
+                acc += share;
+                pick < acc
+            })
+            .map_or(0, |(ns, _)| *ns);
+        self.make_title(i, ns, rng);
+        let redirect = rng.random::<f64>() < if ns == 0 { 0.55 } else { 0.05 };
+        let len = if redirect {
+            rng.random_range(20..=120)
+        } else {
+            (2500.0 * (1.3 * normal(rng)).exp()).clamp(0.0, 2_000_000.0) as i32
+        };
+        // Seconds since 2004-01-01 of page_touched; the links were updated
+        // at most 30 days before it, never before 2004.
+        let touched = rng.random_range(0..(TOUCHED_DAYS.1 - TOUCHED_DAYS.0) as u64 * 86_400);
+        self.touched.clear();
+        push_timestamp(&mut self.touched, touched);
+        let links_updated = if rng.random::<f64>() < 0.01 {
+            Value::Null
+        } else {
+            self.links.clear();
+            let back = rng.random_range(0..=30 * 86_400).min(touched);
+            push_timestamp(&mut self.links, touched - back);
+            Value::Str(self.links.clone())
+        };
+        let model = match ns {
+            828 => "Scribunto",
+            2 if rng.random::<f64>() < 0.02 => {
+                if rng.random::<bool>() {
+                    "css"
+                } else {
+                    "javascript"
+                }
+            }
+            _ => "wikitext",
+        };
+        let lang = if rng.random::<f64>() < 0.001 {
+            Value::Str("en".into())
+        } else {
+            Value::Null
+        };
+        row.clear();
+        row.extend([
+            Value::Int64(i as i64 + 1),
+            Value::Int32(ns),
+            Value::Str(self.title.clone()),
+            Value::Bool(redirect),
+            Value::Bool(rng.random::<f64>() < 0.05),
+            Value::Float64(rng.random::<f64>()),
+            Value::Str(self.touched.clone()),
+            links_updated,
+            Value::Int64(rng.random_range(1..=1_250_000_000)),
+            Value::Int32(len),
+            Value::Str(model.into()),
+            lang,
+        ]);
+    }
+
+    /// Row `i`'s title into `self.title`: the unique core, words up to a
+    /// log-normal length, sometimes a disambiguation.
+    fn make_title(&mut self, i: u64, ns: i32, rng: &mut SmallRng) {
+        let t = &mut self.title;
+        t.clear();
+        // Bijective base 100 of p + 1: a distinct syllable string per row.
+        let p = ((i % self.n) as u128 * self.mul as u128 + self.add as u128) % self.n as u128;
+        let mut v = p as u64 + 1;
+        while v > 0 {
+            let d = (v - 1) % SYLLABLES;
+            push_syllable(t, d);
+            v = (v - 1) / SYLLABLES;
+        }
+        t[..1].make_ascii_uppercase();
+        let target = (18.0 * (0.5 * normal(rng)).exp()).round().clamp(1.0, 120.0) as usize;
+        while t.len() < target {
+            let syllables = rng.random_range(1..=4u64);
+            if t.len() + 1 + 2 * syllables as usize > PAGE_TITLE_MAX {
+                break;
+            }
+            t.push('_');
+            let start = t.len();
+            for _ in 0..syllables {
+                push_syllable(t, rng.random_range(0..SYLLABLES));
+            }
+            if rng.random::<bool>() {
+                t[start..start + 1].make_ascii_uppercase();
+            }
+        }
+        if ns == 0 && rng.random::<f64>() < 0.05 {
+            let q = QUALIFIERS[rng.random_range(0..QUALIFIERS.len())];
+            if t.len() + q.len() + 3 <= PAGE_TITLE_MAX {
+                t.push_str("_(");
+                t.push_str(q);
+                t.push(')');
+            }
+        }
+    }
 }

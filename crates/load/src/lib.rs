@@ -35,8 +35,9 @@ mod tpch;
 
 pub use crate::csv::{CsvOptions, CsvReport, load_csv};
 pub use crate::generator::{
-    GenKind, GenReport, GenSpec, MICROBENCH_MAX, SkewedCounts, flash_schema, generate,
-    microbench_schema, skewed_counts,
+    GenKind, GenReport, GenSpec, MICROBENCH_MAX, PAGE_CACHED, PAGE_KEY, PAGE_NAMESPACES,
+    PAGE_TITLE_MAX, SkewedCounts, flash_schema, generate, microbench_schema, page_schema,
+    skewed_counts,
 };
 pub use crate::parquet::{ParquetOptions, ParquetReport, load_parquet};
 pub use crate::tpch::{
