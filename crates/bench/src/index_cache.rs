@@ -70,6 +70,27 @@ fn zipf(n: usize, alpha: f64) -> Vec<f64> {
     w.into_iter().map(|x| x / total).collect()
 }
 
+/// A workload over `n` items: the zipf probabilities of ranks 1..=n, their
+/// running sums (to draw a rank), and the item of each rank (ranks shuffled
+/// over the keys by Fisher–Yates, so hot items are spread over the leaves).
+fn workload(n: usize, alpha: f64, seed: u64) -> (Vec<f64>, Vec<f64>, Vec<u64>) {
+    let probs = zipf(n, alpha);
+    let mut acc = 0.0;
+    let cdf: Vec<f64> = probs
+        .iter()
+        .map(|p| {
+            acc += p;
+            acc
+        })
+        .collect();
+    let mut perm: Vec<u64> = (0..n as u64).collect();
+    let mut rng = CacheRng::new(seed ^ alpha.to_bits());
+    for i in (1..n).rev() {
+        perm.swap(i, rng.below(i + 1));
+    }
+    (probs, cdf, perm)
+}
+
 /// One run's measurements.
 struct Run {
     capacity_pct: f64,
@@ -254,21 +275,7 @@ pub fn run_fig2a(o: &Fig2aOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
     let mut set = ResultSet::new();
     let mut seed = o.seed;
     for &alpha in &o.exponents {
-        let probs = zipf(n, alpha);
-        let mut acc = 0.0;
-        let cdf: Vec<f64> = probs
-            .iter()
-            .map(|p| {
-                acc += p;
-                acc
-            })
-            .collect();
-        // Ranks shuffled over the keys (Fisher–Yates).
-        let mut perm: Vec<u64> = (0..o.items).collect();
-        let mut rng = CacheRng::new(o.seed ^ alpha.to_bits());
-        for i in (1..n).rev() {
-            perm.swap(i, rng.below(i + 1));
-        }
+        let (probs, cdf, perm) = workload(n, alpha, o.seed);
         for &cap in &o.capacities {
             let fill = fill_for(cap / 100.0);
             for m in [Mode::Swap, Mode::Shrink] {
@@ -423,20 +430,7 @@ pub fn run_fill(o: &FillOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
     let mut set = ResultSet::new();
     let mut seed = o.seed;
     for &alpha in &o.exponents {
-        let probs = zipf(n, alpha);
-        let mut acc = 0.0;
-        let cdf: Vec<f64> = probs
-            .iter()
-            .map(|p| {
-                acc += p;
-                acc
-            })
-            .collect();
-        let mut perm: Vec<u64> = (0..o.items).collect();
-        let mut rng = CacheRng::new(o.seed ^ alpha.to_bits());
-        for i in (1..n).rev() {
-            perm.swap(i, rng.below(i + 1));
-        }
+        let (probs, cdf, perm) = workload(n, alpha, o.seed);
         for &fill in &o.fills {
             for m in [Mode::Swap, Mode::Churn] {
                 seed += 1;
