@@ -16,7 +16,8 @@
 //! - [`summary`]: the markdown [`Summary`] with its [`Comparison`] table;
 //! - [`flash`]: the flash paper's figures (`strata bench flash`);
 //! - [`index_cache`]: No Bits Left Behind's index caches, Fig. 2a
-//!   (`strata bench index-cache`);
+//!   (`strata bench index-cache`); [`index_cache_2b`]: its Fig. 2b,
+//!   lookup throughput against the cache's and the pool's hit rates;
 //! - [`model`]: the Smooth Scan cost model's analytical figures and its
 //!   predictions beside measured times (`strata model`);
 //! - [`postgres`]: PostgreSQL beside strata — strata tables copied with
@@ -28,6 +29,7 @@ mod bench_db;
 pub mod flash;
 pub mod heatmap;
 pub mod index_cache;
+pub mod index_cache_2b;
 pub mod plot;
 pub mod postgres;
 pub mod results;
