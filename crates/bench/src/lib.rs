@@ -16,9 +16,10 @@
 //! - [`summary`]: the markdown [`Summary`] with its [`Comparison`] table;
 //! - [`flash`]: the flash paper's figures (`strata bench flash`);
 //! - [`index_cache`]: No Bits Left Behind's index caches, Fig. 2a
-//!   (`strata bench index-cache`); [`index_cache_wiki`]: the Wikipedia
-//!   `page` example beside PostgreSQL's covering index
-//!   (`strata bench index-cache wiki`);
+//!   (`strata bench index-cache`); [`index_cache_2b`]: its Fig. 2b,
+//!   lookup throughput against the cache's and the pool's hit rates;
+//!   [`index_cache_wiki`]: the Wikipedia `page` example beside PostgreSQL's
+//!   covering index (`strata bench index-cache wiki`);
 //! - [`model`]: the Smooth Scan cost model's analytical figures and its
 //!   predictions beside measured times (`strata model`);
 //! - [`postgres`]: PostgreSQL beside strata — strata tables copied with
@@ -30,6 +31,7 @@ mod bench_db;
 pub mod flash;
 pub mod heatmap;
 pub mod index_cache;
+pub mod index_cache_2b;
 pub mod index_cache_wiki;
 pub mod plot;
 pub mod postgres;

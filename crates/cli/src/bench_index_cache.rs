@@ -8,14 +8,18 @@ use clap::Args;
 use strata_bench::index_cache::{
     FIGURES, Fig2aOptions, Fig2cOptions, FillOptions, run_fig2a, run_fig2c, run_fill,
 };
+use strata_bench::index_cache_2b::{Fig2bOptions, run_fig2b};
 
 use crate::context::{Global, usage};
 
 #[derive(Args)]
 pub struct IndexCacheArgs {
-    /// A figure (2a, 2c, fill) or `all`; or `wiki`: a Wikipedia-like page
-    /// table, strata's index cache beside PostgreSQL's covering index (not
-    /// part of `all`: it needs PostgreSQL, scripts/setup_postgres.sh).
+    /// A figure (2a, 2c, fill) or `all` of them; or `2b`: lookup throughput
+    /// against the cache's and the pool's hit rates on a device (a table of
+    /// --heap-rows in --bench-db); or `wiki`: a Wikipedia-like page table,
+    /// strata's index cache beside PostgreSQL's covering index (it needs
+    /// PostgreSQL, scripts/setup_postgres.sh). `all` runs neither of the last
+    /// two: they build large tables or need a server.
     pub figure: String,
     /// wiki: table sizes (rows).
     #[arg(long, value_delimiter = ',', default_value = "100000,1000000")]
@@ -61,19 +65,41 @@ pub struct IndexCacheArgs {
     /// Where results go.
     #[arg(long, default_value = "results/index-cache")]
     pub out: PathBuf,
+    /// 2b: rows of its table (about 200 bytes each).
+    #[arg(long, default_value_t = 2_000_000)]
+    pub heap_rows: u64,
+    /// 2b: devices, comma-separated: real (direct I/O), hdd, ssd (modeled).
+    #[arg(long, default_value = "real,ssd")]
+    pub devices: String,
+    /// 2b: index-cache hit rates (%), the x axis.
+    #[arg(long, value_delimiter = ',', default_value = "0,25,50,75,90,95,99,100")]
+    pub hit_rates: Vec<f64>,
+    /// 2b: buffer-pool hit rates (%) of the misses' heap pages, the lines.
+    #[arg(long, value_delimiter = ',', default_value = "0,10,25,50,75,100")]
+    pub pool_hit_rates: Vec<f64>,
+    /// 2b: heap accesses per point (the lookups are at most --lookups).
+    #[arg(long, default_value_t = 2_000)]
+    pub misses: u64,
+    /// 2b: opens per device and line (median reported).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// 2b: the database holding its table (kept between runs).
+    #[arg(long, default_value = "strata-index-cache.db")]
+    pub bench_db: PathBuf,
 }
 
 pub fn run(_cli: &Global, a: &IndexCacheArgs) -> Result<()> {
     if a.figure == "wiki" {
         return wiki(a);
     }
+    let known: Vec<&str> = FIGURES.iter().copied().chain(["2b"]).collect();
     let figures: Vec<String> = match a.figure.as_str() {
         "all" => FIGURES.iter().map(|f| f.to_string()).collect(),
-        f if FIGURES.contains(&f) => vec![f.to_string()],
+        f if known.contains(&f) => vec![f.to_string()],
         f => {
             return Err(usage(format!(
-                "unknown figure {f}: index-cache has {} (or all)",
-                FIGURES.join(", ")
+                "unknown figure {f}: index-cache has {}, wiki (or all)",
+                known.join(", ")
             )));
         }
     };
@@ -118,8 +144,19 @@ pub fn run(_cli: &Global, a: &IndexCacheArgs) -> Result<()> {
         tmp: o.tmp.clone(),
         seed: a.seed,
     };
+    let mut b = Fig2bOptions::new(a.bench_db.clone(), a.out.clone());
+    b.rows = a.heap_rows;
+    b.devices = crate::bench_smooth::parse_devices(&a.devices)?;
+    b.hit_rates = a.hit_rates.clone();
+    b.pool_hit_rates = a.pool_hit_rates.clone();
+    b.misses = a.misses;
+    b.max_lookups = a.lookups.max(a.misses);
+    b.rounds = a.rounds;
+    b.seed = a.seed;
+    b.check().map_err(|e| usage(e.to_string()))?;
     let out = crate::bench_smooth::run_figures(&figures, &o.out, |f, log| match f {
         "2a" => run_fig2a(&o, log),
+        "2b" => run_fig2b(&b, log),
         "fill" => run_fill(&fill, log),
         _ => run_fig2c(&c, log),
     });
