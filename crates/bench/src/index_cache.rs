@@ -622,16 +622,7 @@ pub fn run_fig2c(o: &Fig2cOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
             .copied()
             .collect()
     };
-    let layout = t.layout().clone();
-    let heap_values = |tid| {
-        t.heap().with_tuple(tid, |b| {
-            fields
-                .cols
-                .iter()
-                .map(|&c| layout.decode_column(b, c))
-                .collect::<Vec<Value>>()
-        })
-    };
+    let heap_values = |tid| t.cached_columns(&fields, tid);
     // The variants, in the order of a round. Every round runs each once on
     // its own shuffle of the keys (machines are shared: variants measured in
     // turn see the same background, and the medians compare like with like).

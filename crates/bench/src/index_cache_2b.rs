@@ -557,7 +557,6 @@ fn run_open(
             pool.counters(),
             db.device().stats().snapshot(),
         );
-        let layout = t.layout();
         let start = Instant::now();
         match v {
             None if index_only => {
@@ -570,13 +569,7 @@ fn run_open(
                 for k in &keys {
                     let mut a = Vec::with_capacity(1);
                     for tid in ix.btree.lookup(k)? {
-                        let values = t.heap().with_tuple(tid, |b| {
-                            fields
-                                .cols
-                                .iter()
-                                .map(|&c| layout.decode_column(b, c))
-                                .collect::<Vec<Value>>()
-                        })?;
+                        let values = t.cached_columns(&fields, tid)?;
                         if let Some(values) = values {
                             a.push((tid, values));
                         }

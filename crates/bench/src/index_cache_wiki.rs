@@ -263,20 +263,13 @@ fn strata_cached(
 /// fields.
 fn strata_plain(t: &Table, ix: &Index, keys: &[&Key]) -> Result<(f64, Sums)> {
     let fields = ix.cached_fields().context("the index caches no fields")?;
-    let layout = t.layout();
     let mut sums = Sums::default();
     let mut buf = Vec::new();
     let start = Instant::now();
     for k in keys {
         encode(ix, k, &mut buf);
         for tid in BTree::lookup(&ix.btree, &buf)? {
-            let v = t.heap().with_tuple(tid, |b| {
-                fields
-                    .cols
-                    .iter()
-                    .map(|&c| layout.decode_column(b, c))
-                    .collect::<Vec<Value>>()
-            })?;
+            let v = t.cached_columns(&fields, tid)?;
             if let Some(v) = v {
                 sums.add(&v)?;
             }

@@ -1481,6 +1481,20 @@ impl Table {
         })
     }
 
+    /// The values of `fields`' columns (an index's cached columns, in their
+    /// declared order) in the heap tuple `tid`, decoding only those; `None`
+    /// when the tuple is gone. What a cache miss reads, and what a lookup
+    /// without the cache reads for the same answer.
+    pub fn cached_columns(&self, fields: &CachedFields, tid: Tid) -> Result<Option<Vec<Value>>> {
+        self.heap.with_tuple(tid, |b| {
+            fields
+                .cols
+                .iter()
+                .map(|&c| self.layout.decode_column(b, c))
+                .collect()
+        })
+    }
+
     /// Every entry of `key` (a full encoded key of `ix`) with the values of
     /// the index's cached columns (in their declared order): from the leaf on
     /// a cache hit, from the heap on a miss, which then fills the cache (No
@@ -1507,15 +1521,7 @@ impl Table {
                 }
                 crate::btree::Probe::Miss(ticket) => {
                     counts.misses += 1;
-                    // Only the cached columns are decoded.
-                    let Some(values) = self.heap.with_tuple(e.tid, |b| {
-                        fields
-                            .cols
-                            .iter()
-                            .map(|&c| self.layout.decode_column(b, c))
-                            .collect::<Vec<Value>>()
-                    })?
-                    else {
+                    let Some(values) = self.cached_columns(&fields, e.tid)? else {
                         // Deleted since the lookup read the leaf.
                         continue;
                     };
