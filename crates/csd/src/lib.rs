@@ -2,3 +2,7 @@
 //! objects live in MAID disk groups, one group spun up at a time, with the
 //! paper's group schedulers; and strata's cold tier, which keeps table segments
 //! there and reads them back through a bounded local cache.
+
+pub mod dispatch;
+pub mod server;
+pub mod store;
