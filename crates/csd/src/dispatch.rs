@@ -186,6 +186,11 @@ impl Dispatcher {
         Ok(grant)
     }
 
+    /// The ticket the next request will get (tickets are handed out in order).
+    pub fn next_ticket(&self) -> Ticket {
+        self.next_ticket.load(Ordering::Relaxed)
+    }
+
     /// Holds the device still (submissions queue, nothing is served) or lets it go.
     pub fn pause(&self, paused: bool) {
         let _ = self.tx.send(Msg::Pause(paused));

@@ -394,8 +394,8 @@ fn lookup<'m>(meta: &'m Meta, bucket: &str, key: &str) -> Result<&'m ObjectMeta,
 }
 
 fn validate_bucket(bucket: &str) -> Result<(), StoreError> {
-    let why = if bucket.is_empty() {
-        Some("empty")
+    let why = if bucket.len() < 3 {
+        Some("shorter than 3 bytes")
     } else if bucket.len() > 63 {
         Some("longer than 63 bytes")
     } else if bucket == "." || bucket == ".." || bucket.starts_with('.') {
