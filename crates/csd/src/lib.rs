@@ -2,3 +2,15 @@
 //! objects live in MAID disk groups, one group spun up at a time, with the
 //! paper's group schedulers; and strata's cold tier, which keeps table segments
 //! there and reads them back through a bounded local cache.
+
+pub mod config;
+pub mod cost;
+pub mod error;
+pub mod layout;
+pub mod schedule;
+pub mod sim;
+
+pub use config::CsdConfig;
+pub use error::CsdError;
+pub use layout::{LayoutSpec, Placement};
+pub use schedule::{Batch, Metrics, Policy, QueryKey, Request, Scheduler, Ticket};
