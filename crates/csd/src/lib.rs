@@ -3,6 +3,17 @@
 //! paper's group schedulers; and strata's cold tier, which keeps table segments
 //! there and reads them back through a bounded local cache.
 
+pub mod config;
+pub mod cost;
 pub mod dispatch;
+pub mod error;
+pub mod layout;
+pub mod schedule;
 pub mod server;
+pub mod sim;
 pub mod store;
+
+pub use config::CsdConfig;
+pub use error::CsdError;
+pub use layout::{LayoutSpec, Placement};
+pub use schedule::{Batch, Metrics, Policy, QueryKey, Request, Scheduler, Ticket};
