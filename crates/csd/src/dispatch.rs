@@ -36,13 +36,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::schedule::{Batch, Policy, QueryKey, Request, Scheduler, Ticket};
 
-/// Modeled nanoseconds to move `bytes` at `bandwidth_mib_s` MiB/s.
-pub fn transfer_ns(bytes: u64, bandwidth_mib_s: f64) -> u64 {
-    if bandwidth_mib_s <= 0.0 || !bandwidth_mib_s.is_finite() {
-        return 0;
-    }
-    (bytes as f64 / (bandwidth_mib_s * 1024.0 * 1024.0) * 1e9).round() as u64
-}
+pub use crate::config::transfer_ns;
 
 /// Modeled nanoseconds of a group switch of `switch_ms` milliseconds.
 pub fn switch_ns(switch_ms: f64) -> u64 {

@@ -87,8 +87,10 @@ pub enum ServeError {
     Store { dir: PathBuf, source: StoreError },
     #[error("cannot listen on {addr}: {source}")]
     Listen { addr: SocketAddr, source: std::io::Error },
-    #[error("configuration: {0}")]
-    Config(String),
+    #[error("{0}")]
+    Config(#[from] crate::error::CsdError),
+    #[error("{0}")]
+    Runtime(String),
 }
 
 /// A server running on the current tokio runtime.
@@ -153,25 +155,15 @@ pub async fn spawn_with(
     addr: SocketAddr,
     credentials: Credentials,
 ) -> Result<RunningServer, ServeError> {
-    if config.groups == 0 {
-        return Err(ServeError::Config("groups must be at least 1".into()));
-    }
-    if let Some(g) = config.initial_group.filter(|g| *g >= config.groups) {
-        return Err(ServeError::Config(format!(
-            "initial_group {g} is out of range (the device has {} groups)",
-            config.groups
-        )));
-    }
-    if !(config.time_scale >= 0.0 && config.time_scale.is_finite()) {
-        return Err(ServeError::Config(format!("time_scale {} must be a finite number >= 0", config.time_scale)));
-    }
+    // Flags may have changed a checked file; check again what will run.
+    config.check(Path::new("(server configuration)")).map_err(ServeError::Config)?;
     let layout = config.layout.clone();
     let (store, reconciled) = {
         let dir = data_dir.to_path_buf();
         let groups = config.groups;
         tokio::task::spawn_blocking(move || Store::open(&dir, layout, groups))
             .await
-            .map_err(|e| ServeError::Config(format!("opening the store panicked: {e}")))?
+            .map_err(|e| ServeError::Runtime(format!("opening the store failed: {e}")))?
             .map_err(|source| ServeError::Store { dir: data_dir.to_path_buf(), source })?
     };
     let store = Arc::new(store);
@@ -779,12 +771,12 @@ pub fn serve_blocking(
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| ServeError::Config(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| ServeError::Runtime(format!("cannot start the async runtime: {e}")))?;
     runtime.block_on(async {
         let server = spawn_with(config, data_dir, addr, credentials).await?;
         on_listen(server.addr());
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|e| ServeError::Config(format!("cannot watch SIGTERM: {e}")))?;
+            .map_err(|e| ServeError::Runtime(format!("cannot watch SIGTERM: {e}")))?;
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
