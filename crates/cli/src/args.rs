@@ -59,6 +59,11 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The cold storage device (Skipper).
+    Csd {
+        #[command(subcommand)]
+        which: CsdCommand,
+    },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -87,6 +92,15 @@ pub enum IndexCommand {
         #[arg(long)]
         none: bool,
     },
+}
+
+#[derive(Subcommand)]
+pub enum CsdCommand {
+    /// Serve the CSD as an S3-compatible endpoint (MAID disk groups, switch
+    /// latency, group scheduling) until SIGINT/SIGTERM.
+    Serve(crate::csd_serve::ServeArgs),
+    /// Print a running server's metrics as JSON (--reset zeroes them after).
+    Metrics(crate::csd_serve::MetricsArgs),
 }
 
 #[derive(Subcommand)]

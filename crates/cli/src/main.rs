@@ -16,6 +16,7 @@ mod bench_index_cache;
 mod bench_io;
 mod bench_smooth;
 mod context;
+mod csd_serve;
 mod demo;
 mod generate;
 mod inspect;
@@ -32,7 +33,7 @@ use anyhow::Result;
 use clap::Parser;
 use strata_storage::Database;
 
-use crate::args::{BenchCommand, Cli, Command, IndexCommand};
+use crate::args::{BenchCommand, Cli, Command, CsdCommand, IndexCommand};
 use crate::context::db_options;
 
 fn main() -> ExitCode {
@@ -107,5 +108,11 @@ fn run(args: &Cli) -> Result<()> {
         Command::Bench {
             which: BenchCommand::IndexCache(a),
         } => bench_index_cache::run(cli, a),
+        Command::Csd {
+            which: CsdCommand::Serve(a),
+        } => csd_serve::serve(a),
+        Command::Csd {
+            which: CsdCommand::Metrics(a),
+        } => csd_serve::metrics(a),
     }
 }

@@ -40,7 +40,11 @@ pub use crate::config::transfer_ns;
 
 /// Modeled nanoseconds of a group switch of `switch_ms` milliseconds.
 pub fn switch_ns(switch_ms: f64) -> u64 {
-    if switch_ms <= 0.0 || !switch_ms.is_finite() { 0 } else { (switch_ms * 1e6).round() as u64 }
+    if switch_ms <= 0.0 || !switch_ms.is_finite() {
+        0
+    } else {
+        (switch_ms * 1e6).round() as u64
+    }
 }
 
 /// The device model the dispatcher charges by.
@@ -100,7 +104,10 @@ pub struct State {
 }
 
 enum Msg {
-    Submit { req: Request, grant: oneshot::Sender<Grant> },
+    Submit {
+        req: Request,
+        grant: oneshot::Sender<Grant>,
+    },
     Cancel(Ticket),
     Pause(bool),
     Metrics(oneshot::Sender<serde_json::Value>),
@@ -151,19 +158,31 @@ impl Dispatcher {
             epoch: Instant::now(),
             waiters: HashMap::new(),
             gone: HashSet::new(),
-            state: State { active_group: model.initial_group, ..State::default() },
+            state: State {
+                active_group: model.initial_group,
+                ..State::default()
+            },
             state_tx,
             rx,
         };
         let handle = tokio::spawn(task.run());
-        (Dispatcher { tx, state, next_ticket: Arc::new(AtomicU64::new(1)) }, handle)
+        (
+            Dispatcher {
+                tx,
+                state,
+                next_ticket: Arc::new(AtomicU64::new(1)),
+            },
+            handle,
+        )
     }
 
     /// Submits a request and waits for its turn; dropping the future gives
     /// the place up.
     pub async fn request(&self, ask: Ask) -> Result<Grant, Stopped> {
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
-        let query = ask.query.map_or_else(|| QueryKey::untagged(ticket), QueryKey);
+        let query = ask
+            .query
+            .map_or_else(|| QueryKey::untagged(ticket), QueryKey);
         let req = Request {
             ticket,
             query,
@@ -173,8 +192,17 @@ impl Dispatcher {
             bytes: ask.bytes,
         };
         let (grant_tx, grant_rx) = oneshot::channel();
-        let mut guard = TicketGuard { ticket, tx: self.tx.clone(), granted: false };
-        self.tx.send(Msg::Submit { req, grant: grant_tx }).map_err(|_| Stopped)?;
+        let mut guard = TicketGuard {
+            ticket,
+            tx: self.tx.clone(),
+            granted: false,
+        };
+        self.tx
+            .send(Msg::Submit {
+                req,
+                grant: grant_tx,
+            })
+            .map_err(|_| Stopped)?;
         let grant = grant_rx.await.map_err(|_| Stopped)?;
         guard.granted = true;
         Ok(grant)
@@ -274,7 +302,14 @@ impl Task {
         match msg {
             Msg::Submit { req, grant } => {
                 let now = self.now();
-                self.waiters.insert(req.ticket, Waiter { grant, submitted_ns: now, bytes: req.bytes });
+                self.waiters.insert(
+                    req.ticket,
+                    Waiter {
+                        grant,
+                        submitted_ns: now,
+                        bytes: req.bytes,
+                    },
+                );
                 self.scheduler.submit(req, now);
                 self.state.submitted += 1;
             }
@@ -282,7 +317,9 @@ impl Task {
                 if self.scheduler.cancel(ticket) {
                     self.waiters.remove(&ticket);
                     self.state.cancelled += 1;
-                } else if self.waiters.contains_key(&ticket) || self.state.transferring == Some(ticket) {
+                } else if self.waiters.contains_key(&ticket)
+                    || self.state.transferring == Some(ticket)
+                {
                     // Taken into the batch being served: skipped when its turn
                     // comes, or its transfer cut short. (The cancel can arrive
                     // before its grant's receiver is dropped, so remember it.)
@@ -296,12 +333,18 @@ impl Task {
             Msg::Reset(reply) => {
                 let busy = self.scheduler.pending() + self.waiters.len();
                 if busy > 0 || self.state.transferring.is_some() {
-                    let _ = reply.send(Err(format!("{busy} requests are waiting; reset when the device is idle")));
+                    let _ = reply.send(Err(format!(
+                        "{busy} requests are waiting; reset when the device is idle"
+                    )));
                 } else {
                     self.scheduler = new_scheduler(&self.model, self.scheduler.active());
                     self.clock = 0;
                     self.epoch = Instant::now();
-                    self.state = State { active_group: self.scheduler.active(), paused: self.state.paused, ..State::default() };
+                    self.state = State {
+                        active_group: self.scheduler.active(),
+                        paused: self.state.paused,
+                        ..State::default()
+                    };
                     let _ = reply.send(Ok(()));
                 }
             }
@@ -310,7 +353,8 @@ impl Task {
     }
 
     fn metrics(&mut self) -> serde_json::Value {
-        let scheduler = serde_json::to_value(self.scheduler.metrics()).unwrap_or(serde_json::Value::Null);
+        let scheduler =
+            serde_json::to_value(self.scheduler.metrics()).unwrap_or(serde_json::Value::Null);
         serde_json::json!({
             "policy": self.model.policy.to_string(),
             "groups": self.model.groups,
@@ -329,7 +373,11 @@ impl Task {
     async fn sleep(&mut self, modeled_ns: u64, abandoned: impl Fn(&Task) -> bool) -> Slept {
         let real = modeled_ns as f64 * self.model.time_scale;
         if real < 1.0 {
-            return if abandoned(self) { Slept::Abandoned } else { Slept::Done };
+            return if abandoned(self) {
+                Slept::Abandoned
+            } else {
+                Slept::Done
+            };
         }
         let sleep = tokio::time::sleep(Duration::from_nanos(real.min(u64::MAX as f64) as u64));
         tokio::pin!(sleep);
@@ -354,7 +402,11 @@ impl Task {
                 self.handle(msg);
             }
             let now = self.now();
-            let batch = if self.state.paused { None } else { self.scheduler.next_batch(now) };
+            let batch = if self.state.paused {
+                None
+            } else {
+                self.scheduler.next_batch(now)
+            };
             let Some(batch) = batch else {
                 match self.rx.recv().await {
                     Some(msg) => {
@@ -377,7 +429,9 @@ impl Task {
             self.publish();
             let tickets = batch.tickets.clone();
             let gone = move |t: &Task| {
-                tickets.iter().all(|k| t.gone.contains(k) || t.waiters.get(k).is_none_or(|w| w.grant.is_closed()))
+                tickets.iter().all(|k| {
+                    t.gone.contains(k) || t.waiters.get(k).is_none_or(|w| w.grant.is_closed())
+                })
             };
             // The modeled switch is charged whole (the device is
             // non-preemptive); only the real wait ends early when the whole
@@ -387,7 +441,9 @@ impl Task {
             }
         }
         for ticket in batch.tickets {
-            let Some(waiter) = self.waiters.remove(&ticket) else { continue };
+            let Some(waiter) = self.waiters.remove(&ticket) else {
+                continue;
+            };
             if self.gone.remove(&ticket) || waiter.grant.is_closed() {
                 self.scheduler.cancel(ticket);
                 self.state.cancelled += 1;
@@ -400,7 +456,9 @@ impl Task {
             self.publish();
             let real_start = Instant::now();
             let grant = &waiter.grant;
-            let slept = self.sleep(duration, |t| t.gone.contains(&ticket) || grant.is_closed()).await;
+            let slept = self
+                .sleep(duration, |t| t.gone.contains(&ticket) || grant.is_closed())
+                .await;
             self.gone.remove(&ticket);
             self.state.transferring = None;
             match slept {

@@ -3,6 +3,7 @@
 //! paper's group schedulers; and strata's cold tier, which keeps table segments
 //! there and reads them back through a bounded local cache.
 
+pub mod admin_client;
 pub mod config;
 pub mod cost;
 pub mod dispatch;

@@ -38,14 +38,15 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{HeaderMap, Method, StatusCode};
 use hyper_util::rt::TokioIo;
-use s3s::dto::{
-    Bucket, CommonPrefix, CreateBucketInput, CreateBucketOutput, DeleteBucketInput, DeleteBucketOutput,
-    DeleteObjectInput, DeleteObjectOutput, DeleteObjectsInput, DeleteObjectsOutput, DeletedObject, ETag,
-    GetBucketLocationInput, GetBucketLocationOutput, GetObjectInput, GetObjectOutput, HeadBucketInput,
-    HeadBucketOutput, HeadObjectInput, HeadObjectOutput, ListBucketsInput, ListBucketsOutput, ListObjectsV2Input,
-    ListObjectsV2Output, Object, PutObjectInput, PutObjectOutput, Range, StreamingBlob, Timestamp,
-};
 use s3s::auth::SimpleAuth;
+use s3s::dto::{
+    Bucket, CommonPrefix, CreateBucketInput, CreateBucketOutput, DeleteBucketInput,
+    DeleteBucketOutput, DeleteObjectInput, DeleteObjectOutput, DeleteObjectsInput,
+    DeleteObjectsOutput, DeletedObject, ETag, GetBucketLocationInput, GetBucketLocationOutput,
+    GetObjectInput, GetObjectOutput, HeadBucketInput, HeadBucketOutput, HeadObjectInput,
+    HeadObjectOutput, ListBucketsInput, ListBucketsOutput, ListObjectsV2Input, ListObjectsV2Output,
+    Object, PutObjectInput, PutObjectOutput, Range, StreamingBlob, Timestamp,
+};
 use s3s::service::{S3Service, S3ServiceBuilder};
 use s3s::stream::{ByteStream, RemainingLength};
 use s3s::{Body, S3, S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
@@ -75,7 +76,8 @@ impl Default for Credentials {
     fn default() -> Credentials {
         Credentials {
             access_key: std::env::var("STRATA_CSD_ACCESS_KEY").unwrap_or_else(|_| "strata".into()),
-            secret_key: std::env::var("STRATA_CSD_SECRET_KEY").unwrap_or_else(|_| "strata-secret".into()),
+            secret_key: std::env::var("STRATA_CSD_SECRET_KEY")
+                .unwrap_or_else(|_| "strata-secret".into()),
         }
     }
 }
@@ -86,7 +88,10 @@ pub enum ServeError {
     #[error("data directory {}: {source}", dir.display())]
     Store { dir: PathBuf, source: StoreError },
     #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: SocketAddr, source: std::io::Error },
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
     #[error("{0}")]
     Config(#[from] crate::error::CsdError),
     #[error("{0}")]
@@ -145,7 +150,11 @@ impl RunningServer {
 
 /// Starts a server for `config` over `data_dir` on `addr` (port 0 picks
 /// one), with the default [`Credentials`].
-pub async fn spawn(config: CsdConfig, data_dir: &Path, addr: SocketAddr) -> Result<RunningServer, ServeError> {
+pub async fn spawn(
+    config: CsdConfig,
+    data_dir: &Path,
+    addr: SocketAddr,
+) -> Result<RunningServer, ServeError> {
     spawn_with(config, data_dir, addr, Credentials::default()).await
 }
 
@@ -156,7 +165,9 @@ pub async fn spawn_with(
     credentials: Credentials,
 ) -> Result<RunningServer, ServeError> {
     // Flags may have changed a checked file; check again what will run.
-    config.check(Path::new("(server configuration)")).map_err(ServeError::Config)?;
+    config
+        .check(Path::new("(server configuration)"))
+        .map_err(ServeError::Config)?;
     let layout = config.layout.clone();
     let (store, reconciled) = {
         let dir = data_dir.to_path_buf();
@@ -164,11 +175,18 @@ pub async fn spawn_with(
         tokio::task::spawn_blocking(move || Store::open(&dir, layout, groups))
             .await
             .map_err(|e| ServeError::Runtime(format!("opening the store failed: {e}")))?
-            .map_err(|source| ServeError::Store { dir: data_dir.to_path_buf(), source })?
+            .map_err(|source| ServeError::Store {
+                dir: data_dir.to_path_buf(),
+                source,
+            })?
     };
     let store = Arc::new(store);
-    let listener = TcpListener::bind(addr).await.map_err(|source| ServeError::Listen { addr, source })?;
-    let addr = listener.local_addr().map_err(|source| ServeError::Listen { addr, source })?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Listen { addr, source })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| ServeError::Listen { addr, source })?;
     let (dispatcher, dispatch) = Dispatcher::spawn(DeviceModel {
         policy: config.policy,
         groups: config.groups,
@@ -186,7 +204,10 @@ pub async fn spawn_with(
     };
     let s3 = {
         let mut builder = S3ServiceBuilder::new(csd);
-        builder.set_auth(SimpleAuth::from_single(credentials.access_key, credentials.secret_key));
+        builder.set_auth(SimpleAuth::from_single(
+            credentials.access_key,
+            credentials.secret_key,
+        ));
         builder.build()
     };
     let admin = Admin {
@@ -198,10 +219,24 @@ pub async fn spawn_with(
     };
     let (stop, stop_rx) = watch::channel(false);
     let accept = tokio::spawn(accept_loop(listener, s3, admin, stop_rx));
-    Ok(RunningServer { addr, dispatcher, store, inflight, reconciled, stop, accept, dispatch })
+    Ok(RunningServer {
+        addr,
+        dispatcher,
+        store,
+        inflight,
+        reconciled,
+        stop,
+        accept,
+        dispatch,
+    })
 }
 
-async fn accept_loop(listener: TcpListener, s3: S3Service, admin: Admin, mut stop: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: TcpListener,
+    s3: S3Service,
+    admin: Admin,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut connections = JoinSet::new();
     loop {
         let socket = tokio::select! {
@@ -220,7 +255,8 @@ async fn accept_loop(listener: TcpListener, s3: S3Service, admin: Admin, mut sto
                 let (s3, admin) = (s3.clone(), admin.clone());
                 async move { route(s3, admin, req).await }
             });
-            let conn = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(socket), service);
+            let conn = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(socket), service);
             tokio::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}
@@ -233,7 +269,10 @@ async fn accept_loop(listener: TcpListener, s3: S3Service, admin: Admin, mut sto
     }
     drop(listener);
     let drain = async { while connections.join_next().await.is_some() {} };
-    if tokio::time::timeout(Duration::from_secs(6), drain).await.is_err() {
+    if tokio::time::timeout(Duration::from_secs(6), drain)
+        .await
+        .is_err()
+    {
         connections.abort_all();
     }
 }
@@ -262,7 +301,10 @@ struct Admin {
 fn json_response(status: StatusCode, value: &serde_json::Value) -> hyper::Response<Body> {
     let mut resp = hyper::Response::new(Body::from(format!("{value:#}\n")));
     *resp.status_mut() = status;
-    resp.headers_mut().insert(hyper::header::CONTENT_TYPE, "application/json".parse().expect("static header"));
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        "application/json".parse().expect("static header"),
+    );
     resp
 }
 
@@ -289,12 +331,20 @@ impl Admin {
                     });
                     json_response(StatusCode::OK, &metrics)
                 }
-                Err(e) => json_response(StatusCode::SERVICE_UNAVAILABLE, &serde_json::json!({ "error": e.to_string() })),
+                Err(e) => json_response(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &serde_json::json!({ "error": e.to_string() }),
+                ),
             },
             (&Method::POST, "/_csd/reset") => match self.dispatcher.reset().await {
                 Ok(Ok(())) => json_response(StatusCode::OK, &serde_json::json!({ "reset": true })),
-                Ok(Err(why)) => json_response(StatusCode::CONFLICT, &serde_json::json!({ "error": why })),
-                Err(e) => json_response(StatusCode::SERVICE_UNAVAILABLE, &serde_json::json!({ "error": e.to_string() })),
+                Ok(Err(why)) => {
+                    json_response(StatusCode::CONFLICT, &serde_json::json!({ "error": why }))
+                }
+                Err(e) => json_response(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &serde_json::json!({ "error": e.to_string() }),
+                ),
             },
             _ => json_response(
                 StatusCode::NOT_FOUND,
@@ -351,7 +401,11 @@ fn timestamp(ms: u64) -> Timestamp {
 }
 
 fn query_of(headers: &HeaderMap) -> Option<String> {
-    headers.get(QUERY_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string).filter(|q| !q.is_empty())
+    headers
+        .get(QUERY_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .filter(|q| !q.is_empty())
 }
 
 /// The `x-csd-*` headers telling a client what its request cost in modeled time.
@@ -363,9 +417,18 @@ fn grant_headers(grant: &Grant) -> HeaderMap {
         }
     };
     put("x-csd-group", grant.group.to_string());
-    put("x-csd-modeled-wait-ms", format!("{:.3}", grant.wait_ns as f64 / 1e6));
-    put("x-csd-modeled-start-ms", format!("{:.3}", grant.start_ns as f64 / 1e6));
-    put("x-csd-modeled-end-ms", format!("{:.3}", grant.end_ns as f64 / 1e6));
+    put(
+        "x-csd-modeled-wait-ms",
+        format!("{:.3}", grant.wait_ns as f64 / 1e6),
+    );
+    put(
+        "x-csd-modeled-start-ms",
+        format!("{:.3}", grant.start_ns as f64 / 1e6),
+    );
+    put(
+        "x-csd-modeled-end-ms",
+        format!("{:.3}", grant.end_ns as f64 / 1e6),
+    );
     put("x-csd-switched", grant.switched.to_string());
     put("x-csd-switches", grant.switches.to_string());
     put("x-csd-ticket", grant.ticket.to_string());
@@ -373,13 +436,21 @@ fn grant_headers(grant: &Grant) -> HeaderMap {
 }
 
 /// The byte range a GET asks for, checked against the object's size.
-fn resolve_range(range: Option<Range>, size: u64, bucket: &str, key: &str) -> S3Result<Option<std::ops::Range<u64>>> {
+fn resolve_range(
+    range: Option<Range>,
+    size: u64,
+    bucket: &str,
+    key: &str,
+) -> S3Result<Option<std::ops::Range<u64>>> {
     match range {
         None => Ok(None),
         Some(r) => r.check(size).map(Some).map_err(|_| {
             S3Error::with_message(
                 S3ErrorCode::InvalidRange,
-                format!("range {} is not satisfiable for {bucket}/{key} ({size} bytes)", r.to_header_string()),
+                format!(
+                    "range {} is not satisfiable for {bucket}/{key} ({size} bytes)",
+                    r.to_header_string()
+                ),
             )
         }),
     }
@@ -429,7 +500,10 @@ fn file_body(object: OpenObject, range: std::ops::Range<u64>, inflight: Inflight
             let mut buf = vec![0u8; CHUNK.min(left as usize)];
             match file.read(&mut buf) {
                 Ok(0) => {
-                    let eof = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "object file shorter than its metadata");
+                    let eof = std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "object file shorter than its metadata",
+                    );
                     let _ = tx.blocking_send(Err(eof));
                     return;
                 }
@@ -448,7 +522,11 @@ fn file_body(object: OpenObject, range: std::ops::Range<u64>, inflight: Inflight
             }
         }
     });
-    FileBody { rx, remaining: len, _inflight: inflight }
+    FileBody {
+        rx,
+        remaining: len,
+        _inflight: inflight,
+    }
 }
 
 /// An upload in staging; removed (and its placement forgotten) unless committed.
@@ -480,24 +558,38 @@ impl Csd {
         let store = self.store.clone();
         tokio::task::spawn_blocking(move || f(&store))
             .await
-            .map_err(|e| S3Error::with_message(S3ErrorCode::InternalError, format!("store task failed: {e}")))?
+            .map_err(|e| {
+                S3Error::with_message(
+                    S3ErrorCode::InternalError,
+                    format!("store task failed: {e}"),
+                )
+            })?
             .map_err(store_error)
     }
 }
 
 #[async_trait::async_trait]
 impl S3 for Csd {
-    async fn create_bucket(&self, req: S3Request<CreateBucketInput>) -> S3Result<S3Response<CreateBucketOutput>> {
+    async fn create_bucket(
+        &self,
+        req: S3Request<CreateBucketInput>,
+    ) -> S3Result<S3Response<CreateBucketOutput>> {
         let bucket = req.input.bucket;
         self.blocking(move |s| s.create_bucket(&bucket)).await?;
         Ok(S3Response::new(CreateBucketOutput::default()))
     }
 
-    async fn head_bucket(&self, req: S3Request<HeadBucketInput>) -> S3Result<S3Response<HeadBucketOutput>> {
+    async fn head_bucket(
+        &self,
+        req: S3Request<HeadBucketInput>,
+    ) -> S3Result<S3Response<HeadBucketOutput>> {
         if !self.store.bucket_exists(&req.input.bucket) {
             return Err(store_error(StoreError::NoSuchBucket(req.input.bucket)));
         }
-        Ok(S3Response::new(HeadBucketOutput { bucket_region: Some(self.region.clone()), ..Default::default() }))
+        Ok(S3Response::new(HeadBucketOutput {
+            bucket_region: Some(self.region.clone()),
+            ..Default::default()
+        }))
     }
 
     async fn get_bucket_location(
@@ -510,7 +602,10 @@ impl S3 for Csd {
         Ok(S3Response::new(GetBucketLocationOutput::default()))
     }
 
-    async fn list_buckets(&self, _req: S3Request<ListBucketsInput>) -> S3Result<S3Response<ListBucketsOutput>> {
+    async fn list_buckets(
+        &self,
+        _req: S3Request<ListBucketsInput>,
+    ) -> S3Result<S3Response<ListBucketsOutput>> {
         let buckets = self
             .store
             .buckets()
@@ -521,20 +616,34 @@ impl S3 for Csd {
                 bucket_region: Some(self.region.clone()),
             })
             .collect();
-        Ok(S3Response::new(ListBucketsOutput { buckets: Some(buckets), ..Default::default() }))
+        Ok(S3Response::new(ListBucketsOutput {
+            buckets: Some(buckets),
+            ..Default::default()
+        }))
     }
 
-    async fn delete_bucket(&self, req: S3Request<DeleteBucketInput>) -> S3Result<S3Response<DeleteBucketOutput>> {
+    async fn delete_bucket(
+        &self,
+        req: S3Request<DeleteBucketInput>,
+    ) -> S3Result<S3Response<DeleteBucketOutput>> {
         let bucket = req.input.bucket;
         self.blocking(move |s| s.delete_bucket(&bucket)).await?;
         Ok(S3Response::new(DeleteBucketOutput::default()))
     }
 
-    async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
-        let HeadObjectInput { bucket, key, range, .. } = req.input;
+    async fn head_object(
+        &self,
+        req: S3Request<HeadObjectInput>,
+    ) -> S3Result<S3Response<HeadObjectOutput>> {
+        let HeadObjectInput {
+            bucket, key, range, ..
+        } = req.input;
         let (meta, group) = self.store.head(&bucket, &key).map_err(store_error)?;
         let (length, content_range) = match resolve_range(range, meta.size, &bucket, &key)? {
-            Some(r) => (r.end - r.start, Some(format!("bytes {}-{}/{}", r.start, r.end - 1, meta.size))),
+            Some(r) => (
+                r.end - r.start,
+                Some(format!("bytes {}-{}/{}", r.start, r.end - 1, meta.size)),
+            ),
             None => (meta.size, None),
         };
         let mut resp = S3Response::new(HeadObjectOutput {
@@ -550,9 +659,14 @@ impl S3 for Csd {
         Ok(resp)
     }
 
-    async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
+    async fn get_object(
+        &self,
+        req: S3Request<GetObjectInput>,
+    ) -> S3Result<S3Response<GetObjectOutput>> {
         let query = query_of(&req.headers);
-        let GetObjectInput { bucket, key, range, .. } = req.input;
+        let GetObjectInput {
+            bucket, key, range, ..
+        } = req.input;
         let (meta, group) = self.store.head(&bucket, &key).map_err(store_error)?;
         let wanted = resolve_range(range, meta.size, &bucket, &key)?;
         let bytes = wanted.as_ref().map_or(meta.size, |r| r.end - r.start);
@@ -579,7 +693,8 @@ impl S3 for Csd {
             None => 0..size,
             Some(_) => resolve_range(range, size, &bucket, &key)?.unwrap_or(0..size),
         };
-        let content_range = wanted.map(|_| format!("bytes {}-{}/{}", range.start, range.end - 1, size));
+        let content_range =
+            wanted.map(|_| format!("bytes {}-{}/{}", range.start, range.end - 1, size));
         let etag = object.meta.etag.clone();
         let modified = object.meta.modified_ms;
         let length = range.end - range.start;
@@ -596,9 +711,14 @@ impl S3 for Csd {
         Ok(resp)
     }
 
-    async fn put_object(&self, req: S3Request<PutObjectInput>) -> S3Result<S3Response<PutObjectOutput>> {
+    async fn put_object(
+        &self,
+        req: S3Request<PutObjectInput>,
+    ) -> S3Result<S3Response<PutObjectOutput>> {
         let query = query_of(&req.headers);
-        let PutObjectInput { bucket, key, body, .. } = req.input;
+        let PutObjectInput {
+            bucket, key, body, ..
+        } = req.input;
         crate::store::validate_key(&key).map_err(store_error)?;
         if !self.store.bucket_exists(&bucket) {
             return Err(store_error(StoreError::NoSuchBucket(bucket)));
@@ -621,7 +741,10 @@ impl S3 for Csd {
             committed: false,
         };
         let io = |e: std::io::Error| {
-            S3Error::with_message(S3ErrorCode::InternalError, format!("{}: {e}", path.display()))
+            S3Error::with_message(
+                S3ErrorCode::InternalError,
+                format!("{}: {e}", path.display()),
+            )
         };
         let (mut size, mut crc) = (0u64, 0u32);
         {
@@ -658,7 +781,8 @@ impl S3 for Csd {
             .map_err(|_| stopped())?;
         let (meta, _) = {
             let (b, k, p) = (bucket.clone(), key.clone(), path.clone());
-            self.blocking(move |s| s.commit_put(&b, &k, &p, size, crc)).await?
+            self.blocking(move |s| s.commit_put(&b, &k, &p, size, crc))
+                .await?
         };
         staged.committed = true;
         let mut resp = S3Response::new(PutObjectOutput {
@@ -670,25 +794,39 @@ impl S3 for Csd {
         Ok(resp)
     }
 
-    async fn delete_object(&self, req: S3Request<DeleteObjectInput>) -> S3Result<S3Response<DeleteObjectOutput>> {
+    async fn delete_object(
+        &self,
+        req: S3Request<DeleteObjectInput>,
+    ) -> S3Result<S3Response<DeleteObjectOutput>> {
         let DeleteObjectInput { bucket, key, .. } = req.input;
         self.blocking(move |s| s.delete(&bucket, &key)).await?;
         Ok(S3Response::new(DeleteObjectOutput::default()))
     }
 
-    async fn delete_objects(&self, req: S3Request<DeleteObjectsInput>) -> S3Result<S3Response<DeleteObjectsOutput>> {
+    async fn delete_objects(
+        &self,
+        req: S3Request<DeleteObjectsInput>,
+    ) -> S3Result<S3Response<DeleteObjectsOutput>> {
         let DeleteObjectsInput { bucket, delete, .. } = req.input;
         let quiet = delete.quiet.unwrap_or(false);
         let keys: Vec<String> = delete.objects.into_iter().map(|o| o.key).collect();
         let results = self
-            .blocking(move |s| Ok(keys.into_iter().map(|k| (s.delete(&bucket, &k), k)).collect::<Vec<_>>()))
+            .blocking(move |s| {
+                Ok(keys
+                    .into_iter()
+                    .map(|k| (s.delete(&bucket, &k), k))
+                    .collect::<Vec<_>>())
+            })
             .await?;
         let mut deleted = Vec::new();
         let mut errors = Vec::new();
         for (result, key) in results {
             match result {
                 Ok(_) if quiet => {}
-                Ok(_) => deleted.push(DeletedObject { key: Some(key), ..Default::default() }),
+                Ok(_) => deleted.push(DeletedObject {
+                    key: Some(key),
+                    ..Default::default()
+                }),
                 Err(e) => {
                     let e = store_error(e);
                     errors.push(s3s::dto::Error {
@@ -707,9 +845,19 @@ impl S3 for Csd {
         }))
     }
 
-    async fn list_objects_v2(&self, req: S3Request<ListObjectsV2Input>) -> S3Result<S3Response<ListObjectsV2Output>> {
-        let ListObjectsV2Input { bucket, continuation_token, delimiter, max_keys, prefix, start_after, .. } =
-            req.input;
+    async fn list_objects_v2(
+        &self,
+        req: S3Request<ListObjectsV2Input>,
+    ) -> S3Result<S3Response<ListObjectsV2Output>> {
+        let ListObjectsV2Input {
+            bucket,
+            continuation_token,
+            delimiter,
+            max_keys,
+            prefix,
+            start_after,
+            ..
+        } = req.input;
         let max = max_keys.unwrap_or(1000).clamp(0, 1000);
         let page = self
             .store
@@ -740,8 +888,11 @@ impl S3 for Csd {
                 ..Default::default()
             })
             .collect();
-        let common_prefixes =
-            page.common_prefixes.into_iter().map(|p| CommonPrefix { prefix: Some(p) }).collect();
+        let common_prefixes = page
+            .common_prefixes
+            .into_iter()
+            .map(|p| CommonPrefix { prefix: Some(p) })
+            .collect();
         Ok(S3Response::new(ListObjectsV2Output {
             name: Some(bucket),
             prefix,

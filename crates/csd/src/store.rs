@@ -63,18 +63,30 @@ pub enum StoreError {
     InvalidBucketName { name: String, why: &'static str },
     #[error("invalid key {key:?}: {why}")]
     InvalidKey { key: String, why: &'static str },
-    #[error("key too long ({len} bytes, or a component over {MAX_COMPONENT} once encoded): {key:?}")]
+    #[error(
+        "key too long ({len} bytes, or a component over {MAX_COMPONENT} once encoded): {key:?}"
+    )]
     KeyTooLong { key: String, len: usize },
     #[error("the layout cannot place {bucket}/{key}: {why}")]
-    Unplaced { bucket: String, key: String, why: String },
+    Unplaced {
+        bucket: String,
+        key: String,
+        why: String,
+    },
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{}: {why}", path.display())]
     BadMeta { path: PathBuf, why: String },
 }
 
 fn io_at(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io { path: path.to_path_buf(), source }
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// One object's metadata.
@@ -134,7 +146,10 @@ pub struct Store {
 }
 
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// The ETag strong value for an object's CRC32C and size.
@@ -146,8 +161,16 @@ impl Store {
     /// Opens (or creates) the store in `root`. A new store places objects by
     /// `layout` over `groups` groups; an existing one keeps its placement and
     /// refuses a different group count (its objects are on those groups).
-    pub fn open(root: &Path, layout: LayoutSpec, groups: u32) -> Result<(Store, Reconciled), StoreError> {
-        for dir in [root.to_path_buf(), root.join("objects"), root.join("staging")] {
+    pub fn open(
+        root: &Path,
+        layout: LayoutSpec,
+        groups: u32,
+    ) -> Result<(Store, Reconciled), StoreError> {
+        for dir in [
+            root.to_path_buf(),
+            root.join("objects"),
+            root.join("staging"),
+        ] {
             fs::create_dir_all(&dir).map_err(io_at(&dir))?;
         }
         // Uploads that never reached their turn before a stop.
@@ -159,8 +182,11 @@ impl Store {
         let meta_path = root.join(META_FILE);
         let mut meta = match fs::read(&meta_path) {
             Ok(bytes) => {
-                let meta: Meta = serde_json::from_slice(&bytes)
-                    .map_err(|e| StoreError::BadMeta { path: meta_path.clone(), why: e.to_string() })?;
+                let meta: Meta =
+                    serde_json::from_slice(&bytes).map_err(|e| StoreError::BadMeta {
+                        path: meta_path.clone(),
+                        why: e.to_string(),
+                    })?;
                 if meta.format != META_FORMAT {
                     return Err(StoreError::BadMeta {
                         path: meta_path,
@@ -186,10 +212,19 @@ impl Store {
                 buckets: BTreeMap::new(),
                 objects: BTreeMap::new(),
             },
-            Err(e) => return Err(StoreError::Io { path: meta_path, source: e }),
+            Err(e) => {
+                return Err(StoreError::Io {
+                    path: meta_path,
+                    source: e,
+                });
+            }
         };
         let reconciled = reconcile(root, &mut meta)?;
-        let store = Store { root: root.to_path_buf(), meta: Mutex::new(meta), staging_seq: AtomicU64::new(0) };
+        let store = Store {
+            root: root.to_path_buf(),
+            meta: Mutex::new(meta),
+            staging_seq: AtomicU64::new(0),
+        };
         store.persist(&store.meta.lock())?;
         Ok((store, reconciled))
     }
@@ -200,8 +235,10 @@ impl Store {
 
     fn persist(&self, meta: &Meta) -> Result<(), StoreError> {
         let path = self.root.join(META_FILE);
-        let bytes = serde_json::to_vec(meta)
-            .map_err(|e| StoreError::BadMeta { path: path.clone(), why: e.to_string() })?;
+        let bytes = serde_json::to_vec(meta).map_err(|e| StoreError::BadMeta {
+            path: path.clone(),
+            why: e.to_string(),
+        })?;
         write_atomic(&self.root, &path, &bytes)
     }
 
@@ -213,7 +250,12 @@ impl Store {
         }
         let dir = self.root.join("objects").join(bucket);
         fs::create_dir_all(&dir).map_err(io_at(&dir))?;
-        meta.buckets.insert(bucket.to_string(), BucketMeta { created_ms: now_ms() });
+        meta.buckets.insert(
+            bucket.to_string(),
+            BucketMeta {
+                created_ms: now_ms(),
+            },
+        );
         meta.objects.entry(bucket.to_string()).or_default();
         self.persist(&meta)
     }
@@ -224,7 +266,12 @@ impl Store {
 
     /// Buckets with their creation times (ms since the epoch), by name.
     pub fn buckets(&self) -> Vec<(String, u64)> {
-        self.meta.lock().buckets.iter().map(|(b, m)| (b.clone(), m.created_ms)).collect()
+        self.meta
+            .lock()
+            .buckets
+            .iter()
+            .map(|(b, m)| (b.clone(), m.created_ms))
+            .collect()
     }
 
     pub fn delete_bucket(&self, bucket: &str) -> Result<(), StoreError> {
@@ -234,13 +281,21 @@ impl Store {
         }
         let objects = meta.objects.get(bucket).map_or(0, BTreeMap::len);
         if objects > 0 {
-            return Err(StoreError::BucketNotEmpty { bucket: bucket.to_string(), objects });
+            return Err(StoreError::BucketNotEmpty {
+                bucket: bucket.to_string(),
+                objects,
+            });
         }
         let dir = self.root.join("objects").join(bucket);
         match fs::remove_dir_all(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(StoreError::Io { path: dir, source: e }),
+            Err(e) => {
+                return Err(StoreError::Io {
+                    path: dir,
+                    source: e,
+                });
+            }
         }
         meta.buckets.remove(bucket);
         meta.objects.remove(bucket);
@@ -268,7 +323,11 @@ impl Store {
         let group = meta.placement.group_of(bucket, key).unwrap_or(0);
         let path = self.object_path(bucket, key)?;
         let file = fs::File::open(&path).map_err(io_at(&path))?;
-        Ok(OpenObject { file, meta: object, group })
+        Ok(OpenObject {
+            file,
+            meta: object,
+            group,
+        })
     }
 
     /// The group a PUT of this key goes to: the object's group if it is
@@ -280,17 +339,22 @@ impl Store {
         if !meta.buckets.contains_key(bucket) {
             return Err(StoreError::NoSuchBucket(bucket.to_string()));
         }
-        meta.placement.try_place(bucket, key).map_err(|e| StoreError::Unplaced {
-            bucket: bucket.to_string(),
-            key: key.to_string(),
-            why: e.to_string(),
-        })
+        meta.placement
+            .try_place(bucket, key)
+            .map_err(|e| StoreError::Unplaced {
+                bucket: bucket.to_string(),
+                key: key.to_string(),
+                why: e.to_string(),
+            })
     }
 
     /// A PUT that will not commit: forget its placement unless the object exists.
     pub fn abandon_put(&self, bucket: &str, key: &str) {
         let mut meta = self.meta.lock();
-        let exists = meta.objects.get(bucket).is_some_and(|o| o.contains_key(key));
+        let exists = meta
+            .objects
+            .get(bucket)
+            .is_some_and(|o| o.contains_key(key));
         if !exists {
             meta.placement.forget(bucket, key);
         }
@@ -323,9 +387,16 @@ impl Store {
         fs::create_dir_all(&parent).map_err(io_at(&parent))?;
         fs::rename(staged, &path).map_err(io_at(&path))?;
         sync_dir(&parent)?;
-        let object = ObjectMeta { size, etag: etag_of(crc, size), modified_ms: now_ms() };
+        let object = ObjectMeta {
+            size,
+            etag: etag_of(crc, size),
+            modified_ms: now_ms(),
+        };
         let group = meta.placement.place(bucket, key);
-        meta.objects.entry(bucket.to_string()).or_default().insert(key.to_string(), object.clone());
+        meta.objects
+            .entry(bucket.to_string())
+            .or_default()
+            .insert(key.to_string(), object.clone());
         self.persist(&meta)?;
         Ok((object, group))
     }
@@ -337,7 +408,11 @@ impl Store {
         if !meta.buckets.contains_key(bucket) {
             return Err(StoreError::NoSuchBucket(bucket.to_string()));
         }
-        let existed = meta.objects.get_mut(bucket).and_then(|o| o.remove(key)).is_some();
+        let existed = meta
+            .objects
+            .get_mut(bucket)
+            .and_then(|o| o.remove(key))
+            .is_some();
         if !existed {
             return Ok(false);
         }
@@ -363,7 +438,10 @@ impl Store {
         token: Option<&str>,
     ) -> Result<ListPage, StoreError> {
         let meta = self.meta.lock();
-        let objects = meta.objects.get(bucket).ok_or_else(|| StoreError::NoSuchBucket(bucket.to_string()))?;
+        let objects = meta
+            .objects
+            .get(bucket)
+            .ok_or_else(|| StoreError::NoSuchBucket(bucket.to_string()))?;
         list_page(objects, prefix, delimiter, max_keys, start_after, token)
     }
 
@@ -382,15 +460,23 @@ impl Store {
 
     fn object_path(&self, bucket: &str, key: &str) -> Result<PathBuf, StoreError> {
         validate_bucket(bucket)?;
-        Ok(self.root.join("objects").join(bucket).join(encode_key(key)?))
+        Ok(self
+            .root
+            .join("objects")
+            .join(bucket)
+            .join(encode_key(key)?))
     }
 }
 
 fn lookup<'m>(meta: &'m Meta, bucket: &str, key: &str) -> Result<&'m ObjectMeta, StoreError> {
-    let objects = meta.objects.get(bucket).ok_or_else(|| StoreError::NoSuchBucket(bucket.to_string()))?;
-    objects
-        .get(key)
-        .ok_or_else(|| StoreError::NoSuchKey { bucket: bucket.to_string(), key: key.to_string() })
+    let objects = meta
+        .objects
+        .get(bucket)
+        .ok_or_else(|| StoreError::NoSuchBucket(bucket.to_string()))?;
+    objects.get(key).ok_or_else(|| StoreError::NoSuchKey {
+        bucket: bucket.to_string(),
+        key: key.to_string(),
+    })
 }
 
 fn validate_bucket(bucket: &str) -> Result<(), StoreError> {
@@ -400,13 +486,19 @@ fn validate_bucket(bucket: &str) -> Result<(), StoreError> {
         Some("longer than 63 bytes")
     } else if bucket == "." || bucket == ".." || bucket.starts_with('.') {
         Some("starts with a dot")
-    } else if !bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.') {
+    } else if !bucket
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    {
         Some("only lowercase letters, digits, '-' and '.' are allowed")
     } else {
         None
     };
     match why {
-        Some(why) => Err(StoreError::InvalidBucketName { name: bucket.to_string(), why }),
+        Some(why) => Err(StoreError::InvalidBucketName {
+            name: bucket.to_string(),
+            why,
+        }),
         None => Ok(()),
     }
 }
@@ -414,12 +506,20 @@ fn validate_bucket(bucket: &str) -> Result<(), StoreError> {
 /// Refuses keys that are empty, too long, absolute, hold NUL, or have `.` or
 /// `..` components.
 pub fn validate_key(key: &str) -> Result<(), StoreError> {
-    let invalid = |why| Err(StoreError::InvalidKey { key: key.to_string(), why });
+    let invalid = |why| {
+        Err(StoreError::InvalidKey {
+            key: key.to_string(),
+            why,
+        })
+    };
     if key.is_empty() {
         return invalid("empty");
     }
     if key.len() > MAX_KEY_LEN {
-        return Err(StoreError::KeyTooLong { key: key.to_string(), len: key.len() });
+        return Err(StoreError::KeyTooLong {
+            key: key.to_string(),
+            len: key.len(),
+        });
     }
     if key.starts_with('/') {
         return invalid("absolute (starts with '/')");
@@ -454,9 +554,16 @@ pub fn encode_key(key: &str) -> Result<PathBuf, StoreError> {
     for (i, c) in components.iter().enumerate() {
         let encoded = encode_component(c);
         if encoded.len() > MAX_COMPONENT {
-            return Err(StoreError::KeyTooLong { key: key.to_string(), len: key.len() });
+            return Err(StoreError::KeyTooLong {
+                key: key.to_string(),
+                len: key.len(),
+            });
         }
-        let suffix = if i + 1 == components.len() { ".o" } else { ".d" };
+        let suffix = if i + 1 == components.len() {
+            ".o"
+        } else {
+            ".d"
+        };
         path.push(format!("{encoded}{suffix}"));
     }
     Ok(path)
@@ -480,11 +587,17 @@ fn decode_component(name: &str) -> Option<String> {
 }
 
 /// Every object file under a bucket directory, as (key, path).
-fn walk_bucket(dir: &Path, prefix: &str, out: &mut Vec<(String, PathBuf)>) -> Result<(), StoreError> {
+fn walk_bucket(
+    dir: &Path,
+    prefix: &str,
+    out: &mut Vec<(String, PathBuf)>,
+) -> Result<(), StoreError> {
     for entry in fs::read_dir(dir).map_err(io_at(dir))? {
         let entry = entry.map_err(io_at(dir))?;
         let path = entry.path();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else { continue };
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
         let file_type = entry.file_type().map_err(io_at(&path))?;
         if let Some(stem) = name.strip_suffix(".d").filter(|_| file_type.is_dir()) {
             if let Some(c) = decode_component(stem) {
@@ -535,7 +648,14 @@ fn reconcile(root: &Path, meta: &mut Meta) -> Result<Reconciled, StoreError> {
                     let len = fs::metadata(path).map_err(io_at(path))?.len();
                     if len != objects[&key].size {
                         let (crc, size) = file_crc(path)?;
-                        objects.insert(key.clone(), ObjectMeta { size, etag: etag_of(crc, size), modified_ms: now_ms() });
+                        objects.insert(
+                            key.clone(),
+                            ObjectMeta {
+                                size,
+                                etag: etag_of(crc, size),
+                                modified_ms: now_ms(),
+                            },
+                        );
                         report.refreshed += 1;
                     }
                 }
@@ -544,7 +664,14 @@ fn reconcile(root: &Path, meta: &mut Meta) -> Result<Reconciled, StoreError> {
         for (key, path) in &on_disk {
             if !objects.contains_key(key) && validate_key(key).is_ok() {
                 let (crc, size) = file_crc(path)?;
-                objects.insert(key.clone(), ObjectMeta { size, etag: etag_of(crc, size), modified_ms: now_ms() });
+                objects.insert(
+                    key.clone(),
+                    ObjectMeta {
+                        size,
+                        etag: etag_of(crc, size),
+                        modified_ms: now_ms(),
+                    },
+                );
                 meta.placement.place(&bucket, key);
                 report.adopted += 1;
             }
@@ -555,7 +682,9 @@ fn reconcile(root: &Path, meta: &mut Meta) -> Result<Reconciled, StoreError> {
 }
 
 fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io_at(dir))
+    fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_at(dir))
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file beside it, fsync,
@@ -584,8 +713,10 @@ fn decode_token(token: &str) -> Option<(char, String)> {
     if !token.len().is_multiple_of(2) || token.is_empty() {
         return None;
     }
-    let bytes: Option<Vec<u8>> =
-        (0..token.len()).step_by(2).map(|i| u8::from_str_radix(token.get(i..i + 2)?, 16).ok()).collect();
+    let bytes: Option<Vec<u8>> = (0..token.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(token.get(i..i + 2)?, 16).ok())
+        .collect();
     let bytes = bytes?;
     let kind = *bytes.first()? as char;
     if kind != 'k' && kind != 'p' {
@@ -617,7 +748,10 @@ pub fn list_page(
     let mut page = ListPage::default();
     let mut emitted = 0usize;
     let mut last: Option<(char, String)> = None;
-    for (key, object) in objects.range::<str, _>((std::ops::Bound::Included(prefix), std::ops::Bound::Unbounded)) {
+    for (key, object) in objects.range::<str, _>((
+        std::ops::Bound::Included(prefix),
+        std::ops::Bound::Unbounded,
+    )) {
         if !key.starts_with(prefix) {
             break;
         }
@@ -631,7 +765,8 @@ pub fn list_page(
         }
         let rolled = delimiter.and_then(|d| {
             let rest = &key[prefix.len()..];
-            rest.find(d).map(|i| format!("{prefix}{}", &rest[..i + d.len()]))
+            rest.find(d)
+                .map(|i| format!("{prefix}{}", &rest[..i + d.len()]))
         });
         if let Some(common) = &rolled
             && page.common_prefixes.last() == Some(common)
@@ -665,7 +800,16 @@ mod tests {
 
     fn objects(keys: &[&str]) -> BTreeMap<String, ObjectMeta> {
         keys.iter()
-            .map(|k| (k.to_string(), ObjectMeta { size: 1, etag: String::new(), modified_ms: 0 }))
+            .map(|k| {
+                (
+                    k.to_string(),
+                    ObjectMeta {
+                        size: 1,
+                        etag: String::new(),
+                        modified_ms: 0,
+                    },
+                )
+            })
             .collect()
     }
 
@@ -677,13 +821,19 @@ mod tests {
     fn keys_are_encoded_inside_their_bucket() {
         assert_eq!(encode_key("a").unwrap(), PathBuf::from("a.o"));
         assert_eq!(encode_key("a/b").unwrap(), PathBuf::from("a.d/b.o"));
-        assert_eq!(encode_key("x y/%/").unwrap(), PathBuf::from("x%20y.d/%25.d/.o"));
+        assert_eq!(
+            encode_key("x y/%/").unwrap(),
+            PathBuf::from("x%20y.d/%25.d/.o")
+        );
         for bad in ["../etc/passwd", "a/../../b", "/abs", "a/./b", "nul\0", ""] {
             let err = encode_key(bad).unwrap_err().to_string();
             assert!(err.contains(&format!("{bad:?}")), "{err}");
         }
         let long = "k".repeat(300);
-        assert!(matches!(encode_key(&long), Err(StoreError::KeyTooLong { .. })));
+        assert!(matches!(
+            encode_key(&long),
+            Err(StoreError::KeyTooLong { .. })
+        ));
         assert_eq!(decode_component("x%20y").as_deref(), Some("x y"));
     }
 

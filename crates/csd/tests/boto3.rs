@@ -12,9 +12,15 @@ use strata_csd::schedule::Policy;
 use common::{config, start};
 
 fn boto3_available() -> Result<(), String> {
-    match Command::new("python3").args(["-c", "import boto3"]).output() {
+    match Command::new("python3")
+        .args(["-c", "import boto3"])
+        .output()
+    {
         Ok(out) if out.status.success() => Ok(()),
-        Ok(out) => Err(format!("python3 cannot import boto3: {}", String::from_utf8_lossy(&out.stderr).trim())),
+        Ok(out) => Err(format!(
+            "python3 cannot import boto3: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
         Err(e) => Err(format!("cannot run python3: {e}")),
     }
 }
@@ -29,16 +35,25 @@ async fn boto3_speaks_to_the_server() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let server = start(config(3, LayoutSpec::ByRelation, Policy::Rank { k: 1.0 }, 0.0), dir.path()).await;
+    let server = start(
+        config(3, LayoutSpec::ByRelation, Policy::Rank { k: 1.0 }, 0.0),
+        dir.path(),
+    )
+    .await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/boto3_client.py");
     let endpoint = server.endpoint();
-    let out = tokio::task::spawn_blocking(move || Command::new("python3").arg(script).arg(endpoint).output())
-        .await
-        .unwrap()
-        .expect("python3 runs");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("python3").arg(script).arg(endpoint).output()
+    })
+    .await
+    .unwrap()
+    .expect("python3 runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "boto3 client failed:\n{stdout}\n{stderr}");
+    assert!(
+        out.status.success(),
+        "boto3 client failed:\n{stdout}\n{stderr}"
+    );
     assert!(stdout.contains("all checks passed"), "{stdout}");
     // Its GETs and PUTs went through the scheduler.
     let state = server.dispatcher().state();

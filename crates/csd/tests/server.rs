@@ -18,33 +18,83 @@ use strata_csd::schedule::{Policy, QueryKey, Request, Scheduler};
 use common::{by_bucket, client, config, start};
 
 fn data(seed: u8, len: usize) -> Bytes {
-    Bytes::from((0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect::<Vec<u8>>())
+    Bytes::from(
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect::<Vec<u8>>(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_operations_and_errors_through_object_store() {
     let dir = tempfile::tempdir().unwrap();
-    let server = start(config(2, LayoutSpec::Striped, Policy::QueryFcfs, 0.0), dir.path()).await;
+    let server = start(
+        config(2, LayoutSpec::Striped, Policy::QueryFcfs, 0.0),
+        dir.path(),
+    )
+    .await;
     server.store().create_bucket("data").unwrap();
     let s3 = client(&server, "data", None);
 
     let body = data(7, 100_000);
-    s3.put(&Path::from("lineitem/seg.0000"), PutPayload::from(body.clone())).await.unwrap();
-    s3.put(&Path::from("lineitem/seg.0001"), PutPayload::from(data(8, 10))).await.unwrap();
-    s3.put(&Path::from("orders/seg.0000"), PutPayload::from(data(9, 20))).await.unwrap();
+    s3.put(
+        &Path::from("lineitem/seg.0000"),
+        PutPayload::from(body.clone()),
+    )
+    .await
+    .unwrap();
+    s3.put(
+        &Path::from("lineitem/seg.0001"),
+        PutPayload::from(data(8, 10)),
+    )
+    .await
+    .unwrap();
+    s3.put(
+        &Path::from("orders/seg.0000"),
+        PutPayload::from(data(9, 20)),
+    )
+    .await
+    .unwrap();
 
-    let got = s3.get(&Path::from("lineitem/seg.0000")).await.unwrap().bytes().await.unwrap();
+    let got = s3
+        .get(&Path::from("lineitem/seg.0000"))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
     assert_eq!(got, body);
     // bytes=a-b
-    let got = s3.get_range(&Path::from("lineitem/seg.0000"), 1000..2000).await.unwrap();
+    let got = s3
+        .get_range(&Path::from("lineitem/seg.0000"), 1000..2000)
+        .await
+        .unwrap();
     assert_eq!(got, body.slice(1000..2000));
     // bytes=a-
-    let opts = GetOptions { range: Some(GetRange::Offset(99_990)), ..GetOptions::default() };
-    let got = s3.get_opts(&Path::from("lineitem/seg.0000"), opts).await.unwrap().bytes().await.unwrap();
+    let opts = GetOptions {
+        range: Some(GetRange::Offset(99_990)),
+        ..GetOptions::default()
+    };
+    let got = s3
+        .get_opts(&Path::from("lineitem/seg.0000"), opts)
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
     assert_eq!(got, body.slice(99_990..));
     // bytes=-n
-    let opts = GetOptions { range: Some(GetRange::Suffix(5)), ..GetOptions::default() };
-    let got = s3.get_opts(&Path::from("lineitem/seg.0000"), opts).await.unwrap().bytes().await.unwrap();
+    let opts = GetOptions {
+        range: Some(GetRange::Suffix(5)),
+        ..GetOptions::default()
+    };
+    let got = s3
+        .get_opts(&Path::from("lineitem/seg.0000"), opts)
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
     assert_eq!(got, body.slice(99_995..));
 
     let head = s3.head(&Path::from("lineitem/seg.0000")).await.unwrap();
@@ -65,22 +115,42 @@ async fn s3_operations_and_errors_through_object_store() {
 
     // A missing key is NotFound, and the message names it.
     let err = s3.get(&Path::from("lineitem/seg.0009")).await.unwrap_err();
-    assert!(matches!(err, object_store::Error::NotFound { .. }), "{err:?}");
+    assert!(
+        matches!(err, object_store::Error::NotFound { .. }),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("lineitem/seg.0009"), "{err}");
     // A range past the end: 416 InvalidRange, naming the object.
-    let opts = GetOptions { range: Some(GetRange::Offset(200_000)), ..GetOptions::default() };
-    let err = s3.get_opts(&Path::from("lineitem/seg.0000"), opts).await.unwrap_err().to_string();
+    let opts = GetOptions {
+        range: Some(GetRange::Offset(200_000)),
+        ..GetOptions::default()
+    };
+    let err = s3
+        .get_opts(&Path::from("lineitem/seg.0000"), opts)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("InvalidRange") || err.contains("416"), "{err}");
     assert!(err.contains("data/lineitem/seg.0000"), "{err}");
 
     s3.delete(&Path::from("lineitem/seg.0000")).await.unwrap();
     let err = s3.head(&Path::from("lineitem/seg.0000")).await.unwrap_err();
-    assert!(matches!(err, object_store::Error::NotFound { .. }), "{err:?}");
+    assert!(
+        matches!(err, object_store::Error::NotFound { .. }),
+        "{err:?}"
+    );
     assert_eq!(server.store().group_of("data", "lineitem/seg.0000"), None);
 
     // A missing bucket, and a client with the wrong secret.
-    let err = client(&server, "nope", None).get(&Path::from("x")).await.unwrap_err().to_string();
-    assert!(err.contains("NoSuchBucket") || err.contains("nope"), "{err}");
+    let err = client(&server, "nope", None)
+        .get(&Path::from("x"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("NoSuchBucket") || err.contains("nope"),
+        "{err}"
+    );
     let metrics = server.dispatcher().metrics().await.unwrap();
     let state = &metrics["state"];
     // Three PUTs and four GETs reached the device; the failed GETs did not.
@@ -92,7 +162,11 @@ async fn s3_operations_and_errors_through_object_store() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unsigned_and_badly_signed_requests_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let server = start(config(1, LayoutSpec::AllInOne, Policy::ObjectFcfs, 0.0), dir.path()).await;
+    let server = start(
+        config(1, LayoutSpec::AllInOne, Policy::ObjectFcfs, 0.0),
+        dir.path(),
+    )
+    .await;
     server.store().create_bucket("data").unwrap();
     let bad = object_store::aws::AmazonS3Builder::new()
         .with_endpoint(server.endpoint())
@@ -101,11 +175,21 @@ async fn unsigned_and_badly_signed_requests_are_refused() {
         .with_bucket_name("data")
         .with_access_key_id("strata")
         .with_secret_access_key("wrong")
-        .with_retry(object_store::RetryConfig { max_retries: 0, ..Default::default() })
+        .with_retry(object_store::RetryConfig {
+            max_retries: 0,
+            ..Default::default()
+        })
         .build()
         .unwrap();
-    let err = bad.put(&Path::from("k"), PutPayload::from_static(b"x")).await.unwrap_err().to_string();
-    assert!(err.contains("SignatureDoesNotMatch") || err.contains("403"), "{err}");
+    let err = bad
+        .put(&Path::from("k"), PutPayload::from_static(b"x"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("SignatureDoesNotMatch") || err.contains("403"),
+        "{err}"
+    );
     assert!(server.store().objects().is_empty());
     server.shutdown().await;
 }
@@ -113,7 +197,12 @@ async fn unsigned_and_badly_signed_requests_are_refused() {
 /// The scheduler fed the same requests in the same order, served the way the
 /// dispatcher serves: a switch when the batch changes group, then each
 /// transfer in order.
-fn model(policy: Policy, active: Option<u32>, first_ticket: u64, requests: &[(&str, &str, u32, u64)]) -> Scheduler {
+fn model(
+    policy: Policy,
+    active: Option<u32>,
+    first_ticket: u64,
+    requests: &[(&str, &str, u32, u64)],
+) -> Scheduler {
     let (switch_ms, bandwidth) = (1000.0, 1.0);
     let mut s = Scheduler::new(policy, 2, active);
     s.set_switch_ns(switch_ns(switch_ms));
@@ -157,9 +246,13 @@ fn json_close(a: &serde_json::Value, b: &serde_json::Value) -> bool {
             let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
             (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0)
         }
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_close(x, y)),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_close(x, y))
+        }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_close(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_close(v, w)))
         }
         _ => a == b,
     }
@@ -167,15 +260,28 @@ fn json_close(a: &serde_json::Value, b: &serde_json::Value) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_schedule_seen_from_outside_matches_the_model() {
-    for policy in [Policy::QueryFcfs, Policy::MaxQueries, Policy::Rank { k: 1.0 }, Policy::ObjectFcfs] {
+    for policy in [
+        Policy::QueryFcfs,
+        Policy::MaxQueries,
+        Policy::Rank { k: 1.0 },
+        Policy::ObjectFcfs,
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let server = start(config(2, by_bucket(2), policy, 0.0), dir.path()).await;
         for b in ["grp0", "grp1"] {
             server.store().create_bucket(b).unwrap();
         }
-        let sizes = [(("grp0", "a/1"), 1000u64), (("grp1", "b/1"), 3000), (("grp0", "a/2"), 2000), (("grp1", "c/1"), 500)];
+        let sizes = [
+            (("grp0", "a/1"), 1000u64),
+            (("grp1", "b/1"), 3000),
+            (("grp0", "a/2"), 2000),
+            (("grp1", "c/1"), 500),
+        ];
         for ((bucket, key), size) in sizes {
-            client(&server, bucket, None).put(&Path::from(key), PutPayload::from(data(1, size as usize))).await.unwrap();
+            client(&server, bucket, None)
+                .put(&Path::from(key), PutPayload::from(data(1, size as usize)))
+                .await
+                .unwrap();
         }
         server.dispatcher().reset().await.unwrap().unwrap();
 
@@ -199,8 +305,14 @@ async fn the_schedule_seen_from_outside_matches_the_model() {
             let (bucket, key) = object.split_once('/').unwrap();
             let s3 = client(&server, bucket, Some(query));
             let key = Path::from(key);
-            tasks.push(tokio::spawn(async move { s3.get(&key).await.unwrap().bytes().await.unwrap().len() }));
-            server.dispatcher().wait_state(|s| s.pending == i + 1).await.unwrap();
+            tasks.push(tokio::spawn(async move {
+                s3.get(&key).await.unwrap().bytes().await.unwrap().len()
+            }));
+            server
+                .dispatcher()
+                .wait_state(|s| s.pending == i + 1)
+                .await
+                .unwrap();
         }
         server.dispatcher().pause(false);
         for (task, (_, _, _, size)) in tasks.into_iter().zip(trace) {
@@ -208,7 +320,11 @@ async fn the_schedule_seen_from_outside_matches_the_model() {
         }
         let expected = model(policy, active, first_ticket, &trace);
         let metrics = server.dispatcher().metrics().await.unwrap();
-        assert_eq!(metrics["state"]["switches"], expected.switches(), "{policy}: {metrics:#}");
+        assert_eq!(
+            metrics["state"]["switches"],
+            expected.switches(),
+            "{policy}: {metrics:#}"
+        );
         let model_metrics = serde_json::to_value(expected.metrics()).unwrap();
         assert!(
             json_close(&metrics["scheduler"], &model_metrics),
@@ -229,9 +345,16 @@ async fn a_restarted_server_keeps_every_objects_group() {
     let s3 = client(&server, "tab", None);
     // Striped placement depends on arrival order, so a server that lost its
     // metadata could not recompute it.
-    let keys: Vec<String> = (0..24).map(|i| format!("rel{}/seg.{i:04}", i % 3)).collect();
+    let keys: Vec<String> = (0..24)
+        .map(|i| format!("rel{}/seg.{i:04}", i % 3))
+        .collect();
     for (i, k) in keys.iter().enumerate() {
-        s3.put(&Path::from(k.as_str()), PutPayload::from(data(i as u8, 100 + i))).await.unwrap();
+        s3.put(
+            &Path::from(k.as_str()),
+            PutPayload::from(data(i as u8, 100 + i)),
+        )
+        .await
+        .unwrap();
     }
     s3.delete(&Path::from(keys[5].as_str())).await.unwrap();
     let before = server.store().objects();
@@ -243,7 +366,10 @@ async fn a_restarted_server_keeps_every_objects_group() {
     let server = start(cfg.clone(), dir.path()).await;
     assert_eq!(server.store().objects(), before);
     assert_eq!(server.reconciled().objects, 23);
-    assert_eq!(server.reconciled().adopted + server.reconciled().dropped_missing, 0);
+    assert_eq!(
+        server.reconciled().adopted + server.reconciled().dropped_missing,
+        0
+    );
     let s3 = client(&server, "tab", None);
     for (i, k) in keys.iter().enumerate() {
         let got = s3.get(&Path::from(k.as_str())).await;
@@ -265,7 +391,10 @@ async fn a_restarted_server_keeps_every_objects_group() {
     .err()
     .expect("a different group count is refused")
     .to_string();
-    assert!(err.contains("csd-meta.json") && err.contains("4 groups"), "{err}");
+    assert!(
+        err.contains("csd-meta.json") && err.contains("4 groups"),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -275,25 +404,46 @@ async fn a_get_dropped_while_waiting_frees_its_place() {
     // Group 0 last, so it is the active one.
     for b in ["grp1", "grp0"] {
         server.store().create_bucket(b).unwrap();
-        client(&server, b, None).put(&Path::from("x"), PutPayload::from(data(3, 1000))).await.unwrap();
+        client(&server, b, None)
+            .put(&Path::from("x"), PutPayload::from(data(3, 1000)))
+            .await
+            .unwrap();
     }
     server.dispatcher().reset().await.unwrap().unwrap();
     server.dispatcher().pause(true);
     let s3 = client(&server, "grp1", Some("leaver"));
     let waiting = tokio::spawn(async move { s3.get(&Path::from("x")).await.map(|_| ()) });
-    server.dispatcher().wait_state(|s| s.pending == 1).await.unwrap();
+    server
+        .dispatcher()
+        .wait_state(|s| s.pending == 1)
+        .await
+        .unwrap();
     // The client goes away: its connection closes, the server drops the
     // request, the ticket is cancelled.
     waiting.abort();
-    let state = server.dispatcher().wait_state(|s| s.pending == 0 && s.cancelled == 1).await.unwrap();
+    let state = server
+        .dispatcher()
+        .wait_state(|s| s.pending == 0 && s.cancelled == 1)
+        .await
+        .unwrap();
     assert_eq!(state.served, 0);
     server.dispatcher().pause(false);
-    let got = client(&server, "grp0", Some("stayer")).get(&Path::from("x")).await.unwrap().bytes().await.unwrap();
+    let got = client(&server, "grp0", Some("stayer"))
+        .get(&Path::from("x"))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
     assert_eq!(got, data(3, 1000));
     let state = server.dispatcher().state();
     // Nobody wanted group 1 any more: no switch was made for the leaver.
     assert_eq!((state.switches, state.served, state.cancelled), (0, 1, 1));
-    server.dispatcher().wait_state(|s| s.transferring.is_none()).await.unwrap();
+    server
+        .dispatcher()
+        .wait_state(|s| s.transferring.is_none())
+        .await
+        .unwrap();
     assert_eq!(server.inflight(), 0);
     server.shutdown().await;
 }
@@ -308,19 +458,32 @@ async fn a_get_dropped_mid_transfer_frees_the_device() {
     let server = start(cfg.clone(), dir.path()).await;
     server.store().create_bucket("tab").unwrap();
     let s3 = client(&server, "tab", None);
-    s3.put(&Path::from("big"), PutPayload::from(data(1, 4 << 20))).await.unwrap();
-    s3.put(&Path::from("small"), PutPayload::from(data(2, 10))).await.unwrap();
+    s3.put(&Path::from("big"), PutPayload::from(data(1, 4 << 20)))
+        .await
+        .unwrap();
+    s3.put(&Path::from("small"), PutPayload::from(data(2, 10)))
+        .await
+        .unwrap();
     server.shutdown().await;
 
     cfg.time_scale = 1.0;
     let server = start(cfg, dir.path()).await;
     let s3 = client(&server, "tab", Some("leaver"));
     let big = tokio::spawn(async move { s3.get(&Path::from("big")).await.map(|_| ()) });
-    server.dispatcher().wait_state(|s| s.transferring.is_some()).await.unwrap();
+    server
+        .dispatcher()
+        .wait_state(|s| s.transferring.is_some())
+        .await
+        .unwrap();
     big.abort();
     let s3 = client(&server, "tab", Some("stayer"));
     let small = tokio::time::timeout(Duration::from_secs(60), async {
-        s3.get(&Path::from("small")).await.unwrap().bytes().await.unwrap()
+        s3.get(&Path::from("small"))
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap()
     })
     .await
     .expect("the small GET is served once the leaver's transfer is cut");

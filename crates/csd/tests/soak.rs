@@ -29,16 +29,27 @@ fn payload(client: usize, round: u64, len: usize) -> Bytes {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn thirty_two_clients_lose_nothing() {
-    let secs: u64 = std::env::var("STRATA_CSD_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+    let secs: u64 = std::env::var("STRATA_CSD_SOAK_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
     let dir = tempfile::tempdir().unwrap();
-    let server = start(config(4, LayoutSpec::Striped, Policy::Rank { k: 1.0 }, 0.0), dir.path()).await;
+    let server = start(
+        config(4, LayoutSpec::Striped, Policy::Rank { k: 1.0 }, 0.0),
+        dir.path(),
+    )
+    .await;
     for b in 0..4 {
         server.store().create_bucket(&format!("soak{b}")).unwrap();
     }
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut tasks = Vec::new();
     for c in 0..CLIENTS {
-        let s3 = client(&server, &format!("soak{}", c % 4), Some(&format!("client-{c}")));
+        let s3 = client(
+            &server,
+            &format!("soak{}", c % 4),
+            Some(&format!("client-{c}")),
+        );
         tasks.push(tokio::spawn(async move {
             let mut rng = SmallRng::seed_from_u64(c as u64);
             let mut last: HashMap<usize, (u64, usize)> = HashMap::new();
@@ -57,7 +68,11 @@ async fn thirty_two_clients_lose_nothing() {
                 let a = rng.random_range(0..len as u64);
                 let b = rng.random_range(a + 1..=len as u64);
                 let got = s3.get_range(&key, a..b).await.unwrap();
-                assert_eq!(got, body.slice(a as usize..b as usize), "client {c} range {a}..{b} of {key}");
+                assert_eq!(
+                    got,
+                    body.slice(a as usize..b as usize),
+                    "client {c} range {a}..{b} of {key}"
+                );
                 ops += 3;
             }
             // Every key this client wrote holds its last write.
@@ -77,7 +92,11 @@ async fn thirty_two_clients_lose_nothing() {
         keys += k;
     }
     assert_eq!(server.store().objects().len(), keys);
-    let state = server.dispatcher().wait_state(|s| s.pending == 0 && s.transferring.is_none()).await.unwrap();
+    let state = server
+        .dispatcher()
+        .wait_state(|s| s.pending == 0 && s.transferring.is_none())
+        .await
+        .unwrap();
     assert_eq!(state.served, ops, "{state:?}");
     assert_eq!(state.submitted, ops);
     assert_eq!(state.cancelled, 0);
@@ -87,9 +106,18 @@ async fn thirty_two_clients_lose_nothing() {
     while server.inflight() != 0 && Instant::now() < until {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(server.inflight(), 0, "bodies still streaming after the clients finished");
-    let staging: Vec<_> = std::fs::read_dir(dir.path().join("staging")).unwrap().collect();
+    assert_eq!(
+        server.inflight(),
+        0,
+        "bodies still streaming after the clients finished"
+    );
+    let staging: Vec<_> = std::fs::read_dir(dir.path().join("staging"))
+        .unwrap()
+        .collect();
     assert!(staging.is_empty(), "uploads left in staging: {staging:?}");
-    eprintln!("soak: {CLIENTS} clients, {ops} requests in {secs} s, {} switches", state.switches);
+    eprintln!(
+        "soak: {CLIENTS} clients, {ops} requests in {secs} s, {} switches",
+        state.switches
+    );
     server.shutdown().await;
 }

@@ -28,12 +28,18 @@ pub fn config(groups: u32, layout: LayoutSpec, policy: Policy, time_scale: f64) 
 
 /// Buckets `grp0`, `grp1`, … each wholly on its group.
 pub fn by_bucket(groups: u32) -> LayoutSpec {
-    LayoutSpec::Explicit((0..groups).map(|g| (format!("grp{g}/"), g)).collect::<BTreeMap<_, _>>())
+    LayoutSpec::Explicit(
+        (0..groups)
+            .map(|g| (format!("grp{g}/"), g))
+            .collect::<BTreeMap<_, _>>(),
+    )
 }
 
 pub async fn start(config: CsdConfig, dir: &Path) -> RunningServer {
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    server::spawn(config, dir, addr).await.expect("server starts")
+    server::spawn(config, dir, addr)
+        .await
+        .expect("server starts")
 }
 
 /// An object_store client for one bucket, tagging its requests with `query`.
@@ -53,7 +59,11 @@ pub fn client(server: &RunningServer, bucket: &str, query: Option<&str>) -> Arc<
         .with_access_key_id("strata")
         .with_secret_access_key("strata-secret")
         .with_client_options(options)
-        .with_retry(RetryConfig { max_retries: 0, backoff: BackoffConfig::default(), ..RetryConfig::default() })
+        .with_retry(RetryConfig {
+            max_retries: 0,
+            backoff: BackoffConfig::default(),
+            ..RetryConfig::default()
+        })
         .build()
         .expect("client builds");
     Arc::new(store)
