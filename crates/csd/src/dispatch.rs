@@ -331,7 +331,7 @@ impl Task {
                 let _ = reply.send(self.metrics());
             }
             Msg::Reset(reply) => {
-                let busy = self.scheduler.pending() + self.waiters.len();
+                let busy = self.waiters.len();
                 if busy > 0 || self.state.transferring.is_some() {
                     let _ = reply.send(Err(format!(
                         "{busy} requests are waiting; reset when the device is idle"

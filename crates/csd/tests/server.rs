@@ -493,3 +493,60 @@ async fn a_get_dropped_mid_transfer_frees_the_device() {
     assert_eq!(server.inflight(), 0);
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_and_reset_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(2, by_bucket(2), Policy::QueryFcfs, 0.0), dir.path()).await;
+    server.store().create_bucket("grp1").unwrap();
+    let s3 = client(&server, "grp1", Some("q"));
+    s3.put(&Path::from("x"), PutPayload::from(data(1, 2048)))
+        .await
+        .unwrap();
+    let endpoint = server.endpoint();
+    let fetch = move |reset: bool| {
+        let endpoint = endpoint.clone();
+        tokio::task::spawn_blocking(move || strata_csd::admin_client::metrics(&endpoint, reset))
+    };
+    let text = fetch(false).await.unwrap().unwrap();
+    let metrics: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(metrics["state"]["served"], 1);
+    assert_eq!(
+        metrics["state"]["switches"], 1,
+        "group 0 was active; the PUT to group 1 switched"
+    );
+    assert_eq!(metrics["scheduler"]["switches"], 1);
+    assert_eq!(
+        metrics["server"]["objects_per_group"],
+        serde_json::json!([0, 1])
+    );
+    assert_eq!(metrics["server"]["inflight"], 0);
+
+    // A reset is refused while a request waits, and says why.
+    server.dispatcher().pause(true);
+    let waiting = tokio::spawn(async move { s3.get(&Path::from("x")).await.map(|_| ()) });
+    server
+        .dispatcher()
+        .wait_state(|s| s.pending == 1)
+        .await
+        .unwrap();
+    let err = fetch(true).await.unwrap().unwrap_err().to_string();
+    assert!(
+        err.contains("409") && err.contains("1 requests are waiting"),
+        "{err}"
+    );
+    server.dispatcher().pause(false);
+    waiting.await.unwrap().unwrap();
+
+    fetch(true).await.unwrap().unwrap();
+    let metrics: serde_json::Value =
+        serde_json::from_str(&fetch(false).await.unwrap().unwrap()).unwrap();
+    assert_eq!(metrics["state"]["served"], 0);
+    assert_eq!(metrics["state"]["modeled_ns"], 0);
+    assert_eq!(metrics["scheduler"]["switches"], 0);
+    assert_eq!(
+        metrics["state"]["active_group"], 1,
+        "a reset keeps the spun-up group"
+    );
+    server.shutdown().await;
+}
