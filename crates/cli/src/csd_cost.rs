@@ -43,7 +43,9 @@ pub fn run(a: &CostArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
-    let devices: Vec<&String> = input.prices.keys().collect();
+    // dearest first: Table 1's order (SSD, 15k, 7.2k, tape)
+    let mut devices: Vec<&String> = input.prices.keys().collect();
+    devices.sort_by(|a, b| input.prices[*b].total_cmp(&input.prices[*a]).then(a.cmp(b)));
     println!("Table 1: $/GB and the fraction of data per device");
     print!("{:<12}", "");
     for d in &devices {
