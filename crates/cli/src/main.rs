@@ -11,11 +11,13 @@
 //! one module per subcommand below them; this file parses and dispatches.
 
 mod args;
+mod bench_csd;
 mod bench_flash;
 mod bench_index_cache;
 mod bench_io;
 mod bench_smooth;
 mod context;
+mod csd_cost;
 mod csd_serve;
 mod demo;
 mod generate;
@@ -108,6 +110,12 @@ fn run(args: &Cli) -> Result<()> {
         Command::Bench {
             which: BenchCommand::IndexCache(a),
         } => bench_index_cache::run(cli, a),
+        Command::Bench {
+            which: BenchCommand::Csd(a),
+        } => bench_csd::run(a),
+        Command::Csd {
+            which: CsdCommand::Cost(a),
+        } => csd_cost::run(a),
         Command::Csd {
             which: CsdCommand::Serve(a),
         } => csd_serve::serve(a),
