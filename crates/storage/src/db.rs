@@ -36,7 +36,8 @@ use crate::buffer::{BufferPool, as_writer};
 use crate::cached_fields::CachedFields;
 use crate::catalog::{Catalog, IndexDef, TableDef, sync_dir};
 use crate::device::{
-    Device, DeviceProfile, FaultDevice, FaultInjector, FaultPlan, FileDevice, ModeledDevice,
+    COLD_MANIFEST_SUFFIX, Device, DeviceLayer, DeviceProfile, FaultDevice, FaultInjector,
+    FaultPlan, FileDevice, ModeledDevice, cold_manifest_path,
 };
 use crate::error::{Result, StorageError};
 use crate::heap::{HeapFile, HeapWriter};
@@ -69,6 +70,11 @@ pub struct DbOptions {
     /// A commit starts a checkpoint once the log has grown this much past the
     /// last one ([`CHECKPOINT_LOG_BYTES`] by default).
     pub checkpoint_log_bytes: u64,
+    /// The cold tier: a layer over the device stack that reads files with a
+    /// cold-tier manifest from the cold storage device (see
+    /// [`crate::device::layer`]; `strata-csd` makes one). Without it, opening
+    /// a table on the cold tier fails saying so.
+    pub cold_tier: Option<Arc<dyn DeviceLayer>>,
 }
 
 impl DbOptions {
@@ -104,6 +110,7 @@ impl Default for DbOptions {
             read_only: false,
             faults: None,
             checkpoint_log_bytes: CHECKPOINT_LOG_BYTES,
+            cold_tier: None,
         }
     }
 }
@@ -194,6 +201,8 @@ pub struct Database {
     /// The last commit sequence number handed out.
     csn: AtomicU64,
     checkpoint_log_bytes: u64,
+    /// Whether a cold tier wraps the device (tables on it can be opened).
+    cold_tier: bool,
     /// Set by [`Database::crash`]: closing writes nothing back.
     crashed: std::sync::atomic::AtomicBool,
     _lock: File,
@@ -272,10 +281,13 @@ impl Database {
         if let Some(faults) = &opts.faults {
             real = Arc::new(FaultDevice::new(real, faults.clone()));
         }
-        let device: Arc<dyn Device> = match &opts.profile {
+        let mut device: Arc<dyn Device> = match &opts.profile {
             Some(p) => Arc::new(ModeledDevice::new(real, p.clone())),
             None => real,
         };
+        if let Some(layer) = &opts.cold_tier {
+            device = layer.wrap(device, dir)?;
+        }
         let pool = Arc::new(BufferPool::new(device.clone(), opts.buffer_pool_bytes));
         let (wal, recovered) = if opts.read_only {
             (None, None)
@@ -303,6 +315,7 @@ impl Database {
             wal,
             csn: AtomicU64::new(csn),
             checkpoint_log_bytes: opts.checkpoint_log_bytes,
+            cold_tier: opts.cold_tier.is_some(),
             crashed: Default::default(),
             _lock: lock,
         };
@@ -399,14 +412,23 @@ impl Database {
         for e in entries {
             let e = e.map_err(|e| StorageError::io(&data, e))?;
             let name = e.file_name().to_string_lossy().into_owned();
-            // Segment files are `<base>.NNNN`.
-            let base = match name.rsplit_once('.') {
+            // Segment files are `<base>.NNNN`; a file on the cold tier has a
+            // manifest `<base>.cold.json` (and, while one is written,
+            // `<base>.cold.json.tmp`, never live).
+            let (base, segment) = match name.rsplit_once('.') {
                 Some((b, seg)) if seg.len() == 4 && seg.bytes().all(|c| c.is_ascii_digit()) => {
-                    b.to_string()
+                    (b.to_string(), true)
                 }
-                _ => name.clone(),
+                _ => match name.strip_suffix(COLD_MANIFEST_SUFFIX) {
+                    Some(b) => (b.to_string(), false),
+                    None => (name.clone(), false),
+                },
             };
-            if !live.contains(&format!("data/{base}")) {
+            // Local segments of a file whose manifest exists are leftovers of
+            // a move to or from the cold tier that did not finish: the
+            // manifest is the move's commit point, so the objects hold the file.
+            let stale_copy = segment && data.join(format!("{base}{COLD_MANIFEST_SUFFIX}")).exists();
+            if !live.contains(&format!("data/{base}")) || stale_copy {
                 std::fs::remove_file(e.path()).map_err(|err| StorageError::io(e.path(), err))?;
                 removed = true;
             }
@@ -612,6 +634,21 @@ impl Database {
         }
         ix.set_cached(fields);
         Ok(())
+    }
+
+    /// Closes table `name` if it is open: its pages leave the buffer pool and
+    /// its files are closed; the next [`Database::table`] opens it again from
+    /// its files (the cold tier calls it after moving a table's files).
+    /// Handles to the old table must not be used afterwards.
+    pub fn close_table(&self, name: &str) -> Result<()> {
+        self.writable()?;
+        let _writer = self.writer.lock();
+        self.checkpoint_locked()?;
+        let open = self.tables.lock().remove(name);
+        match open {
+            Some(t) => self.forget_table(&t),
+            None => Ok(()),
+        }
     }
 
     fn forget_table(&self, table: &Table) -> Result<()> {
@@ -1206,6 +1243,25 @@ fn resolve_columns(def: &TableDef, cols: &[String]) -> Result<(Vec<usize>, Vec<D
 
 impl Table {
     fn open(db: &Database, def: TableDef) -> Result<Table> {
+        if !db.cold_tier {
+            let files = std::iter::once(&def.heap_file).chain(def.indexes.iter().map(|i| &i.file));
+            for f in files {
+                let manifest = cold_manifest_path(&db.dir.join(f));
+                if manifest.exists() {
+                    return Err(StorageError::ColdTier {
+                        table: def.name.clone(),
+                        message: format!(
+                            "table {t} is on the cold tier ({f} has its pages in cold storage, \
+                             listed in {m}) and this database was opened without a cold tier; \
+                             the strata and strata-sql binaries open one, or \
+                             `strata tier local {t}` brings the table back",
+                            t = def.name,
+                            m = manifest.display()
+                        ),
+                    });
+                }
+            }
+        }
         let heap = Arc::new(HeapFile::open(
             db.pool.clone(),
             &db.dir.join(&def.heap_file),
