@@ -185,13 +185,7 @@ impl ColdDevice {
     }
 
     fn read_only(&self, f: &ColdFile) -> StorageError {
-        let t = &f.manifest.table;
-        StorageError::ColdTier {
-            table: t.clone(),
-            message: format!(
-                "table {t} is on the cold tier (read-only); strata tier local {t} brings it back"
-            ),
-        }
+        strata_storage::db::cold_read_only(&f.manifest.table)
     }
 
     /// Reads pages `[first, first + n)` of a cold file into `buf`.

@@ -530,6 +530,9 @@ impl Database {
         // the load's catalog swap keeps.
         self.checkpoint_locked()?;
         let table = self.table(name)?;
+        if table.is_cold() {
+            return Err(cold_read_only(name));
+        }
         let def = self.catalog.lock().table(name)?.clone();
         TableLoad::new(self, writer, def, table.heap.clone(), false, vec![])
     }
@@ -1108,6 +1111,16 @@ fn lock(dir: &Path, shared: bool) -> Result<File> {
     Ok(f)
 }
 
+/// The error of a change to a table on the cold tier.
+pub fn cold_read_only(table: &str) -> StorageError {
+    StorageError::ColdTier {
+        table: table.to_string(),
+        message: format!(
+            "table {table} is on the cold tier (read-only); strata tier local {table} brings it back"
+        ),
+    }
+}
+
 fn remove_files(dir: &Path, base: &str) -> Result<()> {
     let base = dir.join(base);
     for seg in 0.. {
@@ -1135,6 +1148,8 @@ pub struct Table {
     committed: Mutex<(u64, u64)>,
     segment_pages: u64,
     owner: Arc<TxnOwner>,
+    /// Whether a file of the table is on the cold tier (read-only).
+    cold: bool,
 }
 
 /// What [`Table::lookup_cached`] did, summed over calls.
@@ -1243,11 +1258,13 @@ fn resolve_columns(def: &TableDef, cols: &[String]) -> Result<(Vec<usize>, Vec<D
 
 impl Table {
     fn open(db: &Database, def: TableDef) -> Result<Table> {
-        if !db.cold_tier {
-            let files = std::iter::once(&def.heap_file).chain(def.indexes.iter().map(|i| &i.file));
-            for f in files {
-                let manifest = cold_manifest_path(&db.dir.join(f));
-                if manifest.exists() {
+        let mut cold = false;
+        let files = std::iter::once(&def.heap_file).chain(def.indexes.iter().map(|i| &i.file));
+        for f in files {
+            let manifest = cold_manifest_path(&db.dir.join(f));
+            if manifest.exists() {
+                cold = true;
+                if !db.cold_tier {
                     return Err(StorageError::ColdTier {
                         table: def.name.clone(),
                         message: format!(
@@ -1302,7 +1319,21 @@ impl Table {
             committed: Mutex::new((def.pages, def.rows)),
             segment_pages: def.segment_pages,
             owner: db.owner.clone(),
+            cold,
         })
+    }
+
+    /// Whether a file of the table is on the cold tier: then it is read-only.
+    pub fn is_cold(&self) -> bool {
+        self.cold
+    }
+
+    /// Row changes need a write transaction and a table on the local tier.
+    fn check_change(&self) -> Result<()> {
+        if self.cold {
+            return Err(cold_read_only(&self.name));
+        }
+        self.owner.check(&self.name)
     }
 
     pub fn name(&self) -> &str {
@@ -1365,7 +1396,7 @@ impl Table {
 
     /// Inserts a row and its index entries (in the thread's write transaction).
     pub fn insert_row(&self, row: &[Value]) -> Result<Tid> {
-        self.owner.check(&self.name)?;
+        self.check_change()?;
         as_writer(|| {
             let tid = self.heap.insert(&self.encode(row)?)?;
             for i in &self.indexes {
@@ -1387,7 +1418,7 @@ impl Table {
 
     /// Deletes a row and its index entries.
     pub fn delete_row(&self, tid: Tid) -> Result<()> {
-        self.owner.check(&self.name)?;
+        self.check_change()?;
         as_writer(|| {
             let row = self.existing_row(tid)?;
             for i in &self.indexes {
@@ -1408,7 +1439,7 @@ impl Table {
     /// once ([`BTree::insert_sorted`]). Every row is checked against the schema
     /// and every index key's size before anything changes.
     pub fn insert_rows(&self, rows: &[Vec<Value>]) -> Result<Vec<Tid>> {
-        self.owner.check(&self.name)?;
+        self.check_change()?;
         if rows.is_empty() {
             return Ok(Vec::new());
         }
@@ -1457,7 +1488,7 @@ impl Table {
     /// row (or named twice) is the error `delete_row` gives for it, and then
     /// nothing has changed.
     pub fn delete_rows(&self, tids: &[Tid]) -> Result<()> {
-        self.owner.check(&self.name)?;
+        self.check_change()?;
         if tids.is_empty() {
             return Ok(());
         }
@@ -1499,7 +1530,7 @@ impl Table {
 
     /// Replaces a row; returns its tid, which changes when the row had to move.
     pub fn update_row(&self, tid: Tid, row: &[Value]) -> Result<Tid> {
-        self.owner.check(&self.name)?;
+        self.check_change()?;
         as_writer(|| {
             let old = self.existing_row(tid)?;
             let new_tid = self.heap.update(tid, &self.encode(row)?)?;
@@ -1523,7 +1554,7 @@ impl Table {
     /// Moves a row to another heap page (`None`: the page inserts fill), keeping
     /// its indexes pointing at it. Hot/cold partitioning is built on this.
     pub fn move_row(&self, tid: Tid, target_page: Option<u64>) -> Result<Tid> {
-        self.owner.check(&self.name)?;
+        self.check_change()?;
         as_writer(|| {
             let row = self.existing_row(tid)?;
             let new_tid = self.heap.move_tuple(tid, target_page)?;
@@ -1816,6 +1847,8 @@ impl<'a> TableLoad<'a> {
             committed: Mutex::new((def.pages, def.rows)),
             segment_pages: def.segment_pages,
             owner: db.owner.clone(),
+            // Loads are refused on cold tables (`begin_load`).
+            cold: false,
         });
         if let Some(old) = db.tables.lock().insert(def.name.clone(), table) {
             for i in &old.indexes {
@@ -1864,6 +1897,7 @@ mod tests {
             read_only: false,
             faults: None,
             checkpoint_log_bytes: CHECKPOINT_LOG_BYTES,
+            cold_tier: None,
         }
     }
 
