@@ -33,8 +33,11 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
                 "stats": i.btree.stats()?,
             }));
         }
+        let tier = strata_csd::tier::table_tier(db.dir(), def)?;
         out.push(serde_json::json!({
             "table": name,
+            "tier": tier,
+            "tier_text": tier.to_string(),
             "schema": t.schema().to_string(),
             "rows": t.rows(),
             "pages": pages,
@@ -67,6 +70,7 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
             t["fill_factor"].as_f64().unwrap(),
             t["rows_per_page"].as_f64().unwrap()
         );
+        println!("  tier: {}", t["tier_text"].as_str().unwrap());
         println!("  columns: {}", t["schema"].as_str().unwrap());
         for i in t["indexes"].as_array().unwrap() {
             let s = &i["stats"];

@@ -95,6 +95,14 @@ pub fn s3_factory(tag: &str) -> StoreFactory {
     })
 }
 
+/// One in-memory object store standing for every endpoint and bucket
+/// (object_store's `InMemory`): a cold tier inside the process, for tests and
+/// for experiments that leave the network out.
+pub fn memory_factory() -> StoreFactory {
+    let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+    Arc::new(move |_: &str, _: &str| Ok(store.clone()))
+}
+
 /// The S3 client of `endpoint`'s `bucket`, as [`s3_factory`] makes it.
 fn s3_store(
     tag: &str,

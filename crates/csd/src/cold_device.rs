@@ -51,6 +51,28 @@ pub struct ColdConfig {
     pub retry: RetryPolicy,
 }
 
+/// The environment variable bounding how long a request failing in transit
+/// is retried, in seconds (default 60).
+pub const RETRY_ENV: &str = "STRATA_CSD_RETRY_SECS";
+
+impl ColdConfig {
+    /// The defaults, with the query tag from `STRATA_CSD_QUERY` and the
+    /// retry bound from `STRATA_CSD_RETRY_SECS` when they are set.
+    pub fn from_env() -> std::result::Result<ColdConfig, String> {
+        let mut c = ColdConfig::default();
+        if let Ok(v) = std::env::var(RETRY_ENV) {
+            let secs: f64 = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|s: &f64| s.is_finite() && *s >= 0.0)
+                .ok_or_else(|| format!("{RETRY_ENV}={v:?} is not a number of seconds"))?;
+            c.retry.retry_for = std::time::Duration::from_secs_f64(secs);
+        }
+        Ok(c)
+    }
+}
+
 impl Default for ColdConfig {
     fn default() -> Self {
         ColdConfig {
