@@ -336,9 +336,12 @@ impl ColdClient {
             return Ok(());
         };
         let (e, b) = (endpoint.to_string(), bucket.to_string());
-        self.with_retries(endpoint, bucket, "CreateBucket", || {
-            create_s3_bucket(tag.clone(), e.clone(), b.clone())
-        })
+        self.with_retries(
+            endpoint,
+            &format!("bucket {bucket}"),
+            "CreateBucket",
+            || create_s3_bucket(tag.clone(), e.clone(), b.clone()),
+        )
     }
 
     pub fn stats(&self) -> &Arc<ColdStats> {
@@ -464,7 +467,7 @@ impl ColdClient {
         dest: &Path,
     ) -> Result<Fetched, StorageError> {
         let store = self.store(endpoint, bucket)?;
-        let object = format!("{bucket}/{key}");
+        let object = format!("object {bucket}/{key}");
         let path = ObjectPath::from(key);
         let stats = self.stats.clone();
         let dest = dest.to_path_buf();
@@ -507,7 +510,7 @@ impl ColdClient {
         let store = self.store(endpoint, bucket)?;
         let path = ObjectPath::from(key);
         let stats = self.stats.clone();
-        self.with_retries(endpoint, &format!("{bucket}/{key}"), "PUT", || {
+        self.with_retries(endpoint, &format!("object {bucket}/{key}"), "PUT", || {
             let (store, path, stats, data) =
                 (store.clone(), path.clone(), stats.clone(), data.clone());
             async move {
@@ -527,7 +530,7 @@ impl ColdClient {
     pub fn head(&self, endpoint: &str, bucket: &str, key: &str) -> Result<u64, StorageError> {
         let store = self.store(endpoint, bucket)?;
         let path = ObjectPath::from(key);
-        self.with_retries(endpoint, &format!("{bucket}/{key}"), "HEAD", || {
+        self.with_retries(endpoint, &format!("object {bucket}/{key}"), "HEAD", || {
             let (store, path) = (store.clone(), path.clone());
             async move {
                 let meta = store.head(&path).await.map_err(AttemptError::Store)?;
@@ -541,13 +544,18 @@ impl ColdClient {
         let store = self.store(endpoint, bucket)?;
         let path = ObjectPath::from(key);
         let stats = self.stats.clone();
-        self.with_retries(endpoint, &format!("{bucket}/{key}"), "DELETE", || {
-            let (store, path, stats) = (store.clone(), path.clone(), stats.clone());
-            async move {
-                stats.add_deletes(1);
-                store.delete(&path).await.map_err(AttemptError::Store)
-            }
-        })
+        self.with_retries(
+            endpoint,
+            &format!("object {bucket}/{key}"),
+            "DELETE",
+            || {
+                let (store, path, stats) = (store.clone(), path.clone(), stats.clone());
+                async move {
+                    stats.add_deletes(1);
+                    store.delete(&path).await.map_err(AttemptError::Store)
+                }
+            },
+        )
     }
 }
 

@@ -243,11 +243,11 @@ impl ColdDevice {
     /// Object `k` of a cold file, from the cache or fetched and checked.
     fn object(&self, m: &Manifest, k: usize) -> Result<Arc<std::fs::File>> {
         let o = &m.objects[k];
-        let name = m.object_name(k);
+        let name = format!("object {}", m.object_name(k));
         let started = Instant::now();
         let got = self
             .cache
-            .get(&format!("{}/{name}", m.endpoint), o.bytes(), |dest| {
+            .get(&format!("{}/{}", m.endpoint, m.object_name(k)), o.bytes(), |dest| {
                 let client = self.tier.client()?;
                 let f = client.get_to_file(&m.endpoint, &m.bucket, &o.key, dest)?;
                 let corrupt = |reason: String| StorageError::ColdObject {

@@ -307,7 +307,7 @@ pub fn to_cold(
             let stored = client.head(&opts.endpoint, &bucket, &key)?;
             if stored != len {
                 return Err(StorageError::ColdObject {
-                    object: format!("{bucket}/{key}"),
+                    object: format!("object {bucket}/{key}"),
                     endpoint: opts.endpoint.clone(),
                     reason: format!("PUT {len} bytes but the device holds {stored}"),
                     corrupt: true,
@@ -412,7 +412,7 @@ pub fn to_local(
                 let f = client.get_to_file(&m.endpoint, &m.bucket, &o.key, &tmp)?;
                 if f.bytes != o.bytes() || f.crc32c != o.crc32c {
                     return Err(StorageError::ColdObject {
-                        object: m.object_name(k),
+                        object: format!("object {}", m.object_name(k)),
                         endpoint: m.endpoint.clone(),
                         reason: format!(
                             "it has {} bytes with CRC32C {:08x}; its manifest ({}) says {} bytes, {:08x}: the object is corrupt",

@@ -79,9 +79,10 @@ pub enum StorageError {
     /// (the message says which and what to do).
     #[error("{message}")]
     ColdTier { table: String, message: String },
-    /// An object of the cold tier could not be read or was not what its
-    /// manifest says (`corrupt`: its checksum or size is wrong).
-    #[error("cold object {object} at {endpoint}: {reason}")]
+    /// An object (or bucket) of the cold tier could not be read or was not
+    /// what its manifest says (`corrupt`: its checksum or size is wrong).
+    /// `object` says which: `object <bucket>/<key>` or `bucket <bucket>`.
+    #[error("cold tier: {object} at {endpoint}: {reason}")]
     ColdObject {
         object: String,
         endpoint: String,
