@@ -37,7 +37,6 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
         out.push(serde_json::json!({
             "table": name,
             "tier": tier,
-            "tier_text": tier.to_string(),
             "schema": t.schema().to_string(),
             "rows": t.rows(),
             "pages": pages,
@@ -70,7 +69,8 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
             t["fill_factor"].as_f64().unwrap(),
             t["rows_per_page"].as_f64().unwrap()
         );
-        println!("  tier: {}", t["tier_text"].as_str().unwrap());
+        let tier: strata_csd::tier::TableTier = serde_json::from_value(t["tier"].clone())?;
+        println!("  tier: {tier}");
         println!("  columns: {}", t["schema"].as_str().unwrap());
         for i in t["indexes"].as_array().unwrap() {
             let s = &i["stats"];

@@ -426,12 +426,11 @@ impl Device for ColdDevice {
         self.inner.stats()
     }
 
+    /// The wrapped device's: the cold tier reports itself through its
+    /// counters ([`ColdTier::counters`]), so reports of local tables stay
+    /// as they were.
     fn describe(&self) -> String {
-        format!(
-            "{} + cold tier (cache {})",
-            self.inner.describe(),
-            strata_storage::util::format_bytes(self.cache.limit())
-        )
+        self.inner.describe()
     }
 
     fn parallelism(&self) -> usize {

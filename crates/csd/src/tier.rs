@@ -68,7 +68,7 @@ impl TierOptions {
 }
 
 /// The tier a table is on.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "tier", rename_all = "lowercase")]
 pub enum TableTier {
     Local,
