@@ -49,6 +49,12 @@ pub enum Command {
     },
     /// Run one query through one access path and report what it did.
     Scan(crate::scan::ScanArgs),
+    /// Move a table to the cold storage device and back (`cold TABLE
+    /// --endpoint URL`, `local TABLE`).
+    Tier {
+        #[command(subcommand)]
+        which: crate::tier::TierCommand,
+    },
     /// The Smooth Scan cost model: the paper's analytical figures (9-12) and its
     /// predictions beside a measured sweep (Fig. 24).
     Model(crate::model_cmd::ModelArgs),

@@ -23,6 +23,10 @@ pub struct Global {
     /// modeled profile over the real files: `hdd`, `ssd`, or a JSON profile file.
     #[arg(long, global = true, default_value = "real")]
     pub device: String,
+    /// Local cache of the cold tier (tables moved by `strata tier cold`): at
+    /// most this many bytes of whole objects, least recently used out first.
+    #[arg(long, global = true, default_value = "512MiB")]
+    pub cold_cache: String,
 }
 
 /// A mistake in the command line that clap cannot see (exit code 2).
@@ -49,10 +53,31 @@ pub fn db_options(cli: &Global, read_only: bool) -> Result<DbOptions> {
     Ok(DbOptions {
         buffer_pool_bytes: pool,
         read_only,
+        cold_tier: Some(cold_tier(cli)?.layer()),
         ..DbOptions::default()
     }
     .device(&cli.device)?
     .faults_from_env()?)
+}
+
+/// The process's cold tier (one per process, so that its counters cover
+/// every database handle the command opens): every database the `strata`
+/// binary opens reads tables on the cold tier through it.
+pub fn cold_tier(cli: &Global) -> Result<strata_csd::cold_device::ColdTier> {
+    static TIER: std::sync::OnceLock<strata_csd::cold_device::ColdTier> =
+        std::sync::OnceLock::new();
+    if let Some(t) = TIER.get() {
+        return Ok(t.clone());
+    }
+    let cache_bytes =
+        parse_size(&cli.cold_cache).map_err(|e| usage(format!("--cold-cache: {e}")))?;
+    let config = strata_csd::cold_device::ColdConfig {
+        cache_bytes,
+        ..strata_csd::cold_device::ColdConfig::from_env().map_err(usage)?
+    };
+    Ok(TIER
+        .get_or_init(|| strata_csd::cold_device::ColdTier::new(config))
+        .clone())
 }
 
 pub fn open_db(cli: &Global, read_only: bool) -> Result<Database> {

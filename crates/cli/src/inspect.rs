@@ -33,8 +33,10 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
                 "stats": i.btree.stats()?,
             }));
         }
+        let tier = strata_csd::tier::table_tier(db.dir(), def)?;
         out.push(serde_json::json!({
             "table": name,
+            "tier": tier,
             "schema": t.schema().to_string(),
             "rows": t.rows(),
             "pages": pages,
@@ -67,6 +69,8 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
             t["fill_factor"].as_f64().unwrap(),
             t["rows_per_page"].as_f64().unwrap()
         );
+        let tier: strata_csd::tier::TableTier = serde_json::from_value(t["tier"].clone())?;
+        println!("  tier: {tier}");
         println!("  columns: {}", t["schema"].as_str().unwrap());
         for i in t["indexes"].as_array().unwrap() {
             let s = &i["stats"];

@@ -28,6 +28,7 @@ mod progress;
 mod scan;
 mod scan_cached;
 mod sql_forward;
+mod tier;
 
 use std::process::ExitCode;
 
@@ -89,6 +90,7 @@ fn run(args: &Cli) -> Result<()> {
                 },
         } => inspect::index_cache(cli, table, index, columns),
         Command::Scan(a) => scan::run(cli, a),
+        Command::Tier { which } => tier::run(cli, which),
         Command::Model(a) => model_cmd::run(cli, a),
         Command::Demo { rows, repeat } => demo::run(cli, *rows, *repeat),
         Command::Bench {

@@ -28,6 +28,10 @@ pub fn run(cli: &Global, package: &str, sub: &[&str], args: &[String]) -> Result
         .arg("--db")
         .arg(&cli.db)
         .args(["--buffer-pool", &cli.buffer_pool, "--device", &cli.device])
+        .args(match package {
+            "strata-sql" => vec!["--cold-cache", cli.cold_cache.as_str()],
+            _ => vec![],
+        })
         .args(sub)
         .args(args)
         .exec();

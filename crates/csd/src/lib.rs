@@ -4,15 +4,21 @@
 //! there and reads them back through a bounded local cache.
 
 pub mod admin_client;
+pub mod client;
+pub mod cold_cache;
+pub mod cold_device;
+pub mod cold_stats;
 pub mod config;
 pub mod cost;
 pub mod dispatch;
 pub mod error;
 pub mod layout;
+pub mod manifest;
 pub mod schedule;
 pub mod server;
 pub mod sim;
 pub mod store;
+pub mod tier;
 
 pub use config::CsdConfig;
 pub use error::CsdError;

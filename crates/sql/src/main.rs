@@ -30,6 +30,9 @@ struct Cli {
     /// `ssd`, a JSON file).
     #[arg(long, global = true, default_value = "real")]
     device: String,
+    /// Local cache of the cold tier (tables moved by `strata tier cold`).
+    #[arg(long, global = true, default_value = "512MiB")]
+    cold_cache: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -71,8 +74,15 @@ fn main() -> ExitCode {
 /// write then fails, saying so).
 fn open(cli: &Cli) -> anyhow::Result<Arc<Database>> {
     let pool = parse_size(&cli.buffer_pool).map_err(|e| Usage(format!("--buffer-pool: {e}")))?;
+    let cache_bytes =
+        parse_size(&cli.cold_cache).map_err(|e| Usage(format!("--cold-cache: {e}")))?;
+    let cold = strata_csd::cold_device::ColdTier::new(strata_csd::cold_device::ColdConfig {
+        cache_bytes,
+        ..strata_csd::cold_device::ColdConfig::from_env().map_err(Usage)?
+    });
     let opts = DbOptions {
         buffer_pool_bytes: pool as usize,
+        cold_tier: Some(cold.layer()),
         ..DbOptions::default()
     }
     .device(&cli.device)?

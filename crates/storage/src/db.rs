@@ -36,7 +36,8 @@ use crate::buffer::{BufferPool, as_writer};
 use crate::cached_fields::CachedFields;
 use crate::catalog::{Catalog, IndexDef, TableDef, sync_dir};
 use crate::device::{
-    Device, DeviceProfile, FaultDevice, FaultInjector, FaultPlan, FileDevice, ModeledDevice,
+    COLD_MANIFEST_SUFFIX, Device, DeviceLayer, DeviceProfile, FaultDevice, FaultInjector,
+    FaultPlan, FileDevice, ModeledDevice, cold_manifest_path,
 };
 use crate::error::{Result, StorageError};
 use crate::heap::{HeapFile, HeapWriter};
@@ -69,6 +70,11 @@ pub struct DbOptions {
     /// A commit starts a checkpoint once the log has grown this much past the
     /// last one ([`CHECKPOINT_LOG_BYTES`] by default).
     pub checkpoint_log_bytes: u64,
+    /// The cold tier: a layer over the device stack that reads files with a
+    /// cold-tier manifest from the cold storage device (see
+    /// [`crate::device::layer`]; `strata-csd` makes one). Without it, opening
+    /// a table on the cold tier fails saying so.
+    pub cold_tier: Option<Arc<dyn DeviceLayer>>,
 }
 
 impl DbOptions {
@@ -104,6 +110,7 @@ impl Default for DbOptions {
             read_only: false,
             faults: None,
             checkpoint_log_bytes: CHECKPOINT_LOG_BYTES,
+            cold_tier: None,
         }
     }
 }
@@ -194,6 +201,8 @@ pub struct Database {
     /// The last commit sequence number handed out.
     csn: AtomicU64,
     checkpoint_log_bytes: u64,
+    /// Whether a cold tier wraps the device (tables on it can be opened).
+    cold_tier: bool,
     /// Set by [`Database::crash`]: closing writes nothing back.
     crashed: std::sync::atomic::AtomicBool,
     _lock: File,
@@ -272,10 +281,13 @@ impl Database {
         if let Some(faults) = &opts.faults {
             real = Arc::new(FaultDevice::new(real, faults.clone()));
         }
-        let device: Arc<dyn Device> = match &opts.profile {
+        let mut device: Arc<dyn Device> = match &opts.profile {
             Some(p) => Arc::new(ModeledDevice::new(real, p.clone())),
             None => real,
         };
+        if let Some(layer) = &opts.cold_tier {
+            device = layer.wrap(device, dir)?;
+        }
         let pool = Arc::new(BufferPool::new(device.clone(), opts.buffer_pool_bytes));
         let (wal, recovered) = if opts.read_only {
             (None, None)
@@ -303,6 +315,7 @@ impl Database {
             wal,
             csn: AtomicU64::new(csn),
             checkpoint_log_bytes: opts.checkpoint_log_bytes,
+            cold_tier: opts.cold_tier.is_some(),
             crashed: Default::default(),
             _lock: lock,
         };
@@ -399,14 +412,23 @@ impl Database {
         for e in entries {
             let e = e.map_err(|e| StorageError::io(&data, e))?;
             let name = e.file_name().to_string_lossy().into_owned();
-            // Segment files are `<base>.NNNN`.
-            let base = match name.rsplit_once('.') {
+            // Segment files are `<base>.NNNN`; a file on the cold tier has a
+            // manifest `<base>.cold.json` (and, while one is written,
+            // `<base>.cold.json.tmp`, never live).
+            let (base, segment) = match name.rsplit_once('.') {
                 Some((b, seg)) if seg.len() == 4 && seg.bytes().all(|c| c.is_ascii_digit()) => {
-                    b.to_string()
+                    (b.to_string(), true)
                 }
-                _ => name.clone(),
+                _ => match name.strip_suffix(COLD_MANIFEST_SUFFIX) {
+                    Some(b) => (b.to_string(), false),
+                    None => (name.clone(), false),
+                },
             };
-            if !live.contains(&format!("data/{base}")) {
+            // Local segments of a file whose manifest exists are leftovers of
+            // a move to or from the cold tier that did not finish: the
+            // manifest is the move's commit point, so the objects hold the file.
+            let stale_copy = segment && data.join(format!("{base}{COLD_MANIFEST_SUFFIX}")).exists();
+            if !live.contains(&format!("data/{base}")) || stale_copy {
                 std::fs::remove_file(e.path()).map_err(|err| StorageError::io(e.path(), err))?;
                 removed = true;
             }
@@ -508,6 +530,9 @@ impl Database {
         // the load's catalog swap keeps.
         self.checkpoint_locked()?;
         let table = self.table(name)?;
+        if table.is_cold() {
+            return Err(cold_read_only(name));
+        }
         let def = self.catalog.lock().table(name)?.clone();
         TableLoad::new(self, writer, def, table.heap.clone(), false, vec![])
     }
@@ -612,6 +637,21 @@ impl Database {
         }
         ix.set_cached(fields);
         Ok(())
+    }
+
+    /// Closes table `name` if it is open: its pages leave the buffer pool and
+    /// its files are closed; the next [`Database::table`] opens it again from
+    /// its files (the cold tier calls it after moving a table's files).
+    /// Handles to the old table must not be used afterwards.
+    pub fn close_table(&self, name: &str) -> Result<()> {
+        self.writable()?;
+        let _writer = self.writer.lock();
+        self.checkpoint_locked()?;
+        let open = self.tables.lock().remove(name);
+        match open {
+            Some(t) => self.forget_table(&t),
+            None => Ok(()),
+        }
     }
 
     fn forget_table(&self, table: &Table) -> Result<()> {
@@ -1071,6 +1111,16 @@ fn lock(dir: &Path, shared: bool) -> Result<File> {
     Ok(f)
 }
 
+/// The error of a change to a table on the cold tier.
+pub fn cold_read_only(table: &str) -> StorageError {
+    StorageError::ColdTier {
+        table: table.to_string(),
+        message: format!(
+            "table {table} is on the cold tier (read-only); strata tier local {table} brings it back"
+        ),
+    }
+}
+
 fn remove_files(dir: &Path, base: &str) -> Result<()> {
     let base = dir.join(base);
     for seg in 0.. {
@@ -1098,6 +1148,8 @@ pub struct Table {
     committed: Mutex<(u64, u64)>,
     segment_pages: u64,
     owner: Arc<TxnOwner>,
+    /// Whether a file of the table is on the cold tier (read-only).
+    cold: bool,
 }
 
 /// What [`Table::lookup_cached`] did, summed over calls.
@@ -1206,6 +1258,27 @@ fn resolve_columns(def: &TableDef, cols: &[String]) -> Result<(Vec<usize>, Vec<D
 
 impl Table {
     fn open(db: &Database, def: TableDef) -> Result<Table> {
+        let mut cold = false;
+        let files = std::iter::once(&def.heap_file).chain(def.indexes.iter().map(|i| &i.file));
+        for f in files {
+            let manifest = cold_manifest_path(&db.dir.join(f));
+            if manifest.exists() {
+                cold = true;
+                if !db.cold_tier {
+                    return Err(StorageError::ColdTier {
+                        table: def.name.clone(),
+                        message: format!(
+                            "table {t} is on the cold tier ({f} has its pages in cold storage, \
+                             listed in {m}) and this database was opened without a cold tier; \
+                             the strata and strata-sql binaries open one, or \
+                             `strata tier local {t}` brings the table back",
+                            t = def.name,
+                            m = manifest.display()
+                        ),
+                    });
+                }
+            }
+        }
         let heap = Arc::new(HeapFile::open(
             db.pool.clone(),
             &db.dir.join(&def.heap_file),
@@ -1246,7 +1319,21 @@ impl Table {
             committed: Mutex::new((def.pages, def.rows)),
             segment_pages: def.segment_pages,
             owner: db.owner.clone(),
+            cold,
         })
+    }
+
+    /// Whether a file of the table is on the cold tier: then it is read-only.
+    pub fn is_cold(&self) -> bool {
+        self.cold
+    }
+
+    /// Row changes need a write transaction and a table on the local tier.
+    fn check_change(&self) -> Result<()> {
+        if self.cold {
+            return Err(cold_read_only(&self.name));
+        }
+        self.owner.check(&self.name)
     }
 
     pub fn name(&self) -> &str {
@@ -1309,7 +1396,7 @@ impl Table {
 
     /// Inserts a row and its index entries (in the thread's write transaction).
     pub fn insert_row(&self, row: &[Value]) -> Result<Tid> {
-        self.owner.check(&self.name)?;
+        self.check_change()?;
         as_writer(|| {
             let tid = self.heap.insert(&self.encode(row)?)?;
             for i in &self.indexes {
@@ -1331,7 +1418,7 @@ impl Table {
 
     /// Deletes a row and its index entries.
     pub fn delete_row(&self, tid: Tid) -> Result<()> {
-        self.owner.check(&self.name)?;
+        self.check_change()?;
         as_writer(|| {
             let row = self.existing_row(tid)?;
             for i in &self.indexes {
@@ -1352,7 +1439,7 @@ impl Table {
     /// once ([`BTree::insert_sorted`]). Every row is checked against the schema
     /// and every index key's size before anything changes.
     pub fn insert_rows(&self, rows: &[Vec<Value>]) -> Result<Vec<Tid>> {
-        self.owner.check(&self.name)?;
+        self.check_change()?;
         if rows.is_empty() {
             return Ok(Vec::new());
         }
@@ -1401,7 +1488,7 @@ impl Table {
     /// row (or named twice) is the error `delete_row` gives for it, and then
     /// nothing has changed.
     pub fn delete_rows(&self, tids: &[Tid]) -> Result<()> {
-        self.owner.check(&self.name)?;
+        self.check_change()?;
         if tids.is_empty() {
             return Ok(());
         }
@@ -1443,7 +1530,7 @@ impl Table {
 
     /// Replaces a row; returns its tid, which changes when the row had to move.
     pub fn update_row(&self, tid: Tid, row: &[Value]) -> Result<Tid> {
-        self.owner.check(&self.name)?;
+        self.check_change()?;
         as_writer(|| {
             let old = self.existing_row(tid)?;
             let new_tid = self.heap.update(tid, &self.encode(row)?)?;
@@ -1467,7 +1554,7 @@ impl Table {
     /// Moves a row to another heap page (`None`: the page inserts fill), keeping
     /// its indexes pointing at it. Hot/cold partitioning is built on this.
     pub fn move_row(&self, tid: Tid, target_page: Option<u64>) -> Result<Tid> {
-        self.owner.check(&self.name)?;
+        self.check_change()?;
         as_writer(|| {
             let row = self.existing_row(tid)?;
             let new_tid = self.heap.move_tuple(tid, target_page)?;
@@ -1760,6 +1847,8 @@ impl<'a> TableLoad<'a> {
             committed: Mutex::new((def.pages, def.rows)),
             segment_pages: def.segment_pages,
             owner: db.owner.clone(),
+            // Loads are refused on cold tables (`begin_load`).
+            cold: false,
         });
         if let Some(old) = db.tables.lock().insert(def.name.clone(), table) {
             for i in &old.indexes {
@@ -1808,6 +1897,7 @@ mod tests {
             read_only: false,
             faults: None,
             checkpoint_log_bytes: CHECKPOINT_LOG_BYTES,
+            cold_tier: None,
         }
     }
 

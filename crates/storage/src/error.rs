@@ -75,6 +75,20 @@ pub enum StorageError {
     Index { index: String, reason: String },
     #[error("changing table '{table}' needs a write transaction (Database::begin_write)")]
     NoTransaction { table: String },
+    /// A table on the cold tier was written to, or opened without a cold tier
+    /// (the message says which and what to do).
+    #[error("{message}")]
+    ColdTier { table: String, message: String },
+    /// An object (or bucket) of the cold tier could not be read or was not
+    /// what its manifest says (`corrupt`: its checksum or size is wrong).
+    /// `object` says which: `object <bucket>/<key>` or `bucket <bucket>`.
+    #[error("cold tier: {object} at {endpoint}: {reason}")]
+    ColdObject {
+        object: String,
+        endpoint: String,
+        reason: String,
+        corrupt: bool,
+    },
 }
 
 impl StorageError {

@@ -52,11 +52,13 @@ impl StorageError {
             | E::IndexExists(_)
             | E::Schema(_)
             | E::Profile(_)
-            | E::NoTransaction { .. } => USAGE,
+            | E::NoTransaction { .. }
+            | E::ColdTier { .. } => USAGE,
             E::Value { .. } => BAD_INPUT,
             E::CorruptPage { .. } | E::Truncated { .. } | E::Catalog { .. } | E::Index { .. } => {
                 CORRUPT
             }
+            E::ColdObject { corrupt: true, .. } => CORRUPT,
             _ => FAILURE,
         }
     }

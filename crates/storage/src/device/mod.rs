@@ -49,6 +49,7 @@ macro_rules! forward_files_to {
 
 pub mod fault;
 mod file;
+pub mod layer;
 mod modeled;
 pub mod trace;
 
@@ -57,6 +58,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use fault::{FaultDevice, FaultInjector, FaultPlan};
 pub use file::FileDevice;
+pub use layer::{COLD_MANIFEST_SUFFIX, DeviceLayer, cold_manifest_path, is_cold};
 pub use modeled::{DeviceProfile, ModeledDevice, ProfileKind};
 use parking_lot::Mutex;
 pub use trace::{IoKind, Trace, TraceEvent, TraceRecorder};
