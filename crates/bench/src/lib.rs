@@ -28,6 +28,7 @@
 //!   ([`postgres::run_postgres_queries`], [`postgres::run_postgres_sweep`]).
 
 mod bench_db;
+pub mod csd_pull;
 pub mod flash;
 pub mod heatmap;
 pub mod index_cache;

@@ -3,7 +3,9 @@
 //! `pull-model` (§3.2's Fig. 4/5 pull-based baseline against the C × S × D
 //! model and against one group, the HDD capacity tier) and `schedulers`
 //! (Fig. 12's skewed layout under the four policies, and a seeded random
-//! mix over layouts and client counts). Results go to `results/csd/` as a
+//! mix over layouts and client counts); and `pull`: Figs. 4 and 5 for real —
+//! `strata-sql` clients over TPC-H tables on a running CSD service
+//! (`strata_bench::csd_pull`). Results go to `results/csd/` as a
 //! CSV of the standard columns and a markdown summary with provenance.
 
 use std::path::{Path, PathBuf};
@@ -11,6 +13,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use clap::Args;
+use strata_bench::csd_pull::{PullOptions, run_pull};
 use strata_bench::results::{ResultRow, ResultSet};
 use strata_bench::summary::{Summary, num};
 use strata_csd::layout::LayoutSpec;
@@ -22,12 +25,33 @@ use strata_csd::sim::{
 
 use crate::context::usage;
 
+/// What `all` runs: the simulations (`pull` builds databases and takes minutes).
 pub const FIGURES: [&str; 2] = ["pull-model", "schedulers"];
 
 #[derive(Args)]
 pub struct BenchCsdArgs {
-    /// pull-model (Fig. 4/5), schedulers (Fig. 12 and random mixes), or all.
+    /// pull-model (Fig. 4/5 simulated), schedulers (Fig. 12 and random
+    /// mixes), or all of those two; pull (Figs. 4 and 5 on the real service:
+    /// strata-sql clients over TPC-H on a CSD started here).
     pub figure: String,
+    /// pull: TPC-H scale factor.
+    #[arg(long, default_value = "0.1")]
+    pub sf: String,
+    /// pull: real delay = modeled delay × this (0.01: a 10 s switch waits 0.1 s).
+    #[arg(long, default_value_t = 0.01)]
+    pub time_scale: f64,
+    /// pull: bytes per object on the CSD (the paper: 1 GiB of 50 GB).
+    #[arg(long, default_value = "2MiB")]
+    pub object_size: String,
+    /// pull: runs per point (medians).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    /// pull: where the databases and the CSD's data go.
+    #[arg(long, default_value = "bench-csd")]
+    pub bench_db: PathBuf,
+    /// pull: which of fig4, fig5.
+    #[arg(long, value_delimiter = ',', default_value = "fig4,fig5")]
+    pub pull_figures: Vec<String>,
     /// Where results go.
     #[arg(long, default_value = "results/csd")]
     pub out: PathBuf,
@@ -63,11 +87,12 @@ pub struct BenchCsdArgs {
 
 pub fn run(a: &BenchCsdArgs) -> Result<()> {
     let figures: Vec<&str> = match a.figure.as_str() {
+        "pull" => return pull(a),
         "all" => FIGURES.to_vec(),
         f if FIGURES.contains(&f) => vec![f],
         f => {
             return Err(usage(format!(
-                "unknown figure {f}: bench csd has {} (or all)",
+                "unknown figure {f}: bench csd has {}, pull (or all)",
                 FIGURES.join(", ")
             )));
         }
@@ -101,6 +126,42 @@ pub fn run(a: &BenchCsdArgs) -> Result<()> {
         };
         println!("{summary}");
     }
+    println!("results in {}", a.out.display());
+    Ok(())
+}
+
+/// Figs. 4 and 5 on the real service (see `strata_bench::csd_pull`).
+fn pull(a: &BenchCsdArgs) -> Result<()> {
+    let sf = strata_load::parse_scale_factor(&a.sf).map_err(|e| usage(e.to_string()))?;
+    let object_bytes = strata_storage::util::parse_size(&a.object_size)
+        .map_err(|e| usage(format!("--object-size: {e}")))?;
+    for f in &a.pull_figures {
+        if !["fig4", "fig5"].contains(&f.as_str()) {
+            return Err(usage(format!("--pull-figures: unknown {f} (fig4, fig5)")));
+        }
+    }
+    if a.clients.is_empty() || a.clients.iter().any(|&c| c == 0 || c > 16) {
+        return Err(usage(
+            "--clients: counts from 1 to 16 (each is a strata-sql process)",
+        ));
+    }
+    let opts = PullOptions {
+        bench_db: a.bench_db.clone(),
+        out: a.out.clone(),
+        sf,
+        clients: a.clients.clone(),
+        fig4_switch_s: a.switch_s,
+        switch_s: a.switches_s.clone(),
+        fig5_clients: 5,
+        time_scale: a.time_scale,
+        object_bytes,
+        repeat: a.repeat,
+        sql_binary: crate::sql_forward::binary("strata-sql"),
+        buffer_pool: "64MiB".into(),
+    };
+    let figs: Vec<&str> = a.pull_figures.iter().map(String::as_str).collect();
+    let md = run_pull(&opts, &figs, &mut |m| eprintln!("{m}"))?;
+    println!("{}", std::fs::read_to_string(&md)?);
     println!("results in {}", a.out.display());
     Ok(())
 }

@@ -12,7 +12,7 @@ use anyhow::{Result, anyhow};
 use crate::context::Global;
 
 /// A binary next to this executable (how cargo builds them), else on PATH.
-fn binary(name: &str) -> PathBuf {
+pub fn binary(name: &str) -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|e| e.parent().map(|d| d.join(name)))
