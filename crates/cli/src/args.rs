@@ -65,6 +65,12 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The cold storage device (Skipper): `serve` (the S3 endpoint), `metrics`,
+    /// `cost` (tier costs, Table 1, Fig. 2, Fig. 3).
+    Csd {
+        #[command(subcommand)]
+        which: CsdCommand,
+    },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -96,6 +102,18 @@ pub enum IndexCommand {
 }
 
 #[derive(Subcommand)]
+pub enum CsdCommand {
+    /// Storage cost per tier mix and the saving of a CSD replacing the
+    /// capacity and archival tiers (Skipper §2–3.1: Table 1, Fig. 2, Fig. 3).
+    Cost(crate::csd_cost::CostArgs),
+    /// Serve the CSD as an S3-compatible endpoint (MAID disk groups, switch
+    /// latency, group scheduling) until SIGINT/SIGTERM.
+    Serve(crate::csd_serve::ServeArgs),
+    /// Print a running server's metrics as JSON (--reset zeroes them after).
+    Metrics(crate::csd_serve::MetricsArgs),
+}
+
+#[derive(Subcommand)]
 pub enum BenchCommand {
     /// The Smooth Scan paper's figures: 15a 15b 16 17 18 19 20 21 22 23, or all.
     SmoothScan(crate::bench_smooth::SmoothArgs),
@@ -104,6 +122,9 @@ pub enum BenchCommand {
     /// No Bits Left Behind's index caches on a real B+-tree: 2a (hit rate vs
     /// cache capacity, Swap and Shrink, zipf exponents, an oracle beside).
     IndexCache(crate::bench_index_cache::IndexCacheArgs),
+    /// Skipper's CSD, simulated: pull-model (Fig. 4/5's pull baseline vs
+    /// C × S × D), schedulers (Fig. 12 and random mixes), or all.
+    Csd(crate::bench_csd::BenchCsdArgs),
     /// Sequential and random read throughput of a table's heap through the device,
     /// next to fio on the same file.
     Io(crate::bench_io::IoArgs),

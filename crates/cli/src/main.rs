@@ -11,11 +11,14 @@
 //! one module per subcommand below them; this file parses and dispatches.
 
 mod args;
+mod bench_csd;
 mod bench_flash;
 mod bench_index_cache;
 mod bench_io;
 mod bench_smooth;
 mod context;
+mod csd_cost;
+mod csd_serve;
 mod demo;
 mod generate;
 mod inspect;
@@ -33,7 +36,7 @@ use anyhow::Result;
 use clap::Parser;
 use strata_storage::Database;
 
-use crate::args::{BenchCommand, Cli, Command, IndexCommand};
+use crate::args::{BenchCommand, Cli, Command, CsdCommand, IndexCommand};
 use crate::context::db_options;
 
 fn main() -> ExitCode {
@@ -109,5 +112,17 @@ fn run(args: &Cli) -> Result<()> {
         Command::Bench {
             which: BenchCommand::IndexCache(a),
         } => bench_index_cache::run(cli, a),
+        Command::Bench {
+            which: BenchCommand::Csd(a),
+        } => bench_csd::run(a),
+        Command::Csd {
+            which: CsdCommand::Cost(a),
+        } => csd_cost::run(a),
+        Command::Csd {
+            which: CsdCommand::Serve(a),
+        } => csd_serve::serve(a),
+        Command::Csd {
+            which: CsdCommand::Metrics(a),
+        } => csd_serve::metrics(a),
     }
 }

@@ -156,3 +156,53 @@ fn quick_robustness_matrix_writes_csv_heat_maps_and_summary() {
     assert!(again.status.success(), "{}", stderr(&again));
     assert!(!stderr(&again).contains("generated rob_"));
 }
+
+/// `strata bench csd all`: both simulated figures write their CSV (standard
+/// columns, one row per policy and point) and summary, and state whether the
+/// paper's claims held.
+#[test]
+fn csd_bench_writes_pull_model_and_schedulers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let out = dir.path().join("results");
+    let text = ok(
+        &db,
+        &[
+            "bench",
+            "csd",
+            "all",
+            "--repeats",
+            "3",
+            "--seeds",
+            "1",
+            "--mix-clients",
+            "3",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(text.contains("pull-model: C=1"), "{text}");
+    assert!(text.contains("schedulers (Fig. 12)"), "{text}");
+    let pull = strata_bench::ResultSet::read_csv(out.join("pull-model.csv")).unwrap();
+    // Fig. 4: 5 client counts, Fig. 5: 5 switch times; csd and hdd each
+    assert_eq!(pull.len(), 20);
+    let sched = strata_bench::ResultSet::read_csv(out.join("schedulers.csv")).unwrap();
+    // Fig. 12: 4 policies; mixes: 3 layouts × 1 client count × 1 seed × 4
+    assert_eq!(sched.len(), 4 + 12);
+    for f in ["pull-model.md", "schedulers.md"] {
+        let md = std::fs::read_to_string(out.join(f)).unwrap();
+        assert!(md.contains("Made by `strata"), "{f}: {md}");
+    }
+    let md = std::fs::read_to_string(out.join("schedulers.md")).unwrap();
+    assert!(
+        md.contains("Rank makes fewer switches than query FCFS"),
+        "{md}"
+    );
+    let e = strata(&db, &["bench", "csd", "fig99"]);
+    assert_eq!(e.status.code(), Some(2));
+    assert!(
+        stderr(&e).contains("unknown figure fig99"),
+        "{}",
+        stderr(&e)
+    );
+}
