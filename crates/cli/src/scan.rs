@@ -322,6 +322,11 @@ pub fn run(cli: &Global, a: &ScanArgs) -> Result<()> {
     if let Some(c) = &a.order_by {
         println!("  order by: {c}");
     }
+    if spec.table.is_cold() {
+        // What pulling the table from the cold storage device cost
+        // (Skipper's pull-based baseline): GETs, cache hits, waiting.
+        println!("  {}", crate::context::cold_tier(cli)?.counters());
+    }
     println!("  index entries read: {}", r.index_entries);
     println!(
         "  heap pages examined: {} of {}",

@@ -515,3 +515,22 @@ impl Segments {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_bucket_is_the_database_name_made_valid() {
+        let root = tempfile::tempdir().unwrap();
+        let mk = |name: &str| {
+            let d = root.path().join(name);
+            std::fs::create_dir_all(&d).unwrap();
+            default_bucket(&d)
+        };
+        assert_eq!(mk("strata.db"), "strata.db");
+        assert_eq!(mk("My_Sales DB"), "my-sales-db");
+        assert_eq!(mk("_x_"), "strata-x");
+        assert_eq!(mk(&"a".repeat(80)).len(), 63);
+    }
+}
