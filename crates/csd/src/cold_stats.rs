@@ -132,9 +132,11 @@ impl std::fmt::Display for ColdCounters {
         use strata_storage::util::format_bytes;
         write!(
             f,
-            "cold tier: {} GETs ({} fetched, {} retries), cache {} hits / {} misses ({} refetches, {} evictions, {} held), waited {:.3} ms",
+            "cold tier: {} GETs ({} fetched), {} PUTs ({} sent), {} retries; cache {} hits / {} misses ({} refetches, {} evictions, {} held); waited {:.3} ms",
             self.gets,
             format_bytes(self.bytes_fetched),
+            self.puts,
+            format_bytes(self.bytes_sent),
             self.retries,
             self.hits,
             self.misses,

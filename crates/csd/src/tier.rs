@@ -231,10 +231,13 @@ pub fn to_cold(
     let def = table_def(db, table)?;
     let page = PAGE_SIZE as u64;
     if opts.object_bytes < page || !opts.object_bytes.is_multiple_of(page) {
-        return Err(StorageError::Schema(format!(
-            "object size {} must be a whole number of 8 KiB pages",
-            opts.object_bytes
-        )));
+        return Err(StorageError::ColdTier {
+            table: table.to_string(),
+            message: format!(
+                "object size {} bytes is not a whole number of 8 KiB pages",
+                opts.object_bytes
+            ),
+        });
     }
     let object_pages = opts.object_bytes / page;
     if let TableTier::Cold {
