@@ -27,6 +27,14 @@ fn payload(client: usize, round: u64, len: usize) -> Bytes {
     Bytes::from((0..len).map(|_| rng.random::<u8>()).collect::<Vec<u8>>())
 }
 
+/// This process's resident set (Linux `/proc/self/statm`), 0 where unknown.
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn thirty_two_clients_lose_nothing() {
     let secs: u64 = std::env::var("STRATA_CSD_SOAK_SECS")
@@ -43,6 +51,23 @@ async fn thirty_two_clients_lose_nothing() {
         server.store().create_bucket(&format!("soak{b}")).unwrap();
     }
     let deadline = Instant::now() + Duration::from_secs(secs);
+    // Resident memory, sampled every 100 ms: the first quarter of the run
+    // warms up (buffers, connection pools); after it, the peak may not climb
+    // by more than 64 MiB however long the run — memory stays flat.
+    let warm_until = Instant::now() + Duration::from_secs(secs).div_f64(4.0);
+    let sampler = tokio::spawn(async move {
+        let (mut warm, mut peak) = (0u64, 0u64);
+        while Instant::now() < deadline {
+            let rss = rss_bytes();
+            if Instant::now() < warm_until {
+                warm = warm.max(rss);
+            } else {
+                peak = peak.max(rss);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        (warm, peak)
+    });
     let mut tasks = Vec::new();
     for c in 0..CLIENTS {
         let s3 = client(
@@ -115,9 +140,18 @@ async fn thirty_two_clients_lose_nothing() {
         .unwrap()
         .collect();
     assert!(staging.is_empty(), "uploads left in staging: {staging:?}");
+    let (warm, peak) = sampler.await.unwrap();
     eprintln!(
-        "soak: {CLIENTS} clients, {ops} requests in {secs} s, {} switches",
-        state.switches
+        "soak: {CLIENTS} clients, {ops} requests in {secs} s, {} switches; resident memory {} MiB after the first quarter, peak {} MiB after it",
+        state.switches,
+        warm >> 20,
+        peak >> 20
+    );
+    assert!(
+        peak <= warm + (64 << 20),
+        "resident memory grew from {} MiB to {} MiB",
+        warm >> 20,
+        peak >> 20
     );
     server.shutdown().await;
 }
