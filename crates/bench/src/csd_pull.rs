@@ -153,6 +153,25 @@ fn run_q12(opts: &PullOptions, db: &Path, tag: &str) -> Result<(String, f64)> {
     Ok((String::from_utf8_lossy(&out.stdout).into_owned(), secs))
 }
 
+/// Q12 by one `strata-sql` process per database, all at once; client `i`
+/// tags its requests `tag(i)`.
+fn run_clients(
+    opts: &PullOptions,
+    dbs: &[PathBuf],
+    tag: &(dyn Fn(usize) -> String + Sync),
+) -> Vec<Result<(String, f64)>> {
+    std::thread::scope(|s| {
+        let hs: Vec<_> = dbs
+            .iter()
+            .enumerate()
+            .map(|(i, db)| s.spawn(move || run_q12(opts, db, &tag(i))))
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("client thread"))))
+            .collect()
+    })
+}
+
 /// A CSD with `layout` holding every client's `orders` and `lineitem`, each
 /// client in its own bucket; the clients' databases are fresh copies of the
 /// base with those tables cold.
@@ -245,17 +264,7 @@ impl Fleet {
             .block_on(disp.reset())
             .map_err(|_| anyhow!("the CSD stopped"))?
             .map_err(|e| anyhow!("resetting the CSD's metrics: {e}"))?;
-        let results: Vec<Result<(String, f64)>> = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..c)
-                .map(|i| {
-                    let db = &self.dbs[i];
-                    s.spawn(move || run_q12(opts, db, &format!("client{i}-run{run}")))
-                })
-                .collect();
-            hs.into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("client thread"))))
-                .collect()
-        });
+        let results = run_clients(opts, &self.dbs[..c], &|i| format!("client{i}-run{run}"));
         let json = self
             .rt
             .block_on(disp.metrics())
@@ -371,17 +380,7 @@ pub fn run_pull(
     let local_round = |c: usize| -> Result<f64> {
         let mut means = Vec::new();
         for run in 0..opts.repeat {
-            let r: Vec<Result<(String, f64)>> = std::thread::scope(|s| {
-                let hs: Vec<_> = (0..c)
-                    .map(|i| {
-                        let db = &local_dbs[i];
-                        s.spawn(move || run_q12(opts, db, &format!("local{i}-run{run}")))
-                    })
-                    .collect();
-                hs.into_iter()
-                    .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("client thread"))))
-                    .collect()
-            });
+            let r = run_clients(opts, &local_dbs[..c], &|i| format!("local{i}-run{run}"));
             let mut sum = 0.0;
             for x in r {
                 sum += x?.1;
