@@ -18,22 +18,16 @@
 //! per-query metrics; a client whose answer differs from the local one fails the
 //! run.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Instant;
 
-use anyhow::{Context, Result, anyhow, bail};
-use strata_csd::cold_device::{ColdConfig, ColdTier};
+use anyhow::{Result, bail};
 use strata_csd::config::CsdConfig;
 use strata_csd::layout::LayoutSpec;
-use strata_csd::schedule::{Metrics, Policy};
-use strata_csd::server::{RunningServer, spawn};
-use strata_csd::tier::{TierOptions, to_cold};
-use strata_load::{TpchSpec, generate_tpch};
-use strata_storage::Database;
-use strata_storage::db::{DbOptions, NoProgress};
+use strata_csd::schedule::Policy;
 
+use crate::csd_fleet::{
+    Fleet, FleetSpec, SqlRun, base_db, local_copies, query_requests, run_clients, run_sql,
+};
 use crate::plot::{Axis, Plot};
 use crate::results::{ResultRow, ResultSet, median};
 use crate::summary::{Comparison, Summary, num};
@@ -85,118 +79,41 @@ struct Round {
     switches: u64,
 }
 
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
-    for e in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
-        let e = e?;
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        if e.file_type()?.is_dir() {
-            copy_dir(&src, &dst)?;
-        } else {
-            std::fs::copy(&src, &dst)
-                .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
-        }
-    }
-    Ok(())
-}
-
-fn db_options(tier: Option<&ColdTier>) -> DbOptions {
-    DbOptions {
-        buffer_pool_bytes: 64 << 20,
-        direct_io: false,
-        cold_tier: tier.map(|t| t.layer()),
-        ..DbOptions::default()
-    }
-}
-
-/// The TPC-H database every client copies, generated once per scale factor.
-fn base_db(opts: &PullOptions, progress: &mut dyn FnMut(&str)) -> Result<PathBuf> {
-    let dir = opts.bench_db.join(format!("tpch-sf{}", opts.sf));
-    let done = dir.join("generated");
-    if !done.exists() {
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)?;
-        }
-        progress(&format!(
-            "generating TPC-H SF {} in {}",
-            opts.sf,
-            dir.display()
-        ));
-        let db = Database::create(&dir, db_options(None))?;
-        generate_tpch(Some(&db), &TpchSpec::new(opts.sf), &NoProgress, |_| {})?;
-        drop(db);
-        std::fs::write(&done, b"")?;
-    }
-    Ok(dir)
-}
-
-/// Runs Q12 by `strata-sql` over `db`; returns its CSV answer and wall time.
+/// Runs Q12 by `strata-sql` over `db` tagged `tag`; its CSV answer and wall time.
 fn run_q12(opts: &PullOptions, db: &Path, tag: &str) -> Result<(String, f64)> {
-    let t = Instant::now();
-    let out = Command::new(&opts.sql_binary)
-        .arg("--db")
-        .arg(db)
-        .args(["--buffer-pool", &opts.buffer_pool, "--device", "buffered"])
-        .args(["sql", "--format", "csv"])
-        .arg(format!("--execute={Q12}"))
-        .env("STRATA_CSD_QUERY", tag)
-        .output()
-        .with_context(|| format!("running {}", opts.sql_binary.display()))?;
-    let secs = t.elapsed().as_secs_f64();
-    if !out.status.success() {
-        bail!(
-            "Q12 over {} failed: {}",
-            db.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok((String::from_utf8_lossy(&out.stdout).into_owned(), secs))
+    run_sql(&SqlRun {
+        binary: &opts.sql_binary,
+        db,
+        buffer_pool: &opts.buffer_pool,
+        cold_cache: None,
+        settings: &[],
+        env: vec![("STRATA_CSD_QUERY".into(), tag.into())],
+        sql: Q12,
+    })
 }
 
 /// Q12 by one `strata-sql` process per database, all at once; client `i`
 /// tags its requests `tag(i)`.
-fn run_clients(
+fn q12_clients(
     opts: &PullOptions,
     dbs: &[PathBuf],
     tag: &(dyn Fn(usize) -> String + Sync),
 ) -> Vec<Result<(String, f64)>> {
-    std::thread::scope(|s| {
-        let hs: Vec<_> = dbs
-            .iter()
-            .enumerate()
-            .map(|(i, db)| s.spawn(move || run_q12(opts, db, &tag(i))))
-            .collect();
-        hs.into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("client thread"))))
-            .collect()
-    })
+    run_clients(dbs.len(), &|i| run_q12(opts, &dbs[i], &tag(i)))
 }
 
-/// A CSD with `layout` holding every client's `orders` and `lineitem`, each
-/// client in its own bucket; the clients' databases are fresh copies of the
-/// base with those tables cold.
-struct Fleet {
-    rt: tokio::runtime::Runtime,
-    server: Option<RunningServer>,
-    addr: SocketAddr,
-    data: PathBuf,
-    config: CsdConfig,
-    dbs: Vec<PathBuf>,
-}
-
-impl Fleet {
-    fn new(
-        opts: &PullOptions,
-        base: &Path,
-        layout: (&str, LayoutSpec),
-        clients: usize,
-        progress: &mut dyn FnMut(&str),
-    ) -> Result<Fleet> {
-        let root = opts.bench_db.join(format!("pull-{}", layout.0));
-        if root.exists() {
-            std::fs::remove_dir_all(&root)?;
-        }
-        let config = CsdConfig {
+/// A CSD with `layout` holding every client's `orders` and `lineitem` under
+/// object FCFS (the query-agnostic device), fig. 4's switch time.
+fn pull_fleet(
+    opts: &PullOptions,
+    base: &Path,
+    layout: (&str, LayoutSpec),
+    clients: usize,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Fleet> {
+    let spec = FleetSpec {
+        name: format!("pull-{}", layout.0),
+        config: CsdConfig {
             groups: 5,
             switch_ms: opts.fig4_switch_s * 1000.0,
             time_scale: opts.time_scale,
@@ -204,109 +121,37 @@ impl Fleet {
             policy: Policy::ObjectFcfs,
             initial_group: None,
             ..CsdConfig::default()
-        };
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()?;
-        let data = root.join("csd");
-        let server = rt.block_on(spawn(config.clone(), &data, "127.0.0.1:0".parse()?))?;
-        let addr = server.addr();
-        let tier = ColdTier::new(ColdConfig::default());
-        let mut dbs = Vec::new();
-        for c in 0..clients {
-            let db = root.join(format!("client{c}.db"));
-            copy_dir(base, &db)?;
-            std::fs::remove_file(db.join("generated")).ok();
-            progress(&format!("{}: client {c}: tables to the CSD", layout.0));
-            let d = Database::open(&db, db_options(Some(&tier)))?;
-            for t in COLD_TABLES {
-                let mut to = TierOptions::new(&server.endpoint());
-                to.bucket = Some(format!("client{c}"));
-                to.object_bytes = opts.object_bytes;
-                to_cold(&d, &tier, t, &to)?;
-            }
-            drop(d);
-            dbs.push(db);
-        }
-        Ok(Fleet {
-            rt,
-            server: Some(server),
-            addr,
-            data,
-            config,
-            dbs,
-        })
-    }
-
-    /// Restarts the server with another switch time (same directory and
-    /// address: its object → group metadata persists).
-    fn restart(&mut self, switch_s: f64) -> Result<()> {
-        if let Some(s) = self.server.take() {
-            self.rt.block_on(s.shutdown());
-        }
-        self.config.switch_ms = switch_s * 1000.0;
-        let s = self
-            .rt
-            .block_on(spawn(self.config.clone(), &self.data, self.addr))?;
-        self.server = Some(s);
-        Ok(())
-    }
-
-    fn server(&self) -> &RunningServer {
-        self.server.as_ref().expect("running")
-    }
-
-    /// C clients run Q12 at once; every answer must equal `expected`.
-    fn round(&self, opts: &PullOptions, c: usize, run: usize, expected: &str) -> Result<Round> {
-        let disp = self.server().dispatcher().clone();
-        self.rt
-            .block_on(disp.reset())
-            .map_err(|_| anyhow!("the CSD stopped"))?
-            .map_err(|e| anyhow!("resetting the CSD's metrics: {e}"))?;
-        let results = run_clients(opts, &self.dbs[..c], &|i| format!("client{i}-run{run}"));
-        let json = self
-            .rt
-            .block_on(disp.metrics())
-            .map_err(|_| anyhow!("the CSD stopped"))?;
-        let metrics: Metrics = serde_json::from_value(json["scheduler"].clone())
-            .context("reading the CSD's metrics")?;
-        let mut runs = Vec::new();
-        for (i, r) in results.into_iter().enumerate() {
-            let (answer, seconds) = r?;
-            if answer != expected {
-                bail!(
-                    "client {i}'s Q12 answer over the CSD differs from the local one:\n{answer}\nvs\n{expected}"
-                );
-            }
-            let objects = query_requests(&metrics, &format!("client{i}-run{run}"));
-            runs.push(ClientRun { seconds, objects });
-        }
-        let secs: Vec<f64> = runs.iter().map(|r| r.seconds).collect();
-        Ok(Round {
-            mean_s: secs.iter().sum::<f64>() / secs.len() as f64,
-            max_s: secs.iter().cloned().fold(0.0, f64::max),
-            objects: runs.iter().map(|r| r.objects as f64).sum::<f64>() / runs.len() as f64,
-            switches: metrics.switches,
-        })
-    }
+        },
+        clients,
+        tables: COLD_TABLES.iter().map(|t| t.to_string()).collect(),
+        object_bytes: opts.object_bytes,
+    };
+    Fleet::new(&opts.bench_db, base, &spec, progress)
 }
 
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        if let Some(s) = self.server.take() {
-            self.rt.block_on(s.shutdown());
+/// C clients run Q12 at once; every answer must equal `expected`.
+fn round(fleet: &Fleet, opts: &PullOptions, c: usize, run: usize, expected: &str) -> Result<Round> {
+    fleet.reset()?;
+    let results = q12_clients(opts, &fleet.dbs()[..c], &|i| format!("client{i}-run{run}"));
+    let metrics = fleet.metrics()?;
+    let mut runs = Vec::new();
+    for (i, r) in results.into_iter().enumerate() {
+        let (answer, seconds) = r?;
+        if answer != expected {
+            bail!(
+                "client {i}'s Q12 answer over the CSD differs from the local one:\n{answer}\nvs\n{expected}"
+            );
         }
+        let objects = query_requests(&metrics, &format!("client{i}-run{run}"));
+        runs.push(ClientRun { seconds, objects });
     }
-}
-
-/// Requests the server served for query `tag`.
-fn query_requests(metrics: &Metrics, tag: &str) -> u64 {
-    metrics
-        .queries
-        .iter()
-        .find(|q| q.query.0 == tag)
-        .map_or(0, |q| q.served)
+    let secs: Vec<f64> = runs.iter().map(|r| r.seconds).collect();
+    Ok(Round {
+        mean_s: secs.iter().sum::<f64>() / secs.len() as f64,
+        max_s: secs.iter().cloned().fold(0.0, f64::max),
+        objects: runs.iter().map(|r| r.objects as f64).sum::<f64>() / runs.len() as f64,
+        switches: metrics.switches,
+    })
 }
 
 /// The median round of `repeat` at each point.
@@ -351,7 +196,7 @@ pub fn run_pull(
         })
         .max()
         .unwrap_or(1);
-    let base = base_db(opts, progress)?;
+    let base = base_db(&opts.bench_db, opts.sf, progress)?;
     let (expected, _) = run_q12(opts, &base, "local")?;
     let mut results = ResultSet::new();
     let mut s = Summary::new("Skipper Figs. 4 and 5: strata pulling from a cold storage device");
@@ -368,19 +213,11 @@ pub fn run_pull(
         opts.repeat
     ));
     // Compute alone: C clients over local tables.
-    let local_dbs: Vec<PathBuf> = (0..max_c)
-        .map(|c| opts.bench_db.join(format!("pull-local/client{c}.db")))
-        .collect();
-    if opts.bench_db.join("pull-local").exists() {
-        std::fs::remove_dir_all(opts.bench_db.join("pull-local"))?;
-    }
-    for db in &local_dbs {
-        copy_dir(&base, db)?;
-    }
+    let local_dbs = local_copies(&base, &opts.bench_db.join("pull-local"), max_c)?;
     let local_round = |c: usize| -> Result<f64> {
         let mut means = Vec::new();
         for run in 0..opts.repeat {
-            let r = run_clients(opts, &local_dbs[..c], &|i| format!("local{i}-run{run}"));
+            let r = q12_clients(opts, &local_dbs[..c], &|i| format!("local{i}-run{run}"));
             let mut sum = 0.0;
             for x in r {
                 sum += x?.1;
@@ -416,12 +253,12 @@ pub fn run_pull(
             );
         }
         for layout in &layouts {
-            let fleet = Fleet::new(opts, &base, (layout.0, layout.1.clone()), max_c, progress)?;
+            let fleet = pull_fleet(opts, &base, (layout.0, layout.1.clone()), max_c, progress)?;
             let mut pts = Vec::new();
             for &c in &opts.clients {
                 progress(&format!("fig4 {}: {c} clients", layout.0));
                 let rounds = (0..opts.repeat)
-                    .map(|run| fleet.round(opts, c, run, &expected))
+                    .map(|run| round(&fleet, opts, c, run, &expected))
                     .collect::<Result<Vec<_>>>()?;
                 let r = median_round(&rounds);
                 pts.push((c as f64, r.mean_s));
@@ -481,7 +318,7 @@ pub fn run_pull(
     }
     if figures.contains(&"fig5") {
         let c = opts.fig5_clients;
-        let mut fleet = Fleet::new(
+        let mut fleet = pull_fleet(
             opts,
             &base,
             ("1perG", LayoutSpec::OnePerClient),
@@ -491,9 +328,13 @@ pub fn run_pull(
         let (mut pts, mut model_pts) = (Vec::new(), Vec::new());
         for &sw in &opts.switch_s {
             progress(&format!("fig5: {sw} s switches"));
-            fleet.restart(sw)?;
+            let config = CsdConfig {
+                switch_ms: sw * 1000.0,
+                ..fleet.config().clone()
+            };
+            fleet.restart(config)?;
             let rounds = (0..opts.repeat)
-                .map(|run| fleet.round(opts, c, run, &expected))
+                .map(|run| round(&fleet, opts, c, run, &expected))
                 .collect::<Result<Vec<_>>>()?;
             let r = median_round(&rounds);
             let model = pull_model_s(c, sw, r.objects, opts.time_scale);

@@ -28,7 +28,9 @@
 //!   ([`postgres::run_postgres_queries`], [`postgres::run_postgres_sweep`]).
 
 mod bench_db;
+pub mod csd_fleet;
 pub mod csd_pull;
+pub mod csd_skipper;
 pub mod flash;
 pub mod heatmap;
 pub mod index_cache;

@@ -125,6 +125,9 @@ pub enum BenchCommand {
     /// Skipper's CSD, simulated: pull-model (Fig. 4/5's pull baseline vs
     /// C × S × D), schedulers (Fig. 12 and random mixes), or all.
     Csd(crate::bench_csd::BenchCsdArgs),
+    /// Skipper's out-of-order execution on the real CSD service (§5):
+    /// fig7 fig8 fig9 fig10 fig11a fig11b fig12, or all.
+    Skipper(crate::bench_skipper::BenchSkipperArgs),
     /// Sequential and random read throughput of a table's heap through the device,
     /// next to fio on the same file.
     Io(crate::bench_io::IoArgs),

@@ -15,6 +15,7 @@ mod bench_csd;
 mod bench_flash;
 mod bench_index_cache;
 mod bench_io;
+mod bench_skipper;
 mod bench_smooth;
 mod context;
 mod csd_cost;
@@ -115,6 +116,9 @@ fn run(args: &Cli) -> Result<()> {
         Command::Bench {
             which: BenchCommand::Csd(a),
         } => bench_csd::run(a),
+        Command::Bench {
+            which: BenchCommand::Skipper(a),
+        } => bench_skipper::run(a),
         Command::Csd {
             which: CsdCommand::Cost(a),
         } => csd_cost::run(a),
