@@ -209,7 +209,12 @@ impl std::fmt::Debug for ColdClient {
 }
 
 /// The error of `object` at `endpoint`.
-fn object_error(endpoint: &str, object: &str, reason: String, corrupt: bool) -> StorageError {
+pub(crate) fn object_error(
+    endpoint: &str,
+    object: &str,
+    reason: String,
+    corrupt: bool,
+) -> StorageError {
     StorageError::ColdObject {
         object: object.to_string(),
         endpoint: endpoint.to_string(),
@@ -221,7 +226,7 @@ fn object_error(endpoint: &str, object: &str, reason: String, corrupt: bool) -> 
 /// Whether a request that failed with `e` may succeed if repeated: failures
 /// in transit (no connection, reset, timeout), not answers (no such key,
 /// denied, a bad request).
-fn transient(e: &object_store::Error) -> bool {
+pub(crate) fn transient(e: &object_store::Error) -> bool {
     use object_store::client::{HttpError, HttpErrorKind};
     if matches!(
         e,
@@ -350,6 +355,12 @@ impl ColdClient {
 
     pub fn retry_policy(&self) -> RetryPolicy {
         self.retry
+    }
+
+    /// The runtime the client's requests run on (the client proxy spawns
+    /// its concurrent GETs there).
+    pub(crate) fn handle(&self) -> &tokio::runtime::Handle {
+        &self.handle
     }
 
     /// Runs `fut` on the client's runtime and waits for it on this thread.

@@ -154,6 +154,20 @@ impl ColdTier {
         Ok(client)
     }
 
+    /// The stores the client proxy of one query uses: the tier's own factory
+    /// (tests), else S3 clients tagging every request with `tag`.
+    pub fn proxy_factory(&self, tag: &str) -> StoreFactory {
+        match &self.0.factory {
+            Some(f) => f.clone(),
+            None => crate::client::s3_factory(tag),
+        }
+    }
+
+    /// The tier's counters (the client proxy adds its GETs to them).
+    pub fn stats(&self) -> &Arc<ColdStats> {
+        &self.0.stats
+    }
+
     /// The cold tier as a layer for `DbOptions::cold_tier`.
     pub fn layer(&self) -> Arc<dyn DeviceLayer> {
         Arc::new(self.clone())
@@ -169,6 +183,10 @@ impl DeviceLayer for ColdTier {
             .clone()
             .unwrap_or_else(|| db_dir.join("tmp"));
         Ok(Arc::new(ColdDevice::new(inner, self.clone(), &dir)))
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

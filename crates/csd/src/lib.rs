@@ -14,6 +14,7 @@ pub mod dispatch;
 pub mod error;
 pub mod layout;
 pub mod manifest;
+pub mod proxy;
 pub mod schedule;
 pub mod server;
 pub mod sim;

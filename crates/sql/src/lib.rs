@@ -23,6 +23,7 @@ pub mod pushdown;
 pub mod scan_exec;
 pub mod script;
 pub mod session;
+pub mod skipper;
 pub mod statement;
 pub mod stats;
 pub mod tpch;

@@ -10,6 +10,9 @@
 //! | `strata.sort_memory` | a size (the sorts' memory budget) | `32MiB` |
 //! | `strata.direct_dml` | `true`, `false`: plain single-table UPDATE/DELETE planned from the syntax tree ([`crate::direct_dml`]) | `true` |
 //! | `strata.index_cache` | `true`, `false`: answer full-key lookups that need only an index's key and cached columns from its leaves ([`crate::cached_scan`]) | `true` |
+//! | `strata.skipper` | `true`, `false`: run joins and scans over cold tables out of order through MJoin ([`crate::skipper`]); `false` is the pull-based baseline | `true` |
+//! | `strata.skipper_cache` | a size: MJoin's object cache, counted in the on-device bytes of the objects it holds | `4GiB` |
+//! | `strata.skipper_evict` | `max-progress`, `max-pending`: MJoin's eviction policy (Skipper §4.2) | `max-progress` |
 //!
 //! `strata.ordered_plan` chooses the flash paper's plan for a scan that must
 //! produce index-key order (an `ORDER BY` on the key pushed into it); `auto`
@@ -101,6 +104,44 @@ pub struct StrataOptions {
     pub direct_dml: bool,
     /// Whether a query answerable from an index cache uses it.
     pub index_cache: bool,
+    /// Whether queries over cold tables run out of order (MJoin).
+    pub skipper: bool,
+    pub skipper_cache_bytes: u64,
+    pub skipper_evict: EvictPolicy,
+}
+
+/// Which cached object MJoin drops when an arriving one needs room
+/// (Skipper §4.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum EvictPolicy {
+    /// The object in the fewest subplans that could run now, given the cache
+    /// and the arriving object; ties go to the fewest pending subplans.
+    #[default]
+    MaxProgress,
+    /// The object in the fewest pending subplans.
+    MaxPending,
+}
+
+impl EvictPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            EvictPolicy::MaxProgress => "max-progress",
+            EvictPolicy::MaxPending => "max-pending",
+        }
+    }
+}
+
+impl FromStr for EvictPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.trim().trim_matches('\'').to_ascii_lowercase().as_str() {
+            "max-progress" => Ok(EvictPolicy::MaxProgress),
+            "max-pending" => Ok(EvictPolicy::MaxPending),
+            _ => Err(format!(
+                "strata.skipper_evict: unknown policy '{s}' (expected max-progress or max-pending)"
+            )),
+        }
+    }
 }
 
 impl Default for StrataOptions {
@@ -113,6 +154,9 @@ impl Default for StrataOptions {
             sort_memory_bytes: 32 << 20,
             direct_dml: true,
             index_cache: true,
+            skipper: true,
+            skipper_cache_bytes: 4 << 30,
+            skipper_evict: EvictPolicy::MaxProgress,
         }
     }
 }
@@ -195,9 +239,15 @@ impl ExtensionOptions for StrataOptions {
             }
             "direct_dml" => self.direct_dml = parse_bool("direct_dml", value).map_err(err)?,
             "index_cache" => self.index_cache = parse_bool("index_cache", value).map_err(err)?,
+            "skipper" => self.skipper = parse_bool("skipper", value).map_err(err)?,
+            "skipper_cache" => {
+                self.skipper_cache_bytes = parse_size(value.trim_matches('\''))
+                    .map_err(|e| err(format!("strata.skipper_cache: {e}")))?
+            }
+            "skipper_evict" => self.skipper_evict = value.parse().map_err(err)?,
             _ => {
                 return Err(err(format!(
-                    "unknown setting 'strata.{key}' (strata has access_path, smooth_policy, result_cache, ordered_plan, sort_memory, direct_dml, index_cache)"
+                    "unknown setting 'strata.{key}' (strata has access_path, smooth_policy, result_cache, ordered_plan, sort_memory, direct_dml, index_cache, skipper, skipper_cache, skipper_evict)"
                 )));
             }
         }
@@ -247,6 +297,21 @@ impl ExtensionOptions for StrataOptions {
                 self.index_cache.to_string(),
                 "answer full-key lookups of an index's key and cached columns from its leaves",
             ),
+            entry(
+                "skipper",
+                self.skipper.to_string(),
+                "run joins and scans over cold tables out of order (MJoin); false pulls objects in plan order",
+            ),
+            entry(
+                "skipper_cache",
+                strata_storage::util::format_bytes(self.skipper_cache_bytes),
+                "MJoin's object cache, in on-device bytes of the objects it holds",
+            ),
+            entry(
+                "skipper_evict",
+                self.skipper_evict.name().to_string(),
+                "MJoin's eviction policy: max-progress or max-pending",
+            ),
         ]
     }
 }
@@ -292,6 +357,14 @@ mod tests {
         assert!(!o.index_cache);
         let e = o.set("index_cache", "2").unwrap_err().to_string();
         assert!(e.contains("strata.index_cache") && e.contains("'2'"), "{e}");
-        assert_eq!(o.entries().len(), 7);
+        o.set("skipper", "false").unwrap();
+        assert!(!o.skipper);
+        o.set("skipper_cache", "'64MiB'").unwrap();
+        assert_eq!(o.skipper_cache_bytes, 64 << 20);
+        o.set("skipper_evict", "max-pending").unwrap();
+        assert_eq!(o.skipper_evict, EvictPolicy::MaxPending);
+        let e = o.set("skipper_evict", "lru").unwrap_err().to_string();
+        assert!(e.contains("strata.skipper_evict") && e.contains("'lru'"), "{e}");
+        assert_eq!(o.entries().len(), 10);
     }
 }

@@ -53,6 +53,16 @@ impl StrataTable {
         }
     }
 
+    /// Whether the table is on the cold tier (then MJoin reads it, object by
+    /// object, when `strata.skipper` is on).
+    pub fn is_cold(&self) -> bool {
+        self.db.table(&self.name).is_ok_and(|t| t.is_cold())
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The device's page costs: the modeled profile's, or strata's measured
     /// defaults for the real device.
     fn page_costs(&self) -> (PageCosts, bool) {

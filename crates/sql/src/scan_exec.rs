@@ -270,6 +270,11 @@ impl StrataScanExec {
         }
     }
 
+    /// What the scan reads and produces (MJoin decodes cold objects by it).
+    pub fn request(&self) -> &Arc<ScanRequest> {
+        &self.req
+    }
+
     pub fn path(&self) -> &PathPlan {
         &self.path
     }

@@ -304,7 +304,14 @@ impl Engine {
         // Exact numeric literals are DECIMALs, as SQL says (`0.06 + 0.01` must
         // equal 0.07 when compared with a DECIMAL column).
         config.options_mut().sql_parser.parse_float_as_decimal = true;
-        let ctx = SessionContext::new_with_config(config);
+        // Queries over cold tables run out of order (MJoin) when
+        // `strata.skipper` is on; the planner decides per statement.
+        let state = SessionStateBuilder::new()
+            .with_config(config)
+            .with_default_features()
+            .with_query_planner(Arc::new(crate::skipper::SkipperPlanner::new(db.clone())))
+            .build();
+        let ctx = SessionContext::new_with_state(state);
         let writes = Writes::new(db.clone());
         for name in db.table_names() {
             register(&ctx, &writes, &name)?;

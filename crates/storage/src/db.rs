@@ -201,8 +201,9 @@ pub struct Database {
     /// The last commit sequence number handed out.
     csn: AtomicU64,
     checkpoint_log_bytes: u64,
-    /// Whether a cold tier wraps the device (tables on it can be opened).
-    cold_tier: bool,
+    /// The cold tier wrapping the device, if any (tables on it can be
+    /// opened only then).
+    cold_tier: Option<Arc<dyn DeviceLayer>>,
     /// Set by [`Database::crash`]: closing writes nothing back.
     crashed: std::sync::atomic::AtomicBool,
     _lock: File,
@@ -315,7 +316,7 @@ impl Database {
             wal,
             csn: AtomicU64::new(csn),
             checkpoint_log_bytes: opts.checkpoint_log_bytes,
-            cold_tier: opts.cold_tier.is_some(),
+            cold_tier: opts.cold_tier.clone(),
             crashed: Default::default(),
             _lock: lock,
         };
@@ -338,6 +339,11 @@ impl Database {
             db.remove_orphans()?;
         }
         Ok(db)
+    }
+
+    /// The cold tier layer the database was opened with (`DbOptions::cold_tier`).
+    pub fn cold_tier(&self) -> Option<&Arc<dyn DeviceLayer>> {
+        self.cold_tier.as_ref()
     }
 
     pub fn dir(&self) -> &Path {
@@ -1264,7 +1270,7 @@ impl Table {
             let manifest = cold_manifest_path(&db.dir.join(f));
             if manifest.exists() {
                 cold = true;
-                if !db.cold_tier {
+                if db.cold_tier.is_none() {
                     return Err(StorageError::ColdTier {
                         table: def.name.clone(),
                         message: format!(

@@ -40,4 +40,9 @@ pub trait DeviceLayer: Send + Sync + std::fmt::Debug {
     /// The device the database uses: `inner` wrapped. `db_dir` is the
     /// database's directory (for a cache under its `tmp/`).
     fn wrap(&self, inner: Arc<dyn Device>, db_dir: &Path) -> Result<Arc<dyn Device>>;
+
+    /// The layer itself, for the crate that made it to find its own type
+    /// again (the SQL layer's out-of-order executor asks the cold tier for
+    /// objects directly).
+    fn as_any(&self) -> &dyn std::any::Any;
 }
