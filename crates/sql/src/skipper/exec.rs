@@ -203,9 +203,8 @@ impl ExecutionPlan for MJoinExec {
                 "MJoinExec has one partition, asked for {partition}"
             )));
         }
-        let handle = tokio::runtime::Handle::try_current().map_err(|e| {
-            DataFusionError::Execution(format!("MJoin needs a tokio runtime: {e}"))
-        })?;
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|e| DataFusionError::Execution(format!("MJoin needs a tokio runtime: {e}")))?;
         let state = Manager {
             schema: self.schema.clone(),
             inputs: self
@@ -293,11 +292,7 @@ fn input_of(plan: &Arc<dyn ExecutionPlan>, table: Option<&str>, db: &Database) -
     let Some(scan) = scan else {
         return Ok(Input::Pinned(plan.clone()));
     };
-    let def = db
-        .catalog()
-        .table(table)
-        .cloned()
-        .map_err(external)?;
+    let def = db.catalog().table(table).cloned().map_err(external)?;
     let path = cold_manifest_path(&db.dir().join(&def.heap_file));
     let m = Manifest::load(&path).map_err(|e| DataFusionError::External(Box::new(e)))?;
     let objects = m
@@ -451,7 +446,12 @@ impl Manager {
                 p.schema().fields().len()
             })
             .collect();
-        let mut joiner = Joiner::new(self.schema.clone(), self.keys.clone(), columns, self.edges.clone());
+        let mut joiner = Joiner::new(
+            self.schema.clone(),
+            self.keys.clone(),
+            columns,
+            self.edges.clone(),
+        );
         // Set when the consumer went away (a LIMIT was met): stop.
         let gone = std::cell::Cell::new(false);
         let send = |b: RecordBatch, report: &mut Report| {
@@ -640,7 +640,9 @@ impl Manager {
             objects,
         } = &self.inputs[o.0]
         else {
-            return Err(DataFusionError::Internal("MJoin: a pinned input has no objects".into()));
+            return Err(DataFusionError::Internal(
+                "MJoin: a pinned input has no objects".into(),
+            ));
         };
         let (obj, first_page) = &objects[o.1];
         let rows = object_scan::decode(scan, bytes, *first_page, &obj.name())?;

@@ -368,10 +368,7 @@ mod tests {
         }
         assert!(!c.fits((2, 0)));
         // Max-progress: runnable with C.1 — A.1: 1, A.2: 1, B.1: 2, C.3: 0.
-        assert_eq!(
-            c.victim((2, 0), &p, EvictPolicy::MaxProgress),
-            Some((2, 1))
-        );
+        assert_eq!(c.victim((2, 0), &p, EvictPolicy::MaxProgress), Some((2, 1)));
         // Max-pending: B.1 and C.3 tie at 2; B.1 (the lower) is picked, the
         // choice the paper shows stalling MJoin.
         assert_eq!(c.victim((2, 0), &p, EvictPolicy::MaxPending), Some((1, 0)));
@@ -401,7 +398,10 @@ mod tests {
     #[test]
     fn too_many_subplans_is_refused_and_pinned_relations_are_not_counted() {
         let e = Subplans::new(&[1 << 15, 1 << 15]).unwrap_err();
-        assert!(e.contains("subplans") && e.contains("strata.skipper"), "{e}");
+        assert!(
+            e.contains("subplans") && e.contains("strata.skipper"),
+            "{e}"
+        );
         let mut c = Cache::new(3, vec![vec![2, 3], vec![5]], vec![false, true]);
         assert_eq!(c.minimum(), 3);
         c.insert((1, 0));
@@ -410,13 +410,22 @@ mod tests {
         c.insert((0, 1));
         assert!(!c.fits((0, 0)));
         // Only the arriving object's peers can go; the pinned never.
-        assert_eq!(c.victim((0, 0), &Subplans::new(&[2, 1]).unwrap(), EvictPolicy::MaxPending), Some((0, 1)));
+        assert_eq!(
+            c.victim(
+                (0, 0),
+                &Subplans::new(&[2, 1]).unwrap(),
+                EvictPolicy::MaxPending
+            ),
+            Some((0, 1))
+        );
     }
 
     #[test]
     fn combos_enumerate_the_product() {
         let mut seen = Vec::new();
-        for_each_combo(&[vec![1, 2], vec![5], vec![7, 8]], |c| seen.push(c.to_vec()));
+        for_each_combo(&[vec![1, 2], vec![5], vec![7, 8]], |c| {
+            seen.push(c.to_vec())
+        });
         assert_eq!(seen.len(), 4);
         assert!(seen.contains(&vec![2, 5, 8]));
         for_each_combo(&[vec![1], vec![]], |_| panic!("empty set: no combination"));
