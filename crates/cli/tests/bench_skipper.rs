@@ -59,10 +59,10 @@ fn fig7_runs_skipper_pull_and_local_and_reads_mjoin_reports() {
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert_eq!(
         rows.len(),
-        6,
-        "local, pull and Skipper at 1 and 2 clients:\n{csv}"
+        8,
+        "local, HDD, pull and Skipper at 1 and 2 clients:\n{csv}"
     );
-    for variant in ["local", "pull", "skipper"] {
+    for variant in ["local", "hdd", "pull", "skipper"] {
         for x in ["1", "2"] {
             let r = rows
                 .iter()
@@ -76,7 +76,7 @@ fn fig7_runs_skipper_pull_and_local_and_reads_mjoin_reports() {
                 // MJoin's report was read: it asked for objects, and the
                 // device served them under the client's tag.
                 "skipper" => assert!(requests > 0.0 && served > 0.0, "{csv}"),
-                "pull" => assert!(requests == 0.0 && served > 0.0, "{csv}"),
+                "pull" | "hdd" => assert!(requests == 0.0 && served > 0.0, "{csv}"),
                 _ => assert!(served == 0.0, "{csv}"),
             }
         }
