@@ -364,7 +364,10 @@ mod tests {
         o.set("skipper_evict", "max-pending").unwrap();
         assert_eq!(o.skipper_evict, EvictPolicy::MaxPending);
         let e = o.set("skipper_evict", "lru").unwrap_err().to_string();
-        assert!(e.contains("strata.skipper_evict") && e.contains("'lru'"), "{e}");
+        assert!(
+            e.contains("strata.skipper_evict") && e.contains("'lru'"),
+            "{e}"
+        );
         assert_eq!(o.entries().len(), 10);
     }
 }

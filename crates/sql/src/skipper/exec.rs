@@ -203,9 +203,8 @@ impl ExecutionPlan for MJoinExec {
                 "MJoinExec has one partition, asked for {partition}"
             )));
         }
-        let handle = tokio::runtime::Handle::try_current().map_err(|e| {
-            DataFusionError::Execution(format!("MJoin needs a tokio runtime: {e}"))
-        })?;
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|e| DataFusionError::Execution(format!("MJoin needs a tokio runtime: {e}")))?;
         let state = Manager {
             schema: self.schema.clone(),
             inputs: self
@@ -293,11 +292,7 @@ fn input_of(plan: &Arc<dyn ExecutionPlan>, table: Option<&str>, db: &Database) -
     let Some(scan) = scan else {
         return Ok(Input::Pinned(plan.clone()));
     };
-    let def = db
-        .catalog()
-        .table(table)
-        .cloned()
-        .map_err(external)?;
+    let def = db.catalog().table(table).cloned().map_err(external)?;
     let path = cold_manifest_path(&db.dir().join(&def.heap_file));
     let m = Manifest::load(&path).map_err(|e| DataFusionError::External(Box::new(e)))?;
     let objects = m
@@ -386,6 +381,9 @@ struct Report {
     pruned: u64,
     cycles: u64,
     rows: u64,
+    /// Every subplan ran or was pruned (false: the query stopped early or
+    /// failed).
+    complete: bool,
     cache_bytes: u64,
     wait_s: f64,
     process_s: f64,
@@ -451,7 +449,12 @@ impl Manager {
                 p.schema().fields().len()
             })
             .collect();
-        let mut joiner = Joiner::new(self.schema.clone(), self.keys.clone(), columns, self.edges.clone());
+        let mut joiner = Joiner::new(
+            self.schema.clone(),
+            self.keys.clone(),
+            columns,
+            self.edges.clone(),
+        );
         // Set when the consumer went away (a LIMIT was met): stop.
         let gone = std::cell::Cell::new(false);
         let send = |b: RecordBatch, report: &mut Report| {
@@ -487,11 +490,10 @@ impl Manager {
             }
         }
         if pinned_empty || counts.contains(&0) {
+            report.complete = true;
             return Ok(()); // an input without rows: the join is empty
         }
         let mut plans = Subplans::new(&counts).map_err(DataFusionError::Execution)?;
-        report.subplans = plans.total();
-        self.counters.subplans.add(plans.total() as usize);
         let pinned: Vec<bool> = self
             .inputs
             .iter()
@@ -501,9 +503,10 @@ impl Manager {
         if cache.capacity() < cache.minimum() {
             return Err(DataFusionError::Execution(format!(
                 "strata.skipper_cache = {} cannot hold one object of each cold input of the join ({}): \
-                 it needs at least {}",
+                 it needs at least {} bytes ({})",
                 strata_storage::util::format_bytes(cache.capacity()),
                 describe(&self.tables),
+                cache.minimum(),
                 strata_storage::util::format_bytes(cache.minimum())
             )));
         }
@@ -512,6 +515,8 @@ impl Manager {
                 cache.insert((r, 0));
             }
         }
+        report.subplans = plans.total();
+        self.counters.subplans.add(plans.total() as usize);
         let tier = self
             .db
             .cold_tier()
@@ -545,6 +550,8 @@ impl Manager {
             .map(|r| (0..counts[r]).map(|i| (r, i)).collect())
             .collect();
         let mut queue = interleave(&mut per_rel);
+        let mut keep = std::collections::BTreeSet::new();
+        let mut target_objs: Vec<Obj> = Vec::new();
         while plans.pending() > 0 && !gone.get() {
             if queue.is_empty() {
                 queue = plans.needed(&cache);
@@ -558,6 +565,20 @@ impl Manager {
             report.cycles += 1;
             self.counters.cycles.add(1);
             let done_before = plans.pending();
+            // From the second cycle on, one pending subplan is the cycle's
+            // target: its held objects are kept until it has run, so every
+            // cycle runs at least one subplan (its objects fit, as the cache
+            // holds the largest object of every input). Without it, a small
+            // cache can evict, cycle after cycle, what each arrival needed.
+            keep.clear();
+            if report.cycles > 1
+                && let Some(target) = plans.first_pending()
+            {
+                target_objs = target.iter().copied().enumerate().collect();
+                keep.extend(target_objs.iter().filter(|o| cache.holds(**o)));
+            } else {
+                target_objs.clear();
+            }
             for o in queue.drain(..) {
                 let Input::Cold { objects, .. } = &self.inputs[o.0] else {
                     continue;
@@ -591,13 +612,22 @@ impl Manager {
                     continue;
                 }
                 while !cache.fits(o) {
-                    let Some(v) = cache.victim(o, &plans, self.settings.skipper_evict) else {
+                    let Some(v) = cache.victim(o, &plans, self.settings.skipper_evict, &keep)
+                    else {
                         break;
                     };
                     cache.remove(v);
                     joiner.remove(v.0, v.1);
                     report.evictions += 1;
                     self.counters.evictions.add(1);
+                }
+                if !cache.fits(o) {
+                    // Only the target's objects are held: this one waits
+                    // for a later cycle.
+                    continue;
+                }
+                if target_objs.contains(&o) {
+                    keep.insert(o);
                 }
                 cache.insert(o);
                 joiner.add(o.0, o.1, batch)?;
@@ -618,7 +648,14 @@ impl Manager {
                     break;
                 }
             }
-            if !gone.get() && plans.pending() > 0 && plans.pending() == done_before {
+            report.complete = plans.pending() == 0;
+            // The first cycle has no target and may run nothing with a
+            // small cache; a later one always runs its target.
+            if !gone.get()
+                && report.cycles > 1
+                && plans.pending() > 0
+                && plans.pending() == done_before
+            {
                 return Err(DataFusionError::Execution(format!(
                     "MJoin made no progress in cycle {} ({} subplans pending, cache {}): \
                      raise strata.skipper_cache",
@@ -640,7 +677,9 @@ impl Manager {
             objects,
         } = &self.inputs[o.0]
         else {
-            return Err(DataFusionError::Internal("MJoin: a pinned input has no objects".into()));
+            return Err(DataFusionError::Internal(
+                "MJoin: a pinned input has no objects".into(),
+            ));
         };
         let (obj, first_page) = &objects[o.1];
         let rows = object_scan::decode(scan, bytes, *first_page, &obj.name())?;

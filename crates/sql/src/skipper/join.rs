@@ -260,8 +260,8 @@ impl Joiner {
                             if !valid[row as usize] {
                                 continue;
                             }
-                            if let Some(ms) = self.relations[e.b].index[e.kb]
-                                .get(keys.row(row as usize).as_ref())
+                            if let Some(ms) =
+                                self.relations[e.b].index[e.kb].get(keys.row(row as usize).as_ref())
                             {
                                 for &m in ms {
                                     emit(m);
@@ -430,20 +430,35 @@ mod tests {
                 .flat_map(|x| x.fields().iter().map(|f| f.as_ref().clone()))
                 .collect::<Vec<_>>(),
         ));
-        let col = |i: usize, name: &str| -> Arc<dyn PhysicalExpr> { Arc::new(Column::new(name, i)) };
+        let col =
+            |i: usize, name: &str| -> Arc<dyn PhysicalExpr> { Arc::new(Column::new(name, i)) };
         let keys = vec![
             vec![vec![col(0, "ak")]],
             vec![vec![col(0, "bk")], vec![col(1, "bv")]],
             vec![vec![col(1, "cv")]],
         ];
         let edges = vec![
-            Edge { a: 0, ka: 0, b: 1, kb: 0 },
-            Edge { a: 2, ka: 0, b: 1, kb: 1 },
+            Edge {
+                a: 0,
+                ka: 0,
+                b: 1,
+                kb: 0,
+            },
+            Edge {
+                a: 2,
+                ka: 0,
+                b: 1,
+                kb: 1,
+            },
         ];
         let mut j = Joiner::new(out_schema, keys, vec![2, 2, 2], edges);
         let a0 = batch(&sa, &[Some(1), Some(2), None], &["x", "y", "z"]);
         let a1 = batch(&sa, &[Some(1)], &["w"]);
-        let b0 = batch(&sb, &[Some(1), Some(1), Some(2), None], &["p", "q", "p", "p"]);
+        let b0 = batch(
+            &sb,
+            &[Some(1), Some(1), Some(2), None],
+            &["p", "q", "p", "p"],
+        );
         let c0 = batch(&sc, &[Some(9), Some(8)], &["p", "q"]);
         j.add(0, 0, a0).unwrap();
         j.add(1, 0, b0).unwrap();

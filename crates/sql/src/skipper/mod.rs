@@ -28,9 +28,9 @@ use async_trait::async_trait;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::context::QueryPlanner;
 use datafusion::execution::session_state::SessionState;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::{LogicalPlan, UserDefinedLogicalNode};
 use datafusion::physical_plan::ExecutionPlan;
-use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::physical_planner::{DefaultPhysicalPlanner, ExtensionPlanner, PhysicalPlanner};
 use strata_storage::Database;
 
@@ -73,12 +73,11 @@ impl QueryPlanner for SkipperPlanner {
         session: &dyn datafusion::catalog::Session,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let settings = settings(session);
-        let planner = DefaultPhysicalPlanner::with_extension_planners(vec![Arc::new(
-            MJoinPlanner {
+        let planner =
+            DefaultPhysicalPlanner::with_extension_planners(vec![Arc::new(MJoinPlanner {
                 db: self.db.clone(),
                 settings: settings.clone(),
-            },
-        )]);
+            })]);
         if settings.skipper && self.db.cold_tier().is_some() {
             let rewritten = rewrite::rewrite(logical_plan)?;
             planner.create_physical_plan(&rewritten, session).await

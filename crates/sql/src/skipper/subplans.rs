@@ -147,6 +147,22 @@ impl Subplans {
         n
     }
 
+    /// The first pending subplan in number order, if any.
+    pub fn first_pending(&self) -> Option<Vec<usize>> {
+        let w = self.bits.iter().position(|&w| w != 0)?;
+        let mut id = w as u64 * 64 + self.bits[w].trailing_zeros() as u64;
+        Some(
+            self.counts
+                .iter()
+                .map(|&c| {
+                    let i = (id % c as u64) as usize;
+                    id /= c as u64;
+                    i
+                })
+                .collect(),
+        )
+    }
+
     /// Objects of pending subplans that are not in `held` (what the next
     /// cycle must request again), relation by relation interleaved.
     pub fn needed(&self, held: &Cache) -> Vec<Obj> {
@@ -272,12 +288,19 @@ impl Cache {
     }
 
     /// The object to drop so that `arriving` can come in, by `policy`
-    /// (Skipper §4.2); `None` when nothing can be dropped.
-    pub fn victim(&self, arriving: Obj, plans: &Subplans, policy: EvictPolicy) -> Option<Obj> {
+    /// (Skipper §4.2), never one of `keep`; `None` when nothing can be
+    /// dropped.
+    pub fn victim(
+        &self,
+        arriving: Obj,
+        plans: &Subplans,
+        policy: EvictPolicy,
+        keep: &BTreeSet<Obj>,
+    ) -> Option<Obj> {
         let candidates: Vec<Obj> = (0..self.held.len())
             .filter(|&r| !self.pinned[r])
             .flat_map(|r| self.held[r].iter().map(move |&i| (r, i)))
-            .filter(|&o| o != arriving)
+            .filter(|&o| o != arriving && !keep.contains(&o))
             .collect();
         if candidates.is_empty() {
             return None;
@@ -368,13 +391,23 @@ mod tests {
         }
         assert!(!c.fits((2, 0)));
         // Max-progress: runnable with C.1 — A.1: 1, A.2: 1, B.1: 2, C.3: 0.
+        let none = BTreeSet::new();
         assert_eq!(
-            c.victim((2, 0), &p, EvictPolicy::MaxProgress),
+            c.victim((2, 0), &p, EvictPolicy::MaxProgress, &none),
             Some((2, 1))
+        );
+        // Kept objects are never picked.
+        let keep: BTreeSet<Obj> = [(2, 1)].into();
+        assert_eq!(
+            c.victim((2, 0), &p, EvictPolicy::MaxProgress, &keep),
+            Some((0, 0))
         );
         // Max-pending: B.1 and C.3 tie at 2; B.1 (the lower) is picked, the
         // choice the paper shows stalling MJoin.
-        assert_eq!(c.victim((2, 0), &p, EvictPolicy::MaxPending), Some((1, 0)));
+        assert_eq!(
+            c.victim((2, 0), &p, EvictPolicy::MaxPending, &none),
+            Some((1, 0))
+        );
         c.remove((2, 1));
         c.insert((2, 0));
         let run = c.runnable_with((2, 0), &p);
@@ -391,17 +424,26 @@ mod tests {
         c.insert((1, 0));
         // A.2 is pruned; B.1 is held: A.1, B.2, A.3.
         assert_eq!(p.needed(&c), vec![(0, 0), (1, 1), (0, 2)]);
-        for combo in [[0, 0], [0, 1], [2, 0], [2, 1]] {
+        // Relation 0 varies fastest: (A.1, B.1) is subplan 0.
+        assert_eq!(p.first_pending(), Some(vec![0, 0]));
+        assert!(p.finish(&[0, 0]));
+        // (A.2, B.1) is pruned: next is (A.3, B.1).
+        assert_eq!(p.first_pending(), Some(vec![2, 0]));
+        for combo in [[0, 1], [2, 0], [2, 1]] {
             assert!(p.finish(&combo));
         }
         assert_eq!(p.pending(), 0);
+        assert_eq!(p.first_pending(), None);
         assert!(p.needed(&c).is_empty());
     }
 
     #[test]
     fn too_many_subplans_is_refused_and_pinned_relations_are_not_counted() {
         let e = Subplans::new(&[1 << 15, 1 << 15]).unwrap_err();
-        assert!(e.contains("subplans") && e.contains("strata.skipper"), "{e}");
+        assert!(
+            e.contains("subplans") && e.contains("strata.skipper"),
+            "{e}"
+        );
         let mut c = Cache::new(3, vec![vec![2, 3], vec![5]], vec![false, true]);
         assert_eq!(c.minimum(), 3);
         c.insert((1, 0));
@@ -410,13 +452,21 @@ mod tests {
         c.insert((0, 1));
         assert!(!c.fits((0, 0)));
         // Only the arriving object's peers can go; the pinned never.
-        assert_eq!(c.victim((0, 0), &Subplans::new(&[2, 1]).unwrap(), EvictPolicy::MaxPending), Some((0, 1)));
+        let plans = Subplans::new(&[2, 1]).unwrap();
+        let none = BTreeSet::new();
+        assert_eq!(
+            c.victim((0, 0), &plans, EvictPolicy::MaxPending, &none),
+            Some((0, 1))
+        );
+        assert_eq!(plans.first_pending(), Some(vec![0, 0]));
     }
 
     #[test]
     fn combos_enumerate_the_product() {
         let mut seen = Vec::new();
-        for_each_combo(&[vec![1, 2], vec![5], vec![7, 8]], |c| seen.push(c.to_vec()));
+        for_each_combo(&[vec![1, 2], vec![5], vec![7, 8]], |c| {
+            seen.push(c.to_vec())
+        });
         assert_eq!(seen.len(), 4);
         assert!(seen.contains(&vec![2, 5, 8]));
         for_each_combo(&[vec![1], vec![]], |_| panic!("empty set: no combination"));
