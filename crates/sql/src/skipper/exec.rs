@@ -595,7 +595,7 @@ impl Manager {
             }
             loop {
                 let t = Instant::now();
-                let arrival = proxy.next();
+                let arrival = proxy.next_arrival();
                 *wait += t.elapsed();
                 let Some(arrival) = arrival else { break };
                 let o = ids[arrival.id];

@@ -24,7 +24,7 @@ use crate::scan_exec::ScanRequest;
 /// The rows of the pages in `bytes` (pages `first_page..`, the object
 /// `name`) that `req` produces, as one batch of its output schema.
 pub fn decode(req: &ScanRequest, bytes: &[u8], first_page: u64, name: &str) -> Result<RecordBatch> {
-    if bytes.len() % PAGE_SIZE != 0 {
+    if !bytes.len().is_multiple_of(PAGE_SIZE) {
         return Err(DataFusionError::Execution(format!(
             "object {name}: {} bytes is not a whole number of {PAGE_SIZE}-byte pages",
             bytes.len()

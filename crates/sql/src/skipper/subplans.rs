@@ -54,7 +54,7 @@ impl Subplans {
         }
         let words = total.div_ceil(64) as usize;
         let mut bits = vec![u64::MAX; words];
-        if total % 64 != 0 {
+        if !total.is_multiple_of(64) {
             bits[words - 1] = (1u64 << (total % 64)) - 1;
         }
         if total == 0 {
