@@ -39,7 +39,6 @@ use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{
     Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
 };
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, PlanProperties,
     SendableRecordBatchStream, collect,
@@ -55,7 +54,7 @@ use super::object_scan;
 use super::rewrite::describe;
 use super::subplans::{Cache, Obj, Subplans, interleave};
 use crate::options::StrataOptions;
-use crate::scan_exec::{ScanRequest, StrataScanExec};
+use crate::scan_exec::{ScanRequest, StrataScanExec, thread_stream};
 
 /// The environment variable naming a file each MJoin appends its report to
 /// (one JSON object per line).
@@ -222,35 +221,11 @@ impl ExecutionPlan for MJoinExec {
             handle,
             context,
         };
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(4);
-        let mut start = Some(move || {
-            std::thread::Builder::new()
-                .name("mjoin".into())
-                .spawn(move || {
-                    if let Err(e) = state.run(&tx) {
-                        let _ = tx.blocking_send(Err(e));
-                    }
-                })
-                .map(|_| ())
-        });
-        let stream = futures::stream::unfold(rx, move |mut rx| {
-            let started = start.take().map(|s| s());
-            async move {
-                if let Some(Err(e)) = started {
-                    return Some((
-                        Err(DataFusionError::Execution(format!(
-                            "cannot start the MJoin thread: {e}"
-                        ))),
-                        rx,
-                    ));
-                }
-                rx.recv().await.map(|b| (b, rx))
-            }
-        });
-        Ok(Box::pin(RecordBatchStreamAdapter::new(
+        Ok(thread_stream(
+            "mjoin".into(),
             self.schema.clone(),
-            stream,
-        )))
+            move |tx| state.run(tx),
+        ))
     }
 }
 
