@@ -241,14 +241,23 @@ pub(crate) fn transient(e: &object_store::Error) -> bool {
     }
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(c) = cause {
-        if let Some(h) = c.downcast_ref::<HttpError>() {
-            return matches!(
+        if let Some(h) = c.downcast_ref::<HttpError>()
+            && matches!(
                 h.kind(),
                 HttpErrorKind::Connect
                     | HttpErrorKind::Request
                     | HttpErrorKind::Timeout
                     | HttpErrorKind::Interrupted
-            );
+            )
+        {
+            return true;
+        }
+        // A connection the server closed under a request in flight (it
+        // stopped or restarted): hyper says so below object_store's kind.
+        if let Some(h) = c.downcast_ref::<hyper::Error>()
+            && (h.is_incomplete_message() || h.is_canceled() || h.is_closed())
+        {
+            return true;
         }
         if let Some(io) = c.downcast_ref::<std::io::Error>() {
             use std::io::ErrorKind as K;

@@ -131,7 +131,7 @@ impl ClientProxy {
         Ok(store)
     }
 
-    /// Sends the GET of `object`; it arrives through [`ClientProxy::next`]
+    /// Sends the GET of `object`; it arrives through [`ClientProxy::next_arrival`]
     /// with `id`. Returns at once.
     pub fn request(&mut self, id: usize, object: &ObjectRef) -> Result<(), StorageError> {
         let store = self.store(object)?;
@@ -161,7 +161,7 @@ impl ClientProxy {
 
     /// The next object to arrive, waiting for it; `None` when nothing is
     /// outstanding.
-    pub fn next(&mut self) -> Option<Arrival> {
+    pub fn next_arrival(&mut self) -> Option<Arrival> {
         if self.outstanding == 0 {
             return None;
         }
@@ -291,8 +291,8 @@ mod tests {
             p.request(i, o).unwrap();
         }
         assert_eq!(p.outstanding(), 20);
-        let mut seen = vec![false; 20];
-        while let Some(a) = p.next() {
+        let mut seen = [false; 20];
+        while let Some(a) = p.next_arrival() {
             let b = a.result.unwrap();
             assert_eq!(b.len(), 1000 + a.id);
             assert!(b.iter().all(|&x| x == a.id as u8));
@@ -311,7 +311,7 @@ mod tests {
         for (i, o) in [missing, short, bad_crc].iter().enumerate() {
             p.request(i, o).unwrap();
         }
-        let mut errors: Vec<String> = std::iter::from_fn(|| p.next())
+        let mut errors: Vec<String> = std::iter::from_fn(|| p.next_arrival())
             .map(|a| a.result.unwrap_err().to_string())
             .collect();
         errors.sort();

@@ -35,8 +35,6 @@
 use std::fmt;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, BooleanArray};
-use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::Session;
@@ -618,14 +616,7 @@ fn run(
     let send = |builder: &mut ValueBatchBuilder, produced: &mut usize| -> Result<bool> {
         let mut rb = builder.finish()?;
         if let Some((_, expr)) = &s.residual {
-            let keep = expr.evaluate(&rb)?.into_array(rb.num_rows())?;
-            let keep = keep
-                .as_any()
-                .downcast_ref::<BooleanArray>()
-                .ok_or_else(|| {
-                    DataFusionError::Internal("residual predicate is not boolean".into())
-                })?;
-            rb = filter_record_batch(&rb, keep)?;
+            rb = crate::scan_exec::filter_by(rb, expr)?;
         }
         let mut rb = rb.project(&s.output)?;
         if let Some(limit) = s.limit

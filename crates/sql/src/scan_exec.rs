@@ -446,36 +446,62 @@ impl ExecutionPlan for StrataScanExec {
         let counters = Counters::new(&self.metrics);
         let req = self.req.clone();
         let path = self.path.clone();
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(4);
-        let mut start = Some(move || {
-            std::thread::Builder::new()
-                .name(format!("scan {}", req.table.name()))
-                .spawn(move || {
-                    if let Err(e) = run(&req, &path, &tx, &counters) {
-                        let _ = tx.blocking_send(Err(e));
-                    }
-                })
-                .map(|_| ())
-        });
-        let stream = futures::stream::unfold(rx, move |mut rx| {
-            let started = start.take().map(|s| s());
-            async move {
-                if let Some(Err(e)) = started {
-                    return Some((
-                        Err(DataFusionError::Execution(format!(
-                            "cannot start the scan thread: {e}"
-                        ))),
-                        rx,
-                    ));
-                }
-                rx.recv().await.map(|b| (b, rx))
-            }
-        });
-        Ok(Box::pin(RecordBatchStreamAdapter::new(
+        Ok(thread_stream(
+            format!("scan {}", req.table.name()),
             self.req.output_schema.clone(),
-            stream,
-        )))
+            move |tx| run(&req, &path, tx, &counters),
+        ))
     }
+}
+
+/// A stream of the batches `work` sends from a thread of its own, started at
+/// the first poll (so the build side of a hash join finishes before the probe
+/// side starts); an error `work` returns ends the stream. The channel is
+/// small: a slow consumer slows `work`, and a consumer that stops makes its
+/// sends fail.
+pub(crate) fn thread_stream(
+    name: String,
+    schema: SchemaRef,
+    work: impl FnOnce(&tokio::sync::mpsc::Sender<Result<RecordBatch>>) -> Result<()> + Send + 'static,
+) -> SendableRecordBatchStream {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(4);
+    let what = name.clone();
+    let mut start = Some(move || {
+        std::thread::Builder::new()
+            .name(name)
+            .spawn(move || {
+                if let Err(e) = work(&tx) {
+                    let _ = tx.blocking_send(Err(e));
+                }
+            })
+            .map(|_| ())
+    });
+    let stream = futures::stream::unfold(rx, move |mut rx| {
+        let started = start.take().map(|s| s());
+        let what = what.clone();
+        async move {
+            if let Some(Err(e)) = started {
+                return Some((
+                    Err(DataFusionError::Execution(format!(
+                        "cannot start the thread of {what}: {e}"
+                    ))),
+                    rx,
+                ));
+            }
+            rx.recv().await.map(|b| (b, rx))
+        }
+    });
+    Box::pin(RecordBatchStreamAdapter::new(schema, stream))
+}
+
+/// The rows of `rb` for which the boolean `expr` is true.
+pub(crate) fn filter_by(rb: RecordBatch, expr: &Arc<dyn PhysicalExpr>) -> Result<RecordBatch> {
+    let keep = expr.evaluate(&rb)?.into_array(rb.num_rows())?;
+    let keep = keep
+        .as_any()
+        .downcast_ref::<BooleanArray>()
+        .ok_or_else(|| DataFusionError::Internal("residual predicate is not boolean".into()))?;
+    Ok(filter_record_batch(&rb, keep)?)
 }
 
 /// The counters EXPLAIN ANALYZE shows.
@@ -588,14 +614,7 @@ fn run(
     while access.next_batch(&mut batch).map_err(external)? {
         let mut rb = converter.convert(&batch)?;
         if let Some((_, expr)) = &req.residual {
-            let keep = expr.evaluate(&rb)?.into_array(rb.num_rows())?;
-            let keep = keep
-                .as_any()
-                .downcast_ref::<BooleanArray>()
-                .ok_or_else(|| {
-                    DataFusionError::Internal("residual predicate is not boolean".into())
-                })?;
-            rb = filter_record_batch(&rb, keep)?;
+            rb = filter_by(rb, expr)?;
         }
         let mut rb = rb.project(&req.output)?;
         if let Some(limit) = req.limit

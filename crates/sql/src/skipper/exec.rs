@@ -39,7 +39,6 @@ use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{
     Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
 };
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, PlanProperties,
     SendableRecordBatchStream, collect,
@@ -55,7 +54,7 @@ use super::object_scan;
 use super::rewrite::describe;
 use super::subplans::{Cache, Obj, Subplans, interleave};
 use crate::options::StrataOptions;
-use crate::scan_exec::{ScanRequest, StrataScanExec};
+use crate::scan_exec::{ScanRequest, StrataScanExec, thread_stream};
 
 /// The environment variable naming a file each MJoin appends its report to
 /// (one JSON object per line).
@@ -222,35 +221,11 @@ impl ExecutionPlan for MJoinExec {
             handle,
             context,
         };
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(4);
-        let mut start = Some(move || {
-            std::thread::Builder::new()
-                .name("mjoin".into())
-                .spawn(move || {
-                    if let Err(e) = state.run(&tx) {
-                        let _ = tx.blocking_send(Err(e));
-                    }
-                })
-                .map(|_| ())
-        });
-        let stream = futures::stream::unfold(rx, move |mut rx| {
-            let started = start.take().map(|s| s());
-            async move {
-                if let Some(Err(e)) = started {
-                    return Some((
-                        Err(DataFusionError::Execution(format!(
-                            "cannot start the MJoin thread: {e}"
-                        ))),
-                        rx,
-                    ));
-                }
-                rx.recv().await.map(|b| (b, rx))
-            }
-        });
-        Ok(Box::pin(RecordBatchStreamAdapter::new(
+        Ok(thread_stream(
+            "mjoin".into(),
             self.schema.clone(),
-            stream,
-        )))
+            move |tx| state.run(tx),
+        ))
     }
 }
 
@@ -381,6 +356,9 @@ struct Report {
     pruned: u64,
     cycles: u64,
     rows: u64,
+    /// Every subplan ran or was pruned (false: the query stopped early or
+    /// failed).
+    complete: bool,
     cache_bytes: u64,
     wait_s: f64,
     process_s: f64,
@@ -487,11 +465,10 @@ impl Manager {
             }
         }
         if pinned_empty || counts.contains(&0) {
+            report.complete = true;
             return Ok(()); // an input without rows: the join is empty
         }
         let mut plans = Subplans::new(&counts).map_err(DataFusionError::Execution)?;
-        report.subplans = plans.total();
-        self.counters.subplans.add(plans.total() as usize);
         let pinned: Vec<bool> = self
             .inputs
             .iter()
@@ -501,9 +478,10 @@ impl Manager {
         if cache.capacity() < cache.minimum() {
             return Err(DataFusionError::Execution(format!(
                 "strata.skipper_cache = {} cannot hold one object of each cold input of the join ({}): \
-                 it needs at least {}",
+                 it needs at least {} bytes ({})",
                 strata_storage::util::format_bytes(cache.capacity()),
                 describe(&self.tables),
+                cache.minimum(),
                 strata_storage::util::format_bytes(cache.minimum())
             )));
         }
@@ -512,6 +490,8 @@ impl Manager {
                 cache.insert((r, 0));
             }
         }
+        report.subplans = plans.total();
+        self.counters.subplans.add(plans.total() as usize);
         let tier = self
             .db
             .cold_tier()
@@ -545,6 +525,8 @@ impl Manager {
             .map(|r| (0..counts[r]).map(|i| (r, i)).collect())
             .collect();
         let mut queue = interleave(&mut per_rel);
+        let mut keep = std::collections::BTreeSet::new();
+        let mut target_objs: Vec<Obj> = Vec::new();
         while plans.pending() > 0 && !gone.get() {
             if queue.is_empty() {
                 queue = plans.needed(&cache);
@@ -558,6 +540,20 @@ impl Manager {
             report.cycles += 1;
             self.counters.cycles.add(1);
             let done_before = plans.pending();
+            // From the second cycle on, one pending subplan is the cycle's
+            // target: its held objects are kept until it has run, so every
+            // cycle runs at least one subplan (its objects fit, as the cache
+            // holds the largest object of every input). Without it, a small
+            // cache can evict, cycle after cycle, what each arrival needed.
+            keep.clear();
+            if report.cycles > 1
+                && let Some(target) = plans.first_pending()
+            {
+                target_objs = target.iter().copied().enumerate().collect();
+                keep.extend(target_objs.iter().filter(|o| cache.holds(**o)));
+            } else {
+                target_objs.clear();
+            }
             for o in queue.drain(..) {
                 let Input::Cold { objects, .. } = &self.inputs[o.0] else {
                     continue;
@@ -574,7 +570,7 @@ impl Manager {
             }
             loop {
                 let t = Instant::now();
-                let arrival = proxy.next();
+                let arrival = proxy.next_arrival();
                 *wait += t.elapsed();
                 let Some(arrival) = arrival else { break };
                 let o = ids[arrival.id];
@@ -591,13 +587,22 @@ impl Manager {
                     continue;
                 }
                 while !cache.fits(o) {
-                    let Some(v) = cache.victim(o, &plans, self.settings.skipper_evict) else {
+                    let Some(v) = cache.victim(o, &plans, self.settings.skipper_evict, &keep)
+                    else {
                         break;
                     };
                     cache.remove(v);
                     joiner.remove(v.0, v.1);
                     report.evictions += 1;
                     self.counters.evictions.add(1);
+                }
+                if !cache.fits(o) {
+                    // Only the target's objects are held: this one waits
+                    // for a later cycle.
+                    continue;
+                }
+                if target_objs.contains(&o) {
+                    keep.insert(o);
                 }
                 cache.insert(o);
                 joiner.add(o.0, o.1, batch)?;
@@ -618,7 +623,14 @@ impl Manager {
                     break;
                 }
             }
-            if !gone.get() && plans.pending() > 0 && plans.pending() == done_before {
+            report.complete = plans.pending() == 0;
+            // The first cycle has no target and may run nothing with a
+            // small cache; a later one always runs its target.
+            if !gone.get()
+                && report.cycles > 1
+                && plans.pending() > 0
+                && plans.pending() == done_before
+            {
                 return Err(DataFusionError::Execution(format!(
                     "MJoin made no progress in cycle {} ({} subplans pending, cache {}): \
                      raise strata.skipper_cache",

@@ -38,6 +38,9 @@ pub struct Edge {
     pub kb: usize,
 }
 
+/// Encoded key → (slot, row) of every held row with that key.
+type KeyIndex = HashMap<Box<[u8]>, Vec<(u32, u32)>>;
+
 /// One held object.
 struct Held {
     object: usize,
@@ -53,7 +56,7 @@ struct Relation {
     converters: Vec<Option<RowConverter>>,
     slots: Vec<Option<Held>>,
     /// Per key: encoded key → (slot, row).
-    index: Vec<HashMap<Box<[u8]>, Vec<(u32, u32)>>>,
+    index: Vec<KeyIndex>,
     columns: usize,
 }
 

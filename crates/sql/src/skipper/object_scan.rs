@@ -10,8 +10,7 @@
 
 use std::path::Path;
 
-use datafusion::arrow::array::{Array, BooleanArray};
-use datafusion::arrow::compute::{concat_batches, filter_record_batch};
+use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::{DataFusionError, Result};
 use strata_access::{Predicate, TupleBatch};
@@ -19,12 +18,12 @@ use strata_storage::page::{PAGE_SIZE, PageView, verify};
 use strata_storage::types::Tid;
 
 use crate::convert::BatchConverter;
-use crate::scan_exec::ScanRequest;
+use crate::scan_exec::{ScanRequest, filter_by};
 
 /// The rows of the pages in `bytes` (pages `first_page..`, the object
 /// `name`) that `req` produces, as one batch of its output schema.
 pub fn decode(req: &ScanRequest, bytes: &[u8], first_page: u64, name: &str) -> Result<RecordBatch> {
-    if bytes.len() % PAGE_SIZE != 0 {
+    if !bytes.len().is_multiple_of(PAGE_SIZE) {
         return Err(DataFusionError::Execution(format!(
             "object {name}: {} bytes is not a whole number of {PAGE_SIZE}-byte pages",
             bytes.len()
@@ -49,14 +48,7 @@ pub fn decode(req: &ScanRequest, bytes: &[u8], first_page: u64, name: &str) -> R
         let mut rb = converter.convert(tuples)?;
         tuples.clear();
         if let Some((_, expr)) = &req.residual {
-            let keep = expr.evaluate(&rb)?.into_array(rb.num_rows())?;
-            let keep = keep
-                .as_any()
-                .downcast_ref::<BooleanArray>()
-                .ok_or_else(|| {
-                    DataFusionError::Internal("residual predicate is not boolean".into())
-                })?;
-            rb = filter_record_batch(&rb, keep)?;
+            rb = filter_by(rb, expr)?;
         }
         let rb = rb.project(&req.output)?;
         if rb.num_rows() > 0 {

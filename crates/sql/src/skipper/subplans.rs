@@ -54,7 +54,7 @@ impl Subplans {
         }
         let words = total.div_ceil(64) as usize;
         let mut bits = vec![u64::MAX; words];
-        if total % 64 != 0 {
+        if !total.is_multiple_of(64) {
             bits[words - 1] = (1u64 << (total % 64)) - 1;
         }
         if total == 0 {
@@ -145,6 +145,22 @@ impl Subplans {
             }
         });
         n
+    }
+
+    /// The first pending subplan in number order, if any.
+    pub fn first_pending(&self) -> Option<Vec<usize>> {
+        let w = self.bits.iter().position(|&w| w != 0)?;
+        let mut id = w as u64 * 64 + self.bits[w].trailing_zeros() as u64;
+        Some(
+            self.counts
+                .iter()
+                .map(|&c| {
+                    let i = (id % c as u64) as usize;
+                    id /= c as u64;
+                    i
+                })
+                .collect(),
+        )
     }
 
     /// Objects of pending subplans that are not in `held` (what the next
@@ -272,12 +288,19 @@ impl Cache {
     }
 
     /// The object to drop so that `arriving` can come in, by `policy`
-    /// (Skipper §4.2); `None` when nothing can be dropped.
-    pub fn victim(&self, arriving: Obj, plans: &Subplans, policy: EvictPolicy) -> Option<Obj> {
+    /// (Skipper §4.2), never one of `keep`; `None` when nothing can be
+    /// dropped.
+    pub fn victim(
+        &self,
+        arriving: Obj,
+        plans: &Subplans,
+        policy: EvictPolicy,
+        keep: &BTreeSet<Obj>,
+    ) -> Option<Obj> {
         let candidates: Vec<Obj> = (0..self.held.len())
             .filter(|&r| !self.pinned[r])
             .flat_map(|r| self.held[r].iter().map(move |&i| (r, i)))
-            .filter(|&o| o != arriving)
+            .filter(|&o| o != arriving && !keep.contains(&o))
             .collect();
         if candidates.is_empty() {
             return None;
@@ -368,10 +391,23 @@ mod tests {
         }
         assert!(!c.fits((2, 0)));
         // Max-progress: runnable with C.1 — A.1: 1, A.2: 1, B.1: 2, C.3: 0.
-        assert_eq!(c.victim((2, 0), &p, EvictPolicy::MaxProgress), Some((2, 1)));
+        let none = BTreeSet::new();
+        assert_eq!(
+            c.victim((2, 0), &p, EvictPolicy::MaxProgress, &none),
+            Some((2, 1))
+        );
+        // Kept objects are never picked.
+        let keep: BTreeSet<Obj> = [(2, 1)].into();
+        assert_eq!(
+            c.victim((2, 0), &p, EvictPolicy::MaxProgress, &keep),
+            Some((0, 0))
+        );
         // Max-pending: B.1 and C.3 tie at 2; B.1 (the lower) is picked, the
         // choice the paper shows stalling MJoin.
-        assert_eq!(c.victim((2, 0), &p, EvictPolicy::MaxPending), Some((1, 0)));
+        assert_eq!(
+            c.victim((2, 0), &p, EvictPolicy::MaxPending, &none),
+            Some((1, 0))
+        );
         c.remove((2, 1));
         c.insert((2, 0));
         let run = c.runnable_with((2, 0), &p);
@@ -388,10 +424,16 @@ mod tests {
         c.insert((1, 0));
         // A.2 is pruned; B.1 is held: A.1, B.2, A.3.
         assert_eq!(p.needed(&c), vec![(0, 0), (1, 1), (0, 2)]);
-        for combo in [[0, 0], [0, 1], [2, 0], [2, 1]] {
+        // Relation 0 varies fastest: (A.1, B.1) is subplan 0.
+        assert_eq!(p.first_pending(), Some(vec![0, 0]));
+        assert!(p.finish(&[0, 0]));
+        // (A.2, B.1) is pruned: next is (A.3, B.1).
+        assert_eq!(p.first_pending(), Some(vec![2, 0]));
+        for combo in [[0, 1], [2, 0], [2, 1]] {
             assert!(p.finish(&combo));
         }
         assert_eq!(p.pending(), 0);
+        assert_eq!(p.first_pending(), None);
         assert!(p.needed(&c).is_empty());
     }
 
@@ -410,14 +452,13 @@ mod tests {
         c.insert((0, 1));
         assert!(!c.fits((0, 0)));
         // Only the arriving object's peers can go; the pinned never.
+        let plans = Subplans::new(&[2, 1]).unwrap();
+        let none = BTreeSet::new();
         assert_eq!(
-            c.victim(
-                (0, 0),
-                &Subplans::new(&[2, 1]).unwrap(),
-                EvictPolicy::MaxPending
-            ),
+            c.victim((0, 0), &plans, EvictPolicy::MaxPending, &none),
             Some((0, 1))
         );
+        assert_eq!(plans.first_pending(), Some(vec![0, 0]));
     }
 
     #[test]
