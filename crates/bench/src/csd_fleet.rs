@@ -285,13 +285,19 @@ impl Fleet {
         self.server().dispatcher().state().switches
     }
 
-    /// Zeroes the device's metrics (it must be idle).
+    /// Zeroes the device's metrics (it must be idle), and waits until its
+    /// published state shows it, so that [`Fleet::switches_now`] read after
+    /// this counts from zero.
     pub fn reset(&self) -> Result<()> {
         let disp = self.server().dispatcher().clone();
         self.rt
             .block_on(disp.reset())
             .map_err(|_| anyhow!("the CSD stopped"))?
-            .map_err(|e| anyhow!("resetting the CSD's metrics: {e}"))
+            .map_err(|e| anyhow!("resetting the CSD's metrics: {e}"))?;
+        self.rt
+            .block_on(disp.wait_state(|s| s.switches == 0 && s.submitted == 0))
+            .map_err(|_| anyhow!("the CSD stopped"))?;
+        Ok(())
     }
 
     /// The scheduler's metrics since the last reset.

@@ -377,7 +377,10 @@ fn round(
             }
             tags.push(tag);
         }
-        r.switches_seen = disp.as_ref().map_or(0, |d| d.state().switches) - s0;
+        let s1 = disp.as_ref().map_or(0, |d| d.state().switches);
+        r.switches_seen = s1.checked_sub(s0).ok_or_else(|| {
+            anyhow!("the CSD's switch count went from {s0} to {s1} during client {i}'s run")
+        })?;
         Ok((r, tags))
     });
     let metrics = fleet.map(|f| f.metrics()).transpose()?;
