@@ -79,14 +79,16 @@ struct Round {
     switches: u64,
 }
 
-/// Runs Q12 by `strata-sql` over `db` tagged `tag`; its CSV answer and wall time.
+/// Runs Q12 by `strata-sql` over `db` tagged `tag`; its CSV answer and wall
+/// time. `strata.skipper=false`: the executor pulls objects in its own order
+/// (out-of-order execution through MJoin is strata-sql's default).
 fn run_q12(opts: &PullOptions, db: &Path, tag: &str) -> Result<(String, f64)> {
     run_sql(&SqlRun {
         binary: &opts.sql_binary,
         db,
         buffer_pool: &opts.buffer_pool,
         cold_cache: None,
-        settings: &[],
+        settings: &["strata.skipper=false".to_string()],
         env: vec![("STRATA_CSD_QUERY".into(), tag.into())],
         sql: Q12,
     })
