@@ -65,6 +65,7 @@ impl KeyIndex {
         self.entries.clear();
     }
 
+    #[cfg(test)]
     fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
