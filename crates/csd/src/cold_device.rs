@@ -194,6 +194,8 @@ impl DeviceLayer for ColdTier {
 struct ColdFile {
     base: PathBuf,
     manifest: Manifest,
+    /// The first page, when the manifest keeps it (read without a request).
+    head: Option<Vec<u8>>,
 }
 
 /// The device (see the module docs).
@@ -240,6 +242,13 @@ impl ColdDevice {
             });
         }
         self.inner.stats().record_read(id, first, n);
+        if first == 0
+            && n == 1
+            && let Some(h) = &f.head
+        {
+            buf.copy_from_slice(h);
+            return Ok(());
+        }
         let mut page = first;
         let mut done = 0usize;
         while page < first + n {
@@ -331,6 +340,7 @@ impl Device for ColdDevice {
             return Err(self.read_only(&ColdFile {
                 base: path.to_path_buf(),
                 manifest: m,
+                head: None,
             }));
         }
         self.inner.create(path, segment_pages)
@@ -340,12 +350,18 @@ impl Device for ColdDevice {
         let manifest = cold_manifest_path(path);
         if manifest.exists() {
             let m = Manifest::load(&manifest)?;
+            // Checked by `Manifest::load`: a page of hex.
+            let head = m
+                .head
+                .as_deref()
+                .and_then(|h| crate::manifest::from_hex(h).ok());
             let id = FileId(self.next.fetch_add(1, Ordering::Relaxed));
             self.files.write().insert(
                 id,
                 Arc::new(ColdFile {
                     base: path.to_path_buf(),
                     manifest: m,
+                    head,
                 }),
             );
             return Ok(id);

@@ -52,6 +52,35 @@ pub struct Manifest {
     /// Pages of the file.
     pub num_pages: u64,
     pub objects: Vec<ObjectEntry>,
+    /// The file's first page, hex: opening a B-tree reads its meta page, and
+    /// a query planned over a cold table opens every index of it — kept
+    /// here, that costs no request to the device (a GET of a whole object,
+    /// and on a shared device possibly a group switch, per index).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+}
+
+/// `bytes` as lower-case hex.
+pub fn to_hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// The bytes of hex text `s`.
+pub fn from_hex(s: &str) -> Result<Vec<u8>, String> {
+    if !s.len().is_multiple_of(2) {
+        return Err(format!("{} hex digits is an odd number", s.len()));
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| {
+            u8::from_str_radix(&s[i..i + 2], 16)
+                .map_err(|_| format!("{:?} at {i} is not hex", &s[i..i + 2]))
+        })
+        .collect()
 }
 
 impl Manifest {
@@ -118,6 +147,15 @@ impl Manifest {
                 return Err(format!("object {i} has an empty key"));
             }
         }
+        if let Some(h) = &self.head {
+            let bytes = from_hex(h).map_err(|e| format!("head: {e}"))?;
+            if bytes.len() != PAGE_SIZE {
+                return Err(format!(
+                    "head holds {} bytes, a page is {PAGE_SIZE}",
+                    bytes.len()
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -180,7 +218,28 @@ mod tests {
             object_pages,
             num_pages,
             objects,
+            head: None,
         }
+    }
+
+    #[test]
+    fn the_head_page_round_trips_and_a_bad_one_is_named() {
+        let page: Vec<u8> = (0..PAGE_SIZE).map(|i| (i * 7) as u8).collect();
+        assert_eq!(from_hex(&to_hex(&page)).unwrap(), page);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.heap.cold.json");
+        let mut m = manifest(10, 4);
+        m.head = Some(to_hex(&page));
+        m.save(&path).unwrap();
+        assert_eq!(Manifest::load(&path).unwrap(), m);
+        m.head = Some("abc".into());
+        std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+        let e = Manifest::load(&path).unwrap_err().to_string();
+        assert!(e.contains("head") && e.contains("odd"), "{e}");
+        m.head = Some("00".repeat(10));
+        std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+        let e = Manifest::load(&path).unwrap_err().to_string();
+        assert!(e.contains("head holds 10 bytes"), "{e}");
     }
 
     #[test]

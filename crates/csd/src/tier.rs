@@ -291,6 +291,7 @@ pub fn to_cold(
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| file.clone());
         let mut objects = Vec::new();
+        let mut head = None;
         let mut buf = AlignedBuf::new(READ_RUN_PAGES as usize);
         for (k, first) in (0..num_pages).step_by(object_pages as usize).enumerate() {
             let pages = object_pages.min(num_pages - first);
@@ -304,6 +305,9 @@ pub fn to_cold(
                 p += n;
             }
             let key = format!("{table}/{name}.{k}");
+            if k == 0 && data.len() >= PAGE_SIZE {
+                head = Some(crate::manifest::to_hex(&data[..PAGE_SIZE]));
+            }
             let crc = crc32c::crc32c(&data);
             let len = data.len() as u64;
             client.put(&opts.endpoint, &bucket, &key, Bytes::from(data))?;
@@ -337,6 +341,7 @@ pub fn to_cold(
                 object_pages,
                 num_pages,
                 objects,
+                head,
             },
         ));
     }

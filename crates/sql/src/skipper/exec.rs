@@ -300,6 +300,7 @@ struct Counters {
     objects: Count,
     requests: Count,
     reissues: Count,
+    hits: Count,
     evictions: Count,
     subplans: Count,
     executed: Count,
@@ -317,6 +318,7 @@ impl Counters {
             objects: c("objects"),
             requests: c("object_requests"),
             reissues: c("reissues"),
+            hits: c("cache_hits"),
             evictions: c("evictions"),
             subplans: c("subplans"),
             executed: c("subplans_run"),
@@ -350,6 +352,9 @@ struct Report {
     objects: u64,
     requests: u64,
     reissues: u64,
+    /// Objects of pending subplans still held when a cycle began: requests
+    /// the cache saved.
+    cache_hits: u64,
     evictions: u64,
     subplans: u64,
     executed: u64,
@@ -529,6 +534,9 @@ impl Manager {
         let mut target_objs: Vec<Obj> = Vec::new();
         while plans.pending() > 0 && !gone.get() {
             if queue.is_empty() {
+                let hits = plans.held_needed(&cache);
+                report.cache_hits += hits;
+                self.counters.hits.add(hits as usize);
                 queue = plans.needed(&cache);
                 if queue.is_empty() {
                     return Err(DataFusionError::Internal(format!(

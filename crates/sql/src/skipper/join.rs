@@ -15,6 +15,7 @@
 //! The operator is stateless about progress: the state manager (`exec.rs`)
 //! says which object arrived and which subplans are pending.
 
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef};
@@ -38,8 +39,37 @@ pub struct Edge {
     pub kb: usize,
 }
 
-/// Encoded key → (slot, row) of every held row with that key.
-type KeyIndex = HashMap<Box<[u8]>, Vec<(u32, u32)>>;
+/// The end of a chain.
+const NONE: u32 = u32::MAX;
+
+/// One relation's index on one key over all its held objects: per key hash,
+/// a chain of (slot, row) entries. No allocation per key; an eviction
+/// rebuilds the relation's index from what is still held (the rows of a
+/// cache that evicts often are few).
+#[derive(Default)]
+struct KeyIndex {
+    heads: HashMap<u64, u32>,
+    /// (slot, row, next entry).
+    entries: Vec<(u32, u32, u32)>,
+}
+
+impl KeyIndex {
+    fn insert(&mut self, hash: u64, slot: u32, row: u32) {
+        let at = self.entries.len() as u32;
+        let next = self.heads.insert(hash, at).unwrap_or(NONE);
+        self.entries.push((slot, row, next));
+    }
+
+    fn clear(&mut self) {
+        self.heads.clear();
+        self.entries.clear();
+    }
+
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
 
 /// One held object.
 struct Held {
@@ -48,6 +78,8 @@ struct Held {
     /// Per key of the relation: the encoded keys and whether each row's key
     /// has no NULL (a NULL never joins).
     keys: Vec<(Rows, Vec<bool>)>,
+    /// Per key: each row's key hash.
+    hashes: Vec<Vec<u64>>,
 }
 
 /// Where a relation's rows are: its held objects in slots, and its indexes.
@@ -55,7 +87,7 @@ struct Relation {
     keys: Vec<Vec<Arc<dyn PhysicalExpr>>>,
     converters: Vec<Option<RowConverter>>,
     slots: Vec<Option<Held>>,
-    /// Per key: encoded key → (slot, row).
+    /// Per key: key hash → chain of (slot, row).
     index: Vec<KeyIndex>,
     columns: usize,
 }
@@ -74,6 +106,7 @@ struct Step {
 /// The n-ary join over held objects (see the module docs).
 pub struct Joiner {
     schema: SchemaRef,
+    hasher: std::collections::hash_map::RandomState,
     relations: Vec<Relation>,
     /// Per starting relation, the order of the others.
     plans: Vec<Vec<Step>>,
@@ -109,7 +142,7 @@ impl Joiner {
             .zip(columns)
             .map(|(k, columns)| Relation {
                 converters: (0..k.len()).map(|_| None).collect(),
-                index: (0..k.len()).map(|_| HashMap::default()).collect(),
+                index: (0..k.len()).map(|_| KeyIndex::default()).collect(),
                 keys: k,
                 slots: Vec::new(),
                 columns,
@@ -118,6 +151,7 @@ impl Joiner {
         let plans = (0..n).map(|r0| plan_from(r0, n, &edges)).collect();
         Joiner {
             schema,
+            hasher: Default::default(),
             relations,
             plans,
         }
@@ -125,6 +159,7 @@ impl Joiner {
 
     /// Holds `object` of relation `r` with its rows `batch`.
     pub fn add(&mut self, r: usize, object: usize, batch: RecordBatch) -> Result<()> {
+        let hasher = self.hasher.clone();
         let rel = &mut self.relations[r];
         let mut keys = Vec::with_capacity(rel.keys.len());
         for (k, exprs) in rel.keys.iter().enumerate() {
@@ -156,24 +191,24 @@ impl Joiner {
                 rel.slots.len() - 1
             }
         };
+        let mut hashes = Vec::with_capacity(keys.len());
         for (k, (rows, valid)) in keys.iter().enumerate() {
+            let h: Vec<u64> = (0..rows.num_rows())
+                .map(|i| hasher.hash_one(rows.row(i).as_ref()))
+                .collect();
             let index = &mut rel.index[k];
             for (i, ok) in valid.iter().enumerate() {
                 if *ok {
-                    let key = rows.row(i);
-                    match index.get_mut(key.as_ref()) {
-                        Some(v) => v.push((slot as u32, i as u32)),
-                        None => {
-                            index.insert(key.as_ref().into(), vec![(slot as u32, i as u32)]);
-                        }
-                    }
+                    index.insert(h[i], slot as u32, i as u32);
                 }
             }
+            hashes.push(h);
         }
         rel.slots[slot] = Some(Held {
             object,
             batch,
             keys,
+            hashes,
         });
         Ok(())
     }
@@ -188,18 +223,14 @@ impl Joiner {
         else {
             return;
         };
-        let held = rel.slots[slot].take().expect("found above");
-        for (k, (rows, valid)) in held.keys.iter().enumerate() {
-            let index = &mut rel.index[k];
-            for (i, ok) in valid.iter().enumerate() {
-                if !*ok {
-                    continue;
-                }
-                let key = rows.row(i);
-                if let Some(v) = index.get_mut(key.as_ref()) {
-                    v.retain(|&(s, _)| s as usize != slot);
-                    if v.is_empty() {
-                        index.remove(key.as_ref());
+        rel.slots[slot] = None;
+        for (k, index) in rel.index.iter_mut().enumerate() {
+            index.clear();
+            for (s, h) in rel.slots.iter().enumerate() {
+                let Some(h) = h else { continue };
+                for (i, ok) in h.keys[k].1.iter().enumerate() {
+                    if *ok {
+                        index.insert(h.hashes[k][i], s as u32, i as u32);
                     }
                 }
             }
@@ -259,16 +290,24 @@ impl Joiner {
                     match &step.probe {
                         Some(e) => {
                             let (slot, row) = parts[e.a][t];
-                            let (keys, valid) = &self.held(e.a, slot).keys[e.ka];
+                            let from = self.held(e.a, slot);
+                            let (keys, valid) = &from.keys[e.ka];
                             if !valid[row as usize] {
                                 continue;
                             }
-                            if let Some(ms) =
-                                self.relations[e.b].index[e.kb].get(keys.row(row as usize).as_ref())
-                            {
-                                for &m in ms {
-                                    emit(m);
+                            let key = keys.row(row as usize);
+                            let index = &self.relations[e.b].index[e.kb];
+                            let mut at = index
+                                .heads
+                                .get(&from.hashes[e.ka][row as usize])
+                                .copied()
+                                .unwrap_or(NONE);
+                            while at != NONE {
+                                let (s, r, next) = index.entries[at as usize];
+                                if self.held(e.b, s).keys[e.kb].0.row(r as usize) == key {
+                                    emit((s, r));
                                 }
+                                at = next;
                             }
                         }
                         None => {

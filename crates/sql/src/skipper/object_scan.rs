@@ -1,7 +1,7 @@
 //! One object of a cold table, read as the query's scan of that table would
-//! read it: every page checked, the scan's pushed predicate and residual
-//! filter applied, its columns projected — the rows MJoin holds for that
-//! object.
+//! read it: every page's shape checked (the whole object's checksum was, on
+//! arrival), the scan's pushed predicate and residual filter applied, its
+//! columns projected — the rows MJoin holds for that object.
 //!
 //! The scan's access path is not used: an object is a run of heap pages
 //! already in memory, so every tuple in it is looked at, as a full scan
@@ -14,7 +14,7 @@ use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::{DataFusionError, Result};
 use strata_access::{Predicate, TupleBatch};
-use strata_storage::page::{PAGE_SIZE, PageView, verify};
+use strata_storage::page::{PAGE_SIZE, PageView, verify_shape};
 use strata_storage::types::Tid;
 
 use crate::convert::BatchConverter;
@@ -58,7 +58,8 @@ pub fn decode(req: &ScanRequest, bytes: &[u8], first_page: u64, name: &str) -> R
     };
     for (i, page) in bytes.chunks_exact(PAGE_SIZE).enumerate() {
         let page_no = first_page + i as u64;
-        verify(page, page_no, Path::new(name))
+        // The object's CRC32C was checked against its manifest on arrival.
+        verify_shape(page, page_no, Path::new(name))
             .map_err(|e| DataFusionError::Execution(e.to_string()))?;
         let view = PageView::new(page);
         for s in 0..view.n_slots() {

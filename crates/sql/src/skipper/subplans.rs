@@ -176,6 +176,19 @@ impl Subplans {
             .collect();
         interleave(&mut per_rel)
     }
+
+    /// Objects of pending subplans (of relations that are not pinned) that
+    /// `held` has: requests the cache saves a new cycle.
+    pub fn held_needed(&self, held: &Cache) -> u64 {
+        (0..self.relations())
+            .filter(|&r| !held.pinned[r])
+            .map(|r| {
+                (0..self.counts[r])
+                    .filter(|&i| self.per_object[r][i] > 0 && held.holds((r, i)))
+                    .count() as u64
+            })
+            .sum()
+    }
 }
 
 /// `A.1, B.1, C.1, A.2, …`: the objects of several relations taken in turn.
@@ -424,6 +437,7 @@ mod tests {
         c.insert((1, 0));
         // A.2 is pruned; B.1 is held: A.1, B.2, A.3.
         assert_eq!(p.needed(&c), vec![(0, 0), (1, 1), (0, 2)]);
+        assert_eq!(p.held_needed(&c), 1);
         // Relation 0 varies fastest: (A.1, B.1) is subplan 0.
         assert_eq!(p.first_pending(), Some(vec![0, 0]));
         assert!(p.finish(&[0, 0]));
