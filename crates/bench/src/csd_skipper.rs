@@ -754,13 +754,15 @@ fn fig7(ctx: &mut Ctx, progress: &mut dyn FnMut(&str)) -> Result<PathBuf> {
                 num(bound / last[0].max(1e-12))
             )
         },
-        format!(
-            "Each Skipper process also pulled {} objects one at a time under its bare tag (reads \
-             outside MJoin); with C clients on C groups each such read can cost a switch, which \
-             is where most of Skipper's switches beyond one per client come from.",
-            num(bare)
-        ),
     ]);
+    if bare > 0.0 {
+        s.bullets([format!(
+            "Each Skipper process also pulled {} objects one at a time under its bare tag \
+             (reads outside MJoin); with C clients on C groups each such read can cost a \
+             switch, which is where Skipper's switches beyond one per client come from.",
+            num(bare)
+        )]);
+    }
     let names = [
         "local (no CSD)",
         "HDD (pull, one group)",
