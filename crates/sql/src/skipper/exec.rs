@@ -63,15 +63,20 @@ pub const REPORT_ENV: &str = "STRATA_SKIPPER_REPORT";
 /// MJoins started by this process (the `#n` of their query tags).
 static QUERIES: AtomicU64 = AtomicU64::new(0);
 
-/// The physical MJoin (see the module docs).
-pub struct MJoinExec {
+/// What an MJoin joins, shared by the operator and its state manager.
+struct Spec {
     schema: SchemaRef,
-    children: Vec<Arc<dyn ExecutionPlan>>,
     keys: Vec<Vec<Vec<Arc<dyn PhysicalExpr>>>>,
     edges: Vec<Edge>,
     tables: Vec<Option<String>>,
     db: Arc<Database>,
     settings: StrataOptions,
+}
+
+/// The physical MJoin (see the module docs).
+pub struct MJoinExec {
+    spec: Arc<Spec>,
+    children: Vec<Arc<dyn ExecutionPlan>>,
     props: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -79,7 +84,7 @@ pub struct MJoinExec {
 impl fmt::Debug for MJoinExec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MJoinExec")
-            .field("tables", &self.tables)
+            .field("tables", &self.spec.tables)
             .finish_non_exhaustive()
     }
 }
@@ -101,13 +106,15 @@ impl MJoinExec {
             Boundedness::Bounded,
         );
         MJoinExec {
-            schema,
+            spec: Arc::new(Spec {
+                schema,
+                keys,
+                edges,
+                tables,
+                db,
+                settings,
+            }),
             children,
-            keys,
-            edges,
-            tables,
-            db,
-            settings,
             props: Arc::new(props),
             metrics: ExecutionPlanMetricsSet::new(),
         }
@@ -119,10 +126,10 @@ impl DisplayAs for MJoinExec {
         write!(
             f,
             "MJoinExec: relations=[{}], edges={}, cache={}, evict={}",
-            describe(&self.tables),
-            self.edges.len(),
-            strata_storage::util::format_bytes(self.settings.skipper_cache_bytes),
-            self.settings.skipper_evict.name()
+            describe(&self.spec.tables),
+            self.spec.edges.len(),
+            strata_storage::util::format_bytes(self.spec.settings.skipper_cache_bytes),
+            self.spec.settings.skipper_evict.name()
         )
     }
 }
@@ -144,7 +151,7 @@ impl ExecutionPlan for MJoinExec {
         &self,
         f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
     ) -> Result<TreeNodeRecursion> {
-        for k in self.keys.iter().flatten().flatten() {
+        for k in self.spec.keys.iter().flatten().flatten() {
             if f(k)? == TreeNodeRecursion::Stop {
                 return Ok(TreeNodeRecursion::Stop);
             }
@@ -172,20 +179,15 @@ impl ExecutionPlan for MJoinExec {
             )));
         }
         Ok(Arc::new(MJoinExec {
-            schema: self.schema.clone(),
+            spec: self.spec.clone(),
             children,
-            keys: self.keys.clone(),
-            edges: self.edges.clone(),
-            tables: self.tables.clone(),
-            db: self.db.clone(),
-            settings: self.settings.clone(),
             props: self.props.clone(),
             metrics: ExecutionPlanMetricsSet::new(),
         }))
     }
 
     fn partition_statistics(&self, _partition: Option<usize>) -> Result<Arc<Statistics>> {
-        Ok(Arc::new(Statistics::new_unknown(&self.schema)))
+        Ok(Arc::new(Statistics::new_unknown(&self.spec.schema)))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
@@ -205,25 +207,20 @@ impl ExecutionPlan for MJoinExec {
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|e| DataFusionError::Execution(format!("MJoin needs a tokio runtime: {e}")))?;
         let state = Manager {
-            schema: self.schema.clone(),
+            spec: self.spec.clone(),
             inputs: self
                 .children
                 .iter()
-                .zip(&self.tables)
-                .map(|(c, t)| input_of(c, t.as_deref(), &self.db))
+                .zip(&self.spec.tables)
+                .map(|(c, t)| input_of(c, t.as_deref(), &self.spec.db))
                 .collect::<Result<_>>()?,
-            keys: self.keys.clone(),
-            edges: self.edges.clone(),
-            tables: self.tables.clone(),
-            db: self.db.clone(),
-            settings: self.settings.clone(),
             counters: Counters::new(&self.metrics),
             handle,
             context,
         };
         Ok(thread_stream(
             "mjoin".into(),
-            self.schema.clone(),
+            self.spec.schema.clone(),
             move |tx| state.run(tx),
         ))
     }
@@ -332,13 +329,8 @@ impl Counters {
 
 /// The state manager's thread (see the module docs).
 struct Manager {
-    schema: SchemaRef,
+    spec: Arc<Spec>,
     inputs: Vec<Input>,
-    keys: Vec<Vec<Vec<Arc<dyn PhysicalExpr>>>>,
-    edges: Vec<Edge>,
-    tables: Vec<Option<String>>,
-    db: Arc<Database>,
-    settings: StrataOptions,
     counters: Counters,
     handle: tokio::runtime::Handle,
     context: Arc<TaskContext>,
@@ -379,11 +371,12 @@ impl Manager {
         let started = Instant::now();
         let mut report = Report {
             relations: self
+                .spec
                 .tables
                 .iter()
                 .map(|t| t.clone().unwrap_or_else(|| "pinned".into()))
                 .collect(),
-            cache_bytes: self.settings.skipper_cache_bytes,
+            cache_bytes: self.spec.settings.skipper_cache_bytes,
             ..Report::default()
         };
         let mut wait = Duration::ZERO;
@@ -430,10 +423,10 @@ impl Manager {
             })
             .collect();
         let mut joiner = Joiner::new(
-            self.schema.clone(),
-            self.keys.clone(),
+            self.spec.schema.clone(),
+            self.spec.keys.clone(),
             columns,
-            self.edges.clone(),
+            self.spec.edges.clone(),
         );
         // Set when the consumer went away (a LIMIT was met): stop.
         let gone = std::cell::Cell::new(false);
@@ -479,13 +472,17 @@ impl Manager {
             .iter()
             .map(|i| matches!(i, Input::Pinned(_)))
             .collect();
-        let mut cache = Cache::new(self.settings.skipper_cache_bytes, sizes, pinned.clone());
+        let mut cache = Cache::new(
+            self.spec.settings.skipper_cache_bytes,
+            sizes,
+            pinned.clone(),
+        );
         if cache.capacity() < cache.minimum() {
             return Err(DataFusionError::Execution(format!(
                 "strata.skipper_cache = {} cannot hold one object of each cold input of the join ({}): \
                  it needs at least {} bytes ({})",
                 strata_storage::util::format_bytes(cache.capacity()),
-                describe(&self.tables),
+                describe(&self.spec.tables),
                 cache.minimum(),
                 strata_storage::util::format_bytes(cache.minimum())
             )));
@@ -498,6 +495,7 @@ impl Manager {
         report.subplans = plans.total();
         self.counters.subplans.add(plans.total() as usize);
         let tier = self
+            .spec
             .db
             .cold_tier()
             .and_then(|l| l.as_any().downcast_ref::<ColdTier>())
@@ -595,7 +593,7 @@ impl Manager {
                     continue;
                 }
                 while !cache.fits(o) {
-                    let Some(v) = cache.victim(o, &plans, self.settings.skipper_evict, &keep)
+                    let Some(v) = cache.victim(o, &plans, self.spec.settings.skipper_evict, &keep)
                     else {
                         break;
                     };
