@@ -65,6 +65,31 @@ impl SortScan {
         })
     }
 
+    /// A sort scan of the tuples `tids` names, collected by the caller (an
+    /// index nested-loop join's probes of one batch of outer keys): each page
+    /// read once, in page order, several requests in flight; the tuples that
+    /// pass `spec`'s predicate are produced.
+    pub fn from_tids(spec: ScanSpec, mut tids: Vec<Tid>) -> SortScan {
+        tids.sort_unstable();
+        tids.dedup();
+        SortScan {
+            spec,
+            cursor: None,
+            report: ScanReport {
+                path: "sort".into(),
+                index_entries: tids.len() as u64,
+                ..Default::default()
+            },
+            tids,
+            pos: 0,
+            window: Vec::new(),
+            window_end: 0,
+            run_ptr: 0,
+            depth: DEPTH,
+            observer: None,
+        }
+    }
+
     /// Hands every index entry (key ++ tuple id) of the range, in order, to
     /// `f` while the tuple ids are collected, so that a consumer needing the
     /// entries (partitioned sort) does not read the index a second time.

@@ -15,6 +15,7 @@ pub mod depth;
 pub mod direct_dml;
 pub mod dml;
 pub mod format;
+pub mod index_join;
 pub mod optimizer;
 pub mod options;
 pub mod process;

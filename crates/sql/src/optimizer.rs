@@ -58,7 +58,7 @@ pub struct Estimate {
 }
 
 /// Expected distinct pages hit by `k` random rows of a `p`-page table.
-fn cardenas(p: f64, k: f64) -> f64 {
+pub fn cardenas(p: f64, k: f64) -> f64 {
     if p <= 0.0 {
         return 0.0;
     }
@@ -127,6 +127,15 @@ pub fn choose(
 }
 
 impl Estimate {
+    /// The cost of the path chosen.
+    pub fn chosen_cost(&self) -> f64 {
+        match self.chosen {
+            Chosen::Full => self.cost_full,
+            Chosen::Index => self.cost_index.unwrap_or(self.cost_full),
+            Chosen::Sort => self.cost_sort.unwrap_or(self.cost_full),
+        }
+    }
+
     /// One line for EXPLAIN: the estimate and each path's cost.
     pub fn describe(&self) -> String {
         let opt = |c: Option<f64>| c.map(|c| format!("{c:.1}")).unwrap_or_else(|| "-".into());

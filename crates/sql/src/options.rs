@@ -108,6 +108,46 @@ pub struct StrataOptions {
     pub skipper: bool,
     pub skipper_cache_bytes: u64,
     pub skipper_evict: EvictPolicy,
+    /// When a hash join becomes an index nested-loop join.
+    pub index_join: IndexJoinSetting,
+}
+
+/// When the planner replaces a hash join by an index nested-loop join
+/// ([`crate::index_join`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum IndexJoinSetting {
+    /// Where its estimated cost is lower, under `strata.access_path` =
+    /// `optimizer` or `smooth` (the fixed paths keep hash joins).
+    #[default]
+    Auto,
+    /// Never.
+    Off,
+    /// Wherever one is possible, whatever the estimates.
+    On,
+}
+
+impl IndexJoinSetting {
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexJoinSetting::Auto => "auto",
+            IndexJoinSetting::Off => "off",
+            IndexJoinSetting::On => "on",
+        }
+    }
+}
+
+impl FromStr for IndexJoinSetting {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.trim().trim_matches('\'').to_ascii_lowercase().as_str() {
+            "auto" => Ok(IndexJoinSetting::Auto),
+            "off" | "false" => Ok(IndexJoinSetting::Off),
+            "on" | "true" => Ok(IndexJoinSetting::On),
+            _ => Err(format!(
+                "strata.index_join: unknown value '{s}' (expected auto, off or on)"
+            )),
+        }
+    }
 }
 
 /// Which cached object MJoin drops when an arriving one needs room
@@ -157,6 +197,7 @@ impl Default for StrataOptions {
             skipper: true,
             skipper_cache_bytes: 4 << 30,
             skipper_evict: EvictPolicy::MaxProgress,
+            index_join: IndexJoinSetting::Auto,
         }
     }
 }
@@ -245,9 +286,10 @@ impl ExtensionOptions for StrataOptions {
                     .map_err(|e| err(format!("strata.skipper_cache: {e}")))?
             }
             "skipper_evict" => self.skipper_evict = value.parse().map_err(err)?,
+            "index_join" => self.index_join = value.parse().map_err(err)?,
             _ => {
                 return Err(err(format!(
-                    "unknown setting 'strata.{key}' (strata has access_path, smooth_policy, result_cache, ordered_plan, sort_memory, direct_dml, index_cache, skipper, skipper_cache, skipper_evict)"
+                    "unknown setting 'strata.{key}' (strata has access_path, smooth_policy, result_cache, ordered_plan, sort_memory, direct_dml, index_cache, skipper, skipper_cache, skipper_evict, index_join)"
                 )));
             }
         }
@@ -312,6 +354,11 @@ impl ExtensionOptions for StrataOptions {
                 self.skipper_evict.name().to_string(),
                 "MJoin's eviction policy: max-progress or max-pending",
             ),
+            entry(
+                "index_join",
+                self.index_join.name().to_string(),
+                "index nested-loop joins: auto (where cheaper, under optimizer and smooth), off, on (wherever possible)",
+            ),
         ]
     }
 }
@@ -368,6 +415,13 @@ mod tests {
             e.contains("strata.skipper_evict") && e.contains("'lru'"),
             "{e}"
         );
-        assert_eq!(o.entries().len(), 10);
+        o.set("index_join", "on").unwrap();
+        assert_eq!(o.index_join, IndexJoinSetting::On);
+        let e = o.set("index_join", "sometimes").unwrap_err().to_string();
+        assert!(
+            e.contains("strata.index_join") && e.contains("'sometimes'"),
+            "{e}"
+        );
+        assert_eq!(o.entries().len(), 11);
     }
 }

@@ -88,7 +88,7 @@ pub struct PathPlan {
 }
 
 impl ScanRequest {
-    fn column_name(&self, c: usize) -> &str {
+    pub fn column_name(&self, c: usize) -> &str {
         &self.table.schema().columns[c].name
     }
 
@@ -114,7 +114,8 @@ impl ScanRequest {
         c.into_iter().map(|(_, i)| i).collect()
     }
 
-    fn estimate(&self, index: Option<usize>) -> Estimate {
+    /// The optimizer's estimate of this scan through index `index`.
+    pub fn estimate(&self, index: Option<usize>) -> Estimate {
         let col = index.map(|i| self.table.indexes()[i].key_cols[0]);
         optimizer::choose(
             &self.table,
@@ -139,16 +140,7 @@ impl ScanRequest {
             }
             _ => self.candidate_indexes().first().copied(),
         });
-        let smooth = || {
-            PathChoice::Smooth(SmoothOptions {
-                policy: self.settings.smooth_policy,
-                result_cache_bytes: self.settings.result_cache_bytes,
-                temp_dir: self.temp_dir.clone(),
-                page_costs: self.page_costs,
-                modeled_clock: self.modeled_clock,
-                ..SmoothOptions::default()
-            })
-        };
+        let smooth = || PathChoice::Smooth(self.smooth_options());
         let Some(idx) = index else {
             return PathPlan {
                 choice: PathChoice::Full,
@@ -197,6 +189,36 @@ impl ScanRequest {
             index: Some(idx),
             ordered,
             estimate,
+        }
+    }
+
+    /// The conjuncts the access path evaluates, as EXPLAIN shows them.
+    pub fn predicate_text(&self) -> String {
+        let schema = self.table.schema();
+        let preds: Vec<String> = self
+            .conjuncts
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} {}",
+                    self.column_name(c.column),
+                    op_text(c.op),
+                    value_text(&c.value, &schema.columns[c.column].ty)
+                )
+            })
+            .collect();
+        preds.join(" AND ")
+    }
+
+    /// Smooth Scan's options for this scan, from the session's settings.
+    pub fn smooth_options(&self) -> SmoothOptions {
+        SmoothOptions {
+            policy: self.settings.smooth_policy,
+            result_cache_bytes: self.settings.result_cache_bytes,
+            temp_dir: self.temp_dir.clone(),
+            page_costs: self.page_costs,
+            modeled_clock: self.modeled_clock,
+            ..SmoothOptions::default()
         }
     }
 
@@ -330,20 +352,7 @@ impl DisplayAs for StrataScanExec {
             }
         }
         if !r.conjuncts.is_empty() {
-            let schema = r.table.schema();
-            let preds: Vec<String> = r
-                .conjuncts
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{} {} {}",
-                        r.column_name(c.column),
-                        op_text(c.op),
-                        value_text(&c.value, &schema.columns[c.column].ty)
-                    )
-                })
-                .collect();
-            write!(f, ", predicate=[{}]", preds.join(" AND "))?;
+            write!(f, ", predicate=[{}]", r.predicate_text())?;
         }
         if let Some((text, _)) = &r.residual {
             write!(f, ", residual=[{text}]")?;

@@ -306,9 +306,13 @@ impl Engine {
         config.options_mut().sql_parser.parse_float_as_decimal = true;
         // Queries over cold tables run out of order (MJoin) when
         // `strata.skipper` is on; the planner decides per statement.
+        // DataFusion's physical optimizer rules, then strata's index joins.
+        let mut rules = datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules;
+        rules.push(Arc::new(crate::index_join::IndexJoinRule));
         let state = SessionStateBuilder::new()
             .with_config(config)
             .with_default_features()
+            .with_physical_optimizer_rules(rules)
             .with_query_planner(Arc::new(crate::skipper::SkipperPlanner::new(db.clone())))
             .build();
         let ctx = SessionContext::new_with_state(state);

@@ -44,7 +44,10 @@
 //! (or the bound) has been read, as with a sort scan. Ordered output and the
 //! Optimizer/SLA triggers keep the region operator ([`super::SmoothScan`]).
 
+use std::ops::Bound;
+
 use strata_storage::btree::RangeCursor;
+use strata_storage::types::Tid;
 
 use super::{PageCosts, Policy, SmoothOptions};
 use crate::batch::TupleBatch;
@@ -292,9 +295,52 @@ enum Phase {
     Done,
 }
 
+/// Where the index entries come from: the predicate's one range, or one
+/// equality probe per key of a parameterized (join) scan.
+enum Entries {
+    Range(RangeCursor),
+    /// Encoded first-column keys, ascending and distinct; the next to probe;
+    /// the cursor of the key being read.
+    Keys {
+        keys: Vec<Vec<u8>>,
+        next: usize,
+        cursor: Option<RangeCursor>,
+    },
+}
+
+impl Entries {
+    /// The next entry's tuple id, probing the next key when one is done.
+    fn next_tid(&mut self, index: &strata_storage::btree::BTree) -> Option<Result<Tid>> {
+        match self {
+            Entries::Range(c) => c.next_entry(index).map(|e| Ok(e?.1)),
+            Entries::Keys { keys, next, cursor } => loop {
+                if let Some(c) = cursor {
+                    match c.next_entry(index) {
+                        Some(e) => return Some(e.map(|e| e.1).map_err(Into::into)),
+                        None => *cursor = None,
+                    }
+                }
+                let k = keys.get(*next)?;
+                *next += 1;
+                *cursor = Some(
+                    index.range_cursor(Bound::Included(k.clone()), Bound::Included(k.clone())),
+                );
+            },
+        }
+    }
+
+    /// Keys probed so far and in all (a range counts as one key).
+    fn keys(&self) -> (usize, usize) {
+        match self {
+            Entries::Range(_) => (1, 1),
+            Entries::Keys { keys, next, .. } => (*next, keys.len()),
+        }
+    }
+}
+
 pub struct PageOrderScan {
     spec: ScanSpec,
-    cursor: RangeCursor,
+    entries: Entries,
     costs: ReadCosts,
     num_pages: u64,
     wanted: PageSet,
@@ -312,7 +358,50 @@ pub struct PageOrderScan {
 
 impl PageOrderScan {
     pub fn new(spec: ScanSpec, opts: &SmoothOptions) -> Result<PageOrderScan> {
-        let cursor = spec.cursor()?;
+        let index = &spec.index()?.btree;
+        let (lo, hi) = spec.key_range()?;
+        let entries_estimate = index.estimate_range(&lo, &hi)?;
+        let entries = Entries::Range(spec.cursor()?);
+        Self::with_entries(spec, entries, entries_estimate, opts)
+    }
+
+    /// The parameterized Smooth Scan of an index nested-loop join's inner
+    /// side (§4.2): the tuples of `spec`'s predicate whose index key (first
+    /// column, encoded) is one of `keys`. One Page-ID cache serves every
+    /// probe, so a page holding the matches of many keys is read once; the
+    /// morph bound counts the entries left at the rate the keys probed so far
+    /// showed. Every tuple on a page read is produced if it passes `spec`'s
+    /// predicate — the caller keeps those whose key it asked for (a page
+    /// read for one key may hold another's matches, which are produced then
+    /// and only then).
+    pub fn for_keys(
+        spec: ScanSpec,
+        mut keys: Vec<Vec<u8>>,
+        opts: &SmoothOptions,
+    ) -> Result<PageOrderScan> {
+        spec.index()?;
+        keys.sort_unstable();
+        keys.dedup();
+        let n = keys.len();
+        let entries = Entries::Keys {
+            keys,
+            next: 0,
+            cursor: None,
+        };
+        let mut scan = Self::with_entries(spec, entries, 0.0, opts)?;
+        scan.report.notes[0] = format!(
+            "starts in mode {}; {n} join keys to probe",
+            Mode::PageProbe.label()
+        );
+        Ok(scan)
+    }
+
+    fn with_entries(
+        spec: ScanSpec,
+        entries: Entries,
+        entries_estimate: f64,
+        opts: &SmoothOptions,
+    ) -> Result<PageOrderScan> {
         let heap = spec.table.heap();
         let num_pages = heap.num_pages();
         let io_depth = if opts.io_depth == 0 {
@@ -321,13 +410,11 @@ impl PageOrderScan {
             opts.io_depth
         };
         let index = &spec.index()?.btree;
-        let (lo, hi) = spec.key_range()?;
-        let entries_estimate = index.estimate_range(&lo, &hi)?;
         let tuples_per_page = spec.table.rows() as f64 / num_pages.max(1) as f64;
         let entries_per_leaf = index.len() as f64 / index.num_pages().max(1) as f64;
         let wanted = PageSet::new(num_pages);
         Ok(PageOrderScan {
-            cursor,
+            entries,
             costs: ReadCosts::new(&opts.page_costs, io_depth),
             num_pages,
             entries_estimate,
@@ -352,11 +439,29 @@ impl PageOrderScan {
         })
     }
 
+    /// The entries the scan will read in all: the range's estimate, or for
+    /// join keys the entries read so far plus the keys left at the rate of
+    /// the keys probed so far.
+    fn entries_estimate(&self) -> f64 {
+        let read = self.report.index_entries as f64;
+        match &self.entries {
+            Entries::Range(_) => self.entries_estimate.max(read),
+            Entries::Keys { .. } => {
+                let (probed, all) = self.entries.keys();
+                if probed == 0 {
+                    0.0
+                } else {
+                    read + (all - probed) as f64 * read / probed as f64
+                }
+            }
+        }
+    }
+
     fn inputs(&self, wanted_cost_ms: f64) -> MorphInputs {
         MorphInputs {
             heap_pages: self.num_pages,
             entries_read: self.report.index_entries,
-            entries_estimate: self.entries_estimate.max(self.report.index_entries as f64),
+            entries_estimate: self.entries_estimate(),
             wanted_pages: self.wanted.len(),
             wanted_cost_ms,
             tuples_per_page: self.tuples_per_page,
@@ -392,9 +497,9 @@ impl PageOrderScan {
                     n + check_interval(self.num_pages)
                 };
             }
-            match self.cursor.next_entry(index) {
-                Some(e) => {
-                    let (_, tid) = e?;
+            match self.entries.next_tid(index) {
+                Some(tid) => {
+                    let tid = tid?;
                     self.wanted.insert(tid.page as u64);
                     self.report.index_entries += 1;
                 }
@@ -421,7 +526,8 @@ impl PageOrderScan {
         } else {
             format!(
                 "after {} index entries (of about {:.0}) the rest costs at least {bound:.1} ms, a full sweep {sweep_ms:.1} ms: morphs into a full scan, the rest of the index is not read",
-                self.report.index_entries, self.entries_estimate
+                self.report.index_entries,
+                self.entries_estimate()
             )
         });
         self.morph_to(Mode::Expansion, self.num_pages);

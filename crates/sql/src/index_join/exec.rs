@@ -1,0 +1,545 @@
+//! `IndexJoinExec`: an index nested-loop join. The outer side is any plan; the
+//! inner side is a strata table read through an index on the join key, with
+//! the inner scan's own predicate, residual and projection.
+//!
+//! * **Index inner** (the classical operator): for each batch of outer rows,
+//!   the distinct join keys are probed in key order, the tuple ids they find
+//!   are sorted by page and the pages read in page order, adjacent ones
+//!   coalesced and several requests in flight ([`SortScan::from_tids`]) —
+//!   each page once per batch, but again by a later batch that needs it.
+//! * **Smooth inner** (Smooth Scan §4.2, the parameterized path): the outer
+//!   side is read whole first (as a hash join's build side is), then one
+//!   Smooth Scan probes every distinct key with one Page-ID cache
+//!   ([`PageOrderScan::for_keys`]): each heap page is read at most once for
+//!   the whole join, every tuple on it that any key wants is produced then,
+//!   and when the keys' matches cover enough of the table it morphs into a
+//!   sweep of the heap.
+//!
+//! Either way the inner tuples are paired with the outer rows of equal keys
+//! (all of the join's equality pairs, compared in Arrow's row format), the
+//! join filter is applied, then the hash join's projection, so the operator
+//! is a drop-in for the [`HashJoinExec`](datafusion::physical_plan::joins::HashJoinExec)
+//! it replaces.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, UInt32Array};
+use datafusion::arrow::compute::{concat_batches, filter_record_batch, take};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, JoinSide, JoinType, Result, ScalarValue};
+use datafusion::execution::TaskContext;
+use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExprRef};
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::joins::utils::{JoinFilter, build_join_schema};
+use datafusion::physical_plan::metrics::{
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
+};
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
+    SendableRecordBatchStream,
+};
+use futures::StreamExt;
+use strata_access::smooth::page_order::{PageOrderScan, PageSet};
+use strata_access::sort_scan::SortScan;
+use strata_access::{AccessPath, Predicate, ScanSpec, SmoothOptions, TupleBatch};
+use strata_storage::types::encode_key_value;
+
+use crate::convert::BatchConverter;
+use crate::pushdown::literal;
+use crate::scan_exec::{ScanRequest, filter_by, thread_stream};
+
+/// How the inner side is read.
+#[derive(Clone, Debug)]
+pub enum InnerPath {
+    /// Index probes per outer batch, each batch's pages read once in page
+    /// order.
+    Index,
+    /// One Smooth Scan over every outer key (the outer side read first).
+    Smooth(SmoothOptions),
+}
+
+impl InnerPath {
+    pub fn name(&self) -> &'static str {
+        match self {
+            InnerPath::Index => "index",
+            InnerPath::Smooth(_) => "smooth",
+        }
+    }
+}
+
+/// What an index join joins: the planner's choices.
+#[derive(Clone)]
+pub struct IndexJoin {
+    /// The inner scan (table, predicate, residual, columns).
+    pub inner: Arc<ScanRequest>,
+    /// Position of the probed index in the inner table's indexes; its first
+    /// key column is the inner side of `on[probe]`.
+    pub index: usize,
+    /// The equality pairs (outer expression, inner expression over the inner
+    /// scan's output), all checked; `on[probe]` is probed in the index.
+    pub on: Vec<(PhysicalExprRef, PhysicalExprRef)>,
+    pub probe: usize,
+    pub filter: Option<JoinFilter>,
+    /// Columns of (outer ++ inner) the join outputs, as the hash join's.
+    pub projection: Option<Vec<usize>>,
+    pub path: InnerPath,
+    /// Why the planner chose it (estimates and costs), for EXPLAIN.
+    pub why: String,
+}
+
+pub struct IndexJoinExec {
+    outer: Arc<dyn ExecutionPlan>,
+    join: Arc<IndexJoin>,
+    schema: SchemaRef,
+    props: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl fmt::Debug for IndexJoinExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IndexJoinExec({})", self.join.inner.table.name())
+    }
+}
+
+impl IndexJoinExec {
+    /// The join of `outer` with the inner table; `schema` is the output
+    /// schema of the hash join it replaces.
+    pub fn new(outer: Arc<dyn ExecutionPlan>, join: IndexJoin, schema: SchemaRef) -> Self {
+        let outer: Arc<dyn ExecutionPlan> = if outer.output_partitioning().partition_count() > 1 {
+            Arc::new(CoalescePartitionsExec::new(outer))
+        } else {
+            outer
+        };
+        let props = PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        IndexJoinExec {
+            outer,
+            join: Arc::new(join),
+            schema,
+            props: Arc::new(props),
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
+    }
+
+    pub fn join(&self) -> &IndexJoin {
+        &self.join
+    }
+}
+
+impl DisplayAs for IndexJoinExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let j = &self.join;
+        let table = &j.inner.table;
+        let on: Vec<String> = j.on.iter().map(|(l, r)| format!("({l}, {r})")).collect();
+        write!(
+            f,
+            "IndexJoinExec: inner={} via {}, inner_path={}, on=[{}]",
+            table.name(),
+            table.indexes()[j.index].def.name,
+            j.path.name(),
+            on.join(", ")
+        )?;
+        if !j.inner.conjuncts.is_empty() {
+            write!(f, ", inner_predicate=[{}]", j.inner.predicate_text())?;
+        }
+        if let Some((text, _)) = &j.inner.residual {
+            write!(f, ", inner_residual=[{text}]")?;
+        }
+        if let Some(filter) = &j.filter {
+            write!(f, ", filter={filter}")?;
+        }
+        write!(f, ", {}", j.why)
+    }
+}
+
+impl ExecutionPlan for IndexJoinExec {
+    fn name(&self) -> &str {
+        "IndexJoinExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.props
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.outer]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&PhysicalExprRef) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        for (l, r) in &self.join.on {
+            if f(l)? == TreeNodeRecursion::Stop || f(r)? == TreeNodeRecursion::Stop {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
+        if let Some(filter) = &self.join.filter
+            && f(filter.expression())? == TreeNodeRecursion::Stop
+        {
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        match &self.join.inner.residual {
+            Some((_, e)) => f(e),
+            None => Ok(TreeNodeRecursion::Continue),
+        }
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if children.len() != 1 {
+            return Err(DataFusionError::Internal(
+                "IndexJoinExec takes one child (its outer side)".into(),
+            ));
+        }
+        Ok(Arc::new(IndexJoinExec::new(
+            children.remove(0),
+            (*self.join).clone(),
+            self.schema.clone(),
+        )))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        if partition != 0 {
+            return Err(DataFusionError::Internal(format!(
+                "IndexJoinExec has one partition, asked for {partition}"
+            )));
+        }
+        let outer = self.outer.execute(0, context)?;
+        let handle = tokio::runtime::Handle::current();
+        let counters = Counters::new(&self.metrics);
+        let join = self.join.clone();
+        let schema = self.schema.clone();
+        let outer_schema = self.outer.schema();
+        Ok(thread_stream(
+            format!("index join {}", join.inner.table.name()),
+            self.schema.clone(),
+            move |tx| {
+                let mut run = Run::new(&join, outer_schema, schema, &counters)?;
+                run.run(outer, &handle, tx)
+            },
+        ))
+    }
+}
+
+/// EXPLAIN ANALYZE's counters.
+struct Counters {
+    output_rows: Count,
+    outer_rows: Count,
+    probes: Count,
+    index_entries: Count,
+    heap_pages: Count,
+    reread_pages: Count,
+    io_requests: Count,
+    pages_read: Count,
+    modeled_io: Time,
+    mode_changes: Count,
+}
+
+impl Counters {
+    fn new(m: &ExecutionPlanMetricsSet) -> Counters {
+        let c = |name: &'static str| MetricBuilder::new(m).counter(name, 0);
+        Counters {
+            output_rows: MetricBuilder::new(m).output_rows(0),
+            outer_rows: c("outer_rows"),
+            probes: c("probes"),
+            index_entries: c("index_entries"),
+            heap_pages: c("heap_pages"),
+            reread_pages: c("heap_pages_read_twice"),
+            io_requests: c("inner_io_requests"),
+            pages_read: c("inner_pages_read"),
+            modeled_io: MetricBuilder::new(m).subset_time("inner_modeled_io_time", 0),
+            mode_changes: c("mode_changes"),
+        }
+    }
+}
+
+/// One execution of the join.
+struct Run<'a> {
+    join: &'a IndexJoin,
+    counters: &'a Counters,
+    spec: ScanSpec,
+    converter: BatchConverter,
+    keys: RowConverter,
+    /// Schema of outer ++ inner columns, and the output schema.
+    joined: SchemaRef,
+    schema: SchemaRef,
+    /// Heap pages read so far (the index path counts pages read again).
+    seen: PageSet,
+}
+
+impl<'a> Run<'a> {
+    fn new(
+        join: &'a IndexJoin,
+        outer_schema: SchemaRef,
+        schema: SchemaRef,
+        counters: &'a Counters,
+    ) -> Result<Run<'a>> {
+        let req = &join.inner;
+        let mut spec = ScanSpec::new(
+            req.table.clone(),
+            Predicate {
+                conjuncts: req.conjuncts.clone(),
+            },
+        );
+        spec.index = Some(join.index);
+        let converter = BatchConverter::new(
+            req.table.schema(),
+            req.scan_columns.clone(),
+            req.scan_schema.clone(),
+        );
+        let fields = join
+            .on
+            .iter()
+            .map(|(l, _)| Ok(SortField::new(l.data_type(&outer_schema)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let keys = RowConverter::new(fields)?;
+        let (joined, _) = build_join_schema(&outer_schema, &req.output_schema, &JoinType::Inner);
+        Ok(Run {
+            join,
+            counters,
+            spec,
+            converter,
+            keys,
+            joined: Arc::new(joined),
+            schema,
+            seen: PageSet::new(req.table.heap().num_pages()),
+        })
+    }
+
+    fn run(
+        &mut self,
+        mut outer: SendableRecordBatchStream,
+        handle: &tokio::runtime::Handle,
+        tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>,
+    ) -> Result<()> {
+        let mut next = || handle.block_on(outer.next()).transpose();
+        match self.join.path {
+            InnerPath::Index => {
+                while let Some(batch) = next()? {
+                    if batch.num_rows() > 0 && !self.chunk(batch, tx)? {
+                        break;
+                    }
+                }
+            }
+            InnerPath::Smooth(_) => {
+                let mut all = Vec::new();
+                while let Some(batch) = next()? {
+                    all.push(batch);
+                }
+                let outer_schema = match all.first() {
+                    Some(b) => b.schema(),
+                    None => return Ok(()),
+                };
+                let batch = concat_batches(&outer_schema, &all)?;
+                drop(all);
+                self.chunk(batch, tx)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Joins one chunk of outer rows (a batch, or the whole outer side);
+    /// returns false when the consumer went away.
+    fn chunk(
+        &mut self,
+        outer: RecordBatch,
+        tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>,
+    ) -> Result<bool> {
+        let n = outer.num_rows();
+        self.counters.outer_rows.add(n);
+        let join = self.join;
+        let outer_keys: Vec<ArrayRef> = join
+            .on
+            .iter()
+            .map(|(l, _)| l.evaluate(&outer)?.into_array(n))
+            .collect::<Result<_>>()?;
+        let rows = self.keys.convert_columns(&outer_keys)?;
+        let index = &join.inner.table.indexes()[join.index];
+        let key_type = &index.key_types[0];
+        // Outer rows by key, and the probe column's distinct encoded keys.
+        let mut by_key: HashMap<&[u8], Vec<u32>> = HashMap::new();
+        let mut probe_keys = Vec::new();
+        let mut key = Vec::new();
+        for i in 0..n {
+            if outer_keys.iter().any(|a| a.is_null(i)) {
+                continue; // NULL equals nothing
+            }
+            let entry = by_key.entry(rows.row(i).data()).or_default();
+            if entry.is_empty() {
+                let v = ScalarValue::try_from_array(&outer_keys[join.probe], i)?;
+                // A value the inner column cannot hold exactly matches none
+                // of its tuples.
+                if let Some(v) = literal(&v, key_type) {
+                    key.clear();
+                    encode_key_value(key_type, &v, &mut key);
+                    probe_keys.push(key.clone());
+                }
+            }
+            entry.push(i as u32);
+        }
+        probe_keys.sort_unstable();
+        probe_keys.dedup();
+        self.counters.probes.add(probe_keys.len());
+        if probe_keys.is_empty() {
+            return Ok(true);
+        }
+        let device = join.inner.table.heap().pool().device().clone();
+        let before = device.stats().snapshot();
+        let mut access: Box<dyn AccessPath> = match &join.path {
+            InnerPath::Index => {
+                let mut tids = Vec::new();
+                for k in &probe_keys {
+                    let mut c = index.btree.range_cursor(
+                        std::ops::Bound::Included(k.clone()),
+                        std::ops::Bound::Included(k.clone()),
+                    );
+                    while let Some(e) = c.next_entry(&index.btree) {
+                        tids.push(e.map_err(external)?.1);
+                    }
+                }
+                let mut pages: Vec<u64> = tids.iter().map(|t| t.page as u64).collect();
+                pages.sort_unstable();
+                pages.dedup();
+                let again = pages.iter().filter(|&&p| !self.seen.insert(p)).count();
+                self.counters.reread_pages.add(again);
+                Box::new(SortScan::from_tids(self.spec.clone(), tids))
+            }
+            InnerPath::Smooth(opts) => Box::new(
+                PageOrderScan::for_keys(self.spec.clone(), probe_keys, opts).map_err(external)?,
+            ),
+        };
+        let mut tuples = TupleBatch::new();
+        let mut open = true;
+        while access.next_batch(&mut tuples).map_err(external)? {
+            let inner = self.inner_batch(&tuples)?;
+            let out = self.pair(&outer, &by_key, &inner)?;
+            if out.num_rows() == 0 {
+                continue;
+            }
+            self.counters.output_rows.add(out.num_rows());
+            if tx.blocking_send(Ok(out)).is_err() {
+                open = false; // the consumer is gone
+                break;
+            }
+        }
+        let report = access.report();
+        let io = device.stats().snapshot() - before;
+        self.counters
+            .index_entries
+            .add(report.index_entries as usize);
+        self.counters.heap_pages.add(report.heap_pages as usize);
+        self.counters.reread_pages.add(report.reread_pages as usize);
+        self.counters.mode_changes.add(report.mode_changes.len());
+        self.counters.io_requests.add(io.read_requests as usize);
+        self.counters.pages_read.add(io.pages_read as usize);
+        self.counters
+            .modeled_io
+            .add_duration(Duration::from_nanos(io.modeled_ns));
+        Ok(open)
+    }
+
+    /// Inner tuples as the inner scan's output: converted, its residual
+    /// applied, projected.
+    fn inner_batch(&self, tuples: &TupleBatch) -> Result<RecordBatch> {
+        let req = &self.join.inner;
+        let mut rb = self.converter.convert(tuples)?;
+        if let Some((_, expr)) = &req.residual {
+            rb = filter_by(rb, expr)?;
+        }
+        Ok(rb.project(&req.output)?)
+    }
+
+    /// The joined rows of the outer chunk and a batch of inner rows, filtered
+    /// and projected as the join's output.
+    fn pair(
+        &self,
+        outer: &RecordBatch,
+        by_key: &HashMap<&[u8], Vec<u32>>,
+        inner: &RecordBatch,
+    ) -> Result<RecordBatch> {
+        let m = inner.num_rows();
+        let inner_keys: Vec<ArrayRef> = self
+            .join
+            .on
+            .iter()
+            .map(|(_, r)| r.evaluate(inner)?.into_array(m))
+            .collect::<Result<_>>()?;
+        let rows = self.keys.convert_columns(&inner_keys)?;
+        let (mut li, mut ri) = (Vec::new(), Vec::new());
+        for j in 0..m {
+            if inner_keys.iter().any(|a| a.is_null(j)) {
+                continue;
+            }
+            if let Some(outer_rows) = by_key.get(rows.row(j).data()) {
+                for &i in outer_rows {
+                    li.push(i);
+                    ri.push(j as u32);
+                }
+            }
+        }
+        let (li, ri) = (UInt32Array::from(li), UInt32Array::from(ri));
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.joined.fields().len());
+        for c in outer.columns() {
+            columns.push(take(c, &li, None)?);
+        }
+        for c in inner.columns() {
+            columns.push(take(c, &ri, None)?);
+        }
+        let mut joined = RecordBatch::try_new(self.joined.clone(), columns)?;
+        if let Some(filter) = &self.join.filter {
+            let left = outer.num_columns();
+            let columns: Vec<ArrayRef> = filter
+                .column_indices()
+                .iter()
+                .map(|ci| match ci.side {
+                    JoinSide::Left => joined.column(ci.index).clone(),
+                    _ => joined.column(left + ci.index).clone(),
+                })
+                .collect();
+            let intermediate = RecordBatch::try_new(filter.schema().clone(), columns)?;
+            let keep = filter
+                .expression()
+                .evaluate(&intermediate)?
+                .into_array(intermediate.num_rows())?;
+            let keep = keep
+                .as_any()
+                .downcast_ref::<BooleanArray>()
+                .ok_or_else(|| DataFusionError::Internal("join filter is not boolean".into()))?;
+            joined = filter_record_batch(&joined, keep)?;
+        }
+        let joined = match &self.join.projection {
+            Some(p) => joined.project(p)?,
+            None => joined,
+        };
+        Ok(RecordBatch::try_new(
+            self.schema.clone(),
+            joined.columns().to_vec(),
+        )?)
+    }
+}
+
+fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}

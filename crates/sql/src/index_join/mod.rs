@@ -1,0 +1,206 @@
+//! Index nested-loop joins (Smooth Scan §4.2, §7.2).
+//!
+//! DataFusion plans every equi-join as a hash join. [`IndexJoinRule`], a
+//! physical optimizer rule that runs after DataFusion's own, turns an inner
+//! hash join into an [`IndexJoinExec`] when its probe (right) side is a strata
+//! scan of a table with an index whose first column is one of the join's
+//! keys: the build (left) side becomes the outer input, and instead of
+//! scanning the inner table the join probes its index with the outer keys.
+//!
+//! When (`strata.index_join`):
+//! * `auto` (the default), under `strata.access_path = optimizer` or `smooth`:
+//!   where the classical estimate says it is cheaper. The outer side's rows
+//!   come from DataFusion's statistics (the scans' estimates from `ANALYZE`);
+//!   each matches `rows / distinct` inner rows of the key column; the probes'
+//!   tuples are read sorted by page, so their cost is that of a sort scan of
+//!   as many entries (`random + (Cardenas(P, k) − 1) · parallel random`),
+//!   against the inner scan's own chosen cost for the hash join. With stale
+//!   statistics an outer side estimated at a handful of rows makes the index
+//!   join look nearly free — the paper's Q12 / Q19 trap (Fig. 1).
+//! * `on`: wherever possible, whatever the estimates; `off`: never.
+//!
+//! Under `smooth` the planner keeps the join the optimizer's rule picks, and
+//! the inner side is a Smooth Scan parameterized by the outer keys; under the
+//! other settings it is the classical index probe.
+
+pub mod exec;
+
+use std::sync::Arc;
+
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::common::{JoinType, NullEquality, Result};
+use datafusion::physical_expr::Partitioning;
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::joins::HashJoinExec;
+use datafusion::physical_plan::repartition::RepartitionExec;
+use datafusion::physical_plan::statistics::{StatisticsArgs, StatisticsContext};
+use strata_storage::types::DataType;
+
+pub use exec::{IndexJoin, IndexJoinExec, InnerPath};
+
+use crate::optimizer::cardenas;
+use crate::options::{AccessPathSetting, IndexJoinSetting, StrataOptions};
+use crate::scan_exec::StrataScanExec;
+
+/// The physical optimizer rule; see the module docs.
+#[derive(Debug, Default)]
+pub struct IndexJoinRule;
+
+impl PhysicalOptimizerRule for IndexJoinRule {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let settings = config
+            .extensions
+            .get::<StrataOptions>()
+            .cloned()
+            .unwrap_or_default();
+        if settings.index_join == IndexJoinSetting::Off {
+            return Ok(plan);
+        }
+        plan.transform_up(|node| {
+            let Some(hj) = node.downcast_ref::<HashJoinExec>() else {
+                return Ok(Transformed::no(node));
+            };
+            Ok(match index_join(hj, &settings)? {
+                Some(p) => Transformed::yes(p),
+                None => Transformed::no(node),
+            })
+        })
+        .data()
+    }
+
+    fn name(&self) -> &str {
+        "strata_index_join"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// The strata scan under `plan`, through the operators that only move its
+/// batches between partitions.
+fn scan_below(plan: &Arc<dyn ExecutionPlan>) -> Option<&StrataScanExec> {
+    if let Some(s) = plan.downcast_ref::<StrataScanExec>() {
+        return Some(s);
+    }
+    if let Some(r) = plan.downcast_ref::<RepartitionExec>() {
+        return scan_below(r.input());
+    }
+    None
+}
+
+/// The index join replacing `hj`, if one is possible and chosen.
+fn index_join(
+    hj: &HashJoinExec,
+    settings: &StrataOptions,
+) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+    if *hj.join_type() != JoinType::Inner
+        || hj.null_equality() != NullEquality::NullEqualsNothing
+        || hj.null_aware
+    {
+        return Ok(None);
+    }
+    let Some(scan) = scan_below(hj.right()) else {
+        return Ok(None);
+    };
+    let req = scan.request();
+    if scan.path().ordered || req.limit.is_some() || req.table.is_cold() {
+        return Ok(None);
+    }
+    // The first join key whose inner column leads an index.
+    let table = &req.table;
+    let found = hj.on().iter().enumerate().find_map(|(j, (_, r))| {
+        let c = r.downcast_ref::<Column>()?;
+        let pos = req.output_schema.index_of(c.name()).ok()?;
+        let col = req.scan_columns[req.output[pos]];
+        // SQL has -0.0 = 0.0 but their encoded keys differ.
+        if matches!(table.schema().columns[col].ty, DataType::Float64) {
+            return None;
+        }
+        let idx = table.indexes().iter().position(|i| i.key_cols[0] == col)?;
+        Some((j, idx, col))
+    });
+    let Some((probe, index, col)) = found else {
+        return Ok(None);
+    };
+    let smooth = settings.access_path == AccessPathSetting::Smooth;
+    let why = match settings.index_join {
+        IndexJoinSetting::Off => return Ok(None),
+        IndexJoinSetting::On => "strata.index_join=on".to_string(),
+        IndexJoinSetting::Auto => {
+            if !matches!(
+                settings.access_path,
+                AccessPathSetting::Optimizer | AccessPathSetting::Smooth
+            ) {
+                return Ok(None);
+            }
+            let outer =
+                StatisticsContext::new().compute(hj.left().as_ref(), &StatisticsArgs::new())?;
+            let Some(&outer_rows) = outer.num_rows.get_value() else {
+                return Ok(None);
+            };
+            let stats = req.stats.as_ref();
+            let (rows, pages) = match stats {
+                Some(s) => (s.rows as f64, s.pages as f64),
+                None => (table.rows() as f64, table.heap().num_pages() as f64),
+            };
+            let name = &table.schema().columns[col].name;
+            let distinct = stats
+                .and_then(|s| s.column(name))
+                .map_or(rows, |c| c.distinct)
+                .max(1.0);
+            let per_key = (rows / distinct).max(1.0);
+            let entries = (outer_rows as f64).max(1.0) * per_key;
+            let costs = &req.page_costs;
+            let parallel = costs.parallel_random_ms.max(costs.sequential_ms);
+            let cost_join = costs.random_ms + (cardenas(pages, entries) - 1.0).max(0.0) * parallel;
+            let cost_scan = scan
+                .path()
+                .estimate
+                .clone()
+                .unwrap_or_else(|| req.estimate(scan.path().index))
+                .chosen_cost();
+            if cost_join >= cost_scan {
+                return Ok(None);
+            }
+            format!(
+                "est_outer_rows={outer_rows} est_entries={entries:.0}, cost index join={cost_join:.1} < inner scan={cost_scan:.1}"
+            )
+        }
+    };
+    let join = IndexJoin {
+        inner: req.clone(),
+        index,
+        on: hj.on().to_vec(),
+        probe,
+        filter: hj.filter().cloned(),
+        projection: hj.projection.as_ref().map(|p| p.to_vec()),
+        path: if smooth {
+            InnerPath::Smooth(req.smooth_options())
+        } else {
+            InnerPath::Index
+        },
+        why,
+    };
+    let exec: Arc<dyn ExecutionPlan> =
+        Arc::new(IndexJoinExec::new(hj.left().clone(), join, hj.schema()));
+    // Keep the hash join's partitioning, which the operators above were
+    // planned for.
+    let parts = hj.properties().output_partitioning();
+    Ok(Some(match parts.clone() {
+        Partitioning::UnknownPartitioning(1) => exec,
+        Partitioning::UnknownPartitioning(n) => Arc::new(RepartitionExec::try_new(
+            exec,
+            Partitioning::RoundRobinBatch(n),
+        )?),
+        p if p.partition_count() > 1 => Arc::new(RepartitionExec::try_new(exec, p)?),
+        _ => exec,
+    }))
+}
