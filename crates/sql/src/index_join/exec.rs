@@ -226,6 +226,7 @@ impl ExecutionPlan for IndexJoinExec {
                 "IndexJoinExec has one partition, asked for {partition}"
             )));
         }
+        let batch_rows = context.session_config().batch_size().max(1);
         let outer = self.outer.execute(0, context)?;
         let handle = tokio::runtime::Handle::current();
         let counters = Counters::new(&self.metrics);
@@ -236,7 +237,7 @@ impl ExecutionPlan for IndexJoinExec {
             format!("index join {}", join.inner.table.name()),
             self.schema.clone(),
             move |tx| {
-                let mut run = Run::new(&join, outer_schema, schema, &counters)?;
+                let mut run = Run::new(&join, outer_schema, schema, &counters, batch_rows)?;
                 run.run(outer, &handle, tx)
             },
         ))
@@ -287,6 +288,8 @@ struct Run<'a> {
     schema: SchemaRef,
     /// Heap pages read so far (the index path counts pages read again).
     seen: PageSet,
+    /// Outer rows per chunk of the index path.
+    batch_rows: usize,
 }
 
 impl<'a> Run<'a> {
@@ -295,6 +298,7 @@ impl<'a> Run<'a> {
         outer_schema: SchemaRef,
         schema: SchemaRef,
         counters: &'a Counters,
+        batch_rows: usize,
     ) -> Result<Run<'a>> {
         let req = &join.inner;
         let mut spec = ScanSpec::new(
@@ -325,6 +329,7 @@ impl<'a> Run<'a> {
             joined: Arc::new(joined),
             schema,
             seen: PageSet::new(req.table.heap().num_pages()),
+            batch_rows,
         })
     }
 
@@ -337,8 +342,26 @@ impl<'a> Run<'a> {
         let mut next = || handle.block_on(outer.next()).transpose();
         match self.join.path {
             InnerPath::Index => {
-                while let Some(batch) = next()? {
-                    if batch.num_rows() > 0 && !self.chunk(batch, tx)? {
+                // Chunks of at least the session's batch size, so that each
+                // chunk's probes share as many pages as a batch can.
+                let mut pending: Vec<RecordBatch> = Vec::new();
+                let mut rows = 0;
+                loop {
+                    let batch = next()?;
+                    let end = batch.is_none();
+                    if let Some(b) = batch {
+                        rows += b.num_rows();
+                        pending.push(b);
+                    }
+                    if (end || rows >= self.batch_rows) && rows > 0 {
+                        let chunk = concat_batches(&pending[0].schema(), &pending)?;
+                        pending.clear();
+                        rows = 0;
+                        if !self.chunk(chunk, tx)? {
+                            break;
+                        }
+                    }
+                    if end {
                         break;
                     }
                 }
