@@ -42,7 +42,8 @@ pub use crate::generator::{
 pub use crate::parquet::{ParquetOptions, ParquetReport, load_parquet};
 pub use crate::tpch::{
     BATCH_ROWS, MAX_SCALE_FACTOR, MIN_SCALE_FACTOR, TPCH_INDEXES, TpchIndex, TpchSpec, TpchTable,
-    TpchTableReport, append_tpch_rows, generate_tpch, parse_scale_factor,
+    TpchTableReport, append_tpch_rows, generate_tpch, load_tpch_history_then_recent,
+    parse_scale_factor,
 };
 
 /// Where in an input file a bad row is.

@@ -581,6 +581,50 @@ fn generate_table(
     })
 }
 
+/// Loads TPC-H into `db` the way a warehouse is loaded: every table with the
+/// orders placed before `cutoff` (days since 1970-01-01; orders by
+/// `o_orderdate`, lineitem by `l_shipdate`, the other tables whole), then
+/// `between` runs (an `ANALYZE`, whose statistics the rest will make stale),
+/// then the remaining orders and lineitems are appended. `progress_note`
+/// hears each step.
+pub fn load_tpch_history_then_recent<E: From<LoadError>>(
+    db: &Database,
+    spec: &TpchSpec,
+    cutoff: i32,
+    between: &mut dyn FnMut() -> Result<(), E>,
+    progress_note: &mut dyn FnMut(&str),
+    progress: &dyn Progress,
+) -> Result<(), E> {
+    let date_col = |t: TpchTable| match t {
+        TpchTable::Orders => t.schema().index_of("o_orderdate"),
+        TpchTable::LineItem => t.schema().index_of("l_shipdate"),
+        _ => None,
+    };
+    let old = |col: Option<usize>, row: &[Value]| match col {
+        Some(c) => matches!(row[c], Value::Date(d) if d < cutoff),
+        None => true,
+    };
+    let sf = spec.scale_factor;
+    for t in TpchTable::ALL {
+        progress_note(&format!("loading {t} (history)"));
+        let col = date_col(t);
+        let mut load = db
+            .begin_create_load(t.name(), t.schema(), spec.options.clone(), t.indexes())
+            .map_err(LoadError::from)?;
+        append_tpch_rows(&mut load, t, sf, &mut |r| old(col, r), progress)?;
+        load.commit(progress).map_err(LoadError::from)?;
+    }
+    between()?;
+    for t in [TpchTable::Orders, TpchTable::LineItem] {
+        progress_note(&format!("appending {t} (recent)"));
+        let col = date_col(t);
+        let mut load = db.begin_load(t.name()).map_err(LoadError::from)?;
+        append_tpch_rows(&mut load, t, sf, &mut |r| !old(col, r), progress)?;
+        load.commit(progress).map_err(LoadError::from)?;
+    }
+    Ok(())
+}
+
 /// Appends to `load` the rows of table `t` at scale factor `sf` for which
 /// `keep` holds, in generation order; returns how many were appended. For
 /// loading one table in several steps (e.g. `strata bench tpch` loads a

@@ -26,7 +26,12 @@ fn setup(
     items: usize,
     keys: i32,
     seed: u64,
-) -> (tempfile::TempDir, Arc<Database>, Vec<(Option<i32>, i32)>, Vec<(i32, i32)>) {
+) -> (
+    tempfile::TempDir,
+    Arc<Database>,
+    Vec<(Option<i32>, i32)>,
+    Vec<(i32, i32)>,
+) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let ord: Vec<(Option<i32>, i32)> = (0..outer)
         .map(|i| {
@@ -77,7 +82,11 @@ fn sorted(mut rows: Vec<Vec<String>>) -> Vec<Vec<String>> {
 }
 
 fn explain(s: &SqlSession, sql: &str, analyze: bool) -> String {
-    let what = if analyze { "EXPLAIN ANALYZE" } else { "EXPLAIN" };
+    let what = if analyze {
+        "EXPLAIN ANALYZE"
+    } else {
+        "EXPLAIN"
+    };
     query(s, &format!("{what} {sql}"))
         .into_iter()
         .map(|r| r.join(" "))
@@ -117,8 +126,7 @@ fn index_joins_answer_as_the_hash_join_and_the_model() {
         format!("{JOIN} WHERE i.v > 500"),
         format!("{JOIN} WHERE i.note LIKE '%7'"),
         "SELECT o.a, i.k, i.v FROM ord o JOIN item i ON o.k = i.k AND o.a < i.v".to_string(),
-        "SELECT count(*), sum(i.v) FROM ord o JOIN item i ON o.k = i.k WHERE o.a < 300"
-            .to_string(),
+        "SELECT count(*), sum(i.v) FROM ord o JOIN item i ON o.k = i.k WHERE o.a < 300".to_string(),
     ];
     for sql in &queries {
         let reference = sorted(query(&session(&db, "full", "off"), sql));
@@ -158,8 +166,7 @@ fn index_joins_answer_as_the_hash_join_and_the_model() {
 }
 
 #[test]
-fn smooth_inner_reads_each_page_once_and_fewer_pages_than_plain_probes_on_keys_with_many_matches()
-{
+fn smooth_inner_reads_each_page_once_and_fewer_pages_than_plain_probes_on_keys_with_many_matches() {
     // 40 keys, each with ~750 items spread over every page of `item`; the
     // outer side's 30,000 rows come in several batches, each naming every key.
     let (_dir, db, _, _) = setup(30_000, 30_000, 40, 11);
