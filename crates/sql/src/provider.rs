@@ -184,6 +184,10 @@ impl TableProvider for StrataTable {
                 .map(|&i| self.schema.field(i).clone())
                 .collect::<Vec<_>>(),
         ));
+        let residual_selectivity = residual
+            .iter()
+            .map(|e| crate::stats::expr_selectivity(stats.as_ref(), e, table.schema()))
+            .product();
         let residual = match conjunction(residual) {
             Some(e) => {
                 let df_schema = DFSchema::try_from(scan_schema.as_ref().clone())?;
@@ -208,6 +212,7 @@ impl TableProvider for StrataTable {
             modeled_clock,
             temp_dir: temp_dir(&self.db),
             note,
+            residual_selectivity,
         };
         Ok(Arc::new(StrataScanExec::new(req, None)))
     }

@@ -73,6 +73,8 @@ pub struct ScanRequest {
     pub temp_dir: std::path::PathBuf,
     /// Said by EXPLAIN after the path (why a faster path was not taken).
     pub note: Option<String>,
+    /// The estimated fraction of the conjuncts' rows the residual keeps.
+    pub residual_selectivity: f64,
 }
 
 /// The access path a scan runs, decided at planning time.
@@ -232,7 +234,10 @@ impl ScanRequest {
             .map(|c| c.name.clone())
             .collect();
         let rows = self.table.rows() as f64;
-        (rows * selectivity(self.stats.as_ref(), &self.conjuncts, &names)).ceil() as usize
+        (rows
+            * selectivity(self.stats.as_ref(), &self.conjuncts, &names)
+            * self.residual_selectivity)
+            .ceil() as usize
     }
 }
 

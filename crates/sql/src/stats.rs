@@ -267,6 +267,76 @@ pub fn selectivity(stats: Option<&TableStats>, conjuncts: &[Comparison], names: 
         .product()
 }
 
+/// PostgreSQL's selectivity of a pattern match it knows nothing about.
+const DEFAULT_MATCH: f64 = 0.005;
+
+/// Estimated fraction of rows satisfying `expr`, a predicate over the columns
+/// of a table with `schema` (a scan's residual: what is not a plain
+/// comparison with a literal): `AND` multiplies, `OR` adds less the overlap,
+/// `NOT` complements, `IN` sums its equalities, comparisons with literals use
+/// the statistics, anything else takes a classical default — the textbook
+/// estimator, independence and all.
+pub fn expr_selectivity(
+    stats: Option<&TableStats>,
+    expr: &datafusion::logical_expr::Expr,
+    schema: &strata_storage::types::Schema,
+) -> f64 {
+    use datafusion::logical_expr::expr::InList;
+    use datafusion::logical_expr::{BinaryExpr, Expr, Like, Operator};
+    let names: Vec<String> = schema.columns.iter().map(|c| c.name.clone()).collect();
+    let sel = |e: &Expr| expr_selectivity(stats, e, schema);
+    let s = match expr {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
+            Operator::And => sel(left) * sel(right),
+            Operator::Or => {
+                let (a, b) = (sel(left), sel(right));
+                a + b - a * b
+            }
+            _ => match crate::pushdown::classify(expr, schema) {
+                crate::pushdown::Pushed::Strata(c) => selectivity(stats, &c, &names),
+                _ => match op {
+                    Operator::Eq => DEFAULT_EQ,
+                    Operator::NotEq => 1.0 - DEFAULT_EQ,
+                    Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq => DEFAULT_INEQ,
+                    _ => 1.0,
+                },
+            },
+        },
+        Expr::Not(e) => 1.0 - sel(e),
+        Expr::InList(InList {
+            expr,
+            list,
+            negated,
+        }) => {
+            let any: f64 = list
+                .iter()
+                .map(|v| {
+                    sel(&Expr::BinaryExpr(BinaryExpr::new(
+                        expr.clone(),
+                        Operator::Eq,
+                        Box::new(v.clone()),
+                    )))
+                })
+                .sum::<f64>()
+                .min(1.0);
+            if *negated { 1.0 - any } else { any }
+        }
+        Expr::Like(Like { negated, .. }) => {
+            if *negated {
+                1.0 - DEFAULT_MATCH
+            } else {
+                DEFAULT_MATCH
+            }
+        }
+        Expr::Between(_) => match crate::pushdown::classify(expr, schema) {
+            crate::pushdown::Pushed::Strata(c) => selectivity(stats, &c, &names),
+            _ => DEFAULT_INEQ * DEFAULT_INEQ,
+        },
+        _ => 1.0,
+    };
+    s.clamp(0.0, 1.0)
+}
+
 /// Where the optimizer's estimates come from, for EXPLAIN.
 pub fn describe(stats: Option<&TableStats>) -> String {
     match stats {

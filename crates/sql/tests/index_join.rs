@@ -18,6 +18,10 @@ use strata_storage::Database;
 use strata_storage::db::{IndexSpec, NoProgress};
 use strata_storage::types::Value;
 
+/// A row of `ord` (k, a) and of `item` (k, v).
+type OrdRow = (Option<i32>, i32);
+type ItemRow = (i32, i32);
+
 /// `ord(k INT NULL, a INT)` and `item(k INT, v INT, note VARCHAR(200))` with
 /// an index on `item.k`. Outer keys fall in `0..2·keys`, half of them have
 /// no item; every ninth outer key is NULL.
@@ -26,14 +30,9 @@ fn setup(
     items: usize,
     keys: i32,
     seed: u64,
-) -> (
-    tempfile::TempDir,
-    Arc<Database>,
-    Vec<(Option<i32>, i32)>,
-    Vec<(i32, i32)>,
-) {
+) -> (tempfile::TempDir, Arc<Database>, Vec<OrdRow>, Vec<ItemRow>) {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let ord: Vec<(Option<i32>, i32)> = (0..outer)
+    let ord: Vec<OrdRow> = (0..outer)
         .map(|i| {
             (
                 (i % 9 != 0).then(|| rng.random_range(0..2 * keys)),
@@ -41,7 +40,7 @@ fn setup(
             )
         })
         .collect();
-    let item: Vec<(i32, i32)> = (0..items)
+    let item: Vec<ItemRow> = (0..items)
         .map(|_| (rng.random_range(0..keys), rng.random_range(0..1000)))
         .collect();
     let (dir, db) = common::empty_db();

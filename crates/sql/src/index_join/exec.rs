@@ -87,7 +87,11 @@ pub struct IndexJoin {
     pub on: Vec<(PhysicalExprRef, PhysicalExprRef)>,
     pub probe: usize,
     pub filter: Option<JoinFilter>,
-    /// Columns of (outer ++ inner) the join outputs, as the hash join's.
+    /// Whether the inner table was the hash join's left (build) side: then
+    /// the joined columns are inner ++ outer, as the hash join's were, and the
+    /// filter's left columns are the inner's.
+    pub inner_left: bool,
+    /// Columns of the joined columns the join outputs, as the hash join's.
     pub projection: Option<Vec<usize>>,
     pub path: InnerPath,
     /// Why the planner chose it (estimates and costs), for EXPLAIN.
@@ -319,7 +323,11 @@ impl<'a> Run<'a> {
             .map(|(l, _)| Ok(SortField::new(l.data_type(&outer_schema)?)))
             .collect::<Result<Vec<_>>>()?;
         let keys = RowConverter::new(fields)?;
-        let (joined, _) = build_join_schema(&outer_schema, &req.output_schema, &JoinType::Inner);
+        let (joined, _) = if join.inner_left {
+            build_join_schema(&req.output_schema, &outer_schema, &JoinType::Inner)
+        } else {
+            build_join_schema(&outer_schema, &req.output_schema, &JoinType::Inner)
+        };
         Ok(Run {
             join,
             counters,
@@ -523,16 +531,26 @@ impl<'a> Run<'a> {
             }
         }
         let (li, ri) = (UInt32Array::from(li), UInt32Array::from(ri));
-        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.joined.fields().len());
-        for c in outer.columns() {
-            columns.push(take(c, &li, None)?);
-        }
-        for c in inner.columns() {
-            columns.push(take(c, &ri, None)?);
-        }
+        let outer_cols = outer
+            .columns()
+            .iter()
+            .map(|c| take(c, &li, None))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let inner_cols = inner
+            .columns()
+            .iter()
+            .map(|c| take(c, &ri, None))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let (left, right) = if self.join.inner_left {
+            (inner_cols, outer_cols)
+        } else {
+            (outer_cols, inner_cols)
+        };
+        let left_width = left.len();
+        let columns: Vec<ArrayRef> = left.into_iter().chain(right).collect();
         let mut joined = RecordBatch::try_new(self.joined.clone(), columns)?;
         if let Some(filter) = &self.join.filter {
-            let left = outer.num_columns();
+            let left = left_width;
             let columns: Vec<ArrayRef> = filter
                 .column_indices()
                 .iter()

@@ -34,6 +34,7 @@ use datafusion::physical_expr::Partitioning;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::coop::CooperativeExec;
 use datafusion::physical_plan::joins::HashJoinExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::statistics::{StatisticsArgs, StatisticsContext};
@@ -85,7 +86,7 @@ impl PhysicalOptimizerRule for IndexJoinRule {
 }
 
 /// The strata scan under `plan`, through the operators that only move its
-/// batches between partitions.
+/// batches between partitions or yield to the scheduler.
 fn scan_below(plan: &Arc<dyn ExecutionPlan>) -> Option<&StrataScanExec> {
     if let Some(s) = plan.downcast_ref::<StrataScanExec>() {
         return Some(s);
@@ -93,10 +94,15 @@ fn scan_below(plan: &Arc<dyn ExecutionPlan>) -> Option<&StrataScanExec> {
     if let Some(r) = plan.downcast_ref::<RepartitionExec>() {
         return scan_below(r.input());
     }
+    if let Some(c) = plan.downcast_ref::<CooperativeExec>() {
+        return scan_below(c.input());
+    }
     None
 }
 
-/// The index join replacing `hj`, if one is possible and chosen.
+/// The index join replacing `hj`, if one is possible and chosen: with the
+/// right side's table as the inner (the usual shape: DataFusion builds on the
+/// side it estimates smaller), or else the left's.
 fn index_join(
     hj: &HashJoinExec,
     settings: &StrataOptions,
@@ -104,19 +110,82 @@ fn index_join(
     if *hj.join_type() != JoinType::Inner
         || hj.null_equality() != NullEquality::NullEqualsNothing
         || hj.null_aware
+        || settings.index_join == IndexJoinSetting::Off
     {
         return Ok(None);
     }
-    let Some(scan) = scan_below(hj.right()) else {
+    let candidates = [false, true]
+        .into_iter()
+        .map(|inner_left| candidate(hj, settings, inner_left))
+        .collect::<Result<Vec<_>>>()?;
+    let Some(best) = candidates
+        .into_iter()
+        .flatten()
+        .min_by(|a, b| a.cost.total_cmp(&b.cost))
+    else {
+        return Ok(None);
+    };
+    let outer = if best.join.inner_left {
+        hj.right().clone()
+    } else {
+        hj.left().clone()
+    };
+    let exec: Arc<dyn ExecutionPlan> = Arc::new(IndexJoinExec::new(outer, best.join, hj.schema()));
+    // Keep the hash join's partitioning, which the operators above were
+    // planned for.
+    let parts = hj.properties().output_partitioning();
+    Ok(Some(match parts.clone() {
+        Partitioning::UnknownPartitioning(1) => exec,
+        Partitioning::UnknownPartitioning(n) => Arc::new(RepartitionExec::try_new(
+            exec,
+            Partitioning::RoundRobinBatch(n),
+        )?),
+        p if p.partition_count() > 1 => Arc::new(RepartitionExec::try_new(exec, p)?),
+        _ => exec,
+    }))
+}
+
+/// A possible index join and its estimated cost (0 when forced).
+struct Candidate {
+    join: IndexJoin,
+    cost: f64,
+}
+
+/// The index join with the table under the left (`inner_left`) or right side
+/// of `hj` as its inner, if that side is a strata scan with an index on a
+/// join key and, under `auto`, the estimates make it cheaper.
+fn candidate(
+    hj: &HashJoinExec,
+    settings: &StrataOptions,
+    inner_left: bool,
+) -> Result<Option<Candidate>> {
+    let (outer_plan, inner_plan) = if inner_left {
+        (hj.right(), hj.left())
+    } else {
+        (hj.left(), hj.right())
+    };
+    let Some(scan) = scan_below(inner_plan) else {
         return Ok(None);
     };
     let req = scan.request();
     if scan.path().ordered || req.limit.is_some() || req.table.is_cold() {
         return Ok(None);
     }
+    // (outer, inner) expression pairs.
+    let on: Vec<_> = hj
+        .on()
+        .iter()
+        .map(|(l, r)| {
+            if inner_left {
+                (r.clone(), l.clone())
+            } else {
+                (l.clone(), r.clone())
+            }
+        })
+        .collect();
     // The first join key whose inner column leads an index.
     let table = &req.table;
-    let found = hj.on().iter().enumerate().find_map(|(j, (_, r))| {
+    let found = on.iter().enumerate().find_map(|(j, (_, r))| {
         let c = r.downcast_ref::<Column>()?;
         let pos = req.output_schema.index_of(c.name()).ok()?;
         let col = req.scan_columns[req.output[pos]];
@@ -131,9 +200,9 @@ fn index_join(
         return Ok(None);
     };
     let smooth = settings.access_path == AccessPathSetting::Smooth;
-    let why = match settings.index_join {
+    let (why, cost) = match settings.index_join {
         IndexJoinSetting::Off => return Ok(None),
-        IndexJoinSetting::On => "strata.index_join=on".to_string(),
+        IndexJoinSetting::On => ("strata.index_join=on".to_string(), 0.0),
         IndexJoinSetting::Auto => {
             if !matches!(
                 settings.access_path,
@@ -142,7 +211,7 @@ fn index_join(
                 return Ok(None);
             }
             let outer =
-                StatisticsContext::new().compute(hj.left().as_ref(), &StatisticsArgs::new())?;
+                StatisticsContext::new().compute(outer_plan.as_ref(), &StatisticsArgs::new())?;
             let Some(&outer_rows) = outer.num_rows.get_value() else {
                 return Ok(None);
             };
@@ -170,37 +239,30 @@ fn index_join(
             if cost_join >= cost_scan {
                 return Ok(None);
             }
-            format!(
-                "est_outer_rows={outer_rows} est_entries={entries:.0}, cost index join={cost_join:.1} < inner scan={cost_scan:.1}"
+            (
+                format!(
+                    "est_outer_rows={outer_rows} est_entries={entries:.0}, cost index join={cost_join:.1} < inner scan={cost_scan:.1}"
+                ),
+                cost_join - cost_scan,
             )
         }
     };
-    let join = IndexJoin {
-        inner: req.clone(),
-        index,
-        on: hj.on().to_vec(),
-        probe,
-        filter: hj.filter().cloned(),
-        projection: hj.projection.as_ref().map(|p| p.to_vec()),
-        path: if smooth {
-            InnerPath::Smooth(req.smooth_options())
-        } else {
-            InnerPath::Index
+    Ok(Some(Candidate {
+        join: IndexJoin {
+            inner: req.clone(),
+            index,
+            on,
+            probe,
+            filter: hj.filter().cloned(),
+            inner_left,
+            projection: hj.projection.as_ref().map(|p| p.to_vec()),
+            path: if smooth {
+                InnerPath::Smooth(req.smooth_options())
+            } else {
+                InnerPath::Index
+            },
+            why,
         },
-        why,
-    };
-    let exec: Arc<dyn ExecutionPlan> =
-        Arc::new(IndexJoinExec::new(hj.left().clone(), join, hj.schema()));
-    // Keep the hash join's partitioning, which the operators above were
-    // planned for.
-    let parts = hj.properties().output_partitioning();
-    Ok(Some(match parts.clone() {
-        Partitioning::UnknownPartitioning(1) => exec,
-        Partitioning::UnknownPartitioning(n) => Arc::new(RepartitionExec::try_new(
-            exec,
-            Partitioning::RoundRobinBatch(n),
-        )?),
-        p if p.partition_count() > 1 => Arc::new(RepartitionExec::try_new(exec, p)?),
-        _ => exec,
+        cost,
     }))
 }
