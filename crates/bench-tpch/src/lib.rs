@@ -1,8 +1,11 @@
 //! `strata bench tpch` —
-//! the Smooth Scan paper's TPC-H experiment (Fig. 13, Table 2): Q1, Q4, Q6, Q7,
-//! Q12, Q14 and Q19 under the classical optimizer with fresh and with stale
-//! statistics, under Smooth Scan, and under each fixed access path, cold, with
-//! wall time and I/O requests per query.
+//! the Smooth Scan paper's TPC-H experiment (§7.2: Fig. 1, Fig. 13, Tables 2
+//! and 3, Fig. 14): Q1, Q4, Q6, Q7, Q12, Q14 and Q19 (or any of the 22) under
+//! the classical optimizer with fresh and with stale statistics, under Smooth
+//! Scan (with fresh and with stale statistics), and under each fixed access
+//! path, cold, with wall time, I/O requests, bytes read and the sizes of the
+//! read requests per query. [`analysis`] makes Tables 2 and 3 and Fig. 1 of
+//! the results; [`trace`] traces Q1's reads for Fig. 14.
 //!
 //! # How statistics go stale
 //!
@@ -29,12 +32,16 @@
 //! down or speeds up half way does so for all of them, in an order rotated
 //! each repetition.
 
+pub mod analysis;
+pub mod trace;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use strata_bench::{Axis, Plot, ResultRow, ResultSet, Samples, Summary};
+use strata_storage::device::READ_SIZE_BUCKETS;
 use strata_load::{TpchSpec, TpchTable, append_tpch_rows};
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};
@@ -52,14 +59,19 @@ pub enum Config {
     OptimizerFresh,
     /// `optimizer` with the statistics of the history only.
     OptimizerStale,
+    /// Smooth Scan with the statistics of the history only: they matter to it
+    /// only through the plan around the scans (e.g. whether a join is an
+    /// index nested-loop join into a Smooth Scan).
+    SmoothStale,
     Path(AccessPathSetting),
 }
 
 impl Config {
-    pub const DEFAULT: [Config; 7] = [
+    pub const DEFAULT: [Config; 8] = [
         Config::OptimizerFresh,
         Config::OptimizerStale,
         Config::Path(AccessPathSetting::Smooth),
+        Config::SmoothStale,
         Config::Path(AccessPathSetting::Full),
         Config::Path(AccessPathSetting::Index),
         Config::Path(AccessPathSetting::Sort),
@@ -70,6 +82,7 @@ impl Config {
         match self {
             Config::OptimizerFresh => "optimizer-fresh".into(),
             Config::OptimizerStale => "optimizer-stale".into(),
+            Config::SmoothStale => "smooth-stale".into(),
             Config::Path(p) => p.name().into(),
         }
     }
@@ -78,12 +91,13 @@ impl Config {
         match s {
             "optimizer-fresh" => Ok(Config::OptimizerFresh),
             "optimizer-stale" => Ok(Config::OptimizerStale),
+            "smooth-stale" => Ok(Config::SmoothStale),
             "optimizer" => Err(
                 "say optimizer-fresh or optimizer-stale (which statistics the optimizer plans from)"
                     .into(),
             ),
             other => other.parse().map(Config::Path).map_err(|e: String| {
-                format!("{e}; or optimizer-fresh, optimizer-stale")
+                format!("{e}; or optimizer-fresh, optimizer-stale, smooth-stale")
             }),
         }
     }
@@ -91,8 +105,14 @@ impl Config {
     fn setting(self) -> AccessPathSetting {
         match self {
             Config::OptimizerFresh | Config::OptimizerStale => AccessPathSetting::Optimizer,
+            Config::SmoothStale => AccessPathSetting::Smooth,
             Config::Path(p) => p,
         }
+    }
+
+    /// Whether the configuration plans with the stale statistics.
+    fn stale(self) -> bool {
+        matches!(self, Config::OptimizerStale | Config::SmoothStale)
     }
 
     fn is_fixed(self) -> bool {
@@ -121,7 +141,38 @@ pub struct BenchOptions {
 }
 
 const STALE_FILE: &str = "stats-stale.json";
-const FRESH_FILE: &str = "stats-fresh.json";
+pub(crate) const FRESH_FILE: &str = "stats-fresh.json";
+
+/// The queries named by `--queries`: `all` is the 22, anything else a list
+/// of names (`1`, `q6`, `Q06`), each as `qNN` with its SQL.
+pub fn resolve_queries(names: &[String]) -> Result<Vec<(String, &'static str)>> {
+    let all: Vec<String>;
+    let names = if names.iter().any(|n| n.eq_ignore_ascii_case("all")) {
+        all = strata_sql::tpch::QUERIES
+            .iter()
+            .map(|(q, _)| q.to_string())
+            .collect();
+        &all[..]
+    } else {
+        names
+    };
+    names
+        .iter()
+        .map(|q| {
+            strata_sql::tpch::query(q)
+                .map(|sql| {
+                    (
+                        format!(
+                            "q{:02}",
+                            q.trim_start_matches(['q', 'Q']).parse::<u32>().unwrap_or(0)
+                        ),
+                        sql,
+                    )
+                })
+                .with_context(|| format!("unknown TPC-H query '{q}' (q1 .. q22, or all)"))
+        })
+        .collect()
+}
 
 /// Builds the benchmark database (see the module docs) unless it is there.
 pub fn prepare(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> Result<()> {
@@ -196,7 +247,7 @@ fn write_json(path: &Path, v: &serde_json::Value) -> Result<()> {
 }
 
 /// Puts the statistics of `file` into the catalog.
-fn install_stats(dir: &Path, file: &str, db_options: &DbOptions) -> Result<()> {
+pub(crate) fn install_stats(dir: &Path, file: &str, db_options: &DbOptions) -> Result<()> {
     let text = std::fs::read(dir.join(file)).with_context(|| format!("reading {file}"))?;
     let v: serde_json::Value = serde_json::from_slice(&text)?;
     let db = Database::open(dir, db_options.clone())?;
@@ -212,29 +263,77 @@ struct Run {
     rows: u64,
     io_requests: u64,
     pages_read: u64,
+    read_sizes: [u64; READ_SIZE_BUCKETS],
     modeled_ms: f64,
     censored: bool,
 }
 
-/// The access paths the scans of `sql` take, from EXPLAIN: one entry per
-/// strata scan, `table: path`.
+/// The access paths the scans of `sql` take and its index nested-loop
+/// joins, from EXPLAIN ([`plan_in`]).
 fn plan_of(session: &SqlSession, sql: &str) -> Result<String> {
     let r = session.execute(&format!("EXPLAIN {sql}"))?;
     let text = strata_sql::format::render(strata_sql::Format::Csv, &r.schema, &r.batches)?;
-    let mut scans: Vec<String> = text
-        .split("StrataScanExec: ")
-        .skip(1)
-        .filter_map(|s| {
-            // one plan line: stop at its end (the CSV quotes multi-line plans)
-            let s = s.split(['\n', '"']).next()?;
-            let table = s.strip_prefix("table=")?.split(',').next()?;
-            let path = s.split(", path=").nth(1)?.split(", ").next()?;
-            Some(format!("{table}: {path}"))
-        })
+    Ok(plan_in(&text))
+}
+
+/// The plan in an EXPLAIN text, in short: one entry per strata scan, `table:
+/// path` (sorted), then one per index nested-loop join, `join: INLJ into
+/// <table> via <index> (<inner path>)`, joined by `; `.
+pub fn plan_in(explain: &str) -> String {
+    // One plan line after `marker`: up to its end (the CSV quotes multi-line
+    // plans).
+    let lines = |marker: &str| -> Vec<String> {
+        explain
+            .split(marker)
+            .skip(1)
+            .filter_map(|s| s.split(['\n', '"']).next())
+            .map(str::to_string)
+            .collect()
+    };
+    // The value of `key=` in a line: up to the next `, ` outside parentheses
+    // (a path's label has commas in its parentheses).
+    let field = |line: &str, key: &str| -> Option<String> {
+        let at = if line.starts_with(key) {
+            0
+        } else {
+            line.find(&format!(", {key}"))? + 2
+        };
+        let rest = &line[at + key.len()..];
+        let mut depth = 0i32;
+        let mut end = rest.len();
+        for (i, c) in rest.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                ',' if depth == 0 && rest[i..].starts_with(", ") => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        Some(rest[..end].to_string())
+    };
+    let mut scans: Vec<String> = lines("StrataScanExec: ")
+        .iter()
+        .filter_map(|l| Some(format!("{}: {}", field(l, "table=")?, field(l, "path=")?)))
         .collect();
     scans.sort();
     scans.dedup();
-    Ok(scans.join("; "))
+    let mut joins: Vec<String> = lines("IndexNestedLoopJoinExec: ")
+        .iter()
+        .filter_map(|l| {
+            Some(format!(
+                "join: INLJ into {} ({})",
+                field(l, "inner=")?,
+                field(l, "inner_path=")?
+            ))
+        })
+        .collect();
+    joins.sort();
+    joins.dedup();
+    scans.extend(joins);
+    scans.join("; ")
 }
 
 fn run_once(opts: &BenchOptions, config: Config, sql: &str) -> Result<(Run, String)> {
@@ -252,6 +351,7 @@ fn run_once(opts: &BenchOptions, config: Config, sql: &str) -> Result<(Run, Stri
             rows: r.as_ref().map_or(0, |r| r.rows() as u64),
             io_requests: r.as_ref().map_or(0, |r| r.io.read_requests),
             pages_read: r.as_ref().map_or(0, |r| r.io.pages_read),
+            read_sizes: r.as_ref().map_or([0; READ_SIZE_BUCKETS], |r| r.io.read_sizes),
             modeled_ms: r.as_ref().map_or(0.0, |r| r.io.modeled_ms()),
             censored: r.is_none(),
         },
@@ -268,23 +368,7 @@ pub fn run(
     if opts.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
-    let queries: Vec<(String, &str)> = opts
-        .queries
-        .iter()
-        .map(|q| {
-            strata_sql::tpch::query(q)
-                .map(|sql| {
-                    (
-                        format!(
-                            "q{:02}",
-                            q.trim_start_matches(['q', 'Q']).parse::<u32>().unwrap_or(0)
-                        ),
-                        sql,
-                    )
-                })
-                .with_context(|| format!("unknown TPC-H query '{q}' (q1 .. q22)"))
-        })
-        .collect::<Result<_>>()?;
+    let queries = resolve_queries(&opts.queries)?;
     prepare(opts, progress)?;
     let mut samples = Samples::new();
     let mut notes = vec![format!(
@@ -311,7 +395,7 @@ pub fn run(
                 if censored[ci] {
                     continue;
                 }
-                let stats = if config == Config::OptimizerStale {
+                let stats = if config.stale() {
                     STALE_FILE
                 } else {
                     FRESH_FILE
@@ -339,6 +423,7 @@ pub fn run(
                 row.io_requests = run.io_requests;
                 row.pages_read = run.pages_read;
                 row.rows_out = run.rows;
+                analysis::add_io_columns(&mut row, run.pages_read, &run.read_sizes);
                 samples.add(row);
                 censored[ci] = run.censored;
             }
@@ -367,14 +452,7 @@ pub fn run(
     Ok((results, notes))
 }
 
-/// Median wall time of `config` on query `q`, and whether it was censored.
-fn wall(results: &ResultSet, q: &str, config: &str) -> Option<(f64, bool)> {
-    results
-        .rows()
-        .iter()
-        .find(|r| r.get("query") == q && r.variant == config)
-        .map(|r| (r.wall_ms, r.get("censored") == "yes"))
-}
+use analysis::wall;
 
 fn ms(v: Option<(f64, bool)>) -> String {
     match v {
@@ -435,14 +513,17 @@ pub fn write(opts: &BenchOptions, results: &ResultSet, notes: &[String]) -> Resu
     let mut s = Summary::new(&format!("TPC-H SF {} — access paths under SQL", opts.sf));
     s.paragraph(
         "Cold wall time in ms (median of the runs; ≥ marks a run cancelled at the timeout) \
-         and read requests per query, as the Smooth Scan paper's Fig. 13 and Table 2. \
+         per query, as the Smooth Scan paper's Fig. 13. \
          `smooth/best` is Smooth Scan against the best fixed path (full, index, sort); \
-         `stale/smooth` is the optimizer with stale statistics against Smooth Scan.",
+         `stale/smooth` is the optimizer with stale statistics against Smooth Scan; \
+         `smooth-stale/best` is Smooth Scan with stale statistics against the fastest \
+         configuration of the query that finished (any path, any join; strata's only).",
     );
     let mut header = vec!["query".to_string()];
     header.extend(variants.iter().cloned());
     header.push("smooth/best".into());
     header.push("stale/smooth".into());
+    header.push("smooth-stale/best".into());
     let mut rows = Vec::new();
     for q in &queries {
         let mut row = vec![q.to_uppercase()];
@@ -467,37 +548,58 @@ pub fn write(opts: &BenchOptions, results: &ResultSet, notes: &[String]) -> Resu
             }
             _ => "-".into(),
         });
+        row.push(
+            match (wall(results, q, "smooth-stale"), analysis::best(results, q)) {
+                (Some((w, censored)), Some(b)) => {
+                    analysis::ratio_text(Some((w / b, censored)))
+                }
+                _ => "-".into(),
+            },
+        );
         rows.push(row);
     }
     s.table(&header, &rows);
-    let mut io_rows = Vec::new();
-    for q in &queries {
-        let mut row = vec![q.to_uppercase()];
-        for v in &variants {
-            let r = results
-                .rows()
-                .iter()
-                .find(|r| &r.get("query") == q && &r.variant == v);
-            row.push(r.map_or("-".into(), |r| {
-                if r.get("censored") == "yes" {
-                    "(timeout)".into()
-                } else if r.get("io_requests_known") == "no" {
-                    // PostgreSQL reports buffer accesses, not requests.
-                    format!("n/a ({} pages)", r.pages_read)
-                } else {
-                    r.io_requests.to_string()
-                }
-            }));
-        }
-        io_rows.push(row);
+    s.heading("Table 2: read requests and bytes read");
+    s.paragraph(
+        "Read requests and bytes read (pages read × 8 KiB; MB = 10^6 bytes) per query and \
+         configuration, medians' runs; the paper's Table 2 (SF 10: PostgreSQL's own plan \
+         vs Smooth Scan) in the last two rows. `(timeout)`: a censored run, whose counters \
+         are lost.",
+    );
+    let (h2, r2) = analysis::table2(results, &queries, &variants);
+    s.table(&h2, &r2);
+    s.heading("Table 3: read request sizes");
+    s.paragraph(
+        "Read requests by size (8KiB = 1 page, 16KiB = 2, 32KiB = 3–4, …, 1MiB = 65–128 \
+         pages, >1MiB more) per query and configuration that finished; the paper's \
+         Table 3 (Q1 under Smooth Scan, SF 10, largest class 128 KB) in the last row. \
+         Columns `reads_<size>` of tpch.csv.",
+    );
+    let (h3, r3) = analysis::table3(results, &queries, &variants);
+    s.table(&h3, &r3);
+    if let Some((fig1, h1, r1)) = analysis::fig1(
+        results,
+        &queries,
+        format!("Fig. 1: stale statistics, TPC-H SF {} on {}", opts.sf, opts.device),
+    ) {
+        fig1.write(opts.out.join("fig1"))?;
+        s.heading("Fig. 1: what stale statistics cost");
+        s.paragraph(
+            "Wall time of the plan made with stale statistics over the optimizer's plan \
+             with fresh ones: the classical optimizer (`optimizer-stale`) and Smooth Scan \
+             (`smooth-stale`). ≥ (and * in the figure): the stale run was censored, the \
+             ratio is a lower bound; `-`: a run is missing or `optimizer-fresh` was censored. \
+             The paper's Fig. 1 is DBMS-X at SF 10, where Q12 and Q19 degrade by 400x and \
+             20x through an index nested-loop join.",
+        );
+        s.table(&h1, &r1);
+        s.image("Fig. 1", "fig1.png");
     }
-    s.heading("Read requests");
-    s.table(&header[..header.len() - 2], &io_rows);
     s.heading("Plans");
     let plans: Vec<String> = results
         .rows()
         .iter()
-        .filter(|r| r.variant.starts_with("optimizer"))
+        .filter(|r| r.variant.starts_with("optimizer") || r.variant.starts_with("smooth"))
         .map(|r| {
             format!(
                 "{} {}: {}",

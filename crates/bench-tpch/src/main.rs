@@ -14,7 +14,7 @@ use strata_storage::util::parse_size;
 #[command(
     name = "strata bench tpch",
     version,
-    about = "TPC-H Q1, Q4, Q6, Q7, Q12, Q14, Q19 under the optimizer (fresh and stale statistics), Smooth Scan and each fixed path; cold wall time and I/O"
+    about = "TPC-H Q1, Q4, Q6, Q7, Q12, Q14, Q19 under the optimizer (fresh and stale statistics), Smooth Scan (fresh and stale) and each fixed path; cold wall time and I/O (the Smooth Scan paper's Fig. 1, Fig. 13, Tables 2 and 3; Fig. 14 with --fig14)"
 )]
 struct Cli {
     /// Database directory (unused: the benchmark has its own, --bench-db).
@@ -42,11 +42,11 @@ struct TpchArgs {
     /// Where tpch.csv, tpch.md and the plots go.
     #[arg(long, default_value = "results/tpch")]
     out: PathBuf,
-    /// Queries, e.g. 1,6,14 (default: the paper's seven).
+    /// Queries, e.g. 1,6,14, or `all` (the 22; default: the paper's seven).
     #[arg(long, value_delimiter = ',')]
     queries: Vec<String>,
-    /// Configurations: optimizer-fresh, optimizer-stale, smooth, full, index,
-    /// sort, switch (default: all).
+    /// Configurations: optimizer-fresh, optimizer-stale, smooth, smooth-stale,
+    /// full, index, sort, switch (default: all).
     #[arg(long, value_delimiter = ',')]
     configs: Vec<String>,
     /// Runs per point (median reported).
@@ -58,6 +58,14 @@ struct TpchArgs {
     /// Also run the queries in PostgreSQL (set up by scripts/setup_postgres.sh), loaded from the same tables, cold where permitted.
     #[arg(long)]
     with_postgres: bool,
+    /// Instead of the runs: Fig. 14, Q1 once under full, index and smooth with
+    /// the device's trace on (fig14-<path>.csv, .png, fig14.md); each run stops
+    /// at --timeout.
+    #[arg(long)]
+    fig14: bool,
+    /// Fig. 14: keep at most this many requests per trace (the rest are counted).
+    #[arg(long, default_value_t = 2_000_000)]
+    trace_max_events: usize,
 }
 
 fn main() -> ExitCode {
@@ -84,6 +92,13 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
             .map(|c| Config::parse(c).map_err(Usage))
             .collect::<Result<_, _>>()?
     };
+    if a.fig14 && (!a.queries.is_empty() || !a.configs.is_empty() || a.with_postgres) {
+        return Err(Usage(
+            "--fig14 traces Q1 under full, index and smooth; it takes no --queries, --configs or --with-postgres"
+                .into(),
+        )
+        .into());
+    }
     let queries = if a.queries.is_empty() {
         PAPER_QUERIES.iter().map(|q| q.to_string()).collect()
     } else {
@@ -109,6 +124,13 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
         device: cli.device.clone(),
         with_postgres: a.with_postgres,
     };
+    if a.fig14 {
+        strata_bench_tpch::trace::fig14(&opts, a.trace_max_events, &mut |l| eprintln!("{l}"))?;
+        let md = opts.out.join("fig14.md");
+        print!("{}", std::fs::read_to_string(&md)?);
+        eprintln!("wrote {}", md.display());
+        return Ok(());
+    }
     let (results, notes) = strata_bench_tpch::run(&opts, &mut |l| eprintln!("{l}"))?;
     let md = strata_bench_tpch::write(&opts, &results, &notes)?;
     print!("{}", std::fs::read_to_string(&md)?);

@@ -1,4 +1,4 @@
-//! Line and grouped-bar plots, drawn with `plotters` and written as SVG and
+//! Line, scatter and grouped-bar plots, drawn with `plotters` and written as SVG and
 //! PNG.
 //!
 //! One drawing routine, generic over the plotters backend, draws the figure
@@ -87,6 +87,8 @@ pub enum Legend {
 #[derive(Debug, Clone, PartialEq)]
 enum Kind {
     Lines,
+    /// A scatter plot: a small dot per point, nothing joining them.
+    Points,
     Bars { categories: Vec<String> },
 }
 
@@ -119,6 +121,15 @@ impl Plot {
             legend: Legend::Right,
             width: 1000,
             height: 640,
+        }
+    }
+
+    /// A scatter plot: each series is a cloud of small dots, not joined
+    /// (e.g. an I/O trace: device address against time).
+    pub fn points(title: impl Into<String>, x: Axis, y: Axis) -> Plot {
+        Plot {
+            kind: Kind::Points,
+            ..Plot::lines(title, x, y)
         }
     }
 
@@ -338,6 +349,9 @@ fn draw_marker<DB: DrawingBackend>(
 }
 
 const TICK_FONT: u32 = 21;
+
+/// Radius (pixels) of a scatter plot's dots.
+const DOT: u32 = 2;
 const LABEL_FONT: u32 = 22;
 const TITLE_FONT: u32 = 27;
 const PAD: i32 = 16;
@@ -542,6 +556,8 @@ enum Sample {
     Line(usize),
     /// A bar of the series' colour.
     Bar,
+    /// A dot of the series' colour.
+    Dot,
     /// The i-th reference line's dashes.
     Ref(usize),
 }
@@ -553,7 +569,7 @@ impl Plot {
     fn categories(&self) -> Option<&[String]> {
         match &self.kind {
             Kind::Bars { categories } => Some(categories),
-            Kind::Lines => None,
+            Kind::Lines | Kind::Points => None,
         }
     }
 
@@ -609,7 +625,11 @@ impl Plot {
         // Legend entries and size.
         let mut entries: Vec<(&str, RGBColor, Sample)> = Vec::new();
         for (i, s) in self.series.iter().enumerate() {
-            let sample = if bars { Sample::Bar } else { Sample::Line(i) };
+            let sample = match self.kind {
+                Kind::Bars { .. } => Sample::Bar,
+                Kind::Points => Sample::Dot,
+                Kind::Lines => Sample::Line(i),
+            };
             entries.push((&s.name, PALETTE[i % PALETTE.len()], sample));
         }
         for (i, (label, _)) in self.hlines.iter().enumerate() {
@@ -701,6 +721,11 @@ impl Plot {
                 let pts: Vec<(f64, f64)> = (s.points.iter().copied())
                     .filter(|&(x, y)| shows(x_log, x) && shows(y_log, y))
                     .collect();
+                if self.kind == Kind::Points {
+                    let dots = pts.iter().map(|&p| Circle::new(p, DOT, color.filled()));
+                    chart.draw_series(dots)?;
+                    continue;
+                }
                 chart.draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?;
                 for p in &pts {
                     draw_marker(&root, i, chart.backend_coord(p), color)?;
@@ -745,6 +770,9 @@ impl Plot {
                             color.stroke_width(2),
                         ))?;
                         draw_marker(&root, i, ((sx + ex) / 2, cy), *color)?;
+                    }
+                    Sample::Dot => {
+                        root.draw(&Circle::new(((sx + ex) / 2, cy), 4, color.filled()))?;
                     }
                     Sample::Bar => {
                         let corners = [(sx + 6, cy - 8), (ex - 6, cy + 8)];
@@ -1033,6 +1061,23 @@ mod tests {
         let mid = (py.start + py.end) / 2;
         assert_eq!(img.at(x_at(0.1 + 0.6), mid + 5), PALETTE[1]);
         assert_ne!(img.at(x_at(0.1 + 0.6), mid - 5), PALETTE[1]);
+    }
+
+    #[test]
+    fn points_are_dots_without_lines() {
+        let plot = Plot::points("trace", Axis::linear("time"), Axis::linear("page"))
+            .series("table reads", [(0.0, 0.0), (10.0, 10.0)])
+            .size(600, 400);
+        let svg = plot.to_svg();
+        assert_well_formed(&svg);
+        assert!(svg_texts(&svg).contains(&"table reads"));
+        assert!(!svg.contains("<polyline"), "no line joins the dots");
+        let (png, (px, py)) = plot.render_png().unwrap();
+        let img = Image::decode(&png);
+        // A dot at each end of the diagonal, nothing half way along it.
+        assert_eq!(img.at(px.start + 1, py.end - 2), PALETTE[0]);
+        let (mx, my) = ((px.start + px.end) / 2, (py.start + py.end) / 2);
+        assert!((-3..=3).all(|d| img.at(mx + d, my + d) != PALETTE[0]));
     }
 
     #[test]

@@ -1200,6 +1200,8 @@ mod tests {
                     write_requests: 3,
                     pages_written: 13,
                     modeled_ns: 0,
+                    // 1 page: 6 reads; 2 pages: 2; 3 pages: 1 (the 3–4 class)
+                    read_sizes: [6, 2, 1, 0, 0, 0, 0, 0, 0],
                 }
             );
         }

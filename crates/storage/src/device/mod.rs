@@ -234,6 +234,9 @@ pub struct IoStats {
     write_requests: AtomicU64,
     pages_written: AtomicU64,
     modeled_ns: AtomicU64,
+    /// Read requests by size ([`read_size_bucket`]): the Smooth Scan paper's
+    /// Table 3.
+    read_sizes: [AtomicU64; READ_SIZE_BUCKETS],
     /// Where the previous read ended: (file, next page). Decides sequential vs random.
     last_read_end: Mutex<Option<(FileId, u64)>>,
     /// How many times [`IoStats::forget_position`] was called, so a device that
@@ -253,6 +256,7 @@ impl IoStats {
         };
         self.read_requests.fetch_add(1, Ordering::Relaxed);
         self.pages_read.fetch_add(pages, Ordering::Relaxed);
+        self.read_sizes[read_size_bucket(pages)].fetch_add(1, Ordering::Relaxed);
         if sequential {
             self.sequential_reads.fetch_add(1, Ordering::Relaxed);
         } else {
@@ -291,8 +295,27 @@ impl IoStats {
             write_requests: self.write_requests.load(Ordering::Relaxed),
             pages_written: self.pages_written.load(Ordering::Relaxed),
             modeled_ns: self.modeled_ns.load(Ordering::Relaxed),
+            read_sizes: std::array::from_fn(|i| self.read_sizes[i].load(Ordering::Relaxed)),
         }
     }
+}
+
+/// How many size classes [`IoCounters::read_sizes`] has.
+pub const READ_SIZE_BUCKETS: usize = 9;
+
+/// The size classes of read requests, by their largest size: 8 KiB (1 page),
+/// 16 KiB (2), 32 KiB (3–4), 64 KiB (5–8), 128 KiB, 256 KiB, 512 KiB, 1 MiB
+/// (65–128 pages), and larger than 1 MiB.
+pub const READ_SIZE_LABELS: [&str; READ_SIZE_BUCKETS] = [
+    "8KiB", "16KiB", "32KiB", "64KiB", "128KiB", "256KiB", "512KiB", "1MiB", ">1MiB",
+];
+
+/// The size class of a read of `pages` pages: the smallest `b` with
+/// `pages <= 2^b`, the last class taking everything above 128 pages (an empty
+/// read, which devices do not count as a request, would go to the first).
+pub fn read_size_bucket(pages: u64) -> usize {
+    let b = pages.max(1).next_power_of_two().trailing_zeros() as usize;
+    b.min(READ_SIZE_BUCKETS - 1)
 }
 
 /// A plain copy of [`IoStats`]; `after - before` is what happened in between.
@@ -305,6 +328,9 @@ pub struct IoCounters {
     pub write_requests: u64,
     pub pages_written: u64,
     pub modeled_ns: u64,
+    /// Read requests per size class ([`read_size_bucket`], labels in
+    /// [`READ_SIZE_LABELS`]); they sum to `read_requests`.
+    pub read_sizes: [u64; READ_SIZE_BUCKETS],
 }
 
 impl IoCounters {
@@ -330,6 +356,7 @@ impl std::ops::Sub for IoCounters {
             write_requests: self.write_requests - o.write_requests,
             pages_written: self.pages_written - o.pages_written,
             modeled_ns: self.modeled_ns - o.modeled_ns,
+            read_sizes: std::array::from_fn(|i| self.read_sizes[i] - o.read_sizes[i]),
         }
     }
 }
@@ -356,4 +383,44 @@ pub fn segment_path(base: &Path, seg: u64) -> PathBuf {
     let mut s = base.as_os_str().to_owned();
     s.push(format!(".{seg:04}"));
     PathBuf::from(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_size_classes_are_powers_of_two_pages() {
+        let classes: Vec<usize> = [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 10_000]
+            .iter()
+            .map(|&p| read_size_bucket(p))
+            .collect();
+        assert_eq!(classes, [0, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8]);
+        assert_eq!(READ_SIZE_LABELS[4], "128KiB");
+        assert_eq!(16 * PAGE_SIZE, 128 << 10, "16 pages are 128 KiB");
+    }
+
+    #[test]
+    fn the_read_size_histogram_counts_exactly_the_requests_recorded() {
+        let stats = IoStats::default();
+        let f = FileId(1);
+        let sizes = [1u64, 1, 2, 3, 4, 16, 16, 16, 100, 128, 129, 1000];
+        let mut at = 0;
+        for &n in &sizes {
+            stats.record_read(f, at, n);
+            at += n + 1;
+        }
+        stats.record_write(64); // writes are not in it
+        let before = stats.snapshot();
+        assert_eq!(before.read_sizes, [2, 1, 2, 0, 3, 0, 0, 2, 2]);
+        assert_eq!(before.read_sizes.iter().sum::<u64>(), before.read_requests);
+        assert_eq!(before.read_requests, sizes.len() as u64);
+        // A delta holds only what happened in between.
+        stats.record_read(f, 0, 8);
+        stats.record_read(f, 8, 8);
+        let d = stats.snapshot() - before;
+        assert_eq!(d.read_sizes, [0, 0, 0, 2, 0, 0, 0, 0, 0]);
+        assert_eq!(d.read_requests, 2);
+        assert_eq!(d.bytes_read(), 16 * PAGE_SIZE as u64);
+    }
 }

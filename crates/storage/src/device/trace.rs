@@ -92,6 +92,9 @@ pub struct TraceEvent {
 pub struct Trace {
     pub events: Vec<TraceEvent>,
     pub files: BTreeMap<FileId, PathBuf>,
+    /// Requests made after the cap of [`TraceRecorder::start_capped`] was
+    /// reached, counted but not recorded.
+    pub dropped: u64,
 }
 
 impl Trace {
@@ -180,6 +183,8 @@ struct Recording {
     trace: Trace,
     step: u64,
     started: Option<Instant>,
+    /// At most this many events are kept.
+    limit: usize,
 }
 
 /// One request to record (the device fills it in).
@@ -196,10 +201,18 @@ pub(crate) struct Charged {
 impl TraceRecorder {
     /// Starts (or restarts, dropping what was recorded) a trace.
     pub fn start(&self) {
+        self.start_capped(usize::MAX);
+    }
+
+    /// Starts a trace that keeps the first `max_events` requests and only
+    /// counts the rest ([`Trace::dropped`]), so that a long run's trace stays
+    /// within memory.
+    pub fn start_capped(&self, max_events: usize) {
         *self.state.lock() = Some(Recording {
             trace: Trace::default(),
             step: 0,
             started: Some(Instant::now()),
+            limit: max_events,
         });
     }
 
@@ -237,6 +250,10 @@ impl TraceRecorder {
         let ws = wall_start.saturating_duration_since(t0).as_nanos() as u64;
         let we = (Instant::now().saturating_duration_since(t0).as_nanos() as u64).max(ws + 1);
         for mut c in reqs {
+            if r.trace.events.len() >= r.limit {
+                r.trace.dropped += 1;
+                continue;
+            }
             if wall_only {
                 (c.start_ns, c.end_ns) = (ws, we);
             }
@@ -424,6 +441,29 @@ mod tests {
         Stream {
             steps: vec![Step { gap_ns: 0, reqs }],
         }
+    }
+
+    #[test]
+    fn a_capped_trace_keeps_the_first_events_and_counts_the_rest() {
+        let rec = TraceRecorder::default();
+        rec.start_capped(3);
+        let charged = |first| Charged {
+            file: FileId(0),
+            path: None,
+            first_page: first,
+            pages: 1,
+            kind: IoKind::Read,
+            start_ns: 0,
+            end_ns: 1,
+        };
+        for i in 0..5 {
+            rec.record(Instant::now(), vec![charged(i)]);
+        }
+        let t = rec.take();
+        let firsts: Vec<u64> = t.events.iter().map(|e| e.first_page).collect();
+        assert_eq!(firsts, [0, 1, 2]);
+        assert_eq!(t.dropped, 2);
+        assert!(!rec.is_active());
     }
 
     // SSD: a page is 40_960 ns at 200 MB/s, latency 200_000 ns.
