@@ -104,7 +104,10 @@ pub fn table2(
         }
         rows.push(line);
     }
-    for (label, pick) in [("paper: PostgreSQL, SF 10", 0), ("paper: Smooth Scan, SF 10", 1)] {
+    for (label, pick) in [
+        ("paper: PostgreSQL, SF 10", 0),
+        ("paper: Smooth Scan, SF 10", 1),
+    ] {
         let mut line = vec![label.to_string()];
         for q in queries {
             line.push(match PAPER_TABLE2.iter().find(|p| p.0 == q) {
@@ -157,7 +160,11 @@ pub fn table3(
     }
     let mut paper = vec!["Q01".into(), "paper: Smooth Scan, SF 10".into()];
     for i in 0..READ_SIZE_BUCKETS {
-        paper.push(PAPER_TABLE3_Q1_SMOOTH.get(i).map_or("-".into(), |n| n.to_string()));
+        paper.push(
+            PAPER_TABLE3_Q1_SMOOTH
+                .get(i)
+                .map_or("-".into(), |n| n.to_string()),
+        );
     }
     paper.push(PAPER_TABLE3_Q1_SMOOTH.iter().sum::<u64>().to_string());
     rows.push(paper);
@@ -223,15 +230,17 @@ pub fn fig1(
         let lower = rs.iter().flatten().any(|r| r.1);
         format!("{}{}", q.to_uppercase(), if lower { "*" } else { "" })
     });
-    let mut plot = Plot::bars(title, "query (* a censored run: its bar is a lower bound)", labels, Axis::log10("wall time / optimizer-fresh"))
-        .hline("optimizer-fresh", 1.0);
+    let mut plot = Plot::bars(
+        title,
+        "query (* a censored run: its bar is a lower bound)",
+        labels,
+        Axis::log10("wall time / optimizer-fresh"),
+    )
+    .hline("optimizer-fresh", 1.0);
     let mut header = vec!["query".to_string()];
     for (k, (n, d)) in FIG1_RATIOS.iter().enumerate() {
         let name = format!("{n} / {d}");
-        plot = plot.bar_series(
-            &name,
-            ratios.iter().map(|rs| rs[k].map_or(0.0, |r| r.0)),
-        );
+        plot = plot.bar_series(&name, ratios.iter().map(|rs| rs[k].map_or(0.0, |r| r.0)));
         header.push(name);
     }
     let rows = queries
@@ -257,17 +266,38 @@ mod tests {
         r.wall_ms = wall;
         r.io_requests = sizes.iter().sum();
         r.pages_read = 3 * r.io_requests;
-        add_io_columns(&mut r, r.pages_read, &sizes);
+        let pages = r.pages_read;
+        add_io_columns(&mut r, pages, &sizes);
         r
     }
 
     fn results() -> ResultSet {
         let mut s = ResultSet::new();
-        s.push(run("q01", "optimizer-fresh", 100.0, false, [1, 0, 0, 0, 20, 0, 0, 0, 0]));
+        s.push(run(
+            "q01",
+            "optimizer-fresh",
+            100.0,
+            false,
+            [1, 0, 0, 0, 20, 0, 0, 0, 0],
+        ));
         s.push(run("q01", "optimizer-stale", 400.0, true, [0; 9]));
-        s.push(run("q01", "smooth-stale", 120.0, false, [3, 2, 1, 0, 15000, 0, 0, 0, 0]));
-        s.push(run("q01", "full", 90.0, false, [0, 0, 0, 0, 21, 0, 0, 0, 0]));
-        s.push(run("q01", "postgres-optimizer", 10.0, false, [0; 9]).with("io_requests_known", "no"));
+        s.push(run(
+            "q01",
+            "smooth-stale",
+            120.0,
+            false,
+            [3, 2, 1, 0, 15000, 0, 0, 0, 0],
+        ));
+        s.push(run(
+            "q01",
+            "full",
+            90.0,
+            false,
+            [0, 0, 0, 0, 21, 0, 0, 0, 0],
+        ));
+        s.push(
+            run("q01", "postgres-optimizer", 10.0, false, [0; 9]).with("io_requests_known", "no"),
+        );
         s
     }
 
@@ -297,18 +327,36 @@ mod tests {
         let variants: Vec<&str> = rows.iter().map(|r| r[1].as_str()).collect();
         assert_eq!(
             variants,
-            ["optimizer-fresh", "smooth-stale", "full", "paper: Smooth Scan, SF 10"]
+            [
+                "optimizer-fresh",
+                "smooth-stale",
+                "full",
+                "paper: Smooth Scan, SF 10"
+            ]
         );
-        assert_eq!(rows[1][2..], ["3", "2", "1", "0", "15000", "0", "0", "0", "0", "15006"]);
+        assert_eq!(
+            rows[1][2..],
+            ["3", "2", "1", "0", "15000", "0", "0", "0", "0", "15006"]
+        );
         assert_eq!(rows[3][2..7], ["3079", "288", "174", "168", "83263"]);
     }
 
     #[test]
     fn fig1_ratios_mark_lower_bounds_and_best_ignores_postgres_and_timeouts() {
         let s = results();
-        assert_eq!(ratio(&s, "q01", "optimizer-stale", "optimizer-fresh"), Some((4.0, true)));
-        assert_eq!(ratio(&s, "q01", "smooth-stale", "optimizer-fresh"), Some((1.2, false)));
-        assert_eq!(ratio(&s, "q01", "optimizer-fresh", "optimizer-stale"), None, "censored denominator");
+        assert_eq!(
+            ratio(&s, "q01", "optimizer-stale", "optimizer-fresh"),
+            Some((4.0, true))
+        );
+        assert_eq!(
+            ratio(&s, "q01", "smooth-stale", "optimizer-fresh"),
+            Some((1.2, false))
+        );
+        assert_eq!(
+            ratio(&s, "q01", "optimizer-fresh", "optimizer-stale"),
+            None,
+            "censored denominator"
+        );
         assert_eq!(best(&s, "q01"), Some(90.0));
         let (_, header, rows) = fig1(&s, &["q01".to_string()], "Fig. 1".into()).unwrap();
         assert_eq!(header[1], "optimizer-stale / optimizer-fresh");

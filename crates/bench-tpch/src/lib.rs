@@ -41,10 +41,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use strata_bench::{Axis, Plot, ResultRow, ResultSet, Samples, Summary};
-use strata_storage::device::READ_SIZE_BUCKETS;
 use strata_load::{TpchSpec, TpchTable, append_tpch_rows};
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};
+use strata_storage::device::READ_SIZE_BUCKETS;
 use strata_storage::types::{Value, days_from_civil};
 
 use strata_sql::{AccessPathSetting, SqlSession};
@@ -351,7 +351,9 @@ fn run_once(opts: &BenchOptions, config: Config, sql: &str) -> Result<(Run, Stri
             rows: r.as_ref().map_or(0, |r| r.rows() as u64),
             io_requests: r.as_ref().map_or(0, |r| r.io.read_requests),
             pages_read: r.as_ref().map_or(0, |r| r.io.pages_read),
-            read_sizes: r.as_ref().map_or([0; READ_SIZE_BUCKETS], |r| r.io.read_sizes),
+            read_sizes: r
+                .as_ref()
+                .map_or([0; READ_SIZE_BUCKETS], |r| r.io.read_sizes),
             modeled_ms: r.as_ref().map_or(0.0, |r| r.io.modeled_ms()),
             censored: r.is_none(),
         },
@@ -550,9 +552,7 @@ pub fn write(opts: &BenchOptions, results: &ResultSet, notes: &[String]) -> Resu
         });
         row.push(
             match (wall(results, q, "smooth-stale"), analysis::best(results, q)) {
-                (Some((w, censored)), Some(b)) => {
-                    analysis::ratio_text(Some((w / b, censored)))
-                }
+                (Some((w, censored)), Some(b)) => analysis::ratio_text(Some((w / b, censored))),
                 _ => "-".into(),
             },
         );
@@ -580,7 +580,10 @@ pub fn write(opts: &BenchOptions, results: &ResultSet, notes: &[String]) -> Resu
     if let Some((fig1, h1, r1)) = analysis::fig1(
         results,
         &queries,
-        format!("Fig. 1: stale statistics, TPC-H SF {} on {}", opts.sf, opts.device),
+        format!(
+            "Fig. 1: stale statistics, TPC-H SF {} on {}",
+            opts.sf, opts.device
+        ),
     ) {
         fig1.write(opts.out.join("fig1"))?;
         s.heading("Fig. 1: what stale statistics cost");

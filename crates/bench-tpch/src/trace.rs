@@ -72,10 +72,7 @@ pub fn fig14(
     let mut runs = Vec::new();
     for path in FIG14_PATHS {
         let db = Arc::new(Database::open(&opts.bench_db, opts.db_options.clone())?);
-        let recorder = db
-            .device()
-            .trace()
-            .context("the device records no trace")?;
+        let recorder = db.device().trace().context("the device records no trace")?;
         let session = SqlSession::new(db.clone())?;
         session.set("strata.access_path", path.name())?;
         recorder.start_capped(max_events);
@@ -172,10 +169,7 @@ fn plot(opts: &BenchOptions, trace: &Trace, path: AccessPathSetting) -> Result<(
             .map(|e| (e.start_ns as f64 / 1e6, (base + e.first_page) as f64))
             .collect();
         let every = reads.len().div_ceil(MAX_DOTS).max(1);
-        plot = plot.series(
-            format!("{name} reads"),
-            reads.into_iter().step_by(every),
-        );
+        plot = plot.series(format!("{name} reads"), reads.into_iter().step_by(every));
     }
     let stem = opts.out.join(format!("fig14-{}", path.name()));
     plot.write(&stem)
@@ -211,11 +205,7 @@ fn summary(opts: &BenchOptions, max_events: usize, runs: &[TracedRun]) -> Result
         .map(|r| {
             vec![
                 r.path.name().to_string(),
-                format!(
-                    "{}{:.0}",
-                    if r.censored { "≥ " } else { "" },
-                    r.wall_ms
-                ),
+                format!("{}{:.0}", if r.censored { "≥ " } else { "" }, r.wall_ms),
                 r.read_requests
                     .map_or("(timeout)".into(), |n| n.to_string()),
                 r.traced.to_string(),

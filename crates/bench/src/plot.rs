@@ -89,7 +89,9 @@ enum Kind {
     Lines,
     /// A scatter plot: a small dot per point, nothing joining them.
     Points,
-    Bars { categories: Vec<String> },
+    Bars {
+        categories: Vec<String>,
+    },
 }
 
 /// A plot; build it with [`Plot::lines`] or [`Plot::bars`] and the builder

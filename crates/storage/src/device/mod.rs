@@ -391,10 +391,12 @@ mod tests {
 
     #[test]
     fn read_size_classes_are_powers_of_two_pages() {
-        let classes: Vec<usize> = [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 10_000]
-            .iter()
-            .map(|&p| read_size_bucket(p))
-            .collect();
+        let classes: Vec<usize> = [
+            1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65, 128, 129, 10_000,
+        ]
+        .iter()
+        .map(|&p| read_size_bucket(p))
+        .collect();
         assert_eq!(classes, [0, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8]);
         assert_eq!(READ_SIZE_LABELS[4], "128KiB");
         assert_eq!(16 * PAGE_SIZE, 128 << 10, "16 pages are 128 KiB");
