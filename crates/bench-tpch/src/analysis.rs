@@ -13,9 +13,12 @@ use strata_storage::device::{PAGE_SIZE, READ_SIZE_BUCKETS, READ_SIZE_LABELS};
 
 use crate::Config;
 
+/// Thousands of read requests and GB read, as the paper's Table 2 gives them.
+pub type PaperIo = (u32, f64);
+
 /// The paper's Table 2 (SF 10, PostgreSQL's plan vs Smooth Scan): query,
-/// (requests in K, GB read) for PostgreSQL, the same for Smooth Scan.
-pub const PAPER_TABLE2: [(&str, (u32, f64), (u32, f64)); 5] = [
+/// [`PaperIo`] for PostgreSQL, the same for Smooth Scan.
+pub const PAPER_TABLE2: [(&str, PaperIo, PaperIo); 5] = [
     ("q01", (71, 8.9), (87, 10.2)),
     ("q06", (566, 8.7), (95, 8.8)),
     ("q04", (225, 10.9), (235, 12.1)),
@@ -37,7 +40,7 @@ pub fn read_size_column(i: usize) -> String {
 pub fn add_io_columns(row: &mut ResultRow, pages_read: u64, read_sizes: &[u64; READ_SIZE_BUCKETS]) {
     row.set("bytes_read", pages_read * PAGE_SIZE as u64);
     for (i, n) in read_sizes.iter().enumerate() {
-        row.set(&read_size_column(i), n);
+        row.set(read_size_column(i), n);
     }
 }
 
