@@ -1073,7 +1073,17 @@ mod tests {
         let svg = plot.to_svg();
         assert_well_formed(&svg);
         assert!(svg_texts(&svg).contains(&"table reads"));
-        assert!(!svg.contains("<polyline"), "no line joins the dots");
+        let as_lines = Plot::lines("trace", Axis::linear("time"), Axis::linear("page"))
+            .series("table reads", [(0.0, 0.0), (10.0, 10.0)])
+            .size(600, 400)
+            .to_svg();
+        let polylines = |svg: &str| svg.matches("<polyline").count();
+        // The line plot has two more: its data line and its legend's sample.
+        assert_eq!(
+            polylines(&svg) + 2,
+            polylines(&as_lines),
+            "no line joins the dots"
+        );
         let (png, (px, py)) = plot.render_png().unwrap();
         let img = Image::decode(&png);
         // A dot at each end of the diagonal, nothing half way along it.
