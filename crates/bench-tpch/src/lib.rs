@@ -562,7 +562,7 @@ pub fn write(opts: &BenchOptions, results: &ResultSet, notes: &[String]) -> Resu
     s.heading("Table 2: read requests and bytes read");
     s.paragraph(
         "Read requests and bytes read (pages read × 8 KiB; MB = 10^6 bytes) per query and \
-         configuration, medians' runs; the paper's Table 2 (SF 10: PostgreSQL's own plan \
+         configuration (the counters of the median run); the paper's Table 2 (SF 10: PostgreSQL's own plan \
          vs Smooth Scan) in the last two rows. `(timeout)`: a censored run, whose counters \
          are lost.",
     );

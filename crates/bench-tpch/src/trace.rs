@@ -36,7 +36,7 @@ pub const FIG14_PATHS: [AccessPathSetting; 3] = [
 ];
 
 /// At most this many points per file in a plot.
-pub const MAX_DOTS: usize = 100_000;
+pub const MAX_DOTS: usize = 20_000;
 
 /// What one traced run of Q1 did.
 #[derive(Clone, Debug)]
