@@ -277,7 +277,7 @@ fn plan_of(session: &SqlSession, sql: &str) -> Result<String> {
 }
 
 /// The plan in an EXPLAIN text, in short: one entry per strata scan, `table:
-/// path` (sorted), then one per index nested-loop join, `join: INLJ into
+/// path` (sorted), then one per index nested-loop join (`IndexJoinExec`), `join: INLJ into
 /// <table> via <index> (<inner path>)`, joined by `; `.
 pub fn plan_in(explain: &str) -> String {
     // One plan line after `marker`: up to its end (the CSV quotes multi-line
@@ -320,7 +320,11 @@ pub fn plan_in(explain: &str) -> String {
         .collect();
     scans.sort();
     scans.dedup();
-    let mut joins: Vec<String> = lines("IndexNestedLoopJoinExec: ")
+    // The operator prints `IndexJoinExec:`; `IndexNestedLoopJoinExec:` (its
+    // name in the issue) is read too.
+    let mut join_lines = lines("IndexJoinExec: ");
+    join_lines.extend(lines("IndexNestedLoopJoinExec: "));
+    let mut joins: Vec<String> = join_lines
         .iter()
         .filter_map(|l| {
             Some(format!(
