@@ -86,6 +86,12 @@ fn tables_2_and_3_and_fig_1_agree_with_the_runs() {
     assert!(md.contains(&req), "{req} missing from\n{md}");
     assert!(opts.out.join("fig1.png").is_file());
     assert!(opts.out.join("fig1.svg").is_file());
+    remove(&opts);
+}
+
+/// Removes a passed test's database and output.
+fn remove(opts: &BenchOptions) {
+    let _ = std::fs::remove_dir_all(opts.bench_db.parent().unwrap());
 }
 
 #[test]
@@ -129,6 +135,7 @@ fn fig14_traces_every_read_of_q1_or_says_what_it_cut() {
         )),
         "{md}"
     );
+    remove(&opts);
 }
 
 #[test]
