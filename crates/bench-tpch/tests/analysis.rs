@@ -144,7 +144,7 @@ fn plans_name_the_scans_and_the_index_nested_loop_joins() {
         physical_plan,\"ProjectionExec: expr=[x]\n  \
         IndexJoinExec: inner=orders via orders_o_orderkey, inner_path=smooth, on=[(l_orderkey, o_orderkey)], inner_predicate=[o_orderdate < 1995-03-15], index join: estimates\n    \
         StrataScanExec: table=lineitem, path=switch (at 9452 rows, the optimizer's estimate) via lineitem_l_shipdate, predicate=[l_shipdate >= 1994-01-01], est_rows=800\n  \
-        IndexNestedLoopJoinExec: inner=part via part_p_partkey, inner_path=index\n    \
+        IndexJoinExec: inner=part via part_p_partkey, inner_path=index\n    \
         StrataScanExec: table=customer, path=full\"\n";
     assert_eq!(
         plan_in(explain),
