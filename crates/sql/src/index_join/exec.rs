@@ -450,10 +450,17 @@ impl<'a> Run<'a> {
                         tids.push(e.map_err(external)?.1);
                     }
                 }
-                let mut pages: Vec<u64> = tids.iter().map(|t| t.page as u64).collect();
-                pages.sort_unstable();
-                pages.dedup();
-                let again = pages.iter().filter(|&&p| !self.seen.insert(p)).count();
+                // In page order (the order the sort scan reads them in), so
+                // each page read is counted once.
+                tids.sort_unstable();
+                let mut again = 0;
+                let mut last = None;
+                for t in &tids {
+                    if last != Some(t.page) {
+                        last = Some(t.page);
+                        again += !self.seen.insert(t.page as u64) as usize;
+                    }
+                }
                 self.counters.reread_pages.add(again);
                 Box::new(SortScan::from_tids(self.spec.clone(), tids))
             }

@@ -2,9 +2,9 @@
 //!
 //! DataFusion plans every equi-join as a hash join. [`IndexJoinRule`], a
 //! physical optimizer rule that runs after DataFusion's own, turns an inner
-//! hash join into an [`IndexJoinExec`] when its probe (right) side is a strata
-//! scan of a table with an index whose first column is one of the join's
-//! keys: the build (left) side becomes the outer input, and instead of
+//! hash join into an [`IndexJoinExec`] when one side (usually the probe side)
+//! is a strata scan of a table with an index whose first column is one of the
+//! join's keys: the other side becomes the outer input, and instead of
 //! scanning the inner table the join probes its index with the outer keys.
 //!
 //! When (`strata.index_join`):
@@ -110,7 +110,6 @@ fn index_join(
     if *hj.join_type() != JoinType::Inner
         || hj.null_equality() != NullEquality::NullEqualsNothing
         || hj.null_aware
-        || settings.index_join == IndexJoinSetting::Off
     {
         return Ok(None);
     }
