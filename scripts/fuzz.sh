@@ -12,6 +12,9 @@ targets=(
   "strata-storage --test fuzz_pages"
   "strata-storage --test fuzz_wal"
   "strata-access --test fuzz_predicate"
+  "strata-access --test page_order"
+  "strata-access --test paths"
+  "strata-access --test flash_sorts"
   "strata-load --test fuzz"
   "strata-sql --test fuzz_sql"
 )

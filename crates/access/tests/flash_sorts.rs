@@ -17,6 +17,7 @@ use strata_access::{
 use strata_storage::db::{DbOptions, IndexSpec, NoProgress, TableOptions};
 use strata_storage::page::PAGE_SIZE;
 use strata_storage::types::{Schema, Tid, Value};
+use strata_storage::util::proptest_cases;
 use strata_storage::{Database, Table};
 
 fn db(dir: &std::path::Path) -> Database {
@@ -127,7 +128,7 @@ fn no_temp_files(dir: &std::path::Path) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(16))]
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(16)))]
     /// Every plan, at tiny and larger budgets, over duplicate-heavy keys and
     /// varying tuple sizes, gives exactly the in-memory sort.
     #[test]

@@ -16,6 +16,7 @@ use strata_access::{
 };
 use strata_storage::db::{DbOptions, IndexSpec, NoProgress, TableOptions};
 use strata_storage::types::{Schema, Tid, Value};
+use strata_storage::util::proptest_cases;
 use strata_storage::{Database, Table};
 
 fn db(dir: &std::path::Path) -> Database {
@@ -122,7 +123,7 @@ fn layout(name: &str, n: usize, tpp: usize, seed: u64) -> Vec<i32> {
             special_first(first, &mut rng)
         }
         "dense-start" => {
-            let mut first: Vec<usize> = (0..dense).collect();
+            let mut first: Vec<usize> = (0..dense.min(n)).collect();
             first.extend(sparse(dense / tpp + 1, &mut rng));
             special_first(first, &mut rng)
         }
@@ -293,7 +294,7 @@ fn adversaries_read_what_they_must_and_no_more() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(16))]
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(16)))]
     /// Random layouts, sizes, ranges and residual predicates: the full scan's
     /// rows, each page at most once.
     #[test]

@@ -12,6 +12,7 @@ use strata_access::{
 };
 use strata_storage::db::{DbOptions, IndexSpec, NoProgress, TableOptions};
 use strata_storage::types::{Schema, Tid, Value};
+use strata_storage::util::proptest_cases;
 use strata_storage::{Database, Table};
 
 fn db(dir: &std::path::Path) -> Database {
@@ -448,7 +449,7 @@ fn random_table(db: &Database, rows: &[(i32, i32)]) -> Arc<Table> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(12))]
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(12)))]
     #[test]
     fn random_data_and_predicates(
         rows in proptest::collection::vec((0i32..200, 0i32..10), 1..3000),

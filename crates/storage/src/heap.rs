@@ -943,6 +943,7 @@ impl HeapWriter {
 mod tests {
     use super::*;
     use crate::device::{Device, FileDevice};
+    use crate::util::proptest_cases;
     use proptest::prelude::*;
 
     fn setup(dir: &Path, frames: usize) -> Arc<BufferPool> {
@@ -1282,7 +1283,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(48))]
+        #![proptest_config(ProptestConfig::with_cases(proptest_cases(48)))]
         /// The heap against a Vec of (tid, bytes): inserts, deletes, updates and moves
         /// through an 8-frame pool, then a full scan and point reads agree with it.
         #[test]

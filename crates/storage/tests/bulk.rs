@@ -18,6 +18,7 @@ use strata_storage::check::check_database;
 use strata_storage::db::NoProgress;
 use strata_storage::device::{Device, FileDevice};
 use strata_storage::types::{DataType, Schema, Tid, Value, encode_key};
+use strata_storage::util::proptest_cases;
 use strata_storage::{Database, DbOptions, IndexSpec, StorageError, Table, TableOptions};
 
 fn opts(pool_bytes: usize) -> DbOptions {
@@ -334,7 +335,7 @@ fn index_sets() -> impl Strategy<Value = Vec<usize>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(proptest_cases(16)))]
 
     /// Random batches mixed with single-row changes on tables with one or two
     /// indexes, against the model and a twin changed a row at a time.

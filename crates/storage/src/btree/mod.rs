@@ -649,6 +649,7 @@ mod tests {
     use crate::device::{Device, FileDevice};
     use crate::types::Tid;
     use crate::types::{Value, encode_key};
+    use crate::util::proptest_cases;
     use proptest::prelude::*;
     use rand::{Rng, SeedableRng};
     use std::cmp::Ordering;
@@ -891,7 +892,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 32, .. ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig::with_cases(proptest_cases(32)))]
 
         #[test]
         fn matches_model_int_keys(ops in proptest::collection::vec(op(), 1..600)) {
@@ -1518,7 +1519,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig::with_cases(proptest_cases(24)))]
 
         #[test]
         fn batches_match_model_int_keys(ops in proptest::collection::vec(batch_op(), 1..40)) {

@@ -1385,6 +1385,7 @@ mod tests {
     mod model {
         //! A random sequence of writes, truncates and reopens against an in-memory
         //! model of the file.
+        use crate::util::proptest_cases;
         use proptest::prelude::*;
 
         use super::*;
@@ -1405,7 +1406,7 @@ mod tests {
         }
 
         proptest! {
-            #![proptest_config(ProptestConfig::with_cases(32))]
+            #![proptest_config(ProptestConfig::with_cases(proptest_cases(32)))]
             #[test]
             fn device_matches_a_model(ops in proptest::collection::vec(op(), 1..25), direct in any::<bool>()) {
                 let dev = FileDevice::new(direct);
