@@ -116,7 +116,12 @@ impl BTree {
             let g = self.read_node(meta, page, Node::Internal(level))?;
             let v = PageView::new(&g);
             let n = v.n_slots();
-            let idx = partition(n, |s| bytes_le(split_slot(slot_bytes(&v, s)).0, entry));
+            let idx = search(
+                n,
+                entry,
+                |s| split_slot(slot_bytes(&v, s)).0,
+                |s| bytes_le(split_slot(slot_bytes(&v, s)).0, entry),
+            );
             if idx < n {
                 high = Some(split_slot(slot_bytes(&v, idx)).0.to_vec());
             }
@@ -152,7 +157,12 @@ impl BTree {
             let seps = self.insert_into_leaf(&mut meta, leaf, &run, i..j)?;
             for (sep, page) in seps {
                 let mut path = Vec::with_capacity(meta.height as usize);
-                self.descend(&meta, |s| bytes_le(s, sep.as_slice()), Some(&mut path))?;
+                self.descend(
+                    &meta,
+                    &sep,
+                    |s| bytes_le(s, sep.as_slice()),
+                    Some(&mut path),
+                )?;
                 self.insert_separator(&mut meta, path, sep, page)?;
             }
             i = j;

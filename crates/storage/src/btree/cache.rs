@@ -564,7 +564,7 @@ impl BTree {
         // Observed before any leaf is read, so before the caller's heap read.
         let observed = self.cache.observe();
         let meta = self.meta();
-        let mut leaf = self.descend(&meta, |sep| bytes_lt(sep, key), None)?;
+        let mut leaf = self.descend(&meta, key, |sep| bytes_lt(sep, key), None)?;
         let mut steps = 0u64;
         loop {
             steps += 1;
@@ -610,7 +610,12 @@ impl BTree {
                 }
                 let v = PageView::new(&g);
                 let n = v.n_slots();
-                let mut s = partition(n, |s| bytes_lt(slot_bytes(&v, s), key));
+                let mut s = search(
+                    n,
+                    key,
+                    |s| slot_bytes(&v, s),
+                    |s| bytes_lt(slot_bytes(&v, s), key),
+                );
                 let mut done = false;
                 while s < n {
                     let e = slot_bytes(&v, s);

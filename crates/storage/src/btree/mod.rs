@@ -522,9 +522,13 @@ impl BTree {
     /// `before` is false (`before` must be true on a prefix of the entry order).
     /// With `path`, records each internal page and the index of the child taken
     /// (0 = leftmost, i + 1 = the child of slot i).
+    /// Descends to the leaf where `before` (true on a prefix of the
+    /// separators) turns false; `target`, the key `before` compares with (or
+    /// empty), steers each node's [`search`].
     fn descend(
         &self,
         meta: &Meta,
+        target: &[u8],
         mut before: impl FnMut(&[u8]) -> bool,
         mut path: Option<&mut Vec<(u32, u16)>>,
     ) -> Result<u32> {
@@ -532,7 +536,12 @@ impl BTree {
         for level in (1..meta.height).rev() {
             let g = self.read_node(meta, page, Node::Internal(level))?;
             let v = PageView::new(&g);
-            let idx = partition(v.n_slots(), |s| before(split_slot(slot_bytes(&v, s)).0));
+            let idx = search(
+                v.n_slots(),
+                target,
+                |s| split_slot(slot_bytes(&v, s)).0,
+                |s| before(split_slot(slot_bytes(&v, s)).0),
+            );
             let child = self.child(meta, &v, page, idx)?;
             if let Some(p) = path.as_deref_mut() {
                 p.push((page, idx));

@@ -311,7 +311,12 @@ impl RangeCursor {
             self.started = true;
             match &self.lower {
                 Bound::Unbounded => meta.first_leaf,
-                lower => tree.descend(&meta, |sep| before_lower(lower, sep), None)?,
+                lower => tree.descend(
+                    &meta,
+                    bound_key(lower),
+                    |sep| before_lower(lower, sep),
+                    None,
+                )?,
             }
         } else if meta.splits == self.splits {
             self.next_leaf
@@ -356,10 +361,21 @@ impl RangeCursor {
             let v = PageView::new(&g);
             let n = v.n_slots();
             let (lower, last) = (&self.lower, &self.last);
-            let start = partition(n, |s| {
-                let e = slot_bytes(&v, s);
-                before_lower(lower, e) || (!last.is_empty() && bytes_le(e, last.as_slice()))
-            });
+            // Where the walk resumes, or where the range starts.
+            let target = if last.is_empty() {
+                bound_key(lower)
+            } else {
+                last.as_slice()
+            };
+            let start = search(
+                n,
+                target,
+                |s| slot_bytes(&v, s),
+                |s| {
+                    let e = slot_bytes(&v, s);
+                    before_lower(lower, e) || (!last.is_empty() && bytes_le(e, last.as_slice()))
+                },
+            );
             for s in start..n {
                 let e = slot_bytes(&v, s);
                 if e.len() < TID_LEN {
@@ -465,5 +481,13 @@ impl Iterator for LeafIter<'_> {
             self.done = true;
         }
         r
+    }
+}
+
+/// The key of a range bound (empty when unbounded), for [`search`]'s aim.
+fn bound_key(b: &Bound<Vec<u8>>) -> &[u8] {
+    match b {
+        Bound::Included(k) | Bound::Excluded(k) => k,
+        Bound::Unbounded => &[],
     }
 }

@@ -20,6 +20,7 @@ impl BTree {
         let mut path = Vec::with_capacity(meta.height as usize);
         let leaf = self.descend(
             &meta,
+            &entry,
             |sep| bytes_le(sep, entry.as_slice()),
             Some(&mut path),
         )?;
@@ -204,7 +205,7 @@ impl BTree {
         }
         let entry = make_entry(key, tid);
         let mut meta = self.latch.write();
-        let leaf = self.descend(&meta, |sep| bytes_le(sep, entry.as_slice()), None)?;
+        let leaf = self.descend(&meta, &entry, |sep| bytes_le(sep, entry.as_slice()), None)?;
         // Look first, so a miss does not dirty the page.
         let pos = {
             let g = self.read_node(&meta, leaf, Node::Leaf)?;
