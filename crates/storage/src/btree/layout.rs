@@ -343,7 +343,8 @@ mod tests {
     /// sorted shape, and asks few questions where the keys are even.
     #[test]
     fn search_agrees_with_partition_on_any_sorted_keys() {
-        let shapes: [(&str, fn(u64) -> u64); 5] = [
+        type Shape = (&'static str, fn(u64) -> u64);
+        let shapes: [Shape; 5] = [
             ("even", |i| i * 10),
             ("squares", |i| i * i * i),
             ("duplicates", |i| i / 7),
