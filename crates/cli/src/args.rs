@@ -40,6 +40,21 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Unused space and encoding waste (No Bits Left Behind §2, §4): free
+    /// bytes of heap pages and index leaves, and for every column the
+    /// tightest type that holds its values and the bytes its declared type
+    /// wastes.
+    Waste {
+        /// Only this table.
+        table: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Also draw each table's bytes per column, declared against
+        /// tightest, to PLOT.svg and PLOT.png.
+        #[arg(long, value_name = "PLOT")]
+        plot: Option<std::path::PathBuf>,
+    },
     /// Verify every checksum and index ↔ heap consistency.
     Check,
     /// Index settings.

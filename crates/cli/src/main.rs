@@ -30,6 +30,7 @@ mod scan;
 mod scan_cached;
 mod sql_forward;
 mod tier;
+mod waste;
 
 use std::process::ExitCode;
 
@@ -81,6 +82,9 @@ fn run(args: &Cli) -> Result<()> {
         Command::Gen(a) => generate::run(cli, a),
         Command::Info { table, json } => inspect::info(cli, table.as_deref(), *json),
         Command::Check => inspect::check(cli),
+        Command::Waste { table, json, plot } => {
+            waste::run(cli, table.as_deref(), *json, plot.as_deref())
+        }
         Command::Index {
             which:
                 IndexCommand::Cache {

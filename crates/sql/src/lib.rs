@@ -29,6 +29,7 @@ pub mod statement;
 pub mod stats;
 pub mod tpch;
 pub mod txn;
+pub mod waste;
 
 pub use format::Format;
 pub use options::{AccessPathSetting, StrataOptions};

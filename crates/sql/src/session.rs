@@ -316,6 +316,10 @@ impl Engine {
             .with_query_planner(Arc::new(crate::skipper::SkipperPlanner::new(db.clone())))
             .build();
         let ctx = SessionContext::new_with_state(state);
+        ctx.register_udtf(
+            "strata_waste",
+            Arc::new(crate::waste::WasteFunction::new(db.clone())),
+        );
         let writes = Writes::new(db.clone());
         for name in db.table_names() {
             register(&ctx, &writes, &name)?;

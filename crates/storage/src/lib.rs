@@ -22,6 +22,7 @@ pub mod temp;
 pub mod types;
 pub mod util;
 pub mod wal;
+pub mod waste;
 
 pub use db::{Database, DbOptions, IndexSpec, Progress, Table, TableOptions};
 pub use error::{Result, StorageError};
