@@ -84,6 +84,17 @@ pub fn open_db(cli: &Global, read_only: bool) -> Result<Database> {
     Ok(Database::open(&cli.db, db_options(cli, read_only)?)?)
 }
 
+/// The table a command names (checked to exist), or every table.
+pub fn chosen_tables(db: &Database, only: Option<&str>) -> Result<Vec<String>> {
+    Ok(match only {
+        Some(t) => {
+            db.table(t)?;
+            vec![t.to_string()]
+        }
+        None => db.table_names(),
+    })
+}
+
 /// Heap options of a table a command creates.
 pub fn table_options(fill: f64, segment: &str) -> Result<TableOptions> {
     let bytes = parse_size(segment).map_err(usage)?;

@@ -4,18 +4,12 @@ use anyhow::Result;
 use strata_storage::check;
 use strata_storage::util::format_bytes;
 
-use crate::context::{Global, open_db};
+use crate::context::{Global, chosen_tables, open_db};
 use crate::progress::Bars;
 
 pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
     let db = open_db(cli, true)?;
-    let names = match only {
-        Some(t) => {
-            db.table(t)?;
-            vec![t.to_string()]
-        }
-        None => db.table_names(),
-    };
+    let names = chosen_tables(&db, only)?;
     let mut out = Vec::new();
     for name in &names {
         let t = db.table(name)?;

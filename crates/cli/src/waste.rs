@@ -8,17 +8,11 @@ use strata_bench::plot::{Axis, Plot};
 use strata_storage::util::format_bytes;
 use strata_storage::waste::{MAX_DICTIONARY, TableWaste, analyze};
 
-use crate::context::{Global, open_db};
+use crate::context::{Global, chosen_tables, open_db};
 
 pub fn run(cli: &Global, only: Option<&str>, json: bool, plot: Option<&Path>) -> Result<()> {
     let db = open_db(cli, true)?;
-    let names = match only {
-        Some(t) => {
-            db.table(t)?;
-            vec![t.to_string()]
-        }
-        None => db.table_names(),
-    };
+    let names = chosen_tables(&db, only)?;
     let mut reports = Vec::new();
     for name in &names {
         reports.push(analyze(&*db.table(name)?)?);
