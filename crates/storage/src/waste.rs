@@ -16,7 +16,8 @@
 //!   seconds, narrowed the same way;
 //! * **DOUBLE** whose values are all exact in 4 bytes;
 //! * **dictionary codes** for a column of few distinct values (at most
-//!   65,536 tracked): ⌈log2 d⌉ bits a value, plus the dictionary;
+//!   65,536 and 16 MiB of them tracked): ⌈log2 d⌉ bits a value, plus the
+//!   dictionary;
 //! * **strings**: CHAR(n)'s padding dropped, a 1-byte length for values
 //!   under 256 bytes.
 //!
@@ -37,6 +38,10 @@ use crate::types::{DataType, Value, format_date};
 
 /// Distinct values tracked per column before a dictionary is ruled out.
 pub const MAX_DICTIONARY: usize = 1 << 16;
+/// Bytes of distinct values tracked per column: past this a dictionary is
+/// ruled out too (it would not be a small one), and the pass's memory stays
+/// bounded whatever the values.
+pub const MAX_DICTIONARY_BYTES: u64 = 16 << 20;
 
 /// The waste of one table.
 #[derive(Clone, Debug, Serialize)]
@@ -389,7 +394,9 @@ impl Acc {
         if let Some(set) = &mut self.distinct
             && !set.contains(&key)
         {
-            if set.len() == MAX_DICTIONARY {
+            if set.len() == MAX_DICTIONARY
+                || self.distinct_bytes + key.len() as u64 > MAX_DICTIONARY_BYTES
+            {
                 self.distinct = None;
             } else {
                 self.distinct_bytes += key.len() as u64;
@@ -847,5 +854,27 @@ mod tests {
         ] {
             assert_eq!(timestamp_seconds(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn long_distinct_values_stop_being_tracked_past_the_byte_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path(), DbOptions::default()).unwrap();
+        let schema = Schema::parse("k INT, long VARCHAR(4000)").unwrap();
+        let mut load = db
+            .begin_create_load("wide", schema, TableOptions::default(), vec![])
+            .unwrap();
+        let n = (MAX_DICTIONARY_BYTES / 4000 + 100) as i32;
+        for i in 0..n {
+            let mut s = format!("{i:08}");
+            s.push_str(&"y".repeat(3992));
+            load.append(&[Value::Int32(i), Value::Str(s)]).unwrap();
+        }
+        load.commit(&NoProgress).unwrap();
+        let w = analyze(&db.table("wide").unwrap()).unwrap();
+        let long = &w.columns[1];
+        assert_eq!(long.facts.distinct, None);
+        assert_eq!(long.facts.max_len, Some(4000));
+        assert_eq!(w.columns[0].facts.distinct, Some(n as u64));
     }
 }
