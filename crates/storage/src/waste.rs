@@ -291,6 +291,8 @@ struct Acc {
     str_bytes: u64,
     /// Distinct values' encodings, until there are too many.
     distinct: Option<HashSet<Vec<u8>>>,
+    /// Scratch for a value's bytes.
+    key: Vec<u8>,
     distinct_bytes: u64,
 }
 
@@ -311,6 +313,7 @@ impl Acc {
             max_len: 0,
             str_bytes: 0,
             distinct: Some(HashSet::new()),
+            key: Vec::new(),
             distinct_bytes: 0,
         }
     }
@@ -323,10 +326,14 @@ impl Acc {
     }
 
     fn add(&mut self, v: &Value) {
-        let mut key = Vec::new();
+        // The value's bytes for the distinct set, in a buffer kept between
+        // values (a new one is allocated only for a new distinct value).
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
         match v {
             Value::Null => {
                 self.nulls += 1;
+                self.key = key;
                 return;
             }
             Value::Int32(x) | Value::Date(x) => {
@@ -392,7 +399,7 @@ impl Acc {
         }
         self.values += 1;
         if let Some(set) = &mut self.distinct
-            && !set.contains(&key)
+            && !set.contains(key.as_slice())
         {
             if set.len() == MAX_DICTIONARY
                 || self.distinct_bytes + key.len() as u64 > MAX_DICTIONARY_BYTES
@@ -400,9 +407,10 @@ impl Acc {
                 self.distinct = None;
             } else {
                 self.distinct_bytes += key.len() as u64;
-                set.insert(key);
+                set.insert(key.clone());
             }
         }
+        self.key = key;
     }
 
     fn finish(self, name: &str, ty: DataType) -> ColumnWaste {
