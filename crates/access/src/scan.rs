@@ -121,7 +121,12 @@ impl ScanSpec {
             }
             ok
         })?;
-        Ok(produced.unwrap_or(false))
+        let produced = produced.unwrap_or(false);
+        if produced {
+            // An index lookup of this tuple: hot/cold clustering counts it.
+            self.table.heat().record(tid);
+        }
+        Ok(produced)
     }
 
     #[inline]

@@ -52,6 +52,10 @@ pub struct TableDef {
     /// stale until the next `ANALYZE` — deliberately, as in a classical system.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<serde_json::Value>,
+    /// First heap page of the hot region: where `strata cluster --hot` put the
+    /// hot tuples (No Bits Left Behind §3.1, `hot.rs`); absent: never clustered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot_region: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -66,6 +70,19 @@ pub struct IndexDef {
     /// `cached_fields.rs`); absent in catalogs written before: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cache: Vec<String>,
+    /// The hot partition's own index over the same columns (`hot.rs`), if
+    /// `strata cluster --hot --partition` made one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hot: Option<HotDef>,
+}
+
+/// The index of a hot partition: the entries of the hot tuples only, in a file
+/// of its own, tried before the full index by lookups.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HotDef {
+    /// Base path of its file, relative to the database directory.
+    pub file: String,
+    pub entries: u64,
 }
 
 impl Default for Catalog {
@@ -189,6 +206,9 @@ impl Catalog {
                     ));
                 }
                 file_ok(&what, &i.file)?;
+                if let Some(h) = &i.hot {
+                    file_ok(&format!("{what}, hot partition"), &h.file)?;
+                }
             }
         }
         Ok(())
@@ -255,6 +275,7 @@ mod tests {
                 rows: 10,
                 indexes: vec![],
                 stats: Some(serde_json::json!({"rows": 10})),
+                hot_region: None,
             },
         );
         c.save(dir.path()).unwrap();

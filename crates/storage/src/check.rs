@@ -113,6 +113,30 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
         if let Some((_, t)) = want.next() {
             return Err(bad(format!("row {t} has no index entry")));
         }
+        if let Some(hot) = idx.hot() {
+            // The hot partition holds, for each key it has, exactly the
+            // entries the full index has for it (`hot.rs`).
+            hot.btree.check()?;
+            let mut last: Option<Vec<u8>> = None;
+            for leaf in hot.btree.leaves()? {
+                let (page, got) = leaf?;
+                for (key, _) in got {
+                    if last.as_deref() == Some(key.as_slice()) {
+                        continue;
+                    }
+                    let mut full = idx.btree.lookup(&key)?;
+                    let mut part = hot.btree.lookup(&key)?;
+                    full.sort_unstable();
+                    part.sort_unstable();
+                    if full != part {
+                        return Err(bad(format!(
+                            "hot partition leaf page {page}: a key has entries {part:?} there but {full:?} in the full index"
+                        )));
+                    }
+                    last = Some(key);
+                }
+            }
+        }
         indexes.push((iname.clone(), entries));
     }
     Ok(TableCheck {

@@ -410,6 +410,9 @@ impl Database {
             live.insert(t.heap_file.clone());
             for i in &t.indexes {
                 live.insert(i.file.clone());
+                if let Some(h) = &i.hot {
+                    live.insert(h.file.clone());
+                }
             }
         }
         let data = self.dir.join("data");
@@ -425,7 +428,10 @@ impl Database {
                 Some((b, seg)) if seg.len() == 4 && seg.bytes().all(|c| c.is_ascii_digit()) => {
                     (b.to_string(), true)
                 }
-                _ => match name.strip_suffix(COLD_MANIFEST_SUFFIX) {
+                _ => match name
+                    .strip_suffix(COLD_MANIFEST_SUFFIX)
+                    .or_else(|| name.strip_suffix(".heat"))
+                {
                     Some(b) => (b.to_string(), false),
                     None => (name.clone(), false),
                 },
@@ -516,6 +522,7 @@ impl Database {
             rows: 0,
             indexes: vec![],
             stats: None,
+            hot_region: None,
         };
         let heap = Arc::new(HeapFile::create(
             self.pool.clone(),
@@ -572,8 +579,14 @@ impl Database {
         self.tables.lock().remove(name);
         self.forget_table(&table)?;
         remove_files(&self.dir, &def.heap_file)?;
+        let _ = std::fs::remove_file(crate::heat::AccessCounts::path_of(
+            &self.dir.join(&def.heap_file),
+        ));
         for i in &def.indexes {
             remove_files(&self.dir, &i.file)?;
+            if let Some(h) = &i.hot {
+                remove_files(&self.dir, &h.file)?;
+            }
         }
         Ok(())
     }
@@ -604,6 +617,13 @@ impl Database {
         self.tables.lock().remove(table);
         self.pool.discard_file(file)?;
         self.device.close(file);
+        if let Some(h) = open.index(index)?.hot() {
+            self.pool.discard_file(h.btree.file_id())?;
+            self.device.close(h.btree.file_id());
+        }
+        if let Some(h) = &gone.hot {
+            remove_files(&self.dir, &h.file)?;
+        }
         remove_files(&self.dir, &gone.file)
     }
 
@@ -645,6 +665,52 @@ impl Database {
         Ok(())
     }
 
+    /// Holds off write transactions, loads, DDL and checkpoints.
+    pub(crate) fn writer_lock(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.writer.lock()
+    }
+
+    /// A new data file's base path (`data/<what>.<n>`).
+    pub(crate) fn new_file_name(&self, what: &str) -> String {
+        self.catalog.lock().new_file_name(what)
+    }
+
+    /// Records `table`'s hot region and, with `hot`, index `hot.0`'s hot
+    /// partition, in the catalog (the commit point of a clustering; the
+    /// caller holds the writer lock). Another index's partition is kept.
+    pub(crate) fn set_hot(
+        &self,
+        table: &str,
+        region: u64,
+        hot: Option<(String, crate::catalog::HotDef)>,
+    ) -> Result<()> {
+        let mut cat = self.catalog.lock();
+        let mut next = cat.clone();
+        let def = next
+            .tables
+            .get_mut(table)
+            .ok_or_else(|| StorageError::UnknownTable(table.into()))?;
+        def.hot_region = Some(region);
+        if let Some((index, h)) = hot {
+            let idef = def
+                .indexes
+                .iter_mut()
+                .find(|i| i.name == index)
+                .ok_or_else(|| StorageError::UnknownIndex(index.clone()))?;
+            idef.hot = Some(h);
+        }
+        next.save(&self.dir)?;
+        *cat = next;
+        Ok(())
+    }
+
+    /// Drops a replaced hot partition's pages and files.
+    pub(crate) fn drop_hot_files(&self, h: &crate::hot::HotPartition) -> Result<()> {
+        self.pool.discard_file(h.btree.file_id())?;
+        self.device.close(h.btree.file_id());
+        remove_files(&self.dir, &h.def.file)
+    }
+
     /// Closes table `name` if it is open: its pages leave the buffer pool and
     /// its files are closed; the next [`Database::table`] opens it again from
     /// its files (the cold tier calls it after moving a table's files).
@@ -662,7 +728,7 @@ impl Database {
 
     fn forget_table(&self, table: &Table) -> Result<()> {
         for f in std::iter::once(table.heap.file_id())
-            .chain(table.indexes.iter().map(|i| i.btree.file_id()))
+            .chain(table.trees().iter().map(|i| i.btree().file_id()))
         {
             self.pool.discard_file(f)?;
             self.device.close(f);
@@ -693,16 +759,24 @@ impl Database {
         let mut next = cat.clone();
         for t in &tables {
             self.device.sync(t.heap.file_id())?;
-            for i in &t.indexes {
-                self.device.sync(i.btree.file_id())?;
+            for i in t.trees() {
+                self.device.sync(i.btree().file_id())?;
             }
             if let Some(def) = next.tables.get_mut(&t.name) {
                 def.pages = t.heap.num_pages();
                 def.rows = t.rows();
                 for (d, i) in def.indexes.iter_mut().zip(&t.indexes) {
                     d.entries = i.btree.len();
+                    if let (Some(dh), Some(h)) = (d.hot.as_mut(), i.hot()) {
+                        dh.entries = h.btree.len();
+                    }
                 }
             }
+            // Advice, not data: a counts file that cannot be written is
+            // written at the next checkpoint.
+            let _ = t.heat.save(&crate::heat::AccessCounts::path_of(
+                &self.dir.join(&t.heap_file),
+            ));
         }
         if next != *cat {
             next.save(&self.dir)?;
@@ -790,7 +864,9 @@ impl Database {
             .values()
             .filter(|t| {
                 files.contains(&t.heap.file_id())
-                    || t.indexes.iter().any(|i| files.contains(&i.btree.file_id()))
+                    || t.trees()
+                        .iter()
+                        .any(|i| files.contains(&i.btree().file_id()))
             })
             .cloned()
             .collect()
@@ -801,8 +877,8 @@ impl Database {
         let mut out = HashMap::new();
         for t in self.tables.lock().values() {
             out.insert(t.heap.file_id(), t.heap_file.clone());
-            for i in &t.indexes {
-                out.insert(i.btree.file_id(), i.def.file.clone());
+            for i in t.trees() {
+                out.insert(i.btree().file_id(), i.file().to_string());
             }
         }
         out
@@ -901,9 +977,9 @@ impl WriteTxn<'_> {
         // The trees' metas (root, height, entry count) go with their pages.
         let files = db.pool.captured_files();
         for t in db.tables_of(&files) {
-            for i in &t.indexes {
-                if files.contains(&i.btree.file_id())
-                    && let Err(e) = i.btree.store_meta()
+            for i in t.trees() {
+                if files.contains(&i.btree().file_id())
+                    && let Err(e) = i.btree().store_meta()
                 {
                     self.abort();
                     return Err(e);
@@ -960,8 +1036,8 @@ impl WriteTxn<'_> {
             for t in &tables {
                 t.heap.publish_pages();
                 *t.committed.lock() = (t.heap.num_pages(), t.rows());
-                for i in &t.indexes {
-                    i.btree.publish_meta();
+                for i in t.trees() {
+                    i.btree().publish_meta();
                 }
             }
             db.csn.store(csn, Ordering::Release);
@@ -1057,8 +1133,8 @@ impl WriteTxn<'_> {
             let (pages, rows) = *t.committed.lock();
             t.heap.reset_pages(pages);
             t.rows.store(rows, Ordering::Release);
-            for i in &t.indexes {
-                let _ = i.btree.reload_meta();
+            for i in t.trees() {
+                let _ = i.btree().reload_meta();
             }
         }
         self.end();
@@ -1140,6 +1216,29 @@ fn remove_files(dir: &Path, base: &str) -> Result<()> {
     Ok(())
 }
 
+/// One B+-tree of a table: an index, or the index of its hot partition.
+pub(crate) enum TreeRef<'a> {
+    Index(&'a Index),
+    Hot(Arc<crate::hot::HotPartition>),
+}
+
+impl TreeRef<'_> {
+    pub(crate) fn btree(&self) -> &BTree {
+        match self {
+            TreeRef::Index(i) => &i.btree,
+            TreeRef::Hot(h) => &h.btree,
+        }
+    }
+
+    /// Its file as the catalog names it.
+    pub(crate) fn file(&self) -> &str {
+        match self {
+            TreeRef::Index(i) => &i.def.file,
+            TreeRef::Hot(h) => &h.def.file,
+        }
+    }
+}
+
 /// An open table: heap, row layout and indexes.
 pub struct Table {
     name: String,
@@ -1156,6 +1255,9 @@ pub struct Table {
     owner: Arc<TxnOwner>,
     /// Whether a file of the table is on the cold tier (read-only).
     cold: bool,
+    /// Sampled access counts of its tuples (`heat.rs`), shared by the table's
+    /// successive handles (a load makes a new one).
+    heat: Arc<crate::heat::AccessCounts>,
 }
 
 /// What [`Table::lookup_cached`] did, summed over calls.
@@ -1184,6 +1286,8 @@ pub struct Index {
     /// whose rows it deleted: its commit appends predicates on them to the
     /// tree's log (No Bits Left Behind §2.1.2) around the publish.
     pending: Mutex<Vec<Tid>>,
+    /// The hot partition's index (`hot.rs`), if there is one.
+    hot: parking_lot::RwLock<Option<Arc<crate::hot::HotPartition>>>,
 }
 
 impl Index {
@@ -1201,11 +1305,25 @@ impl Index {
             btree,
             cached: parking_lot::RwLock::new(None),
             pending: Mutex::new(Vec::new()),
+            hot: parking_lot::RwLock::new(None),
             def,
         };
         let fields = CachedFields::new(table, &ix.def.name, schema, &ix.key_cols, &ix.def.cache)?;
         ix.set_cached(fields);
         Ok(ix)
+    }
+
+    /// The hot partition's index, if `strata cluster --hot` made one.
+    pub fn hot(&self) -> Option<Arc<crate::hot::HotPartition>> {
+        self.hot.read().clone()
+    }
+
+    /// Attaches (or detaches) the hot partition; returns the one it replaces.
+    pub(crate) fn set_hot(
+        &self,
+        h: Option<Arc<crate::hot::HotPartition>>,
+    ) -> Option<Arc<crate::hot::HotPartition>> {
+        std::mem::replace(&mut *self.hot.write(), h)
     }
 
     /// The columns this index caches, if any.
@@ -1305,16 +1423,34 @@ impl Table {
                 key_types.clone(),
                 def.segment_pages,
             )?;
-            indexes.push(Index::new(
+            let ix = Index::new(
                 idef.clone(),
                 &def.schema,
                 &def.name,
                 key_cols,
-                key_types,
+                key_types.clone(),
                 btree,
-            )?);
+            )?;
+            if let Some(h) = &idef.hot {
+                let btree = BTree::open(
+                    db.pool.clone(),
+                    &db.dir.join(&h.file),
+                    &format!("{} (hot partition)", idef.name),
+                    key_types,
+                    def.segment_pages,
+                )?;
+                ix.set_hot(Some(Arc::new(crate::hot::HotPartition {
+                    def: h.clone(),
+                    btree,
+                })));
+            }
+            indexes.push(ix);
         }
+        let heat = Arc::new(crate::heat::AccessCounts::load(
+            &crate::heat::AccessCounts::path_of(&db.dir.join(&def.heap_file)),
+        ));
         Ok(Table {
+            heat,
             layout: RowLayout::new(&def.schema),
             name: def.name,
             schema: def.schema,
@@ -1327,6 +1463,23 @@ impl Table {
             owner: db.owner.clone(),
             cold,
         })
+    }
+
+    /// The sampled access counts of its tuples (`heat.rs`).
+    pub fn heat(&self) -> &crate::heat::AccessCounts {
+        &self.heat
+    }
+
+    /// Every B+-tree of the table: its indexes' and their hot partitions'.
+    pub(crate) fn trees(&self) -> Vec<TreeRef<'_>> {
+        let mut out = Vec::new();
+        for i in &self.indexes {
+            out.push(TreeRef::Index(i));
+            if let Some(h) = i.hot() {
+                out.push(TreeRef::Hot(h));
+            }
+        }
+        out
     }
 
     /// Whether a file of the table is on the cold tier: then it is read-only.
@@ -1406,7 +1559,9 @@ impl Table {
         as_writer(|| {
             let tid = self.heap.insert(&self.encode(row)?)?;
             for i in &self.indexes {
-                i.btree.insert(&i.key_of_row(row), tid)?;
+                let k = i.key_of_row(row);
+                i.btree.insert(&k, tid)?;
+                i.hot_insert(&k, tid)?;
             }
             self.rows.fetch_add(1, Ordering::AcqRel);
             Ok(tid)
@@ -1428,10 +1583,13 @@ impl Table {
         as_writer(|| {
             let row = self.existing_row(tid)?;
             for i in &self.indexes {
-                i.btree.delete(&i.key_of_row(&row), tid)?;
+                let k = i.key_of_row(&row);
+                i.btree.delete(&k, tid)?;
+                i.hot_delete(&k, tid)?;
                 i.changed_cached(&[tid]);
             }
             self.heap.delete(tid)?;
+            self.heat.forget(tid);
             self.rows.fetch_sub(1, Ordering::AcqRel);
             Ok(())
         })
@@ -1479,6 +1637,11 @@ impl Table {
                 // Encoded keys are prefix-free, so (key, tid) order is entry order.
                 entries.sort_unstable();
                 i.btree.insert_sorted(&entries)?;
+                if i.hot().is_some() {
+                    for (k, tid) in &entries {
+                        i.hot_insert(k, *tid)?;
+                    }
+                }
             }
             self.rows.fetch_add(rows.len() as u64, Ordering::AcqRel);
             Ok(tids)
@@ -1526,7 +1689,13 @@ impl Table {
             for (i, mut es) in self.indexes.iter().zip(entries) {
                 es.sort_unstable();
                 i.btree.delete_sorted(&es)?;
+                for (k, tid) in &es {
+                    i.hot_delete(k, *tid)?;
+                }
                 i.changed_cached(&sorted);
+            }
+            for &tid in &sorted {
+                self.heat.forget(tid);
             }
             self.heap.delete_many(&sorted)?;
             self.rows.fetch_sub(sorted.len() as u64, Ordering::AcqRel);
@@ -1545,6 +1714,7 @@ impl Table {
                 if ok != nk || new_tid != tid {
                     i.btree.delete(&ok, tid)?;
                     i.btree.insert(&nk, new_tid)?;
+                    i.hot_replace(&ok, tid, &nk, new_tid)?;
                     i.changed_cached(&[tid]);
                 } else if i.cached_fields().is_some_and(|f| f.changed(&old, row)) {
                     // Same entry, new cached fields: a predicate on the tid.
@@ -1552,6 +1722,9 @@ impl Table {
                     // cache.
                     i.changed_cached(&[tid]);
                 }
+            }
+            if new_tid != tid {
+                self.heat.moved(tid, new_tid);
             }
             Ok(new_tid)
         })
@@ -1564,14 +1737,37 @@ impl Table {
         as_writer(|| {
             let row = self.existing_row(tid)?;
             let new_tid = self.heap.move_tuple(tid, target_page)?;
-            for i in &self.indexes {
-                let k = i.key_of_row(&row);
-                i.btree.delete(&k, tid)?;
-                i.btree.insert(&k, new_tid)?;
-                i.changed_cached(&[tid]);
-            }
+            self.moved_entries(&row, tid, new_tid)?;
             Ok(new_tid)
         })
+    }
+
+    /// Moves a row into heap page `page` if it has room there (`None` if it
+    /// has not, and nothing changed), keeping its indexes pointing at it.
+    pub fn move_row_into(&self, tid: Tid, page: u64) -> Result<Option<Tid>> {
+        self.check_change()?;
+        as_writer(|| {
+            let row = self.existing_row(tid)?;
+            let Some(new_tid) = self.heap.insert_into(page, &self.encode(&row)?)? else {
+                return Ok(None);
+            };
+            self.heap.delete(tid)?;
+            self.moved_entries(&row, tid, new_tid)?;
+            Ok(Some(new_tid))
+        })
+    }
+
+    /// Index entries follow a row from `tid` to `new_tid`.
+    fn moved_entries(&self, row: &[Value], tid: Tid, new_tid: Tid) -> Result<()> {
+        for i in &self.indexes {
+            let k = i.key_of_row(row);
+            i.btree.delete(&k, tid)?;
+            i.btree.insert(&k, new_tid)?;
+            i.hot_replace(&k, tid, &k, new_tid)?;
+            i.changed_cached(&[tid]);
+        }
+        self.heat.moved(tid, new_tid);
+        Ok(())
     }
 
     /// The values of `fields`' columns (an index's cached columns, in their
@@ -1808,6 +2004,9 @@ impl<'a> TableLoad<'a> {
                 leaf_fill: spec.leaf_fill,
                 entries: entries.len() as u64,
                 cache: spec.cache.clone(),
+                // A load rebuilds the indexes and drops hot partitions (its rows
+                // may repeat a hot key); the next clustering makes them again.
+                hot: None,
             });
             built.push(btree);
         }
@@ -1842,6 +2041,17 @@ impl<'a> TableLoad<'a> {
                 btree,
             )?);
         }
+        // The counts go on (a load appends; tids stay where they were).
+        let heat = db
+            .tables
+            .lock()
+            .get(&def.name)
+            .map(|t| t.heat.clone())
+            .unwrap_or_else(|| {
+                Arc::new(crate::heat::AccessCounts::load(
+                    &crate::heat::AccessCounts::path_of(&db.dir.join(&def.heap_file)),
+                ))
+            });
         let table = Arc::new(Table {
             name: def.name.clone(),
             schema: def.schema.clone(),
@@ -1855,15 +2065,19 @@ impl<'a> TableLoad<'a> {
             owner: db.owner.clone(),
             // Loads are refused on cold tables (`begin_load`).
             cold: false,
+            heat,
         });
         if let Some(old) = db.tables.lock().insert(def.name.clone(), table) {
-            for i in &old.indexes {
-                db.pool.discard_file(i.btree.file_id())?;
-                db.device.close(i.btree.file_id());
+            for i in old.trees() {
+                db.pool.discard_file(i.btree().file_id())?;
+                db.device.close(i.btree().file_id());
             }
         }
         for i in &old_indexes {
             remove_files(&db.dir, &i.file)?;
+            if let Some(h) = &i.hot {
+                remove_files(&db.dir, &h.file)?;
+            }
         }
         let summary = LoadSummary {
             rows_appended: self.appended,

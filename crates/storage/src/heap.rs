@@ -252,13 +252,46 @@ impl HeapFile {
     /// An empty page always takes one tuple, however large.
     fn accepts(&self, v: &PageView<'_>, len: usize) -> bool {
         let used = PAGE_SIZE - v.free_space();
-        v.free_space() >= len + page::SLOT_SIZE
+        if v.free_space() >= len + page::SLOT_SIZE
             && (v.n_slots() == 0 || used + len + page::SLOT_SIZE <= self.fill_limit())
+        {
+            return true;
+        }
+        // Deleted tuples' bytes come back when the page compacts (an insert
+        // does that when it needs to), and a dead slot is reused.
+        let n = v.n_slots() as usize;
+        let live: usize = v.tuples().map(|(_, t)| t.len()).sum();
+        if live + n * page::SLOT_SIZE + page::HEADER_SIZE == used {
+            return false;
+        }
+        let slot = if (0..v.n_slots()).any(|s| v.slot(s).1 == 0) {
+            0
+        } else {
+            page::SLOT_SIZE
+        };
+        let need = page::HEADER_SIZE + n * page::SLOT_SIZE + live + len + slot;
+        need <= PAGE_SIZE && need <= self.fill_limit()
     }
 
     /// A writer that appends tuples on fresh pages after the current end.
     pub fn writer(self: &Arc<Self>) -> HeapWriter {
         HeapWriter::new(self.clone())
+    }
+
+    /// The next single insert starts a fresh page after the end (clustering
+    /// starts its hot region so).
+    pub fn start_new_page(&self) {
+        *self.insert_page.lock() = None;
+    }
+
+    /// The live tuples of page `page_no`, in slot order.
+    pub fn live_tids(&self, page_no: u64) -> Result<Vec<Tid>> {
+        let g = self.heap_page(page_no)?;
+        let v = PageView::new(&g);
+        Ok((0..v.n_slots())
+            .filter(|&s| v.get(s).is_some())
+            .map(|s| Tid::new(page_no as u32, s))
+            .collect())
     }
 
     /// Inserts one tuple through the buffer pool.

@@ -12,6 +12,8 @@ pub mod device;
 pub mod error;
 pub mod exit;
 pub mod heap;
+pub mod heat;
+pub mod hot;
 pub mod keysort;
 pub mod page;
 pub mod panic_guard;

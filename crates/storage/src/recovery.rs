@@ -58,6 +58,9 @@ pub fn recover(dir: &Path, catalog: &mut Catalog, device: &dyn Device) -> Result
         files.insert(t.heap_file.clone(), t.segment_pages);
         for i in &t.indexes {
             files.insert(i.file.clone(), t.segment_pages);
+            if let Some(h) = &i.hot {
+                files.insert(h.file.clone(), t.segment_pages);
+            }
         }
     }
     let mut pages = Pages {
