@@ -1,7 +1,14 @@
 //! Index scan: the B+-tree range, then one heap fetch per tuple id through the
 //! buffer pool — the classic non-clustered index scan, in (key, tid) order.
+//!
+//! A lookup of one key of an index with a hot partition (No Bits Left Behind
+//! §3.1, `strata_storage::hot`) tries the partition's small index first: when
+//! it holds the key it holds every entry of it, and the full index is not read.
+
+use std::ops::Bound;
 
 use strata_storage::btree::RangeCursor;
+use strata_storage::types::Tid;
 
 use crate::batch::TupleBatch;
 use crate::error::Result;
@@ -11,6 +18,9 @@ use crate::scan::{AccessPath, ScanSpec};
 pub struct IndexScan {
     spec: ScanSpec,
     cursor: RangeCursor,
+    /// The key's entries from the hot partition, when it holds them (then
+    /// the cursor is not read), in (key, tid) order.
+    hot: Option<std::vec::IntoIter<Tid>>,
     done: bool,
     report: ScanReport,
 }
@@ -18,14 +28,32 @@ pub struct IndexScan {
 impl IndexScan {
     pub fn new(spec: ScanSpec) -> Result<IndexScan> {
         let cursor = spec.cursor()?;
+        let mut report = ScanReport {
+            path: "index".into(),
+            ..Default::default()
+        };
+        let index = spec.index()?;
+        let mut hot = None;
+        if let (Some(h), true) = (index.hot(), index.key_cols.len() == 1)
+            && let (Bound::Included(lo), Bound::Included(hi)) = spec.key_range()?
+            && lo == hi
+        {
+            let tids = h.btree.lookup(&lo)?;
+            if !tids.is_empty() {
+                report.notes.push(format!(
+                    "the key's {} entries came from the hot partition of {}",
+                    tids.len(),
+                    index.def.name
+                ));
+                hot = Some(tids.into_iter());
+            }
+        }
         Ok(IndexScan {
             spec,
             cursor,
+            hot,
             done: false,
-            report: ScanReport {
-                path: "index".into(),
-                ..Default::default()
-            },
+            report,
         })
     }
 }
@@ -35,11 +63,19 @@ impl AccessPath for IndexScan {
         out.clear();
         let index = self.spec.index()?;
         while !self.done && !out.is_full() {
-            let Some(entry) = self.cursor.next_entry(&index.btree) else {
-                self.done = true;
-                break;
+            let tid = if let Some(hot) = &mut self.hot {
+                let Some(tid) = hot.next() else {
+                    self.done = true;
+                    break;
+                };
+                tid
+            } else {
+                let Some(entry) = self.cursor.next_entry(&index.btree) else {
+                    self.done = true;
+                    break;
+                };
+                entry?.1
             };
-            let (_, tid) = entry?;
             self.report.index_entries += 1;
             self.report.heap_pages += 1;
             self.spec.fetch(tid, out)?;

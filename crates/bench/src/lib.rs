@@ -41,6 +41,7 @@ pub mod postgres;
 pub mod results;
 pub mod smooth_scan;
 pub mod summary;
+pub mod waste_fig3;
 
 pub use plot::{Axis, Legend, Plot, Scale, Series};
 pub use results::{ResultRow, ResultSet, Samples, median};

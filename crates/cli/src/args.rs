@@ -55,6 +55,11 @@ pub enum Command {
         #[arg(long, value_name = "PLOT")]
         plot: Option<std::path::PathBuf>,
     },
+    /// Hot/cold clustering (No Bits Left Behind §3.1): gather the tuples
+    /// index lookups read most at the end of the heap (`--hot`), optionally
+    /// with a small index of their own that lookups try first
+    /// (`--partition INDEX`).
+    Cluster(crate::cluster::ClusterArgs),
     /// Verify every checksum and index ↔ heap consistency.
     Check,
     /// Index settings.
@@ -143,6 +148,9 @@ pub enum BenchCommand {
     /// Skipper's out-of-order execution on the real CSD service (§5):
     /// fig7 fig8 fig9 fig10 fig11a fig11b fig12, or all.
     Skipper(crate::bench_skipper::BenchSkipperArgs),
+    /// No Bits Left Behind §3–4: fig3 (lookup cost with 0%, 54%, 100% of the
+    /// hot tuples clustered and with a hot partition).
+    Waste(crate::bench_waste::WasteArgs),
     /// Sequential and random read throughput of a table's heap through the device,
     /// next to fio on the same file.
     Io(crate::bench_io::IoArgs),

@@ -15,10 +15,11 @@ use crate::progress::Bars;
 pub struct GenArgs {
     /// microbench, skewed, flash, page (a Wikipedia-like page table whose
     /// (page_namespace, page_title) index caches page_id, page_len,
-    /// page_is_redirect, page_latest), tpch, or a layout of the microbench
-    /// table whose c2 has one histogram but sits differently in the heap:
-    /// uniform, correlated, periodic, clustered, or the adversaries
-    /// alternating, dense-start, dense-tail.
+    /// page_is_redirect, page_latest), revision (a Wikipedia-like revision
+    /// table, rows / 20 pages' edits in rev_id order, indexed on rev_id),
+    /// tpch, or a layout of the microbench table whose c2 has one histogram
+    /// but sits differently in the heap: uniform, correlated, periodic,
+    /// clustered, or the adversaries alternating, dense-start, dense-tail.
     pub dataset: String,
     /// Rows (all but tpch; default 1000000).
     #[arg(long)]

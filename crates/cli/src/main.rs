@@ -17,6 +17,8 @@ mod bench_index_cache;
 mod bench_io;
 mod bench_skipper;
 mod bench_smooth;
+mod bench_waste;
+mod cluster;
 mod context;
 mod csd_cost;
 mod csd_serve;
@@ -82,6 +84,7 @@ fn run(args: &Cli) -> Result<()> {
         Command::Gen(a) => generate::run(cli, a),
         Command::Info { table, json } => inspect::info(cli, table.as_deref(), *json),
         Command::Check => inspect::check(cli),
+        Command::Cluster(a) => cluster::run(cli, a),
         Command::Waste { table, json, plot } => {
             waste::run(cli, table.as_deref(), *json, plot.as_deref())
         }
@@ -120,6 +123,9 @@ fn run(args: &Cli) -> Result<()> {
         Command::Bench {
             which: BenchCommand::Csd(a),
         } => bench_csd::run(a),
+        Command::Bench {
+            which: BenchCommand::Waste(a),
+        } => bench_waste::run(cli, a),
         Command::Bench {
             which: BenchCommand::Skipper(a),
         } => bench_skipper::run(a),

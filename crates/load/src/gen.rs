@@ -85,6 +85,28 @@
 //!   of rows, `page_lang` NULL but for 0.1%: heap rows of about 100 bytes.
 //!   The lookup workload (zipf over the rows) is the benchmark's
 //!   (`strata bench index-cache wiki`), not the table's.
+//! - `revision` (No Bits Left Behind §3.1): a table shaped like MediaWiki's
+//!   `revision` ([`revision_schema`]), one row per edit in `rev_id` order
+//!   (1..=N, time order), and a B+-tree `<table>_rev_id` on `rev_id`. The N
+//!   revisions belong to `P = max(1, round(N / 20))` pages
+//!   ([`revision_pages`], ids 1..=P): every page gets one revision, and the
+//!   other N − P go to pages drawn by a heavy-tailed weight per page: half the
+//!   pages (redirects, stubs) are never edited again ([`REVISION_ONCE`]), the
+//!   others weigh a Pareto draw of index [`REVISION_PARETO`], so most pages
+//!   have a few revisions and a few have hundreds or thousands. That sequence
+//!   of page ids, shuffled (Fisher–Yates), gives row `i` its `rev_page`: each
+//!   page's latest revision (its hot tuple, 1 row in 20) lies anywhere in the
+//!   heap, on most of its pages. `rev_parent_id` is the page's previous
+//!   `rev_id` (0 for its first), `rev_text_id = rev_id`, `rev_timestamp` a
+//!   14-digit timestamp (2004..2025) growing with `rev_id`. 20% of edits are
+//!   anonymous (`rev_user` 0, an IPv4 address as `rev_user_text`), the others
+//!   by a user uniform in `1..=max(1, N / 50)` whose name is spelled from the
+//!   number. 30% are minor, 0.2% have a `rev_deleted` bit set; `rev_len` is
+//!   the page's own log-normal length (median 2500 bytes) within ±10% or so,
+//!   `rev_sha1` 31 base-36 digits of a hash of `rev_id`. Comments are empty
+//!   for 12% of rows, otherwise words up to a log-normal length (median 90
+//!   bytes) cut at 255, MediaWiki's limit, sometimes after a `/* section */`:
+//!   heap rows of about 200 bytes, about 40 on a page.
 
 use std::fmt;
 use std::str::FromStr;
@@ -118,19 +140,21 @@ pub enum GenKind {
     DenseStart,
     DenseTail,
     Page,
+    Revision,
 }
 
 impl GenKind {
-    /// Every data set: the papers' four tables, then the [`GenKind::LAYOUTS`].
-    pub const ALL: [GenKind; 11] = {
+    /// Every data set: the papers' five tables, then the [`GenKind::LAYOUTS`].
+    pub const ALL: [GenKind; 12] = {
         let tables = [
             GenKind::Microbench,
             GenKind::Skewed,
             GenKind::Flash,
             GenKind::Page,
+            GenKind::Revision,
         ];
         let layouts = GenKind::LAYOUTS;
-        let mut all = [GenKind::Microbench; 11];
+        let mut all = [GenKind::Microbench; 12];
         assert!(all.len() == tables.len() + layouts.len());
         let mut i = 0;
         while i < all.len() {
@@ -169,6 +193,7 @@ impl GenKind {
             GenKind::DenseStart => "dense-start",
             GenKind::DenseTail => "dense-tail",
             GenKind::Page => "page",
+            GenKind::Revision => "revision",
         }
     }
 
@@ -201,6 +226,7 @@ impl GenKind {
         match self {
             GenKind::Flash => "a",
             GenKind::Page => PAGE_KEY[0],
+            GenKind::Revision => REVISION_KEY,
             _ => "c2",
         }
     }
@@ -217,6 +243,7 @@ impl GenKind {
         match self {
             GenKind::Flash => flash_schema(),
             GenKind::Page => page_schema(),
+            GenKind::Revision => revision_schema(),
             _ => microbench_schema(),
         }
     }
@@ -285,8 +312,8 @@ impl GenSpec {
         self.table.as_deref().unwrap_or(self.kind.default_table())
     }
 
-    /// Name of the generated index: `<table>_<column>`; for `page`,
-    /// `<table>_name_title` (MediaWiki's name).
+    /// Name of the generated index: `<table>_<column>` (for `revision`,
+    /// `<table>_rev_id`); for `page`, `<table>_name_title` (MediaWiki's name).
     pub fn index_name(&self) -> String {
         match self.kind {
             GenKind::Page => format!("{}_name_title", self.table_name()),
@@ -373,7 +400,8 @@ pub fn generate(
 ) -> Result<GenReport, LoadError> {
     let start = Instant::now();
     let table = spec.table_name();
-    // c1 runs 0..rows and `a` 1..=rows, both INT32.
+    // c1 runs 0..rows and `a` 1..=rows, both INT32 (and `rev_page`, an INT,
+    // at most rows / 20).
     let limit = i32::MAX as u64;
     if spec.rows > limit {
         return Err(LoadError::Usage(format!(
@@ -479,6 +507,15 @@ pub fn generate(
             let mut row = Vec::with_capacity(PAGE_COLUMNS);
             for i in 0..n {
                 page.row(i, &mut rng, &mut row);
+                load.append(&row)?;
+                tick(i);
+            }
+        }
+        GenKind::Revision => {
+            let mut rev = RevisionRows::new(n, &mut rng);
+            let mut row = Vec::with_capacity(REVISION_COLUMNS);
+            for i in 0..n {
+                rev.row(i, &mut rng, &mut row);
                 load.append(&row)?;
                 tick(i);
             }
@@ -735,6 +772,303 @@ impl PageRows {
                 t.push_str(q);
                 t.push(')');
             }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// `revision`: a Wikipedia-like revision table.
+
+/// The indexed column of `revision`.
+pub const REVISION_KEY: &str = "rev_id";
+
+/// Share of the pages that are never edited after their first revision
+/// (redirects, stubs): their weight in the draw of the other revisions is 0.
+pub const REVISION_ONCE: f64 = 0.5;
+
+/// Index of the Pareto law of the other pages' weights: a weight is
+/// `u^(-1/REVISION_PARETO)`, `u` uniform in `(0, 1]`, so at least 1, with a
+/// finite mean (3) and a tail heavy enough for a few pages to take thousands
+/// of revisions.
+pub const REVISION_PARETO: f64 = 1.5;
+
+/// Longest `rev_comment` and `rev_user_text` in bytes (MediaWiki's limit).
+pub const REVISION_TEXT_MAX: usize = 255;
+
+/// Columns of [`revision_schema`].
+const REVISION_COLUMNS: usize = 12;
+/// Share of the edits that are anonymous (`rev_user` 0, an IP address).
+const REVISION_ANONYMOUS: f64 = 0.2;
+/// Share of the edits marked minor.
+const REVISION_MINOR: f64 = 0.3;
+/// Share of the edits with a `rev_deleted` bit set.
+const REVISION_DELETED: f64 = 0.002;
+/// Share of the edits without a comment.
+const REVISION_NO_COMMENT: f64 = 0.12;
+/// Median (bytes) and log-σ of the other comments' lengths, before the cut at
+/// [`REVISION_TEXT_MAX`]: a mean of about 113 bytes, 12% of them cut.
+const REVISION_COMMENT_LEN: (f64, f64) = (90.0, 0.9);
+/// Share of the comments that start with a `/* section */`.
+const REVISION_SECTION: f64 = 0.35;
+/// Digits of `rev_sha1`: a SHA-1 in base 36, as MediaWiki stores it.
+const SHA1_DIGITS: usize = 31;
+const BASE36: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+
+/// MediaWiki's `revision` table (its pre-1.31 shape, with the comment and the
+/// user in the row) in strata's types; `rev_deleted`, a `TINYINT` bit field in
+/// MediaWiki, is an `INT` (strata has no smaller integer):
+/// `rev_id BIGINT, rev_page INT, rev_text_id BIGINT, rev_comment
+/// VARCHAR(255), rev_user INT, rev_user_text VARCHAR(255), rev_timestamp
+/// CHAR(14), rev_minor_edit BOOLEAN, rev_deleted INT, rev_len INT,
+/// rev_parent_id BIGINT, rev_sha1 CHAR(31)`.
+pub fn revision_schema() -> Schema {
+    Schema::parse(
+        "rev_id BIGINT, rev_page INT, rev_text_id BIGINT, rev_comment VARCHAR(255), \
+         rev_user INT, rev_user_text VARCHAR(255), rev_timestamp CHAR(14), \
+         rev_minor_edit BOOLEAN, rev_deleted INT, rev_len INT, rev_parent_id BIGINT, \
+         rev_sha1 CHAR(31)",
+    )
+    .expect("valid schema")
+}
+
+/// Pages (`rev_page` 1..=P) of a `revision` table of `rows` rows: a 20th of
+/// the rows, rounded, at least 1 (none for no rows).
+pub fn revision_pages(rows: u64) -> u64 {
+    if rows == 0 {
+        0
+    } else {
+        (rows / 20 + (rows % 20 >= 10) as u64).max(1)
+    }
+}
+
+/// Users (`rev_user` 1..=U) of a `revision` table of `rows` rows.
+fn revision_users(rows: u64) -> u64 {
+    (rows / 50).max(1)
+}
+
+/// SplitMix64's finalizer: a well-mixed 64-bit hash of `x`.
+fn mix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Appends `rev_sha1` of revision `rev_id`: 31 base-36 digits of a hash.
+fn push_sha1(s: &mut String, rev_id: u64) {
+    let mut h = rev_id;
+    let mut left = SHA1_DIGITS;
+    while left > 0 {
+        h = mix64(h);
+        // 12 base-36 digits of a u64 are (nearly) uniform: 36^12 < 2^64.
+        let mut v = h;
+        for _ in 0..left.min(12) {
+            s.push(BASE36[(v % 36) as usize] as char);
+            v /= 36;
+        }
+        left -= left.min(12);
+    }
+}
+
+/// Appends the name of user `user` (≥ 1): the number spelled in syllables
+/// (distinct per user), then, chosen by a hash of the number, a second word,
+/// separated by a space or not, and sometimes digits; about 10 bytes.
+fn push_user_name(s: &mut String, user: u64) {
+    let start = s.len();
+    let mut v = user;
+    while v > 0 {
+        push_syllable(s, (v - 1) % SYLLABLES);
+        v = (v - 1) / SYLLABLES;
+    }
+    s[start..start + 1].make_ascii_uppercase();
+    let h = mix64(user.rotate_left(32));
+    if h & 1 == 1 {
+        s.push(' ');
+    }
+    let word = s.len();
+    for k in 0..1 + (h >> 1) % 3 {
+        push_syllable(s, (h >> (8 + 7 * k)) % SYLLABLES);
+    }
+    s[word..word + 1].make_ascii_uppercase();
+    if (h >> 40).is_multiple_of(5) {
+        use std::fmt::Write;
+        let _ = write!(s, "{}", (h >> 44) % 100);
+    }
+}
+
+/// Appends a word of 1..=4 syllables, capitalized when `upper`.
+fn push_word(s: &mut String, rng: &mut SmallRng, upper: bool) {
+    let start = s.len();
+    for _ in 0..rng.random_range(1..=4u32) {
+        push_syllable(s, rng.random_range(0..SYLLABLES));
+    }
+    if upper {
+        s[start..start + 1].make_ascii_uppercase();
+    }
+}
+
+/// The rows of a `revision` table of `n` rows, drawn in row order.
+struct RevisionRows {
+    n: u64,
+    users: u64,
+    /// Seconds of the timestamps' range (2004..2025).
+    span: u64,
+    /// `rev_page` of every row, in row (`rev_id`) order.
+    pages: Vec<u32>,
+    /// Per page (`rev_page - 1`): its latest `rev_id` so far, 0 before its
+    /// first revision.
+    latest: Vec<u32>,
+    /// Per page: the typical length of its text, which each revision's
+    /// `rev_len` varies a little.
+    base_len: Vec<f32>,
+    comment: String,
+    user_text: String,
+    timestamp: String,
+    sha1: String,
+}
+
+impl RevisionRows {
+    /// Draws the pages' weights and lengths, the revisions' pages and their
+    /// order.
+    fn new(n: u64, rng: &mut SmallRng) -> RevisionRows {
+        let p = revision_pages(n) as usize;
+        // Cumulative weights: page k is drawn for x in [cum[k-1], cum[k]).
+        let mut cum = Vec::with_capacity(p);
+        let mut total = 0.0f64;
+        for _ in 0..p {
+            if rng.random::<f64>() >= REVISION_ONCE {
+                let u = 1.0 - rng.random::<f64>();
+                total += u.powf(-1.0 / REVISION_PARETO);
+            }
+            cum.push(total);
+        }
+        if total == 0.0 {
+            // Every page drew "once" (a tiny table): weigh them evenly.
+            cum = (1..=p).map(|k| k as f64).collect();
+            total = p as f64;
+        }
+        let mut pages: Vec<u32> = Vec::with_capacity(n as usize);
+        pages.extend(1..=p as u32);
+        for _ in p as u64..n {
+            let x = rng.random::<f64>() * total;
+            let k = cum.partition_point(|&c| c <= x).min(p - 1);
+            pages.push(k as u32 + 1);
+        }
+        drop(cum);
+        for i in (1..pages.len()).rev() {
+            let j = rng.random_range(0..=i);
+            pages.swap(i, j);
+        }
+        let base_len = (0..p)
+            .map(|_| (2500.0 * (1.3 * normal(rng)).exp()).clamp(1.0, 2_000_000.0) as f32)
+            .collect();
+        RevisionRows {
+            n,
+            users: revision_users(n),
+            span: (TOUCHED_DAYS.1 - TOUCHED_DAYS.0) as u64 * 86_400,
+            pages,
+            latest: vec![0; p],
+            base_len,
+            comment: String::with_capacity(REVISION_TEXT_MAX),
+            user_text: String::with_capacity(REVISION_TEXT_MAX),
+            timestamp: String::with_capacity(14),
+            sha1: String::with_capacity(SHA1_DIGITS),
+        }
+    }
+
+    /// Row `i` (0-based; `rev_id` is `i + 1`) into `row`.
+    fn row(&mut self, i: u64, rng: &mut SmallRng, row: &mut Vec<Value>) {
+        let rev_id = i + 1;
+        let page = self.pages[i as usize] as usize;
+        let parent = std::mem::replace(&mut self.latest[page - 1], rev_id as u32);
+
+        self.user_text.clear();
+        let user = if rng.random::<f64>() < REVISION_ANONYMOUS {
+            use std::fmt::Write;
+            let ip: [u8; 4] = rng.random();
+            let _ = write!(
+                self.user_text,
+                "{}.{}.{}.{}",
+                ip[0].max(1),
+                ip[1],
+                ip[2],
+                ip[3]
+            );
+            0
+        } else {
+            let user = rng.random_range(1..=self.users);
+            push_user_name(&mut self.user_text, user);
+            user
+        };
+        let minor = rng.random::<f64>() < REVISION_MINOR;
+        let deleted = if rng.random::<f64>() < REVISION_DELETED {
+            rng.random_range(1..=15)
+        } else {
+            0
+        };
+        let len = (self.base_len[page - 1] as f64 * (0.1 * normal(rng)).exp())
+            .round()
+            .clamp(0.0, 2_000_000.0) as i32;
+        // Row i's second lies in the i-th of n equal slices of the range, so
+        // the timestamps never decrease.
+        let slice = rng.random_range(0..self.span) as u128;
+        let secs = (i as u128 * self.span as u128 + slice) / self.n as u128;
+        self.timestamp.clear();
+        push_timestamp(&mut self.timestamp, secs as u64);
+        self.make_comment(rng);
+        self.sha1.clear();
+        push_sha1(&mut self.sha1, rev_id);
+
+        row.clear();
+        row.extend([
+            Value::Int64(rev_id as i64),
+            Value::Int32(page as i32),
+            Value::Int64(rev_id as i64),
+            Value::Str(self.comment.clone()),
+            Value::Int32(user as i32),
+            Value::Str(self.user_text.clone()),
+            Value::Str(self.timestamp.clone()),
+            Value::Bool(minor),
+            Value::Int32(deleted),
+            Value::Int32(len),
+            Value::Int64(parent as i64),
+            Value::Str(self.sha1.clone()),
+        ]);
+    }
+
+    /// A comment into `self.comment`: empty, or words (after a `/* section
+    /// */` now and then) cut at a log-normal length of at most 255 bytes.
+    fn make_comment(&mut self, rng: &mut SmallRng) {
+        let c = &mut self.comment;
+        c.clear();
+        if rng.random::<f64>() < REVISION_NO_COMMENT {
+            return;
+        }
+        let (median, sigma) = REVISION_COMMENT_LEN;
+        let len = (median * (sigma * normal(rng)).exp())
+            .round()
+            .clamp(1.0, REVISION_TEXT_MAX as f64) as usize;
+        if rng.random::<f64>() < REVISION_SECTION {
+            c.push_str("/* ");
+            for k in 0..rng.random_range(1..=3u32) {
+                if k > 0 {
+                    c.push(' ');
+                }
+                push_word(c, rng, k == 0);
+            }
+            c.push_str(" */");
+        }
+        while c.len() < len {
+            if !c.is_empty() {
+                c.push(' ');
+            }
+            let upper = c.is_empty() || rng.random::<f64>() < 0.1;
+            push_word(c, rng, upper);
+        }
+        c.truncate(len);
+        if c.ends_with(' ') {
+            c.pop();
+            c.push('.');
         }
     }
 }

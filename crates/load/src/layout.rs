@@ -113,7 +113,7 @@ pub fn band(kind: GenKind, rows: u64, rows_per_page: u64) -> Option<Band> {
 
 /// The rank of every row of a `kind` table (a permutation of `0..rows`), for
 /// the layouts above; `None` for the other data sets (`microbench`, `skewed`,
-/// `flash`, `page`). Draws from `rng` in a fixed order.
+/// `flash`, `page`, `revision`). Draws from `rng` in a fixed order.
 pub fn ranks<R: Rng>(
     kind: GenKind,
     rows: u64,
@@ -181,7 +181,11 @@ pub fn ranks<R: Rng>(
                 with_special(n, &[(sparse, true), (dense, false)], rng)
             }
         }
-        GenKind::Microbench | GenKind::Skewed | GenKind::Flash | GenKind::Page => return None,
+        GenKind::Microbench
+        | GenKind::Skewed
+        | GenKind::Flash
+        | GenKind::Page
+        | GenKind::Revision => return None,
     })
 }
 

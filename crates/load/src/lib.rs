@@ -36,7 +36,8 @@ mod tpch;
 pub use crate::csv::{CsvOptions, CsvReport, load_csv};
 pub use crate::generator::{
     GenKind, GenReport, GenSpec, MICROBENCH_MAX, PAGE_CACHED, PAGE_KEY, PAGE_NAMESPACES,
-    PAGE_TITLE_MAX, SkewedCounts, flash_schema, generate, microbench_schema, page_schema,
+    PAGE_TITLE_MAX, REVISION_KEY, REVISION_ONCE, REVISION_PARETO, REVISION_TEXT_MAX, SkewedCounts,
+    flash_schema, generate, microbench_schema, page_schema, revision_pages, revision_schema,
     skewed_counts,
 };
 pub use crate::parquet::{ParquetOptions, ParquetReport, load_parquet};

@@ -213,8 +213,8 @@ fn fill_factor_spreads_rows_and_names_are_checked() {
     let e = "nosuch".parse::<GenKind>().unwrap_err().to_string();
     assert_eq!(
         e,
-        "unknown data set 'nosuch': expected one of microbench, skewed, flash, page, uniform, \
-         correlated, periodic, clustered, alternating, dense-start, dense-tail, tpch"
+        "unknown data set 'nosuch': expected one of microbench, skewed, flash, page, revision, \
+         uniform, correlated, periodic, clustered, alternating, dense-start, dense-tail, tpch"
     );
 }
 

@@ -897,8 +897,20 @@ impl Database {
 impl Drop for Database {
     /// A clean close: everything written back, the log empty.
     fn drop(&mut self) {
-        if self.wal.is_some() && !self.crashed.load(Ordering::Acquire) {
+        if self.crashed.load(Ordering::Acquire) {
+            return;
+        }
+        if self.wal.is_some() {
             let _ = self.checkpoint();
+        } else {
+            // A read-only open changes no data, but its lookups were
+            // accesses: the counts (advice, `heat.rs`) are kept. Readers
+            // that run at once each write theirs; the last one wins.
+            for t in self.tables.lock().values() {
+                let _ = t.heat.save(&crate::heat::AccessCounts::path_of(
+                    &self.dir.join(&t.heap_file),
+                ));
+            }
         }
     }
 }

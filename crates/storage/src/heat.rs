@@ -6,7 +6,8 @@
 //! calls [`AccessCounts::record`]. One call in [`AccessCounts::every`] per
 //! thread is counted — a thread-local tick decides, so an uncounted call costs
 //! an increment and a compare — in one of [`SHARDS`] maps from tid to count,
-//! each behind its own lock. Full scans record nothing: they touch every tuple
+//! each behind its own lock. The period is 4 unless `STRATA_ACCESS_SAMPLE`
+//! says otherwise when the table opens. Full scans record nothing: they touch every tuple
 //! alike and say nothing about which are hot.
 //!
 //! Memory is bounded: a shard that outgrows its share of [`MAX_TRACKED`]
@@ -15,8 +16,8 @@
 //! a tuple no longer read cools down over a few clusterings and moves back.
 //!
 //! The counts survive a restart in `<heap file>.heat` beside the heap, written
-//! at every checkpoint (a clean close is one): a header, the entries, and a
-//! CRC-32C of it all. The file is advice, not data: a damaged or missing one
+//! at every checkpoint (a clean close is one) and when a read-only open closes:
+//! a header, the entries, and a CRC-32C of it all. The file is advice, not data: a damaged or missing one
 //! starts the counts from zero, and [`AccessCounts::load_warning`] says why.
 
 use std::cell::Cell;
@@ -43,7 +44,31 @@ const ENTRY: usize = 10;
 const HEADER: usize = 8 + 4 + 8;
 
 thread_local! {
-    static TICK: Cell<u32> = const { Cell::new(0) };
+    /// Where a thread's ticks start: anywhere, so that a process making a
+    /// few lookups (one `strata scan`) is counted with the same chance as a
+    /// long one.
+    static TICK: Cell<u32> = Cell::new(tick_start());
+}
+
+fn tick_start() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+    );
+    h.finish() as u32
+}
+
+/// The sampling period tables open with: `STRATA_ACCESS_SAMPLE` if it is set
+/// to a positive number (1 counts every access), else [`DEFAULT_EVERY`].
+pub fn default_every() -> u32 {
+    std::env::var("STRATA_ACCESS_SAMPLE")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(DEFAULT_EVERY)
 }
 
 /// The sampled access counts of one table's tuples.
@@ -57,7 +82,7 @@ pub struct AccessCounts {
 
 impl Default for AccessCounts {
     fn default() -> Self {
-        AccessCounts::new(DEFAULT_EVERY)
+        AccessCounts::new(default_every())
     }
 }
 
@@ -199,28 +224,20 @@ impl AccessCounts {
     /// The counts from `path`; none if it does not exist; none and a warning
     /// naming the file and what is wrong if it cannot be read.
     pub fn load(path: &Path) -> AccessCounts {
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
+        let why = match std::fs::read(path) {
+            Ok(b) => match decode(&b) {
+                Ok(c) => return c,
+                Err(why) => why,
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return AccessCounts::default(),
-            Err(e) => {
-                let mut c = AccessCounts::default();
-                c.load_warning = Some(format!(
-                    "{}: {e}; access counts start from zero",
-                    path.display()
-                ));
-                return c;
-            }
+            Err(e) => e.to_string(),
         };
-        match decode(&bytes) {
-            Ok(c) => c,
-            Err(why) => {
-                let mut c = AccessCounts::default();
-                c.load_warning = Some(format!(
-                    "{}: {why}; access counts start from zero",
-                    path.display()
-                ));
-                c
-            }
+        AccessCounts {
+            load_warning: Some(format!(
+                "{}: {why}; access counts start from zero",
+                path.display()
+            )),
+            ..AccessCounts::default()
         }
     }
 
@@ -282,7 +299,8 @@ fn decode(b: &[u8]) -> std::result::Result<AccessCounts, String> {
             rest.len()
         ));
     }
-    let c = AccessCounts::new(every);
+    let _ = every;
+    let c = AccessCounts::default();
     for e in rest.chunks_exact(ENTRY) {
         let page = u32::from_le_bytes(e[0..4].try_into().expect("4 bytes"));
         let slot = u16::from_le_bytes(e[4..6].try_into().expect("2 bytes"));
@@ -301,7 +319,7 @@ mod tests {
     #[test]
     fn samples_one_in_every() {
         let c = AccessCounts::new(4);
-        // On a fresh thread the tick starts at zero.
+        // Wherever the thread's ticks start, 400 calls count 100.
         std::thread::scope(|s| {
             s.spawn(|| {
                 for _ in 0..400 {
@@ -356,7 +374,6 @@ mod tests {
         c.save(&path).unwrap();
         let back = AccessCounts::load(&path);
         assert!(back.load_warning().is_none());
-        assert_eq!(back.every(), 2);
         assert_eq!(back.snapshot(), c.snapshot());
         // Nothing changed: nothing written.
         std::fs::remove_file(&path).unwrap();

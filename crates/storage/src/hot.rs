@@ -17,7 +17,8 @@
 //!    following it ([`Table::move_row`]).
 //! 3. **Move out.** A tuple in the hot region that is no longer hot has cooled:
 //!    it goes back into a cold page with room — the holes the tuples moved in
-//!    left — so the region stays hot. With no room it stays.
+//!    left, then any page before the region with room, from the first — so the
+//!    region stays hot. With no room anywhere it stays.
 //! 4. **Partition** (optional, or kept if one exists): the hot tuples' entries
 //!    of one index go into a small index of their own, the *hot partition*'s
 //!    (`IndexDef::hot`). Lookups ([`Table::lookup`]) try it first, and only a
@@ -198,7 +199,7 @@ impl Database {
                 }
             }
         }
-        // Where the cooled tuples go: the cold pages the moves in empty.
+        // Where the cooled tuples go first: the cold pages the moves in empty.
         let holes: Vec<u64> = move_in
             .iter()
             .map(|t| t.page as u64)
@@ -228,13 +229,14 @@ impl Database {
             rep.transactions += 1;
             rep.moved_in += chunk.len() as u64;
         }
-        let mut hole = holes.iter().peekable();
+        // The holes first, then any cold page with room, from the start.
+        let mut hole = holes.iter().copied().chain(0..region_start).peekable();
         for chunk in move_out.chunks(batch) {
             let txn = self.begin_write()?;
             let mut done = Vec::new();
             for &tid in chunk {
                 let mut placed = None;
-                while let Some(&&p) = hole.peek() {
+                while let Some(&p) = hole.peek() {
                     if let Some(to) = t.move_row_into(tid, p)? {
                         placed = Some(to);
                         break;

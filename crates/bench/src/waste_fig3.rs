@@ -1,0 +1,674 @@
+//! `strata bench waste fig3`: No Bits Left Behind §3.1, **Fig. 3** — the cost
+//! of a lookup in Wikipedia's `revision` table with 0%, 54% and 100% of the hot
+//! tuples clustered, and with a hot partition.
+//!
+//! The table is `strata gen revision` (`strata_load::gen`): revisions in time
+//! order, each page's latest revision — about 5% of the rows — scattered
+//! across the heap; an index on `rev_id`. The hot tuples are what the data
+//! shows, not what the generator says: a scan finds each page's latest
+//! revision (the largest `rev_id` of its `rev_page`).
+//!
+//! **Workload.** A lookup of one `rev_id` (the index, then the heap tuple,
+//! decoded whole) takes a latest revision with probability `hot_pct` (99%),
+//! drawn by a zipf law (exponent `alpha`) over the latest revisions in a
+//! random order, else any revision, uniformly.
+//!
+//! **States** (each a copy of the generated database):
+//! - `0%`: as generated;
+//! - `54%` and `100%`: a *training* run of the workload (another seed) with
+//!   the table's sampled access counts on (one access in 4 counted, the
+//!   default), then `Database::cluster_hot` with `share` 0.54 or 1 — what
+//!   `strata cluster revision --hot [--share 0.54]` does: the tuples counted at
+//!   least twice, most counted first, deleted and appended at the end;
+//! - `partition`: the same with `--partition revision_rev_id`, so lookups
+//!   try the hot tuples' own small index first.
+//!
+//! **Measure.** Per round, per device, per state: the state's database opened
+//! read-only with an empty pool of `pool_pct` of the full index's pages
+//! (smaller than the full index, larger than the hot one), `warmup` lookups to
+//! reach the steady state, then `lookups` timed ones. Real: direct I/O, wall
+//! time. Modeled (hdd, ssd): wall time plus the profile's modeled device time.
+//! Cost per lookup is the median over rounds; the ratios are of medians
+//! measured in the same rounds. Every lookup's answer is checked (one row,
+//! its `rev_id` the key).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, ensure};
+use strata_load::{GenKind, GenSpec, generate};
+use strata_storage::btree::leaf_cache::CacheRng;
+use strata_storage::db::{DbOptions, NoProgress};
+use strata_storage::device::DeviceProfile;
+use strata_storage::hot::{ClusterOptions, ClusterReport};
+use strata_storage::page::PAGE_SIZE;
+use strata_storage::types::{DataType, Value, encode_key};
+use strata_storage::{Database, Table};
+
+use crate::plot::{Axis, Legend, Plot};
+use crate::results::{ResultRow, ResultSet, median};
+use crate::summary::{Comparison, Summary, num, provenance};
+
+const TABLE: &str = "revision";
+const INDEX: &str = "revision_rev_id";
+/// The states, in the figure's order.
+pub const STATES: [&str; 4] = ["0%", "54%", "100%", "partition"];
+
+#[derive(Clone, Debug)]
+pub struct Fig3Options {
+    /// Table sizes (rows).
+    pub rows: Vec<u64>,
+    /// `real` (direct I/O), `hdd`, `ssd` (modeled).
+    pub devices: Vec<String>,
+    /// Timed lookups per point, and lookups before them.
+    pub lookups: u64,
+    pub warmup: u64,
+    /// Training lookups per hot tuple (the access counts clustering reads).
+    pub train_per_hot: u64,
+    /// Zipf exponent over the latest revisions.
+    pub alpha: f64,
+    /// Share of lookups that take a latest revision (%).
+    pub hot_pct: f64,
+    /// Pool sizes, in % of the full index's pages.
+    pub pool_pcts: Vec<f64>,
+    pub rounds: usize,
+    /// Where the generated table and the states' copies live.
+    pub work_dir: PathBuf,
+    pub out: PathBuf,
+    pub seed: u64,
+}
+
+impl Fig3Options {
+    pub fn new(work_dir: PathBuf, out: PathBuf) -> Fig3Options {
+        Fig3Options {
+            rows: vec![1_000_000],
+            devices: vec!["real".into(), "ssd".into(), "hdd".into()],
+            lookups: 20_000,
+            warmup: 40_000,
+            train_per_hot: 64,
+            alpha: 0.5,
+            hot_pct: 99.0,
+            pool_pcts: vec![50.0, 75.0],
+            rounds: 3,
+            work_dir,
+            out,
+            seed: 3,
+        }
+    }
+
+    pub fn check(&self) -> Result<()> {
+        ensure!(!self.rows.is_empty(), "fig3: no table size");
+        for &r in &self.rows {
+            ensure!(
+                (10_000..=i32::MAX as u64).contains(&r),
+                "fig3: --rows must be from 10000 to 2^31 − 1 (got {r})"
+            );
+        }
+        ensure!(!self.devices.is_empty(), "fig3: no device");
+        for d in &self.devices {
+            ensure!(
+                ["real", "hdd", "ssd"].contains(&d.as_str()),
+                "fig3: unknown device '{d}' (real, hdd, ssd)"
+            );
+        }
+        ensure!(
+            self.lookups > 0 && self.rounds > 0 && self.train_per_hot > 0,
+            "fig3: --lookups, --rounds and --train-per-hot must be positive"
+        );
+        ensure!(
+            (0.0..=100.0).contains(&self.hot_pct) && (0.0..=4.0).contains(&self.alpha),
+            "fig3: --hot-pct is a percentage and --alpha in 0..=4"
+        );
+        ensure!(
+            !self.pool_pcts.is_empty() && self.pool_pcts.iter().all(|p| *p > 0.0 && *p <= 1000.0),
+            "fig3: --pool-pct values must be in (0, 1000]"
+        );
+        Ok(())
+    }
+}
+
+fn key(id: i64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9);
+    encode_key(&[DataType::Int64], &[Value::Int64(id)], &mut k);
+    k
+}
+
+fn open(dir: &Path, pool_bytes: usize, read_only: bool) -> Result<Database> {
+    Ok(Database::open(
+        dir,
+        DbOptions {
+            buffer_pool_bytes: pool_bytes,
+            direct_io: false,
+            read_only,
+            ..DbOptions::default()
+        },
+    )?)
+}
+
+/// Generates the table into `dir` unless it holds it with `rows` rows.
+fn prepare(dir: &Path, rows: u64, log: &mut dyn FnMut(&str)) -> Result<()> {
+    if dir.join("catalog.json").exists() {
+        let db = open(dir, 8 << 20, true)?;
+        if db
+            .table(TABLE)
+            .is_ok_and(|t| t.rows() == rows && t.index(INDEX).is_ok())
+        {
+            return Ok(());
+        }
+        drop(db);
+        std::fs::remove_dir_all(dir)?;
+    }
+    log(&format!(
+        "fig3: generating {TABLE} ({rows} rows) in {}",
+        dir.display()
+    ));
+    std::fs::create_dir_all(dir)?;
+    let db = Database::open_or_create(
+        dir,
+        DbOptions {
+            buffer_pool_bytes: 64 << 20,
+            direct_io: false,
+            ..DbOptions::default()
+        },
+    )?;
+    generate(&db, &GenSpec::new(GenKind::Revision, rows), &NoProgress)?;
+    Ok(())
+}
+
+/// Copies a closed database directory.
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    if to.exists() {
+        std::fs::remove_dir_all(to)?;
+    }
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let dest = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_dir(&e.path(), &dest)?;
+        } else {
+            std::fs::copy(e.path(), &dest)
+                .with_context(|| format!("copying {}", e.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// What the data shows: every page's latest revision, and the table's sizes.
+struct Truth {
+    rows: u64,
+    /// The latest revision of each page (rev_id), in rev_id order.
+    latest: Vec<i64>,
+    heap_pages: u64,
+    index_pages: u64,
+    /// Heap pages holding a latest revision, as generated.
+    latest_pages: u64,
+}
+
+fn truth(dir: &Path) -> Result<Truth> {
+    let db = open(dir, 32 << 20, true)?;
+    let t = db.table(TABLE)?;
+    let (id_col, page_col) = (t.column("rev_id")?, t.column("rev_page")?);
+    let mut last: BTreeMap<i64, (i64, u32)> = BTreeMap::new();
+    t.heap().scan(|tid, b| {
+        let id = t.layout().decode_column(b, id_col).as_i64();
+        let page = t.layout().decode_column(b, page_col).as_i64();
+        let (Some(id), Some(page)) = (id, page) else {
+            return Err(strata_storage::StorageError::Schema(format!(
+                "fig3: a revision without rev_id or rev_page at {tid:?}"
+            )));
+        };
+        let e = last.entry(page).or_insert((id, tid.page));
+        if id > e.0 {
+            *e = (id, tid.page);
+        }
+        Ok(())
+    })?;
+    let mut latest: Vec<i64> = last.values().map(|v| v.0).collect();
+    latest.sort_unstable();
+    let pages: std::collections::BTreeSet<u32> = last.values().map(|v| v.1).collect();
+    Ok(Truth {
+        rows: t.rows(),
+        latest,
+        heap_pages: t.heap().num_pages(),
+        index_pages: t.index(INDEX)?.btree.num_pages(),
+        latest_pages: pages.len() as u64,
+    })
+}
+
+/// Lookup keys of the workload.
+struct Workload {
+    cdf: Vec<f64>,
+    /// Rank → latest revision.
+    perm: Vec<i64>,
+    rows: u64,
+    hot_pct: f64,
+}
+
+impl Workload {
+    fn new(truth: &Truth, alpha: f64, hot_pct: f64, seed: u64) -> Workload {
+        let n = truth.latest.len();
+        let mut acc = 0.0;
+        let mut cdf: Vec<f64> = (1..=n)
+            .map(|r| {
+                acc += (r as f64).powf(-alpha);
+                acc
+            })
+            .collect();
+        for c in &mut cdf {
+            *c /= acc;
+        }
+        let mut perm = truth.latest.clone();
+        let mut rng = CacheRng::new(seed ^ 0xF163);
+        for i in (1..perm.len()).rev() {
+            perm.swap(i, rng.below(i + 1));
+        }
+        Workload {
+            cdf,
+            perm,
+            rows: truth.rows,
+            hot_pct,
+        }
+    }
+
+    fn draw(&self, rng: &mut CacheRng, count: u64) -> Vec<i64> {
+        let unit = |rng: &mut CacheRng| (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        (0..count)
+            .map(|_| {
+                if unit(rng) * 100.0 < self.hot_pct {
+                    let u = unit(rng);
+                    self.perm[self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1)]
+                } else {
+                    1 + rng.below(self.rows as usize) as i64
+                }
+            })
+            .collect()
+    }
+}
+
+/// One lookup: the index (the hot partition first), then the tuple, decoded.
+fn lookup(t: &Table, ix: &strata_storage::db::Index, id: i64) -> Result<()> {
+    let tids = t.lookup(ix, &key(id))?;
+    ensure!(
+        tids.len() == 1,
+        "fig3: rev_id {id} has {} entries",
+        tids.len()
+    );
+    let row = t
+        .get_row(tids[0])?
+        .with_context(|| format!("fig3: rev_id {id}'s tuple {:?} is gone", tids[0]))?;
+    ensure!(
+        row[0] == Value::Int64(id),
+        "fig3: lookup of rev_id {id} found {:?}",
+        row[0]
+    );
+    Ok(())
+}
+
+/// Makes state `state` from the generated database `base` into `dir`.
+fn make_state(
+    o: &Fig3Options,
+    base: &Path,
+    dir: &Path,
+    state: &str,
+    wl: &Workload,
+    train: u64,
+) -> Result<Option<ClusterReport>> {
+    copy_dir(base, dir)?;
+    if state == "0%" {
+        return Ok(None);
+    }
+    // Training: the whole table fits this pool, so it is quick; the counts
+    // are what lookups would leave in any pool.
+    let db = open(dir, 1 << 30, false)?;
+    let t = db.table(TABLE)?;
+    let ix = t.index(INDEX)?;
+    t.heat().clear();
+    let mut rng = CacheRng::new(o.seed ^ 0x7EA1);
+    for id in wl.draw(&mut rng, train) {
+        lookup(&t, ix, id)?;
+    }
+    let opts = ClusterOptions {
+        share: if state == "54%" { 0.54 } else { 1.0 },
+        partition: (state == "partition").then(|| INDEX.to_string()),
+        ..ClusterOptions::default()
+    };
+    let rep = db.cluster_hot(TABLE, &opts)?;
+    Ok(Some(rep))
+}
+
+/// One measured run.
+#[derive(Clone, Debug)]
+pub struct Point {
+    pub rows: u64,
+    /// The pool, % of the full index's pages.
+    pub pool_pct: f64,
+    pub device: String,
+    pub state: String,
+    pub round: usize,
+    pub lookups: u64,
+    pub wall_s: f64,
+    pub modeled_s: f64,
+    pub device_reads: u64,
+    pub pool_misses: u64,
+}
+
+impl Point {
+    pub fn seconds(&self) -> f64 {
+        self.wall_s + self.modeled_s
+    }
+    /// Cost per lookup, µs.
+    pub fn cost_us(&self) -> f64 {
+        self.seconds() * 1e6 / self.lookups as f64
+    }
+    pub fn reads_per_lookup(&self) -> f64 {
+        self.device_reads as f64 / self.lookups as f64
+    }
+}
+
+fn measure(
+    o: &Fig3Options,
+    dir: &Path,
+    device: &str,
+    frames: u64,
+    keys: &(Vec<i64>, Vec<i64>),
+) -> Result<(f64, f64, u64, u64)> {
+    let real = device == "real";
+    let db = Database::open(
+        dir,
+        DbOptions {
+            buffer_pool_bytes: frames as usize * PAGE_SIZE,
+            direct_io: real,
+            profile: if real {
+                None
+            } else {
+                Some(DeviceProfile::builtin(device).with_context(|| format!("device {device}"))?)
+            },
+            read_only: true,
+            ..DbOptions::default()
+        },
+    )?;
+    let t = db.table(TABLE)?;
+    let ix = t.index(INDEX)?;
+    for &id in &keys.0 {
+        lookup(&t, ix, id)?;
+    }
+    let (pool0, dev0) = (db.pool().counters(), db.device().stats().snapshot());
+    let start = Instant::now();
+    for &id in &keys.1 {
+        lookup(&t, ix, id)?;
+    }
+    let wall = start.elapsed().as_secs_f64();
+    let (pool1, dev1) = (db.pool().counters(), db.device().stats().snapshot());
+    let dev = dev1 - dev0;
+    let _ = o;
+    Ok((
+        wall,
+        dev.modeled_ns as f64 / 1e9,
+        dev.pages_read,
+        pool1.misses - pool0.misses,
+    ))
+}
+
+/// One size: the states, then the rounds.
+struct SizeRun {
+    rows: u64,
+    truth: Truth,
+    reports: BTreeMap<String, ClusterReport>,
+    /// Of the latest revisions, those the clustering found hot (100% state).
+    recall: f64,
+    points: Vec<Point>,
+}
+
+fn run_size(o: &Fig3Options, rows: u64, log: &mut dyn FnMut(&str)) -> Result<SizeRun> {
+    let root = o.work_dir.join(format!("fig3-{rows}"));
+    let base = root.join("base");
+    prepare(&base, rows, log)?;
+    let truth = truth(&base)?;
+    log(&format!(
+        "fig3 {rows}: heap {} pages, index {} pages, {} latest revisions ({:.2}% of rows) on {} heap pages ({:.1}% of them)",
+        truth.heap_pages,
+        truth.index_pages,
+        truth.latest.len(),
+        100.0 * truth.latest.len() as f64 / rows as f64,
+        truth.latest_pages,
+        100.0 * truth.latest_pages as f64 / truth.heap_pages as f64
+    ));
+    let wl = Workload::new(&truth, o.alpha, o.hot_pct, o.seed);
+    let train = o.train_per_hot * truth.latest.len() as u64;
+    let mut reports = BTreeMap::new();
+    for state in STATES {
+        let dir = root.join(state.replace('%', "pct"));
+        if let Some(rep) = make_state(o, &base, &dir, state, &wl, train)? {
+            log(&format!(
+                "fig3 {rows} {state}: {} hot chosen of {} counted, {} moved in; hot tuples on {} pages, were on {}; partition {} entries in {} pages (full index {} pages)",
+                rep.hot,
+                rep.tracked,
+                rep.moved_in,
+                rep.hot_pages_after,
+                rep.hot_pages_before,
+                rep.partition_entries,
+                rep.partition_pages,
+                rep.full_index_pages
+            ));
+            reports.insert(state.to_string(), rep);
+        }
+    }
+    // Recall of the tracker: latest revisions in the hot region of `100%`.
+    let recall = {
+        let dir = root.join("100pct");
+        let db = open(&dir, 64 << 20, true)?;
+        let t = db.table(TABLE)?;
+        let ix = t.index(INDEX)?;
+        let start = reports["100%"].region_start;
+        let mut n = 0u64;
+        for &id in &truth.latest {
+            if ix
+                .btree
+                .lookup(&key(id))?
+                .iter()
+                .any(|t| t.page as u64 >= start)
+            {
+                n += 1;
+            }
+        }
+        n as f64 / truth.latest.len() as f64
+    };
+    let mut points = Vec::new();
+    for round in 0..o.rounds {
+        let mut rng = CacheRng::new(o.seed ^ 0xA11 ^ ((round as u64) << 20));
+        let keys = (wl.draw(&mut rng, o.warmup), wl.draw(&mut rng, o.lookups));
+        for device in &o.devices {
+            for &pool_pct in &o.pool_pcts {
+                let frames = frames_of(&truth, pool_pct);
+                for state in STATES {
+                    let dir = root.join(state.replace('%', "pct"));
+                    let (wall_s, modeled_s, device_reads, pool_misses) =
+                        measure(o, &dir, device, frames, &keys)?;
+                    let p = Point {
+                        rows,
+                        pool_pct,
+                        device: device.clone(),
+                        state: state.to_string(),
+                        round,
+                        lookups: o.lookups,
+                        wall_s,
+                        modeled_s,
+                        device_reads,
+                        pool_misses,
+                    };
+                    log(&format!(
+                        "fig3 {rows} round {round} {device} pool {pool_pct}% {state}: {:.1} µs/lookup, {:.3} device reads/lookup",
+                        p.cost_us(),
+                        p.reads_per_lookup()
+                    ));
+                    points.push(p);
+                }
+            }
+        }
+    }
+    Ok(SizeRun {
+        rows,
+        truth,
+        reports,
+        recall,
+        points,
+    })
+}
+
+/// Pool frames for `pool_pct` % of the full index.
+fn frames_of(t: &Truth, pool_pct: f64) -> u64 {
+    ((t.index_pages as f64 * pool_pct / 100.0).ceil() as u64).max(64)
+}
+
+/// Median cost per lookup (µs) and device reads per lookup of a group.
+fn med(points: &[Point], rows: u64, device: &str, pool_pct: f64, state: &str) -> (f64, f64) {
+    let g: Vec<&Point> = points
+        .iter()
+        .filter(|p| {
+            p.rows == rows && p.device == device && p.pool_pct == pool_pct && p.state == state
+        })
+        .collect();
+    let c: Vec<f64> = g.iter().map(|p| p.cost_us()).collect();
+    let r: Vec<f64> = g.iter().map(|p| p.reads_per_lookup()).collect();
+    (
+        median(&c).unwrap_or(f64::NAN),
+        median(&r).unwrap_or(f64::NAN),
+    )
+}
+
+/// The paper's speedups over 0%: 54%, 100%, partition.
+const PAPER: [(&str, f64); 3] = [("54%", 1.8), ("100%", 2.15), ("partition", 8.4)];
+
+/// Runs Fig. 3, writes `fig3.csv`, a plot per size and `fig3.md`; returns the
+/// summary's text.
+pub fn run_fig3(o: &Fig3Options, log: &mut dyn FnMut(&str)) -> Result<String> {
+    o.check()?;
+    std::fs::create_dir_all(&o.out)?;
+    let mut runs = Vec::new();
+    for &rows in &o.rows {
+        runs.push(run_size(o, rows, log)?);
+    }
+    let mut set = ResultSet::new();
+    for r in &runs {
+        for p in &r.points {
+            let mut row = ResultRow::new("fig3", &p.device, &p.state, p.rows as f64);
+            row.wall_ms = p.wall_s * 1e3;
+            row.modeled_ms = p.modeled_s * 1e3;
+            row.pages_read = p.device_reads;
+            row.io_requests = p.device_reads;
+            row.rows_out = p.lookups;
+            set.push(
+                row.with("round", p.round)
+                    .with("cost_us", format!("{:.2}", p.cost_us()))
+                    .with("pool_misses", p.pool_misses)
+                    .with("pool_pct", p.pool_pct)
+                    .with("pool_frames", frames_of(&r.truth, p.pool_pct)),
+            );
+        }
+    }
+    set.write_csv(o.out.join("fig3.csv"))?;
+
+    let mut s = Summary::new("Hot/cold clustering: Fig. 3 (No Bits Left Behind §3.1)");
+    s.paragraph(&provenance());
+    s.paragraph(&format!(
+        "Table `{TABLE}` from `strata gen revision` (index `{INDEX}` on rev_id). A lookup is `Table::lookup` on rev_id (the hot partition first when there is one) and the heap tuple decoded whole; {}% of lookups take a page's latest revision (zipf exponent {} over them, in a random order), the rest any revision. States: `0%` as generated; `54%`/`100%`: {} training lookups per latest revision with the table's sampled access counts (1 in 4 counted), then `Database::cluster_hot` (`strata cluster {TABLE} --hot --share 0.54` / `--share 1`); `partition`: the same plus `--partition {INDEX}`. Each point opens its state's copy read-only with an empty pool of {:?}% of the full index's pages (the paper: smaller than the full index, larger than the hot partition — its index and its tuples' heap pages), runs {} lookups, then times {}; median of {} rounds, each round running every device, pool and state in turn with the same keys. Real: direct I/O, wall time; hdd/ssd: wall time plus the modeled device time.",
+        o.hot_pct, o.alpha, o.train_per_hot, o.pool_pcts, o.warmup, o.lookups, o.rounds
+    ));
+    let mut comparisons = Vec::new();
+    for r in &runs {
+        s.heading(&format!("{} rows", r.rows));
+        let t = &r.truth;
+        let part = r.reports.get("partition");
+        s.bullets([
+            format!(
+                "heap {} pages ({:.0} MiB), full index {} pages ({:.1} MiB); pools {}",
+                t.heap_pages,
+                (t.heap_pages * PAGE_SIZE as u64) as f64 / (1 << 20) as f64,
+                t.index_pages,
+                (t.index_pages * PAGE_SIZE as u64) as f64 / (1 << 20) as f64,
+                o.pool_pcts
+                    .iter()
+                    .map(|&p| format!("{p}%: {} frames", frames_of(t, p)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            format!(
+                "{} latest revisions ({:.2}% of the rows) on {} of the {} heap pages ({:.1}%) as generated",
+                t.latest.len(),
+                100.0 * t.latest.len() as f64 / t.rows as f64,
+                t.latest_pages,
+                t.heap_pages,
+                100.0 * t.latest_pages as f64 / t.heap_pages as f64
+            ),
+            format!(
+                "the access counts found {:.1}% of the latest revisions hot (those in the hot region after the `100%` clustering); `54%` chose {} tuples, `100%` {}",
+                100.0 * r.recall,
+                r.reports.get("54%").map_or(0, |x| x.hot),
+                r.reports.get("100%").map_or(0, |x| x.hot)
+            ),
+            match part {
+                Some(p) => format!(
+                    "hot partition: {} entries in {} pages, the full index {} pages: **{:.1}x smaller** (target ≥ 15x); the hot tuples on {} heap pages",
+                    p.partition_entries,
+                    p.partition_pages,
+                    p.full_index_pages,
+                    p.full_index_pages as f64 / p.partition_pages.max(1) as f64,
+                    p.hot_pages_after
+                ),
+                None => "no partition".to_string(),
+            },
+        ]);
+        let mut header = vec!["device, pool".to_string()];
+        for st in STATES {
+            header.push(format!("{st}: µs/lookup (reads/lookup)"));
+        }
+        for (st, paper) in PAPER {
+            header.push(format!("{st} speedup (paper {paper}x)"));
+        }
+        let mut rows = Vec::new();
+        let mut plot = Plot::bars(
+            format!("Fig. 3: cost per lookup, {} rows", r.rows),
+            "clustered share of the hot tuples",
+            STATES,
+            Axis::log10("µs per lookup (median)"),
+        )
+        .legend(Legend::Right);
+        for device in &o.devices {
+            for &pool_pct in &o.pool_pcts {
+                let mut row = vec![format!("{device}, {pool_pct}%")];
+                let mut costs = Vec::new();
+                for st in STATES {
+                    let (c, rd) = med(&r.points, r.rows, device, pool_pct, st);
+                    costs.push(c);
+                    row.push(format!("{} ({:.3})", num(c), rd));
+                }
+                let base = costs[0];
+                for (st, paper) in PAPER {
+                    let i = STATES.iter().position(|x| *x == st).expect("a state");
+                    let speedup = base / costs[i];
+                    row.push(format!("{speedup:.2}x"));
+                    comparisons.push(
+                        Comparison::new(
+                            format!("{} rows, {device}, pool {pool_pct}%: {st} over 0%", r.rows),
+                            speedup,
+                            paper,
+                        )
+                        .unit("x"),
+                    );
+                }
+                plot = plot.bar_series(format!("{device}, pool {pool_pct}%"), costs);
+                rows.push(row);
+            }
+        }
+        s.table(&header, &rows);
+        let stem = format!("fig3-{}", r.rows);
+        plot.write(o.out.join(&stem))?;
+        s.image(&format!("Fig. 3, {} rows", r.rows), &format!("{stem}.svg"));
+    }
+    s.heading("Against the paper");
+    s.comparisons(&comparisons);
+    s.write(o.out.join("fig3.md"))?;
+    Ok(s.as_str().to_string())
+}

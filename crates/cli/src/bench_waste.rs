@@ -1,0 +1,79 @@
+//! `strata bench waste <figure>`: No Bits Left Behind §3–4 (the work is in
+//! `strata_bench::waste_fig3`).
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use strata_bench::waste_fig3::{Fig3Options, run_fig3};
+
+use crate::context::{Global, usage};
+
+#[derive(Args)]
+pub struct WasteArgs {
+    /// `fig3`: the cost of a lookup in a Wikipedia-like revision table with
+    /// 0%, 54% and 100% of the hot tuples clustered and with a hot partition.
+    pub figure: String,
+    /// Table sizes (rows).
+    #[arg(long, value_delimiter = ',', default_value = "1000000")]
+    pub rows: Vec<u64>,
+    /// Devices, comma-separated: real (direct I/O), hdd, ssd (modeled).
+    #[arg(long, value_delimiter = ',', default_value = "real,ssd,hdd")]
+    pub devices: Vec<String>,
+    /// Timed lookups per point.
+    #[arg(long, default_value_t = 20_000)]
+    pub lookups: u64,
+    /// Lookups before the timed ones (to the pool's steady state).
+    #[arg(long, default_value_t = 40_000)]
+    pub warmup: u64,
+    /// Training lookups per latest revision before clustering.
+    #[arg(long, default_value_t = 64)]
+    pub train_per_hot: u64,
+    /// Zipf exponent over the latest revisions.
+    #[arg(long, default_value_t = 0.5)]
+    pub alpha: f64,
+    /// Share of lookups that take a latest revision (%).
+    #[arg(long, default_value_t = 99.0)]
+    pub hot_pct: f64,
+    /// Buffer pool sizes, in % of the full index's pages.
+    #[arg(long, value_delimiter = ',', default_value = "50,75")]
+    pub pool_pct: Vec<f64>,
+    /// Rounds (median reported); each runs every device and state in turn.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    #[arg(long, default_value_t = 3)]
+    pub seed: u64,
+    /// Where the generated tables and their clustered copies live (kept).
+    #[arg(long, default_value = "strata-waste-bench")]
+    pub work_dir: PathBuf,
+    /// Where results go.
+    #[arg(long, default_value = "results/waste")]
+    pub out: PathBuf,
+}
+
+pub fn run(_cli: &Global, a: &WasteArgs) -> Result<()> {
+    if a.figure != "fig3" {
+        return Err(usage(format!(
+            "unknown figure {}: waste has fig3",
+            a.figure
+        )));
+    }
+    let o = Fig3Options {
+        rows: a.rows.clone(),
+        devices: a.devices.clone(),
+        lookups: a.lookups,
+        warmup: a.warmup,
+        train_per_hot: a.train_per_hot,
+        alpha: a.alpha,
+        hot_pct: a.hot_pct,
+        pool_pcts: a.pool_pct.clone(),
+        rounds: a.rounds,
+        work_dir: a.work_dir.clone(),
+        out: a.out.join("fig3"),
+        seed: a.seed,
+    };
+    o.check().map_err(|e| usage(e.to_string()))?;
+    let summary = run_fig3(&o, &mut |m| eprintln!("{m}"))?;
+    print!("{summary}");
+    Ok(())
+}

@@ -1,0 +1,115 @@
+//! `strata cluster --hot` end to end: index lookups by separate `strata scan`
+//! processes are counted (every one, with `STRATA_ACCESS_SAMPLE=1`) and kept
+//! across opens; the clustering gathers exactly the tuples they read, builds
+//! the hot partition, and later lookups are answered from it; bad input gets a
+//! clear error.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::*;
+
+fn strata_counted(db: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+        .env("STRATA_ACCESS_SAMPLE", "1")
+        .arg("--db")
+        .arg(db)
+        .args(["--device", "buffered", "--buffer-pool", "16MiB"])
+        .args(args)
+        .output()
+        .expect("run strata")
+}
+
+#[test]
+fn lookups_are_counted_and_cluster_gathers_them_into_a_hot_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    ok(&db, &["gen", "revision", "--rows", "20000"]);
+    let hot = [17, 900, 4_321, 9_999, 15_000, 19_876];
+    for _ in 0..3 {
+        for id in hot {
+            let o = strata_counted(
+                &db,
+                &[
+                    "scan",
+                    "revision",
+                    "--where",
+                    &format!("rev_id = {id}"),
+                    "--path",
+                    "index",
+                ],
+            );
+            assert!(o.status.success(), "{}", stderr(&o));
+        }
+    }
+    let out = ok(
+        &db,
+        &[
+            "cluster",
+            "revision",
+            "--hot",
+            "--partition",
+            "revision_rev_id",
+            "--json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["hot"], 6, "{out}");
+    assert_eq!(v["moved_in"], 6, "{out}");
+    assert_eq!(v["hot_pages_after"], 1, "{out}");
+    assert_eq!(v["partition"], "revision_rev_id");
+    assert_eq!(v["partition_entries"], 6);
+    ok(&db, &["check"]);
+    // The lookup now comes from the hot partition, with the same row.
+    let text = ok(
+        &db,
+        &[
+            "scan",
+            "revision",
+            "--where",
+            "rev_id = 4321",
+            "--path",
+            "index",
+        ],
+    );
+    assert!(text.contains("hot partition of revision_rev_id"), "{text}");
+    assert!(
+        text.contains("1 rows") || text.contains("rows: 1") || text.contains("4321"),
+        "{text}"
+    );
+    // A second clustering with no new reads: the counts were halved, the
+    // tuples are still hot (3 → 1 is below 2: they cool and move back).
+    let out = ok(&db, &["cluster", "revision", "--hot", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["hot"], 0, "{out}");
+    assert_eq!(v["moved_out"], 6, "{out}");
+    assert_eq!(v["partition_entries"], 0, "{out}");
+    ok(&db, &["check"]);
+}
+
+#[test]
+fn cluster_errors_name_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    ok(&db, &["gen", "revision", "--rows", "10000"]);
+    let o = strata(&db, &["cluster", "nosuch", "--hot"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nosuch"), "{}", stderr(&o));
+    let o = strata(&db, &["cluster", "revision"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--hot"), "{}", stderr(&o));
+    let o = strata(&db, &["cluster", "revision", "--hot", "--share", "0"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("share 0"), "{}", stderr(&o));
+    let o = strata(
+        &db,
+        &["cluster", "revision", "--hot", "--partition", "nope"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nope"), "{}", stderr(&o));
+    // Nothing read yet: nothing is hot, and the report says why.
+    let text = ok(&db, &["cluster", "revision", "--hot"]);
+    assert!(text.contains("no access counted yet"), "{text}");
+}
