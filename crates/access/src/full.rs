@@ -61,6 +61,9 @@ pub struct StreamedPages {
     /// the run's first page.
     pos: Option<(usize, u16)>,
     done: bool,
+    /// Whether the tuples produced are index accesses (Smooth Scan's pages
+    /// from the index), counted for hot/cold clustering; a full scan's are not.
+    accesses: bool,
 }
 
 impl StreamedPages {
@@ -69,7 +72,14 @@ impl StreamedPages {
             stream,
             pos: None,
             done: false,
+            accesses: false,
         }
+    }
+
+    /// Counts every tuple produced as an access (`ScanSpec::accessed`).
+    pub fn counting_accesses(mut self) -> StreamedPages {
+        self.accesses = true;
+        self
     }
 
     /// Fills `out` (whole pages at a time, a page split across batches when
@@ -110,7 +120,11 @@ impl StreamedPages {
                 if let Some(t) = view.get(s)
                     && spec.qualifies(t)
                 {
-                    out.push(Tid::new(page as u32, s), t);
+                    let tid = Tid::new(page as u32, s);
+                    if self.accesses {
+                        spec.accessed(tid);
+                    }
+                    out.push(tid, t);
                 }
                 s += 1;
             }

@@ -5,8 +5,6 @@
 //! §3.1, `strata_storage::hot`) tries the partition's small index first: when
 //! it holds the key it holds every entry of it, and the full index is not read.
 
-use std::ops::Bound;
-
 use strata_storage::btree::RangeCursor;
 use strata_storage::types::Tid;
 
@@ -32,21 +30,14 @@ impl IndexScan {
             path: "index".into(),
             ..Default::default()
         };
-        let index = spec.index()?;
         let mut hot = None;
-        if let (Some(h), true) = (index.hot(), index.key_cols.len() == 1)
-            && let (Bound::Included(lo), Bound::Included(hi)) = spec.key_range()?
-            && lo == hi
-        {
-            let tids = h.btree.lookup(&lo)?;
-            if !tids.is_empty() {
-                report.notes.push(format!(
-                    "the key's {} entries came from the hot partition of {}",
-                    tids.len(),
-                    index.def.name
-                ));
-                hot = Some(tids.into_iter());
-            }
+        if let Some(tids) = spec.hot_tids()? {
+            report.notes.push(format!(
+                "the key's {} entries came from the hot partition of {}",
+                tids.len(),
+                spec.index()?.def.name
+            ));
+            hot = Some(tids.into_iter());
         }
         Ok(IndexScan {
             spec,

@@ -95,6 +95,27 @@ impl ScanSpec {
         Ok(self.index()?.btree.range_cursor(lo, hi))
     }
 
+    /// The entries of the one key the predicate fixes on a one-column index,
+    /// from the index's hot partition (No Bits Left Behind §3.1,
+    /// `strata_storage::hot`) when it holds that key — then it holds all of
+    /// them, and the full index need not be read. `None` otherwise.
+    pub fn hot_tids(&self) -> Result<Option<Vec<Tid>>> {
+        let index = self.index()?;
+        let Some(h) = index.hot() else {
+            return Ok(None);
+        };
+        if index.key_cols.len() != 1 {
+            return Ok(None);
+        }
+        match self.key_range()? {
+            (Bound::Included(lo), Bound::Included(hi)) if lo == hi => {
+                let tids = h.btree.lookup(&lo)?;
+                Ok((!tids.is_empty()).then_some(tids))
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// The range the predicate allows on the index's first column, as encoded
     /// key bounds.
     pub fn key_range(&self) -> Result<KeyRange> {
@@ -123,10 +144,16 @@ impl ScanSpec {
         })?;
         let produced = produced.unwrap_or(false);
         if produced {
-            // An index lookup of this tuple: hot/cold clustering counts it.
-            self.table.heat().record(tid);
+            self.accessed(tid);
         }
         Ok(produced)
+    }
+
+    /// Notes that an index-driven path produced tuple `tid`: hot/cold
+    /// clustering counts it (`strata_storage::heat`). Full scans do not call it.
+    #[inline]
+    pub fn accessed(&self, tid: Tid) {
+        self.table.heat().record(tid);
     }
 
     #[inline]

@@ -167,6 +167,7 @@ impl AccessPath for SortScan {
             if let Some(t) = view.get(tid.slot)
                 && self.spec.qualifies(t)
             {
+                self.spec.accessed(tid);
                 out.push(tid, t);
             }
             self.pos += 1;

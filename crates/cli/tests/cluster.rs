@@ -75,6 +75,35 @@ fn lookups_are_counted_and_cluster_gathers_them_into_a_hot_partition() {
         ],
     );
     assert!(text.contains("hot partition of revision_rev_id"), "{text}");
+    // So does Smooth Scan's (page-ordered, the default policy).
+    let smooth = ok(
+        &db,
+        &[
+            "scan",
+            "revision",
+            "--where",
+            "rev_id = 4321",
+            "--path",
+            "smooth",
+        ],
+    );
+    assert!(
+        smooth.contains("hot partition of revision_rev_id"),
+        "{smooth}"
+    );
+    // A key not in it goes to the full index.
+    let cold = ok(
+        &db,
+        &[
+            "scan",
+            "revision",
+            "--where",
+            "rev_id = 4322",
+            "--path",
+            "smooth",
+        ],
+    );
+    assert!(!cold.contains("hot partition"), "{cold}");
     assert!(
         text.contains("1 rows") || text.contains("rows: 1") || text.contains("4321"),
         "{text}"

@@ -591,6 +591,7 @@ impl SmoothScan {
                 }
             }
             had = true;
+            self.spec.accessed(t_tid);
             match &mut self.cache {
                 Some(cache) if Some(t_tid) != tid => cache.insert(&self.scratch, t_tid, t)?,
                 _ => out.push(t_tid, t),

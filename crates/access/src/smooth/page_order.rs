@@ -299,6 +299,8 @@ enum Phase {
 /// equality probe per key of a parameterized (join) scan.
 enum Entries {
     Range(RangeCursor),
+    /// The one key's entries, from the index's hot partition.
+    Hot(std::vec::IntoIter<Tid>),
     /// Encoded first-column keys, ascending and distinct; the next to probe;
     /// the cursor of the key being read.
     Keys {
@@ -313,6 +315,7 @@ impl Entries {
     fn next_tid(&mut self, index: &strata_storage::btree::BTree) -> Option<Result<Tid>> {
         match self {
             Entries::Range(c) => c.next_entry(index).map(|e| Ok(e?.1)),
+            Entries::Hot(tids) => tids.next().map(Ok),
             Entries::Keys { keys, next, cursor } => loop {
                 if let Some(c) = cursor {
                     match c.next_entry(index) {
@@ -332,7 +335,7 @@ impl Entries {
     /// Keys probed so far and in all (a range counts as one key).
     fn keys(&self) -> (usize, usize) {
         match self {
-            Entries::Range(_) => (1, 1),
+            Entries::Range(_) | Entries::Hot(_) => (1, 1),
             Entries::Keys { keys, next, .. } => (*next, keys.len()),
         }
     }
@@ -360,9 +363,26 @@ impl PageOrderScan {
     pub fn new(spec: ScanSpec, opts: &SmoothOptions) -> Result<PageOrderScan> {
         let index = &spec.index()?.btree;
         let (lo, hi) = spec.key_range()?;
-        let entries_estimate = index.estimate_range(&lo, &hi)?;
-        let entries = Entries::Range(spec.cursor()?);
-        Self::with_entries(spec, entries, entries_estimate, opts)
+        let (entries, entries_estimate) = match spec.hot_tids()? {
+            Some(tids) => {
+                let n = tids.len() as f64;
+                (Entries::Hot(tids.into_iter()), n)
+            }
+            None => (
+                Entries::Range(spec.cursor()?),
+                index.estimate_range(&lo, &hi)?,
+            ),
+        };
+        let hot = matches!(entries, Entries::Hot(_));
+        let mut scan = Self::with_entries(spec, entries, entries_estimate, opts)?;
+        if hot {
+            scan.report.notes.push(format!(
+                "the key's {} entries came from the hot partition of {}",
+                entries_estimate,
+                scan.spec.index()?.def.name
+            ));
+        }
+        Ok(scan)
     }
 
     /// The parameterized Smooth Scan of an index nested-loop join's inner
@@ -445,7 +465,7 @@ impl PageOrderScan {
     fn entries_estimate(&self) -> f64 {
         let read = self.report.index_entries as f64;
         match &self.entries {
-            Entries::Range(_) => self.entries_estimate.max(read),
+            Entries::Range(_) | Entries::Hot(_) => self.entries_estimate.max(read),
             Entries::Keys { .. } => {
                 let (probed, all) = self.entries.keys();
                 if probed == 0 {
@@ -533,7 +553,7 @@ impl PageOrderScan {
         self.morph_to(Mode::Expansion, self.num_pages);
         self.report.swept_pages = self.num_pages;
         self.report.read_ahead_streams += 1;
-        self.phase = Phase::Read(Box::new(StreamedPages::new(stream)));
+        self.phase = Phase::Read(Box::new(StreamedPages::new(stream).counting_accesses()));
         Ok(())
     }
 
@@ -570,7 +590,7 @@ impl PageOrderScan {
             self.report.read_ahead_streams += 1;
             heap.stream_runs(&plan.runs, run_pages, depth, batch)?
         };
-        self.phase = Phase::Read(Box::new(StreamedPages::new(stream)));
+        self.phase = Phase::Read(Box::new(StreamedPages::new(stream).counting_accesses()));
         Ok(())
     }
 
