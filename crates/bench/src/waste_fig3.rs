@@ -672,3 +672,88 @@ pub fn run_fig3(o: &Fig3Options, log: &mut dyn FnMut(&str)) -> Result<String> {
     s.write(o.out.join("fig3.md"))?;
     Ok(s.as_str().to_string())
 }
+
+/// What counting accesses costs a lookup (§3.1's counts "kept cheaply"): the
+/// generated `revision` table of `rows` rows, entirely in the pool, the same
+/// lookups with counting off, at the default one access in 4, and at every
+/// access, in turn per round; medians of `rounds`.
+pub fn run_counting(o: &Fig3Options, log: &mut dyn FnMut(&str)) -> Result<String> {
+    o.check()?;
+    std::fs::create_dir_all(&o.out)?;
+    let mut s = Summary::new("Hot/cold clustering: the cost of counting accesses");
+    s.paragraph(&provenance());
+    s.paragraph(&format!(
+        "The `{TABLE}` table of `strata gen revision`, opened read-only with a pool that holds all of it, every page read once before; the Fig. 3 workload ({}% of lookups on a latest revision, zipf {} over them); a lookup is `Table::lookup` plus the heap tuple decoded whole. Per round, {} lookups with counting off (one access in 2^32), at the default one in 4, and at every access, in turn; medians of {} rounds; one thread.",
+        o.hot_pct, o.alpha, o.lookups, o.rounds
+    ));
+    let variants: [(&str, u32); 3] = [
+        ("off", u32::MAX),
+        ("1 in 4 (default)", 4),
+        ("every access", 1),
+    ];
+    let mut set = ResultSet::new();
+    let mut header = vec!["rows".to_string()];
+    for (name, _) in variants {
+        header.push(format!("{name}: lookups/s"));
+    }
+    header.push("overhead of 1 in 4".into());
+    header.push("overhead of every access".into());
+    let mut rows_out = Vec::new();
+    for &rows in &o.rows {
+        let base = o.work_dir.join(format!("fig3-{rows}")).join("base");
+        prepare(&base, rows, log)?;
+        let truth = truth(&base)?;
+        let wl = Workload::new(&truth, o.alpha, o.hot_pct, o.seed);
+        let pages = truth.heap_pages + truth.index_pages + 1024;
+        let db = open(&base, pages as usize * PAGE_SIZE, true)?;
+        db.prewarm(TABLE)?;
+        let t = db.table(TABLE)?;
+        let ix = t.index(INDEX)?;
+        let mut rng = CacheRng::new(o.seed ^ 0xC0);
+        let keys = wl.draw(&mut rng, o.lookups);
+        for &id in &keys {
+            lookup(&t, ix, id)?;
+        }
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
+        for round in 0..o.rounds {
+            for (i, (name, every)) in variants.iter().enumerate() {
+                t.heat().clear();
+                t.heat().set_every(*every);
+                let start = Instant::now();
+                for &id in &keys {
+                    lookup(&t, ix, id)?;
+                }
+                let secs = start.elapsed().as_secs_f64();
+                let per_s = keys.len() as f64 / secs;
+                log(&format!(
+                    "counting {rows} round {round} {name}: {per_s:.0} lookups/s, {} tuples counted",
+                    t.heat().len()
+                ));
+                times[i].push(per_s);
+                let mut r = ResultRow::new("counting", "memory", *name, rows as f64);
+                r.wall_ms = secs * 1e3;
+                r.rows_out = keys.len() as u64;
+                set.push(
+                    r.with("round", round)
+                        .with("lookups_per_s", format!("{per_s:.0}"))
+                        .with("tracked", t.heat().len()),
+                );
+            }
+        }
+        t.heat().clear();
+        let meds: Vec<f64> = times
+            .iter()
+            .map(|v| median(v).unwrap_or(f64::NAN))
+            .collect();
+        let mut row = vec![rows.to_string()];
+        row.extend(meds.iter().map(|m| num(*m)));
+        row.push(format!("{:+.1}%", 100.0 * (meds[0] / meds[1] - 1.0)));
+        row.push(format!("{:+.1}%", 100.0 * (meds[0] / meds[2] - 1.0)));
+        rows_out.push(row);
+    }
+    s.table(&header, &rows_out);
+    s.paragraph("Overhead: the time per lookup with counting over the time without, minus one.");
+    set.write_csv(o.out.join("counting.csv"))?;
+    s.write(o.out.join("counting.md"))?;
+    Ok(s.as_str().to_string())
+}
