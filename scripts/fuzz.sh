@@ -11,6 +11,7 @@ targets=(
   "strata-storage --test fuzz_catalog"
   "strata-storage --test fuzz_pages"
   "strata-storage --test fuzz_wal"
+  "strata-storage --test hot_model"
   "strata-access --test fuzz_predicate"
   "strata-access --test page_order"
   "strata-access --test paths"
