@@ -157,7 +157,8 @@ impl Sums {
 /// A lookup key: (page_namespace, page_title) as values.
 type Key = [Value; 2];
 
-fn zipf_cdf(n: usize, alpha: f64) -> Vec<f64> {
+/// The cumulative zipf law over ranks 1..=n (exponent 0: uniform), normalized.
+pub(crate) fn zipf_cdf(n: usize, alpha: f64) -> Vec<f64> {
     let mut acc = 0.0;
     let mut cdf: Vec<f64> = (1..=n)
         .map(|r| {

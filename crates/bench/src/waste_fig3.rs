@@ -248,17 +248,7 @@ struct Workload {
 
 impl Workload {
     fn new(truth: &Truth, alpha: f64, hot_pct: f64, seed: u64) -> Workload {
-        let n = truth.latest.len();
-        let mut acc = 0.0;
-        let mut cdf: Vec<f64> = (1..=n)
-            .map(|r| {
-                acc += (r as f64).powf(-alpha);
-                acc
-            })
-            .collect();
-        for c in &mut cdf {
-            *c /= acc;
-        }
+        let cdf = crate::index_cache_wiki::zipf_cdf(truth.latest.len(), alpha);
         let mut perm = truth.latest.clone();
         let mut rng = CacheRng::new(seed ^ 0xF163);
         for i in (1..perm.len()).rev() {
