@@ -25,6 +25,10 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
                 "cached_columns": i.cached_fields().map(|f| f.names.clone()).unwrap_or_default(),
                 "cache_item_bytes": i.btree.cache_layout().map(|l| l.item_len()),
                 "stats": i.btree.stats()?,
+                "hot_partition": i.hot().map(|h| serde_json::json!({
+                    "entries": h.btree.len(),
+                    "pages": h.btree.num_pages(),
+                })),
             }));
         }
         let tier = strata_csd::tier::table_tier(db.dir(), def)?;
@@ -40,6 +44,8 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
             "segments": pages.div_ceil(def.segment_pages).max(1),
             "rows_per_page": if pages > 0 { t.rows() as f64 / pages as f64 } else { 0.0 },
             "indexes": idx,
+            "hot_region_first_page": def.hot_region,
+            "tuples_with_access_counts": t.heat().len(),
         }));
     }
     if json {
@@ -66,6 +72,13 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
         let tier: strata_csd::tier::TableTier = serde_json::from_value(t["tier"].clone())?;
         println!("  tier: {tier}");
         println!("  columns: {}", t["schema"].as_str().unwrap());
+        if let Some(p) = t["hot_region_first_page"].as_u64() {
+            println!("  hot region (strata cluster --hot) from heap page {p}");
+        }
+        println!(
+            "  {} tuples have access counts (index lookups, sampled)",
+            t["tuples_with_access_counts"]
+        );
         for i in t["indexes"].as_array().unwrap() {
             let s = &i["stats"];
             println!(
@@ -84,6 +97,12 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
                 s["internal_pages"],
                 s["leaf_fill"].as_f64().unwrap_or(0.0) * 100.0
             );
+            if let Some(h) = i["hot_partition"].as_object() {
+                println!(
+                    "    hot partition: {} entries in {} pages, tried first by one-key lookups",
+                    h["entries"], h["pages"]
+                );
+            }
             let cached = i["cached_columns"].as_array().unwrap();
             if !cached.is_empty() {
                 println!(
