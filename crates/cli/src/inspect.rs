@@ -75,10 +75,10 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
         if let Some(p) = t["hot_region_first_page"].as_u64() {
             println!("  hot region (strata cluster --hot) from heap page {p}");
         }
-        println!(
-            "  {} tuples have access counts (index lookups, sampled)",
-            t["tuples_with_access_counts"]
-        );
+        let counted = t["tuples_with_access_counts"].as_u64().unwrap_or(0);
+        if counted > 0 {
+            println!("  {counted} tuples have access counts (index lookups, sampled)");
+        }
         for i in t["indexes"].as_array().unwrap() {
             let s = &i["stats"];
             println!(
