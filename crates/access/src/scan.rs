@@ -101,17 +101,11 @@ impl ScanSpec {
     /// them, and the full index need not be read. `None` otherwise.
     pub fn hot_tids(&self) -> Result<Option<Vec<Tid>>> {
         let index = self.index()?;
-        let Some(h) = index.hot() else {
-            return Ok(None);
-        };
-        if index.key_cols.len() != 1 {
+        if index.hot().is_none() || index.key_cols.len() != 1 {
             return Ok(None);
         }
         match self.key_range()? {
-            (Bound::Included(lo), Bound::Included(hi)) if lo == hi => {
-                let tids = h.btree.lookup(&lo)?;
-                Ok((!tids.is_empty()).then_some(tids))
-            }
+            (Bound::Included(lo), Bound::Included(hi)) if lo == hi => Ok(index.hot_entries(&lo)?),
             _ => Ok(None),
         }
     }

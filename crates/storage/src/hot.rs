@@ -360,6 +360,16 @@ impl Index {
         Ok(())
     }
 
+    /// The entries of `key` (a full encoded key) from the hot partition, when
+    /// it holds the key — then it holds all of them. `None` otherwise.
+    pub fn hot_entries(&self, key: &[u8]) -> Result<Option<Vec<Tid>>> {
+        let Some(h) = self.hot() else {
+            return Ok(None);
+        };
+        let tids = h.btree.lookup(key)?;
+        Ok((!tids.is_empty()).then_some(tids))
+    }
+
     /// Deletes the entry from the hot partition if it is there.
     pub(crate) fn hot_delete(&self, key: &[u8], tid: Tid) -> Result<()> {
         if let Some(h) = self.hot() {
@@ -373,13 +383,10 @@ impl Table {
     /// The tids of `key` (a full encoded key of `ix`): from the hot partition
     /// when it holds the key, else from the full index. Each is an access.
     pub fn lookup(&self, ix: &Index, key: &[u8]) -> Result<Vec<Tid>> {
-        let mut tids = Vec::new();
-        if let Some(h) = ix.hot() {
-            tids = h.btree.lookup(key)?;
-        }
-        if tids.is_empty() {
-            tids = ix.btree.lookup(key)?;
-        }
+        let tids = match ix.hot_entries(key)? {
+            Some(tids) => tids,
+            None => ix.btree.lookup(key)?,
+        };
         for &t in &tids {
             self.heat().record(t);
         }
