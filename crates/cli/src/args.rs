@@ -60,6 +60,11 @@ pub enum Command {
     /// with a small index of their own that lookups try first
     /// (`--partition INDEX`).
     Cluster(crate::cluster::ClusterArgs),
+    /// Types as hints (No Bits Left Behind §4.1): rewrite a table with each
+    /// column in the narrowest encoding its values allow (frame of
+    /// reference, dictionary, unpadded text); declared types, answers and
+    /// indexes stay as they were.
+    Compact(crate::compact::CompactArgs),
     /// Verify every checksum and index ↔ heap consistency.
     Check,
     /// Index settings.

@@ -19,6 +19,7 @@ mod bench_skipper;
 mod bench_smooth;
 mod bench_waste;
 mod cluster;
+mod compact;
 mod context;
 mod csd_cost;
 mod csd_serve;
@@ -85,6 +86,7 @@ fn run(args: &Cli) -> Result<()> {
         Command::Info { table, json } => inspect::info(cli, table.as_deref(), *json),
         Command::Check => inspect::check(cli),
         Command::Cluster(a) => cluster::run(cli, a),
+        Command::Compact(a) => compact::run(cli, a),
         Command::Waste { table, json, plot } => {
             waste::run(cli, table.as_deref(), *json, plot.as_deref())
         }

@@ -21,7 +21,7 @@ use datafusion::arrow::datatypes::{Date32Type, Decimal128Type, Float64Type, Int3
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use strata_access::TupleBatch;
-use strata_storage::types::{DataType, RowLayout, Schema, Value};
+use strata_storage::types::{DataType, Field as Stored, RowLayout, Schema, Value};
 
 /// The Arrow type a strata column type is read as.
 pub fn arrow_type(ty: &DataType) -> ArrowType {
@@ -90,10 +90,30 @@ impl Builder {
         }
     }
 
-    /// Appends one stored field (see [`RowLayout::fields`]); `None` is NULL.
-    fn push(&mut self, field: Option<&[u8]>) {
+    /// Appends one stored field (see [`RowLayout::fields`]).
+    fn push(&mut self, field: Stored<'_>) {
         let i32_of = |b: &[u8]| i32::from_le_bytes(b[..4].try_into().unwrap());
         let i64_of = |b: &[u8]| i64::from_le_bytes(b[..8].try_into().unwrap());
+        // A narrow integer (types as hints) is decoded already.
+        if let Stored::Int(x) = field {
+            match self {
+                Builder::I32(b) => b.append_value(x as i32),
+                Builder::Date(b) => b.append_value(x as i32),
+                Builder::I64(b) => b.append_value(x),
+                Builder::Dec(b) => b.append_value(x as i128),
+                // Only integer-like columns have integer encodings.
+                _ => self.push(Stored::Null),
+            }
+            return;
+        }
+        if let (Builder::Str(b), Stored::Text(s)) = (&mut *self, field) {
+            b.append_value(s);
+            return;
+        }
+        let field = match field {
+            Stored::Raw(b) => Some(b),
+            _ => None,
+        };
         match (self, field) {
             (Builder::I32(b), f) => b.append_option(f.map(i32_of)),
             (Builder::Date(b), f) => b.append_option(f.map(i32_of)),
@@ -162,11 +182,12 @@ pub struct BatchConverter {
 }
 
 impl BatchConverter {
-    /// A converter producing `columns` (positions in `schema`) as `out_schema`.
-    pub fn new(schema: &Schema, columns: Vec<usize>, out_schema: SchemaRef) -> BatchConverter {
+    /// A converter of tuples stored in `layout` producing `columns`
+    /// (positions in the table's schema) as `out_schema`.
+    pub fn new(layout: &RowLayout, columns: Vec<usize>, out_schema: SchemaRef) -> BatchConverter {
         BatchConverter {
-            layout: RowLayout::new(schema),
-            types: schema.types(),
+            layout: layout.clone(),
+            types: layout.types().to_vec(),
             columns,
             schema: out_schema,
         }

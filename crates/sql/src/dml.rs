@@ -498,7 +498,7 @@ fn find(
     each: &mut dyn FnMut(Vec<Tid>, RecordBatch) -> Result<(), SqlError>,
 ) -> Result<(), SqlError> {
     let all: Vec<usize> = (0..table.schema().len()).collect();
-    let converter = BatchConverter::new(table.schema(), all, table_schema(table));
+    let converter = BatchConverter::new(table.layout(), all, table_schema(table));
     candidates(table, filter, index, costs, &mut |batch| {
         let arrow = converter.convert(batch).map_err(arrow_error)?;
         let tids = batch.iter().map(|(t, _)| t).collect();

@@ -597,7 +597,7 @@ fn run(
     let before = device.stats().snapshot();
     let mut access = open(spec, path, req).map_err(external)?;
     let converter = BatchConverter::new(
-        req.table.schema(),
+        req.table.layout(),
         req.scan_columns.clone(),
         req.scan_schema.clone(),
     );

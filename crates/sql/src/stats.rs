@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use strata_access::predicate::{CmpOp, Comparison};
 use strata_access::{PathChoice, Predicate, ScanSpec, SortOptions, TupleBatch, open_path};
 use strata_storage::Table;
-use strata_storage::types::{RowLayout, Value};
+use strata_storage::types::Value;
 
 /// Rows kept for histograms and distinct counts (PostgreSQL's default:
 /// 300 × its statistics target of 100).
@@ -95,7 +95,7 @@ pub fn analyze(table: &std::sync::Arc<Table>, seed: u64) -> strata_access::Resul
             }
         }
     }
-    let layout = RowLayout::new(table.schema());
+    let layout = table.layout().clone();
     let columns = table
         .schema()
         .columns

@@ -56,6 +56,10 @@ pub struct TableDef {
     /// hot tuples (No Bits Left Behind §3.1, `hot.rs`); absent: never clustered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hot_region: Option<u64>,
+    /// Each column's physical encoding (types as hints, `encoding.rs`);
+    /// absent: every column as declared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub encodings: Vec<crate::encoding::Encoding>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -276,6 +280,7 @@ mod tests {
                 indexes: vec![],
                 stats: Some(serde_json::json!({"rows": 10})),
                 hot_region: None,
+                encodings: vec![],
             },
         );
         c.save(dir.path()).unwrap();

@@ -391,7 +391,7 @@ impl Database {
         self.read_only
     }
 
-    fn writable(&self) -> Result<()> {
+    pub(crate) fn writable(&self) -> Result<()> {
         if self.read_only {
             return Err(StorageError::Database {
                 path: self.dir.clone(),
@@ -523,6 +523,7 @@ impl Database {
             indexes: vec![],
             stats: None,
             hot_region: None,
+            encodings: vec![],
         };
         let heap = Arc::new(HeapFile::create(
             self.pool.clone(),
@@ -745,7 +746,7 @@ impl Database {
     }
 
     /// [`Database::checkpoint`] with the writer lock held.
-    fn checkpoint_locked(&self) -> Result<()> {
+    pub(crate) fn checkpoint_locked(&self) -> Result<()> {
         let Some(wal) = &self.wal else {
             return Ok(());
         };
@@ -1424,7 +1425,12 @@ impl Table {
             def.pages,
             !db.read_only,
         )?);
-        heap.set_tuple_shape(crate::shape::TupleShape::new(&def.schema));
+        let layout =
+            RowLayout::encoded(&def.schema, &def.encodings).map_err(|e| StorageError::Catalog {
+                path: db.dir.join("catalog.json"),
+                reason: format!("table {}'s column encodings: {e}", def.name),
+            })?;
+        heap.set_tuple_shape(crate::shape::TupleShape::of_layout(&def.schema, &layout));
         let mut indexes = Vec::new();
         for idef in &def.indexes {
             let (key_cols, key_types) = resolve_columns(&def, &idef.columns)?;
@@ -1463,7 +1469,7 @@ impl Table {
         ));
         Ok(Table {
             heat,
-            layout: RowLayout::new(&def.schema),
+            layout,
             name: def.name,
             schema: def.schema,
             heap,
@@ -1856,6 +1862,8 @@ pub struct TableLoad<'a> {
     writer: Option<HeapWriter>,
     layout: RowLayout,
     new_table: bool,
+    /// The table whose heap this load's new heap replaces (`compact.rs`).
+    replaces: Option<Arc<Table>>,
     new_indexes: Vec<IndexSpec>,
     appended: u64,
     scratch: Vec<u8>,
@@ -1879,7 +1887,8 @@ impl<'a> TableLoad<'a> {
         new_table: bool,
         indexes: Vec<IndexSpec>,
     ) -> Result<TableLoad<'a>> {
-        let layout = RowLayout::new(&def.schema);
+        let layout = RowLayout::encoded(&def.schema, &def.encodings)?;
+        heap.set_tuple_shape(crate::shape::TupleShape::of_layout(&def.schema, &layout));
         let writer = Some(heap.writer());
         let mut load = TableLoad {
             db,
@@ -1889,6 +1898,7 @@ impl<'a> TableLoad<'a> {
             writer,
             layout,
             new_table,
+            replaces: None,
             new_indexes: vec![],
             appended: 0,
             scratch: Vec::new(),
@@ -1896,6 +1906,20 @@ impl<'a> TableLoad<'a> {
         for s in indexes {
             load.add_index(s)?;
         }
+        Ok(load)
+    }
+
+    /// A load that writes `def`'s rows into `heap`, a new heap that replaces
+    /// `old`'s at commit (`compact.rs`).
+    pub(crate) fn replacing(
+        db: &'a Database,
+        lock: parking_lot::MutexGuard<'a, ()>,
+        def: TableDef,
+        heap: Arc<HeapFile>,
+        old: Arc<Table>,
+    ) -> Result<TableLoad<'a>> {
+        let mut load = TableLoad::new(db, lock, def, heap, false, vec![])?;
+        load.replaces = Some(old);
         Ok(load)
     }
 
@@ -2053,11 +2077,13 @@ impl<'a> TableLoad<'a> {
                 btree,
             )?);
         }
-        // The counts go on (a load appends; tids stay where they were).
+        // The counts go on (a load appends; tids stay where they were), but
+        // not over a rewritten heap, whose tids are new.
         let heat = db
             .tables
             .lock()
             .get(&def.name)
+            .filter(|_| self.replaces.is_none())
             .map(|t| t.heat.clone())
             .unwrap_or_else(|| {
                 Arc::new(crate::heat::AccessCounts::load(
@@ -2084,6 +2110,13 @@ impl<'a> TableLoad<'a> {
                 db.pool.discard_file(i.btree().file_id())?;
                 db.device.close(i.btree().file_id());
             }
+        }
+        if let Some(old) = self.replaces.take() {
+            db.pool.discard_file(old.heap.file_id())?;
+            db.device.close(old.heap.file_id());
+            let old_heap = db.dir.join(&old.heap_file);
+            remove_files(&db.dir, &old.heap_file)?;
+            let _ = std::fs::remove_file(crate::heat::AccessCounts::path_of(&old_heap));
         }
         for i in &old_indexes {
             remove_files(&db.dir, &i.file)?;

@@ -21,7 +21,7 @@
 //! check` does that with [`crate::types::RowLayout::validate`].
 
 use crate::page::{HEADER_SIZE, PageKind, PageView, SLOT_SIZE};
-use crate::types::Schema;
+use crate::types::{RowLayout, Schema};
 
 /// What the tuples of one table look like; see the module docs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +33,9 @@ pub struct TupleShape {
 enum Kind {
     /// Every tuple has exactly this many bytes.
     Fixed(usize),
+    /// A table stored in narrow encodings (`encoding.rs`): its layout walks
+    /// each tuple, escaped values included.
+    Encoded(EncodedLayout),
     Var {
         /// Bytes of the null bitmap at the start of the tuple.
         bitmap_len: usize,
@@ -41,6 +44,17 @@ enum Kind {
         steps: Vec<Step>,
     },
 }
+
+/// An encoded table's layout; shapes are equal when they share it.
+#[derive(Clone, Debug)]
+struct EncodedLayout(std::sync::Arc<RowLayout>);
+
+impl PartialEq for EncodedLayout {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+impl Eq for EncodedLayout {}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
@@ -53,6 +67,17 @@ enum Step {
 }
 
 impl TupleShape {
+    /// The shape of rows as `layout` (of `schema`) encodes them.
+    pub fn of_layout(schema: &Schema, layout: &RowLayout) -> TupleShape {
+        if layout.is_encoded() {
+            TupleShape {
+                kind: Kind::Encoded(EncodedLayout(std::sync::Arc::new(layout.clone()))),
+            }
+        } else {
+            TupleShape::new(schema)
+        }
+    }
+
     /// The shape of rows of `schema` as [`crate::types::RowLayout`] encodes them.
     pub fn new(schema: &Schema) -> TupleShape {
         let cols = &schema.columns;
@@ -96,7 +121,7 @@ impl TupleShape {
     pub fn fixed_len(&self) -> Option<usize> {
         match self.kind {
             Kind::Fixed(n) => Some(n),
-            Kind::Var { .. } => None,
+            Kind::Var { .. } | Kind::Encoded(_) => None,
         }
     }
 
@@ -104,6 +129,7 @@ impl TupleShape {
     #[inline]
     pub fn check(&self, t: &[u8]) -> Result<(), String> {
         match &self.kind {
+            Kind::Encoded(l) => l.0.check_encoded_shape(t),
             Kind::Fixed(n) => {
                 if t.len() != *n {
                     return Err(format!(
@@ -193,6 +219,20 @@ impl TupleShape {
                             ));
                         }
                     }
+                }
+                Ok(())
+            }
+            Kind::Encoded(ref l) => {
+                let page = v.bytes();
+                for (s, e) in slot_dir(v).iter().enumerate() {
+                    let off = u16::from_le_bytes([e[0], e[1]]) as usize;
+                    let len = u16::from_le_bytes([e[2], e[3]]) as usize;
+                    if len == 0 {
+                        continue;
+                    }
+                    let t = page.get(off..off + len).unwrap_or(&[]);
+                    l.0.check_encoded_shape(t)
+                        .map_err(|e| format!("slot {s}: {e}"))?;
                 }
                 Ok(())
             }

@@ -20,6 +20,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::encoding::{Encoding, Phys, get_uint, int_value, put_uint};
 use crate::error::{Result, StorageError};
 
 /// A column type. DECIMAL is a scaled 64-bit integer, so precision is at most 18.
@@ -465,6 +466,22 @@ pub struct RowLayout {
     bitmap_len: usize,
     /// Offset of every column when all are fixed-width and none nullable.
     offsets: Option<Vec<usize>>,
+    /// The columns' physical encodings (`encoding.rs`); `None`: all plain.
+    phys: Option<std::sync::Arc<[Phys]>>,
+}
+
+/// One stored field of a tuple, as [`RowLayout::fields`] hands it out.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Field<'a> {
+    Null,
+    /// The value's plain bytes: little-endian fixed-width, CHAR bytes (maybe
+    /// padded), VARCHAR bytes without their length.
+    Raw(&'a [u8]),
+    /// An integer-like value (INT, BIGINT, DATE days, DECIMAL scaled) decoded
+    /// from a narrow encoding.
+    Int(i64),
+    /// A string from a dictionary.
+    Text(&'a str),
 }
 
 impl RowLayout {
@@ -495,11 +512,70 @@ impl RowLayout {
             nullable: schema.columns.iter().map(|c| c.nullable).collect(),
             bitmap_len,
             offsets,
+            phys: None,
         }
     }
 
+    /// The layout of rows of `schema` stored in `encodings` (one per column;
+    /// empty or all plain: [`RowLayout::new`]). The error says which
+    /// encoding does not suit its column.
+    pub fn encoded(schema: &Schema, encodings: &[Encoding]) -> Result<RowLayout> {
+        let mut l = RowLayout::new(schema);
+        if crate::encoding::is_plain(encodings) {
+            return Ok(l);
+        }
+        if encodings.len() != schema.len() {
+            return Err(StorageError::Schema(format!(
+                "{} column encodings for {} columns",
+                encodings.len(),
+                schema.len()
+            )));
+        }
+        let mut phys = Vec::with_capacity(schema.len());
+        for (e, c) in encodings.iter().zip(&schema.columns) {
+            e.check(&c.ty).map_err(|reason| StorageError::Value {
+                column: c.name.clone(),
+                reason: format!("encoding: {reason}"),
+            })?;
+            phys.push(Phys::new(e, &c.ty));
+        }
+        l.offsets = None;
+        if l.bitmap_len == 0 {
+            let mut off = 0;
+            let mut v = Vec::with_capacity(schema.len());
+            let mut all_fixed = true;
+            for (p, ty) in phys.iter().zip(&l.types) {
+                v.push(off);
+                match p.fixed_width(ty) {
+                    Some(w) => off += w,
+                    None => all_fixed = false,
+                }
+            }
+            l.offsets = all_fixed.then_some(v);
+        }
+        l.phys = Some(phys.into());
+        Ok(l)
+    }
+
+    /// The columns' declared types.
+    pub fn types(&self) -> &[DataType] {
+        &self.types
+    }
+
+    /// Whether some column is stored in other than its declared encoding.
+    pub fn is_encoded(&self) -> bool {
+        self.phys.is_some()
+    }
+
     /// Byte offset of column `col` in every row, when rows have a fixed layout.
+    /// Only a column stored as declared has one: its bytes are the plain
+    /// value's.
     pub fn fixed_offset(&self, col: usize) -> Option<usize> {
+        if let Some(p) = &self.phys
+            && !matches!(p[col], Phys::Plain)
+        {
+            return None;
+        }
         self.offsets.as_ref().map(|o| o[col])
     }
 
@@ -528,25 +604,30 @@ impl RowLayout {
                 continue;
             }
             ty.check(v).map_err(col_err)?;
-            match (ty, v) {
-                (DataType::Int32, Value::Int32(x)) | (DataType::Date, Value::Date(x)) => {
-                    out.extend_from_slice(&x.to_le_bytes())
-                }
-                (DataType::Int64, Value::Int64(x))
-                | (DataType::Decimal { .. }, Value::Decimal(x)) => {
-                    out.extend_from_slice(&x.to_le_bytes())
-                }
-                (DataType::Float64, Value::Float64(x)) => out.extend_from_slice(&x.to_le_bytes()),
-                (DataType::Bool, Value::Bool(b)) => out.push(*b as u8),
-                (DataType::Char { len }, Value::Str(s)) => {
-                    out.extend_from_slice(s.as_bytes());
-                    out.resize(out.len() + *len as usize - s.len(), b' ');
-                }
-                (DataType::Varchar { .. }, Value::Str(s)) => {
-                    out.extend_from_slice(&(s.len() as u16).to_le_bytes());
+            match self.phys.as_ref().map(|p| &p[i]) {
+                None | Some(Phys::Plain) => encode_plain(ty, v, out),
+                Some(Phys::Short { trim }) => {
+                    let s = match v {
+                        Value::Str(s) if *trim => s.trim_end_matches(' '),
+                        Value::Str(s) => s.as_str(),
+                        _ => unreachable!("checked by DataType::check"),
+                    };
+                    out.push(s.len() as u8);
                     out.extend_from_slice(s.as_bytes());
                 }
-                _ => unreachable!("checked by DataType::check"),
+                Some(p) => {
+                    let w = p.fixed_width(ty).expect("codes have a width");
+                    let code = p.code(v).unwrap_or_else(|| p.escape().expect("has one"));
+                    put_uint(out, code, w);
+                }
+            }
+        }
+        // Values the encodings could not hold follow, plain (see encoding.rs).
+        if let Some(p) = &self.phys {
+            for (i, (v, ty)) in row.iter().zip(&self.types).enumerate() {
+                if !v.is_null() && p[i].escape().is_some() && p[i].code(v).is_none() {
+                    encode_plain(ty, v, out);
+                }
             }
         }
         Ok(())
@@ -555,6 +636,9 @@ impl RowLayout {
     /// Checks that `bytes` is a well-formed row of this layout (lengths, NULLs,
     /// UTF-8), so that decoding it cannot fail. Used by `strata check`.
     pub fn validate(&self, bytes: &[u8]) -> std::result::Result<(), String> {
+        if let Some(p) = &self.phys {
+            return self.validate_encoded(p, bytes, true);
+        }
         if bytes.len() < self.bitmap_len {
             return Err(format!(
                 "tuple of {} bytes is shorter than its null bitmap",
@@ -602,6 +686,9 @@ impl RowLayout {
     /// Decodes a whole row. `bytes` must have been produced by [`RowLayout::encode`]
     /// for the same schema (pages are checksummed, so this holds for stored tuples).
     pub fn decode(&self, bytes: &[u8]) -> Vec<Value> {
+        if let Some(p) = &self.phys {
+            return self.decode_encoded(p, bytes);
+        }
         let mut out = Vec::with_capacity(self.types.len());
         let mut pos = self.bitmap_len;
         for i in 0..self.types.len() {
@@ -618,6 +705,9 @@ impl RowLayout {
 
     /// Decodes one column, skipping the others (constant time for fixed layouts).
     pub fn decode_column(&self, bytes: &[u8], col: usize) -> Value {
+        if let Some(p) = &self.phys {
+            return self.decode_column_encoded(p, bytes, col);
+        }
         if let Some(off) = self.fixed_offset(col) {
             return decode_value(&self.types[col], &bytes[off..]).0;
         }
@@ -633,31 +723,284 @@ impl RowLayout {
         decode_value(&self.types[col], &bytes[pos..]).0
     }
 
-    /// The stored bytes of every column of a tuple, in column order, into `out`:
-    /// `None` for NULL; otherwise the little-endian fixed-width value, the
-    /// space-padded CHAR bytes, or the VARCHAR bytes without their length. One
-    /// pass over the tuple, for converters that want every column (e.g. to Arrow).
-    pub fn fields<'a>(&self, bytes: &'a [u8], out: &mut Vec<Option<&'a [u8]>>) {
+    /// The stored fields of every column of a tuple, in column order, into
+    /// `out` (see [`Field`]). One pass over the tuple, for converters that want
+    /// every column (e.g. to Arrow).
+    pub fn fields<'a>(&'a self, bytes: &'a [u8], out: &mut Vec<Field<'a>>) {
         out.clear();
         let mut pos = self.bitmap_len;
+        let mut escaped = Vec::new();
         for i in 0..self.types.len() {
             if self.is_null(bytes, i) {
-                out.push(None);
+                out.push(Field::Null);
                 continue;
             }
-            let w = value_width(&self.types[i], &bytes[pos..]);
-            let field = match self.types[i] {
-                DataType::Varchar { .. } => &bytes[pos + 2..pos + w],
-                _ => &bytes[pos..pos + w],
+            let ty = &self.types[i];
+            let (field, w) = match self.phys.as_ref().map(|p| &p[i]) {
+                None | Some(Phys::Plain) => plain_field(ty, &bytes[pos..]),
+                Some(Phys::Short { .. }) => {
+                    let n = bytes[pos] as usize;
+                    (Field::Raw(&bytes[pos + 1..pos + 1 + n]), 1 + n)
+                }
+                Some(Phys::Offset {
+                    base,
+                    width,
+                    escape,
+                }) => match get_uint(&bytes[pos..], *width) {
+                    c if c == *escape => {
+                        escaped.push(i);
+                        (Field::Null, *width)
+                    }
+                    c => (Field::Int(base.wrapping_add(c as i64)), *width),
+                },
+                Some(Phys::Dict {
+                    width,
+                    escape,
+                    values,
+                    ..
+                }) => match get_uint(&bytes[pos..], *width) {
+                    c if c == *escape => {
+                        escaped.push(i);
+                        (Field::Null, *width)
+                    }
+                    c => (
+                        Field::Text(values.get(c as usize).map_or("", |v| v.as_str())),
+                        *width,
+                    ),
+                },
             };
-            out.push(Some(field));
+            out.push(field);
             pos += w;
+        }
+        for i in escaped {
+            let (field, w) = plain_field(&self.types[i], &bytes[pos..]);
+            out[i] = field;
+            pos += w;
+        }
+    }
+
+    /// [`RowLayout::validate`] of an encoded layout; `utf8`: check text too.
+    fn validate_encoded(
+        &self,
+        p: &[Phys],
+        bytes: &[u8],
+        utf8: bool,
+    ) -> std::result::Result<(), String> {
+        if bytes.len() < self.bitmap_len {
+            return Err(format!(
+                "tuple of {} bytes is shorter than its null bitmap",
+                bytes.len()
+            ));
+        }
+        let text_ok = |t: &[u8], col: usize| {
+            if utf8 && std::str::from_utf8(t).is_err() {
+                Err(format!("column {} is not valid UTF-8", col + 1))
+            } else {
+                Ok(())
+            }
+        };
+        let mut pos = self.bitmap_len;
+        let mut escaped = Vec::new();
+        for i in 0..self.types.len() {
+            if self.is_null(bytes, i) {
+                if !self.nullable[i] {
+                    return Err(format!("column {} is NULL but NOT NULL", i + 1));
+                }
+                continue;
+            }
+            let ty = &self.types[i];
+            let rest = &bytes[pos..];
+            let w = match p[i].width(ty, rest) {
+                Some(w) if w <= rest.len() => w,
+                _ => return Err(format!("tuple ends inside column {}", i + 1)),
+            };
+            match &p[i] {
+                Phys::Plain => match ty {
+                    DataType::Char { .. } => text_ok(&rest[..w], i)?,
+                    DataType::Varchar { .. } => text_ok(&rest[2..w], i)?,
+                    _ => {}
+                },
+                Phys::Short { .. } => text_ok(&rest[1..w], i)?,
+                Phys::Offset { escape, .. } => {
+                    if get_uint(rest, w) == *escape {
+                        escaped.push(i);
+                    }
+                }
+                Phys::Dict { escape, values, .. } => match get_uint(rest, w) {
+                    c if c == *escape => escaped.push(i),
+                    c if c as usize >= values.len() => {
+                        return Err(format!(
+                            "column {} has code {c} of a dictionary of {}",
+                            i + 1,
+                            values.len()
+                        ));
+                    }
+                    _ => {}
+                },
+            }
+            pos += w;
+        }
+        for i in escaped {
+            let ty = &self.types[i];
+            let rest = &bytes[pos..];
+            let w = match Phys::Plain.width(ty, rest) {
+                Some(w) if w <= rest.len() => w,
+                _ => {
+                    return Err(format!(
+                        "tuple ends inside the escaped value of column {}",
+                        i + 1
+                    ));
+                }
+            };
+            match ty {
+                DataType::Char { .. } => text_ok(&rest[..w], i)?,
+                DataType::Varchar { .. } => text_ok(&rest[2..w], i)?,
+                _ => {}
+            }
+            pos += w;
+        }
+        if pos != bytes.len() {
+            return Err(format!(
+                "tuple has {} bytes, its columns account for {pos}",
+                bytes.len()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether `bytes` has the shape of a row of this encoded layout (text
+    /// is not checked), for [`crate::shape::TupleShape`].
+    pub(crate) fn check_encoded_shape(&self, bytes: &[u8]) -> std::result::Result<(), String> {
+        match &self.phys {
+            Some(p) => self.validate_encoded(p, bytes, false),
+            None => self.validate(bytes),
+        }
+    }
+
+    /// Decodes field `i` of the encoded part at `b`: the value (`None`:
+    /// escaped) and its width.
+    fn decode_encoded_field(&self, p: &Phys, i: usize, b: &[u8]) -> (Option<Value>, usize) {
+        let ty = &self.types[i];
+        match p {
+            Phys::Plain => {
+                let (v, w) = decode_value(ty, b);
+                (Some(v), w)
+            }
+            Phys::Short { .. } => {
+                let n = b[0] as usize;
+                let s = String::from_utf8_lossy(&b[1..1 + n]).into_owned();
+                (Some(Value::Str(s)), 1 + n)
+            }
+            Phys::Offset {
+                base,
+                width,
+                escape,
+            } => match get_uint(b, *width) {
+                c if c == *escape => (None, *width),
+                c => (Some(int_value(ty, base.wrapping_add(c as i64))), *width),
+            },
+            Phys::Dict {
+                width,
+                escape,
+                values,
+                ..
+            } => match get_uint(b, *width) {
+                c if c == *escape => (None, *width),
+                c => (
+                    Some(Value::Str(
+                        values.get(c as usize).cloned().unwrap_or_default(),
+                    )),
+                    *width,
+                ),
+            },
+        }
+    }
+
+    fn decode_encoded(&self, p: &[Phys], bytes: &[u8]) -> Vec<Value> {
+        let mut out = Vec::with_capacity(self.types.len());
+        let mut pos = self.bitmap_len;
+        let mut escaped = Vec::new();
+        for (i, ph) in p.iter().enumerate() {
+            if self.is_null(bytes, i) {
+                out.push(Value::Null);
+                continue;
+            }
+            let (v, w) = self.decode_encoded_field(ph, i, &bytes[pos..]);
+            out.push(v.unwrap_or_else(|| {
+                escaped.push(i);
+                Value::Null
+            }));
+            pos += w;
+        }
+        for i in escaped {
+            let (v, w) = decode_value(&self.types[i], &bytes[pos..]);
+            out[i] = v;
+            pos += w;
+        }
+        out
+    }
+
+    fn decode_column_encoded(&self, p: &[Phys], bytes: &[u8], col: usize) -> Value {
+        if self.is_null(bytes, col) {
+            return Value::Null;
+        }
+        let pos = match &self.offsets {
+            Some(o) => o[col],
+            None => {
+                let mut pos = self.bitmap_len;
+                for i in 0..col {
+                    if !self.is_null(bytes, i) {
+                        pos += p[i]
+                            .width(&self.types[i], &bytes[pos..])
+                            .expect("checked by the page's tuple shape");
+                    }
+                }
+                pos
+            }
+        };
+        match self.decode_encoded_field(&p[col], col, &bytes[pos..]).0 {
+            Some(v) => v,
+            // Escaped (rare): its place in the tail depends on every column.
+            None => self.decode_encoded(p, bytes).swap_remove(col),
         }
     }
 
     fn is_null(&self, bytes: &[u8], col: usize) -> bool {
         self.bitmap_len > 0 && bytes[col / 8] & (1 << (col % 8)) != 0
     }
+}
+
+/// Appends the plain (declared) encoding of `v`, which `ty.check` accepted.
+fn encode_plain(ty: &DataType, v: &Value, out: &mut Vec<u8>) {
+    match (ty, v) {
+        (DataType::Int32, Value::Int32(x)) | (DataType::Date, Value::Date(x)) => {
+            out.extend_from_slice(&x.to_le_bytes())
+        }
+        (DataType::Int64, Value::Int64(x)) | (DataType::Decimal { .. }, Value::Decimal(x)) => {
+            out.extend_from_slice(&x.to_le_bytes())
+        }
+        (DataType::Float64, Value::Float64(x)) => out.extend_from_slice(&x.to_le_bytes()),
+        (DataType::Bool, Value::Bool(b)) => out.push(*b as u8),
+        (DataType::Char { len }, Value::Str(s)) => {
+            out.extend_from_slice(s.as_bytes());
+            out.resize(out.len() + *len as usize - s.len(), b' ');
+        }
+        (DataType::Varchar { .. }, Value::Str(s)) => {
+            out.extend_from_slice(&(s.len() as u16).to_le_bytes());
+            out.extend_from_slice(s.as_bytes());
+        }
+        _ => unreachable!("checked by DataType::check"),
+    }
+}
+
+/// The plain field at the start of `b` and its width.
+fn plain_field<'a>(ty: &DataType, b: &'a [u8]) -> (Field<'a>, usize) {
+    let w = value_width(ty, b);
+    let field = match ty {
+        DataType::Varchar { .. } => &b[2..w],
+        _ => &b[..w],
+    };
+    (Field::Raw(field), w)
 }
 
 fn value_width(ty: &DataType, bytes: &[u8]) -> usize {
@@ -995,14 +1338,14 @@ mod tests {
         let mut f = Vec::new();
         layout.fields(&bytes, &mut f);
         assert_eq!(f.len(), 8);
-        assert_eq!(f[0], Some(&(-7i32).to_le_bytes()[..]));
-        assert_eq!(f[1], None);
-        assert_eq!(f[2], Some(&12345i64.to_le_bytes()[..]));
-        assert_eq!(f[3], Some(&9000i32.to_le_bytes()[..]));
-        assert_eq!(f[4], Some(&b"ab   "[..]));
-        assert_eq!(f[5], Some(&b"hello"[..]));
-        assert_eq!(f[6], Some(&[1u8][..]));
-        assert_eq!(f[7], Some(&2.5f64.to_le_bytes()[..]));
+        assert_eq!(f[0], Field::Raw(&(-7i32).to_le_bytes()[..]));
+        assert_eq!(f[1], Field::Null);
+        assert_eq!(f[2], Field::Raw(&12345i64.to_le_bytes()[..]));
+        assert_eq!(f[3], Field::Raw(&9000i32.to_le_bytes()[..]));
+        assert_eq!(f[4], Field::Raw(&b"ab   "[..]));
+        assert_eq!(f[5], Field::Raw(&b"hello"[..]));
+        assert_eq!(f[6], Field::Raw(&[1u8][..]));
+        assert_eq!(f[7], Field::Raw(&2.5f64.to_le_bytes()[..]));
     }
 
     #[test]

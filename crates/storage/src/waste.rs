@@ -216,7 +216,7 @@ pub fn analyze(table: &Table) -> Result<TableWaste> {
         min_page_free: u64::MAX,
         ..HeapSpace::default()
     };
-    let layout = crate::types::RowLayout::new(schema);
+    let layout = table.layout().clone();
     let mut rows = 0u64;
     table.heap().scan_pages(WRITE_RUN_PAGES, 2, |_, v| {
         heap.pages += 1;

@@ -35,7 +35,7 @@ pub fn decode(req: &ScanRequest, bytes: &[u8], first_page: u64, name: &str) -> R
     }
     .compile(table.schema(), table.layout());
     let converter = BatchConverter::new(
-        table.schema(),
+        table.layout(),
         req.scan_columns.clone(),
         req.scan_schema.clone(),
     );

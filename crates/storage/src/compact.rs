@@ -1,0 +1,142 @@
+//! `strata compact TABLE`: types as hints (No Bits Left Behind §4.1) acted on.
+//!
+//! One pass reads every value and chooses each column's narrowest encoding
+//! ([`crate::encoding::choose`]); a second rewrites the rows, in heap order,
+//! into a new heap in those encodings, and every index is rebuilt over it. The
+//! switch is a load's: new files synced, then the catalog swapped, then the old
+//! files removed. A crash before the swap leaves the table as it was (the new
+//! files are orphans, removed at the next open); after it, the compacted one.
+//!
+//! Tuple ids change, so the access counts start over and hot partitions go
+//! (the next `strata cluster --hot` makes them again), as after a load.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::db::{Database, TableLoad, cold_read_only};
+use crate::encoding::{ChooseOptions, ColumnSample, Encoding, choose, is_plain};
+use crate::error::Result;
+use crate::heap::HeapFile;
+use crate::progress::Progress;
+
+/// What `strata compact` may do.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CompactOptions {
+    /// Store every column as declared (undo a compaction).
+    pub plain: bool,
+    /// Leave low-cardinality text out of dictionaries.
+    pub no_dictionary: bool,
+}
+
+/// One column before and after.
+#[derive(Clone, Debug, Serialize)]
+pub struct ColumnChange {
+    pub column: String,
+    pub declared: String,
+    pub before: Encoding,
+    pub after: Encoding,
+}
+
+/// What a compaction did.
+#[derive(Clone, Debug, Serialize)]
+pub struct CompactReport {
+    pub table: String,
+    pub rows: u64,
+    pub pages_before: u64,
+    pub pages_after: u64,
+    pub columns: Vec<ColumnChange>,
+}
+
+impl Database {
+    /// Rewrites `table` with each column in the narrowest encoding its values
+    /// allow (or, with `opts.plain`, as declared); see the module docs.
+    pub fn compact(
+        &self,
+        table: &str,
+        opts: &CompactOptions,
+        progress: &dyn Progress,
+    ) -> Result<CompactReport> {
+        self.writable()?;
+        let writer = self.writer_lock();
+        self.checkpoint_locked()?;
+        let old = self.table(table)?;
+        if old.is_cold() {
+            return Err(cold_read_only(table));
+        }
+        let def = self.catalog().table(old.name())?.clone();
+        let schema = def.schema.clone();
+
+        progress.phase(&format!("read {}", def.name), def.rows);
+        let mut samples: Vec<ColumnSample> = schema
+            .columns
+            .iter()
+            .map(|c| ColumnSample::new(c.ty))
+            .collect();
+        old.scan_rows(|_, row| {
+            for (s, v) in samples.iter_mut().zip(&row) {
+                s.add(v);
+            }
+            Ok(())
+        })?;
+        progress.advance(def.rows);
+        let mut encodings = if opts.plain {
+            vec![]
+        } else {
+            choose(
+                &schema,
+                &samples,
+                &ChooseOptions {
+                    dictionary: !opts.no_dictionary,
+                },
+            )
+        };
+        if is_plain(&encodings) {
+            encodings.clear();
+        }
+        let enc_of = |v: &Vec<Encoding>, i: usize| v.get(i).cloned().unwrap_or(Encoding::Plain);
+        let columns = schema
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ColumnChange {
+                column: c.name.clone(),
+                declared: c.ty.to_string(),
+                before: enc_of(&def.encodings, i),
+                after: enc_of(&encodings, i),
+            })
+            .collect();
+
+        let mut next = def.clone();
+        next.heap_file = self.new_file_name(&format!("{}.heap", def.name));
+        next.pages = 0;
+        next.rows = 0;
+        next.hot_region = None;
+        next.encodings = encodings;
+        for i in &mut next.indexes {
+            i.hot = None;
+        }
+        let heap = Arc::new(HeapFile::create(
+            self.pool().clone(),
+            &self.dir().join(&next.heap_file),
+            &def.name,
+            next.segment_pages,
+            next.fill_factor,
+        )?);
+        let mut load = TableLoad::replacing(self, writer, next, heap, old.clone())?;
+        progress.phase(&format!("rewrite {}", def.name), def.rows);
+        old.scan_rows(|_, row| {
+            load.append(&row)?;
+            Ok(())
+        })?;
+        progress.advance(def.rows);
+        let summary = load.commit(progress)?;
+        Ok(CompactReport {
+            table: def.name.clone(),
+            rows: summary.rows_total,
+            pages_before: def.pages,
+            pages_after: summary.pages_total,
+            columns,
+        })
+    }
+}

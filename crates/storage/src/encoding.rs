@@ -1,0 +1,406 @@
+//! Types as hints (No Bits Left Behind §4.1): a table's declared types stay its
+//! logical types, while each column may be stored in a narrower physical
+//! encoding that its data allows.
+//!
+//! * [`Encoding::Offset`]: an integer, DATE or DECIMAL column stored as
+//!   `value - base` in `width` bytes (a frame of reference);
+//! * [`Encoding::Dict`]: a CHAR or VARCHAR column with few distinct values
+//!   stored as a `width`-byte code into a dictionary kept in the catalog;
+//! * [`Encoding::Short`]: a CHAR stored without its padding, or a VARCHAR of at
+//!   most 255 bytes with a one-byte length instead of two.
+//!
+//! The encodings are chosen from the data ([`choose`]) by `strata compact`
+//! and `strata load --compact`, which rewrite the table in them.
+//!
+//! **Widening.** A value an encoding cannot hold (outside the frame, not in
+//! the dictionary) never fails an insert or an update: the column's code is
+//! the all-ones *escape* and the value follows, in its declared (plain)
+//! encoding, after the row's encoded columns — a per-value widening, as in
+//! patched frame-of-reference column stores. Reads decode it like any other
+//! value. The next `strata compact` chooses the encodings again from what the
+//! table then holds, so a column whose values outgrew its encoding widens for
+//! good, in one crash-safe rewrite (a new heap and indexes, then the catalog
+//! swap, as a load).
+//!
+//! Row format of an encoded table (see `types.rs` for the plain one): the null
+//! bitmap, then each non-NULL column in its encoding, then the escaped values
+//! in plain encoding, in column order. Columns whose encoded width is fixed keep
+//! fixed offsets, so predicates on plain columns still read in place.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::page::MAX_TUPLE;
+use crate::types::{DataType, Schema, Value};
+
+/// How one column is stored (the catalog keeps one per column; absent: all
+/// [`Encoding::Plain`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Encoding {
+    /// As declared (`types.rs`).
+    Plain,
+    /// `value - base` as an unsigned `width`-byte integer; the all-ones code
+    /// escapes a value outside the frame.
+    Offset { base: i64, width: u8 },
+    /// A `width`-byte index into `values`; the all-ones code escapes a value
+    /// not in the dictionary. CHAR values are kept without their padding.
+    Dict { width: u8, values: Vec<String> },
+    /// A one-byte length then the bytes (CHAR: without the padding).
+    Short,
+}
+
+impl Encoding {
+    /// Whether this encoding can store a column of type `ty`, and why not.
+    pub fn check(&self, ty: &DataType) -> Result<(), String> {
+        let int_width = int_width(ty);
+        match self {
+            Encoding::Plain => Ok(()),
+            Encoding::Offset { width, .. } => match int_width {
+                Some(w) if (1..w as u8).contains(width) => Ok(()),
+                Some(w) => Err(format!(
+                    "a frame of reference of {width} bytes for a {ty} column ({w} bytes)"
+                )),
+                None => Err(format!("a frame of reference for a {ty} column")),
+            },
+            Encoding::Dict { width, values } => {
+                if !is_text(ty) {
+                    return Err(format!("a dictionary for a {ty} column"));
+                }
+                if !(1..=2).contains(width) || values.len() as u64 >= escape(*width as usize) {
+                    return Err(format!(
+                        "a dictionary of {} values with {width}-byte codes",
+                        values.len()
+                    ));
+                }
+                for v in values {
+                    ty.check(&Value::Str(v.clone()))?;
+                }
+                Ok(())
+            }
+            Encoding::Short => match ty {
+                DataType::Char { len } | DataType::Varchar { len } if *len <= 255 => Ok(()),
+                _ => Err(format!("a one-byte length for a {ty} column")),
+            },
+        }
+    }
+
+    /// A short description for reports (`strata compact`, `strata info`).
+    pub fn describe(&self) -> String {
+        match self {
+            Encoding::Plain => "plain".into(),
+            Encoding::Offset { base, width } => format!("{width}-byte offset from {base}"),
+            Encoding::Dict { width, values } => {
+                format!("dictionary of {}, {width}-byte codes", values.len())
+            }
+            Encoding::Short => "1-byte length, no padding".into(),
+        }
+    }
+}
+
+/// Width of a plain integer-like column (INT, BIGINT, DATE, DECIMAL).
+fn int_width(ty: &DataType) -> Option<usize> {
+    match ty {
+        DataType::Int32 | DataType::Date => Some(4),
+        DataType::Int64 | DataType::Decimal { .. } => Some(8),
+        _ => None,
+    }
+}
+
+fn is_text(ty: &DataType) -> bool {
+    matches!(ty, DataType::Char { .. } | DataType::Varchar { .. })
+}
+
+/// The escape code of a `width`-byte code: all ones.
+fn escape(width: usize) -> u64 {
+    if width >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * width)) - 1
+    }
+}
+
+/// A column's encoding ready for use (dictionary lookups hashed).
+#[derive(Clone, Debug)]
+pub(crate) enum Phys {
+    Plain,
+    Offset {
+        base: i64,
+        width: usize,
+        escape: u64,
+    },
+    Dict {
+        width: usize,
+        escape: u64,
+        values: Vec<String>,
+        codes: HashMap<String, u64>,
+        trim: bool,
+    },
+    Short {
+        trim: bool,
+    },
+}
+
+impl Phys {
+    pub(crate) fn new(e: &Encoding, ty: &DataType) -> Phys {
+        let trim = matches!(ty, DataType::Char { .. });
+        match e {
+            Encoding::Plain => Phys::Plain,
+            Encoding::Offset { base, width } => Phys::Offset {
+                base: *base,
+                width: *width as usize,
+                escape: escape(*width as usize),
+            },
+            Encoding::Dict { width, values } => Phys::Dict {
+                width: *width as usize,
+                escape: escape(*width as usize),
+                codes: values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (v.clone(), i as u64))
+                    .collect(),
+                values: values.clone(),
+                trim,
+            },
+            Encoding::Short => Phys::Short { trim },
+        }
+    }
+
+    /// The code of `v` when the encoding holds it (None: escape it).
+    /// Only for `Offset` and `Dict`.
+    pub(crate) fn code(&self, v: &Value) -> Option<u64> {
+        match self {
+            Phys::Offset { base, escape, .. } => {
+                let x = v.as_i64()?;
+                let d = x as i128 - *base as i128;
+                (0..*escape as i128).contains(&d).then_some(d as u64)
+            }
+            Phys::Dict { codes, trim, .. } => match v {
+                Value::Str(s) => {
+                    let s = if *trim { s.trim_end_matches(' ') } else { s };
+                    codes.get(s).copied()
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Bytes of the column's field in the row's encoded part, from its first
+    /// byte; `None` if `b` is too short to tell.
+    pub(crate) fn width(&self, ty: &DataType, b: &[u8]) -> Option<usize> {
+        match self {
+            Phys::Plain => match ty.fixed_width() {
+                Some(w) => Some(w),
+                None => Some(2 + u16::from_le_bytes([*b.first()?, *b.get(1)?]) as usize),
+            },
+            Phys::Offset { width, .. } | Phys::Dict { width, .. } => Some(*width),
+            Phys::Short { .. } => Some(1 + *b.first()? as usize),
+        }
+    }
+
+    /// Width of the field when it is the same for every row.
+    pub(crate) fn fixed_width(&self, ty: &DataType) -> Option<usize> {
+        match self {
+            Phys::Plain => ty.fixed_width(),
+            Phys::Offset { width, .. } | Phys::Dict { width, .. } => Some(*width),
+            Phys::Short { .. } => None,
+        }
+    }
+
+    /// The escape code, for encodings that have one.
+    pub(crate) fn escape(&self) -> Option<u64> {
+        match self {
+            Phys::Offset { escape, .. } | Phys::Dict { escape, .. } => Some(*escape),
+            _ => None,
+        }
+    }
+}
+
+/// Reads a little-endian unsigned integer of `w` bytes.
+pub(crate) fn get_uint(b: &[u8], w: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a[..w].copy_from_slice(&b[..w]);
+    u64::from_le_bytes(a)
+}
+
+/// Appends `x` as a little-endian unsigned integer of `w` bytes.
+pub(crate) fn put_uint(out: &mut Vec<u8>, x: u64, w: usize) {
+    out.extend_from_slice(&x.to_le_bytes()[..w]);
+}
+
+/// The value of integer-like type `ty` whose number is `x`.
+pub(crate) fn int_value(ty: &DataType, x: i64) -> Value {
+    match ty {
+        DataType::Int32 => Value::Int32(x as i32),
+        DataType::Date => Value::Date(x as i32),
+        DataType::Decimal { .. } => Value::Decimal(x),
+        _ => Value::Int64(x),
+    }
+}
+
+/// What [`choose`] may use.
+#[derive(Clone, Copy, Debug)]
+pub struct ChooseOptions {
+    /// Dictionaries for low-cardinality text.
+    pub dictionary: bool,
+}
+
+impl Default for ChooseOptions {
+    fn default() -> Self {
+        ChooseOptions { dictionary: true }
+    }
+}
+
+/// Largest dictionary: 2-byte codes, one code kept for the escape.
+const MAX_DICT: usize = 65_535;
+/// Bytes of dictionary strings the catalog keeps for one column at most.
+const MAX_DICT_BYTES: usize = 1 << 20;
+
+/// One column's values, as [`choose`] sees them.
+pub struct ColumnSample {
+    ty: DataType,
+    range: Option<(i64, i64)>,
+    values: u64,
+    /// Bytes of the values without CHAR padding.
+    text_bytes: u64,
+    distinct: Option<HashSet<String>>,
+    distinct_bytes: usize,
+}
+
+impl ColumnSample {
+    pub fn new(ty: DataType) -> ColumnSample {
+        ColumnSample {
+            ty,
+            range: None,
+            values: 0,
+            text_bytes: 0,
+            distinct: is_text(&ty).then(HashSet::new),
+            distinct_bytes: 0,
+        }
+    }
+
+    pub fn add(&mut self, v: &Value) {
+        if v.is_null() {
+            return;
+        }
+        self.values += 1;
+        if let Some(x) = v.as_i64()
+            && int_width(&self.ty).is_some()
+        {
+            self.range = Some(match self.range {
+                None => (x, x),
+                Some((lo, hi)) => (lo.min(x), hi.max(x)),
+            });
+        }
+        if let Value::Str(s) = v {
+            let s = if matches!(self.ty, DataType::Char { .. }) {
+                s.trim_end_matches(' ')
+            } else {
+                s
+            };
+            self.text_bytes += s.len() as u64;
+            if let Some(set) = &mut self.distinct
+                && !set.contains(s)
+            {
+                if set.len() == MAX_DICT - 1 || self.distinct_bytes + s.len() > MAX_DICT_BYTES {
+                    self.distinct = None;
+                } else {
+                    self.distinct_bytes += s.len();
+                    set.insert(s.to_string());
+                }
+            }
+        }
+    }
+
+    /// The encoding that stores these values in the fewest bytes (plain
+    /// when nothing is narrower), and its bytes per value.
+    fn best(&self, opts: &ChooseOptions) -> Encoding {
+        let plain = match self.ty {
+            DataType::Varchar { .. } => 2.0 + self.avg_len(),
+            t => t.fixed_width().unwrap_or(0) as f64,
+        };
+        let mut best = (plain, Encoding::Plain);
+        if let (Some(w), Some((lo, hi))) = (int_width(&self.ty), self.range) {
+            let span = (hi as i128 - lo as i128) as u128;
+            // The smallest width whose codes below the escape cover the span.
+            if let Some(width) = (1..w).find(|&b| span < escape(b) as u128) {
+                best = (
+                    width as f64,
+                    Encoding::Offset {
+                        base: lo,
+                        width: width as u8,
+                    },
+                );
+            }
+        }
+        if let DataType::Char { len } | DataType::Varchar { len } = self.ty {
+            if len <= 255 && 1.0 + self.avg_len() < best.0 {
+                best = (1.0 + self.avg_len(), Encoding::Short);
+            }
+            if opts.dictionary
+                && let Some(set) = &self.distinct
+            {
+                let width = if set.len() < escape(1) as usize { 1 } else { 2 };
+                // The dictionary lives in the catalog: count it, spread over the rows.
+                let per_row = width as f64 + self.distinct_bytes as f64 / self.values.max(1) as f64;
+                if per_row < best.0 && !set.is_empty() {
+                    let mut values: Vec<String> = set.iter().cloned().collect();
+                    values.sort();
+                    best = (
+                        per_row,
+                        Encoding::Dict {
+                            width: width as u8,
+                            values,
+                        },
+                    );
+                }
+            }
+        }
+        best.1
+    }
+
+    fn avg_len(&self) -> f64 {
+        self.text_bytes as f64 / self.values.max(1) as f64
+    }
+}
+
+/// Chooses each column's encoding from samples of all of its values, so that
+/// every value fits (none is escaped). A column stays plain when no encoding
+/// is narrower, and the widest row the encodings allow (every value escaped)
+/// must still fit a page: columns go back to plain, widest first, until it does.
+pub fn choose(schema: &Schema, samples: &[ColumnSample], opts: &ChooseOptions) -> Vec<Encoding> {
+    let mut out: Vec<Encoding> = samples.iter().map(|s| s.best(opts)).collect();
+    let phys: Vec<Phys> = out
+        .iter()
+        .zip(&schema.columns)
+        .map(|(e, c)| Phys::new(e, &c.ty))
+        .collect();
+    let extra: Vec<usize> = phys
+        .iter()
+        .map(|p| match p {
+            Phys::Offset { width, .. } | Phys::Dict { width, .. } => *width,
+            // A CHAR's length byte; a VARCHAR's is one less than plain.
+            Phys::Short { trim } => *trim as usize,
+            Phys::Plain => 0,
+        })
+        .collect();
+    let mut worst = schema.max_row_size() + extra.iter().sum::<usize>();
+    while worst > MAX_TUPLE {
+        let Some(i) = (0..out.len())
+            .filter(|&i| extra[i] > 0 && out[i] != Encoding::Plain)
+            .max_by_key(|&i| extra[i])
+        else {
+            break;
+        };
+        out[i] = Encoding::Plain;
+        worst -= extra[i];
+    }
+    out
+}
+
+/// Whether a table with these encodings stores anything other than plain.
+pub fn is_plain(encodings: &[Encoding]) -> bool {
+    encodings.iter().all(|e| *e == Encoding::Plain)
+}
