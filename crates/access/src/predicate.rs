@@ -171,7 +171,20 @@ impl Predicate {
                             v,
                         }
                     }
-                    _ => Check::Generic(c.clone()),
+                    _ => match (layout.fixed_offset_code(c.column), c.value.as_i64()) {
+                        // A frame-of-reference column (types as hints): the
+                        // code in place, unless it is the escape.
+                        (Some((offset, width, base, escape)), Some(v)) => Check::Narrow {
+                            offset,
+                            width,
+                            base,
+                            escape,
+                            op: c.op,
+                            v,
+                            generic: c.clone(),
+                        },
+                        _ => Check::Generic(c.clone()),
+                    },
                 }
             })
             .collect();
@@ -215,8 +228,25 @@ impl Predicate {
 
 #[derive(Clone, Debug)]
 enum Check {
-    I32 { offset: usize, op: CmpOp, v: i64 },
-    I64 { offset: usize, op: CmpOp, v: i64 },
+    I32 {
+        offset: usize,
+        op: CmpOp,
+        v: i64,
+    },
+    I64 {
+        offset: usize,
+        op: CmpOp,
+        v: i64,
+    },
+    Narrow {
+        offset: usize,
+        width: usize,
+        base: i64,
+        escape: u64,
+        op: CmpOp,
+        v: i64,
+        generic: Comparison,
+    },
     Generic(Comparison),
 }
 
@@ -239,6 +269,25 @@ impl CompiledPredicate {
             Check::I64 { offset, op, v } => {
                 let x = i64::from_le_bytes(tuple[*offset..*offset + 8].try_into().unwrap());
                 op.holds(x.cmp(v))
+            }
+            Check::Narrow {
+                offset,
+                width,
+                base,
+                escape,
+                op,
+                v,
+                generic,
+            } => {
+                let mut b = [0u8; 8];
+                b[..*width].copy_from_slice(&tuple[*offset..*offset + *width]);
+                let code = u64::from_le_bytes(b);
+                if code == *escape {
+                    let x = self.layout.decode_column(tuple, generic.column);
+                    compare(&x, &generic.value).is_some_and(|o| generic.op.holds(o))
+                } else {
+                    op.holds(base.wrapping_add(code as i64).cmp(v))
+                }
             }
             Check::Generic(c) => {
                 let v = self.layout.decode_column(tuple, c.column);

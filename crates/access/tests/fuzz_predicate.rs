@@ -2,13 +2,15 @@
 //! parses or is refused with an error quoting it, never a panic; and what
 //! parses from generated conjunctions answers like a model that evaluates the
 //! same conjuncts on decoded values, both interpreted and compiled, on rows of
-//! every column type with NULLs. Case counts are bounded for CI
+//! every column type with NULLs, stored plain and in narrow encodings (types
+//! as hints) whose frames and dictionaries miss some values. Case counts are bounded for CI
 //! (`PROPTEST_CASES` raises them; `scripts/fuzz.sh` runs longer).
 
 use std::cmp::Ordering;
 
 use proptest::prelude::*;
 use strata_access::Predicate;
+use strata_storage::encoding::Encoding;
 use strata_storage::types::{RowLayout, Schema, Value};
 use strata_storage::util::proptest_cases;
 
@@ -16,6 +18,38 @@ const SCHEMA: &str = "a INT, b BIGINT NULL, d DATE, s VARCHAR(6) NULL, c CHAR(3)
 
 fn schema() -> Schema {
     Schema::parse(SCHEMA).unwrap()
+}
+
+/// The same columns, none nullable: with the narrow encodings below every
+/// column has a fixed offset, so compiled predicates compare codes in place.
+const SCHEMA_NOT_NULL: &str =
+    "a INT, b BIGINT, d DATE, s VARCHAR(6), c CHAR(3), f DOUBLE, k DECIMAL(8,2), t BOOL";
+
+/// Narrow encodings (types as hints) whose frames and dictionaries miss some
+/// of the generated values, so that escapes are common; `short_c`: CHAR c
+/// unpadded instead of in a dictionary.
+fn narrow(short_c: bool) -> Vec<Encoding> {
+    let off = |base: i64| Encoding::Offset { base, width: 1 };
+    let dict = |v: &[&str]| Encoding::Dict {
+        width: 1,
+        values: v.iter().map(|s| s.to_string()).collect(),
+    };
+    vec![
+        off(-1),
+        off(0),
+        off(18_001),
+        dict(&["a", "ab"]),
+        if short_c {
+            Encoding::Short
+        } else {
+            dict(&["", "a", "ba"])
+        },
+        Encoding::Plain,
+        // -300..300 over a 1-byte frame from -100: codes up to 254, the rest
+        // (and 155, whose code would be the escape) escaped.
+        off(-100),
+        Encoding::Plain,
+    ]
 }
 
 fn token() -> impl Strategy<Value = String> {
@@ -224,14 +258,38 @@ proptest! {
         let s = schema();
         let text = conjuncts.iter().map(|c| c.3.clone()).collect::<Vec<_>>().join(" AND ");
         let p = Predicate::parse(&s, &text).unwrap_or_else(|e| panic!("{text}: {e}"));
-        let layout = RowLayout::new(&s);
-        let compiled = p.compile(&s, &layout);
-        for r in rows {
-            let mut tuple = Vec::new();
-            layout.encode(&r, &mut tuple, &s).unwrap();
-            let want = model(&r, &conjuncts);
-            prop_assert_eq!(p.eval(&layout, &tuple), want, "{} on {:?}", text, r);
-            prop_assert_eq!(compiled.eval(&tuple), want, "{} on {:?} (compiled)", text, r);
+        let nn = Schema::parse(SCHEMA_NOT_NULL).unwrap();
+        let p_nn = Predicate::parse(&nn, &text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        // Plain, narrow with NULLs, and narrow at fixed offsets.
+        let layouts = [
+            (&s, &p, RowLayout::new(&s), false),
+            (&s, &p, RowLayout::encoded(&s, &narrow(true)).unwrap(), false),
+            (&nn, &p_nn, RowLayout::encoded(&nn, &narrow(false)).unwrap(), true),
+        ];
+        prop_assert!(layouts[2].2.fixed_offset_code(6).is_some(), "k compares in place");
+        for (schema, p, layout, not_null) in &layouts {
+            let compiled = p.compile(schema, layout);
+            for r in &rows {
+                let mut r = r.clone();
+                if *not_null {
+                    for (v, fill) in r.iter_mut().zip([
+                        Value::Int32(0), Value::Int64(0), Value::Date(18000),
+                        Value::Str(String::new()), Value::Str(String::new()),
+                        Value::Float64(0.0), Value::Decimal(0), Value::Bool(false),
+                    ]) {
+                        if v.is_null() {
+                            *v = fill;
+                        }
+                    }
+                }
+                let mut tuple = Vec::new();
+                layout.encode(&r, &mut tuple, schema).unwrap();
+                prop_assert_eq!(layout.decode(&tuple), r.clone());
+                let want = model(&r, &conjuncts);
+                let how = if layout.is_encoded() { "encoded" } else { "plain" };
+                prop_assert_eq!(p.eval(layout, &tuple), want, "{} on {:?} ({})", text, r, how);
+                prop_assert_eq!(compiled.eval(&tuple), want, "{} on {:?} (compiled, {})", text, r, how);
+            }
         }
     }
 }

@@ -42,6 +42,25 @@ pub fn run(cli: &Global, a: &CompactArgs) -> Result<()> {
     Ok(())
 }
 
+/// `--compact` of `strata load` and `strata gen`: compacts `table` just
+/// loaded and prints one line.
+pub fn after_load(db: &strata_storage::Database, table: &str) -> Result<()> {
+    let r = {
+        let bars = Bars::new();
+        db.compact(table, &CompactOptions::default(), &bars)?
+    };
+    let changed = r.columns.iter().filter(|c| c.before != c.after).count();
+    println!(
+        "compacted {}: heap {} -> {} pages ({:.1}%), {changed} of {} columns narrower (strata info lists them)",
+        r.table,
+        r.pages_before,
+        r.pages_after,
+        100.0 * r.pages_after as f64 / r.pages_before.max(1) as f64,
+        r.columns.len()
+    );
+    Ok(())
+}
+
 /// The report as text.
 pub fn text(r: &CompactReport) -> String {
     let share = if r.pages_before > 0 {

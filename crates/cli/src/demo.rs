@@ -28,6 +28,7 @@ pub fn run(cli: &Global, rows: u64, repeat: usize) -> Result<()> {
             sf: None,
             parquet: None,
             parquet_only: false,
+            compact: false,
         };
         crate::generate::run(cli, &args)?;
     }

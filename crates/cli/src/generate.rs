@@ -48,6 +48,10 @@ pub struct GenArgs {
     /// Write only the Parquet files, no database (tpch only; needs --parquet).
     #[arg(long, requires = "parquet")]
     pub parquet_only: bool,
+    /// Then store each column in the narrowest encoding its values allow
+    /// (types as hints; `strata compact` of every generated table).
+    #[arg(long, conflicts_with = "parquet_only")]
+    pub compact: bool,
 }
 
 pub fn run(cli: &Global, a: &GenArgs) -> Result<()> {
@@ -116,6 +120,9 @@ pub fn run(cli: &Global, a: &GenArgs) -> Result<()> {
             b.rows(),
             strata_load::layout::rows_below(x, n)
         );
+    }
+    if a.compact {
+        crate::compact::after_load(&db, &name)?;
     }
     Ok(())
 }
@@ -195,5 +202,10 @@ fn tpch(cli: &Global, a: &GenArgs) -> Result<()> {
         total += &format!("; Parquet {}", format_bytes(parquet));
     }
     println!("{total}");
+    if let (true, Some(db)) = (a.compact, &db) {
+        for t in strata_load::TpchTable::ALL {
+            crate::compact::after_load(db, t.name())?;
+        }
+    }
     Ok(())
 }

@@ -32,7 +32,7 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
             }));
         }
         let tier = strata_csd::tier::table_tier(db.dir(), def)?;
-        out.push(serde_json::json!({
+        let mut entry = serde_json::json!({
             "table": name,
             "tier": tier,
             "schema": t.schema().to_string(),
@@ -46,7 +46,19 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
             "indexes": idx,
             "hot_region_first_page": def.hot_region,
             "tuples_with_access_counts": t.heat().len(),
-        }));
+        });
+        // Types as hints (`strata compact`): how each column is stored.
+        if !t.encodings().is_empty() {
+            entry["stored_as"] = t
+                .schema()
+                .columns
+                .iter()
+                .zip(t.encodings())
+                .map(|(c, e)| serde_json::json!({"column": c.name, "encoding": e.describe()}))
+                .collect::<Vec<_>>()
+                .into();
+        }
+        out.push(entry);
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -72,6 +84,20 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
         let tier: strata_csd::tier::TableTier = serde_json::from_value(t["tier"].clone())?;
         println!("  tier: {tier}");
         println!("  columns: {}", t["schema"].as_str().unwrap());
+        if let Some(m) = t["stored_as"].as_array() {
+            let cols: Vec<String> = m
+                .iter()
+                .filter(|e| e["encoding"] != "plain")
+                .map(|e| {
+                    format!(
+                        "{} {}",
+                        e["column"].as_str().unwrap_or(""),
+                        e["encoding"].as_str().unwrap_or("")
+                    )
+                })
+                .collect();
+            println!("  stored as (strata compact): {}", cols.join("; "));
+        }
         if let Some(p) = t["hot_region_first_page"].as_u64() {
             println!("  hot region (strata cluster --hot) from heap page {p}");
         }

@@ -46,6 +46,10 @@ pub struct LoadArgs {
     /// Index to create on a new table: NAME:COL[,COL...] (repeatable).
     #[arg(long = "index")]
     pub indexes: Vec<String>,
+    /// Then store each column in the narrowest encoding its values allow
+    /// (types as hints; the same as `strata compact TABLE` after the load).
+    #[arg(long)]
+    pub compact: bool,
 }
 
 fn parse_index(spec: &str) -> Result<IndexSpec> {
@@ -146,5 +150,8 @@ pub fn run(cli: &Global, a: &LoadArgs) -> Result<()> {
             format!("; skipped {} bad rows", report.skipped.len())
         }
     );
+    if a.compact {
+        crate::compact::after_load(&db, &a.table)?;
+    }
     Ok(())
 }

@@ -84,13 +84,20 @@ pub fn text(w: &TableWaste) -> String {
         );
     }
     s += &format!(
-        "  encoding waste: the values take {}, {} in their tightest encodings: {} wasted ({:.1}% of the heap)\n",
+        "  encoding waste: the values take {} as declared, {} in their tightest encodings: {} wasted ({:.1}% of the heap)\n",
         format_bytes(w.stored_bytes),
         format_bytes(w.tight_bytes),
         format_bytes(w.encoding_waste()),
         pct(w.encoding_waste(), heap)
     );
-    let rows: Vec<[String; 7]> = w
+    if w.encoded_bytes != w.stored_bytes {
+        s += &format!(
+            "  types as hints: stored in {} ({:.1}% of declared) after strata compact\n",
+            format_bytes(w.encoded_bytes),
+            pct(w.encoded_bytes, w.stored_bytes)
+        );
+    }
+    let rows: Vec<[String; 9]> = w
         .columns
         .iter()
         .map(|c| {
@@ -117,6 +124,8 @@ pub fn text(w: &TableWaste) -> String {
                 c.tightest_type.clone(),
                 c.suggestion.to_string(),
                 format_bytes(c.stored_bytes),
+                c.encoding.clone(),
+                format_bytes(c.encoded_bytes),
                 format!(
                     "{} ({:.1}%)",
                     format_bytes(c.wasted_bytes()),
@@ -131,7 +140,9 @@ pub fn text(w: &TableWaste) -> String {
         "declared",
         "tightest type",
         "cheapest encoding",
-        "stored",
+        "declared bytes",
+        "stored as",
+        "stored bytes",
         "wasted (of heap)",
         "values",
     ];
@@ -161,12 +172,16 @@ pub fn text(w: &TableWaste) -> String {
 fn draw(w: &TableWaste, stem: &Path) -> Result<()> {
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     Plot::bars(
-        format!("{}: bytes per column, declared and tightest", w.table),
+        format!(
+            "{}: bytes per column, declared, stored and tightest",
+            w.table
+        ),
         "column",
         w.columns.iter().map(|c| c.column.clone()),
         Axis::linear("MiB"),
     )
     .bar_series("declared", w.columns.iter().map(|c| mib(c.stored_bytes)))
+    .bar_series("stored", w.columns.iter().map(|c| mib(c.encoded_bytes)))
     .bar_series("tightest", w.columns.iter().map(|c| mib(c.tight_bytes)))
     .size((130 * w.columns.len() as u32).max(1000), 640)
     .write(stem)?;

@@ -1257,6 +1257,8 @@ pub struct Table {
     name: String,
     schema: Schema,
     layout: RowLayout,
+    /// Each column's physical encoding (empty: all plain; `encoding.rs`).
+    encodings: Vec<crate::encoding::Encoding>,
     heap: Arc<HeapFile>,
     /// The heap's path as the catalog names it (log records name files so).
     heap_file: String,
@@ -1470,6 +1472,7 @@ impl Table {
         Ok(Table {
             heat,
             layout,
+            encodings: def.encodings,
             name: def.name,
             schema: def.schema,
             heap,
@@ -1519,6 +1522,12 @@ impl Table {
     pub fn schema(&self) -> &Schema {
         &self.schema
     }
+    /// Each column's physical encoding; empty when every column is stored
+    /// as declared.
+    pub fn encodings(&self) -> &[crate::encoding::Encoding] {
+        &self.encodings
+    }
+
     pub fn layout(&self) -> &RowLayout {
         &self.layout
     }
@@ -2094,6 +2103,7 @@ impl<'a> TableLoad<'a> {
             name: def.name.clone(),
             schema: def.schema.clone(),
             layout: self.layout.clone(),
+            encodings: def.encodings.clone(),
             heap: self.heap.clone(),
             heap_file: def.heap_file.clone(),
             indexes,

@@ -557,6 +557,49 @@ impl RowLayout {
         Ok(l)
     }
 
+    /// Where a frame-of-reference column sits in every row, when rows have a
+    /// fixed layout: (offset, width, base, escape code). A code other than
+    /// the escape is the value minus the base, so a predicate compares it in
+    /// place ([`RowLayout::fixed_offset`]'s narrow counterpart).
+    pub fn fixed_offset_code(&self, col: usize) -> Option<(usize, usize, i64, u64)> {
+        match self.phys.as_ref().map(|p| &p[col]) {
+            Some(Phys::Offset {
+                base,
+                width,
+                escape,
+            }) => self
+                .offsets
+                .as_ref()
+                .map(|o| (o[col], *width, *base, *escape)),
+            _ => None,
+        }
+    }
+
+    /// Bytes value `v` of column `col` takes in a row of this layout (an
+    /// escaped value counts its code and its plain bytes; NULL: 0).
+    pub fn field_bytes(&self, col: usize, v: &Value) -> usize {
+        if v.is_null() {
+            return 0;
+        }
+        let ty = &self.types[col];
+        let plain = match (ty, v) {
+            (DataType::Varchar { .. }, Value::Str(s)) => 2 + s.len(),
+            _ => ty.fixed_width().unwrap_or(0),
+        };
+        match self.phys.as_ref().map(|p| &p[col]) {
+            None | Some(Phys::Plain) => plain,
+            Some(Phys::Short { trim }) => match v {
+                Value::Str(s) if *trim => 1 + s.trim_end_matches(' ').len(),
+                Value::Str(s) => 1 + s.len(),
+                _ => plain,
+            },
+            Some(p) => {
+                let w = p.fixed_width(ty).unwrap_or(0);
+                if p.code(v).is_some() { w } else { w + plain }
+            }
+        }
+    }
+
     /// The columns' declared types.
     pub fn types(&self) -> &[DataType] {
         &self.types

@@ -51,9 +51,12 @@ pub struct TableWaste {
     pub heap: HeapSpace,
     pub indexes: Vec<IndexSpace>,
     pub columns: Vec<ColumnWaste>,
-    /// Bytes the columns' values take now, and in their suggested types.
+    /// Bytes the columns' values take as declared, and in their suggested types.
     pub stored_bytes: u64,
     pub tight_bytes: u64,
+    /// Bytes they take in the table's physical encodings (`strata compact`;
+    /// the declared bytes until a table is compacted).
+    pub encoded_bytes: u64,
 }
 
 impl TableWaste {
@@ -122,6 +125,9 @@ pub struct ColumnWaste {
     /// `PROCEDURE ANALYSE` suggested): `INT8`..`INT64`, `FLOAT32`, `DATE`,
     /// `BOOL`, `DECIMAL(p,s)`, `CHAR(n)` or `VARCHAR(n)`.
     pub tightest_type: String,
+    /// How the column is stored now (`encoding.rs`), and its values' bytes so.
+    pub encoding: String,
+    pub encoded_bytes: u64,
     /// The cheapest encoding found, and the bytes it would take.
     pub suggestion: Suggestion,
     pub tight_bytes: u64,
@@ -230,7 +236,8 @@ pub fn analyze(table: &Table) -> Result<TableWaste> {
         for (_, t) in v.tuples() {
             live += t.len() as u64;
             rows += 1;
-            for (acc, value) in cols.iter_mut().zip(layout.decode(t)) {
+            for (i, (acc, value)) in cols.iter_mut().zip(layout.decode(t)).enumerate() {
+                acc.encoded += layout.field_bytes(i, &value) as u64;
                 acc.add(&value);
             }
         }
@@ -257,7 +264,14 @@ pub fn analyze(table: &Table) -> Result<TableWaste> {
         .columns
         .iter()
         .zip(cols)
-        .map(|(c, acc)| acc.finish(&c.name, c.ty))
+        .enumerate()
+        .map(|(i, (c, acc))| {
+            let encoding = table
+                .encodings()
+                .get(i)
+                .map_or("plain".to_string(), |e| e.describe());
+            acc.finish(&c.name, c.ty, encoding)
+        })
         .collect();
     Ok(TableWaste {
         table: table.name().to_string(),
@@ -266,12 +280,15 @@ pub fn analyze(table: &Table) -> Result<TableWaste> {
         indexes,
         stored_bytes: columns.iter().map(|c| c.stored_bytes).sum(),
         tight_bytes: columns.iter().map(|c| c.tight_bytes).sum(),
+        encoded_bytes: columns.iter().map(|c| c.encoded_bytes).sum(),
         columns,
     })
 }
 
 /// One column's values as the pass sees them.
 struct Acc {
+    /// Bytes of the values in the table's physical encoding.
+    encoded: u64,
     nulls: u64,
     values: u64,
     stored: u64,
@@ -300,6 +317,7 @@ impl Acc {
     fn new(ty: DataType) -> Acc {
         let text = matches!(ty, DataType::Char { .. } | DataType::Varchar { .. });
         Acc {
+            encoded: 0,
             nulls: 0,
             values: 0,
             stored: 0,
@@ -413,7 +431,7 @@ impl Acc {
         self.key = key;
     }
 
-    fn finish(self, name: &str, ty: DataType) -> ColumnWaste {
+    fn finish(self, name: &str, ty: DataType, encoding: String) -> ColumnWaste {
         let text = matches!(ty, DataType::Char { .. } | DataType::Varchar { .. });
         // Stored bytes of strings: CHAR(n) pads, VARCHAR has a 2-byte length.
         let stored = match ty {
@@ -526,6 +544,8 @@ impl Acc {
             nulls: self.nulls,
             values: n,
             stored_bytes: stored,
+            encoding,
+            encoded_bytes: self.encoded,
             tightest_type,
             tight_bytes: best.1,
             suggestion: best.0,
