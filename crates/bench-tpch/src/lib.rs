@@ -33,6 +33,7 @@
 //! each repetition.
 
 pub mod analysis;
+pub mod encoding;
 pub mod trace;
 
 use std::path::{Path, PathBuf};

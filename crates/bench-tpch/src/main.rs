@@ -63,6 +63,15 @@ struct TpchArgs {
     /// at --timeout.
     #[arg(long)]
     fig14: bool,
+    /// Instead of the runs: types as hints (No Bits Left Behind §4.1) — the
+    /// database's tables compacted with and without dictionaries (copies next
+    /// to --bench-db), bytes per column, and cold Q1 and Q6 full scans on
+    /// each (encoding.md in --out, default results/waste/encoding).
+    #[arg(long)]
+    encoding: bool,
+    /// --encoding: devices, comma-separated (real, hdd, ssd).
+    #[arg(long, value_delimiter = ',', default_value = "real,ssd,hdd")]
+    devices: Vec<String>,
     /// Fig. 14: keep at most this many requests per trace (the rest are counted).
     #[arg(long, default_value_t = 2_000_000)]
     trace_max_events: usize,
@@ -129,6 +138,26 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
         let md = opts.out.join("fig14.md");
         print!("{}", std::fs::read_to_string(&md)?);
         eprintln!("wrote {}", md.display());
+        return Ok(());
+    }
+    if a.encoding {
+        if !a.queries.is_empty() || !a.configs.is_empty() || a.with_postgres || a.fig14 {
+            return Err(Usage(
+                "--encoding runs Q1 and Q6 under full; it takes no --queries, --configs, --with-postgres or --fig14"
+                    .into(),
+            )
+            .into());
+        }
+        let mut opts = opts;
+        if a.out == PathBuf::from("results/tpch") {
+            opts.out = PathBuf::from("results/waste/encoding");
+        }
+        let o = strata_bench_tpch::encoding::EncodingOptions {
+            bench: opts,
+            devices: a.devices.clone(),
+        };
+        let summary = strata_bench_tpch::encoding::run(&o, &mut |l| eprintln!("{l}"))?;
+        print!("{summary}");
         return Ok(());
     }
     let (results, notes) = strata_bench_tpch::run(&opts, &mut |l| eprintln!("{l}"))?;

@@ -1,0 +1,342 @@
+//! `strata bench tpch --encoding`: types as hints (No Bits Left Behind §4.1)
+//! on TPC-H — bytes declared against stored, per column, and the cold full
+//! scans of Q1 and Q6 before and after.
+//!
+//! **Data.** The benchmark database (`crate::prepare`, the one `strata bench
+//! tpch` uses) is the *declared* state. Two copies are compacted table by
+//! table (`Database::compact`, what `strata compact TABLE` does): `narrow`
+//! without dictionaries (frames of reference and unpadded text only) and
+//! `dictionary` with them. Copies are made once and reused while their
+//! catalog says they are compacted.
+//!
+//! **Measure.** Per round, per device, per state, per query: the state's
+//! database opened with an empty buffer pool (cold), the query run once under
+//! `strata.access_path = full`. Real: direct I/O, wall time; hdd/ssd: wall time
+//! plus the profile's modeled device time. Medians over rounds; the speedups
+//! are ratios of medians measured in the same rounds. Every state's answer
+//! must be the declared state's, byte for byte.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, ensure};
+use strata_bench::results::{ResultRow, ResultSet, median};
+use strata_bench::summary::{Summary, num, provenance};
+use strata_sql::SqlSession;
+use strata_storage::Database;
+use strata_storage::compact::CompactOptions;
+use strata_storage::db::{DbOptions, NoProgress};
+use strata_storage::page::PAGE_SIZE;
+use strata_storage::waste::analyze;
+
+use crate::BenchOptions;
+
+/// The states, in the report's order.
+const STATES: [&str; 3] = ["declared", "narrow", "dictionary"];
+const QUERIES: [&str; 2] = ["q01", "q06"];
+
+/// What `--encoding` runs.
+pub struct EncodingOptions {
+    pub bench: BenchOptions,
+    pub devices: Vec<String>,
+}
+
+fn state_dir(base: &Path, state: &str) -> PathBuf {
+    if state == "declared" {
+        return base.to_path_buf();
+    }
+    let name = base.file_name().unwrap_or_default().to_string_lossy();
+    base.with_file_name(format!("{name}-{state}"))
+}
+
+fn open(dir: &Path, opts: DbOptions) -> Result<Database> {
+    Database::open(dir, opts).with_context(|| format!("opening {}", dir.display()))
+}
+
+/// Copies a closed database directory.
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let dest = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_dir(&e.path(), &dest)?;
+        } else {
+            std::fs::copy(e.path(), &dest)
+                .with_context(|| format!("copying {}", e.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Makes the compacted copy `state` of the declared database unless it is
+/// there (its lineitem encoded).
+fn make_state(o: &EncodingOptions, state: &str, log: &mut dyn FnMut(&str)) -> Result<()> {
+    let dir = state_dir(&o.bench.bench_db, state);
+    let plain_opts = DbOptions {
+        buffer_pool_bytes: 256 << 20,
+        direct_io: false,
+        ..DbOptions::default()
+    };
+    if dir.join("catalog.json").exists() {
+        let db = open(&dir, plain_opts.clone())?;
+        if db.table("lineitem")?.layout().is_encoded() {
+            return Ok(());
+        }
+        drop(db);
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    log(&format!(
+        "encoding: copying the database to {}",
+        dir.display()
+    ));
+    copy_dir(&o.bench.bench_db, &dir)?;
+    let db = open(&dir, plain_opts)?;
+    let opts = CompactOptions {
+        plain: false,
+        no_dictionary: state == "narrow",
+    };
+    for t in db.table_names() {
+        log(&format!("encoding: compact {t} ({state})"));
+        db.compact(&t, &opts, &NoProgress)?;
+    }
+    Ok(())
+}
+
+struct Point {
+    round: usize,
+    device: String,
+    state: &'static str,
+    query: &'static str,
+    wall_ms: f64,
+    modeled_ms: f64,
+    pages_read: u64,
+    answer: String,
+}
+
+impl Point {
+    fn cost_ms(&self) -> f64 {
+        self.wall_ms + self.modeled_ms
+    }
+}
+
+fn run_query(dir: &Path, opts: DbOptions, query: &str) -> Result<(f64, f64, u64, String)> {
+    let sql = strata_sql::tpch::QUERIES
+        .iter()
+        .find(|(n, _)| *n == query)
+        .map(|(_, q)| q.trim().trim_end_matches(';'))
+        .with_context(|| format!("no TPC-H query {query}"))?;
+    let session = SqlSession::new(Arc::new(open(dir, opts)?))?;
+    session.set("strata.access_path", "full")?;
+    let r = session.execute(sql)?;
+    let answer = strata_sql::format::render(strata_sql::Format::Csv, &r.schema, &r.batches)?;
+    Ok((
+        r.elapsed.as_secs_f64() * 1e3,
+        r.io.modeled_ms(),
+        r.io.pages_read,
+        answer,
+    ))
+}
+
+/// Per state: heap pages of every table and lineitem's declared and stored
+/// bytes per column.
+fn bytes_report(o: &EncodingOptions, s: &mut Summary) -> Result<()> {
+    let opts = DbOptions {
+        buffer_pool_bytes: 256 << 20,
+        direct_io: false,
+        read_only: true,
+        ..DbOptions::default()
+    };
+    let dbs: Vec<Database> = STATES
+        .iter()
+        .map(|st| open(&state_dir(&o.bench.bench_db, st), opts.clone()))
+        .collect::<Result<_>>()?;
+    s.heading("Heap pages per table");
+    let mut rows = Vec::new();
+    for t in dbs[0].table_names() {
+        let pages: Vec<u64> = dbs
+            .iter()
+            .map(|d| d.table(&t).map(|x| x.heap().num_pages()))
+            .collect::<Result<_, _>>()?;
+        let mut row = vec![t.clone()];
+        for p in &pages {
+            row.push(format!(
+                "{p} ({:.1}%)",
+                100.0 * *p as f64 / pages[0].max(1) as f64
+            ));
+        }
+        rows.push(row);
+    }
+    s.table(&["table", "declared", "narrow", "dictionary"], rows);
+    s.heading("lineitem, bytes per column");
+    let w: Vec<_> = dbs
+        .iter()
+        .map(|d| analyze(&*d.table("lineitem")?))
+        .collect::<Result<_, _>>()?;
+    let mib = |b: u64| format!("{:.1}", b as f64 / (1 << 20) as f64);
+    let mut rows = Vec::new();
+    for (i, c) in w[0].columns.iter().enumerate() {
+        rows.push(vec![
+            c.column.clone(),
+            c.declared.clone(),
+            mib(c.stored_bytes),
+            format!(
+                "{} ({})",
+                mib(w[1].columns[i].encoded_bytes),
+                w[1].columns[i].encoding
+            ),
+            format!(
+                "{} ({})",
+                mib(w[2].columns[i].encoded_bytes),
+                w[2].columns[i].encoding
+            ),
+            format!("{} ({})", mib(c.tight_bytes), c.tightest_type),
+        ]);
+    }
+    rows.push(vec![
+        "all".into(),
+        String::new(),
+        mib(w[0].stored_bytes),
+        mib(w[1].encoded_bytes),
+        mib(w[2].encoded_bytes),
+        mib(w[0].tight_bytes),
+    ]);
+    s.table(
+        &[
+            "column",
+            "declared type",
+            "declared MiB",
+            "narrow MiB",
+            "dictionary MiB",
+            "tightest (strata waste) MiB",
+        ],
+        rows,
+    );
+    let heap = |x: &strata_storage::waste::TableWaste| x.heap.pages * PAGE_SIZE as u64;
+    s.paragraph(&format!(
+        "lineitem heap: declared {} pages, narrow {} ({:.1}%), dictionary {} ({:.1}%); targets ≤ 55% and ≤ 45%.",
+        w[0].heap.pages,
+        w[1].heap.pages,
+        100.0 * heap(&w[1]) as f64 / heap(&w[0]) as f64,
+        w[2].heap.pages,
+        100.0 * heap(&w[2]) as f64 / heap(&w[0]) as f64,
+    ));
+    Ok(())
+}
+
+/// Runs the experiment; returns the summary's text (also written to
+/// `<out>/encoding.md`, with `encoding.csv`).
+pub fn run(o: &EncodingOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
+    ensure!(o.bench.repeat > 0, "--repeat must be at least 1");
+    crate::prepare(&o.bench, log)?;
+    for st in &STATES[1..] {
+        make_state(o, st, log)?;
+    }
+    std::fs::create_dir_all(&o.bench.out)?;
+    let mut points = Vec::new();
+    for round in 0..o.bench.repeat {
+        for device in &o.devices {
+            let opts = DbOptions {
+                buffer_pool_bytes: o.bench.db_options.buffer_pool_bytes,
+                ..DbOptions::default()
+            }
+            .device(device)?;
+            for query in QUERIES {
+                for state in STATES {
+                    let dir = state_dir(&o.bench.bench_db, state);
+                    let (wall_ms, modeled_ms, pages_read, answer) =
+                        run_query(&dir, opts.clone(), query)?;
+                    log(&format!(
+                        "round {round} {device} {query} {state}: {wall_ms:.0} ms + modeled {modeled_ms:.0} ms, {pages_read} pages"
+                    ));
+                    points.push(Point {
+                        round,
+                        device: device.clone(),
+                        state,
+                        query,
+                        wall_ms,
+                        modeled_ms,
+                        pages_read,
+                        answer,
+                    });
+                }
+            }
+        }
+    }
+    for p in &points {
+        let declared = points
+            .iter()
+            .find(|x| x.state == "declared" && x.query == p.query)
+            .expect("the declared state runs first");
+        ensure!(
+            p.answer == declared.answer,
+            "{} over the {} tables answered differently from the declared ones",
+            p.query,
+            p.state
+        );
+    }
+    let mut set = ResultSet::new();
+    for p in &points {
+        let mut row = ResultRow::new(p.query, &p.device, p.state, o.bench.sf);
+        row.wall_ms = p.wall_ms;
+        row.modeled_ms = p.modeled_ms;
+        row.pages_read = p.pages_read;
+        set.push(row.with("round", p.round));
+    }
+    set.write_csv(o.bench.out.join("encoding.csv"))?;
+
+    let mut s = Summary::new("Types as hints on TPC-H (No Bits Left Behind §4.1)");
+    s.paragraph(&provenance());
+    s.paragraph(&format!(
+        "SF {}. States: `declared` (every column as its declared type), `narrow` (`strata compact TABLE --no-dictionary` of every table: frames of reference, unpadded CHAR, 1-byte VARCHAR lengths) and `dictionary` (`strata compact TABLE`: the same plus dictionaries for low-cardinality text). Each point: the state's database opened with an empty {} pool, the query run once under `strata.access_path = full`; median of {} rounds, each running every device, query and state in turn. Real: direct I/O, wall time; hdd/ssd: wall time plus the modeled device time. Every answer equals the declared state's, byte for byte.",
+        o.bench.sf,
+        strata_storage::util::format_bytes(o.bench.db_options.buffer_pool_bytes as u64),
+        o.bench.repeat
+    ));
+    bytes_report(o, &mut s)?;
+    s.heading("Cold full scans");
+    let med = |device: &str, query: &str, state: &str, f: &dyn Fn(&Point) -> f64| {
+        let v: Vec<f64> = points
+            .iter()
+            .filter(|p| p.device == device && p.query == query && p.state == state)
+            .map(f)
+            .collect();
+        median(&v).unwrap_or(f64::NAN)
+    };
+    let mut rows = Vec::new();
+    for device in &o.devices {
+        for query in QUERIES {
+            let base = med(device, query, "declared", &|p| p.cost_ms());
+            let base_pages = med(device, query, "declared", &|p| p.pages_read as f64);
+            let mut row = vec![device.clone(), query.to_string()];
+            for state in STATES {
+                let c = med(device, query, state, &|p| p.cost_ms());
+                let pages = med(device, query, state, &|p| p.pages_read as f64);
+                row.push(format!(
+                    "{} ms, {} pages{}",
+                    num(c),
+                    num(pages),
+                    if state == "declared" {
+                        String::new()
+                    } else {
+                        format!(
+                            " ({:.2}x faster, {:.2}x fewer pages)",
+                            base / c,
+                            base_pages / pages
+                        )
+                    }
+                ));
+            }
+            rows.push(row);
+        }
+    }
+    s.table(
+        &["device", "query", "declared", "narrow", "dictionary"],
+        rows,
+    );
+    let md = o.bench.out.join("encoding.md");
+    s.write(&md)?;
+    Ok(s.as_str().to_string())
+}
