@@ -149,7 +149,7 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
             .into());
         }
         let mut opts = opts;
-        if a.out == PathBuf::from("results/tpch") {
+        if a.out == std::path::Path::new("results/tpch") {
             opts.out = PathBuf::from("results/waste/encoding");
         }
         let o = strata_bench_tpch::encoding::EncodingOptions {

@@ -218,6 +218,122 @@ impl Phys {
     }
 }
 
+/// A column's encoding as the hot loops read it (small and `Copy`; the
+/// dictionaries' strings stay in [`Phys`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Col {
+    /// Plain, fixed width.
+    Fixed(usize),
+    /// Plain VARCHAR: a 2-byte length and the bytes.
+    Var,
+    /// A `width`-byte code: the value minus `base` (`dict`: false) or a
+    /// dictionary index. `plain`: the escaped value's width (`None`: a
+    /// VARCHAR's 2-byte length and bytes).
+    Code {
+        width: usize,
+        base: i64,
+        escape: u64,
+        dict: bool,
+        plain: Option<usize>,
+    },
+    /// A 1-byte length and the bytes.
+    Short,
+}
+
+impl Col {
+    pub(crate) fn new(p: &Phys, ty: &DataType) -> Col {
+        match p {
+            Phys::Plain => match ty.fixed_width() {
+                Some(w) => Col::Fixed(w),
+                None => Col::Var,
+            },
+            Phys::Offset {
+                base,
+                width,
+                escape,
+            } => Col::Code {
+                width: *width,
+                base: *base,
+                escape: *escape,
+                dict: false,
+                plain: ty.fixed_width(),
+            },
+            Phys::Dict { width, escape, .. } => Col::Code {
+                width: *width,
+                base: 0,
+                escape: *escape,
+                dict: true,
+                plain: ty.fixed_width(),
+            },
+            Phys::Short { .. } => Col::Short,
+        }
+    }
+}
+
+/// One step of the per-page shape walk of a NOT NULL encoded layout
+/// ([`runs`]): fixed-width columns back to back are one run, checked for
+/// escapes by their codes' places in it.
+#[derive(Clone, Debug)]
+pub(crate) enum Step {
+    Run {
+        len: usize,
+        /// (offset in the run, width, escape, escaped value's width; `None`:
+        /// a VARCHAR's 2-byte length and bytes)
+        codes: Vec<(usize, usize, u64, Option<usize>)>,
+    },
+    Var,
+    Short,
+}
+
+/// The shape walk of a layout of NOT NULL columns `plan`.
+pub(crate) fn runs(plan: &[Col]) -> Vec<Step> {
+    let mut steps: Vec<Step> = Vec::new();
+    for c in plan {
+        let (w, code) = match *c {
+            Col::Fixed(w) => (w, None),
+            Col::Code {
+                width,
+                escape,
+                plain,
+                ..
+            } => (width, Some((width, escape, plain))),
+            Col::Var => {
+                steps.push(Step::Var);
+                continue;
+            }
+            Col::Short => {
+                steps.push(Step::Short);
+                continue;
+            }
+        };
+        if !matches!(steps.last(), Some(Step::Run { .. })) {
+            steps.push(Step::Run {
+                len: 0,
+                codes: vec![],
+            });
+        }
+        if let Some(Step::Run { len, codes }) = steps.last_mut() {
+            if let Some((width, escape, plain)) = code {
+                codes.push((*len, width, escape, plain));
+            }
+            *len += w;
+        }
+    }
+    steps
+}
+
+/// The `width`-byte little-endian code at `b[pos..]`.
+#[inline(always)]
+pub(crate) fn read_code(b: &[u8], pos: usize, width: usize) -> u64 {
+    match width {
+        1 => b[pos] as u64,
+        2 => u16::from_le_bytes([b[pos], b[pos + 1]]) as u64,
+        3 => u32::from_le_bytes([b[pos], b[pos + 1], b[pos + 2], 0]) as u64,
+        4 => u32::from_le_bytes(b[pos..pos + 4].try_into().unwrap()) as u64,
+        w => get_uint(&b[pos..], w),
+    }
+}
+
 /// Reads a little-endian unsigned integer of `w` bytes.
 pub(crate) fn get_uint(b: &[u8], w: usize) -> u64 {
     let mut a = [0u8; 8];

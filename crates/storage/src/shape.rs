@@ -231,8 +231,10 @@ impl TupleShape {
                         continue;
                     }
                     let t = page.get(off..off + len).unwrap_or(&[]);
-                    l.0.check_encoded_shape(t)
-                        .map_err(|e| format!("slot {s}: {e}"))?;
+                    if !l.0.fits_encoded(t) {
+                        let e = l.0.check_encoded_shape(t).err().unwrap_or_default();
+                        return Err(format!("slot {s}: {e}"));
+                    }
                 }
                 Ok(())
             }

@@ -20,7 +20,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::encoding::{Encoding, Phys, get_uint, int_value, put_uint};
+use crate::encoding::{Col, Encoding, Phys, Step, get_uint, int_value, put_uint, read_code};
 use crate::error::{Result, StorageError};
 
 /// A column type. DECIMAL is a scaled 64-bit integer, so precision is at most 18.
@@ -464,10 +464,16 @@ pub struct RowLayout {
     types: Vec<DataType>,
     nullable: Vec<bool>,
     bitmap_len: usize,
-    /// Offset of every column when all are fixed-width and none nullable.
-    offsets: Option<Vec<usize>>,
+    /// Offsets of the leading columns that sit at the same place in every
+    /// row: none are nullable, and every column before them has a fixed
+    /// width (the first variable-width column is the last with one).
+    offsets: Vec<usize>,
     /// The columns' physical encodings (`encoding.rs`); `None`: all plain.
     phys: Option<std::sync::Arc<[Phys]>>,
+    /// The same, as the per-tuple loops read them (empty when all plain).
+    plan: std::sync::Arc<[Col]>,
+    /// The per-page shape walk when no column is nullable (`encoding::runs`).
+    steps: std::sync::Arc<[Step]>,
 }
 
 /// One stored field of a tuple, as [`RowLayout::fields`] hands it out.
@@ -493,19 +499,9 @@ impl RowLayout {
             0
         };
         let offsets = if any_null {
-            None
+            vec![]
         } else {
-            let mut off = 0;
-            let mut v = Vec::with_capacity(schema.len());
-            let mut all_fixed = true;
-            for c in &schema.columns {
-                v.push(off);
-                match c.ty.fixed_width() {
-                    Some(w) => off += w,
-                    None => all_fixed = false,
-                }
-            }
-            all_fixed.then_some(v)
+            fixed_prefix(schema.columns.iter().map(|c| c.ty.fixed_width()))
         };
         RowLayout {
             types: schema.types(),
@@ -513,6 +509,8 @@ impl RowLayout {
             bitmap_len,
             offsets,
             phys: None,
+            plan: std::sync::Arc::from(Vec::new()),
+            steps: std::sync::Arc::from(Vec::new()),
         }
     }
 
@@ -539,19 +537,19 @@ impl RowLayout {
             })?;
             phys.push(Phys::new(e, &c.ty));
         }
-        l.offsets = None;
+        l.offsets = if l.bitmap_len == 0 {
+            fixed_prefix(phys.iter().zip(&l.types).map(|(p, ty)| p.fixed_width(ty)))
+        } else {
+            vec![]
+        };
+        l.plan = phys
+            .iter()
+            .zip(&l.types)
+            .map(|(p, ty)| Col::new(p, ty))
+            .collect::<Vec<_>>()
+            .into();
         if l.bitmap_len == 0 {
-            let mut off = 0;
-            let mut v = Vec::with_capacity(schema.len());
-            let mut all_fixed = true;
-            for (p, ty) in phys.iter().zip(&l.types) {
-                v.push(off);
-                match p.fixed_width(ty) {
-                    Some(w) => off += w,
-                    None => all_fixed = false,
-                }
-            }
-            l.offsets = all_fixed.then_some(v);
+            l.steps = crate::encoding::runs(&l.plan).into();
         }
         l.phys = Some(phys.into());
         Ok(l)
@@ -567,10 +565,7 @@ impl RowLayout {
                 base,
                 width,
                 escape,
-            }) => self
-                .offsets
-                .as_ref()
-                .map(|o| (o[col], *width, *base, *escape)),
+            }) => self.offsets.get(col).map(|&o| (o, *width, *base, *escape)),
             _ => None,
         }
     }
@@ -619,7 +614,7 @@ impl RowLayout {
         {
             return None;
         }
-        self.offsets.as_ref().map(|o| o[col])
+        self.offsets.get(col).copied()
     }
 
     /// Appends the encoding of `row` to `out`, checking types, NULLs and lengths.
@@ -772,54 +767,168 @@ impl RowLayout {
     pub fn fields<'a>(&'a self, bytes: &'a [u8], out: &mut Vec<Field<'a>>) {
         out.clear();
         let mut pos = self.bitmap_len;
+        let Some(phys) = &self.phys else {
+            for i in 0..self.types.len() {
+                if self.is_null(bytes, i) {
+                    out.push(Field::Null);
+                    continue;
+                }
+                let (field, w) = plain_field(&self.types[i], &bytes[pos..]);
+                out.push(field);
+                pos += w;
+            }
+            return;
+        };
         let mut escaped = Vec::new();
-        for i in 0..self.types.len() {
-            if self.is_null(bytes, i) {
+        for (i, c) in self.plan.iter().enumerate() {
+            if self.bitmap_len > 0 && self.is_null(bytes, i) {
                 out.push(Field::Null);
                 continue;
             }
-            let ty = &self.types[i];
-            let (field, w) = match self.phys.as_ref().map(|p| &p[i]) {
-                None | Some(Phys::Plain) => plain_field(ty, &bytes[pos..]),
-                Some(Phys::Short { .. }) => {
-                    let n = bytes[pos] as usize;
-                    (Field::Raw(&bytes[pos + 1..pos + 1 + n]), 1 + n)
+            match *c {
+                Col::Fixed(w) => {
+                    out.push(Field::Raw(&bytes[pos..pos + w]));
+                    pos += w;
                 }
-                Some(Phys::Offset {
+                Col::Var => {
+                    let n = u16::from_le_bytes([bytes[pos], bytes[pos + 1]]) as usize;
+                    out.push(Field::Raw(&bytes[pos + 2..pos + 2 + n]));
+                    pos += 2 + n;
+                }
+                Col::Short => {
+                    let n = bytes[pos] as usize;
+                    out.push(Field::Raw(&bytes[pos + 1..pos + 1 + n]));
+                    pos += 1 + n;
+                }
+                Col::Code {
+                    width,
                     base,
-                    width,
                     escape,
-                }) => match get_uint(&bytes[pos..], *width) {
-                    c if c == *escape => {
-                        escaped.push(i);
-                        (Field::Null, *width)
-                    }
-                    c => (Field::Int(base.wrapping_add(c as i64)), *width),
-                },
-                Some(Phys::Dict {
-                    width,
-                    escape,
-                    values,
+                    dict,
                     ..
-                }) => match get_uint(&bytes[pos..], *width) {
-                    c if c == *escape => {
+                } => {
+                    let code = read_code(bytes, pos, width);
+                    pos += width;
+                    if code == escape {
                         escaped.push(i);
-                        (Field::Null, *width)
+                        out.push(Field::Null);
+                    } else if dict {
+                        let text = match &phys[i] {
+                            Phys::Dict { values, .. } => values.get(code as usize),
+                            _ => None,
+                        };
+                        out.push(Field::Text(text.map_or("", |v| v.as_str())));
+                    } else {
+                        out.push(Field::Int(base.wrapping_add(code as i64)));
                     }
-                    c => (
-                        Field::Text(values.get(c as usize).map_or("", |v| v.as_str())),
-                        *width,
-                    ),
-                },
-            };
-            out.push(field);
-            pos += w;
+                }
+            }
         }
         for i in escaped {
             let (field, w) = plain_field(&self.types[i], &bytes[pos..]);
             out[i] = field;
             pos += w;
         }
+    }
+
+    /// [`RowLayout::fits_encoded`] of a layout without NULLs, run by run.
+    #[inline]
+    fn fits_runs(&self, t: &[u8]) -> bool {
+        let mut pos = 0;
+        let (mut tail_fixed, mut tail_var) = (0usize, 0usize);
+        for step in self.steps.iter() {
+            match step {
+                Step::Run { len, codes } => {
+                    let Some(run) = t.get(pos..pos + len) else {
+                        return false;
+                    };
+                    for &(at, width, escape, plain) in codes {
+                        if read_code(run, at, width) == escape {
+                            match plain {
+                                Some(p) => tail_fixed += p,
+                                None => tail_var += 1,
+                            }
+                        }
+                    }
+                    pos += len;
+                }
+                Step::Var => match t.get(pos..pos + 2) {
+                    Some(n) => pos += 2 + u16::from_le_bytes([n[0], n[1]]) as usize,
+                    None => return false,
+                },
+                Step::Short => match t.get(pos) {
+                    Some(n) => pos += 1 + *n as usize,
+                    None => return false,
+                },
+            }
+        }
+        if tail_var == 0 {
+            return pos + tail_fixed == t.len();
+        }
+        self.check_encoded_shape(t).is_ok()
+    }
+
+    /// Whether `t` is a well-formed tuple of this encoded layout: the
+    /// per-page shape check's fast yes/no ([`RowLayout::check_encoded_shape`]
+    /// says why not).
+    #[inline]
+    pub(crate) fn fits_encoded(&self, t: &[u8]) -> bool {
+        if self.bitmap_len == 0 {
+            return self.fits_runs(t);
+        }
+        if t.len() < self.bitmap_len {
+            return false;
+        }
+        let mut pos = self.bitmap_len;
+        // Escaped values' widths, summed for fixed ones; VARCHARs need their
+        // length prefixes, read in a second pass.
+        let mut tail_fixed = 0usize;
+        let mut tail_var = 0usize;
+        for (i, c) in self.plan.iter().enumerate() {
+            if self.bitmap_len > 0 && self.is_null(t, i) {
+                if !self.nullable[i] {
+                    return false;
+                }
+                continue;
+            }
+            let w = match *c {
+                Col::Fixed(w) => w,
+                Col::Var => match t.get(pos..pos + 2) {
+                    Some(n) => 2 + u16::from_le_bytes([n[0], n[1]]) as usize,
+                    None => return false,
+                },
+                Col::Short => match t.get(pos) {
+                    Some(n) => 1 + *n as usize,
+                    None => return false,
+                },
+                Col::Code {
+                    width,
+                    escape,
+                    plain,
+                    ..
+                } => {
+                    if pos + width > t.len() {
+                        return false;
+                    }
+                    if read_code(t, pos, width) == escape {
+                        match plain {
+                            Some(p) => tail_fixed += p,
+                            None => tail_var += 1,
+                        }
+                    }
+                    width
+                }
+            };
+            pos += w;
+            if pos > t.len() {
+                return false;
+            }
+        }
+        if tail_var == 0 {
+            return pos + tail_fixed == t.len();
+        }
+        // Rare: an escaped VARCHAR; the careful walk decides.
+        self.check_encoded_shape(t).is_ok()
     }
 
     /// [`RowLayout::validate`] of an encoded layout; `utf8`: check text too.
@@ -844,7 +953,7 @@ impl RowLayout {
         };
         let mut pos = self.bitmap_len;
         let mut escaped = Vec::new();
-        for i in 0..self.types.len() {
+        for (i, ph) in p.iter().enumerate() {
             if self.is_null(bytes, i) {
                 if !self.nullable[i] {
                     return Err(format!("column {} is NULL but NOT NULL", i + 1));
@@ -853,11 +962,11 @@ impl RowLayout {
             }
             let ty = &self.types[i];
             let rest = &bytes[pos..];
-            let w = match p[i].width(ty, rest) {
+            let w = match ph.width(ty, rest) {
                 Some(w) if w <= rest.len() => w,
                 _ => return Err(format!("tuple ends inside column {}", i + 1)),
             };
-            match &p[i] {
+            match ph {
                 Phys::Plain => match ty {
                     DataType::Char { .. } => text_ok(&rest[..w], i)?,
                     DataType::Varchar { .. } => text_ok(&rest[2..w], i)?,
@@ -987,13 +1096,13 @@ impl RowLayout {
         if self.is_null(bytes, col) {
             return Value::Null;
         }
-        let pos = match &self.offsets {
-            Some(o) => o[col],
+        let pos = match self.offsets.get(col) {
+            Some(&o) => o,
             None => {
                 let mut pos = self.bitmap_len;
-                for i in 0..col {
+                for (i, ph) in p.iter().enumerate().take(col) {
                     if !self.is_null(bytes, i) {
-                        pos += p[i]
+                        pos += ph
                             .width(&self.types[i], &bytes[pos..])
                             .expect("checked by the page's tuple shape");
                     }
@@ -1011,6 +1120,21 @@ impl RowLayout {
     fn is_null(&self, bytes: &[u8], col: usize) -> bool {
         self.bitmap_len > 0 && bytes[col / 8] & (1 << (col % 8)) != 0
     }
+}
+
+/// Offsets of the leading columns at a fixed place, from the columns'
+/// widths (`None`: variable): up to and including the first variable one.
+fn fixed_prefix(widths: impl Iterator<Item = Option<usize>>) -> Vec<usize> {
+    let mut v = Vec::new();
+    let mut off = 0;
+    for w in widths {
+        v.push(off);
+        match w {
+            Some(w) => off += w,
+            None => break,
+        }
+    }
+    v
 }
 
 /// Appends the plain (declared) encoding of `v`, which `ty.check` accepted.
@@ -1460,8 +1584,14 @@ mod tests {
         let s = Schema::parse("a INT, b BIGINT, c CHAR(3), d INT").unwrap();
         let l = RowLayout::new(&s);
         assert_eq!(l.fixed_offset(3), Some(4 + 8 + 3));
-        let s2 = Schema::parse("a INT, b VARCHAR(3)").unwrap();
-        assert_eq!(RowLayout::new(&s2).fixed_offset(0), None);
+        // Up to the first variable-width column, offsets are fixed.
+        let s2 = Schema::parse("a INT, b VARCHAR(3), c INT").unwrap();
+        let l2 = RowLayout::new(&s2);
+        assert_eq!(l2.fixed_offset(0), Some(0));
+        assert_eq!(l2.fixed_offset(1), Some(4));
+        assert_eq!(l2.fixed_offset(2), None);
+        let s3 = Schema::parse("a INT NULL, b INT").unwrap();
+        assert_eq!(RowLayout::new(&s3).fixed_offset(1), None);
     }
 
     #[test]
