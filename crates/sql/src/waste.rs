@@ -53,6 +53,10 @@ pub fn schema() -> SchemaRef {
         count("tight_bytes", true),
         count("wasted_bytes", false),
         Field::new("pct_of_heap", DataType::Float64, false),
+        // How a column is stored now (`strata compact`: types as hints) and
+        // its values' bytes so.
+        text("stored_as", true),
+        count("stored_bytes", true),
     ]))
 }
 
@@ -93,6 +97,8 @@ fn rows(reports: &[TableWaste]) -> Result<RecordBatch> {
     let mut tight = UInt64Builder::new();
     let mut wasted = UInt64Builder::new();
     let mut pct = Float64Builder::new();
+    let mut stored_as = StringBuilder::new();
+    let mut stored_bytes = UInt64Builder::new();
     for w in reports {
         let heap = w.heap_bytes();
         let share = |b: u64| {
@@ -115,6 +121,8 @@ fn rows(reports: &[TableWaste]) -> Result<RecordBatch> {
             tight.append_value(c.tight_bytes);
             wasted.append_value(c.wasted_bytes());
             pct.append_value(share(c.wasted_bytes()));
+            stored_as.append_value(&c.encoding);
+            stored_bytes.append_value(c.encoded_bytes);
         }
         let h = &w.heap;
         let unused = [
@@ -141,6 +149,8 @@ fn rows(reports: &[TableWaste]) -> Result<RecordBatch> {
             tight.append_null();
             wasted.append_value(b);
             pct.append_value(share(b));
+            stored_as.append_null();
+            stored_bytes.append_null();
         }
     }
     let columns: Vec<ArrayRef> = vec![
@@ -156,6 +166,8 @@ fn rows(reports: &[TableWaste]) -> Result<RecordBatch> {
         Arc::new(tight.finish()),
         Arc::new(wasted.finish()),
         Arc::new(pct.finish()),
+        Arc::new(stored_as.finish()),
+        Arc::new(stored_bytes.finish()),
     ];
     Ok(RecordBatch::try_new(schema(), columns)?)
 }
