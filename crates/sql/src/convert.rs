@@ -110,6 +110,10 @@ impl Builder {
             b.append_value(s);
             return;
         }
+        if let (Builder::Str(b), Stored::Stamp(x)) = (&mut *self, field) {
+            b.append_value(strata_storage::encoding::format_timestamp(x));
+            return;
+        }
         let field = match field {
             Stored::Raw(b) => Some(b),
             _ => None,

@@ -20,7 +20,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::encoding::{Col, Encoding, Phys, Step, get_uint, int_value, put_uint, read_code};
+use crate::encoding::{
+    CodeKind, Col, Encoding, Phys, Step, format_timestamp, get_uint, int_value, put_uint, read_code,
+};
 use crate::error::{Result, StorageError};
 
 /// A column type. DECIMAL is a scaled 64-bit integer, so precision is at most 18.
@@ -488,6 +490,9 @@ pub enum Field<'a> {
     Int(i64),
     /// A string from a dictionary.
     Text(&'a str),
+    /// A text timestamp's seconds since 1970 (format it with
+    /// [`crate::encoding::format_timestamp`]).
+    Stamp(i64),
 }
 
 impl RowLayout {
@@ -804,7 +809,7 @@ impl RowLayout {
                     width,
                     base,
                     escape,
-                    dict,
+                    kind,
                     ..
                 } => {
                     let code = read_code(bytes, pos, width);
@@ -812,15 +817,19 @@ impl RowLayout {
                     if code == escape {
                         escaped.push(i);
                         out.push(Field::Null);
-                    } else if dict {
-                        let text = match &phys[i] {
-                            Phys::Dict { values, .. } => values.get(code as usize),
-                            _ => None,
-                        };
-                        out.push(Field::Text(text.map_or("", |v| v.as_str())));
-                    } else {
-                        out.push(Field::Int(base.wrapping_add(code as i64)));
+                        continue;
                     }
+                    out.push(match kind {
+                        CodeKind::Int => Field::Int(base.wrapping_add(code as i64)),
+                        CodeKind::Stamp => Field::Stamp(base.wrapping_add(code as i64)),
+                        CodeKind::Dict => {
+                            let text = match &phys[i] {
+                                Phys::Dict { values, .. } => values.get(code as usize),
+                                _ => None,
+                            };
+                            Field::Text(text.map_or("", |v| v.as_str()))
+                        }
+                    });
                 }
             }
         }
@@ -973,7 +982,7 @@ impl RowLayout {
                     _ => {}
                 },
                 Phys::Short { .. } => text_ok(&rest[1..w], i)?,
-                Phys::Offset { escape, .. } => {
+                Phys::Offset { escape, .. } | Phys::Timestamp { escape, .. } => {
                     if get_uint(rest, w) == *escape {
                         escaped.push(i);
                     }
@@ -1043,6 +1052,17 @@ impl RowLayout {
                 let s = String::from_utf8_lossy(&b[1..1 + n]).into_owned();
                 (Some(Value::Str(s)), 1 + n)
             }
+            Phys::Timestamp {
+                base,
+                width,
+                escape,
+            } => match get_uint(b, *width) {
+                c if c == *escape => (None, *width),
+                c => (
+                    Some(Value::Str(format_timestamp(base.wrapping_add(c as i64)))),
+                    *width,
+                ),
+            },
             Phys::Offset {
                 base,
                 width,
