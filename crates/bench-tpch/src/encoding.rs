@@ -9,6 +9,9 @@
 //! `dictionary` with them. Copies are made once and reused while their
 //! catalog says they are compacted.
 //!
+//! The paper-like tables (`strata gen revision` and `page`) are generated and
+//! compacted too, for their bytes per column before and after.
+//!
 //! **Measure.** Per round, per device, per state, per query: the state's
 //! database opened with an empty buffer pool (cold), the query run once under
 //! `strata.access_path = full`. Real: direct I/O, wall time; hdd/ssd: wall time
@@ -39,6 +42,8 @@ const QUERIES: [&str; 2] = ["q01", "q06"];
 pub struct EncodingOptions {
     pub bench: BenchOptions,
     pub devices: Vec<String>,
+    /// Rows of the paper-like tables (`strata gen revision`, `page`).
+    pub paper_rows: u64,
 }
 
 fn state_dir(base: &Path, state: &str) -> PathBuf {
@@ -226,6 +231,98 @@ fn bytes_report(o: &EncodingOptions, s: &mut Summary) -> Result<()> {
     Ok(())
 }
 
+/// The paper's own tables (Wikipedia-like `revision` and `page`, `strata
+/// gen`): generated once into `<bench db>-paper`, copied and compacted into
+/// `<bench db>-paper-compact`; heap pages and bytes per column before and after.
+fn paper_tables(o: &EncodingOptions, s: &mut Summary, log: &mut dyn FnMut(&str)) -> Result<()> {
+    use strata_load::{GenKind, GenSpec, generate};
+    let base = state_dir(&o.bench.bench_db, "paper");
+    let compact = state_dir(&o.bench.bench_db, "paper-compact");
+    let opts = DbOptions {
+        buffer_pool_bytes: 256 << 20,
+        direct_io: false,
+        ..DbOptions::default()
+    };
+    let fresh = Database::open(&base, opts.clone()).ok().is_some_and(|db| {
+        ["revision", "page"]
+            .iter()
+            .all(|t| db.table(t).is_ok_and(|t| t.rows() == o.paper_rows))
+    });
+    if !fresh {
+        if base.exists() {
+            std::fs::remove_dir_all(&base)?;
+        }
+        if compact.exists() {
+            std::fs::remove_dir_all(&compact)?;
+        }
+        log(&format!(
+            "encoding: generating revision and page ({} rows)",
+            o.paper_rows
+        ));
+        let db = Database::open_or_create(&base, opts.clone())?;
+        for kind in [GenKind::Revision, GenKind::Page] {
+            generate(&db, &GenSpec::new(kind, o.paper_rows), &NoProgress)?;
+        }
+    }
+    if !compact.join("catalog.json").exists() {
+        copy_dir(&base, &compact)?;
+        let db = open(&compact, opts.clone())?;
+        for t in ["revision", "page"] {
+            log(&format!("encoding: compact {t}"));
+            db.compact(t, &CompactOptions::default(), &NoProgress)?;
+        }
+    }
+    let ro = DbOptions {
+        read_only: true,
+        ..opts
+    };
+    let (a, b) = (open(&base, ro.clone())?, open(&compact, ro)?);
+    s.heading(&format!(
+        "The paper-like tables ({} rows each)",
+        o.paper_rows
+    ));
+    let mib = |x: u64| format!("{:.1}", x as f64 / (1 << 20) as f64);
+    for t in ["revision", "page"] {
+        let before = analyze(&*a.table(t)?)?;
+        let after = analyze(&*b.table(t)?)?;
+        s.paragraph(&format!(
+            "`{t}`: heap {} -> {} pages ({:.1}%); values {} -> {} MiB ({:.1}% of declared; the analyzer's tightest: {} MiB).",
+            before.heap.pages,
+            after.heap.pages,
+            100.0 * after.heap.pages as f64 / before.heap.pages.max(1) as f64,
+            mib(before.stored_bytes),
+            mib(after.encoded_bytes),
+            100.0 * after.encoded_bytes as f64 / before.stored_bytes.max(1) as f64,
+            mib(before.tight_bytes),
+        ));
+        let rows: Vec<Vec<String>> = before
+            .columns
+            .iter()
+            .zip(&after.columns)
+            .map(|(x, y)| {
+                vec![
+                    x.column.clone(),
+                    x.declared.clone(),
+                    mib(x.stored_bytes),
+                    format!("{} ({})", mib(y.encoded_bytes), y.encoding),
+                    format!("{} ({})", mib(x.tight_bytes), x.suggestion),
+                ]
+            })
+            .collect();
+        s.table(
+            &[
+                "column",
+                "declared type",
+                "declared MiB",
+                "compacted MiB",
+                "cheapest (strata waste) MiB",
+            ],
+            rows,
+        );
+    }
+    Ok(())
+}
+
 /// Runs the experiment; returns the summary's text (also written to
 /// `<out>/encoding.md`, with `encoding.csv`).
 pub fn run(o: &EncodingOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
@@ -336,6 +433,7 @@ pub fn run(o: &EncodingOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
         &["device", "query", "declared", "narrow", "dictionary"],
         rows,
     );
+    paper_tables(o, &mut s, log)?;
     let md = o.bench.out.join("encoding.md");
     s.write(&md)?;
     Ok(s.as_str().to_string())

@@ -72,6 +72,9 @@ struct TpchArgs {
     /// --encoding: devices, comma-separated (real, hdd, ssd).
     #[arg(long, value_delimiter = ',', default_value = "real,ssd,hdd")]
     devices: Vec<String>,
+    /// --encoding: rows of the paper-like tables (revision, page).
+    #[arg(long, default_value_t = 1_000_000)]
+    paper_rows: u64,
     /// Fig. 14: keep at most this many requests per trace (the rest are counted).
     #[arg(long, default_value_t = 2_000_000)]
     trace_max_events: usize,
@@ -155,6 +158,7 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
         let o = strata_bench_tpch::encoding::EncodingOptions {
             bench: opts,
             devices: a.devices.clone(),
+            paper_rows: a.paper_rows,
         };
         let summary = strata_bench_tpch::encoding::run(&o, &mut |l| eprintln!("{l}"))?;
         print!("{summary}");
