@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, ensure};
+use strata_bench::bench_db::copy_dir;
 use strata_bench::results::{ResultRow, ResultSet, median};
 use strata_bench::summary::{Summary, num, provenance};
 use strata_sql::SqlSession;
@@ -56,22 +57,6 @@ fn state_dir(base: &Path, state: &str) -> PathBuf {
 
 fn open(dir: &Path, opts: DbOptions) -> Result<Database> {
     Database::open(dir, opts).with_context(|| format!("opening {}", dir.display()))
-}
-
-/// Copies a closed database directory.
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let dest = to.join(e.file_name());
-        if e.file_type()?.is_dir() {
-            copy_dir(&e.path(), &dest)?;
-        } else {
-            std::fs::copy(e.path(), &dest)
-                .with_context(|| format!("copying {}", e.path().display()))?;
-        }
-    }
-    Ok(())
 }
 
 /// Makes the compacted copy `state` of the declared database unless it is

@@ -57,3 +57,21 @@ fn options(pool: usize, read_only: bool) -> DbOptions {
         ..DbOptions::default()
     }
 }
+
+/// Copies a closed database directory (a benchmark's states are copies of
+/// one generated database).
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let dest = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_dir(&e.path(), &dest)?;
+        } else {
+            std::fs::copy(e.path(), &dest)
+                .with_context(|| format!("copying {}", e.path().display()))?;
+        }
+    }
+    Ok(())
+}

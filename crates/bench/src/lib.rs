@@ -27,7 +27,7 @@
 //!   planner's choice or forced scan methods
 //!   ([`postgres::run_postgres_queries`], [`postgres::run_postgres_sweep`]).
 
-mod bench_db;
+pub mod bench_db;
 pub mod csd_fleet;
 pub mod csd_pull;
 pub mod csd_skipper;

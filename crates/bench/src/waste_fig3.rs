@@ -176,23 +176,12 @@ fn prepare(dir: &Path, rows: u64, log: &mut dyn FnMut(&str)) -> Result<()> {
     Ok(())
 }
 
-/// Copies a closed database directory.
+/// Copies a closed database directory over whatever `to` held.
 fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     if to.exists() {
         std::fs::remove_dir_all(to)?;
     }
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let dest = to.join(e.file_name());
-        if e.file_type()?.is_dir() {
-            copy_dir(&e.path(), &dest)?;
-        } else {
-            std::fs::copy(e.path(), &dest)
-                .with_context(|| format!("copying {}", e.path().display()))?;
-        }
-    }
-    Ok(())
+    crate::bench_db::copy_dir(from, to)
 }
 
 /// What the data shows: every page's latest revision, and the table's sizes.

@@ -13,6 +13,22 @@ use strata_storage::db::{DbOptions, NoProgress};
 use strata_storage::types::{DataType, Value};
 use strata_storage::waste::{MAX_DICTIONARY, analyze};
 
+/// TPC-H at SF 0.01 in a new database under `dir`.
+fn tpch_db(dir: &std::path::Path) -> Arc<Database> {
+    let db = Arc::new(
+        Database::create(
+            &dir.join("db"),
+            DbOptions {
+                direct_io: false,
+                ..DbOptions::default()
+            },
+        )
+        .unwrap(),
+    );
+    generate_tpch(Some(&db), &TpchSpec::new(0.01), &NoProgress, |_| {}).unwrap();
+    db
+}
+
 /// The one row of `sql` as strings.
 fn row(s: &SqlSession, sql: &str) -> Vec<String> {
     let r = s.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
@@ -41,17 +57,7 @@ fn int_type(lo: i64, hi: i64) -> &'static str {
 #[test]
 fn every_tpch_column_gets_the_tightest_type_its_data_allows() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(
-        Database::create(
-            &dir.path().join("db"),
-            DbOptions {
-                direct_io: false,
-                ..DbOptions::default()
-            },
-        )
-        .unwrap(),
-    );
-    generate_tpch(Some(&db), &TpchSpec::new(0.01), &NoProgress, |_| {}).unwrap();
+    let db = tpch_db(dir.path());
     let s = SqlSession::new(db.clone()).unwrap();
     let mut checked = 0;
     for name in db.table_names() {
@@ -164,17 +170,7 @@ fn every_tpch_column_gets_the_tightest_type_its_data_allows() {
 #[test]
 fn compacted_columns_take_the_bytes_their_data_needs() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(
-        Database::create(
-            &dir.path().join("db"),
-            DbOptions {
-                direct_io: false,
-                ..DbOptions::default()
-            },
-        )
-        .unwrap(),
-    );
-    generate_tpch(Some(&db), &TpchSpec::new(0.01), &NoProgress, |_| {}).unwrap();
+    let db = tpch_db(dir.path());
     let s = SqlSession::new(db.clone()).unwrap();
     let digest = |s: &SqlSession, name: &str| {
         let r = s

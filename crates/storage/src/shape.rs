@@ -222,44 +222,33 @@ impl TupleShape {
                 }
                 Ok(())
             }
-            Kind::Encoded(ref l) => {
-                let page = v.bytes();
-                for (s, e) in slot_dir(v).iter().enumerate() {
-                    let off = u16::from_le_bytes([e[0], e[1]]) as usize;
-                    let len = u16::from_le_bytes([e[2], e[3]]) as usize;
-                    if len == 0 {
-                        continue;
-                    }
-                    let t = page.get(off..off + len).unwrap_or(&[]);
-                    if !l.0.fits_encoded(t) {
-                        let e = l.0.check_encoded_shape(t).err().unwrap_or_default();
-                        return Err(format!("slot {s}: {e}"));
-                    }
-                }
-                Ok(())
-            }
+            Kind::Encoded(ref l) => self.each_tuple(v, |t| l.0.fits_encoded(t)),
             Kind::Var {
                 bitmap_len,
                 ref not_null,
                 ref steps,
-            } => {
-                let page = v.bytes();
-                for (s, e) in slot_dir(v).iter().enumerate() {
-                    let off = u16::from_le_bytes([e[0], e[1]]) as usize;
-                    let len = u16::from_le_bytes([e[2], e[3]]) as usize;
-                    if len == 0 {
-                        continue;
-                    }
-                    let t = page.get(off..off + len).unwrap_or(&[]);
-                    // The fast yes/no walk; the reason only for a bad tuple.
-                    if !fits(bitmap_len, not_null, steps, t) {
-                        let e = self.check(t).err().unwrap_or_default();
-                        return Err(format!("slot {s}: {e}"));
-                    }
-                }
-                Ok(())
+            } => self.each_tuple(v, |t| fits(bitmap_len, not_null, steps, t)),
+        }
+    }
+
+    /// Runs the fast yes/no walk `fits` over every live tuple of `v`; the
+    /// reason ([`TupleShape::check`]) only for a bad one, naming its slot.
+    #[inline(always)]
+    fn each_tuple(&self, v: &PageView<'_>, fits: impl Fn(&[u8]) -> bool) -> Result<(), String> {
+        let page = v.bytes();
+        for (s, e) in slot_dir(v).iter().enumerate() {
+            let off = u16::from_le_bytes([e[0], e[1]]) as usize;
+            let len = u16::from_le_bytes([e[2], e[3]]) as usize;
+            if len == 0 {
+                continue;
+            }
+            let t = page.get(off..off + len).unwrap_or(&[]);
+            if !fits(t) {
+                let e = self.check(t).err().unwrap_or_default();
+                return Err(format!("slot {s}: {e}"));
             }
         }
+        Ok(())
     }
 }
 
