@@ -12,6 +12,7 @@ targets=(
   "strata-storage --test fuzz_pages"
   "strata-storage --test fuzz_wal"
   "strata-storage --test hot_model"
+  "strata-storage --test encoding_model"
   "strata-access --test fuzz_predicate"
   "strata-access --test page_order"
   "strata-access --test paths"

@@ -161,6 +161,7 @@ pub(crate) enum Phys {
         base: i64,
         width: usize,
         escape: u64,
+        trim: bool,
     },
 }
 
@@ -190,6 +191,7 @@ impl Phys {
                 base: *base,
                 width: *width as usize,
                 escape: escape(*width as usize),
+                trim,
             },
         }
     }
@@ -210,9 +212,11 @@ impl Phys {
                 }
                 _ => None,
             },
-            Phys::Timestamp { base, escape, .. } => match v {
+            Phys::Timestamp {
+                base, escape, trim, ..
+            } => match v {
                 Value::Str(s) => {
-                    let x = timestamp_of(s)?;
+                    let x = timestamp_of(if *trim { s.trim_end_matches(' ') } else { s })?;
                     let d = x as i128 - *base as i128;
                     (0..*escape as i128).contains(&d).then_some(d as u64)
                 }
@@ -310,6 +314,7 @@ impl Col {
                 base,
                 width,
                 escape,
+                ..
             } => Col::Code {
                 width: *width,
                 base: *base,
@@ -398,10 +403,9 @@ pub(crate) fn read_code(b: &[u8], pos: usize, width: usize) -> u64 {
 }
 
 /// The seconds since 1970 of a text timestamp in exactly the form
-/// `YYYYMMDDHHMMSS` (trailing CHAR padding aside), so that formatting them
-/// gives the text back.
+/// `YYYYMMDDHHMMSS`, so that formatting them gives the text back (a CHAR's
+/// padding is the caller's to drop: a VARCHAR's trailing spaces are data).
 pub(crate) fn timestamp_of(s: &str) -> Option<i64> {
-    let s = s.trim_end_matches(' ');
     let x = crate::waste::timestamp_seconds(s)?;
     (format_timestamp(x) == s).then_some(x)
 }
@@ -710,6 +714,7 @@ mod tests {
             prop_assert_eq!(timestamp_of(&t), Some(x));
             prop_assert_eq!(timestamp_of(&format!("{t}0")), None);
             prop_assert_eq!(timestamp_of(&t[1..]), None);
+            prop_assert_eq!(timestamp_of(&format!("{t} ")), None);
         }
     }
 }

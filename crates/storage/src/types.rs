@@ -1056,6 +1056,7 @@ impl RowLayout {
                 base,
                 width,
                 escape,
+                ..
             } => match get_uint(b, *width) {
                 c if c == *escape => (None, *width),
                 c => (
