@@ -67,7 +67,8 @@ enum Builder {
     F64(Float64Builder),
     Dec(Decimal128Builder),
     Date(Date32Builder),
-    Str(StringBuilder),
+    /// `true`: CHAR, whose trailing spaces are padding; a VARCHAR's are data.
+    Str(StringBuilder, bool),
     Bool(BooleanBuilder),
 }
 
@@ -85,6 +86,7 @@ impl Builder {
             DataType::Date => Builder::Date(Date32Builder::with_capacity(rows)),
             DataType::Char { len } | DataType::Varchar { len } => Builder::Str(
                 StringBuilder::with_capacity(rows, rows * (len as usize).min(64)),
+                matches!(ty, DataType::Char { .. }),
             ),
             DataType::Bool => Builder::Bool(BooleanBuilder::with_capacity(rows)),
         }
@@ -106,11 +108,11 @@ impl Builder {
             }
             return;
         }
-        if let (Builder::Str(b), Stored::Text(s)) = (&mut *self, field) {
+        if let (Builder::Str(b, _), Stored::Text(s)) = (&mut *self, field) {
             b.append_value(s);
             return;
         }
-        if let (Builder::Str(b), Stored::Stamp(x)) = (&mut *self, field) {
+        if let (Builder::Str(b, _), Stored::Stamp(x)) = (&mut *self, field) {
             b.append_value(strata_storage::encoding::format_timestamp(x));
             return;
         }
@@ -127,12 +129,12 @@ impl Builder {
                 b.append_option(f.map(|x| f64::from_le_bytes(x[..8].try_into().unwrap())))
             }
             (Builder::Bool(b), f) => b.append_option(f.map(|x| x[0] != 0)),
-            (Builder::Str(b), None) => b.append_null(),
-            (Builder::Str(b), Some(x)) => {
+            (Builder::Str(b, _), None) => b.append_null(),
+            (Builder::Str(b, char), Some(x)) => {
                 // Stored tuples are checksummed and were validated as UTF-8 on
                 // insert, so this cannot fail for a sound page.
                 let s = std::str::from_utf8(x).unwrap_or("\u{FFFD}");
-                b.append_value(s.trim_end_matches(' '))
+                b.append_value(if *char { s.trim_end_matches(' ') } else { s })
             }
         }
     }
@@ -146,14 +148,15 @@ impl Builder {
             (Builder::Dec(b), Value::Decimal(x)) => b.append_value(*x as i128),
             (Builder::F64(b), Value::Float64(x)) => b.append_value(*x),
             (Builder::Bool(b), Value::Bool(x)) => b.append_value(*x),
-            (Builder::Str(b), Value::Str(s)) => b.append_value(s.trim_end_matches(' ')),
+            (Builder::Str(b, true), Value::Str(s)) => b.append_value(s.trim_end_matches(' ')),
+            (Builder::Str(b, false), Value::Str(s)) => b.append_value(s),
             (Builder::I32(b), Value::Null) => b.append_null(),
             (Builder::Date(b), Value::Null) => b.append_null(),
             (Builder::I64(b), Value::Null) => b.append_null(),
             (Builder::Dec(b), Value::Null) => b.append_null(),
             (Builder::F64(b), Value::Null) => b.append_null(),
             (Builder::Bool(b), Value::Null) => b.append_null(),
-            (Builder::Str(b), Value::Null) => b.append_null(),
+            (Builder::Str(b, _), Value::Null) => b.append_null(),
             (_, v) => {
                 return Err(ArrowError::InvalidArgumentError(format!(
                     "value {v:?} does not match its column's type"
@@ -170,7 +173,7 @@ impl Builder {
             Builder::F64(b) => Arc::new(b.finish()),
             Builder::Dec(b) => Arc::new(b.finish()),
             Builder::Date(b) => Arc::new(b.finish()),
-            Builder::Str(b) => Arc::new(b.finish()),
+            Builder::Str(b, _) => Arc::new(b.finish()),
             Builder::Bool(b) => Arc::new(b.finish()),
         }
     }
