@@ -669,8 +669,7 @@ fn varchar_trailing_spaces_are_data_and_char_padding_is_not() {
                 Value::Str("ab".into()),
                 Value::Str("x  ".into()),
             ],
-        ]
-        .into_iter(),
+        ],
     );
     let db = Arc::new(db);
     for compacted in [false, true] {
