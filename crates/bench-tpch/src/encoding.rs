@@ -182,7 +182,7 @@ fn bytes_report(o: &EncodingOptions, s: &mut Summary) -> Result<()> {
                 mib(w[2].columns[i].encoded_bytes),
                 w[2].columns[i].encoding
             ),
-            format!("{} ({})", mib(c.tight_bytes), c.tightest_type),
+            format!("{} ({})", mib(c.tight_bytes), c.suggestion),
         ]);
     }
     rows.push(vec![
@@ -200,7 +200,7 @@ fn bytes_report(o: &EncodingOptions, s: &mut Summary) -> Result<()> {
             "declared MiB",
             "narrow MiB",
             "dictionary MiB",
-            "tightest (strata waste) MiB",
+            "cheapest (strata waste) MiB",
         ],
         rows,
     );
