@@ -1257,8 +1257,6 @@ pub struct Table {
     name: String,
     schema: Schema,
     layout: RowLayout,
-    /// Each column's physical encoding (empty: all plain; `encoding.rs`).
-    encodings: Vec<crate::encoding::Encoding>,
     heap: Arc<HeapFile>,
     /// The heap's path as the catalog names it (log records name files so).
     heap_file: String,
@@ -1472,7 +1470,6 @@ impl Table {
         Ok(Table {
             heat,
             layout,
-            encodings: def.encodings,
             name: def.name,
             schema: def.schema,
             heap,
@@ -1525,7 +1522,7 @@ impl Table {
     /// Each column's physical encoding; empty when every column is stored
     /// as declared.
     pub fn encodings(&self) -> &[crate::encoding::Encoding] {
-        &self.encodings
+        self.layout.encodings()
     }
 
     pub fn layout(&self) -> &RowLayout {
@@ -2103,7 +2100,6 @@ impl<'a> TableLoad<'a> {
             name: def.name.clone(),
             schema: def.schema.clone(),
             layout: self.layout.clone(),
-            encodings: def.encodings.clone(),
             heap: self.heap.clone(),
             heap_file: def.heap_file.clone(),
             indexes,

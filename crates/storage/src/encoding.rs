@@ -287,42 +287,24 @@ pub(crate) enum Col {
 
 impl Col {
     pub(crate) fn new(p: &Phys, ty: &DataType) -> Col {
-        match p {
-            Phys::Plain => match ty.fixed_width() {
-                Some(w) => Col::Fixed(w),
-                None => Col::Var,
-            },
-            Phys::Offset {
-                base,
-                width,
-                escape,
-            } => Col::Code {
-                width: *width,
-                base: *base,
-                escape: *escape,
-                kind: CodeKind::Int,
-                plain: ty.fixed_width(),
-            },
-            Phys::Dict { width, escape, .. } => Col::Code {
-                width: *width,
-                base: 0,
-                escape: *escape,
-                kind: CodeKind::Dict,
-                plain: ty.fixed_width(),
-            },
-            Phys::Timestamp {
-                base,
-                width,
-                escape,
-                ..
-            } => Col::Code {
-                width: *width,
-                base: *base,
-                escape: *escape,
-                kind: CodeKind::Stamp,
-                plain: ty.fixed_width(),
-            },
-            Phys::Short { .. } => Col::Short,
+        let (base, kind) = match p {
+            Phys::Plain => {
+                return match ty.fixed_width() {
+                    Some(w) => Col::Fixed(w),
+                    None => Col::Var,
+                };
+            }
+            Phys::Short { .. } => return Col::Short,
+            Phys::Offset { base, .. } => (*base, CodeKind::Int),
+            Phys::Dict { .. } => (0, CodeKind::Dict),
+            Phys::Timestamp { base, .. } => (*base, CodeKind::Stamp),
+        };
+        Col::Code {
+            width: p.fixed_width(ty).expect("codes have a width"),
+            base,
+            escape: p.escape().expect("codes have an escape"),
+            kind,
+            plain: ty.fixed_width(),
         }
     }
 }

@@ -476,6 +476,8 @@ pub struct RowLayout {
     plan: std::sync::Arc<[Col]>,
     /// The per-page shape walk when no column is nullable (`encoding::runs`).
     steps: std::sync::Arc<[Step]>,
+    /// The encodings as the catalog states them (empty when all plain).
+    encodings: std::sync::Arc<[Encoding]>,
 }
 
 /// One stored field of a tuple, as [`RowLayout::fields`] hands it out.
@@ -516,6 +518,7 @@ impl RowLayout {
             phys: None,
             plan: std::sync::Arc::from(Vec::new()),
             steps: std::sync::Arc::from(Vec::new()),
+            encodings: std::sync::Arc::from(Vec::new()),
         }
     }
 
@@ -557,6 +560,7 @@ impl RowLayout {
             l.steps = crate::encoding::runs(&l.plan).into();
         }
         l.phys = Some(phys.into());
+        l.encodings = encodings.into();
         Ok(l)
     }
 
@@ -603,6 +607,12 @@ impl RowLayout {
     /// The columns' declared types.
     pub fn types(&self) -> &[DataType] {
         &self.types
+    }
+
+    /// Each column's physical encoding; empty when every column is stored
+    /// as declared.
+    pub fn encodings(&self) -> &[Encoding] {
+        &self.encodings
     }
 
     /// Whether some column is stored in other than its declared encoding.
