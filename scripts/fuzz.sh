@@ -8,17 +8,17 @@ set -euo pipefail
 cases=${1:-20000}
 export PROPTEST_CASES=$cases
 targets=(
-  "strata-storage --test fuzz_catalog"
-  "strata-storage --test fuzz_pages"
-  "strata-storage --test fuzz_wal"
-  "strata-storage --test hot_model"
-  "strata-storage --test encoding_model"
-  "strata-access --test fuzz_predicate"
-  "strata-access --test page_order"
-  "strata-access --test paths"
-  "strata-access --test flash_sorts"
-  "strata-load --test fuzz"
-  "strata-sql --test fuzz_sql"
+  "strata-storage --test integration fuzz_catalog::"
+  "strata-storage --test integration fuzz_pages::"
+  "strata-storage --test integration fuzz_wal::"
+  "strata-storage --test integration hot_model::"
+  "strata-storage --test integration encoding_model::"
+  "strata-access --test integration fuzz_predicate::"
+  "strata-access --test integration page_order::"
+  "strata-access --test integration paths::"
+  "strata-access --test integration flash_sorts::"
+  "strata-load --test integration fuzz::"
+  "strata-sql --test integration fuzz_sql::"
 )
 for t in "${targets[@]}"; do
   echo "== $t ($cases cases)"

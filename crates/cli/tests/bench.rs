@@ -1,7 +1,7 @@
 //! The experiments at `--quick` size: every file a figure promises is written,
 //! with the standard columns, and every path returns the same rows.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -6,7 +6,7 @@
 //! Needs `strata-sql` built beside `strata` (`cargo build -p strata-sql`;
 //! `cargo test --workspace` builds it).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

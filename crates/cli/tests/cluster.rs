@@ -4,7 +4,7 @@
 //! the hot partition, and later lookups are answered from it; bad input gets a
 //! clear error.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

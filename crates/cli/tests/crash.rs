@@ -7,7 +7,7 @@
 //! table is either as before or complete. One loop also sends real `SIGKILL`s,
 //! to loads that stopped themselves after a write chosen by a seeded generator.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

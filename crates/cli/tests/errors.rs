@@ -1,7 +1,7 @@
 //! Bad input through the real binary: each gives a clear message naming what was
 //! wrong and a distinct exit code, never a panic, and loses nothing.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! End to end: `strata scan --plan` (the flash paper's ordered plans, their sort
 //! report and I/O trace) and `strata bench flash --quick` (CSV, plots, summary).
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -8,7 +8,7 @@
 //! last when it fails. Lines starting with `#` are comments on the next command. Before comparing, output is normalized: the database path becomes
 //! `<db>`, and wall-clock numbers (`wall time: … ms`, load rates) become `<…>`.
 //!
-//! `UPDATE_GOLDEN=1 cargo test -p strata-cli --test golden` rewrites the files
+//! `UPDATE_GOLDEN=1 cargo test -p strata-cli --test integration golden::` rewrites the files
 //! with the output the binary gives now (review the diff before committing).
 
 use std::path::{Path, PathBuf};

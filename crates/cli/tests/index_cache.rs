@@ -4,7 +4,7 @@
 //! exactly the rows of the plain index scan, reading a heap page only for
 //! cache misses.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! `strata scan` end to end: every path reports the same rows, EXPLAIN-style
 //! counters are printed, and bad flags are clear usage errors.
 
-mod common;
+use crate::common;
 
 use common::*;
 

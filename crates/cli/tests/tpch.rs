@@ -1,6 +1,6 @@
 //! `strata gen tpch`: the command line, its errors, and crashes at every stage.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

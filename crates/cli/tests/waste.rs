@@ -1,7 +1,7 @@
 //! `strata waste` end to end: the report of a loaded table in JSON and text,
 //! its plot, and a clear usage error for a table that is not there.
 
-mod common;
+use crate::common;
 
 use common::*;
 

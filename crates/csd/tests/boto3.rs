@@ -2,7 +2,7 @@
 //! against an in-process server. Without boto3 the test is skipped, unless
 //! `STRATA_REQUIRE_BOTO3=1` (CI sets it and installs boto3), when it fails.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

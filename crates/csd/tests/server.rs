@@ -2,7 +2,7 @@
 //! their errors, the schedule it applies (against the scheduler run as a
 //! model), a restart keeping every object's group, and clients that go away.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::Duration;

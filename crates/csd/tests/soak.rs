@@ -3,7 +3,7 @@
 //! mixed up, every request the device took is accounted for, and when the
 //! clients are done no body is left streaming and no upload left in staging.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! CSV import: typed values, header mapping, located errors, max_errors and
 //! atomicity.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

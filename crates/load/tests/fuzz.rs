@@ -8,7 +8,7 @@
 //! counts are bounded for CI (`PROPTEST_CASES` raises them; `scripts/fuzz.sh`
 //! runs every fuzz target for longer).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! distributions its documentation claims, the uniqueness of its
 //! (namespace, title) key, its cached index, and determinism.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 

@@ -1,7 +1,7 @@
 //! Parquet import: type mapping, VARCHAR sizing, loading into existing tables,
 //! and clear errors for what strata cannot store.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

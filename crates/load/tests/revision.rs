@@ -2,7 +2,7 @@
 //! page ids and parent chains, the size of its rows, how its latest
 //! revisions spread over the heap, its index, and determinism.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 

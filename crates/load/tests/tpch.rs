@@ -2,7 +2,7 @@
 //! of its rows (dbgen's `.tbl` format), the Parquet files against the strata
 //! tables, indexes against their heaps, and the errors.
 
-mod common;
+use crate::common;
 
 use std::fs::File;
 

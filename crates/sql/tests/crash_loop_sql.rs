@@ -17,7 +17,7 @@
 //!
 //! `STRATA_SQL_CRASH_ITERATIONS` sets the number of deaths (default 200).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::Read;

@@ -4,7 +4,7 @@
 //! groups statements; a read-only database refuses writes; and the
 //! `strata-sql` binary runs a script of them (the README's example).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

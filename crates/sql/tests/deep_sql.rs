@@ -3,7 +3,7 @@
 //! naming the limit (exit code 2), in the library and through the binary,
 //! where it used to overflow the stack and abort (exit 134).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

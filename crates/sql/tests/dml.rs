@@ -6,7 +6,7 @@
 //! and the value; a single-row UPDATE through an index reads a handful of
 //! pages; forms whose rows DataFusion would not describe exactly are refused.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! unless a write (INSERT, UPDATE, DELETE, DROP) ran. Case counts are bounded
 //! for CI (`PROPTEST_CASES` raises them; `scripts/fuzz.sh` runs longer).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

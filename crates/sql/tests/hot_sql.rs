@@ -3,7 +3,7 @@
 //! DELETE and INSERT keep the partition exact — an inserted duplicate of a hot
 //! key is found beside the old row.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 //! a second run hits and touches fewer pages; an UPDATE or DELETE is seen by
 //! the next SELECT; a transaction sees its own writes; EXPLAIN names the path.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

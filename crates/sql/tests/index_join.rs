@@ -6,7 +6,7 @@
 //! many matches, reads fewer pages than the plain probes; the optimizer picks
 //! the index join from stale statistics and the hash join from fresh ones.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! index key needs no Sort; EXPLAIN ANALYZE shows strata's counters; the
 //! optimizer follows its (possibly stale) statistics; bad SQL fails clearly.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

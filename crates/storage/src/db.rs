@@ -20,7 +20,8 @@
 //!
 //! Concurrency between processes: a read-write open takes an exclusive `flock` on
 //! `LOCK`, a read-only open a shared one, so a reader never sees a load in progress
-//! and two writers never meet.
+//! and two writers never meet. An open waits up to a second for a holder to let go
+//! (one that is exiting, or whose lock a just-forked child still shares).
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
@@ -1196,15 +1197,28 @@ fn lock(dir: &Path, shared: bool) -> Result<File> {
         .open(&path)
         .map_err(|e| StorageError::io(&path, e))?;
     let op = if shared { libc::LOCK_SH } else { libc::LOCK_EX } | libc::LOCK_NB;
-    // SAFETY: flock on a valid open descriptor.
-    if unsafe { libc::flock(f.as_raw_fd(), op) } != 0 {
-        return Err(StorageError::Database {
-            path: dir.to_path_buf(),
-            reason: "in use by another strata process (it holds the LOCK file)".into(),
-        });
+    // A lock outlives its holder's close while a child forked by any thread of
+    // that process has not yet exec'd (the child shares the open file), and a
+    // process that just closed the database may still be exiting: both let go
+    // within moments, so the open waits up to LOCK_WAIT before it gives up.
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        // SAFETY: flock on a valid open descriptor.
+        if unsafe { libc::flock(f.as_raw_fd(), op) } == 0 {
+            return Ok(f);
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(StorageError::Database {
+                path: dir.to_path_buf(),
+                reason: "in use by another strata process (it holds the LOCK file)".into(),
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    Ok(f)
 }
+
+/// How long an open waits for another holder of `LOCK` to let go.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The error of a change to a table on the cold tier.
 pub fn cold_read_only(table: &str) -> StorageError {

@@ -3,7 +3,7 @@
 //! `BTree::delete_sorted`): checked against a model and against the same
 //! changes made a row at a time on a twin table, kept durable by the log, and
 //! cheap in pages. The timing run at the end is ignored by default:
-//! `cargo test --release -p strata-storage --test bulk -- --ignored --nocapture`.
+//! `cargo test --release -p strata-storage --test integration bulk:: -- --ignored --nocapture`.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;

@@ -208,11 +208,13 @@ fn crash_child() {
 
 /// Runs the child until it dies; returns its stdout and how it ended.
 fn run_child(dir: &Path, seed: u64, plan: &str, sigkill: bool) -> (String, String) {
+    // The harness names a test by its path below the crate root.
+    let (_, module) = module_path!().split_once("::").unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--ignored",
             "--exact",
-            "crash_child",
+            &format!("{module}::crash_child"),
             "--nocapture",
             "--test-threads",
             "1",

@@ -1,5 +1,5 @@
 //! What the page checks cost a full scan (run by hand, in release):
-//! `cargo test --release -p strata-storage --test scan_cost -- --ignored --nocapture`.
+//! `cargo test --release -p strata-storage --test integration scan_cost:: -- --ignored --nocapture`.
 //! Scans 1M rows of a fixed-layout and of a variable-layout table through
 //! `HeapFile::scan` (checksums, slot directories and tuple shapes checked), and
 //! times the slot and shape checks alone over the same pages.

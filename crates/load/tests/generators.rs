@@ -1,7 +1,7 @@
 //! The native generators: shape, value ranges, skew, permutation, index and
 //! determinism.
 
-mod common;
+use crate::common;
 
 use std::ops::Bound;
 
@@ -218,7 +218,7 @@ fn fill_factor_spreads_rows_and_names_are_checked() {
     );
 }
 
-/// Speed check, run by hand: `cargo test --release -p strata-load --test gen -- --ignored --nocapture`.
+/// Speed check, run by hand: `cargo test --release -p strata-load --test integration generators:: -- --ignored --nocapture`.
 /// 10 M microbench rows with the index should take well under a minute.
 #[test]
 #[ignore]
