@@ -2,7 +2,8 @@
 //! file linked on its own repeats the whole dependency graph in the target
 //! directory, and the clean CI target outgrew the CI disk. One module per
 //! test file; `cargo test -p strata-load --test integration <module>::`
-//! runs one of them.
+//! runs one of them. A file no `mod` line names is never built (storage's
+//! `every_test_file_of_the_workspace_is_built` checks every crate).
 
 mod common;
 mod csv;
@@ -12,24 +13,3 @@ mod generators;
 mod parquet;
 mod revision;
 mod tpch;
-
-/// A test file in `tests/` that no `mod` line here names would never be built.
-#[test]
-fn every_test_file_is_a_module_of_this_binary() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let this = include_str!("integration.rs");
-    let separate: &[&str] = &[];
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        let Some(module) = name.strip_suffix(".rs") else {
-            continue;
-        };
-        if module == "integration" || separate.contains(&module) {
-            continue;
-        }
-        assert!(
-            this.contains(&format!("\nmod {module};\n")),
-            "tests/{name} is not a module of tests/integration.rs"
-        );
-    }
-}

@@ -62,6 +62,16 @@ pub struct TableDef {
     pub encodings: Vec<crate::encoding::Encoding>,
 }
 
+impl TableDef {
+    /// Index `name` (names are unique ignoring ASCII case, as at creation).
+    pub fn index_mut(&mut self, name: &str) -> Result<&mut IndexDef> {
+        self.indexes
+            .iter_mut()
+            .find(|i| i.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| StorageError::UnknownIndex(name.into()))
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct IndexDef {
     pub name: String,

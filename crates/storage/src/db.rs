@@ -376,15 +376,30 @@ impl Database {
     /// Stores `stats` for `table`, replacing the catalog atomically.
     pub fn set_table_stats(&self, table: &str, stats: serde_json::Value) -> Result<()> {
         self.writable()?;
+        self.change_table_def(table, |def| {
+            def.stats = Some(stats);
+            Ok(())
+        })
+    }
+
+    /// Changes `table`'s catalog entry with `f` and saves the catalog, which
+    /// is the commit point of every catalog change: if `f` or the save fails,
+    /// the catalog stays as it was, on disk and in memory.
+    fn change_table_def<T>(
+        &self,
+        table: &str,
+        f: impl FnOnce(&mut TableDef) -> Result<T>,
+    ) -> Result<T> {
         let mut cat = self.catalog.lock();
         let mut next = cat.clone();
-        next.tables
+        let def = next
+            .tables
             .get_mut(table)
-            .ok_or_else(|| StorageError::UnknownTable(table.to_string()))?
-            .stats = Some(stats);
+            .ok_or_else(|| StorageError::UnknownTable(table.into()))?;
+        let out = f(def)?;
         next.save(&self.dir)?;
         *cat = next;
-        Ok(())
+        Ok(out)
     }
 
     /// Whether this handle may write (a read-only open may not).
@@ -600,21 +615,14 @@ impl Database {
         self.checkpoint_locked()?;
         let open = self.table(table)?;
         let file = open.index(index)?.btree.file_id();
-        let mut cat = self.catalog.lock();
-        let mut next = cat.clone();
-        let def = next
-            .tables
-            .get_mut(table)
-            .ok_or_else(|| StorageError::UnknownTable(table.into()))?;
-        let pos = def
-            .indexes
-            .iter()
-            .position(|i| i.name.eq_ignore_ascii_case(index))
-            .ok_or_else(|| StorageError::UnknownIndex(index.into()))?;
-        let gone = def.indexes.remove(pos);
-        next.save(&self.dir)?;
-        *cat = next;
-        drop(cat);
+        let gone = self.change_table_def(table, |def| {
+            let pos = def
+                .indexes
+                .iter()
+                .position(|i| i.name.eq_ignore_ascii_case(index))
+                .ok_or_else(|| StorageError::UnknownIndex(index.into()))?;
+            Ok(def.indexes.remove(pos))
+        })?;
         // The table reopens from the catalog the next time it is asked for.
         self.tables.lock().remove(table);
         self.pool.discard_file(file)?;
@@ -647,22 +655,10 @@ impl Database {
             CachedFields::new(&open.name, &ix.def.name, &open.schema, &ix.key_cols, &names)?;
         // Stored as the schema spells them.
         let spelled = fields.names.clone();
-        {
-            let mut cat = self.catalog.lock();
-            let mut next = cat.clone();
-            let def = next
-                .tables
-                .get_mut(&open.name)
-                .ok_or_else(|| StorageError::UnknownTable(table.into()))?;
-            let idef = def
-                .indexes
-                .iter_mut()
-                .find(|i| i.name.eq_ignore_ascii_case(index))
-                .ok_or_else(|| StorageError::UnknownIndex(index.into()))?;
-            idef.cache = spelled;
-            next.save(&self.dir)?;
-            *cat = next;
-        }
+        self.change_table_def(&open.name, |def| {
+            def.index_mut(index)?.cache = spelled;
+            Ok(())
+        })?;
         ix.set_cached(fields);
         Ok(())
     }
@@ -686,24 +682,13 @@ impl Database {
         region: u64,
         hot: Option<(String, crate::catalog::HotDef)>,
     ) -> Result<()> {
-        let mut cat = self.catalog.lock();
-        let mut next = cat.clone();
-        let def = next
-            .tables
-            .get_mut(table)
-            .ok_or_else(|| StorageError::UnknownTable(table.into()))?;
-        def.hot_region = Some(region);
-        if let Some((index, h)) = hot {
-            let idef = def
-                .indexes
-                .iter_mut()
-                .find(|i| i.name == index)
-                .ok_or_else(|| StorageError::UnknownIndex(index.clone()))?;
-            idef.hot = Some(h);
-        }
-        next.save(&self.dir)?;
-        *cat = next;
-        Ok(())
+        self.change_table_def(table, |def| {
+            def.hot_region = Some(region);
+            if let Some((index, h)) = hot {
+                def.index_mut(&index)?.hot = Some(h);
+            }
+            Ok(())
+        })
     }
 
     /// Drops a replaced hot partition's pages and files.

@@ -1328,9 +1328,10 @@ mod tests {
         let stop = AtomicBool::new(false);
         let (hits, checked) = (AtomicU64::new(0), AtomicU64::new(0));
         std::thread::scope(|s| {
+            let mut readers = Vec::new();
             for r in 0..3u64 {
                 let (t, versions, stop, hits, checked) = (&t, &versions, &stop, &hits, &checked);
-                s.spawn(move || {
+                readers.push(s.spawn(move || {
                     let mut rng = rand::rngs::SmallRng::seed_from_u64(r);
                     while !stop.load(Ordering::Relaxed) {
                         // Skewed: most lookups go to the first 40 keys.
@@ -1360,15 +1361,19 @@ mod tests {
                             checked.fetch_add(1, Ordering::Relaxed);
                         }
                     }
-                });
+                }));
             }
             let mut rng = rand::rngs::SmallRng::seed_from_u64(99);
-            // 400 updates, and on until the readers did 2000 lookups (a
-            // loaded machine may starve them).
+            // 400 updates, and on until the readers did 2000 lookups.
             let mut updates = 0u32;
-            while updates < 400 || checked.load(Ordering::Relaxed) < 2000 {
+            // (A reader that panicked ends; the scope then reports it.)
+            let failed = |readers: &[std::thread::ScopedJoinHandle<'_, ()>]| {
+                readers.iter().any(|r| r.is_finished())
+            };
+            while (updates < 400 || checked.load(Ordering::Relaxed) < 2000) && !failed(&readers) {
                 updates += 1;
                 let k = rng.random_range(0..40usize);
+                let before = checked.load(Ordering::Relaxed);
                 {
                     // Half the updates through the predicate log, half
                     // invalidating the whole index.
@@ -1379,10 +1384,13 @@ mod tests {
                     };
                     versions[k].fetch_add(1, Ordering::SeqCst);
                 }
-                for _ in 0..200 {
-                    std::hint::spin_loop();
+                // The readers look up between two updates, however loaded
+                // the machine: otherwise a logged predicate may be cleared by
+                // the next whole invalidation before any leaf is checked
+                // against it (seen: predicate_checks 0 under a parallel build).
+                while checked.load(Ordering::Relaxed) < before + 3 && !failed(&readers) {
+                    std::thread::yield_now();
                 }
-                std::thread::yield_now();
             }
             stop.store(true, Ordering::Relaxed);
         });
