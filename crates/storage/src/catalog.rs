@@ -63,12 +63,19 @@ pub struct TableDef {
 }
 
 impl TableDef {
-    /// Index `name` (names are unique ignoring ASCII case, as at creation).
-    pub fn index_mut(&mut self, name: &str) -> Result<&mut IndexDef> {
+    /// Where index `name` is in `indexes` (names are unique ignoring ASCII
+    /// case, as at creation).
+    pub fn index_position(&self, name: &str) -> Result<usize> {
         self.indexes
-            .iter_mut()
-            .find(|i| i.name.eq_ignore_ascii_case(name))
+            .iter()
+            .position(|i| i.name.eq_ignore_ascii_case(name))
             .ok_or_else(|| StorageError::UnknownIndex(name.into()))
+    }
+
+    /// Index `name`.
+    pub fn index_mut(&mut self, name: &str) -> Result<&mut IndexDef> {
+        let at = self.index_position(name)?;
+        Ok(&mut self.indexes[at])
     }
 }
 

@@ -616,12 +616,8 @@ impl Database {
         let open = self.table(table)?;
         let file = open.index(index)?.btree.file_id();
         let gone = self.change_table_def(table, |def| {
-            let pos = def
-                .indexes
-                .iter()
-                .position(|i| i.name.eq_ignore_ascii_case(index))
-                .ok_or_else(|| StorageError::UnknownIndex(index.into()))?;
-            Ok(def.indexes.remove(pos))
+            let at = def.index_position(index)?;
+            Ok(def.indexes.remove(at))
         })?;
         // The table reopens from the catalog the next time it is asked for.
         self.tables.lock().remove(table);
