@@ -503,6 +503,46 @@ impl BufferPool {
         }
     }
 
+    /// [`try_cache_write`](Self::try_cache_write) for a page the caller has
+    /// read already: its shared latch is given up and the exclusive one taken
+    /// if it is free at once, keeping the pin (the frame cannot be evicted in
+    /// between, so no page-table lookup is needed). `None`, with the page
+    /// unpinned, when the latch is taken, the read was of a committed image
+    /// (a write transaction changed the page), or the transaction changed it
+    /// since.
+    pub fn cache_write_from<'a>(&'a self, mut read: PageRef<'a>) -> Option<CacheWriteRef<'a>> {
+        let page_no = read.page_no;
+        // Leaves `read` holding no pin, so its drop releases nothing.
+        let Held::Frame { frame, guard } =
+            std::mem::replace(&mut read.held, Held::Committed(Box::default()))
+        else {
+            return None;
+        };
+        let key = guard.tag;
+        drop(guard);
+        let guard = frame.data.try_write().filter(|g| {
+            g.tag.is_some()
+                && g.tag == key
+                && !(self.in_transaction()
+                    && self
+                        .capture
+                        .lock()
+                        .as_ref()
+                        .is_some_and(|c| key.is_some_and(|k| c.contains_key(&k))))
+        });
+        match guard {
+            Some(guard) => Some(CacheWriteRef {
+                frame,
+                guard,
+                page_no,
+            }),
+            None => {
+                frame.pins.fetch_sub(1, Ordering::Release);
+                None
+            }
+        }
+    }
+
     /// Pins a new page (not read from the device; the frame is zeroed) for writing.
     /// Use it for pages past the end of a file; the caller formats the page.
     pub fn create(&self, file: FileId, page: u64) -> Result<PageMutRef<'_>> {

@@ -1819,7 +1819,8 @@ impl Table {
             reason: "caches no columns".into(),
         })?;
         let mut out = Vec::new();
-        // Allocated by the first miss only: a hit needs no encoding.
+        // Allocated by the first miss only (a hit needs no encoding), at its
+        // full width at once.
         let mut buf = Vec::new();
         for e in ix.btree.lookup_cached(key)? {
             match e.probe {
@@ -1834,6 +1835,7 @@ impl Table {
                         continue;
                     };
                     buf.clear();
+                    buf.reserve_exact(fields.width());
                     fields.encode_values(&values, &mut buf);
                     match ix.btree.fill_cache(&ticket, &buf)? {
                         crate::btree::Filled::Cached(_) => counts.fills += 1,

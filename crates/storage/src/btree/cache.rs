@@ -579,7 +579,7 @@ impl BTree {
             let mut hits: Vec<(Tid, usize)> = Vec::new();
             let mut any_hit = false;
             let mut settle = None;
-            let (next, done) = {
+            let (next, done, g) = {
                 let g = self.read_node(&meta, leaf, Node::Leaf)?;
                 // The predicate log (§2.1.2): entries this leaf was not yet
                 // checked against, up to the log's length now (the leaf's
@@ -645,11 +645,8 @@ impl BTree {
                     out.push(CachedEntry { tid, probe });
                     s += 1;
                 }
-                (leaf_siblings(&v).0, done)
+                (leaf_siblings(&v).0, done, g)
             };
-            if let Some(settle) = settle {
-                self.settle(leaf, observed.csn, settle);
-            }
             // A hit counts only if nothing was invalidated while it was read.
             if any_hit && !self.cache.still(observed.csn) {
                 for e in &mut out[start..] {
@@ -665,8 +662,14 @@ impl BTree {
                 }
                 hits.clear();
             }
-            if !hits.is_empty() {
-                self.promote(&layout, leaf, observed.csn, &hits);
+            if hits.is_empty() {
+                drop(g);
+            } else {
+                self.promote(&layout, g, observed.csn, &hits);
+            }
+            // After the leaf's latch is given up: zeroing takes it again.
+            if let Some(settle) = settle {
+                self.settle(leaf, observed.csn, settle);
             }
             if done || next == NO_PAGE {
                 break;
@@ -707,9 +710,11 @@ impl BTree {
         }
     }
 
-    /// Moves each hit of `leaf` a bucket toward S, if the leaf's latch is free.
-    fn promote(&self, layout: &CacheLayout, leaf: u32, csn: u32, hits: &[(Tid, usize)]) {
-        let Some(mut g) = self.pool.try_cache_write(self.file, leaf as u64) else {
+    /// Moves each hit of the leaf `read` a bucket toward S, if its exclusive
+    /// latch is free at once (taken over the reader's pin: no second
+    /// page-table lookup).
+    fn promote(&self, layout: &CacheLayout, read: PageRef<'_>, csn: u32, hits: &[(Tid, usize)]) {
+        let Some(mut g) = self.pool.cache_write_from(read) else {
             self.cache.busy.fetch_add(1, Ordering::Relaxed);
             return;
         };

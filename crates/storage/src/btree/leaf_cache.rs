@@ -429,6 +429,48 @@ fn find(page: &[u8], ri: &Region, dir: Option<Dir>, tid: &[u8; TID_LEN]) -> Opti
     None
 }
 
+/// Bit 7 of each byte of `x` that is zero, and no other bit (exact: no
+/// borrow runs from one byte into the next).
+fn zero_bytes(x: u64) -> u64 {
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    !(((x & LOW7).wrapping_add(LOW7)) | x | LOW7)
+}
+
+/// The zero bytes of `b` (the directory's empty slots), eight at a time.
+fn count_zeros(b: &[u8]) -> usize {
+    let mut chunks = b.chunks_exact(8);
+    let words: usize = chunks
+        .by_ref()
+        .map(|c| zero_bytes(u64::from_le_bytes(c.try_into().unwrap())).count_ones() as usize)
+        .sum();
+    words + chunks.remainder().iter().filter(|&&x| x == 0).count()
+}
+
+/// The position of the `k`-th (from 0) zero byte of `b`, eight at a time.
+fn nth_zero(b: &[u8], mut k: usize) -> Option<usize> {
+    let mut chunks = b.chunks_exact(8);
+    for (w, c) in chunks.by_ref().enumerate() {
+        let mut m = zero_bytes(u64::from_le_bytes(c.try_into().unwrap()));
+        let n = m.count_ones() as usize;
+        if k >= n {
+            k -= n;
+            continue;
+        }
+        for _ in 0..k {
+            m &= m - 1;
+        }
+        return Some(w * 8 + (m.trailing_zeros() / 8) as usize);
+    }
+    let at = b.len() - chunks.remainder().len();
+    chunks
+        .remainder()
+        .iter()
+        .enumerate()
+        .filter(|&(_, &x)| x == 0)
+        .nth(k)
+        .map(|(i, _)| at + i)
+}
+
 /// A cached item found by [`lookup`].
 #[derive(Debug, PartialEq, Eq)]
 pub struct Hit<'a> {
@@ -516,16 +558,11 @@ pub fn fill(
         match dir {
             Some(d) => {
                 let fps = &page[d.fp_at(ri.first)..d.fp_at(ri.end)];
-                let free = fps.iter().filter(|&&b| b == 0).count();
+                let free = count_zeros(fps);
                 if free == 0 {
                     return None;
                 }
-                let k = rng.below(free);
-                fps.iter()
-                    .enumerate()
-                    .filter(|&(_, &b)| b == 0)
-                    .nth(k)
-                    .map(|(i, _)| ri.first + i)
+                nth_zero(fps, rng.below(free)).map(|i| ri.first + i)
             }
             None => {
                 let is_free = |s: &usize| page[s * ri.item] != TAG;
@@ -766,6 +803,31 @@ mod tests {
 
     fn layout() -> CacheLayout {
         CacheLayout::new(25, 4).unwrap()
+    }
+
+    #[test]
+    fn zero_bytes_are_counted_and_selected_like_a_byte_loop() {
+        let mut rng = CacheRng::new(7);
+        for len in 0..70 {
+            for _ in 0..50 {
+                // Mostly 0x00, 0x80 and 0x01 (the bytes a borrow or a carry
+                // would confuse), some arbitrary.
+                let b: Vec<u8> = (0..len)
+                    .map(|_| match rng.below(5) {
+                        0 | 1 => 0,
+                        2 => 0x80,
+                        3 => 1,
+                        _ => rng.next_u64() as u8,
+                    })
+                    .collect();
+                let zeros: Vec<usize> = (0..len).filter(|&i| b[i] == 0).collect();
+                assert_eq!(count_zeros(&b), zeros.len(), "{b:?}");
+                for (k, &i) in zeros.iter().enumerate() {
+                    assert_eq!(nth_zero(&b, k), Some(i), "{b:?} k {k}");
+                }
+                assert_eq!(nth_zero(&b, zeros.len()), None);
+            }
+        }
     }
 
     #[test]
