@@ -1354,6 +1354,59 @@ mod tests {
         assert!(pool.try_cache_write(f, 0).is_some());
     }
 
+    #[test]
+    fn a_reader_takes_the_cache_latch_over_its_own_pin_or_lets_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, f) = leaf_pool(dir.path(), 8, 12);
+        pool.flush_all().unwrap();
+        drop(pool.read(f, 1).unwrap());
+        let before = pool.counters();
+        // Free at once: the write happens, the page stays clean, and no
+        // page-table lookup or device read was made for it.
+        {
+            let mut w = pool.cache_write_from(pool.read(f, 1).unwrap()).unwrap();
+            assert_eq!(w.page_no(), 1);
+            fake_cache(&mut w, 7);
+        }
+        let after = pool.counters();
+        assert_eq!((after - before).hits, 1, "the read's own pin only");
+        assert_eq!((after - before).misses, 0);
+        assert_eq!(page::cache_stamp(&pool.read(f, 1).unwrap()), 7);
+        // Another reader holds the page: give up, and give up the pin too.
+        {
+            let other = pool.read(f, 1).unwrap();
+            assert!(pool.cache_write_from(pool.read(f, 1).unwrap()).is_none());
+            drop(other);
+        }
+        for _ in 0..3 {
+            for p in 2..12 {
+                drop(pool.read(f, p).unwrap());
+            }
+        }
+        assert!(
+            pool.try_cache_write(f, 1).is_none(),
+            "page 1 was evicted: nothing kept it pinned"
+        );
+        assert_eq!(
+            pool.counters().writebacks,
+            after.writebacks,
+            "never dirtied"
+        );
+        // A page the running transaction changed: no cache write, whichever
+        // image the read gave.
+        drop(pool.read(f, 0).unwrap());
+        pool.begin_capture();
+        {
+            let mut g = pool.write(f, 0).unwrap();
+            assert!(PageMut::new(&mut g).insert_at(0, b"uncommitted"));
+        }
+        assert!(pool.cache_write_from(pool.read(f, 0).unwrap()).is_none());
+        for c in pool.end_capture() {
+            pool.release(c.file, c.page);
+        }
+        assert!(pool.cache_write_from(pool.read(f, 0).unwrap()).is_some());
+    }
+
     /// Eight threads pin random pages of a 64-page file through a 16-frame pool,
     /// some of them writing; every read sees the last value its page was given.
     #[test]
