@@ -481,15 +481,10 @@ impl BufferPool {
             idx
         };
         let frame = &self.frames[idx];
-        let guard = frame.data.try_write().filter(|g| {
-            g.tag == Some(key)
-                && !(self.in_transaction()
-                    && self
-                        .capture
-                        .lock()
-                        .as_ref()
-                        .is_some_and(|c| c.contains_key(&key)))
-        });
+        let guard = frame
+            .data
+            .try_write()
+            .filter(|g| g.tag == Some(key) && !self.changed_by_transaction(&key));
         match guard {
             Some(guard) => Some(CacheWriteRef {
                 frame,
@@ -501,6 +496,17 @@ impl BufferPool {
                 None
             }
         }
+    }
+
+    /// Whether the running write transaction changed the page `key` (its
+    /// frame holds uncommitted bytes; readers get its committed image).
+    fn changed_by_transaction(&self, key: &Key) -> bool {
+        self.in_transaction()
+            && self
+                .capture
+                .lock()
+                .as_ref()
+                .is_some_and(|c| c.contains_key(key))
     }
 
     /// [`try_cache_write`](Self::try_cache_write) for a page the caller has
@@ -520,16 +526,10 @@ impl BufferPool {
         };
         let key = guard.tag;
         drop(guard);
-        let guard = frame.data.try_write().filter(|g| {
-            g.tag.is_some()
-                && g.tag == key
-                && !(self.in_transaction()
-                    && self
-                        .capture
-                        .lock()
-                        .as_ref()
-                        .is_some_and(|c| key.is_some_and(|k| c.contains_key(&k))))
-        });
+        let guard = frame
+            .data
+            .try_write()
+            .filter(|g| key.is_some_and(|k| g.tag == Some(k) && !self.changed_by_transaction(&k)));
         match guard {
             Some(guard) => Some(CacheWriteRef {
                 frame,
