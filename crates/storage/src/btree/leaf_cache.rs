@@ -401,19 +401,16 @@ fn find(page: &[u8], ri: &Region, dir: Option<Dir>, tid: &[u8; TID_LEN]) -> Opti
     }
     let f = fingerprint(tid);
     let fps = &page[d.fp_at(ri.first)..d.fp_at(ri.end)];
-    let ones = 0x0101_0101_0101_0101u64;
-    let pattern = ones * f as u64;
+    let pattern = 0x0101_0101_0101_0101u64 * f as u64;
     let mut chunks = fps.chunks_exact(8);
     let mut at = 0;
     for c in chunks.by_ref() {
-        let x = u64::from_le_bytes(c.try_into().unwrap()) ^ pattern;
-        // A byte of x is zero where the fingerprint matches; this flags every
-        // such byte (and maybe a few above one: each is checked).
-        let mut m = x.wrapping_sub(ones) & !x & (ones << 7);
+        // A byte of the xor is zero exactly where the fingerprint matches.
+        let mut m = zero_bytes(u64::from_le_bytes(c.try_into().unwrap()) ^ pattern);
         while m != 0 {
             let i = at + (m.trailing_zeros() / 8) as usize;
             let s = ri.first + i;
-            if fps[i] == f && holds(slot_bytes(page, s, ri.item), tid) {
+            if holds(slot_bytes(page, s, ri.item), tid) {
                 return Some(s);
             }
             m &= m - 1;
