@@ -396,34 +396,67 @@ fn find(page: &[u8], ri: &Region, dir: Option<Dir>, tid: &[u8; TID_LEN]) -> Opti
     let Some(d) = dir else {
         return (ri.first..ri.end).find(|&s| holds(slot_bytes(page, s, ri.item), tid));
     };
+    match scan_dir::<false>(page, ri, d, tid) {
+        Scan::Holds(s) => Some(s),
+        Scan::Free(_) => None,
+    }
+}
+
+/// What one pass over a directory's fingerprints found.
+#[derive(Debug, PartialEq, Eq)]
+enum Scan {
+    /// The slot holding the tid's item.
+    Holds(usize),
+    /// No slot holds it; this many slots are free (counted only when asked).
+    Free(usize),
+}
+
+/// One pass over the directory of `ri`, eight fingerprints at a time: the slot
+/// holding `tid`'s item, else (with `COUNT`) how many slots are free. A fill
+/// needs both, a lookup only the first.
+fn scan_dir<const COUNT: bool>(page: &[u8], ri: &Region, d: Dir, tid: &[u8; TID_LEN]) -> Scan {
     if ri.first >= ri.end {
-        return None;
+        return Scan::Free(0);
     }
     let f = fingerprint(tid);
     let fps = &page[d.fp_at(ri.first)..d.fp_at(ri.end)];
     let pattern = 0x0101_0101_0101_0101u64 * f as u64;
     let mut chunks = fps.chunks_exact(8);
     let mut at = 0;
+    let mut free = 0;
     for c in chunks.by_ref() {
+        let w = u64::from_le_bytes(c.try_into().unwrap());
         // A byte of the xor is zero exactly where the fingerprint matches.
-        let mut m = zero_bytes(u64::from_le_bytes(c.try_into().unwrap()) ^ pattern);
+        let mut m = zero_bytes(w ^ pattern);
         while m != 0 {
             let i = at + (m.trailing_zeros() / 8) as usize;
             let s = ri.first + i;
             if holds(slot_bytes(page, s, ri.item), tid) {
-                return Some(s);
+                return Scan::Holds(s);
             }
             m &= m - 1;
+        }
+        if COUNT {
+            free += bytes_marked(zero_bytes(w));
         }
         at += 8;
     }
     for (j, &b) in chunks.remainder().iter().enumerate() {
         let s = ri.first + at + j;
         if b == f && holds(slot_bytes(page, s, ri.item), tid) {
-            return Some(s);
+            return Scan::Holds(s);
         }
+        free += usize::from(COUNT && b == 0);
     }
-    None
+    Scan::Free(free)
+}
+
+/// How many bytes of `m` (a [`zero_bytes`] mask: bit 7 or nothing in each
+/// byte) are marked: the bytes' low bits summed by one multiplication, a
+/// few instructions where `count_ones` without POPCNT (the x86-64 baseline)
+/// is a dozen.
+fn bytes_marked(m: u64) -> usize {
+    ((m >> 7).wrapping_mul(0x0101_0101_0101_0101) >> 56) as usize
 }
 
 /// Bit 7 of each byte of `x` that is zero, and no other bit (exact: no
@@ -434,11 +467,12 @@ fn zero_bytes(x: u64) -> u64 {
 }
 
 /// The zero bytes of `b` (the directory's empty slots), eight at a time.
+#[cfg(test)]
 fn count_zeros(b: &[u8]) -> usize {
     let mut chunks = b.chunks_exact(8);
     let words: usize = chunks
         .by_ref()
-        .map(|c| zero_bytes(u64::from_le_bytes(c.try_into().unwrap())).count_ones() as usize)
+        .map(|c| bytes_marked(zero_bytes(u64::from_le_bytes(c.try_into().unwrap()))))
         .sum();
     words + chunks.remainder().iter().filter(|&&x| x == 0).count()
 }
@@ -448,7 +482,7 @@ fn nth_zero(b: &[u8], mut k: usize) -> Option<usize> {
     let mut chunks = b.chunks_exact(8);
     for (w, c) in chunks.by_ref().enumerate() {
         let mut m = zero_bytes(u64::from_le_bytes(c.try_into().unwrap()));
-        let n = m.count_ones() as usize;
+        let n = bytes_marked(m);
         if k >= n {
             k -= n;
             continue;
@@ -547,18 +581,25 @@ pub fn fill(
         return Filled::NoRoom;
     }
     let want = tid_bytes(tid);
-    if let Some(s) = find(page, &ri, dir, &want) {
+    // With a directory, one pass finds the item or counts the free slots.
+    let (held, free) = match dir {
+        Some(d) => match scan_dir::<true>(page, &ri, d, &want) {
+            Scan::Holds(s) => (Some(s), 0),
+            Scan::Free(n) => (None, n),
+        },
+        None => (find(page, &ri, None, &want), 0),
+    };
+    if let Some(s) = held {
         write_item(page, s, &want, value);
         return Filled::Refreshed(s);
     }
     let free_slot = |page: &[u8], rng: &mut CacheRng| -> Option<usize> {
         match dir {
             Some(d) => {
-                let fps = &page[d.fp_at(ri.first)..d.fp_at(ri.end)];
-                let free = count_zeros(fps);
                 if free == 0 {
                     return None;
                 }
+                let fps = &page[d.fp_at(ri.first)..d.fp_at(ri.end)];
                 nth_zero(fps, rng.below(free)).map(|i| ri.first + i)
             }
             None => {
@@ -876,6 +917,40 @@ mod tests {
             fill(&mut page, &l, 4, a, &[1, 2], &mut rng),
             Filled::BadValue
         );
+    }
+
+    #[test]
+    fn one_pass_finds_the_item_or_counts_the_free_slots_like_a_slot_loop() {
+        let l = layout();
+        let mut rng = CacheRng::new(11);
+        for keys in [0, 40, 120] {
+            let mut page = leaf(keys, 24);
+            let t0 = Tid::new(0, 1);
+            fill(&mut page, &l, 1, t0, &value(t0, 0, 25), &mut rng);
+            let d = find_dir(&page, &region(&page, &l).unwrap()).expect("a directory");
+            let ri = item_slots(&page, &l).unwrap();
+            for i in 0..3 * ri.capacity() {
+                // Tids repeat (refreshes) and are new (inserts, evictions).
+                let t = Tid::new(rng.below(2 * ri.capacity()) as u32, 1);
+                let want = tid_bytes(t);
+                let free: Vec<usize> = (ri.first..ri.end)
+                    .filter(|&s| page[s * ri.item] != TAG)
+                    .collect();
+                let held =
+                    (ri.first..ri.end).find(|&s| holds(slot_bytes(&page, s, ri.item), &want));
+                let expect = match held {
+                    Some(s) => Scan::Holds(s),
+                    None => Scan::Free(free.len()),
+                };
+                assert_eq!(scan_dir::<true>(&page, &ri, d, &want), expect, "fill {i}");
+                match fill(&mut page, &l, 1, t, &value(t, 1, 25), &mut rng) {
+                    Filled::Refreshed(s) => assert_eq!(Some(s), held),
+                    Filled::Inserted(s) => assert!(held.is_none() && free.contains(&s)),
+                    Filled::Evicted(_) => assert!(held.is_none() && free.is_empty()),
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
     }
 
     #[test]
