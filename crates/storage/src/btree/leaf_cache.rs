@@ -466,17 +466,6 @@ fn zero_bytes(x: u64) -> u64 {
     !(((x & LOW7).wrapping_add(LOW7)) | x | LOW7)
 }
 
-/// The zero bytes of `b` (the directory's empty slots), eight at a time.
-#[cfg(test)]
-fn count_zeros(b: &[u8]) -> usize {
-    let mut chunks = b.chunks_exact(8);
-    let words: usize = chunks
-        .by_ref()
-        .map(|c| bytes_marked(zero_bytes(u64::from_le_bytes(c.try_into().unwrap()))))
-        .sum();
-    words + chunks.remainder().iter().filter(|&&x| x == 0).count()
-}
-
 /// The position of the `k`-th (from 0) zero byte of `b`, eight at a time.
 fn nth_zero(b: &[u8], mut k: usize) -> Option<usize> {
     let mut chunks = b.chunks_exact(8);
@@ -841,6 +830,16 @@ mod tests {
 
     fn layout() -> CacheLayout {
         CacheLayout::new(25, 4).unwrap()
+    }
+
+    /// The zero bytes of `b`, eight at a time: what a fill's `scan_dir` counts.
+    fn count_zeros(b: &[u8]) -> usize {
+        let mut chunks = b.chunks_exact(8);
+        let words: usize = chunks
+            .by_ref()
+            .map(|c| bytes_marked(zero_bytes(u64::from_le_bytes(c.try_into().unwrap()))))
+            .sum();
+        words + chunks.remainder().iter().filter(|&&x| x == 0).count()
     }
 
     #[test]
