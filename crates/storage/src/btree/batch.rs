@@ -201,17 +201,24 @@ impl BTree {
         let free = v.free_space();
         if free >= add && PAGE_SIZE - free + add <= self.page_budget {
             // Everything fits: in place, as single inserts would put them.
-            let mut pm = PageMut::new(&mut g);
-            let mut lo = 0u16;
-            for b in range.clone() {
-                let e = run.get(b);
-                let view = pm.view();
-                let step = gallop(view.n_slots() - lo, |s| slot_bytes(&view, lo + s) < e);
-                lo += step;
-                if !pm.insert_at(lo, e) {
-                    return Err(self.err(format!("leaf {leaf} has no room for an entry")));
+            let low = range.len() * SLOT_SIZE;
+            let all_in = self.insert_keeping_cache(&mut g, low, add - low, |p| {
+                let mut pm = PageMut::new(p);
+                let mut lo = 0u16;
+                for b in range.clone() {
+                    let e = run.get(b);
+                    let view = pm.view();
+                    let step = gallop(view.n_slots() - lo, |s| slot_bytes(&view, lo + s) < e);
+                    lo += step;
+                    if !pm.insert_at(lo, e) {
+                        return false;
+                    }
+                    lo += 1;
                 }
-                lo += 1;
+                true
+            });
+            if !all_in {
+                return Err(self.err(format!("leaf {leaf} has no room for an entry")));
             }
             meta.entries += range.len() as u64;
             return Ok(Vec::new());

@@ -582,26 +582,8 @@ pub fn fill(
         write_item(page, s, &want, value);
         return Filled::Refreshed(s);
     }
-    let free_slot = |page: &[u8], rng: &mut CacheRng| -> Option<usize> {
-        match dir {
-            Some(d) => {
-                if free == 0 {
-                    return None;
-                }
-                let fps = &page[d.fp_at(ri.first)..d.fp_at(ri.end)];
-                nth_zero(fps, rng.below(free)).map(|i| ri.first + i)
-            }
-            None => {
-                let is_free = |s: &usize| page[s * ri.item] != TAG;
-                let free = (ri.first..ri.end).filter(is_free).count();
-                if free == 0 {
-                    return None;
-                }
-                (ri.first..ri.end).filter(is_free).nth(rng.below(free))
-            }
-        }
-    };
-    let (s, done) = match free_slot(page, rng) {
+    let free = dir.is_some().then_some(free);
+    let (s, done) = match random_free_slot(page, &ri, dir, free, rng) {
         Some(s) => (s, Filled::Inserted(s)),
         None => {
             let slots = ri.slots_of(ri.peripheral_bucket(rng));
@@ -614,6 +596,35 @@ pub fn fill(
         page[d.fp_at(s)] = fingerprint(&want);
     }
     done
+}
+
+/// A random free slot of `ri` (the item slots), if any; `free` is their
+/// number when a directory pass has counted them already.
+fn random_free_slot(
+    page: &[u8],
+    ri: &Region,
+    dir: Option<Dir>,
+    free: Option<usize>,
+    rng: &mut CacheRng,
+) -> Option<usize> {
+    match dir {
+        Some(d) => {
+            let fps = &page[d.fp_at(ri.first)..d.fp_at(ri.end)];
+            let free = free.unwrap_or_else(|| fps.iter().filter(|&&b| b == 0).count());
+            if free == 0 {
+                return None;
+            }
+            nth_zero(fps, rng.below(free)).map(|i| ri.first + i)
+        }
+        None => {
+            let is_free = |s: &usize| page[s * ri.item] != TAG;
+            let free = (ri.first..ri.end).filter(is_free).count();
+            if free == 0 {
+                return None;
+            }
+            (ri.first..ri.end).filter(is_free).nth(rng.below(free))
+        }
+    }
 }
 
 /// A hit on the item of `tid` in `slot`: swaps it with a random slot of the
@@ -682,6 +693,112 @@ pub fn holds_any(page: &[u8], layout: &CacheLayout, csn: u32, tids: &[Tid]) -> b
         let b = slot_bytes(page, s, r.item);
         b[0] == TAG && tids.binary_search(&Tid::decode(&b[1..1 + TID_LEN])).is_ok()
     })
+}
+
+/// The items a key insert is about to write over, copied aside
+/// ([`displaced`], then [`put_back`]).
+pub struct Displaced {
+    stamp: u32,
+    /// Whether the leaf had a directory, which the insert may cut off.
+    had_dir: bool,
+    /// (slot, item bytes) of each item in a slot the insert may take.
+    items: Vec<(usize, Vec<u8>)>,
+}
+
+/// The items in the slots that an insert taking `low` bytes at the lower end
+/// of the free region (directory pointers) and `high` bytes at its upper end
+/// (entries) may overwrite, if the cache is valid under `csn`. `None` when
+/// there are none and the directory is out of reach: then the insert costs
+/// the cache nothing.
+///
+/// The paper lets inserts "overwrite the periphery freely". strata moves
+/// those items into free slots instead ([`put_back`]), and loses them only
+/// when no slot is free: the periphery holds the items that hits have not
+/// promoted yet, not only cold ones, and while the cache has room there is no
+/// reason to drop them (Fig. 2a's Shrink).
+pub fn displaced(
+    page: &[u8],
+    layout: &CacheLayout,
+    csn: u32,
+    low: usize,
+    high: usize,
+) -> Option<Displaced> {
+    if !is_valid(page, csn) {
+        return None;
+    }
+    let r = region(page, layout)?;
+    if r.first >= r.end {
+        return None;
+    }
+    let dir = find_dir(page, &r);
+    let ri = items_of(&r, dir);
+    // Slots with a byte in [lower, lower + low) or [upper - high, upper).
+    let (low_end, high_start) = (r.lower + low, r.upper.saturating_sub(high));
+    let low_lost = (ri.first..ri.end).take_while(|&s| s * r.item < low_end);
+    let high_lost = (ri.first..ri.end)
+        .rev()
+        .take_while(|&s| (s + 1) * r.item > high_start && s * r.item >= low_end);
+    let items: Vec<(usize, Vec<u8>)> = low_lost
+        .chain(high_lost)
+        .filter(|&s| page[s * r.item] == TAG)
+        .map(|s| (s, slot_bytes(page, s, r.item).to_vec()))
+        .collect();
+    let dir_hit = dir.is_some() && r.first * r.item < low_end;
+    if items.is_empty() && !dir_hit {
+        return None;
+    }
+    Some(Displaced {
+        stamp: csn,
+        had_dir: dir.is_some(),
+        items,
+    })
+}
+
+/// After the insert: every item of `d` that is no longer in a slot of the
+/// region goes into a random free slot, while there is one (the rest are
+/// lost, as in the paper). A directory the insert cut off is written again
+/// over the region's new first slots, and the items it would drop there move
+/// too, so lookups keep their fast path. Returns how many items moved.
+pub fn put_back(page: &mut [u8], layout: &CacheLayout, d: &Displaced, rng: &mut CacheRng) -> usize {
+    let Some(r) = region(page, layout) else {
+        return 0;
+    };
+    if page::cache_stamp(page) != d.stamp || r.first >= r.end {
+        return 0;
+    }
+    let mut pending: Vec<Vec<u8>> = d
+        .items
+        .iter()
+        .filter(|(s, _)| !(r.first..r.end).contains(s))
+        .map(|(_, b)| b.clone())
+        .collect();
+    let mut dir = find_dir(page, &r);
+    if dir.is_none() && d.had_dir {
+        let count = r.end - r.first;
+        let ds = dir_slots(count, r.item);
+        if ds * 4 <= count {
+            for s in r.first..r.first + ds {
+                if page[s * r.item] == TAG {
+                    pending.push(slot_bytes(page, s, r.item).to_vec());
+                }
+            }
+        }
+        dir = build_dir(page, &r);
+    }
+    let ri = items_of(&r, dir);
+    let mut moved = 0;
+    for item in &pending {
+        let Some(s) = random_free_slot(page, &ri, dir, None, rng) else {
+            break;
+        };
+        page[s * r.item..(s + 1) * r.item].copy_from_slice(item);
+        if let Some(dir) = dir {
+            let tid: [u8; TID_LEN] = item[1..1 + TID_LEN].try_into().unwrap();
+            page[dir.fp_at(s)] = fingerprint(&tid);
+        }
+        moved += 1;
+    }
+    moved
 }
 
 /// A leaf's cache slots copied aside while a delete compacts the leaf
@@ -1307,6 +1424,7 @@ mod tests {
         Fill(u8, u8),
         Lookup(u8),
         InsertEntry(u16, u8),
+        InsertKeeping(u16, u8),
         DeleteEntry(u16),
         Invalidate,
     }
@@ -1316,6 +1434,7 @@ mod tests {
             4 => (0u8..60, any::<u8>()).prop_map(|(t, v)| Op::Fill(t, v)),
             4 => (0u8..60).prop_map(Op::Lookup),
             2 => (any::<u16>(), 6u8..80).prop_map(|(p, l)| Op::InsertEntry(p, l)),
+            2 => (any::<u16>(), 6u8..80).prop_map(|(p, l)| Op::InsertKeeping(p, l)),
             1 => any::<u16>().prop_map(Op::DeleteEntry),
             1 => Just(Op::Invalidate),
         ]
@@ -1417,6 +1536,38 @@ mod tests {
                             let r = region(&page, &l).unwrap();
                             let kept: Vec<Item> = before.into_iter().filter(|i| (r.first..r.end).contains(&i.slot)).collect();
                             prop_assert_eq!(items(&page, &l, csn), kept);
+                        }
+                    }
+                    Op::InsertKeeping(pos, len) => {
+                        // What `BTree::insert` does: the items the insert
+                        // writes over move to free slots, and only when none
+                        // is left are they lost.
+                        let entry = vec![0xEEu8; len as usize];
+                        let d = displaced(&page, &l, csn, SLOT_SIZE, entry.len());
+                        let n = PageView::new(&page).n_slots();
+                        let had_dir = is_valid(&page, csn) && directory_slots(&page, &l).is_some();
+                        if PageMut::new(&mut page).insert_at(pos % (n + 1), &entry) {
+                            if let Some(d) = &d {
+                                put_back(&mut page, &l, d, &mut rng);
+                            }
+                            let now = items(&page, &l, csn);
+                            let cap = item_slots(&page, &l).map_or(0, |r| r.capacity());
+                            prop_assert_eq!(now.len(), before.len().min(cap), "lost only for want of a slot");
+                            let before_map = as_map(&before);
+                            prop_assert!(now.iter().all(|i| before_map.get(&i.tid) == Some(&i.value)));
+                            // An item not in the insert's way keeps its slot.
+                            let r = item_slots(&page, &l).unwrap();
+                            for b in before.iter().filter(|b| (r.first..r.end).contains(&b.slot)) {
+                                prop_assert!(now.iter().any(|i| i.slot == b.slot && i.tid == b.tid), "{:?} moved", b.tid);
+                            }
+                            // A directory the insert cut off is there again.
+                            if had_dir && cap > 0 && directory_slots(&page, &l).is_none() {
+                                let r = region(&page, &l).unwrap();
+                                prop_assert!(dir_slots(r.capacity(), r.item) * 4 > r.capacity());
+                            }
+                            for i in &now {
+                                prop_assert_eq!(lookup(&page, &l, csn, i.tid).map(|h| h.slot), Some(i.slot));
+                            }
                         }
                     }
                     Op::DeleteEntry(pos) => {

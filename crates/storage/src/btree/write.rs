@@ -26,19 +26,22 @@ impl BTree {
         )?;
         let (all, pos, next, prev) = {
             let mut g = self.write_node(&meta, leaf, Node::Leaf)?;
-            let mut pm = PageMut::new(&mut g);
-            let (pos, found) = leaf_search(&pm.view(), &entry);
+            let (pos, found) = leaf_search(&PageView::new(&g), &entry);
             if found {
                 return Err(self.err(format!(
                     "entry for key {} and tuple {tid} already exists",
                     hex(key)
                 )));
             }
-            if self.fits(&pm.view(), entry.len()) && pm.insert_at(pos, &entry) {
+            if self.fits(&PageView::new(&g), entry.len())
+                && self.insert_keeping_cache(&mut g, SLOT_SIZE, entry.len(), |p| {
+                    PageMut::new(p).insert_at(pos, &entry)
+                })
+            {
                 meta.entries += 1;
                 return Ok(());
             }
-            let v = pm.view();
+            let v = PageView::new(&g);
             let mut all: Vec<Vec<u8>> = (0..v.n_slots())
                 .map(|s| slot_bytes(&v, s).to_vec())
                 .collect();
