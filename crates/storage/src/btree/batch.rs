@@ -228,6 +228,7 @@ impl BTree {
         // as many new ones as they need.
         let old = g.to_vec();
         drop(g);
+        let carried = self.carry_for_split(leaf, &old);
         let ov = PageView::new(&old);
         let (next, prev) = leaf_siblings(&ov);
         let old_bytes = PAGE_SIZE - ov.free_space() - HEADER_SIZE;
@@ -293,6 +294,12 @@ impl BTree {
             let mut pm = PageMut::new(&mut g);
             let (nn, _) = leaf_siblings(&pm.view());
             set_leaf_siblings(&mut pm, nn, page);
+        }
+        if let Some(c) = carried {
+            let pages: Vec<u32> = std::iter::once(leaf)
+                .chain(seps.iter().map(|s| s.1))
+                .collect();
+            self.refill_after_split(meta, c, &pages)?;
         }
         meta.entries += range.len() as u64;
         if !seps.is_empty() {
