@@ -501,7 +501,7 @@ impl BTree {
             .and_then(|l| Some((l, leaf_cache::carry(page, &l, self.cache.csn())?)));
         compact(page);
         if let Some((l, c)) = carried {
-            leaf_cache::restore(page, &l, &c, tids);
+            with_rng(|rng| leaf_cache::restore(page, &l, &c, tids, rng));
         }
     }
 

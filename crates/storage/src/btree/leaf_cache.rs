@@ -766,14 +766,30 @@ pub fn put_back(page: &mut [u8], layout: &CacheLayout, d: &Displaced, rng: &mut 
     if page::cache_stamp(page) != d.stamp || r.first >= r.end {
         return 0;
     }
-    let mut pending: Vec<Vec<u8>> = d
+    let pending: Vec<Vec<u8>> = d
         .items
         .iter()
         .filter(|(s, _)| !(r.first..r.end).contains(s))
         .map(|(_, b)| b.clone())
         .collect();
-    let mut dir = find_dir(page, &r);
-    if dir.is_none() && d.had_dir {
+    place_keeping_dir(page, &r, d.had_dir, pending, rng)
+}
+
+/// Puts the items `pending` into random free slots of the region `r`, while
+/// there are any; first, if the leaf had a directory (`had_dir`) that a
+/// change of the region cut off (its first slot is no longer the region's,
+/// or it no longer covers the region's end), writes one again over the
+/// region's new first slots, moving the items there too. Returns how many
+/// items were placed.
+fn place_keeping_dir(
+    page: &mut [u8],
+    r: &Region,
+    had_dir: bool,
+    mut pending: Vec<Vec<u8>>,
+    rng: &mut CacheRng,
+) -> usize {
+    let mut dir = find_dir(page, r);
+    if dir.is_none() && had_dir {
         let count = r.end - r.first;
         let ds = dir_slots(count, r.item);
         if ds * 4 <= count {
@@ -783,10 +799,10 @@ pub fn put_back(page: &mut [u8], layout: &CacheLayout, d: &Displaced, rng: &mut 
                 }
             }
         }
-        dir = build_dir(page, &r);
+        dir = build_dir(page, r);
     }
-    let ri = items_of(&r, dir);
-    let mut moved = 0;
+    let ri = items_of(r, dir);
+    let mut placed = 0;
     for item in &pending {
         let Some(s) = random_free_slot(page, &ri, dir, None, rng) else {
             break;
@@ -796,9 +812,9 @@ pub fn put_back(page: &mut [u8], layout: &CacheLayout, d: &Displaced, rng: &mut 
             let tid: [u8; TID_LEN] = item[1..1 + TID_LEN].try_into().unwrap();
             page[dir.fp_at(s)] = fingerprint(&tid);
         }
-        moved += 1;
+        placed += 1;
     }
-    moved
+    placed
 }
 
 /// A leaf's cache slots copied aside while a delete compacts the leaf
@@ -807,6 +823,8 @@ pub struct Carried {
     at: usize,
     bytes: Vec<u8>,
     stamp: u32,
+    /// Whether the leaf had a directory.
+    had_dir: bool,
 }
 
 /// The bytes of the leaf's slots, if its cache is valid under `csn` and holds
@@ -826,6 +844,7 @@ pub fn carry(page: &[u8], layout: &CacheLayout, csn: u32) -> Option<Carried> {
         at,
         bytes: page[at..r.end * r.item].to_vec(),
         stamp: csn,
+        had_dir: find_dir(page, &r).is_some(),
     })
 }
 
@@ -833,10 +852,18 @@ pub fn carry(page: &[u8], layout: &CacheLayout, csn: u32) -> Option<Carried> {
 /// leaf, less the items of `gone` (the deleted entries' tids: their rows
 /// are gone, and their tids may be reused). Only slots that were wholly in
 /// the region are carried, so a slot the old region cut off (its tail under
-/// an entry until the delete) comes back empty, never half an item. Returns
-/// whether they were put back: not when the leaf's stamp changed or its
-/// region no longer holds every carried slot (a delete only grows it).
-pub fn restore(page: &mut [u8], layout: &CacheLayout, c: &Carried, gone: &[Tid]) -> bool {
+/// an entry until the delete) comes back empty, never half an item. A
+/// directory the grown region no longer matches is written again at once
+/// (see [`put_back`]). Returns whether they were put back: not when the
+/// leaf's stamp changed or its region no longer holds every carried slot (a
+/// delete only grows it).
+pub fn restore(
+    page: &mut [u8],
+    layout: &CacheLayout,
+    c: &Carried,
+    gone: &[Tid],
+    rng: &mut CacheRng,
+) -> bool {
     let Some(r) = region(page, layout) else {
         return false;
     };
@@ -854,6 +881,7 @@ pub fn restore(page: &mut [u8], layout: &CacheLayout, c: &Carried, gone: &[Tid])
             }
         }
     }
+    place_keeping_dir(page, &r, c.had_dir, Vec::new(), rng);
     true
 }
 
@@ -1373,7 +1401,7 @@ mod tests {
         // Delete that entry again: the region grows back over the top slot.
         let c = carry(&page, &l, 4).unwrap();
         PageMut::new(&mut page).remove_at(0);
-        assert!(restore(&mut page, &l, &c, &[gone]));
+        assert!(restore(&mut page, &l, &c, &[gone], &mut rng));
         let after = items(&page, &l, 4);
         let expect: Vec<Item> = before.into_iter().filter(|i| i.tid != gone).collect();
         assert_eq!(after, expect);
@@ -1388,7 +1416,34 @@ mod tests {
         let c = carry(&page, &l, 4).unwrap();
         PageMut::new(&mut page).remove_at(0);
         page::set_cache_stamp(&mut page, 6);
-        assert!(!restore(&mut page, &l, &c, &[]));
+        assert!(!restore(&mut page, &l, &c, &[], &mut rng));
+
+        // Deletes on a leaf with a directory: the region grows at both ends,
+        // past what the directory covers, and it is written again over the
+        // region's first slots at once, every item kept and found through it.
+        let mut page = leaf(60, 20);
+        let cap = item_capacity(&page, &l);
+        for i in 0..cap as u32 / 2 {
+            let t = Tid::new(i, 2);
+            fill(&mut page, &l, 4, t, &value(t, 1, 25), &mut rng);
+        }
+        let first = directory_slots(&page, &l).unwrap().start;
+        let before = as_map(&items(&page, &l, 4));
+        for _ in 0..10 {
+            let c = carry(&page, &l, 4).unwrap();
+            PageMut::new(&mut page).remove_at(3);
+            assert!(restore(&mut page, &l, &c, &[], &mut rng));
+            let r = region(&page, &l).unwrap();
+            assert_eq!(directory_slots(&page, &l).map(|d| d.start), Some(r.first));
+        }
+        assert!(
+            region(&page, &l).unwrap().first < first,
+            "the region grew down"
+        );
+        assert_eq!(as_map(&items(&page, &l, 4)), before);
+        for (t, v) in &before {
+            assert_eq!(lookup(&page, &l, 4, *t).unwrap().value, &v[..]);
+        }
     }
 
     #[test]
@@ -1426,6 +1481,7 @@ mod tests {
         InsertEntry(u16, u8),
         InsertKeeping(u16, u8),
         DeleteEntry(u16),
+        DeleteKeeping(u16),
         Invalidate,
     }
 
@@ -1436,6 +1492,7 @@ mod tests {
             2 => (any::<u16>(), 6u8..80).prop_map(|(p, l)| Op::InsertEntry(p, l)),
             2 => (any::<u16>(), 6u8..80).prop_map(|(p, l)| Op::InsertKeeping(p, l)),
             1 => any::<u16>().prop_map(Op::DeleteEntry),
+            2 => any::<u16>().prop_map(Op::DeleteKeeping),
             1 => Just(Op::Invalidate),
         ]
     }
@@ -1565,6 +1622,26 @@ mod tests {
                                 let r = region(&page, &l).unwrap();
                                 prop_assert!(dir_slots(r.capacity(), r.item) * 4 > r.capacity());
                             }
+                            for i in &now {
+                                prop_assert_eq!(lookup(&page, &l, csn, i.tid).map(|h| h.slot), Some(i.slot));
+                            }
+                        }
+                    }
+                    Op::DeleteKeeping(pos) => {
+                        // What `BTree::delete` does: the cache is carried
+                        // over the compaction, its directory kept usable.
+                        let n = PageView::new(&page).n_slots();
+                        if n > 0 {
+                            let c = carry(&page, &l, csn);
+                            PageMut::new(&mut page).remove_at(pos % n);
+                            if let Some(c) = &c {
+                                prop_assert!(restore(&mut page, &l, c, &[], &mut rng));
+                            }
+                            let now = items(&page, &l, csn);
+                            let cap = item_slots(&page, &l).map_or(0, |r| r.capacity());
+                            prop_assert_eq!(now.len(), before.len().min(cap));
+                            let before_map = as_map(&before);
+                            prop_assert!(now.iter().all(|i| before_map.get(&i.tid) == Some(&i.value)));
                             for i in &now {
                                 prop_assert_eq!(lookup(&page, &l, csn, i.tid).map(|h| h.slot), Some(i.slot));
                             }
