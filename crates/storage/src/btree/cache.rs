@@ -1219,6 +1219,18 @@ mod tests {
         }
     }
 
+    /// Caches every fourth key of 0..n (well under the leaves' capacity);
+    /// returns those keys and the cache's statistics after.
+    fn cache_every_fourth(t: &BTree, n: i32) -> (Vec<i32>, CacheStats) {
+        let cached: Vec<i32> = (0..n).step_by(4).collect();
+        for &k in &cached {
+            read(t, k, 1);
+        }
+        let stats = t.cache_stats().unwrap();
+        assert_eq!(stats.items, cached.len() as u64);
+        (cached, stats)
+    }
+
     /// Key inserts take the periphery of a leaf's free region; the items
     /// there move into free slots, so while the cache has room no item is
     /// lost and every one still hits (single inserts and sorted batches).
@@ -1227,13 +1239,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let n = 3000;
         let t = tree(dir.path(), 256, n, 0);
-        // A quarter of the keys cached: well under the leaves' capacity.
-        let cached: Vec<i32> = (0..n).step_by(4).collect();
-        for &k in &cached {
-            read(&t, k, 1);
-        }
-        let before = t.cache_stats().unwrap();
-        assert_eq!(before.items, cached.len() as u64);
+        let (cached, before) = cache_every_fourth(&t, n);
         // A second entry for 1 key in 3 (a leaf's region shrinks by about a
         // third), half one by one, half in sorted batches.
         let extra: Vec<i32> = (0..n).filter(|k| k % 3 == 0).collect();
@@ -1269,20 +1275,16 @@ mod tests {
     }
 
     /// A batch's split re-initializes the leaf; its items go to whichever
-    /// new leaf holds their entries, so the split loses none. An item whose tuple's update is
-    /// in the predicate log but was not yet checked against the split leaf
-    /// is carried, and the new leaf's first reader still zeroes it.
+    /// new leaf holds their entries, so the split loses none. An item whose
+    /// tuple's update is in the predicate log but was not yet checked against
+    /// the split leaf is carried, and the new leaf's first reader still
+    /// zeroes it.
     #[test]
     fn splits_keep_the_items_and_the_log_still_reaches_them() {
         let dir = tempfile::tempdir().unwrap();
         let n = 3000;
         let t = tree(dir.path(), 512, n, 0);
-        let cached: Vec<i32> = (0..n).step_by(4).collect();
-        for &k in &cached {
-            read(&t, k, 1);
-        }
-        let before = t.cache_stats().unwrap();
-        assert_eq!(before.items, cached.len() as u64);
+        let (cached, before) = cache_every_fourth(&t, n);
         // Logged before the splits, checked against no leaf yet.
         let updated = Tid::new(1000, 0);
         t.log_cache_update(&[updated]);
