@@ -366,10 +366,8 @@ pub fn run_fig2a(o: &Fig2aOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
         summary.heading(&w);
         summary.image(&format!("Fig. 2a, {w}"), &format!("{stem}.svg"));
         let mut table = Vec::new();
-        for (s, sh) in series("swap", "hit_rate_pct")
-            .iter()
-            .zip(series("shrink", "hit_rate_pct"))
-        {
+        let swap = series("swap", "hit_rate_pct");
+        for (s, sh) in swap.iter().zip(series("shrink", "hit_rate_pct")) {
             let or = series("swap", "oracle_pct")
                 .into_iter()
                 .find(|p| p.0 == s.0)
@@ -386,7 +384,7 @@ pub fn run_fig2a(o: &Fig2aOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
                 .map_or(f64::NAN, |r| {
                     100.0 * (get(r, "slots_start") + get(r, "slots_end")) / 2.0 / o.items as f64
                 });
-            let swap_at_mean = interpolate(&series("swap", "hit_rate_pct"), mean_cap);
+            let swap_at_mean = interpolate(&swap, mean_cap);
             table.push(vec![
                 format!("{:.1}", s.0),
                 num(s.1),

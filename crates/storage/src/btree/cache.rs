@@ -524,7 +524,7 @@ impl BTree {
         });
         let out = insert(page);
         if let Some((l, d)) = displaced {
-            with_rng(|rng| leaf_cache::put_back(page, &l, &d, rng));
+            with_rng(|rng| leaf_cache::put_back(page, &l, d, rng));
         }
         out
     }

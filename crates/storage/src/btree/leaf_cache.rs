@@ -759,7 +759,7 @@ pub fn displaced(
 /// lost, as in the paper). A directory the insert cut off is written again
 /// over the region's new first slots, and the items it would drop there move
 /// too, so lookups keep their fast path. Returns how many items moved.
-pub fn put_back(page: &mut [u8], layout: &CacheLayout, d: &Displaced, rng: &mut CacheRng) -> usize {
+pub fn put_back(page: &mut [u8], layout: &CacheLayout, d: Displaced, rng: &mut CacheRng) -> usize {
     let Some(r) = region(page, layout) else {
         return 0;
     };
@@ -768,9 +768,9 @@ pub fn put_back(page: &mut [u8], layout: &CacheLayout, d: &Displaced, rng: &mut 
     }
     let pending: Vec<Vec<u8>> = d
         .items
-        .iter()
+        .into_iter()
         .filter(|(s, _)| !(r.first..r.end).contains(s))
-        .map(|(_, b)| b.clone())
+        .map(|(_, b)| b)
         .collect();
     place_keeping_dir(page, &r, d.had_dir, pending, rng)
 }
@@ -1604,7 +1604,7 @@ mod tests {
                         let n = PageView::new(&page).n_slots();
                         let had_dir = is_valid(&page, csn) && directory_slots(&page, &l).is_some();
                         if PageMut::new(&mut page).insert_at(pos % (n + 1), &entry) {
-                            if let Some(d) = &d {
+                            if let Some(d) = d {
                                 put_back(&mut page, &l, d, &mut rng);
                             }
                             let now = items(&page, &l, csn);
