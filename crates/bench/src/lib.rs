@@ -28,6 +28,7 @@
 //!   ([`postgres::run_postgres_queries`], [`postgres::run_postgres_sweep`]).
 
 pub mod bench_db;
+pub mod cache_reference;
 pub mod csd_fleet;
 pub mod csd_pull;
 pub mod csd_skipper;

@@ -432,6 +432,15 @@ impl Drop for CacheChange<'_> {
     }
 }
 
+/// One leaf's size and cache room ([`BTree::leaf_capacities`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeafCapacity {
+    /// Index entries on the leaf.
+    pub entries: usize,
+    /// Items its free region can hold now.
+    pub slots: usize,
+}
+
 /// How full the caches of a tree's leaves are ([`BTree::cache_stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CacheStats {
@@ -914,28 +923,55 @@ impl BTree {
         };
         let csn = self.cache_csn();
         let mut stats = CacheStats::default();
+        self.each_leaf(|g| {
+            stats.leaves += 1;
+            stats.slots += leaf_cache::item_capacity(g, &layout) as u64;
+            if leaf_cache::is_valid(g, csn) {
+                stats.valid_leaves += 1;
+                stats.items += leaf_cache::items(g, &layout, csn).len() as u64;
+            }
+        })?;
+        Ok(stats)
+    }
+
+    /// Each leaf's entries and the items its free region can hold now, in
+    /// key order: what a cache split into leaves works with (Fig. 2a's
+    /// per-leaf references). Empty without a cache layout.
+    pub fn leaf_capacities(&self) -> Result<Vec<LeafCapacity>> {
+        let Some(layout) = self.cache_layout() else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        self.each_leaf(|g| {
+            out.push(LeafCapacity {
+                entries: PageView::new(g).n_slots() as usize,
+                slots: leaf_cache::item_capacity(g, &layout),
+            })
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `f` with every leaf, left to right, under its read latch.
+    fn each_leaf(&self, mut f: impl FnMut(&PageRef<'_>)) -> Result<()> {
         let meta = self.meta();
         let mut leaf = meta.first_leaf;
+        let mut seen = 0u64;
         while leaf != NO_PAGE {
-            stats.leaves += 1;
-            if stats.leaves > meta.num_pages as u64 {
+            seen += 1;
+            if seen > meta.num_pages as u64 {
                 return Err(self.err(format!(
                     "the leaf chain is longer than the tree (a cycle through page {leaf})"
                 )));
             }
             let g = self.read_node(&meta, leaf, Node::Leaf)?;
-            stats.slots += leaf_cache::item_capacity(&g, &layout) as u64;
-            if leaf_cache::is_valid(&g, csn) {
-                stats.valid_leaves += 1;
-                stats.items += leaf_cache::items(&g, &layout, csn).len() as u64;
-            }
+            f(&g);
             let next = leaf_siblings(&PageView::new(&g)).0;
             if next != NO_PAGE {
                 self.check_link(&meta, leaf, next)?;
             }
             leaf = next;
         }
-        Ok(stats)
+        Ok(())
     }
 }
 
@@ -1033,6 +1069,12 @@ mod tests {
         // fewer than the 3,000 tuples: most of them, and most lookups hit.
         let s = t.cache_stats().unwrap();
         assert!(hits * 10 > s.slots * 7, "{hits} hits, {s:?}");
+        // Per leaf, the same room, and every entry on exactly one leaf.
+        let per_leaf = t.leaf_capacities().unwrap();
+        assert_eq!(per_leaf.len() as u64, s.leaves);
+        assert_eq!(per_leaf.iter().map(|l| l.slots as u64).sum::<u64>(), s.slots);
+        assert_eq!(per_leaf.iter().map(|l| l.entries).sum::<usize>(), 3600);
+        assert!(per_leaf.iter().all(|l| l.entries > 0 && l.slots > 0));
         assert!(
             s.valid_leaves > 5 && s.items * 10 > s.slots * 7 && s.items <= s.slots,
             "{s:?}"

@@ -202,7 +202,7 @@ mod write;
 
 pub use cache::{
     CacheChange, CacheCounters, CacheStats, CachedEntry, DEFAULT_LOG_THRESHOLD, FillTicket, Filled,
-    Probe,
+    LeafCapacity, Probe,
 };
 pub use layout::leaf_siblings;
 use layout::*;
