@@ -61,6 +61,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use serde::Serialize;
 
+use super::admission::Doorkeeper;
 use super::layout::*;
 use super::leaf_cache::{self, CacheLayout, CacheRng};
 use super::*;
@@ -115,6 +116,9 @@ pub struct CacheCounters {
     pub fills: u64,
     /// Fills refused because the CSN moved since their lookup.
     pub stale: u64,
+    /// Fills into a full leaf refused because the item had not missed before
+    /// (`admission.rs`).
+    pub rejected: u64,
     /// Cache writes (fills and promotions) given up because the leaf's latch
     /// was not free, or the page was not resident or in a transaction.
     pub busy: u64,
@@ -166,6 +170,10 @@ pub(super) struct IndexCache {
     predicate_checks: AtomicU64,
     predicate_zeroed: AtomicU64,
     log_bumps: AtomicU64,
+    /// Which misses may evict from a full leaf (`admission.rs`).
+    doorkeeper: Doorkeeper,
+    /// Fills refused by it.
+    rejected: AtomicU64,
 }
 
 fn pack(csn: u32, pos: usize) -> u64 {
@@ -205,6 +213,8 @@ impl IndexCache {
             predicate_checks: AtomicU64::new(0),
             predicate_zeroed: AtomicU64::new(0),
             log_bumps: AtomicU64::new(0),
+            doorkeeper: Doorkeeper::new(),
+            rejected: AtomicU64::new(0),
         }
     }
 
@@ -411,6 +421,9 @@ pub enum Filled {
     Moved,
     /// The leaf has no slot left in its free region.
     NoRoom,
+    /// No slot was free, and the item has not missed before recently enough
+    /// to evict another (`admission.rs`).
+    Rejected,
 }
 
 /// A change of cached values in progress ([`BTree::begin_cache_change`],
@@ -636,6 +649,7 @@ impl BTree {
             misses: ld(&c.misses),
             fills: ld(&c.fills),
             stale: ld(&c.stale),
+            rejected: ld(&c.rejected),
             busy: ld(&c.busy),
             promotions: ld(&c.promotions),
             invalidations: ld(&c.invalidations),
@@ -903,12 +917,19 @@ impl BTree {
                 }
             }
         }
-        let done = with_rng(|rng| leaf_cache::fill(&mut g, &layout, csn, tid, value, rng));
+        let admit = || self.cache.doorkeeper.missed_before(tid);
+        let done = with_rng(|rng| {
+            leaf_cache::fill_admitting(&mut g, &layout, csn, tid, value, rng, admit)
+        });
         if now > 0 && leaf_cache::is_valid(&g, csn) {
             self.cache.set_checked(ticket.leaf, csn, now);
         }
         Ok(match done {
             leaf_cache::Filled::NoRoom | leaf_cache::Filled::BadValue => Filled::NoRoom,
+            leaf_cache::Filled::Rejected => {
+                self.cache.rejected.fetch_add(1, Ordering::Relaxed);
+                Filled::Rejected
+            }
             f => {
                 self.cache.fills.fetch_add(1, Ordering::Relaxed);
                 Filled::Cached(f)
@@ -1050,12 +1071,21 @@ mod tests {
         let t = tree(dir.path(), 256, 3000, 600);
         for k in 0..3000 {
             assert!(read(&t, k, 1).is_empty(), "nothing is cached yet");
-            let hits = read(&t, k, 1);
+            // Once its leaf is full, a miss evicts only on its second miss
+            // (admission.rs).
+            let mut hits = read(&t, k, 1);
+            if hits.is_empty() {
+                hits = read(&t, k, 1);
+            }
             let tid = Tid::new(k as u32, 0);
             assert_eq!(hits, vec![(tid, value(tid, 1))], "key {k}");
         }
         let c = t.cache_counters();
-        assert_eq!((c.hits, c.misses, c.fills), (3000, 3000, 3000));
+        assert_eq!((c.hits, c.fills), (3000, 3000));
+        assert_eq!(c.misses, 3000 + c.rejected);
+        // The leaves hold about 2,500 items: the first fills take free
+        // slots, later ones need a second miss.
+        assert!((300..3000).contains(&c.rejected), "{c:?}");
         // Later lookups: whatever hits (fills of neighbours evict some) is right.
         let mut hits = 0;
         for k in 0..3000 {
@@ -1072,7 +1102,10 @@ mod tests {
         // Per leaf, the same room, and every entry on exactly one leaf.
         let per_leaf = t.leaf_capacities().unwrap();
         assert_eq!(per_leaf.len() as u64, s.leaves);
-        assert_eq!(per_leaf.iter().map(|l| l.slots as u64).sum::<u64>(), s.slots);
+        assert_eq!(
+            per_leaf.iter().map(|l| l.slots as u64).sum::<u64>(),
+            s.slots
+        );
         assert_eq!(per_leaf.iter().map(|l| l.entries).sum::<usize>(), 3600);
         assert!(per_leaf.iter().all(|l| l.entries > 0 && l.slots > 0));
         assert!(
@@ -1242,7 +1275,8 @@ mod tests {
                     assert_ne!(now.leaf(), ticket.leaf());
                     moved += 1;
                 }
-                Filled::Cached(_) => {
+                // Found in place (a full leaf refuses a first miss).
+                Filled::Cached(_) | Filled::Rejected => {
                     assert_eq!(now.leaf(), ticket.leaf());
                     cached += 1;
                 }

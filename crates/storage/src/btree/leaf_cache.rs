@@ -527,6 +527,9 @@ pub enum Filled {
     Evicted(usize),
     /// The tid was cached already; its value in `slot` was replaced.
     Refreshed(usize),
+    /// No slot was free and the admission check kept the items there
+    /// ([`fill_admitting`]).
+    Rejected,
     /// The leaf has no slot wholly inside its free region (or is not a sane
     /// leaf, or the CSN is 0).
     NoRoom,
@@ -550,6 +553,21 @@ pub fn fill(
     tid: Tid,
     value: &[u8],
     rng: &mut CacheRng,
+) -> Filled {
+    fill_admitting(page, layout, csn, tid, value, rng, || true)
+}
+
+/// [`fill`], asking `admit` before it evicts an item (it is not called while
+/// a slot is free): when it says no, nothing is written
+/// ([`Filled::Rejected`]).
+pub fn fill_admitting(
+    page: &mut [u8],
+    layout: &CacheLayout,
+    csn: u32,
+    tid: Tid,
+    value: &[u8],
+    rng: &mut CacheRng,
+    admit: impl FnOnce() -> bool,
 ) -> Filled {
     if value.len() != layout.value_len {
         return Filled::BadValue;
@@ -585,6 +603,7 @@ pub fn fill(
     let free = dir.is_some().then_some(free);
     let (s, done) = match random_free_slot(page, &ri, dir, free, rng) {
         Some(s) => (s, Filled::Inserted(s)),
+        None if !admit() => return Filled::Rejected,
         None => {
             let slots = ri.slots_of(ri.peripheral_bucket(rng));
             let s = slots.start + rng.below(slots.len());
@@ -1531,7 +1550,13 @@ mod tests {
                         let tid = Tid::new(t as u32 * 7, t as u16);
                         let v = value(tid, round, value_len);
                         let had = model.contains_key(&tid);
-                        let got = fill(&mut page, &l, csn, tid, &v, &mut rng);
+                        // Some tids may not evict (an admission check says no).
+                        let admits = t % 3 != 0;
+                        let asked = std::cell::Cell::new(false);
+                        let got = fill_admitting(&mut page, &l, csn, tid, &v, &mut rng, || {
+                            asked.set(true);
+                            admits
+                        });
                         // A directory the fill wrote took the items of its slots.
                         let dir = directory_slots(&page, &l).unwrap_or(0..0);
                         let before: Vec<Item> = before.into_iter().filter(|i| !dir.contains(&i.slot)).collect();
@@ -1540,10 +1565,19 @@ mod tests {
                         let free = cap - before.len();
                         match got {
                             Filled::Inserted(_) => prop_assert!(!had && free > 0),
-                            Filled::Evicted(_) => prop_assert!(!had && free == 0),
+                            Filled::Evicted(_) => prop_assert!(!had && free == 0 && admits),
                             Filled::Refreshed(_) => prop_assert!(had),
                             Filled::NoRoom => prop_assert_eq!(cap, 0),
                             Filled::BadValue => prop_assert!(false, "bad value"),
+                            Filled::Rejected => {
+                                prop_assert!(!had && free == 0 && !admits);
+                                prop_assert_eq!(items(&page, &l, csn), before.clone());
+                            }
+                        }
+                        // Asked exactly when it would evict.
+                        prop_assert_eq!(asked.get(), !had && free == 0 && cap > 0);
+                        if got == Filled::Rejected {
+                            continue;
                         }
                         if got != Filled::NoRoom {
                             model.insert(tid, v.clone());

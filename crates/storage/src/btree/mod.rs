@@ -192,6 +192,7 @@ impl std::fmt::Debug for BTree {
     }
 }
 
+mod admission;
 mod batch;
 mod cache;
 mod check;
