@@ -1066,6 +1066,47 @@ mod tests {
     }
 
     #[test]
+    fn on_a_full_leaf_only_a_second_miss_evicts() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tree(dir.path(), 256, 3000, 0);
+        // Fill keys of the first leaf until a fill finds no free slot.
+        let leaf = the_ticket(&t, 0).leaf();
+        let on_leaf: Vec<i32> = (0..3000)
+            .take_while(|&k| the_ticket(&t, k).leaf() == leaf)
+            .collect();
+        let mut full_at = None;
+        for &k in &on_leaf {
+            let ticket = the_ticket(&t, k);
+            match t.fill_cache(&ticket, &value(ticket.tid(), 1)).unwrap() {
+                Filled::Cached(leaf_cache::Filled::Inserted(_)) => {}
+                Filled::Rejected => {
+                    full_at = Some(k);
+                    break;
+                }
+                other => panic!("key {k}: {other:?}"),
+            }
+        }
+        let k = full_at.expect("the leaf has more entries than slots");
+        let before = t.cache_stats().unwrap().items;
+        assert_eq!(t.cache_counters().rejected, 1);
+        // Its second miss evicts an item; a key never missed before does not.
+        let ticket = the_ticket(&t, k);
+        assert!(matches!(
+            t.fill_cache(&ticket, &value(ticket.tid(), 1)).unwrap(),
+            Filled::Cached(leaf_cache::Filled::Evicted(_))
+        ));
+        assert_eq!(read(&t, k, 1), vec![(ticket.tid(), value(ticket.tid(), 1))]);
+        let fresh = the_ticket(&t, k + 1);
+        assert_eq!(fresh.leaf(), leaf);
+        assert_eq!(
+            t.fill_cache(&fresh, &value(fresh.tid(), 1)).unwrap(),
+            Filled::Rejected
+        );
+        assert_eq!(t.cache_stats().unwrap().items, before);
+        assert_eq!(t.cache_counters().rejected, 2);
+    }
+
+    #[test]
     fn a_filled_entry_is_a_hit_with_its_value() {
         let dir = tempfile::tempdir().unwrap();
         let t = tree(dir.path(), 256, 3000, 600);
