@@ -170,8 +170,10 @@ pub(super) struct IndexCache {
     predicate_checks: AtomicU64,
     predicate_zeroed: AtomicU64,
     log_bumps: AtomicU64,
-    /// Which misses may evict from a full leaf (`admission.rs`).
-    doorkeeper: Doorkeeper,
+    /// Which misses may evict from a full leaf (`admission.rs`); made by the
+    /// first fill that finds a leaf full, so a tree whose caches never fill
+    /// up does not carry its 128 KiB.
+    doorkeeper: std::sync::OnceLock<Doorkeeper>,
     /// Fills refused by it.
     rejected: AtomicU64,
 }
@@ -213,7 +215,7 @@ impl IndexCache {
             predicate_checks: AtomicU64::new(0),
             predicate_zeroed: AtomicU64::new(0),
             log_bumps: AtomicU64::new(0),
-            doorkeeper: Doorkeeper::new(),
+            doorkeeper: std::sync::OnceLock::new(),
             rejected: AtomicU64::new(0),
         }
     }
@@ -917,7 +919,12 @@ impl BTree {
                 }
             }
         }
-        let admit = || self.cache.doorkeeper.missed_before(tid);
+        let admit = || {
+            self.cache
+                .doorkeeper
+                .get_or_init(Doorkeeper::new)
+                .missed_before(tid)
+        };
         let done = with_rng(|rng| {
             leaf_cache::fill_admitting(&mut g, &layout, csn, tid, value, rng, admit)
         });
