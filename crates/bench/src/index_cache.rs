@@ -380,15 +380,16 @@ pub fn run_fig2a(o: &Fig2aOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
         summary.image(&format!("Fig. 2a, {w}"), &format!("{stem}.svg"));
         let mut table = Vec::new();
         let swap = series("swap", "hit_rate_pct");
-        for (s, sh) in swap.iter().zip(series("shrink", "hit_rate_pct")) {
-            let or = series("swap", "oracle_pct")
-                .into_iter()
-                .find(|p| p.0 == s.0)
-                .map_or(f64::NAN, |p| p.1);
-            let st = series("swap", "static_oracle_pct")
-                .into_iter()
-                .find(|p| p.0 == s.0)
-                .map_or(f64::NAN, |p| p.1);
+        // Another column of the Swap rows, in the same (capacity) order.
+        let swap_col =
+            |col: &str| -> Vec<f64> { series("swap", col).into_iter().map(|p| p.1).collect() };
+        let (oracle, stat) = (swap_col("oracle_pct"), swap_col("static_oracle_pct"));
+        for (i, (s, sh)) in swap
+            .iter()
+            .zip(series("shrink", "hit_rate_pct"))
+            .enumerate()
+        {
+            let (or, st) = (oracle[i], stat[i]);
             // Shrink's capacity falls to about half by the end: Swap's hit
             // rate at its mean capacity is what the lost slots alone leave.
             let mean_cap = rows
@@ -421,17 +422,16 @@ pub fn run_fig2a(o: &Fig2aOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
             &table,
         );
         // Swap's distance to the oracle, split (cache_reference.rs).
-        let at = |col: &str, x: f64| {
-            series("swap", col)
-                .into_iter()
-                .find(|p| p.0 == x)
-                .map_or(f64::NAN, |p| p.1)
-        };
+        let (lfu, leaf_oracle, leaf_lfu) = (
+            swap_col("lfu_pct"),
+            swap_col("leaf_oracle_pct"),
+            swap_col("leaf_lfu_pct"),
+        );
         let parts: Vec<Vec<String>> = swap
             .iter()
-            .map(|&(x, sw)| {
-                let (or, lfu) = (at("oracle_pct", x), at("lfu_pct", x));
-                let (lor, llfu) = (at("leaf_oracle_pct", x), at("leaf_lfu_pct", x));
+            .enumerate()
+            .map(|(i, &(x, sw))| {
+                let (or, lfu, lor, llfu) = (oracle[i], lfu[i], leaf_oracle[i], leaf_lfu[i]);
                 vec![
                     format!("{x:.1}"),
                     num(or),

@@ -22,7 +22,6 @@ const BITS: usize = 1 << 20;
 
 pub(super) struct Doorkeeper {
     words: Box<[AtomicU64]>,
-    bits: usize,
     /// First misses recorded since the last clear.
     added: AtomicU64,
 }
@@ -36,7 +35,6 @@ impl Doorkeeper {
     fn with_bits(bits: usize) -> Doorkeeper {
         Doorkeeper {
             words: (0..bits / 64).map(|_| AtomicU64::new(0)).collect(),
-            bits,
             added: AtomicU64::new(0),
         }
     }
@@ -46,20 +44,21 @@ impl Doorkeeper {
     /// heuristic, never a correctness matter.
     pub(super) fn missed_before(&self, tid: Tid) -> bool {
         let x = ((tid.page as u64) << 16 | tid.slot as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let bit = (x >> 32) as usize % self.bits;
+        let bits = self.words.len() * 64;
+        let bit = (x >> 32) as usize % bits;
         let (w, mask) = (bit / 64, 1u64 << (bit % 64));
         if self.words[w].load(Ordering::Relaxed) & mask != 0 {
             return true;
         }
         self.words[w].fetch_or(mask, Ordering::Relaxed);
-        if self.added.fetch_add(1, Ordering::Relaxed) + 1 >= (self.bits / 8) as u64 {
+        if self.added.fetch_add(1, Ordering::Relaxed) + 1 >= (bits / 8) as u64 {
             self.clear();
         }
         false
     }
 
     /// Forgets every recorded miss.
-    pub(super) fn clear(&self) {
+    fn clear(&self) {
         self.added.store(0, Ordering::Relaxed);
         for w in self.words.iter() {
             w.store(0, Ordering::Relaxed);
