@@ -321,7 +321,7 @@ impl BufferPool {
     /// A pool of `bytes / PAGE_SIZE` frames (at least 8) over `device`.
     pub fn new(device: Arc<dyn Device>, bytes: usize) -> BufferPool {
         let n = (bytes / PAGE_SIZE).max(8);
-        let mut region = AlignedBuf::new(n);
+        let mut region = AlignedBuf::with_huge_pages(n);
         let base = region.as_mut_ptr();
         let frames = (0..n)
             .map(|i| Frame {

@@ -155,6 +155,22 @@ impl AlignedBuf {
     /// anonymous mappings, zeroed lazily by the kernel page by page as they are
     /// first touched, so opening a database with a big pool costs no time.
     pub fn new(pages: usize) -> AlignedBuf {
+        Self::allocate(pages, false)
+    }
+
+    /// [`AlignedBuf::new`] backed by 2 MiB pages where the kernel has them
+    /// (transparent huge pages, asked for with `madvise`; a kernel that gives
+    /// none leaves 4 KiB pages and nothing else changes). For a buffer pool:
+    /// a lookup's reads land on random frames, each a TLB miss when the pool
+    /// is large, and under virtualization a miss walks two page tables. On the
+    /// machine the index-cache figures ran on, a chain of dependent loads over
+    /// 512 MiB took 390 ns a load with 4 KiB pages and 213 ns with 2 MiB pages
+    /// (64 MiB: 250 and 185 ns).
+    pub fn with_huge_pages(pages: usize) -> AlignedBuf {
+        Self::allocate(pages, true)
+    }
+
+    fn allocate(pages: usize, huge: bool) -> AlignedBuf {
         let len = pages.max(1) * PAGE_SIZE;
         if len >= MAP_THRESHOLD {
             // SAFETY: an anonymous private mapping with no address hint.
@@ -172,6 +188,10 @@ impl AlignedBuf {
                 std::alloc::handle_alloc_error(
                     std::alloc::Layout::from_size_align(len, ALIGN).expect("layout"),
                 );
+            }
+            if huge {
+                // SAFETY: advice on the mapping just made; failure is harmless.
+                unsafe { libc::madvise(p, len, libc::MADV_HUGEPAGE) };
             }
             let ptr = std::ptr::NonNull::new(p.cast::<u8>()).expect("mmap returned null");
             return AlignedBuf { ptr, len };
@@ -388,6 +408,21 @@ pub fn segment_path(base: &Path, seg: u64) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn buffers_with_and_without_huge_pages_are_zeroed_aligned_and_whole() {
+        // Below and above the mapping threshold, and over 2 MiB so that a
+        // huge page can back part of it.
+        for pages in [1, 16, 300] {
+            for mut b in [AlignedBuf::new(pages), AlignedBuf::with_huge_pages(pages)] {
+                assert_eq!(b.len(), pages * PAGE_SIZE);
+                assert_eq!(b.as_ptr() as usize % ALIGN, 0);
+                assert!(b.iter().all(|&x| x == 0));
+                b.page_mut(pages - 1)[PAGE_SIZE - 1] = 7;
+                assert_eq!(b.page(pages - 1)[PAGE_SIZE - 1], 7);
+            }
+        }
+    }
 
     #[test]
     fn read_size_classes_are_powers_of_two_pages() {
