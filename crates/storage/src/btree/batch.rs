@@ -162,6 +162,7 @@ impl BTree {
                     &sep,
                     |s| bytes_le(s, sep.as_slice()),
                     Some(&mut path),
+                    None,
                 )?;
                 self.insert_separator(&mut meta, path, sep, page)?;
             }

@@ -679,7 +679,16 @@ impl BTree {
         // Observed before any leaf is read, so before the caller's heap read.
         let observed = self.cache.observe();
         let meta = self.meta();
-        let mut leaf = self.descend(&meta, key, |sep| bytes_lt(sep, key), None)?;
+        // The first leaf's bounds from its parent; a leaf further along the
+        // chain has none.
+        let mut bracket = Bracket::default();
+        let mut leaf = self.descend(
+            &meta,
+            key,
+            |sep| bytes_lt(sep, key),
+            None,
+            Some(&mut bracket),
+        )?;
         let mut steps = 0u64;
         loop {
             steps += 1;
@@ -725,9 +734,10 @@ impl BTree {
                 }
                 let v = PageView::new(&g);
                 let n = v.n_slots();
-                let mut s = search(
+                let mut s = search_in(
                     n,
                     key,
+                    &bracket,
                     |s| slot_bytes(&v, s),
                     |s| bytes_lt(slot_bytes(&v, s), key),
                 );
@@ -791,6 +801,7 @@ impl BTree {
             }
             self.check_link(&meta, leaf, next)?;
             leaf = next;
+            bracket = Bracket::default();
         }
         let hits = out
             .iter()

@@ -120,7 +120,6 @@ pub(super) fn search<'a>(
     bytes: impl Fn(u16) -> &'a [u8],
     mut before: impl FnMut(u16) -> bool,
 ) -> u16 {
-    const SMALL: u16 = 8;
     if n <= SMALL || target.is_empty() {
         return partition(n, before);
     }
@@ -131,14 +130,65 @@ pub(super) fn search<'a>(
     if before(n - 1) {
         return n;
     }
-    let (mut a, mut b) = (0u16, n - 1);
-    while b - a > SMALL {
+    steer(0, n as i32 - 1, n, target, |i| bytes(i as u16), before)
+}
+
+/// Nodes of at most this many slots are bisected.
+const SMALL: u16 = 8;
+
+/// [`search`] starting from the bounds the parent gave (`bracket`): the
+/// separators on either side of the child a descent took stand for the keys
+/// just outside slots 0 and n − 1, so the first probe is already the
+/// interpolated slot. That saves the probes of both ends, which in a leaf
+/// not in the CPU's cache are two cache misses (a slot and its entry) that
+/// the interpolation has to wait for. Bounds only steer (the answer is
+/// `before`'s, as in [`search`]); without both, this is [`search`].
+pub(super) fn search_in<'a>(
+    n: u16,
+    target: &[u8],
+    bracket: &Bracket,
+    bytes: impl Fn(u16) -> &'a [u8],
+    before: impl FnMut(u16) -> bool,
+) -> u16 {
+    let (Some(lo), Some(hi)) = (bracket.lo.get(), bracket.hi.get()) else {
+        return search(n, target, bytes, before);
+    };
+    if n <= SMALL || target.is_empty() {
+        return partition(n, before);
+    }
+    // a = -1 and b = n are the virtual slots of the two bounds: the answer
+    // lies in 0..=n, that is in (a, b].
+    let last = n as i32;
+    let key = |i: i32| {
+        if i < 0 {
+            lo
+        } else if i >= last {
+            hi
+        } else {
+            bytes(i as u16)
+        }
+    };
+    steer(-1, last, n, target, key, before)
+}
+
+/// The rounds of [`search`]: the answer lies in (a, b] (slots; `a` may be -1
+/// and `b` may be `n`, virtual slots that are never asked about).
+fn steer<'a>(
+    mut a: i32,
+    mut b: i32,
+    n: u16,
+    target: &[u8],
+    key: impl Fn(i32) -> &'a [u8],
+    mut before: impl FnMut(u16) -> bool,
+) -> u16 {
+    debug_assert!(-1 <= a && a < b && b <= n as i32);
+    while b - a > SMALL as i32 {
         let width = b - a;
-        let g = interpolate(a, b, bytes(a), bytes(b), target).clamp(a + 1, b - 1);
-        if before(g) {
+        let g = interpolate(a, b, key(a), key(b), target).clamp(a + 1, b - 1);
+        if before(g as u16) {
             a = g;
             if g + 1 < b {
-                if before(g + 1) {
+                if before((g + 1) as u16) {
                     a = g + 1;
                 } else {
                     b = g + 1;
@@ -147,7 +197,7 @@ pub(super) fn search<'a>(
         } else {
             b = g;
             if g - 1 > a {
-                if before(g - 1) {
+                if before((g - 1) as u16) {
                     a = g - 1;
                 } else {
                     b = g - 1;
@@ -158,14 +208,59 @@ pub(super) fn search<'a>(
             break;
         }
     }
-    a + 1 + partition(b - a - 1, |s| before(a + 1 + s))
+    let first = (a + 1) as u16;
+    first + partition((b - a - 1) as u16, |s| before(first + s))
+}
+
+/// The separators a descent passed on either side of the child it took, for
+/// [`search_in`] in that child: copies of at most [`EDGE`] bytes (a longer
+/// separator is not kept, and the search probes that end itself).
+#[derive(Clone, Copy, Default)]
+pub(super) struct Bracket {
+    pub(super) lo: Edge,
+    pub(super) hi: Edge,
+}
+
+/// Longest separator a [`Bracket`] keeps.
+pub(super) const EDGE: usize = 48;
+
+/// One bound of a [`Bracket`]; length 0 is none (an entry is never empty:
+/// it ends with a tid).
+#[derive(Clone, Copy)]
+pub(super) struct Edge {
+    len: u8,
+    bytes: [u8; EDGE],
+}
+
+impl Default for Edge {
+    fn default() -> Self {
+        Edge {
+            len: 0,
+            bytes: [0; EDGE],
+        }
+    }
+}
+
+impl Edge {
+    pub(super) fn set(&mut self, sep: &[u8]) {
+        if sep.is_empty() || sep.len() > EDGE {
+            self.len = 0;
+        } else {
+            self.bytes[..sep.len()].copy_from_slice(sep);
+            self.len = sep.len() as u8;
+        }
+    }
+
+    pub(super) fn get(&self) -> Option<&[u8]> {
+        (self.len > 0).then(|| &self.bytes[..self.len as usize])
+    }
 }
 
 /// The slot between `a` and `b` where `target` would lie if the keys between
 /// `ka` (at slot `a`) and `kb` (at `b`) were spread evenly: each is read as
 /// the eight bytes after the two keys' common prefix, a number that orders
 /// byte strings as they sort (ties past those bytes aside).
-fn interpolate(a: u16, b: u16, ka: &[u8], kb: &[u8], target: &[u8]) -> u16 {
+fn interpolate(a: i32, b: i32, ka: &[u8], kb: &[u8], target: &[u8]) -> i32 {
     let c = ka.iter().zip(kb).take_while(|(x, y)| x == y).count();
     let word = |k: &[u8]| {
         let mut w = [0u8; 8];
@@ -188,7 +283,7 @@ fn interpolate(a: u16, b: u16, ka: &[u8], kb: &[u8], target: &[u8]) -> u16 {
         return b;
     }
     let off = (xt - xa) as u128 * (b - a) as u128 / (xb - xa) as u128;
-    a + off as u16
+    a + off as i32
 }
 
 /// [`partition`] for a sorted run of lookups that usually land next to each
@@ -392,7 +487,95 @@ mod tests {
         }
     }
 
+    /// With the bounds a parent gives, an even node is answered in fewer
+    /// probes than from its own ends, and bounds that are wrong (outside the
+    /// keys, inside them, reversed) still give partition's answer.
+    #[test]
+    fn search_in_takes_its_ends_from_the_bracket() {
+        let enc = |x: u64| {
+            let mut k = vec![1u8, 2];
+            k.extend_from_slice(&x.to_be_bytes());
+            k
+        };
+        let n = 300u16;
+        let keys: Vec<Vec<u8>> = (0..n as u64).map(|i| enc(100 + i * 10)).collect();
+        let bracket = |lo: &[u8], hi: &[u8]| {
+            let mut b = Bracket::default();
+            b.lo.set(lo);
+            b.hi.set(hi);
+            b
+        };
+        let right = bracket(&enc(95), &enc(100 + 300 * 10));
+        let wrong = [
+            bracket(&enc(0), &enc(u64::MAX)),
+            bracket(&enc(1000), &enc(1100)),
+            bracket(&enc(5000), &enc(10)),
+            bracket(&[0u8; 60], &enc(10)), // too long to keep: both ends probed
+            Bracket::default(),
+        ];
+        let (mut with, mut without) = (0, 0);
+        for t in keys
+            .iter()
+            .chain(&[enc(0), enc(99), enc(3105), enc(u64::MAX)])
+        {
+            let want = partition(n, |s| keys[s as usize] < *t);
+            let mut calls = 0;
+            let got = search_in(
+                n,
+                t,
+                &right,
+                |s| &keys[s as usize],
+                |s| {
+                    calls += 1;
+                    keys[s as usize] < *t
+                },
+            );
+            assert_eq!(got, want, "target {t:?}");
+            with += calls;
+            calls = 0;
+            search(
+                n,
+                t,
+                |s| &keys[s as usize],
+                |s| {
+                    calls += 1;
+                    keys[s as usize] < *t
+                },
+            );
+            without += calls;
+            for b in &wrong {
+                let got = search_in(n, t, b, |s| &keys[s as usize], |s| keys[s as usize] < *t);
+                assert_eq!(got, want, "target {t:?}");
+            }
+        }
+        // Every interior target is found by the interpolated probe and its
+        // guard: two fewer than probing both ends first.
+        assert!(
+            with + 2 * 290 <= without,
+            "{with} probes with bounds, {without} without"
+        );
+    }
+
     proptest! {
+        /// Random sorted keys, a random target and random bounds (right or
+        /// not): search_in answers as partition does.
+        #[test]
+        fn search_in_agrees_with_partition(
+            mut keys in proptest::collection::vec(proptest::collection::vec(0u8..6, 0..12), 0..200),
+            target in proptest::collection::vec(0u8..6, 0..12),
+            lo in proptest::collection::vec(0u8..6, 0..12),
+            hi in proptest::collection::vec(0u8..6, 0..12),
+        ) {
+            keys.sort();
+            let n = keys.len() as u16;
+            let mut b = Bracket::default();
+            b.lo.set(&lo);
+            b.hi.set(&hi);
+            let want = partition(n, |s| keys[s as usize] < target);
+            let got = search_in(n, &target, &b, |s| &keys[s as usize], |s| keys[s as usize] < target);
+            prop_assert_eq!(got, want);
+        }
+
         /// Random sorted keys of random lengths and random targets.
         #[test]
         fn search_agrees_with_partition(

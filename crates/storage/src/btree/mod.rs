@@ -525,24 +525,37 @@ impl BTree {
     /// (0 = leftmost, i + 1 = the child of slot i).
     /// Descends to the leaf where `before` (true on a prefix of the
     /// separators) turns false; `target`, the key `before` compares with (or
-    /// empty), steers each node's [`search`].
+    /// empty), steers each node's [`search`]. With `bracket`, each node's
+    /// search starts from the separators its parent has around it
+    /// ([`search_in`]), and the bracket ends holding the leaf's.
     fn descend(
         &self,
         meta: &Meta,
         target: &[u8],
         mut before: impl FnMut(&[u8]) -> bool,
         mut path: Option<&mut Vec<(u32, u16)>>,
+        mut bracket: Option<&mut Bracket>,
     ) -> Result<u32> {
         let mut page = meta.root;
         for level in (1..meta.height).rev() {
             let g = self.read_node(meta, page, Node::Internal(level))?;
             let v = PageView::new(&g);
-            let idx = search(
-                v.n_slots(),
-                target,
-                |s| split_slot(slot_bytes(&v, s)).0,
-                |s| before(split_slot(slot_bytes(&v, s)).0),
-            );
+            let n = v.n_slots();
+            let sep = |s: u16| split_slot(slot_bytes(&v, s)).0;
+            let idx = match bracket.as_deref() {
+                Some(b) => search_in(n, target, b, sep, |s| before(sep(s))),
+                None => search(n, target, sep, |s| before(sep(s))),
+            };
+            if let Some(b) = bracket.as_deref_mut() {
+                // The child's entries lie between the separators around it;
+                // at an end of this node, this node's own bound holds.
+                if idx > 0 {
+                    b.lo.set(sep(idx - 1));
+                }
+                if idx < n {
+                    b.hi.set(sep(idx));
+                }
+            }
             let child = self.child(meta, &v, page, idx)?;
             if let Some(p) = path.as_deref_mut() {
                 p.push((page, idx));

@@ -307,6 +307,8 @@ impl RangeCursor {
         let meta = tree.meta();
         // Whether the first page read is the previous leaf again (no step forward).
         let mut reread = false;
+        // The bounds the first leaf's parent gives; none for later leaves.
+        let mut bracket = Bracket::default();
         let mut page = if !self.started {
             self.started = true;
             match &self.lower {
@@ -316,6 +318,7 @@ impl RangeCursor {
                     bound_key(lower),
                     |sep| before_lower(lower, sep),
                     None,
+                    Some(&mut bracket),
                 )?,
             }
         } else if meta.splits == self.splits {
@@ -367,9 +370,10 @@ impl RangeCursor {
             } else {
                 last.as_slice()
             };
-            let start = search(
+            let start = search_in(
                 n,
                 target,
+                &std::mem::take(&mut bracket),
                 |s| slot_bytes(&v, s),
                 |s| {
                     let e = slot_bytes(&v, s);

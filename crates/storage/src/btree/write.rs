@@ -23,6 +23,7 @@ impl BTree {
             &entry,
             |sep| bytes_le(sep, entry.as_slice()),
             Some(&mut path),
+            None,
         )?;
         let (all, pos, next, prev) = {
             let mut g = self.write_node(&meta, leaf, Node::Leaf)?;
@@ -208,7 +209,13 @@ impl BTree {
         }
         let entry = make_entry(key, tid);
         let mut meta = self.latch.write();
-        let leaf = self.descend(&meta, &entry, |sep| bytes_le(sep, entry.as_slice()), None)?;
+        let leaf = self.descend(
+            &meta,
+            &entry,
+            |sep| bytes_le(sep, entry.as_slice()),
+            None,
+            None,
+        )?;
         // Look first, so a miss does not dirty the page.
         let pos = {
             let g = self.read_node(&meta, leaf, Node::Leaf)?;
