@@ -104,15 +104,24 @@ impl Run {
     }
 }
 
-/// The page table's hasher: keys are (file, page) pairs the engine makes, not
-/// input an attacker chooses, so a fast hash is safe.
-type PageMap = HashMap<Key, usize, foldhash::fast::RandomState>;
+mod page_table;
+use page_table::PageTable;
 
 struct Table {
-    map: PageMap,
+    map: PageTable,
     /// Page each frame is assigned to (mirrors `map`), for eviction.
     owner: Vec<Option<Key>>,
     hand: usize,
+}
+
+impl Table {
+    /// Every resident page and its frame.
+    fn resident(&self) -> impl Iterator<Item = (Key, usize)> + '_ {
+        self.owner
+            .iter()
+            .enumerate()
+            .filter_map(|(i, k)| k.map(|k| (k, i)))
+    }
 }
 
 /// Counters of the pool (cumulative).
@@ -342,7 +351,7 @@ impl BufferPool {
             device,
             frames,
             table: Mutex::new(Table {
-                map: PageMap::with_capacity_and_hasher(n, Default::default()),
+                map: PageTable::default(),
                 owner: vec![None; n],
                 hand: 0,
             }),
@@ -476,7 +485,7 @@ impl BufferPool {
         let key = (file, page);
         let idx = {
             let t = self.table.lock();
-            let idx = *t.map.get(&key)?;
+            let idx = t.map.get(&key)?;
             self.frames[idx].pins.fetch_add(1, Ordering::Acquire);
             idx
         };
@@ -610,7 +619,7 @@ impl BufferPool {
     ) -> Result<(usize, Option<RwLockWriteGuard<'_, FrameData>>)> {
         let key = (file, page);
         let mut t = self.table.lock();
-        if let Some(&idx) = t.map.get(&key) {
+        if let Some(idx) = t.map.get(&key) {
             let f = &self.frames[idx];
             f.pins.fetch_add(1, Ordering::Acquire);
             f.referenced.store(true, Ordering::Relaxed);
@@ -792,7 +801,7 @@ impl BufferPool {
     /// Drops the pin a transaction held on a page it changed.
     pub fn release(&self, file: FileId, page: u64) {
         let t = self.table.lock();
-        if let Some(&idx) = t.map.get(&(file, page)) {
+        if let Some(idx) = t.map.get(&(file, page)) {
             self.frames[idx].pins.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -801,7 +810,7 @@ impl BufferPool {
     /// writing it back (the transaction aborted).
     pub fn forget_changed(&self, file: FileId, page: u64) {
         let mut t = self.table.lock();
-        if let Some(&idx) = t.map.get(&(file, page)) {
+        if let Some(idx) = t.map.get(&(file, page)) {
             let frame = &self.frames[idx];
             if frame.pins.fetch_sub(1, Ordering::AcqRel) == 1 {
                 let mut w = frame.data.write();
@@ -882,7 +891,7 @@ impl BufferPool {
         }
         let mut pages: Vec<(Key, usize)> = {
             let t = self.table.lock();
-            t.map.iter().map(|(k, i)| (*k, *i)).collect()
+            t.resident().collect()
         };
         pages.sort();
         let mut run = Run {
@@ -957,11 +966,7 @@ impl BufferPool {
     fn flush_where(&self, want: impl Fn(&Key) -> bool) -> Result<()> {
         let mut pages: Vec<(Key, usize)> = {
             let t = self.table.lock();
-            t.map
-                .iter()
-                .filter(|(k, _)| want(k))
-                .map(|(k, i)| (*k, *i))
-                .collect()
+            t.resident().filter(|(k, _)| want(k)).collect()
         };
         pages.sort();
         for (key, idx) in pages {
@@ -1021,12 +1026,7 @@ impl BufferPool {
     /// deleted or truncated). Fails if a page of it is pinned.
     pub fn discard_file(&self, file: FileId) -> Result<()> {
         let mut t = self.table.lock();
-        let keys: Vec<(Key, usize)> = t
-            .map
-            .iter()
-            .filter(|(k, _)| k.0 == file)
-            .map(|(k, i)| (*k, *i))
-            .collect();
+        let keys: Vec<(Key, usize)> = t.resident().filter(|(k, _)| k.0 == file).collect();
         for (key, idx) in keys {
             let frame = &self.frames[idx];
             if frame.pins.load(Ordering::Acquire) != 0 {
@@ -1041,6 +1041,7 @@ impl BufferPool {
             t.map.remove(&key);
             t.owner[idx] = None;
         }
+        t.map.forget_file(file);
         Ok(())
     }
 
@@ -1048,10 +1049,8 @@ impl BufferPool {
     pub fn discard_from(&self, file: FileId, from: u64) {
         let mut t = self.table.lock();
         let keys: Vec<(Key, usize)> = t
-            .map
-            .iter()
+            .resident()
             .filter(|(k, _)| k.0 == file && k.1 >= from)
-            .map(|(k, i)| (*k, *i))
             .collect();
         for (key, idx) in keys {
             let frame = &self.frames[idx];
@@ -1107,7 +1106,7 @@ impl BufferPool {
         let dirty: Vec<(u64, usize)> = {
             let t = self.table.lock();
             (first..first + n)
-                .filter_map(|p| t.map.get(&(file, p)).map(|&i| (p, i)))
+                .filter_map(|p| t.map.get(&(file, p)).map(|i| (p, i)))
                 .collect()
         };
         for (i, page) in buf.chunks_exact_mut(PAGE_SIZE).enumerate() {
