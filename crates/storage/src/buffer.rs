@@ -109,7 +109,8 @@ use page_table::PageTable;
 
 struct Table {
     map: PageTable,
-    /// Page each frame is assigned to (mirrors `map`), for eviction.
+    /// Page each frame is assigned to (mirrors `map`), for eviction and for
+    /// walking every resident page (flushes, discards), which `map` cannot list.
     owner: Vec<Option<Key>>,
     hand: usize,
 }
