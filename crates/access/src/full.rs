@@ -27,7 +27,8 @@ pub struct FullScan {
 impl FullScan {
     pub fn new(spec: ScanSpec) -> Result<FullScan> {
         let heap = spec.table.heap().clone();
-        let stream = heap.stream(0, heap.num_pages(), RUN_PAGES, DEPTH)?;
+        let (from, to) = spec.heap_pages();
+        let stream = heap.stream(from, to, RUN_PAGES, DEPTH)?;
         Ok(FullScan {
             spec,
             pages: StreamedPages::new(stream),
@@ -117,10 +118,10 @@ impl StreamedPages {
             let n = view.n_slots();
             let mut s = slot;
             while s < n && !out.is_full() {
+                let tid = Tid::new(page as u32, s);
                 if let Some(t) = view.get(s)
-                    && spec.qualifies(t)
+                    && spec.qualifies(t, tid)
                 {
-                    let tid = Tid::new(page as u32, s);
                     if self.accesses {
                         spec.accessed(tid);
                     }

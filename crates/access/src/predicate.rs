@@ -8,7 +8,8 @@
 use std::cmp::Ordering;
 use std::ops::Bound;
 
-use strata_storage::types::{DataType, RowLayout, Schema, Value, encode_key_value};
+use strata_storage::encoding::address_of;
+use strata_storage::types::{DataType, RowLayout, Schema, Tid, Value, encode_key_value};
 
 use crate::error::{AccessError, Result};
 
@@ -141,10 +142,10 @@ impl Predicate {
         Ok(Predicate { conjuncts })
     }
 
-    /// Whether a stored tuple satisfies every conjunct (NULL never does).
-    pub fn eval(&self, layout: &RowLayout, tuple: &[u8]) -> bool {
+    /// Whether the stored tuple at `tid` satisfies every conjunct (NULL never does).
+    pub fn eval(&self, layout: &RowLayout, tuple: &[u8], tid: Tid) -> bool {
         self.conjuncts.iter().all(|c| {
-            let v = layout.decode_column(tuple, c.column);
+            let v = layout.decode_column(tuple, c.column, tid);
             compare(&v, &c.value).is_some_and(|o| c.op.holds(o))
         })
     }
@@ -158,6 +159,12 @@ impl Predicate {
             .iter()
             .map(|c| {
                 let ty = schema.columns[c.column].ty;
+                if layout.is_address(c.column)
+                    && let Some(v) = c.value.as_i64()
+                {
+                    // A semantic id: compared with the tuple's address.
+                    return Check::Address { op: c.op, v };
+                }
                 match (layout.fixed_offset(c.column), ty, c.value.as_i64()) {
                     (Some(offset), DataType::Int32 | DataType::Date, Some(v)) => Check::I32 {
                         offset,
@@ -247,6 +254,10 @@ enum Check {
         v: i64,
         generic: Comparison,
     },
+    Address {
+        op: CmpOp,
+        v: i64,
+    },
     Generic(Comparison),
 }
 
@@ -260,7 +271,7 @@ pub struct CompiledPredicate {
 impl CompiledPredicate {
     /// Same answer as [`Predicate::eval`].
     #[inline]
-    pub fn eval(&self, tuple: &[u8]) -> bool {
+    pub fn eval(&self, tuple: &[u8], tid: Tid) -> bool {
         self.checks.iter().all(|c| match c {
             Check::I32 { offset, op, v } => {
                 let x = i32::from_le_bytes(tuple[*offset..*offset + 4].try_into().unwrap()) as i64;
@@ -283,14 +294,15 @@ impl CompiledPredicate {
                 b[..*width].copy_from_slice(&tuple[*offset..*offset + *width]);
                 let code = u64::from_le_bytes(b);
                 if code == *escape {
-                    let x = self.layout.decode_column(tuple, generic.column);
+                    let x = self.layout.decode_column(tuple, generic.column, tid);
                     compare(&x, &generic.value).is_some_and(|o| generic.op.holds(o))
                 } else {
                     op.holds(base.wrapping_add(code as i64).cmp(v))
                 }
             }
+            Check::Address { op, v } => op.holds(address_of(tid).cmp(v)),
             Check::Generic(c) => {
-                let v = self.layout.decode_column(tuple, c.column);
+                let v = self.layout.decode_column(tuple, c.column, tid);
                 compare(&v, &c.value).is_some_and(|o| c.op.holds(o))
             }
         })
@@ -431,9 +443,9 @@ mod tests {
                 .unwrap();
             b
         };
-        assert!(p.eval(&layout, &row(10, "1994-06-01")));
-        assert!(!p.eval(&layout, &row(500, "1994-06-01")));
-        assert!(!p.eval(&layout, &row(10, "1995-01-01")));
+        assert!(p.eval(&layout, &row(10, "1994-06-01"), Tid::default()));
+        assert!(!p.eval(&layout, &row(500, "1994-06-01"), Tid::default()));
+        assert!(!p.eval(&layout, &row(10, "1995-01-01"), Tid::default()));
         let r = p.range_on(1);
         assert_eq!(r.lower, Bound::Included(Value::Int32(0)));
         assert_eq!(r.upper, Bound::Excluded(Value::Int32(500)));
@@ -448,7 +460,7 @@ mod tests {
         );
         // NULL never satisfies a comparison.
         let ps = Predicate::parse(&s, "s <> 'x'").unwrap();
-        assert!(!ps.eval(&layout, &row(1, "1994-01-01")));
+        assert!(!ps.eval(&layout, &row(1, "1994-01-01"), Tid::default()));
     }
 
     proptest::proptest! {
@@ -462,7 +474,7 @@ mod tests {
             let p = Predicate::parse(&s, &text).unwrap();
             let mut b = Vec::new();
             layout.encode(&[Value::Int32(c1), Value::Int32(c2), Value::Date(d), Value::Str("a".into())], &mut b, &s).unwrap();
-            proptest::prop_assert_eq!(p.compile(&s, &layout).eval(&b), p.eval(&layout, &b));
+            proptest::prop_assert_eq!(p.compile(&s, &layout).eval(&b, Tid::default()), p.eval(&layout, &b, Tid::default()));
         }
     }
 

@@ -121,7 +121,7 @@ impl ScanSpec {
     /// The index entry (encoded key ++ tid) of a stored tuple, into `out`.
     pub fn entry_of(&self, tuple: &[u8], tid: Tid, out: &mut Vec<u8>) -> Result<()> {
         let index = self.index()?;
-        index.key_of_tuple(self.table.layout(), tuple, out);
+        index.key_of_tuple(self.table.layout(), tuple, tid, out);
         tid.encode(out);
         Ok(())
     }
@@ -130,7 +130,7 @@ impl ScanSpec {
     /// and appends it to `out` if it qualifies; returns whether it did.
     pub fn fetch(&self, tid: Tid, out: &mut crate::batch::TupleBatch) -> Result<bool> {
         let produced = self.table.heap().with_tuple(tid, |t| {
-            let ok = self.qualifies(t);
+            let ok = self.qualifies(t, tid);
             if ok {
                 out.push(tid, t);
             }
@@ -150,10 +150,45 @@ impl ScanSpec {
         self.table.heat().record(tid);
     }
 
-    #[inline]
-    pub fn qualifies(&self, tuple: &[u8]) -> bool {
-        self.compiled.eval(tuple)
+    /// The heap pages `[from, to)` that can hold a qualifying tuple: all of
+    /// them, unless the predicate bounds a semantic id (No Bits Left Behind
+    /// §4.2, `Encoding::Address`), whose value is the tuple's address, so
+    /// that `id = x` is one page and `id BETWEEN a AND b` a range of pages.
+    pub fn heap_pages(&self) -> (u64, u64) {
+        address_pages(&self.table, &self.predicate)
+            .unwrap_or((0, self.table.heap().num_pages()))
     }
+
+    #[inline]
+    pub fn qualifies(&self, tuple: &[u8], tid: Tid) -> bool {
+        self.compiled.eval(tuple, tid)
+    }
+}
+
+/// The heap pages `[from, to)` a predicate on `table`'s semantic id
+/// (`Encoding::Address`) confines qualifying tuples to, when the table has
+/// one and the predicate bounds it (see [`ScanSpec::heap_pages`]).
+pub fn address_pages(table: &Table, predicate: &Predicate) -> Option<(u64, u64)> {
+    let end = table.heap().num_pages();
+    let c = table.layout().address_column()?;
+    let r = predicate.range_on(c);
+    if matches!((&r.lower, &r.upper), (Bound::Unbounded, Bound::Unbounded)) {
+        return None;
+    }
+    let page_of = |x: i64| (x.max(0) >> 16) as u64;
+    let from = match &r.lower {
+        Bound::Included(v) | Bound::Excluded(v) => v.as_i64().map_or(0, page_of),
+        Bound::Unbounded => 0,
+    };
+    let to = match &r.upper {
+        Bound::Included(v) | Bound::Excluded(v) => match v.as_i64() {
+            Some(x) if x < 0 => 0,
+            Some(x) => page_of(x) + 1,
+            None => end,
+        },
+        Bound::Unbounded => end,
+    };
+    Some((from.min(end), to.min(end).max(from.min(end))))
 }
 
 /// Orders two index entries (key ++ tid): plain byte order.

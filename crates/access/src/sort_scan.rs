@@ -165,7 +165,7 @@ impl AccessPath for SortScan {
             let off = (p - first) as usize * PAGE_SIZE;
             let view = PageView::new(&buf[off..off + PAGE_SIZE]);
             if let Some(t) = view.get(tid.slot)
-                && self.spec.qualifies(t)
+                && self.spec.qualifies(t, tid)
             {
                 self.spec.accessed(tid);
                 out.push(tid, t);

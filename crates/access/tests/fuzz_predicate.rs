@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 use proptest::prelude::*;
 use strata_access::Predicate;
 use strata_storage::encoding::Encoding;
-use strata_storage::types::{RowLayout, Schema, Value};
+use strata_storage::types::{RowLayout, Schema, Tid, Value};
 use strata_storage::util::proptest_cases;
 
 const SCHEMA: &str = "a INT, b BIGINT NULL, d DATE, s VARCHAR(6) NULL, c CHAR(3), f DOUBLE NULL, k DECIMAL(8,2), t BOOL";
@@ -284,11 +284,11 @@ proptest! {
                 }
                 let mut tuple = Vec::new();
                 layout.encode(&r, &mut tuple, schema).unwrap();
-                prop_assert_eq!(layout.decode(&tuple), r.clone());
+                prop_assert_eq!(layout.decode(&tuple, Tid::default()), r.clone());
                 let want = model(&r, &conjuncts);
                 let how = if layout.is_encoded() { "encoded" } else { "plain" };
-                prop_assert_eq!(p.eval(layout, &tuple), want, "{} on {:?} ({})", text, r, how);
-                prop_assert_eq!(compiled.eval(&tuple), want, "{} on {:?} (compiled, {})", text, r, how);
+                prop_assert_eq!(p.eval(layout, &tuple, Tid::default()), want, "{} on {:?} ({})", text, r, how);
+                prop_assert_eq!(compiled.eval(&tuple, Tid::default()), want, "{} on {:?} (compiled, {})", text, r, how);
             }
         }
     }

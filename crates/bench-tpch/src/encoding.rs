@@ -87,6 +87,7 @@ fn make_state(o: &EncodingOptions, state: &str, log: &mut dyn FnMut(&str)) -> Re
     let opts = CompactOptions {
         plain: false,
         no_dictionary: state == "narrow",
+        semantic_id: None,
     };
     for t in db.table_names() {
         log(&format!("encoding: compact {t} ({state})"));

@@ -512,7 +512,7 @@ fn check_rows(
                 fields
                     .cols
                     .iter()
-                    .map(|&c| t.layout().decode_column(b, c))
+                    .map(|&c| t.layout().decode_column(b, c, tid))
                     .collect::<Vec<Value>>()
             })?
             .with_context(|| format!("key {k:?}: no tuple at {tid:?}"))?;

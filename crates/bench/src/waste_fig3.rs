@@ -201,8 +201,8 @@ fn truth(dir: &Path) -> Result<Truth> {
     let (id_col, page_col) = (t.column("rev_id")?, t.column("rev_page")?);
     let mut last: BTreeMap<i64, (i64, u32)> = BTreeMap::new();
     t.heap().scan(|tid, b| {
-        let id = t.layout().decode_column(b, id_col).as_i64();
-        let page = t.layout().decode_column(b, page_col).as_i64();
+        let id = t.layout().decode_column(b, id_col, tid).as_i64();
+        let page = t.layout().decode_column(b, page_col, tid).as_i64();
         let (Some(id), Some(page)) = (id, page) else {
             return Err(strata_storage::StorageError::Schema(format!(
                 "fig3: a revision without rev_id or rev_page at {tid:?}"

@@ -19,6 +19,12 @@ pub struct CompactArgs {
     /// No dictionaries: low-cardinality text keeps its (trimmed) bytes.
     #[arg(long)]
     pub no_dictionary: bool,
+    /// Make this BIGINT surrogate key a semantic id (No Bits Left Behind
+    /// §4.2): no longer stored, its value the tuple's address (page · 65536 +
+    /// slot). Its present values are dropped, and it changes when the tuple
+    /// moves; `WHERE col = x` reads one tuple, without an index.
+    #[arg(long, value_name = "COLUMN")]
+    pub semantic_id: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -29,6 +35,7 @@ pub fn run(cli: &Global, a: &CompactArgs) -> Result<()> {
     let opts = CompactOptions {
         plain: a.plain,
         no_dictionary: a.no_dictionary,
+        semantic_id: a.semantic_id.clone(),
     };
     let rep = {
         let bars = Bars::new();
@@ -80,6 +87,13 @@ pub fn text(r: &CompactReport) -> String {
             c.declared,
             c.after.describe()
         );
+    }
+    if r
+        .columns
+        .iter()
+        .any(|c| c.after == strata_storage::encoding::Encoding::Address && c.before != c.after)
+    {
+        s += "  a semantic id's values are now the tuples' addresses (the old values are gone)\n";
     }
     s += "  values an encoding cannot hold are stored wide in their row; another compact re-chooses\n";
     s

@@ -276,9 +276,9 @@ pub fn run(cli: &Global, a: &ScanArgs) -> Result<()> {
     let schema = spec.table.schema().clone();
     let mut shown = 0;
     let sink = |b: &strata_access::TupleBatch| {
-        for (_, t) in b.iter() {
+        for (tid, t) in b.iter() {
             if shown < a.show {
-                let row = layout.decode(t);
+                let row = layout.decode(t, tid);
                 let cells: Vec<String> = row
                     .iter()
                     .zip(&schema.columns)

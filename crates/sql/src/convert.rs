@@ -213,8 +213,8 @@ impl BatchConverter {
             .map(|&c| Builder::new(&self.types[c], rows))
             .collect();
         let mut fields = Vec::with_capacity(self.types.len());
-        for (_, tuple) in batch.iter() {
-            self.layout.fields(tuple, &mut fields);
+        for (tid, tuple) in batch.iter() {
+            self.layout.fields(tuple, tid, &mut fields);
             for (b, &c) in builders.iter_mut().zip(&self.columns) {
                 b.push(fields[c]);
             }

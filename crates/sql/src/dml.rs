@@ -532,7 +532,7 @@ fn find_tids_on_bytes(
         tids.extend(
             batch
                 .iter()
-                .filter(|(_, t)| check.eval(t))
+                .filter(|(tid, t)| check.eval(t, *tid))
                 .map(|(tid, _)| tid),
         );
         Ok(())

@@ -143,6 +143,29 @@ impl ScanRequest {
             _ => self.candidate_indexes().first().copied(),
         });
         let smooth = || PathChoice::Smooth(self.smooth_options());
+        // A bound on a semantic id (the tuple's address) is a range of heap
+        // pages: read those, as a key lookup would, but without an index.
+        if !ordered
+            && let Some((from, to)) = strata_access::scan::address_pages(
+                &self.table,
+                &strata_access::Predicate {
+                    conjuncts: self.conjuncts.clone(),
+                },
+            )
+        {
+            let col = self.table.layout().address_column().unwrap_or(0);
+            return PathPlan {
+                choice: PathChoice::Full,
+                index: None,
+                ordered: false,
+                label: format!(
+                    "tid range: heap pages {from}..{to} of {} by semantic id {}",
+                    self.table.heap().num_pages(),
+                    self.table.schema().columns[col].name
+                ),
+                estimate: None,
+            };
+        }
         let Some(idx) = index else {
             return PathPlan {
                 choice: PathChoice::Full,

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use strata_access::predicate::{CmpOp, Comparison};
 use strata_access::{PathChoice, Predicate, ScanSpec, SortOptions, TupleBatch, open_path};
 use strata_storage::Table;
-use strata_storage::types::Value;
+use strata_storage::types::{Tid, Value};
 
 /// Rows kept for histograms and distinct counts (PostgreSQL's default:
 /// 300 × its statistics target of 100).
@@ -80,17 +80,17 @@ pub fn analyze(table: &std::sync::Arc<Table>, seed: u64) -> strata_access::Resul
     let mut path = open_path(spec, &PathChoice::Full, &SortOptions::default())?;
     let mut batch = TupleBatch::new();
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut sample: Vec<Vec<u8>> = Vec::new();
+    let mut sample: Vec<(Tid, Vec<u8>)> = Vec::new();
     let mut rows = 0u64;
     while path.next_batch(&mut batch)? {
-        for (_, t) in batch.iter() {
+        for (tid, t) in batch.iter() {
             rows += 1;
             if sample.len() < SAMPLE_ROWS {
-                sample.push(t.to_vec());
+                sample.push((tid, t.to_vec()));
             } else {
                 let j = rng.random_range(0..rows);
                 if (j as usize) < SAMPLE_ROWS {
-                    sample[j as usize] = t.to_vec();
+                    sample[j as usize] = (tid, t.to_vec());
                 }
             }
         }
@@ -104,7 +104,7 @@ pub fn analyze(table: &std::sync::Arc<Table>, seed: u64) -> strata_access::Resul
         .map(|(c, col)| {
             let mut vals: Vec<Bound> = sample
                 .iter()
-                .filter_map(|t| Bound::of(&layout.decode_column(t, c)))
+                .filter_map(|(tid, t)| Bound::of(&layout.decode_column(t, c, *tid)))
                 .collect();
             let nulls = sample.len() - vals.len();
             vals.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));

@@ -16,17 +16,23 @@ use serde::Serialize;
 
 use crate::db::{Database, TableLoad, cold_read_only};
 use crate::encoding::{ChooseOptions, ColumnSample, Encoding, choose, is_plain};
-use crate::error::Result;
+use crate::error::{Result, StorageError};
 use crate::heap::HeapFile;
 use crate::progress::Progress;
 
 /// What `strata compact` may do.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct CompactOptions {
     /// Store every column as declared (undo a compaction).
     pub plain: bool,
     /// Leave low-cardinality text out of dictionaries.
     pub no_dictionary: bool,
+    /// Make this BIGINT column a semantic id (No Bits Left Behind §4.2): no
+    /// longer stored, its value from now on the tuple's address
+    /// ([`Encoding::Address`]). Its present values are dropped: only for a
+    /// surrogate key whose values only need to be unique. No index may
+    /// cover it (a lookup by it reads the tuple directly).
+    pub semantic_id: Option<String>,
 }
 
 /// One column before and after.
@@ -66,6 +72,41 @@ impl Database {
         }
         let def = self.catalog().table(old.name())?.clone();
         let schema = def.schema.clone();
+        // Semantic ids: the one asked for, and those the table has (kept,
+        // unless every column goes back to plain).
+        let mut addresses: Vec<usize> = (0..schema.len())
+            .filter(|&i| def.encodings.get(i) == Some(&Encoding::Address) && !opts.plain)
+            .collect();
+        if let Some(name) = &opts.semantic_id {
+            let c = schema
+                .index_of(name)
+                .ok_or_else(|| StorageError::UnknownColumn {
+                    table: def.name.clone(),
+                    column: name.clone(),
+                })?;
+            Encoding::Address
+                .check(&schema.columns[c].ty)
+                .map_err(|reason| StorageError::Value {
+                    column: schema.columns[c].name.clone(),
+                    reason,
+                })?;
+            if let Some(ix) = def.indexes.iter().find(|ix| {
+                ix.columns
+                    .iter()
+                    .any(|k| k.eq_ignore_ascii_case(&schema.columns[c].name))
+            }) {
+                return Err(StorageError::Index {
+                    index: ix.name.clone(),
+                    reason: format!(
+                        "it covers {}, which is to become a semantic id (the tuple's address): a lookup by it reads its tuple directly; drop the index first",
+                        schema.columns[c].name
+                    ),
+                });
+            }
+            if !addresses.contains(&c) {
+                addresses.push(c);
+            }
+        }
 
         progress.phase(&format!("read {}", def.name), def.rows);
         let mut samples: Vec<ColumnSample> = schema
@@ -91,6 +132,12 @@ impl Database {
                 },
             )
         };
+        if !addresses.is_empty() {
+            encodings.resize(schema.len(), Encoding::Plain);
+            for &c in &addresses {
+                encodings[c] = Encoding::Address;
+            }
+        }
         if is_plain(&encodings) {
             encodings.clear();
         }

@@ -1363,11 +1363,11 @@ impl Index {
         k
     }
 
-    /// The encoded key of a stored tuple.
-    pub fn key_of_tuple(&self, layout: &RowLayout, tuple: &[u8], out: &mut Vec<u8>) {
+    /// The encoded key of the stored tuple at `tid`.
+    pub fn key_of_tuple(&self, layout: &RowLayout, tuple: &[u8], tid: Tid, out: &mut Vec<u8>) {
         out.clear();
         for (ty, &c) in self.key_types.iter().zip(&self.key_cols) {
-            crate::types::encode_key_value(ty, &layout.decode_column(tuple, c), out);
+            crate::types::encode_key_value(ty, &layout.decode_column(tuple, c, tid), out);
         }
     }
 }
@@ -1563,7 +1563,7 @@ impl Table {
     }
 
     pub fn get_row(&self, tid: Tid) -> Result<Option<Vec<Value>>> {
-        self.heap.with_tuple(tid, |b| self.layout.decode(b))
+        self.heap.with_tuple(tid, |b| self.layout.decode(b, tid))
     }
 
     fn encode(&self, row: &[Value]) -> Result<Vec<u8>> {
@@ -1700,7 +1700,7 @@ impl Table {
                 let tuple = tuple.ok_or_else(|| missing(tid))?;
                 for (i, out) in self.indexes.iter().zip(entries.iter_mut()) {
                     let mut k = Vec::new();
-                    i.key_of_tuple(&self.layout, tuple, &mut k);
+                    i.key_of_tuple(&self.layout, tuple, tid, &mut k);
                     out.push((k, tid));
                 }
                 Ok(())
@@ -1798,7 +1798,7 @@ impl Table {
             fields
                 .cols
                 .iter()
-                .map(|&c| self.layout.decode_column(b, c))
+                .map(|&c| self.layout.decode_column(b, c, tid))
                 .collect()
         })
     }
@@ -1850,7 +1850,7 @@ impl Table {
 
     /// Visits every row in heap order.
     pub fn scan_rows(&self, mut f: impl FnMut(Tid, Vec<Value>) -> Result<()>) -> Result<()> {
-        self.heap.scan(|tid, b| f(tid, self.layout.decode(b)))
+        self.heap.scan(|tid, b| f(tid, self.layout.decode(b, tid)))
     }
 }
 
@@ -1942,6 +1942,18 @@ impl<'a> TableLoad<'a> {
             });
         }
         let (key_cols, _) = resolve_columns(&self.def, &spec.columns)?;
+        if let Some(&c) = key_cols
+            .iter()
+            .find(|&&c| self.def.encodings.get(c) == Some(&crate::encoding::Encoding::Address))
+        {
+            return Err(StorageError::Index {
+                index: spec.name,
+                reason: format!(
+                    "column {} is a semantic id (the tuple's address): a lookup by it reads its tuple directly, without an index",
+                    self.def.schema.columns[c].name
+                ),
+            });
+        }
         // The cached columns are checked now, before anything is built.
         CachedFields::new(
             &self.def.name,

@@ -10,6 +10,10 @@
 //!   most 255 bytes with a one-byte length instead of two;
 //! * [`Encoding::Timestamp`]: text timestamps `YYYYMMDDHHMMSS` (Wikipedia's
 //!   14-byte strings, the paper's example) as seconds from a base.
+//! * [`Encoding::Address`]: a *semantic id* (§4.2): a BIGINT surrogate key
+//!   whose values only need to be unique is not stored at all; the tuple's
+//!   address stands in (`page · 2^16 + slot`, [`address_of`]). Only `strata
+//!   compact --semantic-id` sets it, since it replaces the column's values.
 //!
 //! The encodings are chosen from the data ([`choose`]) by `strata compact`
 //! and `strata load --compact`, which rewrite the table in them.
@@ -34,7 +38,7 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::page::MAX_TUPLE;
-use crate::types::{DataType, Schema, Value};
+use crate::types::{DataType, Schema, Tid, Value};
 
 /// How one column is stored (the catalog keeps one per column; absent: all
 /// [`Encoding::Plain`]).
@@ -55,6 +59,23 @@ pub enum Encoding {
     /// paper's example) as seconds since 1970 minus `base`, in `width`
     /// bytes; a value not in that exact form is escaped.
     Timestamp { base: i64, width: u8 },
+    /// Not stored: the value is the tuple's address ([`address_of`]), so it
+    /// changes when the tuple moves (an update that relocates it, clustering,
+    /// compaction). A semantic id (No Bits Left Behind §4.2).
+    Address,
+}
+
+/// The semantic id of the tuple at `tid` ([`Encoding::Address`]):
+/// `page · 2^16 + slot`, so ids order like tuple ids and a range of ids is a
+/// range of heap pages.
+pub fn address_of(tid: Tid) -> i64 {
+    ((tid.page as i64) << 16) | tid.slot as i64
+}
+
+/// The tuple id whose semantic id is `x`, if `x` is one.
+pub fn tid_of_address(x: i64) -> Option<Tid> {
+    let page = u32::try_from(x >> 16).ok()?;
+    (x >= 0).then(|| Tid::new(page, (x & 0xFFFF) as u16))
 }
 
 impl Encoding {
@@ -97,6 +118,12 @@ impl Encoding {
                 }
                 _ => Err(format!("{width}-byte text timestamps in a {ty} column")),
             },
+            Encoding::Address => match ty {
+                DataType::Int64 => Ok(()),
+                _ => Err(format!(
+                    "a semantic id (the tuple's address) in a {ty} column: it needs BIGINT"
+                )),
+            },
         }
     }
 
@@ -112,6 +139,7 @@ impl Encoding {
             Encoding::Timestamp { base, width } => {
                 format!("{width}-byte timestamp from {}", format_timestamp(*base))
             }
+            Encoding::Address => "semantic id: the tuple's address, not stored".into(),
         }
     }
 }
@@ -163,6 +191,7 @@ pub(crate) enum Phys {
         escape: u64,
         trim: bool,
     },
+    Address,
 }
 
 impl Phys {
@@ -193,6 +222,7 @@ impl Phys {
                 escape: escape(*width as usize),
                 trim,
             },
+            Encoding::Address => Phys::Address,
         }
     }
 
@@ -238,6 +268,7 @@ impl Phys {
             | Phys::Dict { width, .. }
             | Phys::Timestamp { width, .. } => Some(*width),
             Phys::Short { .. } => Some(1 + *b.first()? as usize),
+            Phys::Address => Some(0),
         }
     }
 
@@ -249,6 +280,7 @@ impl Phys {
             | Phys::Dict { width, .. }
             | Phys::Timestamp { width, .. } => Some(*width),
             Phys::Short { .. } => None,
+            Phys::Address => Some(0),
         }
     }
 
@@ -283,6 +315,8 @@ pub(crate) enum Col {
     },
     /// A 1-byte length and the bytes.
     Short,
+    /// Nothing: the tuple's address ([`Encoding::Address`]).
+    Address,
 }
 
 impl Col {
@@ -295,6 +329,7 @@ impl Col {
                 };
             }
             Phys::Short { .. } => return Col::Short,
+            Phys::Address => return Col::Address,
             Phys::Offset { base, .. } => (*base, CodeKind::Int),
             Phys::Dict { .. } => (0, CodeKind::Dict),
             Phys::Timestamp { base, .. } => (*base, CodeKind::Stamp),
@@ -344,6 +379,7 @@ pub(crate) fn runs(plan: &[Col]) -> Vec<Step> {
                 steps.push(Step::Short);
                 continue;
             }
+            Col::Address => continue,
         };
         if !matches!(steps.last(), Some(Step::Run { .. })) {
             steps.push(Step::Run {
@@ -601,7 +637,7 @@ pub fn choose(schema: &Schema, samples: &[ColumnSample], opts: &ChooseOptions) -
             | Phys::Timestamp { width, .. } => *width,
             // A CHAR's length byte; a VARCHAR's is one less than plain.
             Phys::Short { trim } => *trim as usize,
-            Phys::Plain => 0,
+            Phys::Plain | Phys::Address => 0,
         })
         .collect();
     let mut worst = schema.max_row_size() + extra.iter().sum::<usize>();
@@ -669,11 +705,11 @@ mod tests {
             plain.encode(&row, &mut b, &schema).unwrap();
             narrow.validate(&a).unwrap();
             assert!(narrow.fits_encoded(&a), "{r:?}");
-            assert_eq!(narrow.decode(&a), plain.decode(&b), "{r:?}");
+            assert_eq!(narrow.decode(&a, Tid::default()), plain.decode(&b, Tid::default()), "{r:?}");
             for col in 0..schema.len() {
                 assert_eq!(
-                    narrow.decode_column(&a, col),
-                    plain.decode_column(&b, col),
+                    narrow.decode_column(&a, col, Tid::default()),
+                    plain.decode_column(&b, col, Tid::default()),
                     "{r:?} column {col}"
                 );
             }

@@ -275,7 +275,7 @@ impl Database {
                 for &tid in &hot_now {
                     let found = t
                         .heap()
-                        .with_tuple(tid, |b| ix.key_of_tuple(t.layout(), b, &mut key))?;
+                        .with_tuple(tid, |b| ix.key_of_tuple(t.layout(), b, tid, &mut key))?;
                     if found.is_some() {
                         keys.insert(key.clone());
                     }

@@ -51,7 +51,7 @@ impl SortedEntries {
         heap.scan(|tid, tuple| {
             key.clear();
             for (ty, &c) in key_types.iter().zip(key_cols) {
-                encode_key_value(ty, &layout.decode_column(tuple, c), &mut key);
+                encode_key_value(ty, &layout.decode_column(tuple, c, tid), &mut key);
             }
             items.push(Self::item(&mut arena, &key, tid)?);
             if tid.page != last_page {

@@ -21,6 +21,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::encoding::{
+    address_of,
     CodeKind, Col, Encoding, Phys, Step, format_timestamp, get_uint, int_value, put_uint, read_code,
 };
 use crate::error::{Result, StorageError};
@@ -582,7 +583,7 @@ impl RowLayout {
     /// Bytes value `v` of column `col` takes in a row of this layout (an
     /// escaped value counts its code and its plain bytes; NULL: 0).
     pub fn field_bytes(&self, col: usize, v: &Value) -> usize {
-        if v.is_null() {
+        if v.is_null() || self.is_address(col) {
             return 0;
         }
         let ty = &self.types[col];
@@ -649,6 +650,10 @@ impl RowLayout {
                 column: names.columns[i].name.clone(),
                 reason,
             };
+            if self.is_address(i) {
+                // Not stored: the tuple's address is the value.
+                continue;
+            }
             if v.is_null() {
                 if !self.nullable[i] {
                     return Err(col_err("NULL in a NOT NULL column".into()));
@@ -668,6 +673,7 @@ impl RowLayout {
                     out.push(s.len() as u8);
                     out.extend_from_slice(s.as_bytes());
                 }
+                Some(Phys::Address) => {}
                 Some(p) => {
                     let w = p.fixed_width(ty).expect("codes have a width");
                     let code = p.code(v).unwrap_or_else(|| p.escape().expect("has one"));
@@ -736,11 +742,12 @@ impl RowLayout {
         Ok(())
     }
 
-    /// Decodes a whole row. `bytes` must have been produced by [`RowLayout::encode`]
+    /// Decodes a whole row, the tuple at `tid`. `bytes` must have been produced by [`RowLayout::encode`]
     /// for the same schema (pages are checksummed, so this holds for stored tuples).
-    pub fn decode(&self, bytes: &[u8]) -> Vec<Value> {
+    /// `tid` is the value of a semantic id column ([`Encoding::Address`]).
+    pub fn decode(&self, bytes: &[u8], tid: Tid) -> Vec<Value> {
         if let Some(p) = &self.phys {
-            return self.decode_encoded(p, bytes);
+            return self.decode_encoded(p, bytes, tid);
         }
         let mut out = Vec::with_capacity(self.types.len());
         let mut pos = self.bitmap_len;
@@ -756,10 +763,11 @@ impl RowLayout {
         out
     }
 
-    /// Decodes one column, skipping the others (constant time for fixed layouts).
-    pub fn decode_column(&self, bytes: &[u8], col: usize) -> Value {
+    /// Decodes one column of the tuple at `tid`, skipping the others
+    /// (constant time for fixed layouts).
+    pub fn decode_column(&self, bytes: &[u8], col: usize, tid: Tid) -> Value {
         if let Some(p) = &self.phys {
-            return self.decode_column_encoded(p, bytes, col);
+            return self.decode_column_encoded(p, bytes, col, tid);
         }
         if let Some(off) = self.fixed_offset(col) {
             return decode_value(&self.types[col], &bytes[off..]).0;
@@ -778,8 +786,8 @@ impl RowLayout {
 
     /// The stored fields of every column of a tuple, in column order, into
     /// `out` (see [`Field`]). One pass over the tuple, for converters that want
-    /// every column (e.g. to Arrow).
-    pub fn fields<'a>(&'a self, bytes: &'a [u8], out: &mut Vec<Field<'a>>) {
+    /// every column (e.g. to Arrow). `tid`: the tuple's, for a semantic id.
+    pub fn fields<'a>(&'a self, bytes: &'a [u8], tid: Tid, out: &mut Vec<Field<'a>>) {
         out.clear();
         let mut pos = self.bitmap_len;
         let Some(phys) = &self.phys else {
@@ -815,6 +823,7 @@ impl RowLayout {
                     out.push(Field::Raw(&bytes[pos + 1..pos + 1 + n]));
                     pos += 1 + n;
                 }
+                Col::Address => out.push(Field::Int(address_of(tid))),
                 Col::Code {
                     width,
                     base,
@@ -920,6 +929,7 @@ impl RowLayout {
                     Some(n) => 1 + *n as usize,
                     None => return false,
                 },
+                Col::Address => 0,
                 Col::Code {
                     width,
                     escape,
@@ -992,6 +1002,7 @@ impl RowLayout {
                     _ => {}
                 },
                 Phys::Short { .. } => text_ok(&rest[1..w], i)?,
+                Phys::Address => {}
                 Phys::Offset { escape, .. } | Phys::Timestamp { escape, .. } => {
                     if get_uint(rest, w) == *escape {
                         escaped.push(i);
@@ -1050,9 +1061,16 @@ impl RowLayout {
 
     /// Decodes field `i` of the encoded part at `b`: the value (`None`:
     /// escaped) and its width.
-    fn decode_encoded_field(&self, p: &Phys, i: usize, b: &[u8]) -> (Option<Value>, usize) {
+    fn decode_encoded_field(
+        &self,
+        p: &Phys,
+        i: usize,
+        b: &[u8],
+        tid: Tid,
+    ) -> (Option<Value>, usize) {
         let ty = &self.types[i];
         match p {
+            Phys::Address => (Some(Value::Int64(address_of(tid))), 0),
             Phys::Plain => {
                 let (v, w) = decode_value(ty, b);
                 (Some(v), w)
@@ -1099,7 +1117,7 @@ impl RowLayout {
         }
     }
 
-    fn decode_encoded(&self, p: &[Phys], bytes: &[u8]) -> Vec<Value> {
+    fn decode_encoded(&self, p: &[Phys], bytes: &[u8], tid: Tid) -> Vec<Value> {
         let mut out = Vec::with_capacity(self.types.len());
         let mut pos = self.bitmap_len;
         let mut escaped = Vec::new();
@@ -1108,7 +1126,7 @@ impl RowLayout {
                 out.push(Value::Null);
                 continue;
             }
-            let (v, w) = self.decode_encoded_field(ph, i, &bytes[pos..]);
+            let (v, w) = self.decode_encoded_field(ph, i, &bytes[pos..], tid);
             out.push(v.unwrap_or_else(|| {
                 escaped.push(i);
                 Value::Null
@@ -1123,7 +1141,7 @@ impl RowLayout {
         out
     }
 
-    fn decode_column_encoded(&self, p: &[Phys], bytes: &[u8], col: usize) -> Value {
+    fn decode_column_encoded(&self, p: &[Phys], bytes: &[u8], col: usize, tid: Tid) -> Value {
         if self.is_null(bytes, col) {
             return Value::Null;
         }
@@ -1141,15 +1159,26 @@ impl RowLayout {
                 pos
             }
         };
-        match self.decode_encoded_field(&p[col], col, &bytes[pos..]).0 {
+        match self.decode_encoded_field(&p[col], col, &bytes[pos..], tid).0 {
             Some(v) => v,
             // Escaped (rare): its place in the tail depends on every column.
-            None => self.decode_encoded(p, bytes).swap_remove(col),
+            None => self.decode_encoded(p, bytes, tid).swap_remove(col),
         }
     }
 
     fn is_null(&self, bytes: &[u8], col: usize) -> bool {
         self.bitmap_len > 0 && bytes[col / 8] & (1 << (col % 8)) != 0
+    }
+
+    /// Whether column `col` is a semantic id ([`Encoding::Address`]): not
+    /// stored, its value the tuple's address.
+    pub fn is_address(&self, col: usize) -> bool {
+        matches!(self.phys.as_ref().map(|p| &p[col]), Some(Phys::Address))
+    }
+
+    /// The semantic id column, if the table has one.
+    pub fn address_column(&self) -> Option<usize> {
+        (0..self.types.len()).find(|&c| self.is_address(c))
     }
 }
 
@@ -1534,7 +1563,7 @@ mod tests {
         let mut bytes = Vec::new();
         layout.encode(&row, &mut bytes, &s).unwrap();
         let mut f = Vec::new();
-        layout.fields(&bytes, &mut f);
+        layout.fields(&bytes, Tid::default(), &mut f);
         assert_eq!(f.len(), 8);
         assert_eq!(f[0], Field::Raw(&(-7i32).to_le_bytes()[..]));
         assert_eq!(f[1], Field::Null);
@@ -1698,9 +1727,9 @@ mod tests {
             let mut buf = Vec::new();
             l.encode(&row, &mut buf, &s).unwrap();
             prop_assert!(buf.len() <= s.max_row_size());
-            prop_assert_eq!(&l.decode(&buf), &row);
+            prop_assert_eq!(&l.decode(&buf, Tid::default()), &row);
             for (c, v) in row.iter().enumerate() {
-                prop_assert_eq!(&l.decode_column(&buf, c), v);
+                prop_assert_eq!(&l.decode_column(&buf, c, Tid::default()), v);
             }
         }
 

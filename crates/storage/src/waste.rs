@@ -34,7 +34,7 @@ use crate::db::Table;
 use crate::error::Result;
 use crate::heap::WRITE_RUN_PAGES;
 use crate::page::{HEADER_SIZE, PAGE_SIZE, SLOT_SIZE};
-use crate::types::{DataType, Value, format_date};
+use crate::types::{DataType, Tid, Value, format_date};
 
 /// Distinct values tracked per column before a dictionary is ruled out.
 pub const MAX_DICTIONARY: usize = 1 << 16;
@@ -233,10 +233,11 @@ pub fn analyze(table: &Table) -> Result<TableWaste> {
         let overhead = (HEADER_SIZE + v.n_slots() as usize * SLOT_SIZE) as u64;
         heap.overhead_bytes += overhead;
         let mut live = 0u64;
-        for (_, t) in v.tuples() {
+        for (slot, t) in v.tuples() {
             live += t.len() as u64;
             rows += 1;
-            for (i, (acc, value)) in cols.iter_mut().zip(layout.decode(t)).enumerate() {
+            let tid = Tid::new(v.page_no() as u32, slot);
+            for (i, (acc, value)) in cols.iter_mut().zip(layout.decode(t, tid)).enumerate() {
                 acc.encoded += layout.field_bytes(i, &value) as u64;
                 acc.add(&value);
             }

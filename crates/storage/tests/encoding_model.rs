@@ -568,15 +568,15 @@ fn verify(db: &Database, model: &Model, step: usize) -> BTreeMap<i64, Tid> {
             layout
                 .validate(b)
                 .unwrap_or_else(|e| panic!("step {step}: tuple {tid}: {e}"));
-            let row = layout.decode(b);
+            let row = layout.decode(b, Tid::default());
             for (c, v) in row.iter().enumerate() {
                 assert_eq!(
-                    &layout.decode_column(b, c),
+                    &layout.decode_column(b, c, Tid::default()),
                     v,
                     "step {step}: tuple {tid} column {c}"
                 );
             }
-            layout.fields(b, &mut fields);
+            layout.fields(b, Tid::default(), &mut fields);
             let from_fields: Vec<Value> = fields
                 .iter()
                 .zip(&schema.columns)
@@ -670,7 +670,7 @@ fn verify_compacted(db: &Database, model: &Model, o: &CompactOptions, step: usiz
     t.heap()
         .scan(|tid, b| {
             let mut fields = Vec::new();
-            layout.fields(b, &mut fields);
+            layout.fields(b, Tid::default(), &mut fields);
             for &c in &coded {
                 assert!(
                     !matches!(fields[c], Field::Raw(_)),
@@ -833,6 +833,7 @@ fn run(initial: usize, steps: &[Step]) {
                 let o = CompactOptions {
                     plain: *plain,
                     no_dictionary: *no_dictionary,
+                    semantic_id: None,
                 };
                 let rep = db.compact("t", &o, &NoProgress).unwrap();
                 assert_eq!(rep.rows, model.len() as u64, "step {n}: {rep:?}");
@@ -1034,15 +1035,15 @@ fn little_endian(b: &[u8]) -> u64 {
 /// What a tuple that `validate` accepts must allow: decoding it all, a
 /// column at a time and as fields, without a panic, with the same values.
 fn decodes_consistently(layout: &RowLayout, schema: &Schema, b: &[u8]) -> Result<(), String> {
-    let row = layout.decode(b);
+    let row = layout.decode(b, Tid::default());
     for (c, v) in row.iter().enumerate() {
-        let one = layout.decode_column(b, c);
+        let one = layout.decode_column(b, c, Tid::default());
         if !same(&one, v) {
             return Err(format!("column {c}: decode_column {one:?}, decode {v:?}"));
         }
     }
     let mut fields = Vec::new();
-    layout.fields(b, &mut fields);
+    layout.fields(b, Tid::default(), &mut fields);
     if fields.len() != schema.len() {
         return Err(format!("{} fields", fields.len()));
     }
@@ -1080,14 +1081,14 @@ fn encoded_rows_read_back_as_plain_ones() {
             rows += 1;
             assert!(pb.len() <= schema.max_row_size());
             // Whole rows, columns, fields: the same from both layouts.
-            assert_eq!(plain.decode(&pb), want, "{}", ctx());
-            assert_eq!(enc.decode(&eb), want, "{}", ctx());
+            assert_eq!(plain.decode(&pb, Tid::default()), want, "{}", ctx());
+            assert_eq!(enc.decode(&eb, Tid::default()), want, "{}", ctx());
             let mut fields = Vec::new();
             for (l, b) in [(&plain, &pb), (&enc, &eb)] {
                 for (c, v) in want.iter().enumerate() {
-                    assert_eq!(&l.decode_column(b, c), v, "column {c}: {}", ctx());
+                    assert_eq!(&l.decode_column(b, c, Tid::default()), v, "column {c}: {}", ctx());
                 }
-                l.fields(b, &mut fields);
+                l.fields(b, Tid::default(), &mut fields);
                 let got: Vec<Value> = fields
                     .iter()
                     .zip(&schema.columns)

@@ -295,14 +295,14 @@ fn exercise(dir: &Path, probes: &[u64]) {
                 let (_, bytes) = s.run();
                 for page in bytes.chunks_exact(PAGE_SIZE) {
                     for (_, tup) in PageView::new(page).tuples() {
-                        let row = layout.decode(tup);
+                        let row = layout.decode(tup, Tid::default());
                         for (c, whole) in row.iter().enumerate() {
-                            let v = layout.decode_column(tup, c);
+                            let v = layout.decode_column(tup, c, Tid::default());
                             assert_eq!(format!("{v:?}"), format!("{whole:?}"));
                             let _ = v.display(&t.schema().columns[c].ty);
                         }
                         let mut fields = Vec::new();
-                        layout.fields(tup, &mut fields);
+                        layout.fields(tup, Tid::default(), &mut fields);
                         if let Some(off) = layout.fixed_offset(0) {
                             let _ = &tup[off..off + 4];
                         }

@@ -580,10 +580,10 @@ impl SmoothScan {
         let view = PageView::new(page);
         let mut had = false;
         for (slot, t) in view.tuples() {
-            if !self.spec.qualifies(t) {
+            let t_tid = Tid::new(q as u32, slot);
+            if !self.spec.qualifies(t, t_tid) {
                 continue;
             }
-            let t_tid = Tid::new(q as u32, slot);
             if check_m0 || self.cache.is_some() {
                 self.spec.entry_of(t, t_tid, &mut self.scratch)?;
                 if check_m0 && self.scratch <= self.last_m0 {

@@ -63,10 +63,11 @@ pub fn decode(req: &ScanRequest, bytes: &[u8], first_page: u64, name: &str) -> R
             .map_err(|e| DataFusionError::Execution(e.to_string()))?;
         let view = PageView::new(page);
         for s in 0..view.n_slots() {
+            let tid = Tid::new(page_no as u32, s);
             if let Some(t) = view.get(s)
-                && predicate.eval(t)
+                && predicate.eval(t, tid)
             {
-                tuples.push(Tid::new(page_no as u32, s), t);
+                tuples.push(tid, t);
                 if tuples.is_full() {
                     flush(&mut tuples, &mut out)?;
                 }
