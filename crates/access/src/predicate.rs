@@ -478,6 +478,29 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// A semantic id compares as its tuple's address, compiled or not,
+        /// and the model is `page · 2^16 + slot` written out here.
+        #[test]
+        fn a_semantic_id_compares_as_the_address(page in 0u32..5, slot in 0u16..4, k in -2i64..400_000, op in 0usize..6, c in -3i32..3) {
+            use strata_storage::encoding::Encoding;
+            let s = Schema::parse("id BIGINT, c INT").unwrap();
+            let layout = RowLayout::encoded(&s, &[Encoding::Address, Encoding::Plain]).unwrap();
+            let ops = ["=", "<>", "<", "<=", ">", ">="];
+            let text = format!("id {} {k} AND c >= -1", ops[op]);
+            let p = Predicate::parse(&s, &text).unwrap();
+            let mut b = Vec::new();
+            layout.encode(&[Value::Int64(-7), Value::Int32(c)], &mut b, &s).unwrap();
+            proptest::prop_assert_eq!(b.len(), 4, "the id takes no bytes");
+            let tid = Tid::new(page, slot);
+            let id = page as i64 * 65536 + slot as i64;
+            let want = [id == k, id != k, id < k, id <= k, id > k, id >= k][op] && c >= -1;
+            proptest::prop_assert_eq!(p.compile(&s, &layout).eval(&b, tid), want);
+            proptest::prop_assert_eq!(p.eval(&layout, &b, tid), want);
+            proptest::prop_assert_eq!(layout.decode(&b, tid), vec![Value::Int64(id), Value::Int32(c)]);
+        }
+    }
+
     #[test]
     fn bad_predicates_say_what_is_wrong() {
         let s = schema();

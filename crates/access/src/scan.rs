@@ -155,8 +155,7 @@ impl ScanSpec {
     /// §4.2, `Encoding::Address`), whose value is the tuple's address, so
     /// that `id = x` is one page and `id BETWEEN a AND b` a range of pages.
     pub fn heap_pages(&self) -> (u64, u64) {
-        address_pages(&self.table, &self.predicate)
-            .unwrap_or((0, self.table.heap().num_pages()))
+        address_pages(&self.table, &self.predicate).unwrap_or((0, self.table.heap().num_pages()))
     }
 
     #[inline]
@@ -176,17 +175,23 @@ pub fn address_pages(table: &Table, predicate: &Predicate) -> Option<(u64, u64)>
         return None;
     }
     let page_of = |x: i64| (x.max(0) >> 16) as u64;
-    let from = match &r.lower {
-        Bound::Included(v) | Bound::Excluded(v) => v.as_i64().map_or(0, page_of),
-        Bound::Unbounded => 0,
+    // The smallest and largest ids allowed (a bound that is no integer
+    // narrows nothing).
+    let lowest = match &r.lower {
+        Bound::Included(v) => v.as_i64(),
+        Bound::Excluded(v) => v.as_i64().map(|x| x.saturating_add(1)),
+        Bound::Unbounded => None,
     };
-    let to = match &r.upper {
-        Bound::Included(v) | Bound::Excluded(v) => match v.as_i64() {
-            Some(x) if x < 0 => 0,
-            Some(x) => page_of(x) + 1,
-            None => end,
-        },
-        Bound::Unbounded => end,
+    let highest = match &r.upper {
+        Bound::Included(v) => v.as_i64(),
+        Bound::Excluded(v) => v.as_i64().map(|x| x.saturating_sub(1)),
+        Bound::Unbounded => None,
+    };
+    let from = lowest.map_or(0, page_of);
+    let to = match highest {
+        Some(x) if x < 0 => 0,
+        Some(x) => page_of(x) + 1,
+        None => end,
     };
     Some((from.min(end), to.min(end).max(from.min(end))))
 }

@@ -88,8 +88,7 @@ pub fn text(r: &CompactReport) -> String {
             c.after.describe()
         );
     }
-    if r
-        .columns
+    if r.columns
         .iter()
         .any(|c| c.after == strata_storage::encoding::Encoding::Address && c.before != c.after)
     {

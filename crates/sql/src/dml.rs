@@ -153,8 +153,10 @@ pub(crate) fn check_value(c: &Column, v: &Value) -> Result<(), String> {
 /// receives the encoded row.
 fn check_row(table: &Table, row: &[Value], scratch: &mut Vec<u8>) -> Result<(), String> {
     let schema = table.schema();
-    for (c, v) in schema.columns.iter().zip(row) {
-        check_value(c, v)?;
+    for (i, (c, v)) in schema.columns.iter().zip(row).enumerate() {
+        if !table.layout().is_address(i) {
+            check_value(c, v)?;
+        }
     }
     scratch.clear();
     table
@@ -272,6 +274,15 @@ fn insert(writes: &Writes, table: &str, batches: &[RecordBatch]) -> Result<u64, 
         for b in batches {
             for row in rows_of(b, t.schema())? {
                 n += 1;
+                if let Some(c) = t.layout().address_column()
+                    && !row[c].is_null()
+                {
+                    return Err(SqlError::Data(format!(
+                        "INSERT into '{table}', row {n}: column '{}' is a semantic id, its value the row's address: leave it out or give NULL (not {})",
+                        t.schema().columns[c].name,
+                        shown(&row[c], &t.schema().columns[c].ty)
+                    )));
+                }
                 check_row(&t, &row, &mut scratch)
                     .map_err(|e| SqlError::Data(format!("INSERT into '{table}', row {n}: {e}")))?;
             }
@@ -691,6 +702,12 @@ impl DmlExec {
                         t.schema().names()
                     ))
                 })?;
+                if t.layout().is_address(c) {
+                    return Err(DataFusionError::Plan(format!(
+                        "column '{name}' of '{}' is a semantic id, its value the row's address: it cannot be set",
+                        t.name()
+                    )));
+                }
                 let e = unqualified(&e)?;
                 let text = e.to_string();
                 set.push((c, state.create_physical_expr(e, schema)?, text));

@@ -43,13 +43,29 @@ pub struct StrataTable {
     schema: SchemaRef,
 }
 
+/// The table's Arrow schema as SQL sees it: a semantic id (its value the
+/// row's address, `Encoding::Address`) is nullable, so that an INSERT can
+/// leave it out; no stored row has it NULL.
+fn provider_schema(table: &Table) -> SchemaRef {
+    let s = arrow_schema(table.schema());
+    match table.layout().address_column() {
+        None => s,
+        Some(c) => {
+            let mut fields: Vec<datafusion::arrow::datatypes::Field> =
+                s.fields().iter().map(|f| f.as_ref().clone()).collect();
+            fields[c] = fields[c].clone().with_nullable(true);
+            Arc::new(datafusion::arrow::datatypes::Schema::new(fields))
+        }
+    }
+}
+
 impl StrataTable {
     pub fn new(writes: Arc<Writes>, table: &Table) -> StrataTable {
         StrataTable {
             db: writes.database().clone(),
             writes,
             name: table.name().to_string(),
-            schema: arrow_schema(table.schema()),
+            schema: provider_schema(table),
         }
     }
 

@@ -18,6 +18,7 @@ mod fuzz_sql;
 mod hot_sql;
 mod index_cache_sql;
 mod index_join;
+mod semantic_id;
 mod skipper_faults;
 mod sql;
 mod tpch;

@@ -705,7 +705,11 @@ mod tests {
             plain.encode(&row, &mut b, &schema).unwrap();
             narrow.validate(&a).unwrap();
             assert!(narrow.fits_encoded(&a), "{r:?}");
-            assert_eq!(narrow.decode(&a, Tid::default()), plain.decode(&b, Tid::default()), "{r:?}");
+            assert_eq!(
+                narrow.decode(&a, Tid::default()),
+                plain.decode(&b, Tid::default()),
+                "{r:?}"
+            );
             for col in 0..schema.len() {
                 assert_eq!(
                     narrow.decode_column(&a, col, Tid::default()),

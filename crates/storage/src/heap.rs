@@ -585,7 +585,8 @@ impl HeapFile {
     ) -> Result<PageStream> {
         let to = to.min(self.num_pages());
         let span = to.saturating_sub(from) as usize;
-        self.stream_runs(&[(from, span)], run_pages, depth, run_pages * depth)
+        let runs: &[(u64, usize)] = if span == 0 { &[] } else { &[(from, span)] };
+        self.stream_runs(runs, run_pages, depth, run_pages * depth)
     }
 
     /// A read-ahead stream over the given runs of pages (first page, pages), in

@@ -21,8 +21,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::encoding::{
-    address_of,
-    CodeKind, Col, Encoding, Phys, Step, format_timestamp, get_uint, int_value, put_uint, read_code,
+    CodeKind, Col, Encoding, Phys, Step, address_of, format_timestamp, get_uint, int_value,
+    put_uint, read_code,
 };
 use crate::error::{Result, StorageError};
 
@@ -1159,7 +1159,10 @@ impl RowLayout {
                 pos
             }
         };
-        match self.decode_encoded_field(&p[col], col, &bytes[pos..], tid).0 {
+        match self
+            .decode_encoded_field(&p[col], col, &bytes[pos..], tid)
+            .0
+        {
             Some(v) => v,
             // Escaped (rare): its place in the tail depends on every column.
             None => self.decode_encoded(p, bytes, tid).swap_remove(col),

@@ -1086,7 +1086,12 @@ fn encoded_rows_read_back_as_plain_ones() {
             let mut fields = Vec::new();
             for (l, b) in [(&plain, &pb), (&enc, &eb)] {
                 for (c, v) in want.iter().enumerate() {
-                    assert_eq!(&l.decode_column(b, c, Tid::default()), v, "column {c}: {}", ctx());
+                    assert_eq!(
+                        &l.decode_column(b, c, Tid::default()),
+                        v,
+                        "column {c}: {}",
+                        ctx()
+                    );
                 }
                 l.fields(b, Tid::default(), &mut fields);
                 let got: Vec<Value> = fields
