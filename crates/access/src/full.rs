@@ -29,9 +29,15 @@ impl FullScan {
         let heap = spec.table.heap().clone();
         let (from, to) = spec.heap_pages();
         let stream = heap.stream(from, to, RUN_PAGES, DEPTH)?;
+        let mut pages = StreamedPages::new(stream);
+        if (from, to) != (0, heap.num_pages()) {
+            // Pages a semantic id's bound picked: lookups by id, counted for
+            // hot/cold clustering like an index's.
+            pages = pages.counting_accesses();
+        }
         Ok(FullScan {
             spec,
-            pages: StreamedPages::new(stream),
+            pages,
             report: ScanReport {
                 path: "full".into(),
                 ..Default::default()

@@ -43,6 +43,7 @@ pub mod results;
 pub mod smooth_scan;
 pub mod summary;
 pub mod waste_fig3;
+pub mod waste_ids;
 
 pub use plot::{Axis, Legend, Plot, Scale, Series};
 pub use results::{ResultRow, ResultSet, Samples, median};

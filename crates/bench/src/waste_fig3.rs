@@ -147,7 +147,7 @@ fn open(dir: &Path, pool_bytes: usize, read_only: bool) -> Result<Database> {
 }
 
 /// Generates the table into `dir` unless it holds it with `rows` rows.
-fn prepare(dir: &Path, rows: u64, log: &mut dyn FnMut(&str)) -> Result<()> {
+pub(crate) fn prepare(dir: &Path, rows: u64, log: &mut dyn FnMut(&str)) -> Result<()> {
     if dir.join("catalog.json").exists() {
         let db = open(dir, 8 << 20, true)?;
         if db

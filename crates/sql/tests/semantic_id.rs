@@ -239,3 +239,49 @@ fn a_semantic_id_is_the_tuple_address_and_a_lookup_by_it_reads_one_page() {
     ids.sort_unstable();
     assert_eq!(stored, ids);
 }
+
+/// §4.2's second use: lookups by a semantic id are counted, and clustering
+/// the hot tuples moves them into the hot region, which changes their ids to
+/// addresses there: the id itself says which partition a tuple is in.
+#[test]
+fn clustering_moves_hot_tuples_and_their_ids_name_the_hot_region() {
+    let (_dir, db) = empty_db();
+    load(
+        &db,
+        "t",
+        "id BIGINT NOT NULL, k BIGINT NOT NULL, note VARCHAR(100)",
+        vec![],
+        (0..ROWS).map(|i| {
+            vec![
+                Value::Int64(i),
+                Value::Int64(i),
+                Value::Str(format!("note {i} {}", "z".repeat(60))),
+            ]
+        }),
+    );
+    db.compact("t", &semantic("id"), &NoProgress).unwrap();
+    let before = rows(&db);
+    db.table("t").unwrap().heat().set_every(1);
+    // Every 50th row is hot: looked up by id five times.
+    let hot: Vec<i64> = before.keys().copied().filter(|k| k % 50 == 0).collect();
+    for _ in 0..5 {
+        for k in &hot {
+            assert_eq!(scan(&db, &format!("id = {}", before[k].0)), (1, 1));
+        }
+    }
+    let rep = db
+        .cluster_hot("t", &strata_storage::hot::ClusterOptions::default())
+        .unwrap();
+    assert_eq!(rep.hot, hot.len() as u64, "{rep:?}");
+    let after = rows(&db);
+    let region = address_of(Tid::new(rep.region_start as u32, 0));
+    for (k, (id, note)) in &after {
+        assert_eq!(note, &before[k].1, "k {k}");
+        assert_eq!(
+            *id >= region,
+            k % 50 == 0,
+            "k {k}: id {id}, region from {region}"
+        );
+    }
+    check_database(&db, &NoProgress).unwrap();
+}
