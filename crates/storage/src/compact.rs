@@ -9,6 +9,12 @@
 //!
 //! Tuple ids change, so the access counts start over and hot partitions go
 //! (the next `strata cluster --hot` makes them again), as after a load.
+//!
+//! With [`CompactOptions::semantic_id`] (`strata compact T --semantic-id COL`)
+//! one BIGINT column becomes a semantic id (No Bits Left Behind §4.2,
+//! [`Encoding::Address`]): not stored, its value the tuple's address in the
+//! rewritten heap. Its old values are dropped, so it is never chosen from the
+//! data, only asked for; later compactions keep it.
 
 use std::sync::Arc;
 
