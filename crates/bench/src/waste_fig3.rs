@@ -353,21 +353,7 @@ fn measure(
     frames: u64,
     keys: &(Vec<i64>, Vec<i64>),
 ) -> Result<(f64, f64, u64, u64)> {
-    let real = device == "real";
-    let db = Database::open(
-        dir,
-        DbOptions {
-            buffer_pool_bytes: frames as usize * PAGE_SIZE,
-            direct_io: real,
-            profile: if real {
-                None
-            } else {
-                Some(DeviceProfile::builtin(device).with_context(|| format!("device {device}"))?)
-            },
-            read_only: true,
-            ..DbOptions::default()
-        },
-    )?;
+    let db = open_on(dir, frames, device)?;
     let t = db.table(TABLE)?;
     let ix = t.index(INDEX)?;
     for &id in &keys.0 {
@@ -388,6 +374,26 @@ fn measure(
         dev.pages_read,
         pool1.misses - pool0.misses,
     ))
+}
+
+/// Opens `dir` read-only with an empty pool of `frames` pages on `device`:
+/// `real` (direct I/O) or a built-in profile (`hdd`, `ssd`).
+pub(crate) fn open_on(dir: &Path, frames: u64, device: &str) -> Result<Database> {
+    let real = device == "real";
+    Ok(Database::open(
+        dir,
+        DbOptions {
+            buffer_pool_bytes: frames as usize * PAGE_SIZE,
+            direct_io: real,
+            profile: if real {
+                None
+            } else {
+                Some(DeviceProfile::builtin(device).with_context(|| format!("device {device}"))?)
+            },
+            read_only: true,
+            ..DbOptions::default()
+        },
+    )?)
 }
 
 /// One size: the states, then the rounds.

@@ -27,7 +27,6 @@ use anyhow::{Context, Result, ensure};
 use strata_storage::btree::leaf_cache::CacheRng;
 use strata_storage::compact::CompactOptions;
 use strata_storage::db::{DbOptions, NoProgress};
-use strata_storage::device::DeviceProfile;
 use strata_storage::encoding::{address_of, tid_of_address};
 use strata_storage::page::PAGE_SIZE;
 use strata_storage::types::{DataType, Value, encode_key};
@@ -35,7 +34,7 @@ use strata_storage::{Database, Table};
 
 use crate::results::{ResultRow, ResultSet, median};
 use crate::summary::{Summary, num, provenance};
-use crate::waste_fig3::{Fig3Options, prepare};
+use crate::waste_fig3::{Fig3Options, open_on, prepare};
 
 const TABLE: &str = "revision";
 const INDEX: &str = "revision_rev_id";
@@ -46,24 +45,6 @@ const STATES: [&str; 2] = ["stored", "semantic"];
 struct Sizes {
     heap_pages: u64,
     index_pages: u64,
-}
-
-fn open(dir: &Path, frames: u64, device: &str) -> Result<Database> {
-    let real = device == "real";
-    Ok(Database::open(
-        dir,
-        DbOptions {
-            buffer_pool_bytes: frames as usize * PAGE_SIZE,
-            direct_io: real,
-            profile: if real {
-                None
-            } else {
-                Some(DeviceProfile::builtin(device).with_context(|| format!("device {device}"))?)
-            },
-            read_only: true,
-            ..DbOptions::default()
-        },
-    )?)
 }
 
 /// Makes the two copies from the generated `base` (unless made already).
@@ -218,7 +199,7 @@ fn measure(
     warm: &[&[i64; 3]],
     timed_rows: &[&[i64; 3]],
 ) -> Result<(f64, f64, f64)> {
-    let db = open(dir, frames, device)?;
+    let db = open_on(dir, frames, device)?;
     let t = db.table(TABLE)?;
     let mut key = Vec::new();
     for r in warm {
@@ -232,7 +213,7 @@ fn measure(
     })?;
     drop(t);
     drop(db);
-    let db = open(dir, frames, device)?;
+    let db = open_on(dir, frames, device)?;
     let t = db.table(TABLE)?;
     let mut n = 0u64;
     let (scan_s, _) = timed(&db, || {
