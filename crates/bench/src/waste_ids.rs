@@ -26,6 +26,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, ensure};
 use strata_storage::btree::leaf_cache::CacheRng;
 use strata_storage::compact::CompactOptions;
+use strata_storage::db::Index;
 use strata_storage::db::{DbOptions, NoProgress};
 use strata_storage::encoding::{address_of, tid_of_address};
 use strata_storage::page::PAGE_SIZE;
@@ -141,12 +142,13 @@ fn rows_and_sizes(root: &Path) -> Result<(Vec<[i64; 3]>, [Sizes; 2])> {
     Ok((ids, sizes))
 }
 
-/// One lookup of row `r` in state `s`; checks the answer.
-fn lookup(t: &Table, s: usize, r: &[i64; 3], key: &mut Vec<u8>) -> Result<()> {
-    let tid = if s == 0 {
+/// One lookup of row `r`: by its `rev_id` through `ix` (the `stored`
+/// copy), else by its address; checks the answer.
+fn lookup(t: &Table, ix: Option<&Index>, r: &[i64; 3], key: &mut Vec<u8>) -> Result<()> {
+    let tid = if let Some(ix) = ix {
         key.clear();
         encode_key(&[DataType::Int64], &[Value::Int64(r[0])], key);
-        let tids = t.lookup(t.index(INDEX)?, key)?;
+        let tids = t.lookup(ix, key)?;
         ensure!(
             tids.len() == 1,
             "ids: rev_id {} has {} entries",
@@ -201,13 +203,14 @@ fn measure(
 ) -> Result<(f64, f64, f64)> {
     let db = open_on(dir, frames, device)?;
     let t = db.table(TABLE)?;
+    let ix = if s == 0 { Some(t.index(INDEX)?) } else { None };
     let mut key = Vec::new();
     for r in warm {
-        lookup(&t, s, r, &mut key)?;
+        lookup(&t, ix, r, &mut key)?;
     }
     let (secs, reads) = timed(&db, || {
         for r in timed_rows {
-            lookup(&t, s, r, &mut key)?;
+            lookup(&t, ix, r, &mut key)?;
         }
         Ok(())
     })?;

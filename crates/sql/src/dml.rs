@@ -271,10 +271,11 @@ fn insert(writes: &Writes, table: &str, batches: &[RecordBatch]) -> Result<u64, 
         let t = db.table(table)?;
         let mut scratch = Vec::new();
         let mut n = 0u64;
+        let address = t.layout().address_column();
         for b in batches {
             for row in rows_of(b, t.schema())? {
                 n += 1;
-                if let Some(c) = t.layout().address_column()
+                if let Some(c) = address
                     && !row[c].is_null()
                 {
                     return Err(SqlError::Data(format!(
