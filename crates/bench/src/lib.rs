@@ -44,6 +44,7 @@ pub mod smooth_scan;
 pub mod summary;
 pub mod waste_fig3;
 pub mod waste_ids;
+pub mod waste_split;
 
 pub use plot::{Axis, Legend, Plot, Scale, Series};
 pub use results::{ResultRow, ResultSet, Samples, median};

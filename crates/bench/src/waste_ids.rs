@@ -50,7 +50,35 @@ struct Sizes {
 
 /// Makes the two copies from the generated `base` (unless made already).
 fn make_states(base: &Path, root: &Path, log: &mut dyn FnMut(&str)) -> Result<()> {
-    for state in STATES {
+    make_copies(base, root, &STATES, log, |db, state| {
+        let opts = if state == "semantic" {
+            db.drop_index(TABLE, INDEX)?;
+            CompactOptions {
+                semantic_id: Some("rev_id".into()),
+                ..CompactOptions::default()
+            }
+        } else {
+            CompactOptions::default()
+        };
+        let rep = db.compact(TABLE, &opts, &NoProgress)?;
+        Ok(format!(
+            "ids: {state}: heap {} -> {} pages",
+            rep.pages_before, rep.pages_after
+        ))
+    })
+}
+
+/// Makes a copy of the generated database `base` under `root` for each of
+/// `states` (unless made already), changed by `change` (which says what it
+/// did); a copy is renamed into place only once made.
+pub(crate) fn make_copies(
+    base: &Path,
+    root: &Path,
+    states: &[&str],
+    log: &mut dyn FnMut(&str),
+    change: impl Fn(&Database, &str) -> Result<String>,
+) -> Result<()> {
+    for &state in states {
         let dir = root.join(state);
         if dir.join("catalog.json").exists() {
             continue;
@@ -68,20 +96,7 @@ fn make_states(base: &Path, root: &Path, log: &mut dyn FnMut(&str)) -> Result<()
                 ..DbOptions::default()
             },
         )?;
-        let opts = if state == "semantic" {
-            db.drop_index(TABLE, INDEX)?;
-            CompactOptions {
-                semantic_id: Some("rev_id".into()),
-                ..CompactOptions::default()
-            }
-        } else {
-            CompactOptions::default()
-        };
-        let rep = db.compact(TABLE, &opts, &NoProgress)?;
-        log(&format!(
-            "ids: {state}: heap {} -> {} pages",
-            rep.pages_before, rep.pages_after
-        ));
+        log(&change(&db, state)?);
         drop(db);
         std::fs::rename(&tmp, &dir)?;
     }
@@ -183,8 +198,9 @@ struct Point {
     scan_ms: f64,
 }
 
-/// Seconds of a phase: wall plus the modeled device time.
-fn timed(db: &Database, f: impl FnOnce() -> Result<()>) -> Result<(f64, u64)> {
+/// Seconds of a phase: wall plus the modeled device time, and the pages
+/// read.
+pub(crate) fn timed(db: &Database, f: impl FnOnce() -> Result<()>) -> Result<(f64, u64)> {
     let dev0 = db.device().stats().snapshot();
     let start = Instant::now();
     f()?;

@@ -65,6 +65,10 @@ pub enum Command {
     /// reference, dictionary, unpadded text); declared types, answers and
     /// indexes stay as they were.
     Compact(crate::compact::CompactArgs),
+    /// Vertical partitioning (No Bits Left Behind §3.2): store some columns
+    /// in a side table of their own, joined back by tuple id when a query
+    /// needs them (`--columns a,b`; `--merge` puts them back).
+    Split(crate::split::SplitArgs),
     /// Verify every checksum and index ↔ heap consistency.
     Check,
     /// Index settings.

@@ -15,7 +15,9 @@ pub struct WasteArgs {
     /// 0%, 54% and 100% of the hot tuples clustered and with a hot partition;
     /// `counting`: what counting accesses costs a lookup, all in memory;
     /// `ids`: semantic ids (§4.2) — bytes, lookups by id and full scans with
-    /// rev_id stored and indexed, and with the tuple's address standing in.
+    /// rev_id stored and indexed, and with the tuple's address standing in;
+    /// `split`: vertical partitioning (§3.2) — bytes, lookups and full scans
+    /// with the wide, rarely read columns in the rows and in a side table.
     pub figure: String,
     /// Table sizes (rows).
     #[arg(long, value_delimiter = ',', default_value = "1000000")]
@@ -38,8 +40,8 @@ pub struct WasteArgs {
     /// Share of lookups that take a latest revision (%).
     #[arg(long, default_value_t = 99.0)]
     pub hot_pct: f64,
-    /// Buffer pool sizes, in % of the full index's pages (`ids`: of the
-    /// stored copy's heap pages).
+    /// Buffer pool sizes, in % of the full index's pages (`ids`, `split`:
+    /// of the stored / whole copy's heap pages).
     #[arg(long, value_delimiter = ',', default_value = "50,75")]
     pub pool_pct: Vec<f64>,
     /// Rounds (median reported); each runs every device and state in turn.
@@ -56,9 +58,9 @@ pub struct WasteArgs {
 }
 
 pub fn run(_cli: &Global, a: &WasteArgs) -> Result<()> {
-    if !["fig3", "counting", "ids"].contains(&a.figure.as_str()) {
+    if !["fig3", "counting", "ids", "split"].contains(&a.figure.as_str()) {
         return Err(usage(format!(
-            "unknown figure {}: waste has fig3, counting and ids",
+            "unknown figure {}: waste has fig3, counting, ids and split",
             a.figure
         )));
     }
@@ -81,6 +83,8 @@ pub fn run(_cli: &Global, a: &WasteArgs) -> Result<()> {
         run_fig3(&o, &mut |m| eprintln!("{m}"))?
     } else if a.figure == "ids" {
         strata_bench::waste_ids::run_ids(&o, &mut |m| eprintln!("{m}"))?
+    } else if a.figure == "split" {
+        strata_bench::waste_split::run_split(&o, &mut |m| eprintln!("{m}"))?
     } else {
         run_counting(&o, &mut |m| eprintln!("{m}"))?
     };

@@ -47,6 +47,16 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
             "hot_region_first_page": def.hot_region,
             "tuples_with_access_counts": t.heat().len(),
         });
+        // Vertical partitioning (`strata split`): the side table.
+        if let Some(side) = t.side_table() {
+            let sp = side.heap().num_pages();
+            entry["side_table"] = serde_json::json!({
+                "columns": side.schema().columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+                "pages": sp,
+                "bytes": sp * page,
+                "encodings": side.encodings().iter().map(|e| e.describe()).collect::<Vec<_>>(),
+            });
+        }
         // Types as hints (`strata compact`): how each column is stored.
         if !t.encodings().is_empty() {
             entry["stored_as"] = t
@@ -97,6 +107,20 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
                 })
                 .collect();
             println!("  stored as (strata compact): {}", cols.join("; "));
+        }
+        if let Some(side) = t["side_table"].as_object() {
+            println!(
+                "  side table (strata split): {} in {} pages ({}), joined back by tuple id",
+                side["columns"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c.as_str().unwrap_or(""))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                side["pages"],
+                format_bytes(side["bytes"].as_u64().unwrap_or(0))
+            );
         }
         if let Some(p) = t["hot_region_first_page"].as_u64() {
             println!("  hot region (strata cluster --hot) from heap page {p}");

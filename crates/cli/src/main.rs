@@ -31,6 +31,7 @@ mod model_cmd;
 mod progress;
 mod scan;
 mod scan_cached;
+mod split;
 mod sql_forward;
 mod tier;
 mod waste;
@@ -87,6 +88,7 @@ fn run(args: &Cli) -> Result<()> {
         Command::Check => inspect::check(cli),
         Command::Cluster(a) => cluster::run(cli, a),
         Command::Compact(a) => compact::run(cli, a),
+        Command::Split(a) => split::run(cli, a),
         Command::Waste { table, json, plot } => {
             waste::run(cli, table.as_deref(), *json, plot.as_deref())
         }

@@ -175,6 +175,17 @@ pub fn path_choice(a: &ScanArgs, db: &Database, modeled: Option<PageCosts>) -> R
 pub fn scan_spec(db: &Database, a: &ScanArgs) -> Result<ScanSpec> {
     let table = db.table(&a.table)?;
     let predicate = Predicate::parse(table.schema(), &a.predicate)?;
+    if let Some(c) = predicate
+        .columns()
+        .into_iter()
+        .find(|c| table.side_columns().contains(c))
+    {
+        return Err(usage(format!(
+            "column {} of table {} is in its side table (strata split): the access paths compare the table's own rows; strata sql filters on it",
+            table.schema().columns[c].name,
+            a.table
+        )));
+    }
     let mut spec = ScanSpec::new(table.clone(), predicate);
     if let Some(col) = &a.order_by {
         let c = table.column(col)?;
@@ -272,13 +283,19 @@ pub fn run(cli: &Global, a: &ScanArgs) -> Result<()> {
     if let Some(r) = recorder {
         r.start();
     }
-    let layout = spec.table.layout().clone();
+    let table = spec.table.clone();
     let schema = spec.table.schema().clone();
     let mut shown = 0;
+    let mut lost = None;
     let sink = |b: &strata_access::TupleBatch| {
         for (tid, t) in b.iter() {
-            if shown < a.show {
-                let row = layout.decode(t, tid);
+            if shown < a.show && lost.is_none() {
+                let mut row = table.layout().decode(t, tid);
+                // A split table's side columns, from the side rows.
+                if let Err(e) = table.join_side(t, tid, &mut row) {
+                    lost = Some(e);
+                    continue;
+                }
                 let cells: Vec<String> = row
                     .iter()
                     .zip(&schema.columns)
@@ -293,6 +310,9 @@ pub fn run(cli: &Global, a: &ScanArgs) -> Result<()> {
         Some(p) => run_ordered(spec.clone().ordered(true), p, &sort, sink)?,
         None => run_scan(spec.clone(), &choice, &sort, sink)?,
     };
+    if let Some(e) = lost {
+        return Err(e.into());
+    }
     if let (Some(r), Some(path)) = (recorder, &a.trace) {
         let trace = r.take();
         trace.write_csv(path)?;

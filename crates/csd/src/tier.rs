@@ -229,6 +229,15 @@ pub fn to_cold(
     opts: &TierOptions,
 ) -> Result<TierReport> {
     let def = table_def(db, table)?;
+    if def.side.is_some() || def.side_of.is_some() {
+        return Err(StorageError::ColdTier {
+            table: table.to_string(),
+            message: format!(
+                "table {table} is split into two heaps (strata split); the cold tier moves one heap per table: strata split {t} --merge first",
+                t = def.side_of.as_deref().unwrap_or(table)
+            ),
+        });
+    }
     let page = PAGE_SIZE as u64;
     if opts.object_bytes < page || !opts.object_bytes.is_multiple_of(page) {
         return Err(StorageError::ColdTier {

@@ -21,6 +21,7 @@ use datafusion::arrow::datatypes::{Date32Type, Decimal128Type, Float64Type, Int3
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use strata_access::TupleBatch;
+use strata_storage::Table;
 use strata_storage::types::{DataType, Field as Stored, RowLayout, Schema, Value};
 
 /// The Arrow type a strata column type is read as.
@@ -186,22 +187,56 @@ pub struct BatchConverter {
     /// Table columns to produce, in output order.
     columns: Vec<usize>,
     schema: SchemaRef,
+    /// When some of `columns` are in the table's side table (`strata
+    /// split`).
+    side: Option<SideColumns>,
+}
+
+/// The columns a converter reads from a side table.
+struct SideColumns {
+    table: Arc<Table>,
+    /// (output position, position in the side row)
+    wanted: Vec<(usize, usize)>,
 }
 
 impl BatchConverter {
-    /// A converter of tuples stored in `layout` producing `columns`
-    /// (positions in the table's schema) as `out_schema`.
-    pub fn new(layout: &RowLayout, columns: Vec<usize>, out_schema: SchemaRef) -> BatchConverter {
+    /// A converter of `table`'s stored tuples producing `columns`
+    /// (positions in the table's schema) as `out_schema`. Columns in the
+    /// table's side table are read from the side rows the tuples point to;
+    /// without any, the side table is not touched.
+    pub fn new(table: &Table, columns: Vec<usize>, out_schema: SchemaRef) -> BatchConverter {
+        let side_cols = table.side_columns();
+        let wanted: Vec<(usize, usize)> = columns
+            .iter()
+            .enumerate()
+            .filter_map(|(out, c)| side_cols.iter().position(|s| s == c).map(|j| (out, j)))
+            .collect();
+        let side = match table.side_table() {
+            Some(t) if !wanted.is_empty() => Some(SideColumns {
+                table: t.clone(),
+                wanted,
+            }),
+            _ => None,
+        };
+        let layout = table.layout();
         BatchConverter {
             layout: layout.clone(),
             types: layout.types().to_vec(),
             columns,
             schema: out_schema,
+            side,
         }
     }
 
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
+    }
+
+    /// Whether output column `out` is read from the side table.
+    fn is_side_output(&self, out: usize) -> bool {
+        self.side
+            .as_ref()
+            .is_some_and(|s| s.wanted.iter().any(|&(o, _)| o == out))
     }
 
     /// The Arrow batch holding `batch`'s tuples.
@@ -215,8 +250,38 @@ impl BatchConverter {
         let mut fields = Vec::with_capacity(self.types.len());
         for (tid, tuple) in batch.iter() {
             self.layout.fields(tuple, tid, &mut fields);
-            for (b, &c) in builders.iter_mut().zip(&self.columns) {
-                b.push(fields[c]);
+            for (out, (b, &c)) in builders.iter_mut().zip(&self.columns).enumerate() {
+                if !self.is_side_output(out) {
+                    b.push(fields[c]);
+                }
+            }
+            if let Some(SideColumns {
+                table: side,
+                wanted,
+            }) = &self.side
+            {
+                let side_tid = self.layout.side_tid(tuple).expect("a split table's layout");
+                let found = side
+                    .heap()
+                    .with_tuple(side_tid, |b| {
+                        let mut side_fields = Vec::with_capacity(wanted.len());
+                        side.layout().fields(b, side_tid, &mut side_fields);
+                        for &(out, j) in wanted {
+                            builders[out].push(side_fields[j]);
+                        }
+                    })
+                    .map_err(|e| ArrowError::ExternalError(Box::new(e)))?;
+                if found.is_none() {
+                    return Err(ArrowError::ExternalError(Box::new(
+                        strata_storage::StorageError::LostSideRow {
+                            table: side.name().trim_end_matches(".side").to_string(),
+                            page: tid.page,
+                            slot: tid.slot,
+                            side_page: side_tid.page,
+                            side_slot: side_tid.slot,
+                        },
+                    )));
+                }
             }
         }
         let arrays: Vec<ArrayRef> = builders.iter_mut().map(Builder::finish).collect();

@@ -59,7 +59,7 @@ use strata_storage::types::{Column, DataType, Schema, Tid, Value};
 
 use crate::convert::{BatchConverter, arrow_schema, arrow_values, nullable};
 use crate::provider::unqualified;
-use crate::pushdown::{Pushed, classify};
+use crate::pushdown::{Pushed, classify_for};
 use crate::session::SqlError;
 use crate::txn::Writes;
 
@@ -158,15 +158,12 @@ fn check_row(table: &Table, row: &[Value], scratch: &mut Vec<u8>) -> Result<(), 
             check_value(c, v)?;
         }
     }
-    scratch.clear();
-    table
-        .layout()
-        .encode(row, scratch, schema)
+    let size = table
+        .encode_checked(row, scratch)
         .map_err(|e| e.to_string())?;
-    if scratch.len() > MAX_TUPLE {
+    if size > MAX_TUPLE {
         return Err(format!(
-            "the row takes {} bytes, more than a page holds ({MAX_TUPLE})",
-            scratch.len()
+            "the row takes {size} bytes, more than a page holds ({MAX_TUPLE})"
         ));
     }
     for i in table.indexes() {
@@ -321,7 +318,7 @@ impl Filter {
         let mut conjuncts = Vec::new();
         let mut on_bytes = true;
         for f in &filters {
-            match classify(f, table.schema()) {
+            match classify_for(f, table) {
                 Pushed::Strata(c) => conjuncts.extend(c),
                 Pushed::Residual => on_bytes = false,
                 Pushed::No => {
@@ -510,7 +507,7 @@ fn find(
     each: &mut dyn FnMut(Vec<Tid>, RecordBatch) -> Result<(), SqlError>,
 ) -> Result<(), SqlError> {
     let all: Vec<usize> = (0..table.schema().len()).collect();
-    let converter = BatchConverter::new(table.layout(), all, table_schema(table));
+    let converter = BatchConverter::new(table, all, table_schema(table));
     candidates(table, filter, index, costs, &mut |batch| {
         let arrow = converter.convert(batch).map_err(arrow_error)?;
         let tids = batch.iter().map(|(t, _)| t).collect();

@@ -30,7 +30,7 @@ use crate::cached_scan::{self, StrataIndexCacheExec};
 use crate::convert::{arrow_schema, nullable};
 use crate::dml::{DmlExec, InsertSink};
 use crate::options::StrataOptions;
-use crate::pushdown::{Pushed, classify};
+use crate::pushdown::{Pushed, classify_for};
 use crate::scan_exec::{ScanRequest, StrataScanExec};
 use crate::stats::TableStats;
 use crate::txn::Writes;
@@ -124,7 +124,7 @@ impl TableProvider for StrataTable {
         let table = self.db.table(&self.name).map_err(external)?;
         Ok(filters
             .iter()
-            .map(|f| match classify(f, table.schema()) {
+            .map(|f| match classify_for(f, &table) {
                 Pushed::Strata(_) | Pushed::Residual => TableProviderFilterPushDown::Exact,
                 Pushed::No => TableProviderFilterPushDown::Unsupported,
             })
@@ -148,7 +148,7 @@ impl TableProvider for StrataTable {
         let mut conjuncts = Vec::new();
         let mut residual = Vec::new();
         for f in filters {
-            match classify(f, table.schema()) {
+            match classify_for(f, &table) {
                 Pushed::Strata(c) => conjuncts.extend(c),
                 Pushed::Residual => residual.push(unqualified(f)?),
                 Pushed::No => {

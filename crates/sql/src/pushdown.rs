@@ -56,6 +56,18 @@ pub fn classify(expr: &Expr, schema: &Schema) -> Pushed {
     }
 }
 
+/// [`classify`] for a scan of `table`: a comparison on a column of its side
+/// table (`strata split`) is a residual, evaluated once the scan has read the
+/// side row; the access paths compare the table's own rows' bytes only.
+pub fn classify_for(expr: &Expr, table: &strata_storage::Table) -> Pushed {
+    match classify(expr, table.schema()) {
+        Pushed::Strata(c) if c.iter().any(|c| table.side_columns().contains(&c.column)) => {
+            Pushed::Residual
+        }
+        p => p,
+    }
+}
+
 fn comparisons(expr: &Expr, schema: &Schema) -> Option<Vec<Comparison>> {
     match expr {
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {

@@ -620,7 +620,7 @@ fn run(
     let before = device.stats().snapshot();
     let mut access = open(spec, path, req).map_err(external)?;
     let converter = BatchConverter::new(
-        req.table.layout(),
+        &req.table,
         req.scan_columns.clone(),
         req.scan_schema.clone(),
     );

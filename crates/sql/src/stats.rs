@@ -96,16 +96,34 @@ pub fn analyze(table: &std::sync::Arc<Table>, seed: u64) -> strata_access::Resul
         }
     }
     let layout = table.layout().clone();
+    // A split table's side columns (`strata split`) are in the side rows the
+    // sampled rows point to.
+    let side_rows: Vec<Vec<Value>> = if table.side_table().is_some() {
+        sample
+            .iter()
+            .map(|(tid, t)| {
+                let mut row = layout.decode(t, *tid);
+                table.join_side(t, *tid, &mut row)?;
+                Ok(row)
+            })
+            .collect::<Result<_, strata_storage::StorageError>>()?
+    } else {
+        vec![]
+    };
     let columns = table
         .schema()
         .columns
         .iter()
         .enumerate()
         .map(|(c, col)| {
-            let mut vals: Vec<Bound> = sample
-                .iter()
-                .filter_map(|(tid, t)| Bound::of(&layout.decode_column(t, c, *tid)))
-                .collect();
+            let mut vals: Vec<Bound> = if table.side_columns().contains(&c) {
+                side_rows.iter().filter_map(|r| Bound::of(&r[c])).collect()
+            } else {
+                sample
+                    .iter()
+                    .filter_map(|(tid, t)| Bound::of(&layout.decode_column(t, c, *tid)))
+                    .collect()
+            };
             let nulls = sample.len() - vals.len();
             vals.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
             ColumnStats {

@@ -20,6 +20,7 @@ mod index_cache_sql;
 mod index_join;
 mod semantic_id;
 mod skipper_faults;
+mod split;
 mod sql;
 mod tpch;
 mod waste;

@@ -60,6 +60,21 @@ pub struct TableDef {
     /// absent: every column as declared.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub encodings: Vec<crate::encoding::Encoding>,
+    /// Vertical partitioning (No Bits Left Behind §3.2, `split.rs`): the
+    /// table holding this table's side columns (those whose encoding is
+    /// [`crate::encoding::Encoding::Side`]), named `<table>.side`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side: Option<String>,
+    /// For a side table: the table it holds columns of. Hidden from
+    /// listings, changed only through that table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side_of: Option<String>,
+}
+
+/// The name of table `table`'s side table: not a name a user can give a
+/// table (it has a dot), so it never collides with one.
+pub fn side_table_name(table: &str) -> String {
+    format!("{table}.side")
 }
 
 impl TableDef {
@@ -191,11 +206,51 @@ impl Catalog {
             if t.name != *key {
                 return Err(format!("{what} is named '{}' inside", t.name));
             }
-            crate::db::validate_name(key, "table").map_err(|e| e.to_string())?;
-            Schema::new(t.schema.columns.clone()).map_err(|e| format!("{what}: {e}"))?;
-            for c in &t.schema.columns {
-                c.ty.validate()
-                    .map_err(|e| format!("{what}, column '{}': {e}", c.name))?;
+            match &t.side_of {
+                None => crate::db::validate_name(key, "table").map_err(|e| e.to_string())?,
+                Some(owner) => {
+                    let named = side_table_name(owner);
+                    if *key != named {
+                        return Err(format!(
+                            "{what}: a side table of '{owner}' must be named '{named}'"
+                        ));
+                    }
+                    if self.tables.get(owner).and_then(|o| o.side.as_ref()) != Some(key) {
+                        return Err(format!(
+                            "{what}: table '{owner}' does not name it as its side table"
+                        ));
+                    }
+                    if !t.indexes.is_empty() {
+                        return Err(format!("{what}: a side table has no indexes"));
+                    }
+                }
+            }
+            let has_side = t.encodings.contains(&crate::encoding::Encoding::Side);
+            if has_side != t.side.is_some() || (has_side && t.side_of.is_some()) {
+                return Err(format!(
+                    "{what}: side columns (encoding 'side') and a side table go together, and a side table has neither"
+                ));
+            }
+            if let Some(side) = &t.side {
+                if self.tables.get(side).and_then(|s| s.side_of.as_ref()) != Some(key) {
+                    return Err(format!(
+                        "{what}: its side table '{side}' is missing or belongs to another table"
+                    ));
+                }
+                let expected: Vec<_> = t
+                    .schema
+                    .columns
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| t.encodings.get(*i) == Some(&crate::encoding::Encoding::Side))
+                    .map(|(_, c)| c)
+                    .collect();
+                let held: Vec<_> = self.tables[side].schema.columns.iter().collect();
+                if expected != held {
+                    return Err(format!(
+                        "{what}: its side columns are not the columns of its side table '{side}'"
+                    ));
+                }
             }
             if t.segment_pages == 0 {
                 return Err(format!("{what}: segment size of 0 pages"));
@@ -288,6 +343,8 @@ mod tests {
             "t".into(),
             TableDef {
                 name: "t".into(),
+                side: None,
+                side_of: None,
                 schema: Schema::parse("a INT, b VARCHAR(3) NULL").unwrap(),
                 heap_file: f,
                 segment_pages: 8,

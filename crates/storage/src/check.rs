@@ -6,6 +6,8 @@
 //! * Every index's structure ([`BTree::check`](crate::btree::BTree::check)), and
 //!   index ↔ heap consistency: the (key, tid) entries recomputed from the heap,
 //!   sorted, must equal the index's leaf entries one for one.
+//! * A split table's side table (`split.rs`) like a table, and every row's
+//!   pointer: each points to a side row, and each side row is pointed to once.
 
 use std::ops::ControlFlow;
 
@@ -23,6 +25,9 @@ pub struct TableCheck {
     pub rows: u64,
     /// (index name, entries)
     pub indexes: Vec<(String, u64)>,
+    /// Heap pages of its side table (`strata split`), if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub side_pages: Option<u64>,
 }
 
 /// Checks every table; the first problem found is returned as an error that names
@@ -41,6 +46,7 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
     let path = db.device().path(heap.file_id());
     let layout = table.layout();
     let mut rows = 0u64;
+    let mut side_tids = Vec::new();
     progress.phase(&format!("check {name}: heap pages"), heap.num_pages());
     heap.scan_pages(128, 2, |page_no, view| {
         let corrupt = |reason: String| StorageError::CorruptPage {
@@ -59,6 +65,9 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
             layout
                 .validate(t)
                 .map_err(|r| corrupt(format!("slot {slot}: {r}")))?;
+            if let Some(side) = layout.side_tid(t) {
+                side_tids.push((side, crate::types::Tid::new(page_no as u32, slot)));
+            }
             rows += 1;
         }
         progress.advance(1);
@@ -73,6 +82,14 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
             ),
         });
     }
+    let side_pages = match table.side_table() {
+        Some(side) => {
+            let sc = check_table(db, side.name(), progress)?;
+            check_pointers(db, name, side, side_tids)?;
+            Some(sc.pages)
+        }
+        None => None,
+    };
     let mut indexes = Vec::new();
     for idx in table.indexes() {
         let iname = &idx.def.name;
@@ -144,5 +161,65 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
         pages: heap.num_pages(),
         rows,
         indexes,
+        side_pages,
     })
+}
+
+/// Each row of table `name` points to a side row of `side`, and each side
+/// row is pointed to by one row. `pointers`: (side row, row) pairs.
+fn check_pointers(
+    db: &Database,
+    name: &str,
+    side: &crate::db::Table,
+    mut pointers: Vec<(crate::types::Tid, crate::types::Tid)>,
+) -> Result<()> {
+    let path = db.device().path(side.heap().file_id());
+    let bad = |page: u32, reason: String| StorageError::CorruptPage {
+        path: path.clone(),
+        page: page as u64,
+        reason: format!("side table of {name}: {reason}"),
+    };
+    pointers.sort_unstable();
+    if let Some(w) = pointers.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(bad(
+            w[0].0.page,
+            format!(
+                "slot {} is pointed to by rows {} and {}",
+                w[0].0.slot, w[0].1, w[1].1
+            ),
+        ));
+    }
+    let mut want = pointers.iter();
+    let mut err = None;
+    side.heap().scan(|tid, _| {
+        match want.next() {
+            Some((t, _)) if *t == tid => {}
+            Some((t, row)) if *t < tid => {
+                err.get_or_insert(bad(
+                    t.page,
+                    format!("row {row} points to slot {}, which holds no row", t.slot),
+                ));
+            }
+            _ => {
+                err.get_or_insert(bad(
+                    tid.page,
+                    format!(
+                        "slot {} holds a row no row of the table points to",
+                        tid.slot
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    })?;
+    if let Some((t, row)) = want.next() {
+        err.get_or_insert(bad(
+            t.page,
+            format!("row {row} points to slot {}, which holds no row", t.slot),
+        ));
+    }
+    match err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }

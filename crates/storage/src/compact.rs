@@ -90,6 +90,12 @@ impl Database {
                     table: def.name.clone(),
                     column: name.clone(),
                 })?;
+            if old.side_columns().contains(&c) {
+                return Err(StorageError::Schema(format!(
+                    "column {} is in the side table (strata split); a semantic id is the table's own tuple address",
+                    schema.columns[c].name
+                )));
+            }
             Encoding::Address
                 .check(&schema.columns[c].ty)
                 .map_err(|reason| StorageError::Value {
@@ -144,10 +150,27 @@ impl Database {
                 encodings[c] = Encoding::Address;
             }
         }
+        // A split table's side columns (`split.rs`) stay in its side table,
+        // in the encodings chosen for them there.
+        let side_cols = old.side_columns().to_vec();
+        let enc_of = |v: &[Encoding], i: usize| v.get(i).cloned().unwrap_or(Encoding::Plain);
+        let side_enc: Vec<Encoding> = side_cols.iter().map(|&c| enc_of(&encodings, c)).collect();
+        let old_side_enc: Vec<Encoding> = match old.side_table() {
+            Some(s) => (0..side_cols.len())
+                .map(|j| enc_of(s.encodings(), j))
+                .collect(),
+            None => vec![],
+        };
+        if !side_cols.is_empty() {
+            encodings.resize(schema.len(), Encoding::Plain);
+            for &c in &side_cols {
+                encodings[c] = Encoding::Side;
+            }
+        }
         if is_plain(&encodings) {
             encodings.clear();
         }
-        let enc_of = |v: &Vec<Encoding>, i: usize| v.get(i).cloned().unwrap_or(Encoding::Plain);
+        let in_side = |c: usize| side_cols.iter().position(|&s| s == c);
         let columns = schema
             .columns
             .iter()
@@ -155,8 +178,14 @@ impl Database {
             .map(|(i, c)| ColumnChange {
                 column: c.name.clone(),
                 declared: c.ty.to_string(),
-                before: enc_of(&def.encodings, i),
-                after: enc_of(&encodings, i),
+                before: match in_side(i) {
+                    Some(j) => old_side_enc[j].clone(),
+                    None => enc_of(&def.encodings, i),
+                },
+                after: match in_side(i) {
+                    Some(j) => side_enc[j].clone(),
+                    None => enc_of(&encodings, i),
+                },
             })
             .collect();
 
@@ -177,6 +206,26 @@ impl Database {
             next.fill_factor,
         )?);
         let mut load = TableLoad::replacing(self, writer, next, heap, old.clone())?;
+        if let Some(s) = old.side_table() {
+            let mut side_def = self.catalog().table(s.name())?.clone();
+            side_def.heap_file = self.new_file_name(&format!("{}.heap", side_def.name));
+            side_def.pages = 0;
+            side_def.rows = 0;
+            side_def.encodings = if is_plain(&side_enc) {
+                vec![]
+            } else {
+                side_enc
+            };
+            let side_heap = Arc::new(HeapFile::create(
+                self.pool().clone(),
+                &self.dir().join(&side_def.heap_file),
+                &side_def.name,
+                side_def.segment_pages,
+                side_def.fill_factor,
+            )?);
+            load.set_side(side_def, side_heap)?;
+            load.side_replaces(s.clone());
+        }
         progress.phase(&format!("rewrite {}", def.name), def.rows);
         old.scan_rows(|_, row| {
             load.append(&row)?;

@@ -364,8 +364,16 @@ impl Database {
     pub fn catalog(&self) -> Catalog {
         self.catalog.lock().clone()
     }
+    /// The tables, by name; side tables (`split.rs`) are part of their
+    /// tables, not listed.
     pub fn table_names(&self) -> Vec<String> {
-        self.catalog.lock().tables.keys().cloned().collect()
+        self.catalog
+            .lock()
+            .tables
+            .values()
+            .filter(|t| t.side_of.is_none())
+            .map(|t| t.name.clone())
+            .collect()
     }
 
     /// The statistics `ANALYZE` last stored for `table` (see [`TableDef::stats`]).
@@ -540,6 +548,8 @@ impl Database {
             stats: None,
             hot_region: None,
             encodings: vec![],
+            side: None,
+            side_of: None,
         };
         let heap = Arc::new(HeapFile::create(
             self.pool.clone(),
@@ -564,7 +574,15 @@ impl Database {
             return Err(cold_read_only(name));
         }
         let def = self.catalog.lock().table(name)?.clone();
-        TableLoad::new(self, writer, def, table.heap.clone(), false, vec![])
+        if let Some(owner) = &def.side_of {
+            return Err(side_table_refused(name, owner));
+        }
+        let mut load = TableLoad::new(self, writer, def, table.heap.clone(), false, vec![])?;
+        if let Some(s) = &table.side {
+            let side_def = self.catalog.lock().table(s.table.name())?.clone();
+            load.set_side(side_def, s.table.heap.clone())?;
+        }
+        Ok(load)
     }
 
     /// Builds a new index over an existing table and commits it.
@@ -587,18 +605,28 @@ impl Database {
         self.checkpoint_locked()?;
         let table = self.table(name)?;
         let mut cat = self.catalog.lock();
-        let def = cat
-            .tables
-            .remove(name)
-            .ok_or_else(|| StorageError::UnknownTable(name.into()))?;
+        let def = cat.table(name)?.clone();
+        if let Some(owner) = &def.side_of {
+            return Err(side_table_refused(name, owner));
+        }
+        // A side table goes with its table, in the same catalog swap.
+        let side = def.side.as_ref().map(|s| cat.tables.remove(s));
+        cat.tables.remove(name);
         cat.save(&self.dir)?;
         drop(cat);
         self.tables.lock().remove(name);
         self.forget_table(&table)?;
-        remove_files(&self.dir, &def.heap_file)?;
-        let _ = std::fs::remove_file(crate::heat::AccessCounts::path_of(
-            &self.dir.join(&def.heap_file),
-        ));
+        for heap_file in
+            std::iter::once(&def.heap_file).chain(side.iter().flatten().map(|s| &s.heap_file))
+        {
+            remove_files(&self.dir, heap_file)?;
+            let _ = std::fs::remove_file(crate::heat::AccessCounts::path_of(
+                &self.dir.join(heap_file),
+            ));
+        }
+        if let Some(s) = &def.side {
+            self.tables.lock().remove(s);
+        }
         for i in &def.indexes {
             remove_files(&self.dir, &i.file)?;
             if let Some(h) = &i.hot {
@@ -649,6 +677,12 @@ impl Database {
         let names: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
         let fields =
             CachedFields::new(&open.name, &ix.def.name, &open.schema, &ix.key_cols, &names)?;
+        if let Some(&c) = fields.cols.iter().find(|&&c| open.layout.is_side(c)) {
+            return Err(side_column_in_index(
+                &ix.def.name,
+                &open.schema.columns[c].name,
+            ));
+        }
         // Stored as the schema spells them.
         let spelled = fields.names.clone();
         self.change_table_def(&open.name, |def| {
@@ -715,6 +749,9 @@ impl Database {
         {
             self.pool.discard_file(f)?;
             self.device.close(f);
+        }
+        if let Some(s) = &table.side {
+            self.forget_table(&s.table)?;
         }
         Ok(())
     }
@@ -1202,6 +1239,23 @@ fn lock(dir: &Path, shared: bool) -> Result<File> {
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The error of a change to a table on the cold tier.
+/// The error of an index over, or caching, a side column (`split.rs`).
+fn side_column_in_index(index: &str, column: &str) -> StorageError {
+    StorageError::Index {
+        index: index.to_string(),
+        reason: format!(
+            "column {column} is in the side table (strata split): an index entry is built from the table's row; strata split --merge puts it back"
+        ),
+    }
+}
+
+/// The error of a change asked of a side table directly (`split.rs`).
+pub(crate) fn side_table_refused(table: &str, owner: &str) -> StorageError {
+    StorageError::Schema(format!(
+        "{table} holds side columns of table {owner} (vertical partitioning) and changes only through it; strata split {owner} --merge puts them back"
+    ))
+}
+
 pub fn cold_read_only(table: &str) -> StorageError {
     StorageError::ColdTier {
         table: table.to_string(),
@@ -1266,6 +1320,27 @@ pub struct Table {
     /// Sampled access counts of its tuples (`heat.rs`), shared by the table's
     /// successive handles (a load makes a new one).
     heat: Arc<crate::heat::AccessCounts>,
+    /// The side table holding its side columns (vertical partitioning,
+    /// `split.rs`), and where those columns are in this table's rows.
+    side: Option<SidePart>,
+}
+
+/// A table's side table, open, with the places of its columns.
+#[derive(Clone)]
+pub(crate) struct SidePart {
+    pub(crate) table: Arc<Table>,
+    /// The side columns' positions in the main table, in order (the side
+    /// table's columns).
+    pub(crate) cols: Vec<usize>,
+}
+
+impl SidePart {
+    fn of(layout: &RowLayout, table: Arc<Table>) -> SidePart {
+        let cols = (0..layout.types().len())
+            .filter(|&c| layout.is_side(c))
+            .collect();
+        SidePart { table, cols }
+    }
 }
 
 /// What [`Table::lookup_cached`] did, summed over calls.
@@ -1462,7 +1537,12 @@ impl Table {
         let heat = Arc::new(crate::heat::AccessCounts::load(
             &crate::heat::AccessCounts::path_of(&db.dir.join(&def.heap_file)),
         ));
+        let side = match &def.side {
+            Some(s) => Some(SidePart::of(&layout, db.table(s)?)),
+            None => None,
+        };
         Ok(Table {
+            side,
             heat,
             layout,
             name: def.name,
@@ -1505,7 +1585,92 @@ impl Table {
         if self.cold {
             return Err(cold_read_only(&self.name));
         }
+        if let Some(s) = &self.side {
+            s.table.check_change()?;
+        }
         self.owner.check(&self.name)
+    }
+
+    /// The side table holding the columns whose encoding is
+    /// [`crate::encoding::Encoding::Side`] (vertical partitioning,
+    /// `split.rs`), if the table has one. Its rows are the side columns in
+    /// table order; [`RowLayout::side_tid`] of a main tuple finds its row.
+    pub fn side_table(&self) -> Option<&Arc<Table>> {
+        self.side.as_ref().map(|s| &s.table)
+    }
+
+    /// Positions of the side columns in this table's rows (empty: none).
+    pub fn side_columns(&self) -> &[usize] {
+        self.side.as_ref().map_or(&[], |s| &s.cols)
+    }
+
+    /// A full row's side columns: the side table's row.
+    fn side_values(&self, row: &[Value]) -> Result<Vec<Value>> {
+        let s = self.side.as_ref().expect("only for a split table");
+        if row.len() != self.schema.len() {
+            return Err(StorageError::Schema(format!(
+                "row has {} values, table has {} columns",
+                row.len(),
+                self.schema.len()
+            )));
+        }
+        Ok(s.cols.iter().map(|&c| row[c].clone()).collect())
+    }
+
+    /// A full row as the main heap stores it: the side row's address in the
+    /// pointer's place (the first side column), NULL in the other side
+    /// columns (encoded as nothing).
+    fn main_values(&self, row: &[Value], side_tid: Tid) -> Vec<Value> {
+        let s = self.side.as_ref().expect("only for a split table");
+        let mut out = row.to_vec();
+        if out.len() != self.schema.len() {
+            // The encoding says what is wrong.
+            return out;
+        }
+        for (i, &c) in s.cols.iter().enumerate() {
+            out[c] = if i == 0 {
+                Value::Int64(crate::encoding::address_of(side_tid))
+            } else {
+                Value::Null
+            };
+        }
+        out
+    }
+
+    /// Fills `row`'s side columns (a main tuple's decoding, NULL there) from
+    /// the side row the main tuple `bytes` points to. An error names the
+    /// main tuple when its side row is missing (a damaged table).
+    pub fn join_side(&self, bytes: &[u8], tid: Tid, row: &mut [Value]) -> Result<()> {
+        let Some(s) = &self.side else {
+            return Ok(());
+        };
+        let side_tid = self.layout.side_tid(bytes).expect("a split table's layout");
+        let values = s
+            .table
+            .get_row(side_tid)?
+            .ok_or_else(|| self.lost_side(tid, side_tid))?;
+        for (&c, v) in s.cols.iter().zip(values) {
+            row[c] = v;
+        }
+        Ok(())
+    }
+
+    fn lost_side(&self, tid: Tid, side_tid: Tid) -> StorageError {
+        StorageError::LostSideRow {
+            table: self.name.clone(),
+            page: tid.page,
+            slot: tid.slot,
+            side_page: side_tid.page,
+            side_slot: side_tid.slot,
+        }
+    }
+
+    /// Decodes the main tuple `bytes` at `tid` into a full row (joining its
+    /// side row when the table has one).
+    fn decode_row(&self, bytes: &[u8], tid: Tid) -> Result<Vec<Value>> {
+        let mut row = self.layout.decode(bytes, tid);
+        self.join_side(bytes, tid, &mut row)?;
+        Ok(row)
     }
 
     pub fn name(&self) -> &str {
@@ -1563,7 +1728,40 @@ impl Table {
     }
 
     pub fn get_row(&self, tid: Tid) -> Result<Option<Vec<Value>>> {
-        self.heap.with_tuple(tid, |b| self.layout.decode(b, tid))
+        if self.side.is_none() {
+            return self.heap.with_tuple(tid, |b| self.layout.decode(b, tid));
+        }
+        self.heap
+            .with_tuple(tid, |b| self.decode_row(b, tid))?
+            .transpose()
+    }
+
+    /// The tuple id of the side row of the row at `tid` (`None`: no such row).
+    fn side_tid_of(&self, tid: Tid) -> Result<Option<Tid>> {
+        self.heap
+            .with_tuple(tid, |b| self.layout.side_tid(b).expect("a split table"))
+    }
+
+    /// Encodes `row` into `out` as an insert would store it, checking every
+    /// value, without storing it; returns the largest stored tuple's size
+    /// (a split table stores two: its row, with a pointer, and the side row).
+    pub fn encode_checked(&self, row: &[Value], out: &mut Vec<u8>) -> Result<usize> {
+        out.clear();
+        match &self.side {
+            None => {
+                self.layout.encode(row, out, &self.schema)?;
+                Ok(out.len())
+            }
+            Some(s) => {
+                self.layout
+                    .encode(&self.main_values(row, Tid::new(0, 0)), out, &self.schema)?;
+                let mut side = Vec::new();
+                s.table
+                    .layout
+                    .encode(&self.side_values(row)?, &mut side, &s.table.schema)?;
+                Ok(out.len().max(side.len()))
+            }
+        }
     }
 
     fn encode(&self, row: &[Value]) -> Result<Vec<u8>> {
@@ -1576,7 +1774,16 @@ impl Table {
     pub fn insert_row(&self, row: &[Value]) -> Result<Tid> {
         self.check_change()?;
         as_writer(|| {
-            let tid = self.heap.insert(&self.encode(row)?)?;
+            let tid = match &self.side {
+                None => self.heap.insert(&self.encode(row)?)?,
+                Some(s) => {
+                    // The main row is checked before the side row is written.
+                    self.encode(&self.main_values(row, Tid::new(0, 0)))?;
+                    let side_tid = s.table.insert_row(&self.side_values(row)?)?;
+                    self.heap
+                        .insert(&self.encode(&self.main_values(row, side_tid))?)?
+                }
+            };
             for i in &self.indexes {
                 let k = i.key_of_row(row);
                 i.btree.insert(&k, tid)?;
@@ -1589,11 +1796,15 @@ impl Table {
 
     /// The row at `tid`, or an error naming the table and tuple.
     fn existing_row(&self, tid: Tid) -> Result<Vec<Value>> {
-        self.get_row(tid)?.ok_or_else(|| StorageError::NoSuchTuple {
+        self.get_row(tid)?.ok_or_else(|| self.missing_tuple(tid))
+    }
+
+    fn missing_tuple(&self, tid: Tid) -> StorageError {
+        StorageError::NoSuchTuple {
             table: self.name.clone(),
             page: tid.page,
             slot: tid.slot,
-        })
+        }
     }
 
     /// Deletes a row and its index entries.
@@ -1606,6 +1817,11 @@ impl Table {
                 i.btree.delete(&k, tid)?;
                 i.hot_delete(&k, tid)?;
                 i.changed_cached(&[tid]);
+            }
+            if let Some(s) = &self.side
+                && let Some(side_tid) = self.side_tid_of(tid)?
+            {
+                s.table.delete_row(side_tid)?;
             }
             self.heap.delete(tid)?;
             self.heat.forget(tid);
@@ -1630,8 +1846,35 @@ impl Table {
             let mut tuples = Vec::new();
             let mut ends = Vec::with_capacity(rows.len());
             for row in rows {
-                self.layout.encode(row, &mut tuples, &self.schema)?;
+                match &self.side {
+                    None => self.layout.encode(row, &mut tuples, &self.schema)?,
+                    // Checked with a stand-in pointer; encoded again below.
+                    Some(_) => self.layout.encode(
+                        &self.main_values(row, Tid::new(0, 0)),
+                        &mut tuples,
+                        &self.schema,
+                    )?,
+                }
                 ends.push(tuples.len());
+            }
+            if let Some(s) = &self.side {
+                // Every row was checked above; now the side rows go first,
+                // and the main rows point to them.
+                let side_rows = rows
+                    .iter()
+                    .map(|r| self.side_values(r))
+                    .collect::<Result<Vec<_>>>()?;
+                let side_tids = s.table.insert_rows(&side_rows)?;
+                tuples.clear();
+                ends.clear();
+                for (row, side_tid) in rows.iter().zip(side_tids) {
+                    self.layout.encode(
+                        &self.main_values(row, side_tid),
+                        &mut tuples,
+                        &self.schema,
+                    )?;
+                    ends.push(tuples.len());
+                }
             }
             let mut keys: Vec<Vec<Vec<u8>>> = Vec::with_capacity(self.indexes.len());
             for i in &self.indexes {
@@ -1696,6 +1939,7 @@ impl Table {
                 .iter()
                 .map(|_| Vec::with_capacity(sorted.len()))
                 .collect();
+            let mut side_tids = Vec::new();
             self.heap.with_tuples(&sorted, |tid, tuple| {
                 let tuple = tuple.ok_or_else(|| missing(tid))?;
                 for (i, out) in self.indexes.iter().zip(entries.iter_mut()) {
@@ -1703,8 +1947,12 @@ impl Table {
                     i.key_of_tuple(&self.layout, tuple, tid, &mut k);
                     out.push((k, tid));
                 }
+                side_tids.extend(self.layout.side_tid(tuple));
                 Ok(())
             })?;
+            if let Some(s) = &self.side {
+                s.table.delete_rows(&side_tids)?;
+            }
             for (i, mut es) in self.indexes.iter().zip(entries) {
                 es.sort_unstable();
                 i.btree.delete_sorted(&es)?;
@@ -1727,7 +1975,24 @@ impl Table {
         self.check_change()?;
         as_writer(|| {
             let old = self.existing_row(tid)?;
-            let new_tid = self.heap.update(tid, &self.encode(row)?)?;
+            let new_tid = match &self.side {
+                None => self.heap.update(tid, &self.encode(row)?)?,
+                Some(s) => {
+                    self.encode(&self.main_values(row, Tid::new(0, 0)))?;
+                    let side_tid = self
+                        .side_tid_of(tid)?
+                        .ok_or_else(|| self.missing_tuple(tid))?;
+                    let side_row = self.side_values(row)?;
+                    // A side row that did not change is not written.
+                    let side_tid = if side_row != self.side_values(&old)? {
+                        s.table.update_row(side_tid, &side_row)?
+                    } else {
+                        side_tid
+                    };
+                    self.heap
+                        .update(tid, &self.encode(&self.main_values(row, side_tid))?)?
+                }
+            };
             for i in &self.indexes {
                 let (ok, nk) = (i.key_of_row(&old), i.key_of_row(row));
                 if ok != nk || new_tid != tid {
@@ -1767,7 +2032,11 @@ impl Table {
         self.check_change()?;
         as_writer(|| {
             let row = self.existing_row(tid)?;
-            let Some(new_tid) = self.heap.insert_into(page, &self.encode(&row)?)? else {
+            let stored = match self.side_tid_of(tid)? {
+                Some(side_tid) if self.side.is_some() => self.main_values(&row, side_tid),
+                _ => row.clone(),
+            };
+            let Some(new_tid) = self.heap.insert_into(page, &self.encode(&stored)?)? else {
                 return Ok(None);
             };
             self.heap.delete(tid)?;
@@ -1850,7 +2119,10 @@ impl Table {
 
     /// Visits every row in heap order.
     pub fn scan_rows(&self, mut f: impl FnMut(Tid, Vec<Value>) -> Result<()>) -> Result<()> {
-        self.heap.scan(|tid, b| f(tid, self.layout.decode(b, tid)))
+        if self.side.is_none() {
+            return self.heap.scan(|tid, b| f(tid, self.layout.decode(b, tid)));
+        }
+        self.heap.scan(|tid, b| f(tid, self.decode_row(b, tid)?))
     }
 }
 
@@ -1870,6 +2142,24 @@ pub struct TableLoad<'a> {
     new_indexes: Vec<IndexSpec>,
     appended: u64,
     scratch: Vec<u8>,
+    /// The side table's part of the load (vertical partitioning, `split.rs`).
+    side: Option<SideLoad>,
+    /// A side table the commit removes (`strata split --merge`).
+    retire: Option<Arc<Table>>,
+}
+
+/// The side table's rows of a load: appended to its heap, committed in the
+/// same catalog swap as the table's.
+struct SideLoad {
+    def: TableDef,
+    heap: Arc<HeapFile>,
+    writer: Option<HeapWriter>,
+    layout: RowLayout,
+    /// The side columns' positions in the table's rows.
+    cols: Vec<usize>,
+    appended: u64,
+    /// The table the new heap replaces (`compact.rs`, `split.rs`).
+    replaces: Option<Arc<Table>>,
 }
 
 /// What a committed load did.
@@ -1905,6 +2195,8 @@ impl<'a> TableLoad<'a> {
             new_indexes: vec![],
             appended: 0,
             scratch: Vec::new(),
+            side: None,
+            retire: None,
         };
         for s in indexes {
             load.add_index(s)?;
@@ -1924,6 +2216,35 @@ impl<'a> TableLoad<'a> {
         let mut load = TableLoad::new(db, lock, def, heap, false, vec![])?;
         load.replaces = Some(old);
         Ok(load)
+    }
+
+    /// The table's side columns go to `heap`, the heap of side table `def`
+    /// (appending after its committed pages, or a new heap).
+    pub(crate) fn set_side(&mut self, def: TableDef, heap: Arc<HeapFile>) -> Result<()> {
+        let layout = RowLayout::encoded(&def.schema, &def.encodings)?;
+        heap.set_tuple_shape(crate::shape::TupleShape::of_layout(&def.schema, &layout));
+        let cols = (0..self.def.schema.len())
+            .filter(|&c| self.layout.is_side(c))
+            .collect();
+        self.side = Some(SideLoad {
+            writer: Some(heap.writer()),
+            def,
+            heap,
+            layout,
+            cols,
+            appended: 0,
+            replaces: None,
+        });
+        Ok(())
+    }
+
+    /// The side table's new heap replaces `old`'s at commit; without a
+    /// side part in this load, `old` goes (the table is no longer split).
+    pub(crate) fn side_replaces(&mut self, old: Arc<Table>) {
+        match &mut self.side {
+            Some(s) => s.replaces = Some(old),
+            None => self.retire = Some(old),
+        }
     }
 
     /// Also build this index at commit.
@@ -1955,13 +2276,23 @@ impl<'a> TableLoad<'a> {
             });
         }
         // The cached columns are checked now, before anything is built.
-        CachedFields::new(
+        let fields = CachedFields::new(
             &self.def.name,
             &spec.name,
             &self.def.schema,
             &key_cols,
             &spec.cache,
         )?;
+        if let Some(&c) = key_cols
+            .iter()
+            .chain(&fields.cols)
+            .find(|&&c| self.layout.is_side(c))
+        {
+            return Err(side_column_in_index(
+                &spec.name,
+                &self.def.schema.columns[c].name,
+            ));
+        }
         let cat = self.db.catalog.lock();
         let taken = cat
             .tables
@@ -1996,8 +2327,50 @@ impl<'a> TableLoad<'a> {
     /// Appends one row (checked against the schema).
     pub fn append(&mut self, row: &[Value]) -> Result<Tid> {
         self.scratch.clear();
-        self.layout
-            .encode(row, &mut self.scratch, &self.def.schema)?;
+        match &mut self.side {
+            None => self
+                .layout
+                .encode(row, &mut self.scratch, &self.def.schema)?,
+            Some(side) => {
+                if row.len() != self.def.schema.len() {
+                    return Err(StorageError::Schema(format!(
+                        "row has {} values, table has {} columns",
+                        row.len(),
+                        self.def.schema.len()
+                    )));
+                }
+                // Both rows are checked before either is written.
+                let side_row: Vec<Value> = side.cols.iter().map(|&c| row[c].clone()).collect();
+                let mut side_bytes = Vec::new();
+                side.layout
+                    .encode(&side_row, &mut side_bytes, &side.def.schema)?;
+                let main_row = |side_tid: Tid| {
+                    let mut out = row.to_vec();
+                    for (i, &c) in side.cols.iter().enumerate() {
+                        out[c] = if i == 0 {
+                            Value::Int64(crate::encoding::address_of(side_tid))
+                        } else {
+                            Value::Null
+                        };
+                    }
+                    out
+                };
+                self.layout.encode(
+                    &main_row(Tid::new(0, 0)),
+                    &mut self.scratch,
+                    &self.def.schema,
+                )?;
+                let side_tid = side
+                    .writer
+                    .as_mut()
+                    .expect("writer lives until commit")
+                    .append(&side_bytes)?;
+                side.appended += 1;
+                self.scratch.clear();
+                self.layout
+                    .encode(&main_row(side_tid), &mut self.scratch, &self.def.schema)?;
+            }
+        }
         let tid = self
             .writer
             .as_mut()
@@ -2013,6 +2386,10 @@ impl<'a> TableLoad<'a> {
         let db = self.db;
         self.writer.take().expect("commit once").finish()?;
         self.heap.flush()?;
+        if let Some(s) = &mut self.side {
+            s.writer.take().expect("commit once").finish()?;
+            s.heap.flush()?;
+        }
 
         // Every index of the table is rebuilt over the whole heap into a new file.
         let mut specs: Vec<IndexSpec> = self
@@ -2068,6 +2445,12 @@ impl<'a> TableLoad<'a> {
         def.pages = self.heap.num_pages();
         def.rows += self.appended;
         def.indexes = new_defs;
+        let side_def = self.side.as_ref().map(|s| {
+            let mut d = s.def.clone();
+            d.pages = s.heap.num_pages();
+            d.rows += s.appended;
+            d
+        });
         {
             let mut cat = db.catalog.lock();
             if self.new_table && cat.tables.contains_key(&def.name) {
@@ -2075,9 +2458,53 @@ impl<'a> TableLoad<'a> {
             }
             let mut next = cat.clone();
             next.tables.insert(def.name.clone(), def.clone());
+            // A table that is no longer split loses its side table here
+            // (`split.rs`): the same swap.
+            if let Some(old) = cat.tables.get(&def.name).and_then(|o| o.side.clone())
+                && def.side.as_ref() != Some(&old)
+            {
+                next.tables.remove(&old);
+            }
+            if let Some(d) = &side_def {
+                next.tables.insert(d.name.clone(), d.clone());
+            }
             next.save(&db.dir)?;
             *cat = next;
         }
+        // The side table's new handle, which the table's points to.
+        let side = match (&self.side, &side_def) {
+            (Some(s), Some(d)) => {
+                let heat = db
+                    .tables
+                    .lock()
+                    .get(&d.name)
+                    .filter(|_| s.replaces.is_none())
+                    .map(|t| t.heat.clone())
+                    .unwrap_or_else(|| {
+                        Arc::new(crate::heat::AccessCounts::load(
+                            &crate::heat::AccessCounts::path_of(&db.dir.join(&d.heap_file)),
+                        ))
+                    });
+                let t = Arc::new(Table {
+                    name: d.name.clone(),
+                    schema: d.schema.clone(),
+                    layout: s.layout.clone(),
+                    heap: s.heap.clone(),
+                    heap_file: d.heap_file.clone(),
+                    indexes: vec![],
+                    rows: AtomicU64::new(d.rows),
+                    committed: Mutex::new((d.pages, d.rows)),
+                    segment_pages: d.segment_pages,
+                    owner: db.owner.clone(),
+                    cold: false,
+                    heat,
+                    side: None,
+                });
+                db.tables.lock().insert(d.name.clone(), t.clone());
+                Some(SidePart::of(&self.layout, t))
+            }
+            _ => None,
+        };
         // Committed: the open table now uses the new indexes (and the same heap);
         // the old index files go.
         let mut indexes = Vec::new();
@@ -2119,6 +2546,7 @@ impl<'a> TableLoad<'a> {
             // Loads are refused on cold tables (`begin_load`).
             cold: false,
             heat,
+            side,
         });
         if let Some(old) = db.tables.lock().insert(def.name.clone(), table) {
             for i in old.trees() {
@@ -2126,7 +2554,17 @@ impl<'a> TableLoad<'a> {
                 db.device.close(i.btree().file_id());
             }
         }
-        if let Some(old) = self.replaces.take() {
+        let side_replaces = self.side.as_mut().and_then(|s| s.replaces.take());
+        if let Some(old) = &self.retire {
+            db.tables.lock().remove(old.name());
+        }
+        for old in self
+            .replaces
+            .take()
+            .into_iter()
+            .chain(side_replaces)
+            .chain(self.retire.take())
+        {
             db.pool.discard_file(old.heap.file_id())?;
             db.device.close(old.heap.file_id());
             let old_heap = db.dir.join(&old.heap_file);
@@ -2147,6 +2585,9 @@ impl<'a> TableLoad<'a> {
         };
         self.appended = 0;
         self.new_table = false;
+        if let Some(s) = &mut self.side {
+            s.appended = 0;
+        }
         Ok(summary)
     }
 }
@@ -2155,12 +2596,20 @@ impl Drop for TableLoad<'_> {
     /// An uncommitted load gives its pages back (a new table's files are removed
     /// at the next read-write open if this process dies first).
     fn drop(&mut self) {
+        let dev = self.db.device();
         if self.writer.is_some() || self.appended > 0 {
             let committed = self.def.pages;
-            let dev = self.db.device();
             self.db.pool.discard_from(self.heap.file_id(), committed);
             let _ = dev.truncate(self.heap.file_id(), committed);
             self.heap.reset_pages(committed);
+        }
+        if let Some(s) = &self.side
+            && (s.writer.is_some() || s.appended > 0)
+        {
+            let committed = s.def.pages;
+            self.db.pool.discard_from(s.heap.file_id(), committed);
+            let _ = dev.truncate(s.heap.file_id(), committed);
+            s.heap.reset_pages(committed);
         }
     }
 }

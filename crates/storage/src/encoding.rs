@@ -14,6 +14,9 @@
 //!   whose values only need to be unique is not stored at all; the tuple's
 //!   address stands in (`page · 2^16 + slot`, [`address_of`]). Only `strata
 //!   compact --semantic-id` sets it, since it replaces the column's values.
+//! * [`Encoding::Side`]: the column lives in the table's *side table*
+//!   (vertical partitioning, §3.2, `split.rs`); the main row keeps only a
+//!   pointer to the side row, in the place of the first such column.
 //!
 //! The encodings are chosen from the data ([`choose`]) by `strata compact`
 //! and `strata load --compact`, which rewrite the table in them.
@@ -63,7 +66,15 @@ pub enum Encoding {
     /// changes when the tuple moves (an update that relocates it, clustering,
     /// compaction). A semantic id (No Bits Left Behind §4.2).
     Address,
+    /// Stored in the table's side table (vertical partitioning, No Bits Left
+    /// Behind §3.2; `split.rs`), in that table's own encoding. The main row
+    /// holds, in the place of the first side column, the side row's tuple id
+    /// (6 bytes); the other side columns take no bytes there.
+    Side,
 }
+
+/// Bytes of the side row's tuple id in a main row ([`Encoding::Side`]).
+pub const SIDE_POINTER: usize = 6;
 
 /// The semantic id of the tuple at `tid` ([`Encoding::Address`]):
 /// `page · 2^16 + slot`, so ids order like tuple ids and a range of ids is a
@@ -124,6 +135,7 @@ impl Encoding {
                     "a semantic id (the tuple's address) in a {ty} column: it needs BIGINT"
                 )),
             },
+            Encoding::Side => Ok(()),
         }
     }
 
@@ -140,6 +152,7 @@ impl Encoding {
                 format!("{width}-byte timestamp from {}", format_timestamp(*base))
             }
             Encoding::Address => "semantic id: the tuple's address, not stored".into(),
+            Encoding::Side => "in the side table (vertical partition)".into(),
         }
     }
 }
@@ -192,6 +205,11 @@ pub(crate) enum Phys {
         trim: bool,
     },
     Address,
+    /// In the side table; `pointer`: this column's place in the main row
+    /// holds the side row's tuple id.
+    Side {
+        pointer: bool,
+    },
 }
 
 impl Phys {
@@ -223,7 +241,14 @@ impl Phys {
                 trim,
             },
             Encoding::Address => Phys::Address,
+            // The layout marks the first side column as the pointer's place.
+            Encoding::Side => Phys::Side { pointer: false },
         }
+    }
+
+    /// Bytes this column takes in a main row when it is in the side table.
+    fn side_width(pointer: bool) -> usize {
+        if pointer { SIDE_POINTER } else { 0 }
     }
 
     /// The code of `v` when the encoding holds it (None: escape it).
@@ -269,6 +294,7 @@ impl Phys {
             | Phys::Timestamp { width, .. } => Some(*width),
             Phys::Short { .. } => Some(1 + *b.first()? as usize),
             Phys::Address => Some(0),
+            Phys::Side { pointer } => Some(Phys::side_width(*pointer)),
         }
     }
 
@@ -281,6 +307,7 @@ impl Phys {
             | Phys::Timestamp { width, .. } => Some(*width),
             Phys::Short { .. } => None,
             Phys::Address => Some(0),
+            Phys::Side { pointer } => Some(Phys::side_width(*pointer)),
         }
     }
 
@@ -317,6 +344,9 @@ pub(crate) enum Col {
     Short,
     /// Nothing: the tuple's address ([`Encoding::Address`]).
     Address,
+    /// In the side table ([`Encoding::Side`]); `true`: the 6-byte pointer to
+    /// the side row is here, else nothing.
+    Side(bool),
 }
 
 impl Col {
@@ -330,6 +360,7 @@ impl Col {
             }
             Phys::Short { .. } => return Col::Short,
             Phys::Address => return Col::Address,
+            Phys::Side { pointer } => return Col::Side(*pointer),
             Phys::Offset { base, .. } => (*base, CodeKind::Int),
             Phys::Dict { .. } => (0, CodeKind::Dict),
             Phys::Timestamp { base, .. } => (*base, CodeKind::Stamp),
@@ -379,7 +410,8 @@ pub(crate) fn runs(plan: &[Col]) -> Vec<Step> {
                 steps.push(Step::Short);
                 continue;
             }
-            Col::Address => continue,
+            Col::Address | Col::Side(false) => continue,
+            Col::Side(true) => (SIDE_POINTER, None),
         };
         if !matches!(steps.last(), Some(Step::Run { .. })) {
             steps.push(Step::Run {
@@ -637,7 +669,7 @@ pub fn choose(schema: &Schema, samples: &[ColumnSample], opts: &ChooseOptions) -
             | Phys::Timestamp { width, .. } => *width,
             // A CHAR's length byte; a VARCHAR's is one less than plain.
             Phys::Short { trim } => *trim as usize,
-            Phys::Plain | Phys::Address => 0,
+            Phys::Plain | Phys::Address | Phys::Side { .. } => 0,
         })
         .collect();
     let mut worst = schema.max_row_size() + extra.iter().sum::<usize>();

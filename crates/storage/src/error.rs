@@ -51,6 +51,16 @@ pub enum StorageError {
     TupleTooLarge { size: usize, max: usize },
     #[error("no tuple at page {page} slot {slot} of table '{table}'")]
     NoSuchTuple { table: String, page: u32, slot: u16 },
+    #[error(
+        "table '{table}': the row at page {page} slot {slot} points to side row page {side_page} slot {side_slot}, which does not exist (run strata check)"
+    )]
+    LostSideRow {
+        table: String,
+        page: u32,
+        slot: u16,
+        side_page: u32,
+        side_slot: u16,
+    },
     #[error("page {page} of table '{table}' has no room for a tuple of {size} bytes")]
     NoRoom {
         table: String,

@@ -55,9 +55,11 @@ impl StorageError {
             | E::NoTransaction { .. }
             | E::ColdTier { .. } => USAGE,
             E::Value { .. } => BAD_INPUT,
-            E::CorruptPage { .. } | E::Truncated { .. } | E::Catalog { .. } | E::Index { .. } => {
-                CORRUPT
-            }
+            E::CorruptPage { .. }
+            | E::Truncated { .. }
+            | E::Catalog { .. }
+            | E::Index { .. }
+            | E::LostSideRow { .. } => CORRUPT,
             E::ColdObject { corrupt: true, .. } => CORRUPT,
             _ => FAILURE,
         }

@@ -22,6 +22,7 @@ pub mod panic_guard;
 pub mod progress;
 pub mod recovery;
 pub mod shape;
+pub mod split;
 pub mod temp;
 pub mod types;
 pub mod util;

@@ -546,6 +546,12 @@ impl RowLayout {
             })?;
             phys.push(Phys::new(e, &c.ty));
         }
+        // The first side column's place holds the pointer to the side row.
+        if let Some(Phys::Side { pointer }) =
+            phys.iter_mut().find(|p| matches!(p, Phys::Side { .. }))
+        {
+            *pointer = true;
+        }
         l.offsets = if l.bitmap_len == 0 {
             fixed_prefix(phys.iter().zip(&l.types).map(|(p, ty)| p.fixed_width(ty)))
         } else {
@@ -583,6 +589,13 @@ impl RowLayout {
     /// Bytes value `v` of column `col` takes in a row of this layout (an
     /// escaped value counts its code and its plain bytes; NULL: 0).
     pub fn field_bytes(&self, col: usize, v: &Value) -> usize {
+        if let Some(Phys::Side { pointer }) = self.phys.as_ref().map(|p| &p[col]) {
+            return if *pointer {
+                crate::encoding::SIDE_POINTER
+            } else {
+                0
+            };
+        }
         if v.is_null() || self.is_address(col) {
             return 0;
         }
@@ -654,6 +667,19 @@ impl RowLayout {
                 // Not stored: the tuple's address is the value.
                 continue;
             }
+            if let Some(Phys::Side { pointer }) = self.phys.as_ref().map(|p| &p[i]) {
+                // In the side table; the main row given here holds the side
+                // row's address in the pointer's place (see `side_row`).
+                if *pointer {
+                    let tid = v
+                        .as_i64()
+                        .and_then(crate::encoding::tid_of_address)
+                        .ok_or_else(|| col_err("no side row to point to".into()))?;
+                    out.extend_from_slice(&tid.page.to_le_bytes());
+                    out.extend_from_slice(&tid.slot.to_le_bytes());
+                }
+                continue;
+            }
             if v.is_null() {
                 if !self.nullable[i] {
                     return Err(col_err("NULL in a NOT NULL column".into()));
@@ -673,7 +699,7 @@ impl RowLayout {
                     out.push(s.len() as u8);
                     out.extend_from_slice(s.as_bytes());
                 }
-                Some(Phys::Address) => {}
+                Some(Phys::Address | Phys::Side { .. }) => {}
                 Some(p) => {
                     let w = p.fixed_width(ty).expect("codes have a width");
                     let code = p.code(v).unwrap_or_else(|| p.escape().expect("has one"));
@@ -824,6 +850,13 @@ impl RowLayout {
                     pos += 1 + n;
                 }
                 Col::Address => out.push(Field::Int(address_of(tid))),
+                // In the side table: the caller joins it (`split.rs`).
+                Col::Side(pointer) => {
+                    out.push(Field::Null);
+                    if pointer {
+                        pos += crate::encoding::SIDE_POINTER;
+                    }
+                }
                 Col::Code {
                     width,
                     base,
@@ -929,7 +962,8 @@ impl RowLayout {
                     Some(n) => 1 + *n as usize,
                     None => return false,
                 },
-                Col::Address => 0,
+                Col::Address | Col::Side(false) => 0,
+                Col::Side(true) => crate::encoding::SIDE_POINTER,
                 Col::Code {
                     width,
                     escape,
@@ -987,6 +1021,12 @@ impl RowLayout {
                 if !self.nullable[i] {
                     return Err(format!("column {} is NULL but NOT NULL", i + 1));
                 }
+                if matches!(ph, Phys::Side { .. }) {
+                    return Err(format!(
+                        "column {} is in the side table but NULL in the main row",
+                        i + 1
+                    ));
+                }
                 continue;
             }
             let ty = &self.types[i];
@@ -1002,7 +1042,7 @@ impl RowLayout {
                     _ => {}
                 },
                 Phys::Short { .. } => text_ok(&rest[1..w], i)?,
-                Phys::Address => {}
+                Phys::Address | Phys::Side { .. } => {}
                 Phys::Offset { escape, .. } | Phys::Timestamp { escape, .. } => {
                     if get_uint(rest, w) == *escape {
                         escaped.push(i);
@@ -1071,6 +1111,15 @@ impl RowLayout {
         let ty = &self.types[i];
         match p {
             Phys::Address => (Some(Value::Int64(address_of(tid))), 0),
+            // In the side table: the caller joins it (`split.rs`).
+            Phys::Side { pointer } => (
+                Some(Value::Null),
+                if *pointer {
+                    crate::encoding::SIDE_POINTER
+                } else {
+                    0
+                },
+            ),
             Phys::Plain => {
                 let (v, w) = decode_value(ty, b);
                 (Some(v), w)
@@ -1182,6 +1231,48 @@ impl RowLayout {
     /// The semantic id column, if the table has one.
     pub fn address_column(&self) -> Option<usize> {
         (0..self.types.len()).find(|&c| self.is_address(c))
+    }
+
+    /// Whether column `col` is in the table's side table
+    /// ([`Encoding::Side`]): a main row decodes it as NULL; its value is in
+    /// the side row [`RowLayout::side_tid`] points to.
+    pub fn is_side(&self, col: usize) -> bool {
+        matches!(self.phys.as_ref().map(|p| &p[col]), Some(Phys::Side { .. }))
+    }
+
+    /// Whether some column is in a side table.
+    pub fn has_side(&self) -> bool {
+        self.phys
+            .as_ref()
+            .is_some_and(|p| p.iter().any(|c| matches!(c, Phys::Side { .. })))
+    }
+
+    /// The tuple id of the side row of the main row `bytes` (`None`: the
+    /// layout has no side columns).
+    pub fn side_tid(&self, bytes: &[u8]) -> Option<Tid> {
+        let p = self.phys.as_ref()?;
+        let col = p
+            .iter()
+            .position(|c| matches!(c, Phys::Side { pointer: true }))?;
+        let pos = match self.offsets.get(col) {
+            Some(&o) => o,
+            None => {
+                let mut pos = self.bitmap_len;
+                for (i, ph) in p.iter().enumerate().take(col) {
+                    if !self.is_null(bytes, i) {
+                        pos += ph
+                            .width(&self.types[i], &bytes[pos..])
+                            .expect("checked by the page's tuple shape");
+                    }
+                }
+                pos
+            }
+        };
+        let b = &bytes[pos..pos + crate::encoding::SIDE_POINTER];
+        Some(Tid::new(
+            u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+            u16::from_le_bytes([b[4], b[5]]),
+        ))
     }
 }
 

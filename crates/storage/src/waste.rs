@@ -89,6 +89,19 @@ pub struct HeapSpace {
 }
 
 impl HeapSpace {
+    /// Accounts heap page `v`, whose live tuples take `live` bytes.
+    fn add_page(&mut self, v: &crate::page::PageView<'_>, live: u64) {
+        self.pages += 1;
+        let free = v.free_space() as u64;
+        self.free_bytes += free;
+        self.max_page_free = self.max_page_free.max(free);
+        self.min_page_free = self.min_page_free.min(free);
+        let overhead = (HEADER_SIZE + v.n_slots() as usize * SLOT_SIZE) as u64;
+        self.overhead_bytes += overhead;
+        self.tuple_bytes += live;
+        self.dead_bytes += (PAGE_SIZE as u64).saturating_sub(overhead + free + live);
+    }
+
     /// Live tuple bytes over the heap's bytes.
     pub fn fill(&self) -> f64 {
         let total = self.pages * PAGE_SIZE as u64;
@@ -223,29 +236,38 @@ pub fn analyze(table: &Table) -> Result<TableWaste> {
         ..HeapSpace::default()
     };
     let layout = table.layout().clone();
+    let side = table.side_table();
+    let side_cols = table.side_columns();
     let mut rows = 0u64;
     table.heap().scan_pages(WRITE_RUN_PAGES, 2, |_, v| {
-        heap.pages += 1;
-        let free = v.free_space() as u64;
-        heap.free_bytes += free;
-        heap.max_page_free = heap.max_page_free.max(free);
-        heap.min_page_free = heap.min_page_free.min(free);
-        let overhead = (HEADER_SIZE + v.n_slots() as usize * SLOT_SIZE) as u64;
-        heap.overhead_bytes += overhead;
         let mut live = 0u64;
         for (slot, t) in v.tuples() {
             live += t.len() as u64;
             rows += 1;
             let tid = Tid::new(v.page_no() as u32, slot);
-            for (i, (acc, value)) in cols.iter_mut().zip(layout.decode(t, tid)).enumerate() {
-                acc.encoded += layout.field_bytes(i, &value) as u64;
+            let mut row = layout.decode(t, tid);
+            // A split table's side columns are in its side rows, and
+            // stored in the side table's encodings.
+            table.join_side(t, tid, &mut row)?;
+            for (i, (acc, value)) in cols.iter_mut().zip(row).enumerate() {
+                acc.encoded += match (side, side_cols.iter().position(|&c| c == i)) {
+                    (Some(s), Some(j)) => s.layout().field_bytes(j, &value),
+                    _ => layout.field_bytes(i, &value),
+                } as u64;
                 acc.add(&value);
             }
         }
-        heap.tuple_bytes += live;
-        heap.dead_bytes += (PAGE_SIZE as u64).saturating_sub(overhead + free + live);
+        heap.add_page(&v, live);
         Ok(ControlFlow::Continue(()))
     })?;
+    // The side table's pages are the table's too.
+    if let Some(s) = side {
+        s.heap().scan_pages(WRITE_RUN_PAGES, 2, |_, v| {
+            let live = v.tuples().map(|(_, t)| t.len() as u64).sum();
+            heap.add_page(&v, live);
+            Ok(ControlFlow::Continue(()))
+        })?;
+    }
     if heap.pages == 0 {
         heap.min_page_free = 0;
     }
@@ -267,10 +289,18 @@ pub fn analyze(table: &Table) -> Result<TableWaste> {
         .zip(cols)
         .enumerate()
         .map(|(i, (c, acc))| {
-            let encoding = table
-                .encodings()
-                .get(i)
-                .map_or("plain".to_string(), |e| e.describe());
+            let encoding = match (side, side_cols.iter().position(|&c| c == i)) {
+                (Some(s), Some(j)) => format!(
+                    "side table, {}",
+                    s.encodings()
+                        .get(j)
+                        .map_or("plain".to_string(), |e| e.describe())
+                ),
+                _ => table
+                    .encodings()
+                    .get(i)
+                    .map_or("plain".to_string(), |e| e.describe()),
+            };
             acc.finish(&c.name, c.ty, encoding)
         })
         .collect();

@@ -16,6 +16,7 @@ mod hot;
 mod hot_model;
 mod index_cache;
 mod scan_cost;
+mod split;
 mod wal;
 
 /// With `autotests = false`, a file in a crate's `tests/` that neither its

@@ -313,7 +313,7 @@ impl<'a> Run<'a> {
         );
         spec.index = Some(join.index);
         let converter = BatchConverter::new(
-            req.table.layout(),
+            &req.table,
             req.scan_columns.clone(),
             req.scan_schema.clone(),
         );

@@ -34,11 +34,7 @@ pub fn decode(req: &ScanRequest, bytes: &[u8], first_page: u64, name: &str) -> R
         conjuncts: req.conjuncts.clone(),
     }
     .compile(table.schema(), table.layout());
-    let converter = BatchConverter::new(
-        table.layout(),
-        req.scan_columns.clone(),
-        req.scan_schema.clone(),
-    );
+    let converter = BatchConverter::new(table, req.scan_columns.clone(), req.scan_schema.clone());
     let mut out = Vec::new();
     let mut tuples = TupleBatch::new();
     let flush = |tuples: &mut TupleBatch, out: &mut Vec<RecordBatch>| -> Result<()> {
