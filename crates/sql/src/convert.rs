@@ -22,7 +22,7 @@ use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use strata_access::TupleBatch;
 use strata_storage::Table;
-use strata_storage::types::{DataType, Field as Stored, RowLayout, Schema, Value};
+use strata_storage::types::{DataType, Field as Stored, RowLayout, Schema, Tid, Value};
 
 /// The Arrow type a strata column type is read as.
 pub fn arrow_type(ty: &DataType) -> ArrowType {
@@ -232,6 +232,58 @@ impl BatchConverter {
         &self.schema
     }
 
+    /// Pushes the side columns of `batch`'s rows: their side rows read in
+    /// side-heap order (each side page once, neighbours in one request),
+    /// then decoded in the rows' order.
+    fn push_side(
+        &self,
+        side: &SideColumns,
+        batch: &TupleBatch,
+        builders: &mut [Builder],
+    ) -> Result<(), ArrowError> {
+        let external = |e: strata_storage::StorageError| ArrowError::ExternalError(Box::new(e));
+        let mut wanted: Vec<(Tid, usize)> = batch
+            .iter()
+            .enumerate()
+            .map(|(i, (_, t))| (self.layout.side_tid(t).expect("a split table's layout"), i))
+            .collect();
+        wanted.sort_unstable();
+        let tids: Vec<Tid> = wanted.iter().map(|w| w.0).collect();
+        let mut rows: Vec<(Tid, Vec<u8>)> = vec![(Tid::default(), Vec::new()); batch.len()];
+        let mut k = 0;
+        side.table
+            .heap()
+            .with_tuples_prefetched(&tids, 128, |side_tid, b| {
+                let (_, i) = wanted[k];
+                k += 1;
+                match b {
+                    Some(b) => {
+                        rows[i] = (side_tid, b.to_vec());
+                        Ok(())
+                    }
+                    None => {
+                        let tid = batch.iter().nth(i).map(|(t, _)| t).unwrap_or_default();
+                        Err(strata_storage::StorageError::LostSideRow {
+                            table: side.table.name().trim_end_matches(".side").to_string(),
+                            page: tid.page,
+                            slot: tid.slot,
+                            side_page: side_tid.page,
+                            side_slot: side_tid.slot,
+                        })
+                    }
+                }
+            })
+            .map_err(external)?;
+        let mut fields = Vec::new();
+        for (side_tid, b) in &rows {
+            side.table.layout().fields(b, *side_tid, &mut fields);
+            for &(out, j) in &side.wanted {
+                builders[out].push(fields[j]);
+            }
+        }
+        Ok(())
+    }
+
     /// Whether output column `out` is read from the side table.
     fn is_side_output(&self, out: usize) -> bool {
         self.side
@@ -255,34 +307,9 @@ impl BatchConverter {
                     b.push(fields[c]);
                 }
             }
-            if let Some(SideColumns {
-                table: side,
-                wanted,
-            }) = &self.side
-            {
-                let side_tid = self.layout.side_tid(tuple).expect("a split table's layout");
-                let found = side
-                    .heap()
-                    .with_tuple(side_tid, |b| {
-                        let mut side_fields = Vec::with_capacity(wanted.len());
-                        side.layout().fields(b, side_tid, &mut side_fields);
-                        for &(out, j) in wanted {
-                            builders[out].push(side_fields[j]);
-                        }
-                    })
-                    .map_err(|e| ArrowError::ExternalError(Box::new(e)))?;
-                if found.is_none() {
-                    return Err(ArrowError::ExternalError(Box::new(
-                        strata_storage::StorageError::LostSideRow {
-                            table: side.name().trim_end_matches(".side").to_string(),
-                            page: tid.page,
-                            slot: tid.slot,
-                            side_page: side_tid.page,
-                            side_slot: side_tid.slot,
-                        },
-                    )));
-                }
-            }
+        }
+        if let Some(side) = &self.side {
+            self.push_side(side, batch, &mut builders)?;
         }
         let arrays: Vec<ArrayRef> = builders.iter_mut().map(Builder::finish).collect();
         RecordBatch::try_new_with_options(

@@ -2119,10 +2119,47 @@ impl Table {
 
     /// Visits every row in heap order.
     pub fn scan_rows(&self, mut f: impl FnMut(Tid, Vec<Value>) -> Result<()>) -> Result<()> {
-        if self.side.is_none() {
+        let Some(side) = &self.side else {
             return self.heap.scan(|tid, b| f(tid, self.layout.decode(b, tid)));
-        }
-        self.heap.scan(|tid, b| f(tid, self.decode_row(b, tid)?))
+        };
+        // A page's rows at a time, their side rows read in side-heap order
+        // (each side page once, neighbours in one request).
+        let mut rows: Vec<(Tid, Vec<Value>)> = Vec::new();
+        let mut wanted: Vec<(Tid, usize)> = Vec::new();
+        let mut side_tids: Vec<Tid> = Vec::new();
+        self.heap
+            .scan_pages(crate::heap::WRITE_RUN_PAGES, 2, |p, v| {
+                rows.clear();
+                wanted.clear();
+                for (slot, t) in v.tuples() {
+                    let tid = Tid::new(p as u32, slot);
+                    let side_tid = self.layout.side_tid(t).expect("a split table's layout");
+                    wanted.push((side_tid, rows.len()));
+                    rows.push((tid, self.layout.decode(t, tid)));
+                }
+                wanted.sort_unstable();
+                side_tids.clear();
+                side_tids.extend(wanted.iter().map(|w| w.0));
+                let mut k = 0;
+                side.table.heap.with_tuples_prefetched(
+                    &side_tids,
+                    crate::heap::WRITE_RUN_PAGES,
+                    |side_tid, b| {
+                        let (_, i) = wanted[k];
+                        k += 1;
+                        let b = b.ok_or_else(|| self.lost_side(rows[i].0, side_tid))?;
+                        let values = side.table.layout.decode(b, side_tid);
+                        for (&c, v) in side.cols.iter().zip(values) {
+                            rows[i].1[c] = v;
+                        }
+                        Ok(())
+                    },
+                )?;
+                for (tid, row) in rows.drain(..) {
+                    f(tid, row)?;
+                }
+                Ok(std::ops::ControlFlow::Continue(()))
+            })
     }
 }
 

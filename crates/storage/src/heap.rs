@@ -397,6 +397,34 @@ impl HeapFile {
         Ok(())
     }
 
+    /// [`HeapFile::with_tuples`] of `tids` (sorted) with the pages they are
+    /// on read first, neighbouring ones (at most `run_pages` apart from the
+    /// run's first) in one request each: what reading the side rows of a run
+    /// of rows does (`split.rs`), whose side rows sit in the same order.
+    pub fn with_tuples_prefetched(
+        &self,
+        tids: &[Tid],
+        run_pages: usize,
+        f: impl FnMut(Tid, Option<&[u8]>) -> Result<()>,
+    ) -> Result<()> {
+        let mut i = 0;
+        while i < tids.len() {
+            let first = tids[i].page as u64;
+            let mut last = first;
+            while let Some(t) = tids.get(i) {
+                let p = t.page as u64;
+                if p > last + 1 || p - first >= run_pages as u64 {
+                    break;
+                }
+                last = p;
+                i += 1;
+            }
+            self.pool
+                .prefetch(self.file_id(), first, (last - first + 1) as usize)?;
+        }
+        self.with_tuples(tids, f)
+    }
+
     /// Deletes the tuples at `tids` as [`HeapFile::delete`] of each would,
     /// pinning each page once for the run of tids on it (sort them by page to
     /// pin each page once in all). A page's tids are all checked before any of
