@@ -826,6 +826,23 @@ impl BufferPool {
     /// Reads pages `first..first + n` of `file` that are not in the pool in one
     /// request and puts them in frames (read-ahead for a sequential walk, such as
     /// a B+-tree's leaf level). Pages already cached are left as they are.
+    /// [`BufferPool::prefetch`] of the pages from the first to the last of
+    /// `first..first + n` that the pool does not hold: a run whose first
+    /// pages were read by the run before it starts after them (on a disk, a
+    /// read that went back would be a seek).
+    pub fn prefetch_missing(&self, file: FileId, first: u64, n: usize) -> Result<()> {
+        let (lo, hi) = {
+            let t = self.table.lock();
+            let missing = |p: &u64| !t.map.contains_key(&(file, *p));
+            let end = first + n as u64;
+            match (first..end).find(missing) {
+                Some(lo) => (lo, (lo..end).rev().find(missing).unwrap_or(lo)),
+                None => return Ok(()),
+            }
+        };
+        self.prefetch(file, lo, (hi - lo + 1) as usize)
+    }
+
     pub fn prefetch(&self, file: FileId, first: u64, n: usize) -> Result<()> {
         let missing = {
             let t = self.table.lock();

@@ -1325,6 +1325,10 @@ pub struct Table {
     side: Option<SidePart>,
 }
 
+/// Rows a joined scan of a split table decodes before it reads their side
+/// rows: enough that the side rows of a batch take a few long reads.
+const JOIN_BATCH_ROWS: usize = 4096;
+
 /// A table's side table, open, with the places of its columns.
 #[derive(Clone)]
 pub(crate) struct SidePart {
@@ -2122,44 +2126,48 @@ impl Table {
         let Some(side) = &self.side else {
             return self.heap.scan(|tid, b| f(tid, self.layout.decode(b, tid)));
         };
-        // A page's rows at a time, their side rows read in side-heap order
+        // Rows a batch at a time, their side rows read in side-heap order
         // (each side page once, neighbours in one request).
         let mut rows: Vec<(Tid, Vec<Value>)> = Vec::new();
         let mut wanted: Vec<(Tid, usize)> = Vec::new();
-        let mut side_tids: Vec<Tid> = Vec::new();
+        let mut join = |rows: &mut Vec<(Tid, Vec<Value>)>, wanted: &mut Vec<(Tid, usize)>| {
+            wanted.sort_unstable();
+            let side_tids: Vec<Tid> = wanted.iter().map(|w| w.0).collect();
+            let mut k = 0;
+            side.table.heap.with_tuples_prefetched(
+                &side_tids,
+                crate::heap::WRITE_RUN_PAGES,
+                |side_tid, b| {
+                    let (_, i) = wanted[k];
+                    k += 1;
+                    let b = b.ok_or_else(|| self.lost_side(rows[i].0, side_tid))?;
+                    let values = side.table.layout.decode(b, side_tid);
+                    for (&c, v) in side.cols.iter().zip(values) {
+                        rows[i].1[c] = v;
+                    }
+                    Ok(())
+                },
+            )?;
+            wanted.clear();
+            for (tid, row) in rows.drain(..) {
+                f(tid, row)?;
+            }
+            Ok(())
+        };
         self.heap
             .scan_pages(crate::heap::WRITE_RUN_PAGES, 2, |p, v| {
-                rows.clear();
-                wanted.clear();
                 for (slot, t) in v.tuples() {
                     let tid = Tid::new(p as u32, slot);
                     let side_tid = self.layout.side_tid(t).expect("a split table's layout");
                     wanted.push((side_tid, rows.len()));
                     rows.push((tid, self.layout.decode(t, tid)));
                 }
-                wanted.sort_unstable();
-                side_tids.clear();
-                side_tids.extend(wanted.iter().map(|w| w.0));
-                let mut k = 0;
-                side.table.heap.with_tuples_prefetched(
-                    &side_tids,
-                    crate::heap::WRITE_RUN_PAGES,
-                    |side_tid, b| {
-                        let (_, i) = wanted[k];
-                        k += 1;
-                        let b = b.ok_or_else(|| self.lost_side(rows[i].0, side_tid))?;
-                        let values = side.table.layout.decode(b, side_tid);
-                        for (&c, v) in side.cols.iter().zip(values) {
-                            rows[i].1[c] = v;
-                        }
-                        Ok(())
-                    },
-                )?;
-                for (tid, row) in rows.drain(..) {
-                    f(tid, row)?;
+                if rows.len() >= JOIN_BATCH_ROWS {
+                    join(&mut rows, &mut wanted)?;
                 }
                 Ok(std::ops::ControlFlow::Continue(()))
-            })
+            })?;
+        join(&mut rows, &mut wanted)
     }
 }
 

@@ -420,7 +420,7 @@ impl HeapFile {
                 i += 1;
             }
             self.pool
-                .prefetch(self.file_id(), first, (last - first + 1) as usize)?;
+                .prefetch_missing(self.file_id(), first, (last - first + 1) as usize)?;
         }
         self.with_tuples(tids, f)
     }
