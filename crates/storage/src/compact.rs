@@ -226,13 +226,7 @@ impl Database {
             load.set_side(side_def, side_heap)?;
             load.side_replaces(s.clone());
         }
-        progress.phase(&format!("rewrite {}", def.name), def.rows);
-        old.scan_rows(|_, row| {
-            load.append(&row)?;
-            Ok(())
-        })?;
-        progress.advance(def.rows);
-        let summary = load.commit(progress)?;
+        let summary = load.rewrite(&old, progress)?;
         Ok(CompactReport {
             table: def.name.clone(),
             rows: summary.rows_total,

@@ -2425,6 +2425,19 @@ impl<'a> TableLoad<'a> {
         Ok(tid)
     }
 
+    /// Appends every row of `old` (joined, in heap order) and commits: the
+    /// rewrite of a compaction or a split.
+    pub(crate) fn rewrite(mut self, old: &Table, progress: &dyn Progress) -> Result<LoadSummary> {
+        let rows = old.rows();
+        progress.phase(&format!("rewrite {}", old.name()), rows);
+        old.scan_rows(|_, row| {
+            self.append(&row)?;
+            Ok(())
+        })?;
+        progress.advance(rows);
+        self.commit(progress)
+    }
+
     /// Makes the load durable and visible: heap pages fsynced, every index of the
     /// table (re)built into new files and fsynced, then the catalog swapped.
     pub fn commit(mut self, progress: &dyn Progress) -> Result<LoadSummary> {

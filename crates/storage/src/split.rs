@@ -197,13 +197,7 @@ impl Database {
         if let Some(s) = old.side_table() {
             load.side_replaces(s.clone());
         }
-        progress.phase(&format!("rewrite {}", def.name), def.rows);
-        old.scan_rows(|_, row| {
-            load.append(&row)?;
-            Ok(())
-        })?;
-        progress.advance(def.rows);
-        let summary = load.commit(progress)?;
+        let summary = load.rewrite(&old, progress)?;
         let new = self.table(table)?;
         Ok(SplitReport {
             table: def.name.clone(),

@@ -1190,11 +1190,9 @@ impl RowLayout {
         out
     }
 
-    fn decode_column_encoded(&self, p: &[Phys], bytes: &[u8], col: usize, tid: Tid) -> Value {
-        if self.is_null(bytes, col) {
-            return Value::Null;
-        }
-        let pos = match self.offsets.get(col) {
+    /// Where column `col`'s field starts in the encoded tuple `bytes`.
+    fn encoded_pos(&self, p: &[Phys], bytes: &[u8], col: usize) -> usize {
+        match self.offsets.get(col) {
             Some(&o) => o,
             None => {
                 let mut pos = self.bitmap_len;
@@ -1207,7 +1205,14 @@ impl RowLayout {
                 }
                 pos
             }
-        };
+        }
+    }
+
+    fn decode_column_encoded(&self, p: &[Phys], bytes: &[u8], col: usize, tid: Tid) -> Value {
+        if self.is_null(bytes, col) {
+            return Value::Null;
+        }
+        let pos = self.encoded_pos(p, bytes, col);
         match self
             .decode_encoded_field(&p[col], col, &bytes[pos..], tid)
             .0
@@ -1254,20 +1259,7 @@ impl RowLayout {
         let col = p
             .iter()
             .position(|c| matches!(c, Phys::Side { pointer: true }))?;
-        let pos = match self.offsets.get(col) {
-            Some(&o) => o,
-            None => {
-                let mut pos = self.bitmap_len;
-                for (i, ph) in p.iter().enumerate().take(col) {
-                    if !self.is_null(bytes, i) {
-                        pos += ph
-                            .width(&self.types[i], &bytes[pos..])
-                            .expect("checked by the page's tuple shape");
-                    }
-                }
-                pos
-            }
-        };
+        let pos = self.encoded_pos(p, bytes, col);
         let b = &bytes[pos..pos + crate::encoding::SIDE_POINTER];
         Some(Tid::new(
             u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
