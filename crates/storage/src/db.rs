@@ -1740,10 +1740,13 @@ impl Table {
             .transpose()
     }
 
-    /// The tuple id of the side row of the row at `tid` (`None`: no such row).
+    /// The tuple id of the side row of the row at `tid` (`None`: no such
+    /// row, or the table is not split).
     fn side_tid_of(&self, tid: Tid) -> Result<Option<Tid>> {
-        self.heap
-            .with_tuple(tid, |b| self.layout.side_tid(b).expect("a split table"))
+        Ok(self
+            .heap
+            .with_tuple(tid, |b| self.layout.side_tid(b))?
+            .flatten())
     }
 
     /// Encodes `row` into `out` as an insert would store it, checking every
@@ -1988,13 +1991,20 @@ impl Table {
                         .ok_or_else(|| self.missing_tuple(tid))?;
                     let side_row = self.side_values(row)?;
                     // A side row that did not change is not written.
-                    let side_tid = if side_row != self.side_values(&old)? {
+                    let new_side = if side_row != self.side_values(&old)? {
                         s.table.update_row(side_tid, &side_row)?
                     } else {
                         side_tid
                     };
-                    self.heap
-                        .update(tid, &self.encode(&self.main_values(row, side_tid))?)?
+                    let main = self.main_values(row, new_side);
+                    if new_side == side_tid && main == self.main_values(&old, side_tid) {
+                        // Only side columns changed, in place: the row is as
+                        // it was, and its page is not written (what splitting
+                        // often updated columns off is for).
+                        tid
+                    } else {
+                        self.heap.update(tid, &self.encode(&main)?)?
+                    }
                 }
             };
             for i in &self.indexes {
@@ -2036,9 +2046,14 @@ impl Table {
         self.check_change()?;
         as_writer(|| {
             let row = self.existing_row(tid)?;
-            let stored = match self.side_tid_of(tid)? {
-                Some(side_tid) if self.side.is_some() => self.main_values(&row, side_tid),
-                _ => row.clone(),
+            let stored = match &self.side {
+                Some(_) => {
+                    let side_tid = self
+                        .side_tid_of(tid)?
+                        .ok_or_else(|| self.missing_tuple(tid))?;
+                    self.main_values(&row, side_tid)
+                }
+                None => row.clone(),
             };
             let Some(new_tid) = self.heap.insert_into(page, &self.encode(&stored)?)? else {
                 return Ok(None);

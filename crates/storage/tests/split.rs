@@ -360,6 +360,48 @@ fn a_split_reads_fewer_pages_for_the_columns_it_keeps_and_merges_back() {
     assert!(!path.join(format!("{side_file}.0000")).exists());
 }
 
+/// An update of side columns only writes the side row's page, not the
+/// table's: the write density the paper splits often updated columns off
+/// for. Counted by the pages each commit logs.
+#[test]
+fn an_update_of_side_columns_only_writes_side_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let (db, mut model) = create(&path, 2000);
+    db.split("t", &["note".into(), "flag".into()], &NoProgress)
+        .unwrap();
+    let tids = verify(&db, &model, &["note", "flag"], 0);
+    let update = |id: i64, r: &[Value]| {
+        let txn = db.begin_write().unwrap();
+        let t = txn.table("t").unwrap();
+        assert_eq!(t.update_row(tids[&id], r).unwrap(), tids[&id]);
+        drop(t);
+        txn.commit().unwrap().pages
+    };
+    // Side columns only, the same sizes: one page, the side row's.
+    let upper = |v: &Value| match v {
+        Value::Str(x) => Value::Str(x.to_uppercase()),
+        v => panic!("{v:?}"),
+    };
+    let mut r = model[&5].clone();
+    r[2] = upper(&r[2]);
+    r[4] = Value::Bool(true);
+    assert_eq!(update(5, &r), 1);
+    model.insert(5, r);
+    // The table's own column: its page (and no side page).
+    let mut r = model[&6].clone();
+    r[3] = upper(&r[3]);
+    assert_eq!(update(6, &r), 1);
+    model.insert(6, r);
+    // Both: two pages.
+    let mut r = model[&7].clone();
+    r[2] = Value::Null;
+    r[3] = upper(&r[3]);
+    assert_eq!(update(7, &r), 2);
+    model.insert(7, r);
+    verify(&db, &model, &["note", "flag"], 1);
+}
+
 #[test]
 fn what_cannot_go_to_a_side_table_is_refused_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
