@@ -252,6 +252,11 @@ impl Catalog {
                     ));
                 }
             }
+            Schema::new(t.schema.columns.clone()).map_err(|e| format!("{what}: {e}"))?;
+            for c in &t.schema.columns {
+                c.ty.validate()
+                    .map_err(|e| format!("{what}, column '{}': {e}", c.name))?;
+            }
             if t.segment_pages == 0 {
                 return Err(format!("{what}: segment size of 0 pages"));
             }
