@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::db::{Database, TableLoad, cold_read_only};
+use crate::db::{Database, TableLoad};
 use crate::encoding::{ChooseOptions, ColumnSample, Encoding, choose, is_plain};
 use crate::error::{Result, StorageError};
 use crate::heap::HeapFile;
@@ -72,10 +72,7 @@ impl Database {
         self.writable()?;
         let writer = self.writer_lock();
         self.checkpoint_locked()?;
-        let old = self.table(table)?;
-        if old.is_cold() {
-            return Err(cold_read_only(table));
-        }
+        let old = self.movable_table(table)?;
         let def = self.catalog().table(old.name())?.clone();
         let schema = def.schema.clone();
         // Semantic ids: the one asked for, and those the table has (kept,

@@ -698,6 +698,20 @@ impl Database {
         self.writer.lock()
     }
 
+    /// Table `name` open for a rewrite or a move of its rows (compaction,
+    /// split, clustering): not on the cold tier, and not a side table, whose
+    /// rows' ids the rows of its table point to.
+    pub(crate) fn movable_table(&self, name: &str) -> Result<Arc<Table>> {
+        let t = self.table(name)?;
+        if t.is_cold() {
+            return Err(cold_read_only(name));
+        }
+        if let Some(owner) = &self.catalog.lock().table(name)?.side_of {
+            return Err(side_table_refused(name, owner));
+        }
+        Ok(t)
+    }
+
     /// A new data file's base path (`data/<what>.<n>`).
     pub(crate) fn new_file_name(&self, what: &str) -> String {
         self.catalog.lock().new_file_name(what)

@@ -134,10 +134,7 @@ impl Database {
                 opts.max_fraction
             )));
         }
-        let t = self.table(table)?;
-        if t.is_cold() {
-            return Err(crate::db::cold_read_only(t.name()));
-        }
+        let t = self.movable_table(table)?;
         let part_index = match &opts.partition {
             Some(name) => Some(t.index(name)?.def.name.clone()),
             // A partition that exists is rebuilt for the new hot set.

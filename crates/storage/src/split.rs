@@ -33,7 +33,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::catalog::side_table_name;
-use crate::db::{Database, TableLoad, cold_read_only, side_table_refused};
+use crate::db::{Database, TableLoad};
 use crate::encoding::Encoding;
 use crate::error::{Result, StorageError};
 use crate::heap::HeapFile;
@@ -66,15 +66,9 @@ impl Database {
         self.writable()?;
         let writer = self.writer_lock();
         self.checkpoint_locked()?;
-        let old = self.table(table)?;
-        if old.is_cold() {
-            return Err(cold_read_only(table));
-        }
+        let old = self.movable_table(table)?;
         let cat = self.catalog();
         let def = cat.table(table)?.clone();
-        if let Some(owner) = &def.side_of {
-            return Err(side_table_refused(table, owner));
-        }
         let schema = def.schema.clone();
         let mut side_cols = Vec::new();
         for name in columns {

@@ -433,6 +433,12 @@ fn what_cannot_go_to_a_side_table_is_refused_with_the_reason() {
     assert!(msg.contains("changes only through it"), "{msg}");
     let msg = e(db.drop_table("t.side"));
     assert!(msg.contains("changes only through it"), "{msg}");
+    // Nor are its rows rewritten or moved on their own (the pointers would
+    // dangle).
+    let msg = e(db
+        .compact("t.side", &CompactOptions::default(), &NoProgress)
+        .map(|_| ()));
+    assert!(msg.contains("changes only through it"), "{msg}");
     let msg = e(db
         .compact(
             "t",
