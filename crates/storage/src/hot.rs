@@ -14,7 +14,9 @@
 //! 2. **Move in.** A chosen tuple outside the table's *hot region* (the heap
 //!    pages from the first clustering's end on, `TableDef::hot_region`) is
 //!    deleted and appended at the end, as the paper does, its index entries
-//!    following it ([`Table::move_row`]).
+//!    following it ([`Table::move_row`]). They are appended most counted
+//!    first, so the hottest share the first pages: under a skewed workload a
+//!    pool too small for the whole region keeps the pages most lookups read.
 //! 3. **Move out.** A tuple in the hot region that is no longer hot has cooled:
 //!    it goes back into a cold page with room — the holes the tuples moved in
 //!    left, then any page before the region with room, from the first — so the
@@ -181,12 +183,15 @@ impl Database {
             .hot_region
             .unwrap_or_else(|| t.heap().num_pages());
         rep.region_start = region_start;
-        let mut move_in: Vec<Tid> = chosen
+        // Most counted first: the hottest tuples share the region's first
+        // pages, so a pool that holds only part of the region holds the part
+        // most lookups read (in tuple-id order every region page would be
+        // as hot as the next).
+        let move_in: Vec<Tid> = cands
             .iter()
-            .copied()
-            .filter(|tid| (tid.page as u64) < region_start)
+            .map(|&(tid, _)| tid)
+            .filter(|tid| chosen.contains(tid) && (tid.page as u64) < region_start)
             .collect();
-        move_in.sort_unstable();
         rep.already_in_region = rep.hot - move_in.len() as u64;
         let mut move_out = Vec::new();
         for p in region_start..t.heap().num_pages() {

@@ -154,6 +154,48 @@ fn clustering_gathers_the_hot_tuples_and_keeps_every_row() {
     assert_eq!(in_region, rep.hot);
 }
 
+/// The most counted tuples go first: a hotter tuple never sits on a later
+/// page of the hot region than a cooler one, so a pool that holds only the
+/// region's first pages holds the most read tuples.
+#[test]
+fn clustering_places_the_most_counted_tuples_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create(dir.path());
+    let t = db.table("t").unwrap();
+    t.heat().set_every(1);
+    let mut rng = SmallRng::seed_from_u64(11);
+    let mut ids = hot_ids(&mut rng, 360);
+    // Three tiers of 120, scattered over the heap, read 8, 5 and 2 times.
+    for i in (1..ids.len()).rev() {
+        ids.swap(i, rng.random_range(0..=i));
+    }
+    let tiers: Vec<(&[i64], usize)> = vec![(&ids[..120], 8), (&ids[120..240], 5), (&ids[240..], 2)];
+    for &(tier, times) in tiers.iter().rev() {
+        read(&t, tier, times);
+    }
+    let rep = db.cluster_hot("t", &ClusterOptions::default()).unwrap();
+    assert_eq!(rep.moved_in, 360, "{rep:?}");
+    let ix = t.index("t_id").unwrap();
+    let pages = |tier: &[i64]| -> (u32, u32) {
+        let p: Vec<u32> = tier
+            .iter()
+            .map(|&id| t.lookup(ix, &key(id)).unwrap()[0].page)
+            .collect();
+        (*p.iter().min().unwrap(), *p.iter().max().unwrap())
+    };
+    let (hot, warm, cool) = (pages(tiers[0].0), pages(tiers[1].0), pages(tiers[2].0));
+    assert_eq!(
+        hot.0 as u64, rep.region_start,
+        "the hottest open the region"
+    );
+    assert!(
+        hot.1 <= warm.0 && warm.1 <= cool.0,
+        "{hot:?} {warm:?} {cool:?}"
+    );
+    // In tuple-id order the tiers would share every page.
+    assert!(hot.1 < cool.0, "{hot:?} {cool:?}");
+}
+
 #[test]
 fn partition_answers_as_the_full_index_through_changes_crash_and_cooling() {
     let dir = tempfile::tempdir().unwrap();
