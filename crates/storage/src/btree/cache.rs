@@ -392,6 +392,9 @@ pub struct FillTicket {
     /// The predicate log's length then: a predicate on the tid appended since
     /// refuses the fill.
     pos: usize,
+    /// A free slot the lookup picked for the fill (already loading into the
+    /// CPU's cache), if it saw one.
+    free: Option<u16>,
 }
 
 impl FillTicket {
@@ -732,6 +735,8 @@ impl BTree {
                         }
                     }
                 }
+                // Its lines load while the keys are searched.
+                leaf_cache::prefetch_dir(&g, &layout, read_csn);
                 let v = PageView::new(&g);
                 let n = v.n_slots();
                 let mut s = search_in(
@@ -749,8 +754,9 @@ impl BTree {
                         break;
                     }
                     let tid = Tid::decode(&e[e.len() - TID_LEN..]);
-                    let probe = match leaf_cache::lookup(&g, &layout, read_csn, tid) {
-                        Some(h) => {
+                    let probed = with_rng(|rng| leaf_cache::probe(&g, &layout, read_csn, tid, rng));
+                    let probe = match probed {
+                        leaf_cache::Probed::Hit(h) => {
                             any_hit = true;
                             // An item already in the bucket of S stays: no
                             // cache write (and no latch) for it.
@@ -759,12 +765,13 @@ impl BTree {
                             }
                             Probe::Hit(h.value.to_vec())
                         }
-                        None => Probe::Miss(FillTicket {
+                        leaf_cache::Probed::Miss { free } => Probe::Miss(FillTicket {
                             leaf,
                             at: s,
                             entry: e.to_vec(),
                             csn: observed.csn,
                             pos: observed.pos,
+                            free: free.and_then(|f| u16::try_from(f).ok()),
                         }),
                     };
                     out.push(CachedEntry { tid, probe });
@@ -782,6 +789,7 @@ impl BTree {
                             entry: make_entry(key, e.tid),
                             csn: 0,
                             pos: 0,
+                            free: None,
                         });
                     }
                 }
@@ -937,7 +945,8 @@ impl BTree {
                 .missed_before(tid)
         };
         let done = with_rng(|rng| {
-            leaf_cache::fill_admitting(&mut g, &layout, csn, tid, value, rng, admit)
+            let hint = ticket.free.map(usize::from);
+            leaf_cache::fill_admitting(&mut g, &layout, csn, tid, value, hint, rng, admit)
         });
         if now > 0 && leaf_cache::is_valid(&g, csn) {
             self.cache.set_checked(ticket.leaf, csn, now);

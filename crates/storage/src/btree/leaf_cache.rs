@@ -415,6 +415,19 @@ enum Scan {
 /// holding `tid`'s item, else (with `COUNT`) how many slots are free. A fill
 /// needs both, a lookup only the first.
 fn scan_dir<const COUNT: bool>(page: &[u8], ri: &Region, d: Dir, tid: &[u8; TID_LEN]) -> Scan {
+    scan_dir_with::<COUNT>(page, ri, d, tid, |_| {})
+}
+
+/// [`scan_dir`], calling `candidate` with each slot whose fingerprint
+/// matches before that slot is read (a lookup starts loading what a hit
+/// there will touch next while the slot's own line comes in).
+fn scan_dir_with<const COUNT: bool>(
+    page: &[u8],
+    ri: &Region,
+    d: Dir,
+    tid: &[u8; TID_LEN],
+    mut candidate: impl FnMut(usize),
+) -> Scan {
     if ri.first >= ri.end {
         return Scan::Free(0);
     }
@@ -431,6 +444,7 @@ fn scan_dir<const COUNT: bool>(page: &[u8], ri: &Region, d: Dir, tid: &[u8; TID_
         while m != 0 {
             let i = at + (m.trailing_zeros() / 8) as usize;
             let s = ri.first + i;
+            candidate(s);
             if holds(slot_bytes(page, s, ri.item), tid) {
                 return Scan::Holds(s);
             }
@@ -443,8 +457,11 @@ fn scan_dir<const COUNT: bool>(page: &[u8], ri: &Region, d: Dir, tid: &[u8; TID_
     }
     for (j, &b) in chunks.remainder().iter().enumerate() {
         let s = ri.first + at + j;
-        if b == f && holds(slot_bytes(page, s, ri.item), tid) {
-            return Scan::Holds(s);
+        if b == f {
+            candidate(s);
+            if holds(slot_bytes(page, s, ri.item), tid) {
+                return Scan::Holds(s);
+            }
         }
         free += usize::from(COUNT && b == 0);
     }
@@ -518,6 +535,116 @@ pub fn lookup<'a>(page: &'a [u8], layout: &CacheLayout, csn: u32, tid: Tid) -> O
     })
 }
 
+/// What [`probe`] found for a tid.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Probed<'a> {
+    Hit(Hit<'a>),
+    /// Not cached; `free` is a free slot picked at random for the fill (its
+    /// lines already loading), if the leaf has a directory and a free slot.
+    Miss {
+        free: Option<usize>,
+    },
+}
+
+/// [`lookup`] for a lookup that will act on the answer: on a hit it starts
+/// loading the bucket the item will be promoted into while the item's own
+/// line comes in; on a miss it picks the fill's free slot now and starts
+/// loading it, so the fill after the heap read writes to a line in the CPU's
+/// cache. Page reads of a leaf are dominated by cache misses (the slot, the
+/// promotion's target, the fill's slot are each a random line of an 8 KiB
+/// page); overlapping them is most of what a hit or a fill costs.
+pub fn probe<'a>(
+    page: &'a [u8],
+    layout: &CacheLayout,
+    csn: u32,
+    tid: Tid,
+    rng: &mut CacheRng,
+) -> Probed<'a> {
+    let miss = Probed::Miss { free: None };
+    if !is_valid(page, csn) {
+        return miss;
+    }
+    let Some(r) = region(page, layout) else {
+        return miss;
+    };
+    let dir = find_dir(page, &r);
+    let ri = items_of(&r, dir);
+    let want = tid_bytes(tid);
+    let Some(d) = dir else {
+        return match find(page, &ri, None, &want) {
+            Some(s) => Probed::Hit(hit_at(page, &ri, s)),
+            None => miss,
+        };
+    };
+    let target = ri.stable_bucket();
+    let toward = |s: usize| {
+        let b = ri.bucket_of(s);
+        if b != target {
+            let next = if b < target { b + 1 } else { b - 1 };
+            let slots = ri.slots_of(next);
+            prefetch(&page[slots.start * ri.item..slots.end * ri.item]);
+        }
+    };
+    match scan_dir_with::<true>(page, &ri, d, &want, toward) {
+        Scan::Holds(s) => Probed::Hit(hit_at(page, &ri, s)),
+        Scan::Free(0) => miss,
+        Scan::Free(n) => {
+            let fps = &page[d.fp_at(ri.first)..d.fp_at(ri.end)];
+            let free = nth_zero(fps, rng.below(n)).map(|i| ri.first + i);
+            if let Some(s) = free {
+                prefetch(slot_bytes(page, s, ri.item));
+            }
+            Probed::Miss { free }
+        }
+    }
+}
+
+fn hit_at<'a>(page: &'a [u8], ri: &Region, s: usize) -> Hit<'a> {
+    Hit {
+        slot: s,
+        value: &slot_bytes(page, s, ri.item)[1 + TID_LEN..],
+        settled: ri.bucket_of(s) == ri.stable_bucket(),
+    }
+}
+
+/// Starts loading the directory of a leaf whose cache is valid under `csn`,
+/// before the lookup searches the leaf's keys: the directory's lines then
+/// arrive while the key search waits on its own.
+pub fn prefetch_dir(page: &[u8], layout: &CacheLayout, csn: u32) {
+    if !is_valid(page, csn) {
+        return;
+    }
+    if let Some(r) = region(page, layout).filter(|r| r.first < r.end) {
+        let at = r.first * r.item;
+        let end = (at + DIR_HEADER + r.capacity()).min(r.end * r.item);
+        prefetch(&page[at..end]);
+    }
+}
+
+/// Asks the CPU to start loading the cache lines of `bytes` (a hint: nothing
+/// is read, nothing can fault, and on other architectures it does nothing).
+fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        const LINE: usize = 64;
+        let start = bytes.as_ptr() as usize & !(LINE - 1);
+        let end = bytes.as_ptr() as usize + bytes.len();
+        for a in (start..end).step_by(LINE) {
+            // SAFETY: a prefetch is a hint that reads nothing into the
+            // program and never faults, whatever the address; every address
+            // here is within or just before (same line) a live slice. SSE is
+            // part of the x86-64 baseline.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    a as *const i8,
+                );
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
+
 /// What [`fill`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Filled {
@@ -554,18 +681,22 @@ pub fn fill(
     value: &[u8],
     rng: &mut CacheRng,
 ) -> Filled {
-    fill_admitting(page, layout, csn, tid, value, rng, || true)
+    fill_admitting(page, layout, csn, tid, value, None, rng, || true)
 }
 
 /// [`fill`], asking `admit` before it evicts an item (it is not called while
 /// a slot is free): when it says no, nothing is written
-/// ([`Filled::Rejected`]).
+/// ([`Filled::Rejected`]). `hint` is a free slot [`probe`] picked at random
+/// when it missed; it is taken if it is still free, else another random
+/// free slot is.
+#[allow(clippy::too_many_arguments)]
 pub fn fill_admitting(
     page: &mut [u8],
     layout: &CacheLayout,
     csn: u32,
     tid: Tid,
     value: &[u8],
+    hint: Option<usize>,
     rng: &mut CacheRng,
     admit: impl FnOnce() -> bool,
 ) -> Filled {
@@ -601,7 +732,9 @@ pub fn fill_admitting(
         return Filled::Refreshed(s);
     }
     let free = dir.is_some().then_some(free);
-    let (s, done) = match random_free_slot(page, &ri, dir, free, rng) {
+    let hinted = hint
+        .filter(|&h| dir.is_some_and(|d| (ri.first..ri.end).contains(&h) && page[d.fp_at(h)] == 0));
+    let (s, done) = match hinted.or_else(|| random_free_slot(page, &ri, dir, free, rng)) {
         Some(s) => (s, Filled::Inserted(s)),
         None if !admit() => return Filled::Rejected,
         None => {
@@ -1117,6 +1250,103 @@ mod tests {
     }
 
     #[test]
+    fn a_probe_answers_like_a_lookup_and_its_free_slot_is_the_fills() {
+        let l = layout();
+        let mut rng = CacheRng::new(5);
+        for keys in [0, 40, 120] {
+            let mut page = leaf(keys, 24);
+            let ri = item_slots(&page, &l).unwrap();
+            for i in 0..3 * ri.capacity() {
+                let t = Tid::new(rng.below(2 * ri.capacity()) as u32, 1);
+                let seen = lookup(&page, &l, 1, t).map(|h| (h.slot, h.value.to_vec()));
+                let hint = match probe(&page, &l, 1, t, &mut rng) {
+                    Probed::Hit(h) => {
+                        assert_eq!(Some((h.slot, h.value.to_vec())), seen, "probe {i}");
+                        None
+                    }
+                    Probed::Miss { free } => {
+                        assert_eq!(seen, None, "probe {i}");
+                        // A free slot of the leaf's items, when it has any.
+                        let ri = item_slots(&page, &l).unwrap();
+                        if let Some(f) = free {
+                            assert!((ri.first..ri.end).contains(&f));
+                            assert_ne!(page[f * ri.item], TAG, "probe {i}: slot {f} holds an item");
+                        }
+                        free
+                    }
+                };
+                let v = value(t, 2, 25);
+                match fill_admitting(&mut page, &l, 1, t, &v, hint, &mut rng, || true) {
+                    Filled::Inserted(s) if hint.is_some() => assert_eq!(Some(s), hint),
+                    Filled::Inserted(_) | Filled::Refreshed(_) | Filled::Evicted(_) => {}
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_fill_takes_its_hint_only_while_the_slot_is_free() {
+        let l = layout();
+        let mut rng = CacheRng::new(8);
+        let mut page = leaf(10, 24);
+        let (a, b) = (Tid::new(1, 1), Tid::new(2, 2));
+        fill(&mut page, &l, 1, a, &value(a, 0, 25), &mut rng);
+        let Probed::Miss { free: Some(f) } = probe(&page, &l, 1, b, &mut rng) else {
+            panic!("a miss with a free slot");
+        };
+        // Another fill took the slot since the probe: the hint is not taken.
+        let c = Tid::new(3, 3);
+        assert_eq!(
+            fill_admitting(
+                &mut page,
+                &l,
+                1,
+                c,
+                &value(c, 0, 25),
+                Some(f),
+                &mut rng,
+                || true
+            ),
+            Filled::Inserted(f)
+        );
+        let got = fill_admitting(
+            &mut page,
+            &l,
+            1,
+            b,
+            &value(b, 0, 25),
+            Some(f),
+            &mut rng,
+            || true,
+        );
+        assert!(matches!(got, Filled::Inserted(s) if s != f), "{got:?}");
+        assert_eq!(lookup(&page, &l, 1, c).unwrap().value, &value(c, 0, 25)[..]);
+        assert_eq!(lookup(&page, &l, 1, b).unwrap().value, &value(b, 0, 25)[..]);
+        // A hint outside the items (the directory's own slot) is not taken.
+        let d = Tid::new(4, 4);
+        let ri = item_slots(&page, &l).unwrap();
+        let got = fill_admitting(
+            &mut page,
+            &l,
+            1,
+            d,
+            &value(d, 0, 25),
+            Some(ri.first - 1),
+            &mut rng,
+            || true,
+        );
+        assert!(
+            matches!(got, Filled::Inserted(s) if s >= ri.first),
+            "{got:?}"
+        );
+        assert!(
+            find_dir(&page, &region(&page, &l).unwrap()).is_some(),
+            "the directory survives"
+        );
+    }
+
+    #[test]
     fn a_full_cache_evicts_from_a_peripheral_bucket() {
         let mut page = leaf(60, 24);
         let l = layout();
@@ -1553,7 +1783,7 @@ mod tests {
                         // Some tids may not evict (an admission check says no).
                         let admits = t % 3 != 0;
                         let asked = std::cell::Cell::new(false);
-                        let got = fill_admitting(&mut page, &l, csn, tid, &v, &mut rng, || {
+                        let got = fill_admitting(&mut page, &l, csn, tid, &v, None, &mut rng, || {
                             asked.set(true);
                             admits
                         });
@@ -1728,16 +1958,24 @@ mod tests {
             let stale = page::cache_stamp(&page) != csn;
             let t = Tid::new(3, 4);
             let mut rng = CacheRng::new(seed);
+            prefetch_dir(&page, &l, csn);
             if stale {
                 prop_assert_eq!(lookup(&page, &l, csn, t), None);
+                prop_assert_eq!(probe(&page, &l, csn, t, &mut rng), Probed::Miss { free: None });
                 prop_assert!(items(&page, &l, csn).is_empty());
             } else {
                 let _ = lookup(&page, &l, csn, t);
+                let _ = probe(&page, &l, csn, t, &mut rng);
                 let _ = items(&page, &l, csn);
             }
             let _ = promote(&mut page, &l, csn, t, slot, &mut rng);
             let v = vec![1u8; 25];
-            if !matches!(fill(&mut page, &l, csn, t, &v, &mut rng), Filled::NoRoom) {
+            // Any hint, even one pointing anywhere: checked before it is used.
+            let hint = Some(slot);
+            if !matches!(
+                fill_admitting(&mut page, &l, csn, t, &v, hint, &mut rng, || true),
+                Filled::NoRoom
+            ) {
                 // A fill over a stale region zeroed it first: only t is there.
                 if stale {
                     prop_assert_eq!(as_map(&items(&page, &l, csn)), HashMap::from([(t, v.clone())]));
