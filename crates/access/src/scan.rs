@@ -144,7 +144,8 @@ impl ScanSpec {
     }
 
     /// Notes that an index-driven path produced tuple `tid`: hot/cold
-    /// clustering counts it (`strata_storage::heat`). Full scans do not call it.
+    /// clustering counts it (`strata_storage::heat`). Full scans do not call it,
+    /// nor does a Smooth Scan's sweep of the heap in page order.
     #[inline]
     pub fn accessed(&self, tid: Tid) {
         self.table.heat().record(tid);

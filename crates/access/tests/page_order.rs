@@ -238,9 +238,13 @@ fn the_whole_table_morphs_into_a_full_scan_before_reading_a_leaf() {
     for name in LAYOUTS {
         let t = table(&db, name, &layout(name, n, tpp, 5));
         let pages = t.heap().num_pages();
+        t.heat().set_every(1);
         for costs in [DISK, FLAT, PageCosts::default()] {
+            t.heat().clear();
             let (_, out) = run(&t, "k >= 0", &page_order(costs, dir.path()));
             let r = &out.report;
+            // A full scan records no accesses for hot/cold clustering.
+            assert_eq!(t.heat().total(), 0, "{name}: {r:?}");
             assert_eq!(r.swept_pages, pages, "{name}: {r:?}");
             assert_eq!(r.heap_pages, pages, "{name}: {r:?}");
             assert_eq!(r.index_entries, 0, "{name}: {r:?}");

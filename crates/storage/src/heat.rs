@@ -8,7 +8,9 @@
 //! an increment and a compare — in one of [`SHARDS`] maps from tid to count,
 //! each behind its own lock. The period is 4 unless `STRATA_ACCESS_SAMPLE`
 //! says otherwise when the table opens. Full scans record nothing: they touch every tuple
-//! alike and say nothing about which are hot.
+//! alike and say nothing about which are hot. Nor does a Smooth Scan once it
+//! sweeps the heap in page order (it has become a full scan): only the tuples
+//! its index entries led to count.
 //!
 //! Memory is bounded: a shard that outgrows its share of [`MAX_TRACKED`]
 //! halves all its counts and forgets the zeros (the tuples seen once since the

@@ -569,6 +569,10 @@ impl SmoothScan {
     }
 
     /// Produces the qualifying tuples of one page; returns whether it had any.
+    /// `tid` is the index entry that reached the page's region, none for a
+    /// sweep's: only tuples the index led to are counted as accesses for
+    /// hot/cold clustering (a sweep reads the table as a full scan does, and
+    /// full scans record nothing).
     fn process_page(
         &mut self,
         q: u64,
@@ -591,7 +595,9 @@ impl SmoothScan {
                 }
             }
             had = true;
-            self.spec.accessed(t_tid);
+            if tid.is_some() {
+                self.spec.accessed(t_tid);
+            }
             match &mut self.cache {
                 Some(cache) if Some(t_tid) != tid => cache.insert(&self.scratch, t_tid, t)?,
                 _ => out.push(t_tid, t),

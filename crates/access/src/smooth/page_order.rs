@@ -553,7 +553,11 @@ impl PageOrderScan {
         self.morph_to(Mode::Expansion, self.num_pages);
         self.report.swept_pages = self.num_pages;
         self.report.read_ahead_streams += 1;
-        self.phase = Phase::Read(Box::new(StreamedPages::new(stream).counting_accesses()));
+        // A full scan from here on, which, like one, records no accesses
+        // for hot/cold clustering: a query that wants most of the table says
+        // nothing about which of its tuples are hot (and counting them all
+        // would cost a map update a tuple and a tracker of the whole table).
+        self.phase = Phase::Read(Box::new(StreamedPages::new(stream)));
         Ok(())
     }
 
