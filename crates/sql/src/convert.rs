@@ -186,6 +186,10 @@ pub struct BatchConverter {
     types: Vec<DataType>,
     /// Table columns to produce, in output order.
     columns: Vec<usize>,
+    /// How many leading columns of a tuple are walked: one past the last of
+    /// `columns` (a tuple's fields are found in order, so the later ones
+    /// need not be).
+    upto: usize,
     schema: SchemaRef,
     /// When some of `columns` are in the table's side table (`strata
     /// split`).
@@ -222,6 +226,7 @@ impl BatchConverter {
         BatchConverter {
             layout: layout.clone(),
             types: layout.types().to_vec(),
+            upto: columns.iter().max().map_or(0, |&c| c + 1),
             columns,
             schema: out_schema,
             side,
@@ -301,7 +306,7 @@ impl BatchConverter {
             .collect();
         let mut fields = Vec::with_capacity(self.types.len());
         for (tid, tuple) in batch.iter() {
-            self.layout.fields(tuple, tid, &mut fields);
+            self.layout.fields_upto(tuple, tid, self.upto, &mut fields);
             for (out, (b, &c)) in builders.iter_mut().zip(&self.columns).enumerate() {
                 if !self.is_side_output(out) {
                     b.push(fields[c]);

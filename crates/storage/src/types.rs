@@ -814,10 +814,27 @@ impl RowLayout {
     /// `out` (see [`Field`]). One pass over the tuple, for converters that want
     /// every column (e.g. to Arrow). `tid`: the tuple's, for a semantic id.
     pub fn fields<'a>(&'a self, bytes: &'a [u8], tid: Tid, out: &mut Vec<Field<'a>>) {
+        self.fields_upto(bytes, tid, self.types.len(), out)
+    }
+
+    /// [`RowLayout::fields`] of the first `upto` columns only: a scan that
+    /// needs none of the later ones stops walking the tuple there (TPC-H's
+    /// Q1 and Q6 want none of lineitem's last five columns, its three text
+    /// ones among them). A value of an earlier column that its encoding
+    /// could not hold is stored past the last column; then the walk goes on
+    /// to find it, without producing the later columns' fields.
+    pub fn fields_upto<'a>(
+        &'a self,
+        bytes: &'a [u8],
+        tid: Tid,
+        upto: usize,
+        out: &mut Vec<Field<'a>>,
+    ) {
         out.clear();
+        let upto = upto.min(self.types.len());
         let mut pos = self.bitmap_len;
         let Some(phys) = &self.phys else {
-            for i in 0..self.types.len() {
+            for i in 0..upto {
                 if self.is_null(bytes, i) {
                     out.push(Field::Null);
                     continue;
@@ -830,6 +847,19 @@ impl RowLayout {
         };
         let mut escaped = Vec::new();
         for (i, c) in self.plan.iter().enumerate() {
+            if i == upto {
+                if escaped.is_empty() {
+                    return;
+                }
+                // Past the wanted columns: only their widths, to reach the
+                // escaped values.
+                for (j, c) in self.plan.iter().enumerate().skip(upto) {
+                    if !(self.bitmap_len > 0 && self.is_null(bytes, j)) {
+                        pos += stored_width(c, &bytes[pos..]);
+                    }
+                }
+                break;
+            }
             if self.bitmap_len > 0 && self.is_null(bytes, i) {
                 out.push(Field::Null);
                 continue;
@@ -1621,6 +1651,19 @@ fn parse_date(s: &str) -> std::result::Result<i32, String> {
 pub fn format_date(days: i32) -> String {
     let (y, m, d) = civil_from_days(days);
     format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Bytes a non-NULL column of encoding `c` takes at the start of `bytes` in a
+/// stored (checked) tuple, escapes aside: they are stored past the last
+/// column.
+fn stored_width(c: &Col, bytes: &[u8]) -> usize {
+    match *c {
+        Col::Fixed(w) | Col::Code { width: w, .. } => w,
+        Col::Var => 2 + u16::from_le_bytes([bytes[0], bytes[1]]) as usize,
+        Col::Short => 1 + bytes[0] as usize,
+        Col::Address | Col::Side(false) => 0,
+        Col::Side(true) => crate::encoding::SIDE_POINTER,
+    }
 }
 
 #[cfg(test)]

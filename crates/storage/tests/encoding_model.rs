@@ -583,6 +583,17 @@ fn verify(db: &Database, model: &Model, step: usize) -> BTreeMap<i64, Tid> {
                 .map(|(f, c)| field_value(&c.ty, *f))
                 .collect();
             assert_eq!(from_fields, row, "step {step}: tuple {tid}: fields");
+            for upto in 0..=row.len() {
+                layout.fields_upto(b, Tid::default(), upto, &mut fields);
+                assert_eq!(fields.len(), upto, "step {step}: tuple {tid}");
+                for (c, f) in fields.iter().enumerate() {
+                    assert_eq!(
+                        field_value(&schema.columns[c].ty, *f),
+                        row[c],
+                        "step {step}: tuple {tid}: fields_upto({upto}) column {c}"
+                    );
+                }
+            }
             Ok(())
         })
         .unwrap();
@@ -1100,6 +1111,18 @@ fn encoded_rows_read_back_as_plain_ones() {
                     .map(|(f, c)| field_value(&c.ty, *f))
                     .collect();
                 assert_eq!(got, want, "fields: {}", ctx());
+                // The first columns only (a scan that wants no later one),
+                // escaped values among them or not.
+                let mut first = Vec::new();
+                for upto in 0..=want.len() {
+                    l.fields_upto(b, Tid::default(), upto, &mut first);
+                    let got: Vec<Value> = first
+                        .iter()
+                        .zip(&schema.columns)
+                        .map(|(f, c)| field_value(&c.ty, *f))
+                        .collect();
+                    assert_eq!(got, want[..upto], "fields_upto({upto}): {}", ctx());
+                }
                 l.validate(b).unwrap_or_else(|e| panic!("{e}: {}", ctx()));
                 // The tuple is exactly its fields' bytes.
                 let sum: usize = row
