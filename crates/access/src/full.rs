@@ -8,7 +8,7 @@ use strata_storage::types::Tid;
 use crate::batch::TupleBatch;
 use crate::error::Result;
 use crate::report::ScanReport;
-use crate::scan::{AccessPath, ScanSpec};
+use crate::scan::{AccessPath, ScanSpec, address_pages};
 
 /// Pages per sequential request (1 MiB) and requests in flight.
 pub const RUN_PAGES: usize = 128;
@@ -30,7 +30,7 @@ impl FullScan {
         let (from, to) = spec.heap_pages();
         let stream = heap.stream(from, to, RUN_PAGES, DEPTH)?;
         let mut pages = StreamedPages::new(stream);
-        if (from, to) != (0, heap.num_pages()) {
+        if address_pages(&spec.table, &spec.predicate).is_some_and(|r| r != (0, heap.num_pages())) {
             // Pages a semantic id's bound picked: lookups by id, counted for
             // hot/cold clustering like an index's.
             pages = pages.counting_accesses();

@@ -38,6 +38,9 @@ pub struct ScanSpec {
     pub index: Option<usize>,
     /// Produce rows in (index key, tuple id) order.
     pub ordered: bool,
+    /// Bounds on the heap pages a full scan reads, `[from, to)` (`None`: no
+    /// bound on that side): one part of a scan split among threads.
+    pub within: (Option<u64>, Option<u64>),
     /// `predicate` specialised to the table's row layout.
     compiled: Arc<CompiledPredicate>,
 }
@@ -56,12 +59,23 @@ impl ScanSpec {
             predicate,
             index,
             ordered: false,
+            within: (None, None),
             compiled,
         }
     }
 
     pub fn ordered(mut self, ordered: bool) -> ScanSpec {
         self.ordered = ordered;
+        self
+    }
+
+    /// Confines a full scan to the heap pages `[from, to)` of those it would
+    /// read (`None`: no bound on that side). The parts of a scan split at the
+    /// same page numbers read every page once, whatever the heap's length
+    /// when each part starts: the first part has no lower bound, the last no
+    /// upper one.
+    pub fn within(mut self, from: Option<u64>, to: Option<u64>) -> ScanSpec {
+        self.within = (from, to);
         self
     }
 
@@ -154,9 +168,14 @@ impl ScanSpec {
     /// The heap pages `[from, to)` that can hold a qualifying tuple: all of
     /// them, unless the predicate bounds a semantic id (No Bits Left Behind
     /// §4.2, `Encoding::Address`), whose value is the tuple's address, so
-    /// that `id = x` is one page and `id BETWEEN a AND b` a range of pages.
+    /// that `id = x` is one page and `id BETWEEN a AND b` a range of pages;
+    /// then narrowed to the bounds of [`ScanSpec::within`].
     pub fn heap_pages(&self) -> (u64, u64) {
-        address_pages(&self.table, &self.predicate).unwrap_or((0, self.table.heap().num_pages()))
+        let (from, to) = address_pages(&self.table, &self.predicate)
+            .unwrap_or((0, self.table.heap().num_pages()));
+        let from = self.within.0.map_or(from, |f| f.max(from));
+        let to = self.within.1.map_or(to, |t| t.min(to));
+        (from, to.max(from))
     }
 
     #[inline]

@@ -107,6 +107,50 @@ fn all_paths(dir: &std::path::Path) -> Vec<PathChoice> {
     v
 }
 
+#[test]
+fn a_full_scan_split_within_page_bounds_reads_each_page_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir.path().join("db"));
+    let table = microbench(&db, 20_000);
+    let pages = table.heap().num_pages();
+    assert!(pages > 20, "{pages} pages");
+    let pred = Predicate::parse(table.schema(), "c2 >= 0 AND c2 < 30000").unwrap();
+    let (whole, _) = run(&table, &pred, false, &PathChoice::Full);
+    for cuts in [
+        vec![],
+        vec![pages / 2],
+        vec![1, 7, pages - 1],
+        vec![0, pages, pages + 5],
+    ] {
+        // Part k reads from cut k-1 (none for the first) to cut k (none for
+        // the last).
+        let mut got = Vec::new();
+        let mut heap_pages = 0;
+        for k in 0..=cuts.len() {
+            let from = k.checked_sub(1).map(|i| cuts[i]);
+            let to = cuts.get(k).copied();
+            let spec = ScanSpec::new(table.clone(), pred.clone()).within(from, to);
+            let lo = from.unwrap_or(0);
+            let hi = to.unwrap_or(pages).min(pages).max(lo);
+            assert_eq!(spec.heap_pages(), (lo, hi), "{cuts:?} part {k}");
+            let out = run_scan(spec, &PathChoice::Full, &sort_options(), |b| {
+                got.extend(b.iter().map(|(t, _)| t));
+                for (t, _) in b.iter() {
+                    assert!(
+                        (lo..hi).contains(&(t.page as u64)),
+                        "{t:?} outside part {k} of {cuts:?}"
+                    );
+                }
+            })
+            .unwrap();
+            heap_pages += out.report.heap_pages;
+        }
+        // The parts, in order, are the whole scan, and read every page once.
+        assert_eq!(got, whole, "{cuts:?}");
+        assert_eq!(heap_pages, pages, "{cuts:?}");
+    }
+}
+
 /// Keys of the rows, in output order, to check index order.
 fn keys(table: &Table, tids: &[Tid], col: usize) -> Vec<(i64, Tid)> {
     tids.iter()

@@ -12,12 +12,13 @@
 //! The paper-like tables (`strata gen revision` and `page`) are generated and
 //! compacted too, for their bytes per column before and after.
 //!
-//! **Measure.** Per round, per device, per state, per query: the state's
-//! database opened with an empty buffer pool (cold), the query run once under
-//! `strata.access_path = full`. Real: direct I/O, wall time; hdd/ssd: wall time
-//! plus the profile's modeled device time. Medians over rounds; the speedups
-//! are ratios of medians measured in the same rounds. Every state's answer
-//! must be the declared state's, byte for byte.
+//! **Measure.** Per round, per device, per state, per query, with the scan in
+//! one part and then split as `strata.scan_partitions = auto` splits it: the
+//! state's database opened with an empty buffer pool (cold), the query run once
+//! under `strata.access_path = full`. Real: direct I/O, wall time; hdd/ssd:
+//! wall time plus the profile's modeled device time. Medians over rounds; the
+//! speedups are ratios of medians measured in the same rounds. Every answer
+//! must be the declared state's in one part, byte for byte.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,6 +39,9 @@ use crate::BenchOptions;
 /// The states, in the report's order.
 const STATES: [&str; 3] = ["declared", "narrow", "dictionary"];
 const QUERIES: [&str; 2] = ["q01", "q06"];
+/// `strata.scan_partitions` of each run: the scan in one part, and as the
+/// default splits it (the headline figures).
+const PARTS: [&str; 2] = ["1", "auto"];
 
 /// What `--encoding` runs.
 pub struct EncodingOptions {
@@ -101,6 +105,7 @@ struct Point {
     device: String,
     state: &'static str,
     query: &'static str,
+    parts: &'static str,
     wall_ms: f64,
     modeled_ms: f64,
     pages_read: u64,
@@ -113,7 +118,12 @@ impl Point {
     }
 }
 
-fn run_query(dir: &Path, opts: DbOptions, query: &str) -> Result<(f64, f64, u64, String)> {
+fn run_query(
+    dir: &Path,
+    opts: DbOptions,
+    query: &str,
+    parts: &str,
+) -> Result<(f64, f64, u64, String)> {
     let sql = strata_sql::tpch::QUERIES
         .iter()
         .find(|(n, _)| *n == query)
@@ -121,6 +131,7 @@ fn run_query(dir: &Path, opts: DbOptions, query: &str) -> Result<(f64, f64, u64,
         .with_context(|| format!("no TPC-H query {query}"))?;
     let session = SqlSession::new(Arc::new(open(dir, opts)?))?;
     session.set("strata.access_path", "full")?;
+    session.set("strata.scan_partitions", parts)?;
     let r = session.execute(sql)?;
     let answer = strata_sql::format::render(strata_sql::Format::Csv, &r.schema, &r.batches)?;
     Ok((
@@ -328,22 +339,25 @@ pub fn run(o: &EncodingOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
             .device(device)?;
             for query in QUERIES {
                 for state in STATES {
-                    let dir = state_dir(&o.bench.bench_db, state);
-                    let (wall_ms, modeled_ms, pages_read, answer) =
-                        run_query(&dir, opts.clone(), query)?;
-                    log(&format!(
-                        "round {round} {device} {query} {state}: {wall_ms:.0} ms + modeled {modeled_ms:.0} ms, {pages_read} pages"
-                    ));
-                    points.push(Point {
-                        round,
-                        device: device.clone(),
-                        state,
-                        query,
-                        wall_ms,
-                        modeled_ms,
-                        pages_read,
-                        answer,
-                    });
+                    for parts in PARTS {
+                        let dir = state_dir(&o.bench.bench_db, state);
+                        let (wall_ms, modeled_ms, pages_read, answer) =
+                            run_query(&dir, opts.clone(), query, parts)?;
+                        log(&format!(
+                            "round {round} {device} {query} {state} parts={parts}: {wall_ms:.0} ms + modeled {modeled_ms:.0} ms, {pages_read} pages"
+                        ));
+                        points.push(Point {
+                            round,
+                            device: device.clone(),
+                            state,
+                            query,
+                            parts,
+                            wall_ms,
+                            modeled_ms,
+                            pages_read,
+                            answer,
+                        });
+                    }
                 }
             }
         }
@@ -351,13 +365,14 @@ pub fn run(o: &EncodingOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
     for p in &points {
         let declared = points
             .iter()
-            .find(|x| x.state == "declared" && x.query == p.query)
+            .find(|x| x.state == "declared" && x.query == p.query && x.parts == PARTS[0])
             .expect("the declared state runs first");
         ensure!(
             p.answer == declared.answer,
-            "{} over the {} tables answered differently from the declared ones",
+            "{} over the {} tables with scan_partitions = {} answered differently from the declared ones in one part",
             p.query,
-            p.state
+            p.state,
+            p.parts
         );
     }
     let mut set = ResultSet::new();
@@ -366,27 +381,34 @@ pub fn run(o: &EncodingOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
         row.wall_ms = p.wall_ms;
         row.modeled_ms = p.modeled_ms;
         row.pages_read = p.pages_read;
-        set.push(row.with("round", p.round));
+        set.push(row.with("round", p.round).with("scan_partitions", p.parts));
     }
     set.write_csv(o.bench.out.join("encoding.csv"))?;
 
     let mut s = Summary::new("Types as hints on TPC-H (No Bits Left Behind §4.1)");
     s.paragraph(&provenance());
     s.paragraph(&format!(
-        "SF {}. States: `declared` (every column as its declared type), `narrow` (`strata compact TABLE --no-dictionary` of every table: frames of reference, unpadded CHAR, 1-byte VARCHAR lengths) and `dictionary` (`strata compact TABLE`: the same plus dictionaries for low-cardinality text). Each point: the state's database opened with an empty {} pool, the query run once under `strata.access_path = full`; median of {} rounds, each running every device, query and state in turn. Real: direct I/O, wall time; hdd/ssd: wall time plus the modeled device time. Every answer equals the declared state's, byte for byte.",
+        "SF {}. States: `declared` (every column as its declared type), `narrow` (`strata compact TABLE --no-dictionary` of every table: frames of reference, unpadded CHAR, 1-byte VARCHAR lengths) and `dictionary` (`strata compact TABLE`: the same plus dictionaries for low-cardinality text). Each point: the state's database opened with an empty {} pool, the query run once under `strata.access_path = full`, with the scan in one part (`strata.scan_partitions = 1`) and split as the default splits it (`auto`: {} cores here, no more parts than the device serves at once, so one on the hdd); median of {} rounds, each running every device, query, state and setting in turn. Real: direct I/O, wall time; hdd/ssd: wall time plus the modeled device time. Every answer equals the declared state's in one part, byte for byte. The first table is the default (`auto`); the second compares the two settings.",
         o.bench.sf,
         strata_storage::util::format_bytes(o.bench.db_options.buffer_pool_bytes as u64),
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
         o.bench.repeat
     ));
     bytes_report(o, &mut s)?;
     s.heading("Cold full scans");
+    let med_parts =
+        |device: &str, query: &str, state: &str, parts: &str, f: &dyn Fn(&Point) -> f64| {
+            let v: Vec<f64> = points
+                .iter()
+                .filter(|p| {
+                    p.device == device && p.query == query && p.state == state && p.parts == parts
+                })
+                .map(f)
+                .collect();
+            median(&v).unwrap_or(f64::NAN)
+        };
     let med = |device: &str, query: &str, state: &str, f: &dyn Fn(&Point) -> f64| {
-        let v: Vec<f64> = points
-            .iter()
-            .filter(|p| p.device == device && p.query == query && p.state == state)
-            .map(f)
-            .collect();
-        median(&v).unwrap_or(f64::NAN)
+        med_parts(device, query, state, "auto", f)
     };
     let mut rows = Vec::new();
     for device in &o.devices {
@@ -410,6 +432,28 @@ pub fn run(o: &EncodingOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
                             base_pages / pages
                         )
                     }
+                ));
+            }
+            rows.push(row);
+        }
+    }
+    s.table(
+        &["device", "query", "declared", "narrow", "dictionary"],
+        rows,
+    );
+    s.paragraph("The same scans in one part and split (`strata.scan_partitions` 1 / auto): ms, and how much faster the split scan is.");
+    let mut rows = Vec::new();
+    for device in &o.devices {
+        for query in QUERIES {
+            let mut row = vec![device.clone(), query.to_string()];
+            for state in STATES {
+                let one = med_parts(device, query, state, "1", &|p| p.cost_ms());
+                let split = med_parts(device, query, state, "auto", &|p| p.cost_ms());
+                row.push(format!(
+                    "{} / {} ms ({:.2}x)",
+                    num(one),
+                    num(split),
+                    one / split
                 ));
             }
             rows.push(row);

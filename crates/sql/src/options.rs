@@ -13,6 +13,7 @@
 //! | `strata.skipper` | `true`, `false`: run joins and scans over cold tables out of order through MJoin ([`crate::skipper`]); `false` is the pull-based baseline | `true` |
 //! | `strata.skipper_cache` | a size: MJoin's object cache, counted in the on-device bytes of the objects it holds | `4GiB` |
 //! | `strata.skipper_evict` | `max-progress`, `max-pending`: MJoin's eviction policy (Skipper §4.2) | `max-progress` |
+//! | `strata.scan_partitions` | `auto` or a number from 1 to 256: the parts a full scan is split into, each read and converted by a thread of its own ([`crate::scan_exec`]); `auto` takes DataFusion's `target_partitions` (the cores), no more than the device serves at once and no more than one part per 8 MiB of heap | `auto` |
 //!
 //! `strata.ordered_plan` chooses the flash paper's plan for a scan that must
 //! produce index-key order (an `ORDER BY` on the key pushed into it); `auto`
@@ -110,6 +111,25 @@ pub struct StrataOptions {
     pub skipper_evict: EvictPolicy,
     /// When a hash join becomes an index nested-loop join.
     pub index_join: IndexJoinSetting,
+    /// The parts a full scan is split into; `None` is `auto`
+    /// ([`crate::scan_exec`]).
+    pub scan_partitions: Option<usize>,
+}
+
+/// The most parts `strata.scan_partitions` takes.
+pub const MAX_SCAN_PARTITIONS: usize = 256;
+
+fn parse_partitions(value: &str) -> std::result::Result<Option<usize>, String> {
+    let v = value.trim().trim_matches('\'');
+    if v.eq_ignore_ascii_case("auto") {
+        return Ok(None);
+    }
+    match v.parse::<usize>() {
+        Ok(n) if (1..=MAX_SCAN_PARTITIONS).contains(&n) => Ok(Some(n)),
+        _ => Err(format!(
+            "strata.scan_partitions: '{value}' is not auto or a number from 1 to {MAX_SCAN_PARTITIONS}"
+        )),
+    }
 }
 
 /// When the planner replaces a hash join by an index nested-loop join
@@ -198,6 +218,7 @@ impl Default for StrataOptions {
             skipper_cache_bytes: 4 << 30,
             skipper_evict: EvictPolicy::MaxProgress,
             index_join: IndexJoinSetting::Auto,
+            scan_partitions: None,
         }
     }
 }
@@ -287,9 +308,10 @@ impl ExtensionOptions for StrataOptions {
             }
             "skipper_evict" => self.skipper_evict = value.parse().map_err(err)?,
             "index_join" => self.index_join = value.parse().map_err(err)?,
+            "scan_partitions" => self.scan_partitions = parse_partitions(value).map_err(err)?,
             _ => {
                 return Err(err(format!(
-                    "unknown setting 'strata.{key}' (strata has access_path, smooth_policy, result_cache, ordered_plan, sort_memory, direct_dml, index_cache, skipper, skipper_cache, skipper_evict, index_join)"
+                    "unknown setting 'strata.{key}' (strata has access_path, smooth_policy, result_cache, ordered_plan, sort_memory, direct_dml, index_cache, skipper, skipper_cache, skipper_evict, index_join, scan_partitions)"
                 )));
             }
         }
@@ -359,6 +381,12 @@ impl ExtensionOptions for StrataOptions {
                 self.index_join.name().to_string(),
                 "index nested-loop joins: auto (where cheaper, under optimizer and smooth), off, on (wherever possible)",
             ),
+            entry(
+                "scan_partitions",
+                self.scan_partitions
+                    .map_or("auto".to_string(), |n| n.to_string()),
+                "parts a full scan is split into, each on a thread: auto (the cores, the device's parallelism, 8 MiB a part) or 1 to 256",
+            ),
         ]
     }
 }
@@ -410,6 +438,17 @@ mod tests {
         assert_eq!(o.skipper_cache_bytes, 64 << 20);
         o.set("skipper_evict", "max-pending").unwrap();
         assert_eq!(o.skipper_evict, EvictPolicy::MaxPending);
+        o.set("scan_partitions", "3").unwrap();
+        assert_eq!(o.scan_partitions, Some(3));
+        o.set("scan_partitions", "'auto'").unwrap();
+        assert_eq!(o.scan_partitions, None);
+        for bad in ["0", "257", "-1", "many"] {
+            let e = o.set("scan_partitions", bad).unwrap_err().to_string();
+            assert!(
+                e.contains("strata.scan_partitions") && e.contains(&format!("'{bad}'")),
+                "{e}"
+            );
+        }
         let e = o.set("skipper_evict", "lru").unwrap_err().to_string();
         assert!(
             e.contains("strata.skipper_evict") && e.contains("'lru'"),
@@ -422,6 +461,6 @@ mod tests {
             e.contains("strata.index_join") && e.contains("'sometimes'"),
             "{e}"
         );
-        assert_eq!(o.entries().len(), 11);
+        assert_eq!(o.entries().len(), 12);
     }
 }

@@ -229,6 +229,7 @@ impl TableProvider for StrataTable {
             temp_dir: temp_dir(&self.db),
             note,
             residual_selectivity,
+            target_partitions: state.config().target_partitions(),
         };
         Ok(Arc::new(StrataScanExec::new(req, None)))
     }

@@ -44,6 +44,7 @@ use strata_access::ordered_plan::{SortOptions, open_ordered};
 use strata_access::predicate::{CmpOp, Comparison};
 use strata_access::{PageCosts, PathChoice, Predicate, ScanSpec, SmoothOptions, TupleBatch};
 use strata_storage::Table;
+use strata_storage::device::{Device, IoCounters};
 
 use crate::convert::{BatchConverter, value_text};
 use crate::optimizer::{self, Chosen, Estimate};
@@ -75,7 +76,15 @@ pub struct ScanRequest {
     pub note: Option<String>,
     /// The estimated fraction of the conjuncts' rows the residual keeps.
     pub residual_selectivity: f64,
+    /// DataFusion's `target_partitions` (the cores it plans for): at most
+    /// this many parts of a full scan under `strata.scan_partitions = auto`.
+    pub target_partitions: usize,
 }
+
+/// Heap pages a part of a full scan reads at least under
+/// `strata.scan_partitions = auto` (8 MiB): a smaller part saves less than
+/// its thread and its own read-ahead cost.
+pub const MIN_PART_PAGES: u64 = 1024;
 
 /// The access path a scan runs, decided at planning time.
 #[derive(Clone, Debug)]
@@ -247,6 +256,44 @@ impl ScanRequest {
         }
     }
 
+    /// Where a full scan is split among threads: the first heap page of each
+    /// part after the first (empty: one part). Only an unordered full scan
+    /// of a table on this machine without a LIMIT is split (an ordered scan
+    /// has one order, a LIMIT wants the first rows, a cold table's objects
+    /// are MJoin's). Under `auto` the parts are as many as DataFusion's
+    /// `target_partitions`, but no more than the device serves requests at
+    /// once (one for a disk head, whose seeks between the parts' runs would
+    /// cost more than the CPU saved) and no more than one per
+    /// [`MIN_PART_PAGES`].
+    fn split_points(&self, path: &PathPlan) -> Vec<u64> {
+        if !matches!(path.choice, PathChoice::Full)
+            || path.ordered
+            || self.limit.is_some()
+            || self.table.is_cold()
+        {
+            return Vec::new();
+        }
+        let heap = self.table.heap();
+        let (from, to) = strata_access::scan::address_pages(
+            &self.table,
+            &Predicate {
+                conjuncts: self.conjuncts.clone(),
+            },
+        )
+        .unwrap_or((0, heap.num_pages()));
+        let span = to.saturating_sub(from);
+        let parts = match self.settings.scan_partitions {
+            Some(n) => n as u64,
+            None => (self
+                .target_partitions
+                .min(heap.pool().device().parallelism()) as u64)
+                .min(span / MIN_PART_PAGES),
+        }
+        .min(span)
+        .max(1);
+        (1..parts).map(|k| from + span * k / parts).collect()
+    }
+
     /// The estimated rows of the scan, for DataFusion's join planning.
     fn estimated_rows(&self) -> usize {
         let names: Vec<String> = self
@@ -268,6 +315,11 @@ impl ScanRequest {
 pub struct StrataScanExec {
     req: Arc<ScanRequest>,
     path: PathPlan,
+    /// The first heap page of each part after the first (see
+    /// [`ScanRequest::split_points`]); a partition per part.
+    splits: Vec<u64>,
+    /// The device I/O of the parts, counted once for all of them.
+    io: Arc<IoPeriod>,
     props: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -306,15 +358,18 @@ impl StrataScanExec {
                 eq = EquivalenceProperties::new_with_orderings(schema.clone(), [ordering]);
             }
         }
+        let splits = req.split_points(&path);
         let props = PlanProperties::new(
             eq,
-            Partitioning::UnknownPartitioning(1),
+            Partitioning::UnknownPartitioning(splits.len() + 1),
             EmissionType::Incremental,
             Boundedness::Bounded,
         );
         StrataScanExec {
             req,
             path,
+            splits,
+            io: Arc::default(),
             props: Arc::new(props),
             metrics: ExecutionPlanMetricsSet::new(),
         }
@@ -390,6 +445,14 @@ impl DisplayAs for StrataScanExec {
         }
         if let Some(l) = r.limit {
             write!(f, ", limit={l}")?;
+        }
+        if !self.splits.is_empty() {
+            write!(
+                f,
+                ", {} parts split at heap pages {:?}",
+                self.splits.len() + 1,
+                self.splits
+            )?;
         }
         if let Some(n) = &r.note {
             write!(f, ", {n}")?;
@@ -475,18 +538,29 @@ impl ExecutionPlan for StrataScanExec {
         partition: usize,
         _context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        if partition != 0 {
+        let parts = self.splits.len() + 1;
+        if partition >= parts {
             return Err(DataFusionError::Internal(format!(
-                "StrataScanExec has one partition, asked for {partition}"
+                "StrataScanExec has {parts} partition(s), asked for {partition}"
             )));
         }
-        let counters = Counters::new(&self.metrics);
+        let within = (
+            partition.checked_sub(1).map(|p| self.splits[p]),
+            self.splits.get(partition).copied(),
+        );
+        let counters = Counters::new(&self.metrics, partition);
         let req = self.req.clone();
         let path = self.path.clone();
+        let io = self.io.clone();
+        let name = if parts > 1 {
+            format!("scan {} {partition}/{parts}", req.table.name())
+        } else {
+            format!("scan {}", req.table.name())
+        };
         Ok(thread_stream(
-            format!("scan {}", req.table.name()),
+            name,
             self.req.output_schema.clone(),
-            move |tx| run(&req, &path, tx, &counters),
+            move |tx| run(&req, &path, within, tx, &counters, &io),
         ))
     }
 }
@@ -559,10 +633,10 @@ struct Counters {
 }
 
 impl Counters {
-    fn new(m: &ExecutionPlanMetricsSet) -> Counters {
-        let c = |name: &'static str| MetricBuilder::new(m).counter(name, 0);
+    fn new(m: &ExecutionPlanMetricsSet, partition: usize) -> Counters {
+        let c = |name: &'static str| MetricBuilder::new(m).counter(name, partition);
         Counters {
-            output_rows: MetricBuilder::new(m).output_rows(0),
+            output_rows: MetricBuilder::new(m).output_rows(partition),
             heap_pages: c("heap_pages"),
             reread_pages: c("heap_pages_read_twice"),
             index_entries: c("index_entries"),
@@ -571,11 +645,61 @@ impl Counters {
             sequential_reads: c("sequential_reads"),
             random_reads: c("random_reads"),
             pages_written: c("pages_written"),
-            modeled_io: MetricBuilder::new(m).subset_time("modeled_io_time", 0),
+            modeled_io: MetricBuilder::new(m).subset_time("modeled_io_time", partition),
             mode_changes: c("mode_changes"),
-            region_pages: MetricBuilder::new(m).gauge("last_region_pages", 0),
+            region_pages: MetricBuilder::new(m).gauge("last_region_pages", partition),
             spilled_bytes: c("result_cache_spilled_bytes"),
         }
+    }
+}
+
+/// The device I/O of a scan's parts, counted once: the device counts the
+/// requests of every part running at once together, so the counters are
+/// read when the first part starts and again when the last running one
+/// ends ([`IoPeriod::enter`]).
+#[derive(Default)]
+struct IoPeriod(std::sync::Mutex<(usize, Option<IoCounters>)>);
+
+/// A part inside its [`IoPeriod`]; its drop, the last of the parts running,
+/// adds the period's I/O to that part's counters.
+struct InPeriod<'a> {
+    period: &'a IoPeriod,
+    device: &'a dyn Device,
+    counters: &'a Counters,
+}
+
+impl IoPeriod {
+    fn enter<'a>(&'a self, device: &'a dyn Device, counters: &'a Counters) -> InPeriod<'a> {
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if g.0 == 0 {
+            g.1 = Some(device.stats().snapshot());
+        }
+        g.0 += 1;
+        InPeriod {
+            period: self,
+            device,
+            counters,
+        }
+    }
+}
+
+impl Drop for InPeriod<'_> {
+    fn drop(&mut self) {
+        let mut g = self.period.0.lock().unwrap_or_else(|p| p.into_inner());
+        g.0 -= 1;
+        if g.0 > 0 {
+            return;
+        }
+        let Some(before) = g.1.take() else { return };
+        let io = self.device.stats().snapshot() - before;
+        let c = self.counters;
+        c.io_requests.add(io.read_requests as usize);
+        c.pages_read.add(io.pages_read as usize);
+        c.sequential_reads.add(io.sequential_reads as usize);
+        c.random_reads.add(io.random_reads as usize);
+        c.pages_written.add(io.pages_written as usize);
+        c.modeled_io
+            .add_duration(Duration::from_nanos(io.modeled_ns));
     }
 }
 
@@ -602,22 +726,27 @@ fn open(
     }
 }
 
-/// The scan thread: runs the path, converts, filters, projects, sends.
+/// The scan thread of one part (the heap pages `within`): runs the path,
+/// converts, filters, projects, sends.
 fn run(
     req: &ScanRequest,
     path: &PathPlan,
+    within: (Option<u64>, Option<u64>),
     tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>,
     counters: &Counters,
+    io: &IoPeriod,
 ) -> Result<()> {
     let predicate = Predicate {
         conjuncts: req.conjuncts.clone(),
     };
-    let mut spec = ScanSpec::new(req.table.clone(), predicate).ordered(path.ordered);
+    let mut spec = ScanSpec::new(req.table.clone(), predicate)
+        .ordered(path.ordered)
+        .within(within.0, within.1);
     if path.index.is_some() {
         spec.index = path.index;
     }
     let device = req.table.heap().pool().device().clone();
-    let before = device.stats().snapshot();
+    let _period = io.enter(device.as_ref(), counters);
     let mut access = open(spec, path, req).map_err(external)?;
     let converter = BatchConverter::new(
         &req.table,
@@ -628,18 +757,9 @@ fn run(
     let mut produced = 0usize;
     let finish = |access: &dyn strata_access::AccessPath| {
         let report = access.report();
-        let io = device.stats().snapshot() - before;
         counters.heap_pages.add(report.heap_pages as usize);
         counters.reread_pages.add(report.reread_pages as usize);
         counters.index_entries.add(report.index_entries as usize);
-        counters.io_requests.add(io.read_requests as usize);
-        counters.pages_read.add(io.pages_read as usize);
-        counters.sequential_reads.add(io.sequential_reads as usize);
-        counters.random_reads.add(io.random_reads as usize);
-        counters.pages_written.add(io.pages_written as usize);
-        counters
-            .modeled_io
-            .add_duration(Duration::from_nanos(io.modeled_ns));
         counters.mode_changes.add(report.mode_changes.len());
         if let Some(&(_, pages)) = report.regions.last() {
             counters.region_pages.set(pages as usize);

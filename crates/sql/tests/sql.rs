@@ -246,6 +246,76 @@ fn explain_analyze_shows_strata_counters() {
     assert!(changes >= 1, "{out}");
 }
 
+/// A counter of an EXPLAIN ANALYZE text (summed over the scan's parts).
+fn counter(out: &str, name: &str) -> u64 {
+    out.split(&format!("{name}="))
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} counter in\n{out}"))
+}
+
+#[test]
+fn a_full_scan_split_into_parts_reads_every_page_once_and_answers_the_same() {
+    let (_d, data, db) = setup(60_000);
+    let pages = db.table("t").unwrap().heap().num_pages();
+    let s = SqlSession::new(db).unwrap();
+    s.set("strata.access_path", "full").unwrap();
+    let cut = days_from_civil(1995, 7, 1);
+    // The model: per group below 50, rows and cents of the days before `cut`.
+    let mut want: std::collections::BTreeMap<i32, (u64, i64)> = Default::default();
+    for r in data.iter().filter(|r| r.day < cut && r.grp < 50) {
+        let e = want.entry(r.grp).or_default();
+        e.0 += 1;
+        e.1 += r.cents;
+    }
+    let want: Vec<Vec<String>> = want
+        .into_iter()
+        .map(|(g, (n, c))| vec![g.to_string(), n.to_string(), money(c)])
+        .collect();
+    let sql = "SELECT grp, count(*), sum(price) FROM t \
+               WHERE day < DATE '1995-07-01' AND grp < 50 GROUP BY grp ORDER BY grp";
+    let selected = data.iter().filter(|r| r.grp < 500).count() as u64;
+    for parts in [1u64, 2, 3, 7] {
+        s.set("strata.scan_partitions", &parts.to_string()).unwrap();
+        let plan = plan_text(&s, "SELECT id FROM t WHERE grp < 500");
+        assert_eq!(
+            plan.contains(&format!("{parts} parts split at heap pages")),
+            parts > 1,
+            "{parts} parts:\n{plan}"
+        );
+        assert_eq!(query(&s, sql), want, "{parts} parts");
+        // Every heap page read once, in all, by the parts together.
+        let out = plan_text(&s, "ANALYZE SELECT id FROM t WHERE grp < 500");
+        assert_eq!(counter(&out, "heap_pages"), pages, "{parts} parts:\n{out}");
+        assert_eq!(counter(&out, "pages_read"), pages, "{parts} parts:\n{out}");
+        assert_eq!(
+            query(&s, "SELECT count(*) FROM t WHERE grp < 500"),
+            vec![vec![selected.to_string()]],
+            "{parts} parts"
+        );
+    }
+    // A scan that wants its first rows or key order stays whole.
+    s.set("strata.scan_partitions", "4").unwrap();
+    let plan = plan_text(&s, "SELECT id FROM t WHERE grp < 500 LIMIT 3");
+    assert!(!plan.contains("parts split"), "{plan}");
+    let plan = plan_text(&s, "SELECT grp FROM t WHERE grp < 500 ORDER BY grp");
+    assert!(!plan.contains("parts split"), "{plan}");
+    // Under auto, a table of fewer than two parts' worth of pages is one.
+    assert!(pages < 2 * strata_sql::scan_exec::MIN_PART_PAGES);
+    s.set("strata.scan_partitions", "auto").unwrap();
+    let plan = plan_text(&s, "SELECT id FROM t WHERE grp < 500");
+    assert!(!plan.contains("parts split"), "{plan}");
+    let e = s
+        .set("strata.scan_partitions", "0")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("strata.scan_partitions") && e.contains("'0'"),
+        "{e}"
+    );
+}
+
 #[test]
 fn the_optimizer_follows_its_statistics_even_when_stale() {
     let (_d, _data, db) = setup(60_000);
