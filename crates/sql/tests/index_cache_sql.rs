@@ -11,7 +11,7 @@ use crate::common;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use common::query;
+use common::{counter, query};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use strata_sql::SqlSession;
@@ -79,15 +79,6 @@ fn plan_text(s: &SqlSession, sql: &str) -> String {
         .map(|r| r.join(" "))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// The value of counter `name` in an EXPLAIN ANALYZE output.
-fn counter(out: &str, name: &str) -> u64 {
-    out.split(&format!("{name}="))
-        .nth(1)
-        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no counter {name} in:\n{out}"))
 }
 
 fn sorted(mut rows: Vec<Vec<String>>) -> Vec<Vec<String>> {

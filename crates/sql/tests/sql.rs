@@ -7,7 +7,7 @@ use crate::common;
 
 use std::sync::Arc;
 
-use common::query;
+use common::{counter, query};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use strata_sql::{SqlError, SqlSession};
@@ -237,22 +237,8 @@ fn explain_analyze_shows_strata_counters() {
     // Smooth Scan over most of the table morphs, and says so.
     s.set("strata.access_path", "smooth").unwrap();
     let out = plan_text(&s, "ANALYZE SELECT count(*) FROM t WHERE grp >= 1");
-    let changes: u64 = out
-        .split("mode_changes=")
-        .nth(1)
-        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|n| n.parse().ok())
-        .expect("mode_changes counter");
+    let changes = counter(&out, "mode_changes");
     assert!(changes >= 1, "{out}");
-}
-
-/// A counter of an EXPLAIN ANALYZE text (summed over the scan's parts).
-fn counter(out: &str, name: &str) -> u64 {
-    out.split(&format!("{name}="))
-        .nth(1)
-        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no {name} counter in\n{out}"))
 }
 
 #[test]

@@ -71,3 +71,13 @@ pub fn text(r: &QueryResult) -> Vec<Vec<String>> {
 pub fn query(s: &SqlSession, sql: &str) -> Vec<Vec<String>> {
     text(&s.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}")))
 }
+
+/// The value of counter `name` in an EXPLAIN ANALYZE output (its first
+/// occurrence; DataFusion sums a counter over an operator's partitions).
+pub fn counter(out: &str, name: &str) -> u64 {
+    out.split(&format!("{name}="))
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no counter {name} in:\n{out}"))
+}
