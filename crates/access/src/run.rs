@@ -44,6 +44,17 @@ pub fn open_path(
     choice: &PathChoice,
     sort: &SortOptions,
 ) -> Result<Box<dyn AccessPath>> {
+    // A Smooth Scan says itself whether it splits (`smooth::open`).
+    if let Some(p) = &spec.part
+        && !matches!(choice, PathChoice::Smooth(_))
+    {
+        return Err(AccessError::Config(format!(
+            "a {} scan cannot run as part {} of {}: only a page-ordered Smooth Scan shares one index walk among parts",
+            choice.name(),
+            p.part + 1,
+            p.walk.parts()
+        )));
+    }
     let ordered = spec.ordered;
     let unordered = spec.clone().ordered(false);
     let p: Box<dyn AccessPath> = match choice {

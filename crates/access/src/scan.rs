@@ -14,6 +14,7 @@ use crate::batch::TupleBatch;
 use crate::error::{AccessError, Result};
 use crate::predicate::{CompiledPredicate, Predicate};
 use crate::report::ScanReport;
+use crate::smooth::page_order::{SharedWalk, SplitPart};
 
 /// A pipelined access path: each call produces the next batch of qualifying
 /// tuples as it finds them.
@@ -41,6 +42,9 @@ pub struct ScanSpec {
     /// Bounds on the heap pages a full scan reads, `[from, to)` (`None`: no
     /// bound on that side): one part of a scan split among threads.
     pub within: (Option<u64>, Option<u64>),
+    /// One part of a page-ordered Smooth Scan split among threads: the
+    /// index walk its parts share, and which part this is.
+    pub part: Option<SplitPart>,
     /// `predicate` specialised to the table's row layout.
     compiled: Arc<CompiledPredicate>,
 }
@@ -60,6 +64,7 @@ impl ScanSpec {
             index,
             ordered: false,
             within: (None, None),
+            part: None,
             compiled,
         }
     }
@@ -76,6 +81,14 @@ impl ScanSpec {
     /// upper one.
     pub fn within(mut self, from: Option<u64>, to: Option<u64>) -> ScanSpec {
         self.within = (from, to);
+        self
+    }
+
+    /// Makes this scan part `part` of the page-ordered Smooth Scan whose
+    /// parts share `walk` (`smooth::page_order`): the parts, one per thread,
+    /// read together what one unsplit scan would. Other paths refuse it.
+    pub fn part_of(mut self, walk: Arc<SharedWalk>, part: usize) -> ScanSpec {
+        self.part = Some(SplitPart { walk, part });
         self
     }
 

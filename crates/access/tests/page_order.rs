@@ -319,3 +319,122 @@ proptest! {
         prop_assert!(out.report.heap_pages <= t.heap().num_pages());
     }
 }
+
+/// The parts of a split scan, run on threads of their own at once (the
+/// first to start walks the index for all): their tuples and counters.
+fn run_parts(
+    table: &Arc<Table>,
+    pred: &str,
+    choice: &PathChoice,
+    walk: &Arc<strata_access::smooth::page_order::SharedWalk>,
+) -> Vec<(Vec<Tid>, ScanOutcome)> {
+    let pred = Predicate::parse(table.schema(), pred).unwrap();
+    std::thread::scope(|s| {
+        let parts: Vec<_> = (0..walk.parts())
+            .map(|k| {
+                let spec = ScanSpec::new(table.clone(), pred.clone()).part_of(walk.clone(), k);
+                s.spawn(move || {
+                    let mut tids = Vec::new();
+                    let out = run_scan(spec, choice, &SortOptions::default(), |b| {
+                        tids.extend(b.iter().map(|(t, _)| t))
+                    })
+                    .unwrap();
+                    (tids, out)
+                })
+            })
+            .collect();
+        parts.into_iter().map(|p| p.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn split_parts_read_the_unsplit_scans_pages_once_between_them_on_every_layout() {
+    use strata_access::smooth::page_order::SharedWalk;
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir.path().join("db"));
+    let tpp = rows_per_page(&db);
+    let n = 30_000;
+    for name in LAYOUTS {
+        let t = table(&db, name, &layout(name, n, tpp, 11));
+        for hi in [0, 1, 300, n as i32 / 20, n as i32 / 3, n as i32] {
+            let pred = format!("k >= 0 AND k < {hi}");
+            for costs in [DISK, FLAT] {
+                let choice = page_order(costs, dir.path());
+                let (want, whole) = run(&t, &pred, &choice);
+                for parts in [2, 3, 5] {
+                    let walk = SharedWalk::new(parts);
+                    // Twice on the same walk: a second run of the scan walks
+                    // afresh (as a query run again would).
+                    for again in [false, true] {
+                        let what = format!("{name} k < {hi}, {parts} parts, again {again}");
+                        let got = run_parts(&t, &pred, &choice, &walk);
+                        let mut all = BTreeSet::new();
+                        let mut last_page = 0;
+                        for (tids, _) in &got {
+                            for tid in tids {
+                                assert!(all.insert(*tid), "{what}: {tid:?} twice");
+                            }
+                            // Shares in page order: part k's pages come after
+                            // part k-1's.
+                            if let Some(first) = tids.iter().map(|t| t.page).min() {
+                                assert!(first >= last_page, "{what}");
+                            }
+                            last_page = tids.iter().map(|t| t.page).max().unwrap_or(last_page);
+                        }
+                        assert_eq!(all, want, "{what}");
+                        let sum = |f: &dyn Fn(&ScanOutcome) -> u64| {
+                            got.iter().map(|(_, o)| f(o)).sum::<u64>()
+                        };
+                        let r = &whole.report;
+                        assert_eq!(sum(&|o| o.report.heap_pages), r.heap_pages, "{what}");
+                        assert_eq!(sum(&|o| o.report.swept_pages), r.swept_pages, "{what}");
+                        assert_eq!(sum(&|o| o.report.reread_pages), 0, "{what}");
+                        // One part walked the index, and only it changed mode.
+                        assert_eq!(sum(&|o| o.report.index_entries), r.index_entries, "{what}");
+                        assert_eq!(
+                            sum(&|o| o.report.mode_changes.len() as u64),
+                            r.mode_changes.len() as u64,
+                            "{what}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn only_a_page_ordered_smooth_scan_runs_as_a_part() {
+    use strata_access::smooth::page_order::SharedWalk;
+    use strata_access::{Policy, open_path};
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir.path().join("db"));
+    let tpp = rows_per_page(&db);
+    let t = table(&db, "uniform", &layout("uniform", 2_000, tpp, 1));
+    let pred = Predicate::parse(t.schema(), "k < 100").unwrap();
+    let walk = SharedWalk::new(2);
+    let spec = |k| ScanSpec::new(t.clone(), pred.clone()).part_of(walk.clone(), k);
+    let sort = SortOptions::default();
+    let err = |r: strata_access::Result<Box<dyn strata_access::AccessPath>>| match r {
+        Ok(_) => panic!("opened"),
+        Err(e) => e.to_string(),
+    };
+    let e = err(open_path(spec(0), &PathChoice::Full, &sort));
+    assert!(e.contains("a full scan cannot run as part 1 of 2"), "{e}");
+    let region = PathChoice::Smooth(SmoothOptions {
+        policy: Policy::Elastic,
+        temp_dir: dir.path().to_path_buf(),
+        ..Default::default()
+    });
+    let e = err(open_path(spec(1), &region, &sort));
+    assert!(e.contains("cannot run as part 2 of 2"), "{e}");
+    let e = err(open_path(spec(2), &page_order(FLAT, dir.path()), &sort));
+    assert!(e.contains("part 3 of a scan split into 2"), "{e}");
+    // Ordered output has one order: not split either.
+    let e = err(open_path(
+        spec(0).ordered(true),
+        &page_order(FLAT, dir.path()),
+        &sort,
+    ));
+    assert!(e.contains("cannot run as part 1 of 2"), "{e}");
+}

@@ -75,6 +75,11 @@ struct TpchArgs {
     /// --encoding: rows of the paper-like tables (revision, page).
     #[arg(long, default_value_t = 1_000_000)]
     paper_rows: u64,
+    /// --encoding: `strata.access_path` of the runs (full: the cold full
+    /// scans; smooth: the SQL default, Smooth Scan through the predicate's
+    /// index).
+    #[arg(long, default_value_t = strata_sql::AccessPathSetting::Full)]
+    access_path: strata_sql::AccessPathSetting,
     /// Fig. 14: keep at most this many requests per trace (the rest are counted).
     #[arg(long, default_value_t = 2_000_000)]
     trace_max_events: usize,
@@ -146,7 +151,7 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
     if a.encoding {
         if !a.queries.is_empty() || !a.configs.is_empty() || a.with_postgres || a.fig14 {
             return Err(Usage(
-                "--encoding runs Q1 and Q6 under full; it takes no --queries, --configs, --with-postgres or --fig14"
+                "--encoding runs Q1 and Q6 (under --access-path); it takes no --queries, --configs, --with-postgres or --fig14"
                     .into(),
             )
             .into());
@@ -159,6 +164,7 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
             bench: opts,
             devices: a.devices.clone(),
             paper_rows: a.paper_rows,
+            access_path: a.access_path,
         };
         let summary = strata_bench_tpch::encoding::run(&o, &mut |l| eprintln!("{l}"))?;
         print!("{summary}");

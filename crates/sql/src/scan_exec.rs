@@ -42,6 +42,7 @@ use datafusion::physical_plan::{
 };
 use strata_access::ordered_plan::{SortOptions, open_ordered};
 use strata_access::predicate::{CmpOp, Comparison};
+use strata_access::smooth::page_order::SharedWalk;
 use strata_access::{PageCosts, PathChoice, Predicate, ScanSpec, SmoothOptions, TupleBatch};
 use strata_storage::Table;
 use strata_storage::device::{Device, IoCounters};
@@ -79,6 +80,29 @@ pub struct ScanRequest {
     /// DataFusion's `target_partitions` (the cores it plans for): at most
     /// this many parts of a full scan under `strata.scan_partitions = auto`.
     pub target_partitions: usize,
+}
+
+/// How a scan is split among threads, a DataFusion partition per part.
+#[derive(Clone, Debug)]
+pub enum Split {
+    /// One part.
+    Whole,
+    /// A full scan: the first heap page of each part after the first. The
+    /// first part has no lower bound and the last no upper one.
+    Pages(Vec<u64>),
+    /// A page-ordered Smooth Scan: the parts share one index walk and
+    /// decision, then each reads its share of the pages decided.
+    Walk(Arc<SharedWalk>),
+}
+
+impl Split {
+    pub fn parts(&self) -> usize {
+        match self {
+            Split::Whole => 1,
+            Split::Pages(cuts) => cuts.len() + 1,
+            Split::Walk(w) => w.parts(),
+        }
+    }
 }
 
 /// Heap pages a part of a full scan reads at least under
@@ -256,22 +280,24 @@ impl ScanRequest {
         }
     }
 
-    /// Where a full scan is split among threads: the first heap page of each
-    /// part after the first (empty: one part). Only an unordered full scan
-    /// of a table on this machine without a LIMIT is split (an ordered scan
-    /// has one order, a LIMIT wants the first rows, a cold table's objects
-    /// are MJoin's). Under `auto` the parts are as many as DataFusion's
-    /// `target_partitions`, but no more than the device serves requests at
-    /// once (one for a disk head, whose seeks between the parts' runs would
-    /// cost more than the CPU saved) and no more than one per
-    /// [`MIN_PART_PAGES`].
-    fn split_points(&self, path: &PathPlan) -> Vec<u64> {
-        if !matches!(path.choice, PathChoice::Full)
-            || path.ordered
-            || self.limit.is_some()
-            || self.table.is_cold()
-        {
-            return Vec::new();
+    /// How the scan is split among threads. Only an unordered scan without a
+    /// LIMIT of a table on this machine is split (an ordered scan has one
+    /// order, a LIMIT wants the first rows, a cold table's objects are
+    /// MJoin's), and only a full scan (into stretches of heap pages fixed
+    /// here) or a page-ordered Smooth Scan (into shares of the pages its one
+    /// index walk decides on). Under `auto` the parts are as many as
+    /// DataFusion's `target_partitions`, but no more than the device serves
+    /// requests at once (one for a disk head, whose seeks between the parts'
+    /// runs would cost more than the CPU saved) and no more than one per
+    /// [`MIN_PART_PAGES`] of the heap the scan may read.
+    pub fn split(&self, path: &PathPlan) -> Split {
+        let splits = match &path.choice {
+            PathChoice::Full => true,
+            PathChoice::Smooth(opts) => strata_access::smooth::splits(path.ordered, opts),
+            _ => false,
+        };
+        if !splits || path.ordered || self.limit.is_some() || self.table.is_cold() {
+            return Split::Whole;
         }
         let heap = self.table.heap();
         let (from, to) = strata_access::scan::address_pages(
@@ -291,7 +317,13 @@ impl ScanRequest {
         }
         .min(span)
         .max(1);
-        (1..parts).map(|k| from + span * k / parts).collect()
+        if parts == 1 {
+            return Split::Whole;
+        }
+        match path.choice {
+            PathChoice::Full => Split::Pages((1..parts).map(|k| from + span * k / parts).collect()),
+            _ => Split::Walk(SharedWalk::new(parts as usize)),
+        }
     }
 
     /// The estimated rows of the scan, for DataFusion's join planning.
@@ -315,9 +347,9 @@ impl ScanRequest {
 pub struct StrataScanExec {
     req: Arc<ScanRequest>,
     path: PathPlan,
-    /// The first heap page of each part after the first (see
-    /// [`ScanRequest::split_points`]); a partition per part.
-    splits: Vec<u64>,
+    /// How the scan is split among threads ([`ScanRequest::split`]); a
+    /// partition per part.
+    split: Split,
     /// The device I/O of the parts, counted once for all of them.
     io: Arc<IoPeriod>,
     props: Arc<PlanProperties>,
@@ -358,17 +390,17 @@ impl StrataScanExec {
                 eq = EquivalenceProperties::new_with_orderings(schema.clone(), [ordering]);
             }
         }
-        let splits = req.split_points(&path);
+        let split = req.split(&path);
         let props = PlanProperties::new(
             eq,
-            Partitioning::UnknownPartitioning(splits.len() + 1),
+            Partitioning::UnknownPartitioning(split.parts()),
             EmissionType::Incremental,
             Boundedness::Bounded,
         );
         StrataScanExec {
             req,
             path,
-            splits,
+            split,
             io: Arc::default(),
             props: Arc::new(props),
             metrics: ExecutionPlanMetricsSet::new(),
@@ -446,13 +478,18 @@ impl DisplayAs for StrataScanExec {
         if let Some(l) = r.limit {
             write!(f, ", limit={l}")?;
         }
-        if !self.splits.is_empty() {
-            write!(
+        match &self.split {
+            Split::Whole => {}
+            Split::Pages(cuts) => write!(
                 f,
-                ", {} parts split at heap pages {:?}",
-                self.splits.len() + 1,
-                self.splits
-            )?;
+                ", {} parts split at heap pages {cuts:?}",
+                self.split.parts()
+            )?,
+            Split::Walk(w) => write!(
+                f,
+                ", {} parts sharing one index walk, each reading a share of its pages",
+                w.parts()
+            )?,
         }
         if let Some(n) = &r.note {
             write!(f, ", {n}")?;
@@ -538,16 +575,20 @@ impl ExecutionPlan for StrataScanExec {
         partition: usize,
         _context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        let parts = self.splits.len() + 1;
+        let parts = self.split.parts();
         if partition >= parts {
             return Err(DataFusionError::Internal(format!(
                 "StrataScanExec has {parts} partition(s), asked for {partition}"
             )));
         }
-        let within = (
-            partition.checked_sub(1).map(|p| self.splits[p]),
-            self.splits.get(partition).copied(),
-        );
+        let part = match &self.split {
+            Split::Whole => Part::Whole,
+            Split::Pages(cuts) => Part::Within(
+                partition.checked_sub(1).map(|p| cuts[p]),
+                cuts.get(partition).copied(),
+            ),
+            Split::Walk(w) => Part::Of(w.clone(), partition),
+        };
         let counters = Counters::new(&self.metrics, partition);
         let req = self.req.clone();
         let path = self.path.clone();
@@ -560,7 +601,7 @@ impl ExecutionPlan for StrataScanExec {
         Ok(thread_stream(
             name,
             self.req.output_schema.clone(),
-            move |tx| run(&req, &path, within, tx, &counters, &io),
+            move |tx| run(&req, &path, part, tx, &counters, &io),
         ))
     }
 }
@@ -726,12 +767,21 @@ fn open(
     }
 }
 
-/// The scan thread of one part (the heap pages `within`): runs the path,
-/// converts, filters, projects, sends.
+/// Which part of a split scan a thread runs.
+enum Part {
+    Whole,
+    /// A full scan's heap pages `[from, to)`.
+    Within(Option<u64>, Option<u64>),
+    /// Part k of a page-ordered Smooth Scan.
+    Of(Arc<SharedWalk>, usize),
+}
+
+/// The scan thread of one part: runs the path, converts, filters,
+/// projects, sends.
 fn run(
     req: &ScanRequest,
     path: &PathPlan,
-    within: (Option<u64>, Option<u64>),
+    part: Part,
     tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>,
     counters: &Counters,
     io: &IoPeriod,
@@ -739,9 +789,12 @@ fn run(
     let predicate = Predicate {
         conjuncts: req.conjuncts.clone(),
     };
-    let mut spec = ScanSpec::new(req.table.clone(), predicate)
-        .ordered(path.ordered)
-        .within(within.0, within.1);
+    let mut spec = ScanSpec::new(req.table.clone(), predicate).ordered(path.ordered);
+    match part {
+        Part::Whole => {}
+        Part::Within(from, to) => spec = spec.within(from, to),
+        Part::Of(walk, k) => spec = spec.part_of(walk, k),
+    }
     if path.index.is_some() {
         spec.index = path.index;
     }

@@ -303,6 +303,79 @@ fn a_full_scan_split_into_parts_reads_every_page_once_and_answers_the_same() {
 }
 
 #[test]
+fn a_smooth_scan_split_into_parts_walks_the_index_once_and_answers_the_same() {
+    let (_d, data, db) = setup(60_000);
+    let pages = db.table("t").unwrap().heap().num_pages();
+    let s = SqlSession::new(db).unwrap();
+    // A range the walk morphs into a sweep of the heap (day < 1995-07-01 is
+    // most of it), a narrow one read as the pages the index names, and one
+    // with no rows.
+    for (pred, keep) in [
+        (
+            "day < DATE '1995-07-01'",
+            &(|r: &Row| r.day < days_from_civil(1995, 7, 1)) as &dyn Fn(&Row) -> bool,
+        ),
+        ("grp BETWEEN 40 AND 49", &|r: &Row| {
+            (40..50).contains(&r.grp)
+        }),
+        ("grp < 0", &|r: &Row| r.grp < 0),
+    ] {
+        // The model: per group, rows and cents.
+        let mut want: std::collections::BTreeMap<i32, (u64, i64)> = Default::default();
+        for r in data.iter().filter(|r| keep(r)) {
+            let e = want.entry(r.grp % 10).or_default();
+            e.0 += 1;
+            e.1 += r.cents;
+        }
+        let want: Vec<Vec<String>> = want
+            .into_iter()
+            .map(|(g, (n, c))| vec![g.to_string(), n.to_string(), money(c)])
+            .collect();
+        let sql = format!(
+            "SELECT grp % 10, count(*), sum(price) FROM t WHERE {pred} GROUP BY grp % 10 ORDER BY grp % 10"
+        );
+        let scan = format!("SELECT id FROM t WHERE {pred}");
+        let mut one = None;
+        for parts in [1u64, 2, 3, 7] {
+            s.set("strata.scan_partitions", &parts.to_string()).unwrap();
+            let plan = plan_text(&s, &scan);
+            assert!(plan.contains("path=smooth via"), "{plan}");
+            assert_eq!(
+                plan.contains(&format!("{parts} parts sharing one index walk")),
+                parts > 1,
+                "{parts} parts:\n{plan}"
+            );
+            assert_eq!(query(&s, &sql), want, "{pred}, {parts} parts");
+            // The parts together read the heap pages one scan reads, each
+            // once, and the index entries once.
+            let out = plan_text(&s, &format!("ANALYZE {scan}"));
+            let got = [
+                "heap_pages",
+                "heap_pages_read_twice",
+                "index_entries",
+                "mode_changes",
+            ]
+            .map(|c| counter(&out, c));
+            assert!(got[0] <= pages, "{pred}, {parts} parts:\n{out}");
+            assert_eq!(got[1], 0, "{pred}, {parts} parts:\n{out}");
+            match one {
+                None => one = Some(got),
+                Some(one) => assert_eq!(got, one, "{pred}, {parts} parts:\n{out}"),
+            }
+        }
+    }
+    // Key order and LIMIT keep one part.
+    s.set("strata.scan_partitions", "4").unwrap();
+    for sql in [
+        "SELECT grp FROM t WHERE grp < 500 ORDER BY grp",
+        "SELECT id FROM t WHERE grp < 500 LIMIT 3",
+    ] {
+        let plan = plan_text(&s, sql);
+        assert!(!plan.contains("parts sharing"), "{plan}");
+    }
+}
+
+#[test]
 fn the_optimizer_follows_its_statistics_even_when_stale() {
     let (_d, _data, db) = setup(60_000);
     let s = SqlSession::new(db.clone()).unwrap();

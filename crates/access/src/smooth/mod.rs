@@ -54,10 +54,24 @@ use page_order::{PageOrderScan, PageSet};
 /// Opens a Smooth Scan: the page-ordered operator where its policy applies
 /// (unordered output, eager trigger), the region operator otherwise.
 pub fn open(spec: ScanSpec, opts: &SmoothOptions) -> Result<Box<dyn AccessPath>> {
-    if opts.policy == Policy::PageOrder && !spec.ordered && opts.trigger == Trigger::Eager {
+    if splits(spec.ordered, opts) {
         return Ok(Box::new(PageOrderScan::new(spec, opts)?));
     }
+    if let Some(p) = &spec.part {
+        return Err(AccessError::Config(format!(
+            "this Smooth Scan cannot run as part {} of {}: only the page-ordered policy, eager and unordered, splits",
+            p.part + 1,
+            p.walk.parts()
+        )));
+    }
     Ok(Box::new(SmoothScan::new(spec, opts.clone())?))
+}
+
+/// Whether a scan (`ordered` or not) under `opts` opens the page-ordered
+/// operator, the one Smooth Scan that can be split among threads
+/// (`ScanSpec::part_of`).
+pub fn splits(ordered: bool, opts: &SmoothOptions) -> bool {
+    opts.policy == Policy::PageOrder && !ordered && opts.trigger == Trigger::Eager
 }
 
 use crate::batch::TupleBatch;

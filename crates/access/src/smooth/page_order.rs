@@ -43,8 +43,17 @@
 //! What it gives up is pipelining: its first row comes after the index range
 //! (or the bound) has been read, as with a sort scan. Ordered output and the
 //! Optimizer/SLA triggers keep the region operator ([`super::SmoothScan`]).
+//!
+//! **Split among threads** ([`SharedWalk`], `ScanSpec::part_of`): the index
+//! walk and the morph decision are made once, by whichever part gets to them
+//! first while the others wait; then each part reads its share of what was
+//! decided — the k-th of n equal stretches of the heap for a sweep, of the
+//! wanted pages' runs (cut where a share ends) otherwise — so the parts
+//! together read every page the unsplit scan would, each once, and convert
+//! their tuples on threads of their own.
 
 use std::ops::Bound;
+use std::sync::{Arc, Mutex};
 
 use strata_storage::btree::RangeCursor;
 use strata_storage::types::Tid;
@@ -341,6 +350,81 @@ impl Entries {
     }
 }
 
+/// What the index walk decided: the heap pages to read, in page order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decided {
+    /// Every heap page in `[from, to)`: the whole heap as it was when the
+    /// scan began, or a part's stretch of it.
+    Sweep { from: u64, to: u64 },
+    /// These runs (first page, pages), ascending.
+    Runs(Vec<(u64, usize)>),
+}
+
+impl Decided {
+    /// The share of part `k` of `n`: about a `n`-th of the pages, the
+    /// shares in page order and together exactly the pages decided.
+    pub fn share(&self, k: usize, n: usize) -> Decided {
+        let n = n.max(1) as u64;
+        let k = (k as u64).min(n - 1);
+        match self {
+            &Decided::Sweep { from, to } => {
+                let span = to - from;
+                Decided::Sweep {
+                    from: from + span * k / n,
+                    to: from + span * (k + 1) / n,
+                }
+            }
+            Decided::Runs(runs) => {
+                let total: u64 = runs.iter().map(|r| r.1 as u64).sum();
+                let (from, to) = (total * k / n, total * (k + 1) / n);
+                // `at`: pages of the runs before this one.
+                let mut at = 0u64;
+                let mut out = Vec::new();
+                for &(first, len) in runs {
+                    let (lo, hi) = (at.max(from), (at + len as u64).min(to));
+                    if lo < hi {
+                        out.push((first + (lo - at), (hi - lo) as usize));
+                    }
+                    at += len as u64;
+                }
+                Decided::Runs(out)
+            }
+        }
+    }
+}
+
+/// The one index walk of a page-ordered Smooth Scan split into parts: the
+/// first part to need it walks the index and decides; the others wait for
+/// that, then each reads its own share ([`Decided::share`]).
+#[derive(Debug)]
+pub struct SharedWalk {
+    parts: usize,
+    /// The decision, and which parts have taken their share of it (a part
+    /// that finds its own share taken is running the scan again, and walks
+    /// afresh: the table may have changed since).
+    state: Mutex<Option<(Decided, Vec<bool>)>>,
+}
+
+impl SharedWalk {
+    pub fn new(parts: usize) -> Arc<SharedWalk> {
+        Arc::new(SharedWalk {
+            parts: parts.max(1),
+            state: Mutex::new(None),
+        })
+    }
+
+    pub fn parts(&self) -> usize {
+        self.parts
+    }
+}
+
+/// One part of a split scan: the walk its parts share, and which part.
+#[derive(Clone, Debug)]
+pub struct SplitPart {
+    pub walk: Arc<SharedWalk>,
+    pub part: usize,
+}
+
 pub struct PageOrderScan {
     spec: ScanSpec,
     entries: Entries,
@@ -373,6 +457,15 @@ impl PageOrderScan {
                 index.estimate_range(&lo, &hi)?,
             ),
         };
+        if let Some(p) = &spec.part
+            && p.part >= p.walk.parts()
+        {
+            return Err(crate::error::AccessError::Config(format!(
+                "part {} of a scan split into {}",
+                p.part + 1,
+                p.walk.parts()
+            )));
+        }
         let hot = matches!(entries, Entries::Hot(_));
         let mut scan = Self::with_entries(spec, entries, entries_estimate, opts)?;
         if hot {
@@ -490,9 +583,31 @@ impl PageOrderScan {
         }
     }
 
-    /// Reads index entries until the range ends or the bound says to sweep;
-    /// then starts the stream that reads the pages.
+    /// Walks the index and starts reading what it decided: the whole of it,
+    /// or this part's share when the scan is split (the walk made by the
+    /// first part to get here, the others waiting for it).
     fn collect(&mut self) -> Result<()> {
+        let Some(SplitPart { walk, part }) = self.spec.part.clone() else {
+            let decided = self.walk()?;
+            return self.start(decided, None);
+        };
+        let mut state = walk.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.as_ref().is_none_or(|(_, taken)| taken[part]) {
+            // Nothing decided for this run of the scan yet: decide for all.
+            *state = None;
+            let decided = self.walk()?;
+            *state = Some((decided, vec![false; walk.parts]));
+        }
+        let (decided, taken) = state.as_mut().expect("decided above");
+        taken[part] = true;
+        let share = decided.share(part, walk.parts);
+        drop(state);
+        self.start(share, Some((part, walk.parts)))
+    }
+
+    /// Reads index entries until the range ends or the bound says to sweep,
+    /// and says which pages to read.
+    fn walk(&mut self) -> Result<Decided> {
         let table = self.spec.table.clone();
         let index = &table.indexes()[self.spec.index.expect("checked by new")].btree;
         let mut ended = false;
@@ -505,10 +620,10 @@ impl PageOrderScan {
                 let plan = plan_page_order(&self.wanted, &self.costs);
                 let (sweep, bound, sweep_ms) = morph(&self.inputs(plan.cost_ms), &self.costs);
                 if sweep || (ended && plan.cost_ms >= sweep_ms) {
-                    return self.start_sweep(bound, sweep_ms, ended);
+                    return Ok(self.decide_sweep(bound, sweep_ms, ended));
                 }
                 if ended {
-                    return self.start_reading(plan, sweep_ms);
+                    return Ok(self.decide_runs(plan, sweep_ms));
                 }
                 let n = self.report.index_entries;
                 self.next_check = if n < check_interval(self.num_pages) {
@@ -528,14 +643,7 @@ impl PageOrderScan {
         }
     }
 
-    fn start_sweep(&mut self, bound: f64, sweep_ms: f64, ended: bool) -> Result<()> {
-        let heap = self.spec.table.heap().clone();
-        let stream = heap.stream(
-            0,
-            self.num_pages,
-            crate::full::RUN_PAGES,
-            crate::full::DEPTH,
-        )?;
+    fn decide_sweep(&mut self, bound: f64, sweep_ms: f64, ended: bool) -> Decided {
         self.report.notes.push(if ended {
             format!(
                 "the range's {} entries point at {} pages; sweeping all {} pages in page order costs less ({sweep_ms:.1} ms modeled)",
@@ -551,17 +659,13 @@ impl PageOrderScan {
             )
         });
         self.morph_to(Mode::Expansion, self.num_pages);
-        self.report.swept_pages = self.num_pages;
-        self.report.read_ahead_streams += 1;
-        // A full scan from here on, which, like one, records no accesses
-        // for hot/cold clustering: a query that wants most of the table says
-        // nothing about which of its tuples are hot (and counting them all
-        // would cost a map update a tuple and a tracker of the whole table).
-        self.phase = Phase::Read(Box::new(StreamedPages::new(stream)));
-        Ok(())
+        Decided::Sweep {
+            from: 0,
+            to: self.num_pages,
+        }
     }
 
-    fn start_reading(&mut self, plan: PageOrderPlan, sweep_ms: f64) -> Result<()> {
+    fn decide_runs(&mut self, plan: PageOrderPlan, sweep_ms: f64) -> Decided {
         let longest = plan.runs.iter().map(|r| r.1).max().unwrap_or(0);
         self.report.notes.push(format!(
             "the range's {} entries point at {} pages: read in page order as {} runs ({} gap pages bridged), {:.1} ms modeled against {sweep_ms:.1} ms for a full sweep",
@@ -574,27 +678,54 @@ impl PageOrderScan {
         if longest > 1 {
             self.morph_to(Mode::of_region(longest as u32), longest as u64);
         }
-        if plan.runs.is_empty() {
-            self.phase = Phase::Done;
-            return Ok(());
-        }
+        Decided::Runs(plan.runs)
+    }
+
+    /// Starts reading `read` (`part`: this part's number and the parts, when
+    /// `read` is a share).
+    fn start(&mut self, read: Decided, part: Option<(usize, usize)>) -> Result<()> {
         let heap = self.spec.table.heap().clone();
-        // Long runs go as a full scan's large requests, scattered pages as
-        // many small ones in flight together (a sort scan's depth), within
-        // the pages a full scan keeps in flight.
-        let (run_pages, depth, batch) = (
-            crate::full::RUN_PAGES,
-            crate::sort_scan::DEPTH,
-            crate::full::BATCH_PAGES,
-        );
-        let pages: usize = plan.runs.iter().map(|r| r.1).sum();
-        let stream = if pages < INLINE_PAGES {
-            heap.read_runs_inline(&plan.runs, run_pages, depth, batch)?
-        } else {
-            self.report.read_ahead_streams += 1;
-            heap.stream_runs(&plan.runs, run_pages, depth, batch)?
+        let pages = match &read {
+            Decided::Sweep { from, to } => to - from,
+            Decided::Runs(runs) => runs.iter().map(|r| r.1 as u64).sum(),
         };
-        self.phase = Phase::Read(Box::new(StreamedPages::new(stream).counting_accesses()));
+        if let Some((k, n)) = part {
+            self.report.notes.push(format!(
+                "part {} of {n}: {pages} of the pages the index walk chose",
+                k + 1
+            ));
+        }
+        match read {
+            Decided::Sweep { from, to } => {
+                let stream = heap.stream(from, to, crate::full::RUN_PAGES, crate::full::DEPTH)?;
+                self.report.swept_pages += to - from;
+                self.report.read_ahead_streams += 1;
+                // A full scan from here on, which, like one, records no
+                // accesses for hot/cold clustering: a query that wants most
+                // of the table says nothing about which of its tuples are
+                // hot (and counting them all would cost a map update a tuple
+                // and a tracker of the whole table).
+                self.phase = Phase::Read(Box::new(StreamedPages::new(stream)));
+            }
+            Decided::Runs(runs) if runs.is_empty() => self.phase = Phase::Done,
+            Decided::Runs(runs) => {
+                // Long runs go as a full scan's large requests, scattered
+                // pages as many small ones in flight together (a sort scan's
+                // depth), within the pages a full scan keeps in flight.
+                let (run_pages, depth, batch) = (
+                    crate::full::RUN_PAGES,
+                    crate::sort_scan::DEPTH,
+                    crate::full::BATCH_PAGES,
+                );
+                let stream = if pages < INLINE_PAGES as u64 {
+                    heap.read_runs_inline(&runs, run_pages, depth, batch)?
+                } else {
+                    self.report.read_ahead_streams += 1;
+                    heap.stream_runs(&runs, run_pages, depth, batch)?
+                };
+                self.phase = Phase::Read(Box::new(StreamedPages::new(stream).counting_accesses()));
+            }
+        }
         Ok(())
     }
 
@@ -655,6 +786,44 @@ mod tests {
         sequential_ms: 0.1,
         request_ms: 1.0,
     };
+
+    #[test]
+    fn shares_cover_what_was_decided_once_in_page_order() {
+        let sweep = Decided::Sweep { from: 0, to: 10 };
+        let shares: Vec<Decided> = (0..3).map(|k| sweep.share(k, 3)).collect();
+        assert_eq!(
+            shares,
+            vec![
+                Decided::Sweep { from: 0, to: 3 },
+                Decided::Sweep { from: 3, to: 6 },
+                Decided::Sweep { from: 6, to: 10 },
+            ]
+        );
+        // 12 pages in three runs, in 4 shares of 3: runs cut where a share ends.
+        let runs = Decided::Runs(vec![(5, 2), (20, 7), (100, 3)]);
+        let shares: Vec<Decided> = (0..4).map(|k| runs.share(k, 4)).collect();
+        assert_eq!(
+            shares,
+            vec![
+                Decided::Runs(vec![(5, 2), (20, 1)]),
+                Decided::Runs(vec![(21, 3)]),
+                Decided::Runs(vec![(24, 3)]),
+                Decided::Runs(vec![(100, 3)]),
+            ]
+        );
+        // More parts than pages: some shares are empty, none overlap.
+        let one = Decided::Runs(vec![(7, 1)]);
+        let pages: Vec<Decided> = (0..3).map(|k| one.share(k, 3)).collect();
+        assert_eq!(
+            pages,
+            vec![
+                Decided::Runs(vec![]),
+                Decided::Runs(vec![]),
+                Decided::Runs(vec![(7, 1)])
+            ]
+        );
+        assert_eq!(runs.share(0, 1), runs);
+    }
 
     #[test]
     fn page_sets_iterate_in_order_and_count_once() {
