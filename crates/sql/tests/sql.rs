@@ -89,6 +89,22 @@ fn money(c: i64) -> String {
     format!("{}.{:02}", c / 100, c % 100)
 }
 
+/// `GROUP BY g ... count(*), sum(price)` by a model: the rows `group` gives a
+/// group, in group order.
+fn count_and_sum(data: &[Row], group: impl Fn(&Row) -> Option<i32>) -> Vec<Vec<String>> {
+    let mut by: std::collections::BTreeMap<i32, (u64, i64)> = Default::default();
+    for r in data {
+        if let Some(g) = group(r) {
+            let e = by.entry(g).or_default();
+            e.0 += 1;
+            e.1 += r.cents;
+        }
+    }
+    by.into_iter()
+        .map(|(g, (n, c))| vec![g.to_string(), n.to_string(), money(c)])
+        .collect()
+}
+
 const PATHS: [&str; 6] = ["smooth", "optimizer", "full", "index", "sort", "switch"];
 
 #[test]
@@ -249,16 +265,7 @@ fn a_full_scan_split_into_parts_reads_every_page_once_and_answers_the_same() {
     s.set("strata.access_path", "full").unwrap();
     let cut = days_from_civil(1995, 7, 1);
     // The model: per group below 50, rows and cents of the days before `cut`.
-    let mut want: std::collections::BTreeMap<i32, (u64, i64)> = Default::default();
-    for r in data.iter().filter(|r| r.day < cut && r.grp < 50) {
-        let e = want.entry(r.grp).or_default();
-        e.0 += 1;
-        e.1 += r.cents;
-    }
-    let want: Vec<Vec<String>> = want
-        .into_iter()
-        .map(|(g, (n, c))| vec![g.to_string(), n.to_string(), money(c)])
-        .collect();
+    let want = count_and_sum(&data, |r| (r.day < cut && r.grp < 50).then_some(r.grp));
     let sql = "SELECT grp, count(*), sum(price) FROM t \
                WHERE day < DATE '1995-07-01' AND grp < 50 GROUP BY grp ORDER BY grp";
     let selected = data.iter().filter(|r| r.grp < 500).count() as u64;
@@ -321,16 +328,7 @@ fn a_smooth_scan_split_into_parts_walks_the_index_once_and_answers_the_same() {
         ("grp < 0", &|r: &Row| r.grp < 0),
     ] {
         // The model: per group, rows and cents.
-        let mut want: std::collections::BTreeMap<i32, (u64, i64)> = Default::default();
-        for r in data.iter().filter(|r| keep(r)) {
-            let e = want.entry(r.grp % 10).or_default();
-            e.0 += 1;
-            e.1 += r.cents;
-        }
-        let want: Vec<Vec<String>> = want
-            .into_iter()
-            .map(|(g, (n, c))| vec![g.to_string(), n.to_string(), money(c)])
-            .collect();
+        let want = count_and_sum(&data, |r| keep(r).then_some(r.grp % 10));
         let sql = format!(
             "SELECT grp % 10, count(*), sum(price) FROM t WHERE {pred} GROUP BY grp % 10 ORDER BY grp % 10"
         );
