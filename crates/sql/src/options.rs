@@ -13,7 +13,7 @@
 //! | `strata.skipper` | `true`, `false`: run joins and scans over cold tables out of order through MJoin ([`crate::skipper`]); `false` is the pull-based baseline | `true` |
 //! | `strata.skipper_cache` | a size: MJoin's object cache, counted in the on-device bytes of the objects it holds | `4GiB` |
 //! | `strata.skipper_evict` | `max-progress`, `max-pending`: MJoin's eviction policy (Skipper §4.2) | `max-progress` |
-//! | `strata.scan_partitions` | `auto` or a number from 1 to 256: the parts a full scan is split into, each read and converted by a thread of its own ([`crate::scan_exec`]); `auto` takes DataFusion's `target_partitions` (the cores), no more than the device serves at once and no more than one part per 8 MiB of heap | `auto` |
+//! | `strata.scan_partitions` | `auto` or a number from 1 to 256: the parts an unordered full scan or page-ordered Smooth Scan (without a LIMIT) is split into, each read and converted by a thread of its own ([`crate::scan_exec`]); `auto` takes DataFusion's `target_partitions` (the cores), no more than the device serves at once and no more than one part per 8 MiB of heap | `auto` |
 //!
 //! `strata.ordered_plan` chooses the flash paper's plan for a scan that must
 //! produce index-key order (an `ORDER BY` on the key pushed into it); `auto`
@@ -111,7 +111,7 @@ pub struct StrataOptions {
     pub skipper_evict: EvictPolicy,
     /// When a hash join becomes an index nested-loop join.
     pub index_join: IndexJoinSetting,
-    /// The parts a full scan is split into; `None` is `auto`
+    /// The parts a full scan or a page-ordered Smooth Scan is split into; `None` is `auto`
     /// ([`crate::scan_exec`]).
     pub scan_partitions: Option<usize>,
 }
@@ -385,7 +385,7 @@ impl ExtensionOptions for StrataOptions {
                 "scan_partitions",
                 self.scan_partitions
                     .map_or("auto".to_string(), |n| n.to_string()),
-                "parts a full scan is split into, each on a thread: auto (the cores, the device's parallelism, 8 MiB a part) or 1 to 256",
+                "parts a full or page-ordered Smooth Scan is split into, each on a thread: auto (the cores, the device's parallelism, 8 MiB a part) or 1 to 256",
             ),
         ]
     }
