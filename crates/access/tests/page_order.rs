@@ -430,6 +430,16 @@ fn only_a_page_ordered_smooth_scan_runs_as_a_part() {
     assert!(e.contains("cannot run as part 2 of 2"), "{e}");
     let e = err(open_path(spec(2), &page_order(FLAT, dir.path()), &sort));
     assert!(e.contains("part 3 of a scan split into 2"), "{e}");
+    // The join's probes are checked too.
+    let e = match strata_access::smooth::page_order::PageOrderScan::for_keys(
+        spec(2),
+        vec![vec![0]],
+        &SmoothOptions::default(),
+    ) {
+        Ok(_) => panic!("opened"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("part 3 of a scan split into 2"), "{e}");
     // Ordered output has one order: not split either.
     let e = err(open_path(
         spec(0).ordered(true),

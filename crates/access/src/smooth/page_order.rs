@@ -457,15 +457,6 @@ impl PageOrderScan {
                 index.estimate_range(&lo, &hi)?,
             ),
         };
-        if let Some(p) = &spec.part
-            && p.part >= p.walk.parts()
-        {
-            return Err(crate::error::AccessError::Config(format!(
-                "part {} of a scan split into {}",
-                p.part + 1,
-                p.walk.parts()
-            )));
-        }
         let hot = matches!(entries, Entries::Hot(_));
         let mut scan = Self::with_entries(spec, entries, entries_estimate, opts)?;
         if hot {
@@ -515,6 +506,16 @@ impl PageOrderScan {
         entries_estimate: f64,
         opts: &SmoothOptions,
     ) -> Result<PageOrderScan> {
+        // Every way in (a range, join keys) checks the part it is given.
+        if let Some(p) = &spec.part
+            && p.part >= p.walk.parts()
+        {
+            return Err(crate::error::AccessError::Config(format!(
+                "part {} of a scan split into {}",
+                p.part + 1,
+                p.walk.parts()
+            )));
+        }
         let heap = spec.table.heap();
         let num_pages = heap.num_pages();
         let io_depth = if opts.io_depth == 0 {
