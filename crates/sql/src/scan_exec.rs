@@ -103,6 +103,18 @@ impl Split {
             Split::Walk(w) => w.parts(),
         }
     }
+
+    /// Confines `spec` to part `partition` of the split.
+    fn confine(&self, spec: ScanSpec, partition: usize) -> ScanSpec {
+        match self {
+            Split::Whole => spec,
+            Split::Pages(cuts) => spec.within(
+                partition.checked_sub(1).map(|p| cuts[p]),
+                cuts.get(partition).copied(),
+            ),
+            Split::Walk(w) => spec.part_of(w.clone(), partition),
+        }
+    }
 }
 
 /// Heap pages a part of a full scan reads at least under
@@ -581,14 +593,7 @@ impl ExecutionPlan for StrataScanExec {
                 "StrataScanExec has {parts} partition(s), asked for {partition}"
             )));
         }
-        let part = match &self.split {
-            Split::Whole => Part::Whole,
-            Split::Pages(cuts) => Part::Within(
-                partition.checked_sub(1).map(|p| cuts[p]),
-                cuts.get(partition).copied(),
-            ),
-            Split::Walk(w) => Part::Of(w.clone(), partition),
-        };
+        let split = self.split.clone();
         let counters = Counters::new(&self.metrics, partition);
         let req = self.req.clone();
         let path = self.path.clone();
@@ -601,7 +606,7 @@ impl ExecutionPlan for StrataScanExec {
         Ok(thread_stream(
             name,
             self.req.output_schema.clone(),
-            move |tx| run(&req, &path, part, tx, &counters, &io),
+            move |tx| run(&req, &path, (&split, partition), tx, &counters, &io),
         ))
     }
 }
@@ -767,21 +772,12 @@ fn open(
     }
 }
 
-/// Which part of a split scan a thread runs.
-enum Part {
-    Whole,
-    /// A full scan's heap pages `[from, to)`.
-    Within(Option<u64>, Option<u64>),
-    /// Part k of a page-ordered Smooth Scan.
-    Of(Arc<SharedWalk>, usize),
-}
-
 /// The scan thread of one part: runs the path, converts, filters,
 /// projects, sends.
 fn run(
     req: &ScanRequest,
     path: &PathPlan,
-    part: Part,
+    part: (&Split, usize),
     tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>,
     counters: &Counters,
     io: &IoPeriod,
@@ -789,12 +785,11 @@ fn run(
     let predicate = Predicate {
         conjuncts: req.conjuncts.clone(),
     };
-    let mut spec = ScanSpec::new(req.table.clone(), predicate).ordered(path.ordered);
-    match part {
-        Part::Whole => {}
-        Part::Within(from, to) => spec = spec.within(from, to),
-        Part::Of(walk, k) => spec = spec.part_of(walk, k),
-    }
+    let (split, partition) = part;
+    let mut spec = split.confine(
+        ScanSpec::new(req.table.clone(), predicate).ordered(path.ordered),
+        partition,
+    );
     if path.index.is_some() {
         spec.index = path.index;
     }
