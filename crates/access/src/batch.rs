@@ -24,11 +24,13 @@ impl TupleBatch {
         self.ends.clear();
         self.tids.clear();
     }
+    #[inline]
     pub fn push(&mut self, tid: Tid, tuple: &[u8]) {
         self.data.extend_from_slice(tuple);
         self.ends.push(self.data.len() as u32);
         self.tids.push(tid);
     }
+    #[inline]
     pub fn len(&self) -> usize {
         self.tids.len()
     }
@@ -39,11 +41,17 @@ impl TupleBatch {
         self.tids.len() >= BATCH_ROWS
     }
     /// Tuple `i`: its id and bytes.
+    #[inline]
     pub fn get(&self, i: usize) -> (Tid, &[u8]) {
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
         (self.tids[i], &self.data[start..self.ends[i] as usize])
     }
+    #[inline]
     pub fn iter(&self) -> impl Iterator<Item = (Tid, &[u8])> + '_ {
-        (0..self.len()).map(|i| self.get(i))
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        self.tids
+            .iter()
+            .zip(starts.zip(&self.ends))
+            .map(|(&tid, (start, &end))| (tid, &self.data[start as usize..end as usize]))
     }
 }

@@ -11,8 +11,9 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanBuilder, Date32Builder, Decimal128Builder, Float64Builder,
-    Int32Builder, Int64Builder, StringBuilder,
+    Array, ArrayRef, AsArray, BooleanArray, BooleanBuilder, Date32Array, Date32Builder,
+    Decimal128Array, Decimal128Builder, Float64Array, Float64Builder, Int32Array, Int32Builder,
+    Int64Array, Int64Builder, StringBuilder,
 };
 use datafusion::arrow::datatypes::{
     DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef,
@@ -22,7 +23,9 @@ use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use strata_access::TupleBatch;
 use strata_storage::Table;
-use strata_storage::types::{DataType, Field as Stored, RowLayout, Schema, Tid, Value};
+use strata_storage::types::{
+    DataType, Field as Stored, FixedColumn, FixedKind, RowLayout, Schema, Tid, Value,
+};
 
 /// The Arrow type a strata column type is read as.
 pub fn arrow_type(ty: &DataType) -> ArrowType {
@@ -186,14 +189,28 @@ pub struct BatchConverter {
     types: Vec<DataType>,
     /// Table columns to produce, in output order.
     columns: Vec<usize>,
-    /// How many leading columns of a tuple are walked: one past the last of
-    /// `columns` (a tuple's fields are found in order, so the later ones
-    /// need not be).
+    /// How each output column is read.
+    reads: Vec<Read>,
+    /// How many leading columns of a tuple are walked for the columns read
+    /// row by row: one past the last of them (a tuple's fields are found in
+    /// order, so the later ones need not be); 0 when there are none.
     upto: usize,
     schema: SchemaRef,
     /// When some of `columns` are in the table's side table (`strata
     /// split`).
     side: Option<SideColumns>,
+}
+
+/// How a converter reads one output column.
+#[derive(Clone, Copy, PartialEq)]
+enum Read {
+    /// At its fixed place in every row, a batch's values in one loop
+    /// ([`RowLayout::fixed_column`]): no walk over the fields before it.
+    Fixed,
+    /// Field by field, walking each tuple ([`RowLayout::fields_upto`]).
+    Row,
+    /// From the side rows the tuples point to.
+    Side,
 }
 
 /// The columns a converter reads from a side table.
@@ -223,10 +240,38 @@ impl BatchConverter {
             _ => None,
         };
         let layout = table.layout();
+        let types = layout.types().to_vec();
+        let reads: Vec<Read> = columns
+            .iter()
+            .enumerate()
+            .map(|(out, &c)| {
+                if side
+                    .as_ref()
+                    .is_some_and(|s| s.wanted.iter().any(|w| w.0 == out))
+                {
+                    Read::Side
+                } else if layout
+                    .fixed_column(c)
+                    .is_some_and(|f| columnar(&f, &types[c]))
+                {
+                    Read::Fixed
+                } else {
+                    Read::Row
+                }
+            })
+            .collect();
+        let upto = columns
+            .iter()
+            .zip(&reads)
+            .filter(|(_, r)| **r == Read::Row)
+            .map(|(&c, _)| c + 1)
+            .max()
+            .unwrap_or(0);
         BatchConverter {
             layout: layout.clone(),
-            types: layout.types().to_vec(),
-            upto: columns.iter().max().map_or(0, |&c| c + 1),
+            types,
+            reads,
+            upto,
             columns,
             schema: out_schema,
             side,
@@ -244,7 +289,7 @@ impl BatchConverter {
         &self,
         side: &SideColumns,
         batch: &TupleBatch,
-        builders: &mut [Builder],
+        builders: &mut [Option<Builder>],
     ) -> Result<(), ArrowError> {
         let external = |e: strata_storage::StorageError| ArrowError::ExternalError(Box::new(e));
         let mut wanted: Vec<(Tid, usize)> = batch
@@ -283,45 +328,154 @@ impl BatchConverter {
         for (side_tid, b) in &rows {
             side.table.layout().fields(b, *side_tid, &mut fields);
             for &(out, j) in &side.wanted {
-                builders[out].push(fields[j]);
+                if let Some(b) = &mut builders[out] {
+                    b.push(fields[j]);
+                }
             }
         }
         Ok(())
     }
 
-    /// Whether output column `out` is read from the side table.
-    fn is_side_output(&self, out: usize) -> bool {
-        self.side
-            .as_ref()
-            .is_some_and(|s| s.wanted.iter().any(|&(o, _)| o == out))
-    }
-
     /// The Arrow batch holding `batch`'s tuples.
     pub fn convert(&self, batch: &TupleBatch) -> Result<RecordBatch, ArrowError> {
         let rows = batch.len();
-        let mut builders: Vec<Builder> = self
+        let mut builders: Vec<Option<Builder>> = self
             .columns
             .iter()
-            .map(|&c| Builder::new(&self.types[c], rows))
+            .zip(&self.reads)
+            .map(|(&c, r)| (*r != Read::Fixed).then(|| Builder::new(&self.types[c], rows)))
             .collect();
-        let mut fields = Vec::with_capacity(self.types.len());
-        for (tid, tuple) in batch.iter() {
-            self.layout.fields_upto(tuple, tid, self.upto, &mut fields);
-            for (out, (b, &c)) in builders.iter_mut().zip(&self.columns).enumerate() {
-                if !self.is_side_output(out) {
-                    b.push(fields[c]);
+        if self.upto > 0 {
+            let mut fields = Vec::with_capacity(self.upto);
+            for (tid, tuple) in batch.iter() {
+                self.layout.fields_upto(tuple, tid, self.upto, &mut fields);
+                for ((b, &c), r) in builders.iter_mut().zip(&self.columns).zip(&self.reads) {
+                    if let (Some(b), Read::Row) = (b, r) {
+                        b.push(fields[c]);
+                    }
                 }
             }
         }
         if let Some(side) = &self.side {
             self.push_side(side, batch, &mut builders)?;
         }
-        let arrays: Vec<ArrayRef> = builders.iter_mut().map(Builder::finish).collect();
+        let arrays: Vec<ArrayRef> = builders
+            .iter_mut()
+            .zip(&self.columns)
+            .map(|(b, &c)| match (b, self.layout.fixed_column(c)) {
+                (Some(b), _) => b.finish(),
+                (None, Some(f)) => fixed_array(&self.layout, c, f, &self.types[c], batch),
+                // `reads` says Fixed only for a fixed column.
+                (None, None) => unreachable!("column {c} has no fixed place"),
+            })
+            .collect();
         RecordBatch::try_new_with_options(
             self.schema.clone(),
             arrays,
             &RecordBatchOptions::new().with_row_count(Some(rows)),
         )
+    }
+}
+
+/// Whether a column stored as `f` is read column-wise into the Arrow type of
+/// `ty` by [`fixed_array`].
+fn columnar(f: &FixedColumn<'_>, ty: &DataType) -> bool {
+    match f.kind {
+        FixedKind::Plain(w) => ty.fixed_width() == Some(w),
+        FixedKind::Int { .. } => matches!(
+            ty,
+            DataType::Int32 | DataType::Int64 | DataType::Date | DataType::Decimal { .. }
+        ),
+        FixedKind::Dict { .. } => matches!(ty, DataType::Char { .. } | DataType::Varchar { .. }),
+    }
+}
+
+/// Column `col` (of type `ty`, stored as `f`) of every row of `batch`, each
+/// read at its fixed place: one tight loop a column, no per-field dispatch.
+/// A coded value stored past the columns (its code the escape) is decoded
+/// on its own.
+fn fixed_array(
+    layout: &RowLayout,
+    col: usize,
+    f: FixedColumn<'_>,
+    ty: &DataType,
+    batch: &TupleBatch,
+) -> ArrayRef {
+    let o = f.offset;
+    fn text<'t>(t: &'t [u8], o: usize, w: usize, ty: &DataType) -> &'t str {
+        let s = std::str::from_utf8(&t[o..o + w]).unwrap_or("\u{FFFD}");
+        if matches!(ty, DataType::Char { .. }) {
+            s.trim_end_matches(' ')
+        } else {
+            s
+        }
+    }
+    // The values of an integer-like column, plain (stored as `$stored`) or
+    // a frame of reference, as `$native`.
+    macro_rules! ints {
+        ($stored:ty, $native:ty) => {{
+            let v: Vec<$native> = match f.kind {
+                FixedKind::Int { base, escape, .. } => batch
+                    .iter()
+                    .map(|(tid, t)| match f.code(t) {
+                        c if c == escape => {
+                            layout.decode_column(t, col, tid).as_i64().unwrap_or(0) as $native
+                        }
+                        c => base.wrapping_add(c as i64) as $native,
+                    })
+                    .collect(),
+                _ => batch
+                    .iter()
+                    .map(|(_, t)| {
+                        const W: usize = std::mem::size_of::<$stored>();
+                        <$stored>::from_le_bytes(t[o..o + W].try_into().unwrap()) as $native
+                    })
+                    .collect(),
+            };
+            v
+        }};
+    }
+    let width = match f.kind {
+        FixedKind::Plain(w) => w,
+        _ => 0,
+    };
+    match (f.kind, ty) {
+        (FixedKind::Dict { values, escape, .. }, _) => {
+            let mut b = StringBuilder::with_capacity(batch.len(), batch.len() * 8);
+            for (tid, t) in batch.iter() {
+                match f.code(t) {
+                    c if c == escape => match layout.decode_column(t, col, tid) {
+                        Value::Str(s) => b.append_value(s),
+                        _ => b.append_null(),
+                    },
+                    c => b.append_value(values.get(c as usize).map_or("", String::as_str)),
+                }
+            }
+            Arc::new(b.finish())
+        }
+        (_, DataType::Int32) => Arc::new(Int32Array::from(ints!(i32, i32))),
+        (_, DataType::Date) => Arc::new(Date32Array::from(ints!(i32, i32))),
+        (_, DataType::Int64) => Arc::new(Int64Array::from(ints!(i64, i64))),
+        (_, DataType::Decimal { precision, scale }) => Arc::new(
+            Decimal128Array::from(ints!(i64, i128))
+                .with_precision_and_scale(*precision, *scale as i8)
+                .expect("strata decimals have precision <= 18"),
+        ),
+        (_, DataType::Float64) => {
+            Arc::new(Float64Array::from_iter_values(batch.iter().map(
+                |(_, t)| f64::from_le_bytes(t[o..o + 8].try_into().unwrap()),
+            )))
+        }
+        (_, DataType::Bool) => Arc::new(BooleanArray::from(
+            batch.iter().map(|(_, t)| t[o] != 0).collect::<Vec<bool>>(),
+        )),
+        (_, DataType::Char { .. } | DataType::Varchar { .. }) => {
+            let mut b = StringBuilder::with_capacity(batch.len(), batch.len() * width);
+            for (_, t) in batch.iter() {
+                b.append_value(text(t, o, width, ty));
+            }
+            Arc::new(b.finish())
+        }
     }
 }
 
@@ -452,4 +606,156 @@ pub fn arrow_values(array: &dyn Array, ty: &DataType) -> Result<Vec<Value>, Stri
 /// A strata value as text for messages and plans.
 pub fn value_text(v: &Value, ty: &DataType) -> String {
     v.display(ty)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata_storage::db::NoProgress;
+    use strata_storage::{Database, DbOptions, TableOptions};
+
+    /// The converter with every column read row by row, field after field.
+    fn row_by_row(c: &BatchConverter) -> BatchConverter {
+        BatchConverter {
+            layout: c.layout.clone(),
+            types: c.types.clone(),
+            reads: vec![Read::Row; c.columns.len()],
+            upto: c.columns.iter().max().map_or(0, |&x| x + 1),
+            columns: c.columns.clone(),
+            schema: c.schema.clone(),
+            side: None,
+        }
+    }
+
+    fn row(i: i64) -> Vec<Value> {
+        vec![
+            Value::Int64(1_000 + i),
+            Value::Int32((i % 50) as i32 - 25),
+            Value::Date(9_000 + (i % 400) as i32),
+            Value::Decimal(10_000 + i * 7),
+            Value::Float64(i as f64 / 3.0),
+            Value::Bool(i % 3 == 0),
+            Value::Str(["A", "N", "R"][(i % 3) as usize].into()),
+            Value::Str(["ab", "abcd", ""][(i % 3) as usize].into()),
+            Value::Str(format!("note {i}")),
+            Value::Int32(i as i32),
+        ]
+    }
+
+    /// A batch read column by column equals the same batch read field by
+    /// field and a model (each tuple decoded on its own to values), on a
+    /// table as declared, compacted (frames of reference, a dictionary,
+    /// unpadded CHAR) and holding values the encodings escape.
+    #[test]
+    fn columns_read_at_their_fixed_place_equal_tuples_read_field_by_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(
+            Database::create(
+                &dir.path().join("db"),
+                DbOptions {
+                    direct_io: false,
+                    ..DbOptions::default()
+                },
+            )
+            .unwrap(),
+        );
+        let schema = Schema::parse(
+            "k BIGINT, i INT, d DATE, p DECIMAL(12,2), f DOUBLE, b BOOL, flag CHAR(1), \
+             c CHAR(4), v VARCHAR(10), x INT",
+        )
+        .unwrap();
+        let mut l = db
+            .begin_create_load("t", schema.clone(), TableOptions::default(), vec![])
+            .unwrap();
+        for i in 0..3000 {
+            l.append(&row(i)).unwrap();
+        }
+        l.commit(&NoProgress).unwrap();
+        // Escaped values: outside every frame, a flag the dictionary lacks.
+        let escaped = vec![
+            Value::Int64(1 << 40),
+            Value::Int32(-2_000_000_000),
+            Value::Date(-700_000),
+            Value::Decimal(-99_999_999_999),
+            Value::Float64(-0.0),
+            Value::Bool(true),
+            Value::Str("Z".into()),
+            Value::Str("wxyz".into()),
+            Value::Str("  ".into()),
+            Value::Int32(7),
+        ];
+        let all: Vec<usize> = (0..schema.len()).collect();
+        // Output orders: every column, and some in another order.
+        let outputs = [all.clone(), vec![6, 3, 0, 9, 2]];
+        for state in ["declared", "compacted", "escaped"] {
+            match state {
+                "compacted" => {
+                    db.compact("t", &Default::default(), &NoProgress).unwrap();
+                }
+                "escaped" => {
+                    let s = crate::SqlSession::new(db.clone()).unwrap();
+                    let lit = |v: &Value, ty: &DataType| match v {
+                        Value::Str(x) => format!("'{x}'"),
+                        Value::Date(_) => format!("DATE '{}'", v.display(ty)),
+                        v => v.display(ty),
+                    };
+                    let vals: Vec<String> = escaped
+                        .iter()
+                        .zip(&schema.columns)
+                        .map(|(v, c)| lit(v, &c.ty))
+                        .collect();
+                    s.execute(&format!("INSERT INTO t VALUES ({})", vals.join(", ")))
+                        .unwrap();
+                }
+                _ => {}
+            }
+            let table = db.table("t").unwrap();
+            let mut batch = TupleBatch::new();
+            let mut model = Vec::new();
+            table
+                .heap()
+                .scan(|tid, b| {
+                    batch.push(tid, b);
+                    model.push(table.layout().decode(b, tid));
+                    Ok(())
+                })
+                .unwrap();
+            if state == "escaped" {
+                assert!(model.contains(&escaped), "the escaped row is stored");
+            }
+            for cols in &outputs {
+                let full = arrow_schema(&schema);
+                let out = Arc::new(full.project(cols).unwrap());
+                let conv = BatchConverter::new(&table, cols.clone(), out.clone());
+                // Every column before the VARCHAR sits at a fixed place (the
+                // CHARs padded or, compacted, dictionary codes); the VARCHAR
+                // (a length and its bytes) and the one after it do not.
+                let fixed_wanted: Vec<Read> = cols
+                    .iter()
+                    .map(|&c| if c >= 8 { Read::Row } else { Read::Fixed })
+                    .collect();
+                assert_eq!(
+                    conv.reads
+                        .iter()
+                        .map(|r| *r == Read::Fixed)
+                        .collect::<Vec<_>>(),
+                    fixed_wanted
+                        .iter()
+                        .map(|r| *r == Read::Fixed)
+                        .collect::<Vec<_>>(),
+                    "{state} {cols:?}"
+                );
+                let got = conv.convert(&batch).unwrap();
+                let by_rows = row_by_row(&conv).convert(&batch).unwrap();
+                let types: Vec<DataType> = cols.iter().map(|&c| schema.columns[c].ty).collect();
+                let mut m = ValueBatchBuilder::new(&types, out.clone());
+                for r in &model {
+                    m.push_row(cols.iter().map(|&c| &r[c])).unwrap();
+                }
+                let want = m.finish().unwrap();
+                assert_eq!(got, want, "{state} {cols:?}: column by column");
+                assert_eq!(by_rows, want, "{state} {cols:?}: field by field");
+            }
+        }
+    }
 }

@@ -481,6 +481,50 @@ pub struct RowLayout {
     encodings: std::sync::Arc<[Encoding]>,
 }
 
+/// A column at the same offset in every row ([`RowLayout::fixed_column`]).
+#[derive(Clone, Copy, Debug)]
+pub struct FixedColumn<'a> {
+    /// Where the column's bytes start in a row.
+    pub offset: usize,
+    pub kind: FixedKind<'a>,
+}
+
+/// How a [`FixedColumn`]'s bytes hold its value.
+#[derive(Clone, Copy, Debug)]
+pub enum FixedKind<'a> {
+    /// The declared type's plain bytes, of this width (little-endian
+    /// numbers; CHAR bytes with their padding; a BOOL's byte).
+    Plain(usize),
+    /// A `width`-byte code: the integer-like value minus `base`; the
+    /// `escape` code says the value is stored past the columns (decode it
+    /// with [`RowLayout::decode_column`]).
+    Int {
+        width: usize,
+        base: i64,
+        escape: u64,
+    },
+    /// A `width`-byte index into `values`; `escape` as for `Int`.
+    Dict {
+        width: usize,
+        escape: u64,
+        values: &'a [String],
+    },
+}
+
+impl FixedColumn<'_> {
+    /// The code of a coded column in `row` (its first `width` bytes at the
+    /// offset, little-endian). `row` must be a stored row of the layout.
+    #[inline(always)]
+    pub fn code(&self, row: &[u8]) -> u64 {
+        match self.kind {
+            FixedKind::Int { width, .. } | FixedKind::Dict { width, .. } => {
+                crate::encoding::read_code(row, self.offset, width)
+            }
+            FixedKind::Plain(_) => 0,
+        }
+    }
+}
+
 /// One stored field of a tuple, as [`RowLayout::fields`] hands it out.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Field<'a> {
@@ -569,6 +613,40 @@ impl RowLayout {
         l.phys = Some(phys.into());
         l.encodings = encodings.into();
         Ok(l)
+    }
+
+    /// How column `col` is stored when it sits at the same offset in every
+    /// row (no column is nullable and every column before it has a fixed
+    /// width), so that a batch of rows can be decoded column by column: a
+    /// fixed-width plain value, a frame-of-reference code or a dictionary
+    /// code. `None` for every other column (variable width, after one,
+    /// timestamp codes, semantic ids, side columns).
+    pub fn fixed_column(&self, col: usize) -> Option<FixedColumn<'_>> {
+        let offset = *self.offsets.get(col)?;
+        let kind = match self.phys.as_ref().map(|p| &p[col]) {
+            None | Some(Phys::Plain) => FixedKind::Plain(self.types[col].fixed_width()?),
+            Some(Phys::Offset {
+                base,
+                width,
+                escape,
+            }) => FixedKind::Int {
+                width: *width,
+                base: *base,
+                escape: *escape,
+            },
+            Some(Phys::Dict {
+                width,
+                escape,
+                values,
+                ..
+            }) => FixedKind::Dict {
+                width: *width,
+                escape: *escape,
+                values,
+            },
+            Some(_) => return None,
+        };
+        Some(FixedColumn { offset, kind })
     }
 
     /// Where a frame-of-reference column sits in every row, when rows have a
