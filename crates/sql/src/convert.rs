@@ -13,8 +13,9 @@ use std::sync::Arc;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, BooleanBuilder, Date32Array, Date32Builder,
     Decimal128Array, Decimal128Builder, Float64Array, Float64Builder, Int32Array, Int32Builder,
-    Int64Array, Int64Builder, StringBuilder,
+    Int64Array, Int64Builder, StringArray, StringBuilder,
 };
+use datafusion::arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use datafusion::arrow::datatypes::{
     DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef,
 };
@@ -470,11 +471,34 @@ fn fixed_array(
             batch.iter().map(|(_, t)| t[o] != 0).collect::<Vec<bool>>(),
         )),
         (_, DataType::Char { .. } | DataType::Varchar { .. }) => {
-            let mut b = StringBuilder::with_capacity(batch.len(), batch.len() * width);
+            // The bytes end to end (a CHAR's padding dropped: a space byte is
+            // never part of a longer UTF-8 character), checked as UTF-8 once
+            // for the batch rather than once a value.
+            let char = matches!(ty, DataType::Char { .. });
+            let mut bytes = Vec::with_capacity(batch.len() * width);
+            let mut ends = Vec::with_capacity(batch.len() + 1);
+            ends.push(0i32);
             for (_, t) in batch.iter() {
-                b.append_value(text(t, o, width, ty));
+                let mut v = &t[o..o + width];
+                while char && v.last() == Some(&b' ') {
+                    v = &v[..v.len() - 1];
+                }
+                bytes.extend_from_slice(v);
+                ends.push(bytes.len() as i32);
             }
-            Arc::new(b.finish())
+            let offsets = OffsetBuffer::new(ScalarBuffer::from(ends));
+            match StringArray::try_new(offsets, Buffer::from_vec(bytes), None) {
+                Ok(a) => Arc::new(a),
+                // Not UTF-8 (a stored tuple is checked on insert, so only a
+                // damaged page): each value on its own, the bad ones replaced.
+                Err(_) => {
+                    let mut b = StringBuilder::with_capacity(batch.len(), batch.len() * width);
+                    for (_, t) in batch.iter() {
+                        b.append_value(text(t, o, width, ty));
+                    }
+                    Arc::new(b.finish())
+                }
+            }
         }
     }
 }

@@ -382,12 +382,39 @@ impl Col {
 pub(crate) enum Step {
     Run {
         len: usize,
-        /// (offset in the run, width, escape, escaped value's width; `None`:
-        /// a VARCHAR's 2-byte length and bytes)
-        codes: Vec<(usize, usize, u64, Option<usize>)>,
+        /// The run's codes grouped by width (the walk reads each group with
+        /// its width fixed rather than choosing a width per code): (width,
+        /// [(offset in the run, escape, escaped value's width; `None`: a
+        /// VARCHAR's 2-byte length and bytes)]).
+        codes: Vec<(usize, Vec<RunCode>)>,
     },
     Var,
     Short,
+}
+
+/// A code of a [`Step::Run`]: (offset in the run, escape, escaped value's
+/// width; `None`: a VARCHAR's 2-byte length and bytes).
+pub(crate) type RunCode = (usize, u64, Option<usize>);
+
+/// The escaped values among `codes`, all `W` bytes wide, of `run`: their
+/// fixed widths added to `fixed`, the variable ones counted in `var`.
+#[inline(always)]
+pub(crate) fn escaped_in<const W: usize>(
+    run: &[u8],
+    codes: &[RunCode],
+    fixed: &mut usize,
+    var: &mut usize,
+) {
+    for &(at, escape, plain) in codes {
+        let mut b = [0u8; 8];
+        b[..W].copy_from_slice(&run[at..at + W]);
+        if u64::from_le_bytes(b) == escape {
+            match plain {
+                Some(p) => *fixed += p,
+                None => *var += 1,
+            }
+        }
+    }
 }
 
 /// The shape walk of a layout of NOT NULL columns `plan`.
@@ -421,7 +448,10 @@ pub(crate) fn runs(plan: &[Col]) -> Vec<Step> {
         }
         if let Some(Step::Run { len, codes }) = steps.last_mut() {
             if let Some((width, escape, plain)) = code {
-                codes.push((*len, width, escape, plain));
+                match codes.iter_mut().find(|g| g.0 == width) {
+                    Some(g) => g.1.push((*len, escape, plain)),
+                    None => codes.push((width, vec![(*len, escape, plain)])),
+                }
             }
             *len += w;
         }

@@ -21,8 +21,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::encoding::{
-    CodeKind, Col, Encoding, Phys, Step, address_of, format_timestamp, get_uint, int_value,
-    put_uint, read_code,
+    CodeKind, Col, Encoding, Phys, Step, address_of, escaped_in, format_timestamp, get_uint,
+    int_value, put_uint, read_code,
 };
 use crate::error::{Result, StorageError};
 
@@ -1011,12 +1011,18 @@ impl RowLayout {
                     let Some(run) = t.get(pos..pos + len) else {
                         return false;
                     };
-                    for &(at, width, escape, plain) in codes {
-                        if read_code(run, at, width) == escape {
-                            match plain {
-                                Some(p) => tail_fixed += p,
-                                None => tail_var += 1,
-                            }
+                    let (f, v) = (&mut tail_fixed, &mut tail_var);
+                    for (width, group) in codes {
+                        match width {
+                            1 => escaped_in::<1>(run, group, f, v),
+                            2 => escaped_in::<2>(run, group, f, v),
+                            3 => escaped_in::<3>(run, group, f, v),
+                            4 => escaped_in::<4>(run, group, f, v),
+                            5 => escaped_in::<5>(run, group, f, v),
+                            6 => escaped_in::<6>(run, group, f, v),
+                            7 => escaped_in::<7>(run, group, f, v),
+                            // Codes are 1 to 8 bytes wide (`Encoding::check`).
+                            _ => escaped_in::<8>(run, group, f, v),
                         }
                     }
                     pos += len;
