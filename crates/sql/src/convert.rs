@@ -190,16 +190,39 @@ pub struct BatchConverter {
     types: Vec<DataType>,
     /// Table columns to produce, in output order.
     columns: Vec<usize>,
+    /// How a batch of rows without NULLs is read.
+    plan: Plan,
+    /// How a batch with a NULL is read (a NULL takes no bytes, so the later
+    /// columns of its row are not at their fixed place): row by row.
+    with_nulls: Plan,
+    schema: SchemaRef,
+    /// When some of `columns` are in the table's side table (`strata
+    /// split`).
+    side: Option<SideColumns>,
+}
+
+/// How a converter reads its output columns.
+#[derive(Clone)]
+struct Plan {
     /// How each output column is read.
     reads: Vec<Read>,
     /// How many leading columns of a tuple are walked for the columns read
     /// row by row: one past the last of them (a tuple's fields are found in
     /// order, so the later ones need not be); 0 when there are none.
     upto: usize,
-    schema: SchemaRef,
-    /// When some of `columns` are in the table's side table (`strata
-    /// split`).
-    side: Option<SideColumns>,
+}
+
+impl Plan {
+    fn new(columns: &[usize], reads: Vec<Read>) -> Plan {
+        let upto = columns
+            .iter()
+            .zip(&reads)
+            .filter(|(_, r)| **r == Read::Row)
+            .map(|(&c, _)| c + 1)
+            .max()
+            .unwrap_or(0);
+        Plan { reads, upto }
+    }
 }
 
 /// How a converter reads one output column.
@@ -261,18 +284,15 @@ impl BatchConverter {
                 }
             })
             .collect();
-        let upto = columns
+        let row_reads = reads
             .iter()
-            .zip(&reads)
-            .filter(|(_, r)| **r == Read::Row)
-            .map(|(&c, _)| c + 1)
-            .max()
-            .unwrap_or(0);
+            .map(|&r| if r == Read::Fixed { Read::Row } else { r })
+            .collect();
         BatchConverter {
             layout: layout.clone(),
             types,
-            reads,
-            upto,
+            plan: Plan::new(&columns, reads),
+            with_nulls: Plan::new(&columns, row_reads),
             columns,
             schema: out_schema,
             side,
@@ -337,20 +357,32 @@ impl BatchConverter {
         Ok(())
     }
 
+    /// How `batch` is read: column by column where columns have their fixed
+    /// place, unless a row of it has a NULL.
+    fn plan_for(&self, batch: &TupleBatch) -> &Plan {
+        let fixed = self.plan.reads.contains(&Read::Fixed);
+        if fixed && batch.iter().any(|(_, t)| self.layout.has_null(t)) {
+            &self.with_nulls
+        } else {
+            &self.plan
+        }
+    }
+
     /// The Arrow batch holding `batch`'s tuples.
     pub fn convert(&self, batch: &TupleBatch) -> Result<RecordBatch, ArrowError> {
         let rows = batch.len();
+        let plan = self.plan_for(batch);
         let mut builders: Vec<Option<Builder>> = self
             .columns
             .iter()
-            .zip(&self.reads)
+            .zip(&plan.reads)
             .map(|(&c, r)| (*r != Read::Fixed).then(|| Builder::new(&self.types[c], rows)))
             .collect();
-        if self.upto > 0 {
-            let mut fields = Vec::with_capacity(self.upto);
+        if plan.upto > 0 {
+            let mut fields = Vec::with_capacity(plan.upto);
             for (tid, tuple) in batch.iter() {
-                self.layout.fields_upto(tuple, tid, self.upto, &mut fields);
-                for ((b, &c), r) in builders.iter_mut().zip(&self.columns).zip(&self.reads) {
+                self.layout.fields_upto(tuple, tid, plan.upto, &mut fields);
+                for ((b, &c), r) in builders.iter_mut().zip(&self.columns).zip(&plan.reads) {
                     if let (Some(b), Read::Row) = (b, r) {
                         b.push(fields[c]);
                     }
@@ -366,7 +398,7 @@ impl BatchConverter {
             .map(|(b, &c)| match (b, self.layout.fixed_column(c)) {
                 (Some(b), _) => b.finish(),
                 (None, Some(f)) => fixed_array(&self.layout, c, f, &self.types[c], batch),
-                // `reads` says Fixed only for a fixed column.
+                // A plan says Fixed only for a fixed column.
                 (None, None) => unreachable!("column {c} has no fixed place"),
             })
             .collect();
@@ -643,8 +675,8 @@ mod tests {
         BatchConverter {
             layout: c.layout.clone(),
             types: c.types.clone(),
-            reads: vec![Read::Row; c.columns.len()],
-            upto: c.columns.iter().max().map_or(0, |&x| x + 1),
+            plan: c.with_nulls.clone(),
+            with_nulls: c.with_nulls.clone(),
             columns: c.columns.clone(),
             schema: c.schema.clone(),
             side: None,
@@ -669,9 +701,16 @@ mod tests {
     /// A batch read column by column equals the same batch read field by
     /// field and a model (each tuple decoded on its own to values), on a
     /// table as declared, compacted (frames of reference, a dictionary,
-    /// unpadded CHAR) and holding values the encodings escape.
+    /// unpadded CHAR) and holding values the encodings escape; and on the
+    /// same table with nullable columns, whose batches are read column by
+    /// column until one holds a NULL.
     #[test]
     fn columns_read_at_their_fixed_place_equal_tuples_read_field_by_field() {
+        columns_at_their_fixed_place(false);
+        columns_at_their_fixed_place(true);
+    }
+
+    fn columns_at_their_fixed_place(nullable: bool) {
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(
             Database::create(
@@ -683,10 +722,11 @@ mod tests {
             )
             .unwrap(),
         );
-        let schema = Schema::parse(
-            "k BIGINT, i INT, d DATE, p DECIMAL(12,2), f DOUBLE, b BOOL, flag CHAR(1), \
-             c CHAR(4), v VARCHAR(10), x INT",
-        )
+        let null = if nullable { " NULL" } else { "" };
+        let schema = Schema::parse(&format!(
+            "k BIGINT, i INT{null}, d DATE, p DECIMAL(12,2), f DOUBLE, b BOOL, flag CHAR(1), \
+             c CHAR(4), v VARCHAR(10){null}, x INT{null}"
+        ))
         .unwrap();
         let mut l = db
             .begin_create_load("t", schema.clone(), TableOptions::default(), vec![])
@@ -730,6 +770,13 @@ mod tests {
                         .collect();
                     s.execute(&format!("INSERT INTO t VALUES ({})", vals.join(", ")))
                         .unwrap();
+                    if nullable {
+                        s.execute(
+                            "INSERT INTO t VALUES (5, NULL, DATE '2000-01-01', 1.5, \
+                                   0.5, false, 'A', 'ab', NULL, NULL)",
+                        )
+                        .unwrap();
+                    }
                 }
                 _ => {}
             }
@@ -754,12 +801,21 @@ mod tests {
                 // Every column before the VARCHAR sits at a fixed place (the
                 // CHARs padded or, compacted, dictionary codes); the VARCHAR
                 // (a length and its bytes) and the one after it do not.
+                // A batch holding a NULL is read row by row.
+                let with_null = nullable && state == "escaped";
                 let fixed_wanted: Vec<Read> = cols
                     .iter()
-                    .map(|&c| if c >= 8 { Read::Row } else { Read::Fixed })
+                    .map(|&c| {
+                        if c >= 8 || with_null {
+                            Read::Row
+                        } else {
+                            Read::Fixed
+                        }
+                    })
                     .collect();
                 assert_eq!(
-                    conv.reads
+                    conv.plan_for(&batch)
+                        .reads
                         .iter()
                         .map(|r| *r == Read::Fixed)
                         .collect::<Vec<_>>(),

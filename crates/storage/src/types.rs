@@ -471,6 +471,9 @@ pub struct RowLayout {
     /// row: none are nullable, and every column before them has a fixed
     /// width (the first variable-width column is the last with one).
     offsets: Vec<usize>,
+    /// The same for a row without NULLs, whichever columns are nullable (a
+    /// NULL takes no bytes, so a row with one shifts the later columns).
+    offsets_without_nulls: Vec<usize>,
     /// The columns' physical encodings (`encoding.rs`); `None`: all plain.
     phys: Option<std::sync::Arc<[Phys]>>,
     /// The same, as the per-tuple loops read them (empty when all plain).
@@ -550,16 +553,22 @@ impl RowLayout {
         } else {
             0
         };
+        let offsets_without_nulls: Vec<usize> =
+            fixed_prefix(schema.columns.iter().map(|c| c.ty.fixed_width()))
+                .into_iter()
+                .map(|o| o + bitmap_len)
+                .collect();
         let offsets = if any_null {
             vec![]
         } else {
-            fixed_prefix(schema.columns.iter().map(|c| c.ty.fixed_width()))
+            offsets_without_nulls.clone()
         };
         RowLayout {
             types: schema.types(),
             nullable: schema.columns.iter().map(|c| c.nullable).collect(),
             bitmap_len,
             offsets,
+            offsets_without_nulls,
             phys: None,
             plan: std::sync::Arc::from(Vec::new()),
             steps: std::sync::Arc::from(Vec::new()),
@@ -596,8 +605,13 @@ impl RowLayout {
         {
             *pointer = true;
         }
-        l.offsets = if l.bitmap_len == 0 {
+        l.offsets_without_nulls =
             fixed_prefix(phys.iter().zip(&l.types).map(|(p, ty)| p.fixed_width(ty)))
+                .into_iter()
+                .map(|o| o + l.bitmap_len)
+                .collect();
+        l.offsets = if l.bitmap_len == 0 {
+            l.offsets_without_nulls.clone()
         } else {
             vec![]
         };
@@ -616,13 +630,14 @@ impl RowLayout {
     }
 
     /// How column `col` is stored when it sits at the same offset in every
-    /// row (no column is nullable and every column before it has a fixed
-    /// width), so that a batch of rows can be decoded column by column: a
-    /// fixed-width plain value, a frame-of-reference code or a dictionary
-    /// code. `None` for every other column (variable width, after one,
-    /// timestamp codes, semantic ids, side columns).
+    /// row without NULLs (every column before it has a fixed width), so that
+    /// a batch of such rows can be decoded column by column: a fixed-width
+    /// plain value, a frame-of-reference code or a dictionary code. `None`
+    /// for every other column (variable width, after one, timestamp codes,
+    /// semantic ids, side columns). A row with a NULL
+    /// ([`RowLayout::has_null`]) does not have it there.
     pub fn fixed_column(&self, col: usize) -> Option<FixedColumn<'_>> {
-        let offset = *self.offsets.get(col)?;
+        let offset = *self.offsets_without_nulls.get(col)?;
         let kind = match self.phys.as_ref().map(|p| &p[col]) {
             None | Some(Phys::Plain) => FixedKind::Plain(self.types[col].fixed_width()?),
             Some(Phys::Offset {
@@ -1335,6 +1350,13 @@ impl RowLayout {
             // Escaped (rare): its place in the tail depends on every column.
             None => self.decode_encoded(p, bytes, tid).swap_remove(col),
         }
+    }
+
+    /// Whether the stored row `bytes` has a NULL (never, for a layout
+    /// without nullable columns).
+    #[inline]
+    pub fn has_null(&self, bytes: &[u8]) -> bool {
+        self.bitmap_len > 0 && bytes[..self.bitmap_len].iter().any(|&b| b != 0)
     }
 
     fn is_null(&self, bytes: &[u8], col: usize) -> bool {
