@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 
 use strata_storage::encoding::address_of;
-use strata_storage::types::{DataType, RowLayout, Schema, Tid, Value, encode_key_value};
+use strata_storage::types::{DataType, FixedKind, RowLayout, Schema, Tid, Value, encode_key_value};
 
 use crate::error::{AccessError, Result};
 
@@ -165,38 +165,57 @@ impl Predicate {
                     // A semantic id: compared with the tuple's address.
                     return Check::Address { op: c.op, v };
                 }
-                match (layout.fixed_offset(c.column), ty, c.value.as_i64()) {
-                    (Some(offset), DataType::Int32 | DataType::Date, Some(v)) => Check::I32 {
+                // At the column's place in a row without NULLs (a row with
+                // one is compared by `generic`, see `eval`).
+                let fixed = layout.fixed_column(c.column);
+                match (fixed.map(|f| (f.offset, f.kind)), ty, c.value.as_i64()) {
+                    (
+                        Some((offset, FixedKind::Plain(4))),
+                        DataType::Int32 | DataType::Date,
+                        Some(v),
+                    ) => Check::I32 {
                         offset,
                         op: c.op,
                         v,
                     },
-                    (Some(offset), DataType::Int64 | DataType::Decimal { .. }, Some(v)) => {
-                        Check::I64 {
-                            offset,
-                            op: c.op,
-                            v,
-                        }
-                    }
-                    _ => match (layout.fixed_offset_code(c.column), c.value.as_i64()) {
-                        // A frame-of-reference column (types as hints): the
-                        // code in place, unless it is the escape.
-                        (Some((offset, width, base, escape)), Some(v)) => Check::Narrow {
-                            offset,
-                            width,
-                            base,
-                            escape,
-                            op: c.op,
-                            v,
-                            generic: c.clone(),
-                        },
-                        _ => Check::Generic(c.clone()),
+                    (
+                        Some((offset, FixedKind::Plain(8))),
+                        DataType::Int64 | DataType::Decimal { .. },
+                        Some(v),
+                    ) => Check::I64 {
+                        offset,
+                        op: c.op,
+                        v,
                     },
+                    // A frame-of-reference column (types as hints): the code
+                    // in place, unless it is the escape.
+                    (
+                        Some((
+                            offset,
+                            FixedKind::Int {
+                                width,
+                                base,
+                                escape,
+                            },
+                        )),
+                        _,
+                        Some(v),
+                    ) => Check::Narrow {
+                        offset,
+                        width,
+                        base,
+                        escape,
+                        op: c.op,
+                        v,
+                        generic: c.clone(),
+                    },
+                    _ => Check::Generic(c.clone()),
                 }
             })
             .collect();
         CompiledPredicate {
             checks,
+            generic: self.clone(),
             layout: layout.clone(),
         }
     }
@@ -265,6 +284,8 @@ enum Check {
 #[derive(Clone, Debug)]
 pub struct CompiledPredicate {
     checks: Vec<Check>,
+    /// For a row with a NULL, whose later columns are not at their place.
+    generic: Predicate,
     layout: RowLayout,
 }
 
@@ -272,6 +293,9 @@ impl CompiledPredicate {
     /// Same answer as [`Predicate::eval`].
     #[inline]
     pub fn eval(&self, tuple: &[u8], tid: Tid) -> bool {
+        if self.layout.has_null(tuple) {
+            return self.generic.eval(&self.layout, tuple, tid);
+        }
         self.checks.iter().all(|c| match c {
             Check::I32 { offset, op, v } => {
                 let x = i32::from_le_bytes(tuple[*offset..*offset + 4].try_into().unwrap()) as i64;
