@@ -152,7 +152,9 @@ impl Predicate {
 
     /// A form of the predicate specialised to a row layout: integer-like
     /// conjuncts on fixed-offset columns compare raw bytes without decoding the
-    /// row (every scan evaluates the predicate on every tuple it looks at).
+    /// row (every scan evaluates the predicate on every tuple it looks at). In
+    /// a table with nullable columns the offsets hold for rows without NULLs;
+    /// a row with one is evaluated as [`Predicate::eval`] does.
     pub fn compile(&self, schema: &Schema, layout: &RowLayout) -> CompiledPredicate {
         let checks = self
             .conjuncts
