@@ -664,21 +664,6 @@ impl RowLayout {
         Some(FixedColumn { offset, kind })
     }
 
-    /// Where a frame-of-reference column sits in every row, when rows have a
-    /// fixed layout: (offset, width, base, escape code). A code other than
-    /// the escape is the value minus the base, so a predicate compares it in
-    /// place ([`RowLayout::fixed_offset`]'s narrow counterpart).
-    pub fn fixed_offset_code(&self, col: usize) -> Option<(usize, usize, i64, u64)> {
-        match self.phys.as_ref().map(|p| &p[col]) {
-            Some(Phys::Offset {
-                base,
-                width,
-                escape,
-            }) => self.offsets.get(col).map(|&o| (o, *width, *base, *escape)),
-            _ => None,
-        }
-    }
-
     /// Bytes value `v` of column `col` takes in a row of this layout (an
     /// escaped value counts its code and its plain bytes; NULL: 0).
     pub fn field_bytes(&self, col: usize, v: &Value) -> usize {
