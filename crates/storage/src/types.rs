@@ -478,7 +478,8 @@ pub struct RowLayout {
     phys: Option<std::sync::Arc<[Phys]>>,
     /// The same, as the per-tuple loops read them (empty when all plain).
     plan: std::sync::Arc<[Col]>,
-    /// The per-page shape walk when no column is nullable (`encoding::runs`).
+    /// The per-page shape walk of a row without NULLs, from the end of its
+    /// null bitmap (`encoding::runs`).
     steps: std::sync::Arc<[Step]>,
     /// The encodings as the catalog states them (empty when all plain).
     encodings: std::sync::Arc<[Encoding]>,
@@ -621,9 +622,7 @@ impl RowLayout {
             .map(|(p, ty)| Col::new(p, ty))
             .collect::<Vec<_>>()
             .into();
-        if l.bitmap_len == 0 {
-            l.steps = crate::encoding::runs(&l.plan).into();
-        }
+        l.steps = crate::encoding::runs(&l.plan).into();
         l.phys = Some(phys.into());
         l.encodings = encodings.into();
         Ok(l)
@@ -1000,10 +999,11 @@ impl RowLayout {
         }
     }
 
-    /// [`RowLayout::fits_encoded`] of a layout without NULLs, run by run.
+    /// [`RowLayout::fits_encoded`] of a row without NULLs, run by run from
+    /// `start`, the end of its null bitmap.
     #[inline]
-    fn fits_runs(&self, t: &[u8]) -> bool {
-        let mut pos = 0;
+    fn fits_runs(&self, t: &[u8], start: usize) -> bool {
+        let mut pos = start;
         let (mut tail_fixed, mut tail_var) = (0usize, 0usize);
         for step in self.steps.iter() {
             match step {
@@ -1012,8 +1012,9 @@ impl RowLayout {
                         return false;
                     };
                     let (f, v) = (&mut tail_fixed, &mut tail_var);
+                    let mut ok = true;
                     for (width, group) in codes {
-                        match width {
+                        ok &= match width {
                             1 => escaped_in::<1>(run, group, f, v),
                             2 => escaped_in::<2>(run, group, f, v),
                             3 => escaped_in::<3>(run, group, f, v),
@@ -1023,7 +1024,10 @@ impl RowLayout {
                             7 => escaped_in::<7>(run, group, f, v),
                             // Codes are 1 to 8 bytes wide (`Encoding::check`).
                             _ => escaped_in::<8>(run, group, f, v),
-                        }
+                        };
+                    }
+                    if !ok {
+                        return false;
                     }
                     pos += len;
                 }
@@ -1049,10 +1053,15 @@ impl RowLayout {
     #[inline]
     pub(crate) fn fits_encoded(&self, t: &[u8]) -> bool {
         if self.bitmap_len == 0 {
-            return self.fits_runs(t);
+            return self.fits_runs(t, 0);
         }
-        if t.len() < self.bitmap_len {
+        let Some(bitmap) = t.get(..self.bitmap_len) else {
             return false;
+        };
+        // Most rows of a table with nullable columns have no NULL: then every
+        // column is where the walk without NULLs puts it.
+        if bitmap.iter().all(|&b| b == 0) {
+            return self.fits_runs(t, self.bitmap_len);
         }
         let mut pos = self.bitmap_len;
         // Escaped values' widths, summed for fixed ones; VARCHARs need their
@@ -1081,17 +1090,21 @@ impl RowLayout {
                 Col::Code {
                     width,
                     escape,
+                    valid,
                     plain,
                     ..
                 } => {
                     if pos + width > t.len() {
                         return false;
                     }
-                    if read_code(t, pos, width) == escape {
+                    let code = read_code(t, pos, width);
+                    if code == escape {
                         match plain {
                             Some(p) => tail_fixed += p,
                             None => tail_var += 1,
                         }
+                    } else if code >= valid {
+                        return false;
                     }
                     width
                 }
