@@ -30,10 +30,11 @@
 //! a third full), and a miss — the common case on a cold cache — always
 //! would. The cache therefore starts with a directory: the region's first
 //! slots hold [`DIR_TAG`], the slot they start at and the number of slots they
-//! cover, then one byte per slot, the slot's item's tid fingerprint (1..=127)
-//! or 0 for an empty slot. A lookup compares the fingerprints eight at a time
-//! and reads only the slots whose fingerprint matches (one in 127 of the
-//! others): about three cache lines instead of eighty. Fills and swaps keep
+//! cover, then one byte per slot, the slot's item's tid fingerprint (any byte
+//! but 0, [`TAG`] and [`DIR_TAG`]) or 0 for an empty slot. A lookup compares
+//! the fingerprints eight at a time and reads only the slots whose
+//! fingerprint matches (one in 253 of the others): about three cache lines
+//! instead of eighty. Fills and swaps keep
 //! the bytes current.
 //!
 //! The directory sits at the low end, where the slot directory's 4-byte
@@ -300,11 +301,21 @@ pub const DIR_TAG: u8 = 0xD1;
 /// it covers (u16), both little-endian.
 const DIR_HEADER: usize = 5;
 
-/// A slot's fingerprint of the tid it holds: 1..=127, so no directory byte is
-/// ever 0 (an empty slot), [`TAG`] or [`DIR_TAG`].
+/// A slot's fingerprint of the tid it holds: one of the 253 bytes that are
+/// not 0 (an empty slot), [`TAG`] or [`DIR_TAG`] (a directory byte read as a
+/// slot's first byte must not look like an item or a directory). Every value
+/// a byte can take is used: a miss reads one item in 253 of the others.
 fn fingerprint(tid: &[u8; TID_LEN]) -> u8 {
     let x = tid.iter().fold(0u64, |x, &b| (x << 8) | b as u64);
-    ((x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as u8 % 127) + 1
+    let mut f = ((x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % 253) as u8 + 1;
+    // Over the two reserved bytes, in increasing order (TAG < DIR_TAG).
+    if f >= TAG {
+        f += 1;
+    }
+    if f >= DIR_TAG {
+        f += 1;
+    }
+    f
 }
 
 /// Slots a directory covering `count` slots takes.
@@ -1548,7 +1559,8 @@ mod tests {
             }
         }
         assert!(!seen[0] && !seen[TAG as usize] && !seen[DIR_TAG as usize]);
-        assert!(seen[1..128].iter().all(|&s| s), "every 1..=127 is used");
+        let unused: Vec<usize> = (0..256).filter(|&b| !seen[b]).collect();
+        assert_eq!(unused, [0, TAG as usize, DIR_TAG as usize], "every other byte is used");
     }
 
     /// The directory finds what a pass over the slots finds; a key insert
