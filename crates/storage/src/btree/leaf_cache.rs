@@ -1560,7 +1560,11 @@ mod tests {
         }
         assert!(!seen[0] && !seen[TAG as usize] && !seen[DIR_TAG as usize]);
         let unused: Vec<usize> = (0..256).filter(|&b| !seen[b]).collect();
-        assert_eq!(unused, [0, TAG as usize, DIR_TAG as usize], "every other byte is used");
+        assert_eq!(
+            unused,
+            [0, TAG as usize, DIR_TAG as usize],
+            "every other byte is used"
+        );
     }
 
     /// The directory finds what a pass over the slots finds; a key insert
