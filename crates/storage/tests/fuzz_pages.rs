@@ -837,3 +837,78 @@ fn a_meta_page_claiming_more_levels_than_pages_is_refused() {
         "{e}"
     );
 }
+
+/// A dictionary code past the dictionary's end (on a table with nullable
+/// columns, in a row without NULLs: the walk such rows take) is caught where
+/// the page comes in, naming the page, the slot and the code, by scans, point
+/// reads and `strata check` alike; it is not read as an empty string.
+#[test]
+fn a_dictionary_code_that_names_no_value_is_a_corrupt_page() {
+    use strata_storage::compact::CompactOptions;
+    let outer = tempfile::tempdir().unwrap();
+    let dir = outer.path().join("db");
+    let colours = ["red", "green", "blue"];
+    {
+        let db = Database::create(&dir, opts()).unwrap();
+        let mut l = db
+            .begin_create_load(
+                "d",
+                Schema::parse("k INT, colour CHAR(8), n INT NULL").unwrap(),
+                TableOptions::default(),
+                vec![],
+            )
+            .unwrap();
+        for i in 0..600 {
+            l.append(&[
+                Value::Int32(i),
+                Value::Str(colours[i as usize % 3].into()),
+                Value::Int32(i),
+            ])
+            .unwrap();
+        }
+        l.commit(&NoProgress).unwrap();
+        let r = db
+            .compact("d", &CompactOptions::default(), &NoProgress)
+            .unwrap();
+        let dict = r
+            .columns
+            .iter()
+            .find(|c| c.column == "colour")
+            .map(|c| c.after.clone());
+        assert!(
+            matches!(dict, Some(strata_storage::encoding::Encoding::Dict { ref values, width: 1 }) if values.len() == 3),
+            "{dict:?}"
+        );
+    }
+    // Row 0 of page 0: the null bitmap (1 byte), k's code, then colour's
+    // 1-byte code; 3 is one past the dictionary and not the escape (255).
+    let k_width = {
+        let db = Database::open(&dir, opts()).unwrap();
+        let cat = db.catalog();
+        match &cat.table("d").unwrap().encodings[0] {
+            strata_storage::encoding::Encoding::Offset { width, .. } => *width as usize,
+            e => panic!("k stored as {e:?}"),
+        }
+    };
+    edit(&file_of(&dir, "d", None), 0, |p| {
+        let (off, _) = slot_of(p, 0);
+        assert_eq!(p[off], 0, "row 0 has no NULL");
+        assert!(p[off + 1 + k_width] < 3);
+        p[off + 1 + k_width] = 3;
+    });
+    let db = Database::open(&dir, opts()).unwrap();
+    let t = db.table("d").unwrap();
+    let e = t.scan_rows(|_, _| Ok(())).unwrap_err().to_string();
+    assert!(
+        e.contains("corrupt page 0 of")
+            && e.contains("slot 0: column 2 has code 3 of a dictionary of 3"),
+        "{e}"
+    );
+    let e = t.get_row(Tid::new(0, 0)).unwrap_err().to_string();
+    assert!(
+        e.contains("corrupt page 0 of") && e.contains("slot 0"),
+        "{e}"
+    );
+    let c = check_database(&db, &NoProgress).unwrap_err().to_string();
+    assert!(c.contains("corrupt page"), "{c}");
+}
