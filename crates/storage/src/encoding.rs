@@ -426,13 +426,17 @@ pub(crate) fn escaped_in<const W: usize>(
         let mut b = [0u8; 8];
         b[..W].copy_from_slice(&run[c.at..c.at + W]);
         let code = u64::from_le_bytes(b);
-        if code == c.escape {
-            match c.plain {
-                Some(p) => *fixed += p,
-                None => *var += 1,
+        // The escape is the largest code: one comparison for the common case.
+        if code >= c.valid {
+            if code == c.escape {
+                match c.plain {
+                    Some(p) => *fixed += p,
+                    None => *var += 1,
+                }
+            } else {
+                bad = true;
             }
         }
-        bad |= (code >= c.valid) & (code != c.escape);
     }
     !bad
 }
