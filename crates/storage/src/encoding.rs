@@ -425,20 +425,43 @@ pub(crate) fn escaped_in<const W: usize>(
     for c in codes {
         let mut b = [0u8; 8];
         b[..W].copy_from_slice(&run[c.at..c.at + W]);
-        let code = u64::from_le_bytes(b);
-        // The escape is the largest code: one comparison for the common case.
-        if code >= c.valid {
-            if code == c.escape {
-                match c.plain {
-                    Some(p) => *fixed += p,
-                    None => *var += 1,
-                }
-            } else {
-                bad = true;
-            }
-        }
+        bad |= !tail_of(
+            u64::from_le_bytes(b),
+            c.escape,
+            c.valid,
+            c.plain,
+            fixed,
+            var,
+        );
     }
     !bad
+}
+
+/// What a code read in a row means for the row's length: an escaped value's
+/// tail (its fixed width added to `fixed`, a VARCHAR counted in `var`), or
+/// nothing. False for a code that is neither a value's nor the escape (a
+/// dictionary index past its end). The escape is the largest code, so the
+/// common case is one comparison.
+#[inline(always)]
+pub(crate) fn tail_of(
+    code: u64,
+    escape: u64,
+    valid: u64,
+    plain: Option<usize>,
+    fixed: &mut usize,
+    var: &mut usize,
+) -> bool {
+    if code < valid {
+        return true;
+    }
+    if code != escape {
+        return false;
+    }
+    match plain {
+        Some(p) => *fixed += p,
+        None => *var += 1,
+    }
+    true
 }
 
 /// The shape walk of a row of layout `plan` without NULLs.

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::encoding::{
     CodeKind, Col, Encoding, Phys, Step, address_of, escaped_in, format_timestamp, get_uint,
-    int_value, put_uint, read_code,
+    int_value, put_uint, read_code, tail_of,
 };
 use crate::error::{Result, StorageError};
 
@@ -1098,12 +1098,7 @@ impl RowLayout {
                         return false;
                     }
                     let code = read_code(t, pos, width);
-                    if code == escape {
-                        match plain {
-                            Some(p) => tail_fixed += p,
-                            None => tail_var += 1,
-                        }
-                    } else if code >= valid {
+                    if !tail_of(code, escape, valid, plain, &mut tail_fixed, &mut tail_var) {
                         return false;
                     }
                     width
