@@ -21,7 +21,12 @@
 //!   `strata cluster revision --hot [--share 0.54]` does: the tuples counted at
 //!   least twice, most counted first, deleted and appended at the end;
 //! - `partition`: the same with `--partition revision_rev_id`, so lookups
-//!   try the hot tuples' own small index first.
+//!   try the hot tuples' own small index first;
+//! - `id 0%`, `id 54%`, `id 100%` (`--ids semantic`): rev_id a semantic id
+//!   (§4.2: the index dropped, the id the tuple's address), then the same
+//!   training and clustering. A move gives the tuple a new id, so the
+//!   workload looks each revision up by its id now (found through
+//!   `rev_text_id`, the first rev_id), as updated pointers to it would.
 //!
 //! **Measure.** Per round, per device, per state: the state's database opened
 //! read-only with an empty pool of `pool_pct` of the full index's pages
@@ -41,6 +46,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, ensure};
 use strata_load::{GenKind, GenSpec, generate};
 use strata_storage::btree::leaf_cache::CacheRng;
+use strata_storage::compact::CompactOptions;
 use strata_storage::db::{DbOptions, NoProgress};
 use strata_storage::device::DeviceProfile;
 use strata_storage::hot::{ClusterOptions, ClusterReport};
@@ -54,8 +60,17 @@ use crate::summary::{Comparison, Summary, num, provenance};
 
 const TABLE: &str = "revision";
 const INDEX: &str = "revision_rev_id";
-/// The states, in the figure's order.
+/// The states with rev_id stored and indexed, in the figure's order.
 pub const STATES: [&str; 4] = ["0%", "54%", "100%", "partition"];
+/// The states with rev_id a semantic id (no index: a lookup reads the page
+/// the id names). No partition: there is no index to split, and the id of a
+/// tuple in the hot region already says it is there.
+pub const ID_STATES: [&str; 3] = ["id 0%", "id 54%", "id 100%"];
+
+/// A state's directory name.
+fn state_dir(state: &str) -> String {
+    state.replace('%', "pct").replace(' ', "-")
+}
 
 #[derive(Clone, Debug)]
 pub struct Fig3Options {
@@ -75,6 +90,10 @@ pub struct Fig3Options {
     /// Pool sizes, in % of the full index's pages.
     pub pool_pcts: Vec<f64>,
     pub rounds: usize,
+    /// How a lookup finds a revision: `stored` (rev_id stored, the index on
+    /// it), `semantic` (rev_id a semantic id, the tuple's address: the
+    /// paper's table, clustered on its id).
+    pub ids: Vec<String>,
     /// Where the generated table and the states' copies live.
     pub work_dir: PathBuf,
     pub out: PathBuf,
@@ -93,6 +112,7 @@ impl Fig3Options {
             hot_pct: 99.0,
             pool_pcts: vec![60.0, 75.0, 90.0],
             rounds: 3,
+            ids: vec!["stored".into(), "semantic".into()],
             work_dir,
             out,
             seed: 3,
@@ -112,6 +132,13 @@ impl Fig3Options {
             ensure!(
                 ["real", "hdd", "ssd"].contains(&d.as_str()),
                 "fig3: unknown device '{d}' (real, hdd, ssd)"
+            );
+        }
+        ensure!(!self.ids.is_empty(), "fig3: no --ids");
+        for i in &self.ids {
+            ensure!(
+                ["stored", "semantic"].contains(&i.as_str()),
+                "fig3: unknown --ids '{i}' (stored, semantic)"
             );
         }
         ensure!(
@@ -287,7 +314,87 @@ fn lookup(t: &Table, ix: &strata_storage::db::Index, id: i64) -> Result<()> {
     Ok(())
 }
 
-/// Makes state `state` from the generated database `base` into `dir`.
+/// Where each revision is now in a copy whose rev_id is a semantic id: its
+/// id (address) by the id the generator gave it, which `rev_text_id` keeps
+/// (the generator sets it to the rev_id). That is what the application's
+/// pointers — Wikipedia's `page_latest` — hold after every move, as the paper
+/// notes a move requires.
+fn addresses(dir: &Path, rows: u64) -> Result<Vec<i64>> {
+    let db = open(dir, 32 << 20, true)?;
+    let t = db.table(TABLE)?;
+    let (id_col, text_col) = (t.column("rev_id")?, t.column("rev_text_id")?);
+    let mut at = vec![-1i64; rows as usize];
+    t.scan_rows(|tid, row| {
+        let (Some(id), Some(given)) = (row[id_col].as_i64(), row[text_col].as_i64()) else {
+            return Err(strata_storage::StorageError::Schema(format!(
+                "fig3: a revision without rev_id or rev_text_id at {tid:?}"
+            )));
+        };
+        match usize::try_from(given - 1)
+            .ok()
+            .and_then(|i| at.get_mut(i))
+            .filter(|a| **a < 0)
+        {
+            Some(a) => *a = id,
+            None => {
+                return Err(strata_storage::StorageError::Schema(format!(
+                    "fig3: rev_text_id {given} at {tid:?} is not in 1..={rows} or is there twice"
+                )));
+            }
+        }
+        Ok(())
+    })?;
+    ensure!(
+        at.iter().all(|&a| a >= 0),
+        "fig3: {} lacks a revision",
+        dir.display()
+    );
+    Ok(at)
+}
+
+/// How a lookup finds a revision by the id the generator gave it: through
+/// the index on the stored rev_id, or by its semantic id now (`at`, from
+/// [`addresses`]) — the one page it names.
+enum Finder<'a> {
+    Index(&'a strata_storage::db::Index),
+    Address { at: &'a [i64], text_col: usize },
+}
+
+impl<'a> Finder<'a> {
+    fn of(t: &'a Table, at: Option<&'a [i64]>) -> Result<Finder<'a>> {
+        Ok(match at {
+            Some(at) => Finder::Address {
+                at,
+                text_col: t.column("rev_text_id")?,
+            },
+            None => Finder::Index(t.index(INDEX)?),
+        })
+    }
+
+    /// One lookup of revision `given`, its row decoded whole and checked.
+    fn find(&self, t: &Table, given: i64) -> Result<()> {
+        let (at, text_col) = match self {
+            Finder::Index(ix) => return lookup(t, ix, given),
+            Finder::Address { at, text_col } => (at, *text_col),
+        };
+        let id = usize::try_from(given - 1)
+            .ok()
+            .and_then(|i| at.get(i).copied())
+            .with_context(|| format!("fig3: no revision {given}"))?;
+        let (_, row) = t
+            .lookup_address(id)?
+            .with_context(|| format!("fig3: no row has the semantic id {id} (revision {given})"))?;
+        ensure!(
+            row[text_col] == Value::Int64(given) && row[0] == Value::Int64(id),
+            "fig3: semantic id {id} of revision {given} found {:?}",
+            &row[..3]
+        );
+        Ok(())
+    }
+}
+
+/// Makes state `state` from the generated database `base` into `dir`. The
+/// semantic-id states start from `id 0%` (made first, its addresses `at0`).
 fn make_state(
     o: &Fig3Options,
     base: &Path,
@@ -295,23 +402,48 @@ fn make_state(
     state: &str,
     wl: &Workload,
     train: u64,
+    at0: Option<&[i64]>,
 ) -> Result<Option<ClusterReport>> {
-    copy_dir(base, dir)?;
-    if state == "0%" {
-        return Ok(None);
+    let semantic = ID_STATES.contains(&state);
+    match state {
+        "0%" => {
+            copy_dir(base, dir)?;
+            return Ok(None);
+        }
+        // rev_id no longer stored: the index on it dropped, every other
+        // column as declared (as in the stored copies), the id the address.
+        "id 0%" => {
+            copy_dir(base, dir)?;
+            let db = open(dir, 64 << 20, false)?;
+            db.drop_index(TABLE, INDEX)?;
+            let opts = CompactOptions {
+                plain: true,
+                semantic_id: Some("rev_id".into()),
+                ..CompactOptions::default()
+            };
+            db.compact(TABLE, &opts, &NoProgress)?;
+            return Ok(None);
+        }
+        _ => {}
     }
+    let from = if semantic {
+        dir.with_file_name(state_dir("id 0%"))
+    } else {
+        base.to_path_buf()
+    };
+    copy_dir(&from, dir)?;
     // Training: the whole table fits this pool, so it is quick; the counts
     // are what lookups would leave in any pool.
     let db = open(dir, 1 << 30, false)?;
     let t = db.table(TABLE)?;
-    let ix = t.index(INDEX)?;
+    let finder = Finder::of(&t, if semantic { at0 } else { None })?;
     t.heat().clear();
     let mut rng = CacheRng::new(o.seed ^ 0x7EA1);
     for id in wl.draw(&mut rng, train) {
-        lookup(&t, ix, id)?;
+        finder.find(&t, id)?;
     }
     let opts = ClusterOptions {
-        share: if state == "54%" { 0.54 } else { 1.0 },
+        share: if state.ends_with("54%") { 0.54 } else { 1.0 },
         partition: (state == "partition").then(|| INDEX.to_string()),
         ..ClusterOptions::default()
     };
@@ -348,28 +480,30 @@ impl Point {
     }
 }
 
+/// One point: the copy `dir` opened read-only with an empty pool of
+/// `frames`, the warm-up lookups, then the timed ones (`at`: the copy's
+/// semantic ids, else lookups take the index).
 fn measure(
-    o: &Fig3Options,
     dir: &Path,
     device: &str,
     frames: u64,
     keys: &(Vec<i64>, Vec<i64>),
+    at: Option<&[i64]>,
 ) -> Result<(f64, f64, u64, u64)> {
     let db = open_on(dir, frames, device)?;
     let t = db.table(TABLE)?;
-    let ix = t.index(INDEX)?;
+    let finder = Finder::of(&t, at)?;
     for &id in &keys.0 {
-        lookup(&t, ix, id)?;
+        finder.find(&t, id)?;
     }
     let (pool0, dev0) = (db.pool().counters(), db.device().stats().snapshot());
     let start = Instant::now();
     for &id in &keys.1 {
-        lookup(&t, ix, id)?;
+        finder.find(&t, id)?;
     }
     let wall = start.elapsed().as_secs_f64();
     let (pool1, dev1) = (db.pool().counters(), db.device().stats().snapshot());
     let dev = dev1 - dev0;
-    let _ = o;
     Ok((
         wall,
         dev.modeled_ns as f64 / 1e9,
@@ -402,9 +536,15 @@ pub(crate) fn open_on(dir: &Path, frames: u64, device: &str) -> Result<Database>
 struct SizeRun {
     rows: u64,
     truth: Truth,
+    /// The states measured, in order.
+    states: Vec<&'static str>,
     reports: BTreeMap<String, ClusterReport>,
-    /// Of the latest revisions, those the clustering found hot (100% state).
+    /// Of the latest revisions, those the clustering found hot (in the hot
+    /// region of `100%`, and of `id 100%`).
     recall: f64,
+    id_recall: f64,
+    /// Heap pages with rev_id a semantic id.
+    id_heap_pages: u64,
     points: Vec<Point>,
 }
 
@@ -424,10 +564,20 @@ fn run_size(o: &Fig3Options, rows: u64, log: &mut dyn FnMut(&str)) -> Result<Siz
     ));
     let wl = Workload::new(&truth, o.alpha, o.hot_pct, o.seed);
     let train = o.train_per_hot * truth.latest.len() as u64;
+    let mut states: Vec<&'static str> = Vec::new();
+    if o.ids.iter().any(|i| i == "stored") {
+        states.extend(STATES);
+    }
+    if o.ids.iter().any(|i| i == "semantic") {
+        states.extend(ID_STATES);
+    }
     let mut reports = BTreeMap::new();
-    for state in STATES {
-        let dir = root.join(state.replace('%', "pct"));
-        if let Some(rep) = make_state(o, &base, &dir, state, &wl, train)? {
+    // The semantic ids of each semantic-id state.
+    let mut at: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    for &state in &states {
+        let dir = root.join(state_dir(state));
+        let at0 = at.get("id 0%").map(|v| &v[..]);
+        if let Some(rep) = make_state(o, &base, &dir, state, &wl, train, at0)? {
             log(&format!(
                 "fig3 {rows} {state}: {} hot chosen of {} counted, {} moved in; hot tuples on {} pages, were on {}; partition {} entries in {} pages (full index {} pages)",
                 rep.hot,
@@ -441,26 +591,49 @@ fn run_size(o: &Fig3Options, rows: u64, log: &mut dyn FnMut(&str)) -> Result<Siz
             ));
             reports.insert(state.to_string(), rep);
         }
+        if ID_STATES.contains(&state) {
+            at.insert(state, addresses(&dir, rows)?);
+        }
     }
     // Recall of the tracker: latest revisions in the hot region of `100%`.
-    let recall = {
-        let dir = root.join("100pct");
-        let db = open(&dir, 64 << 20, true)?;
-        let t = db.table(TABLE)?;
-        let ix = t.index(INDEX)?;
-        let start = reports["100%"].region_start;
-        let mut n = 0u64;
-        for &id in &truth.latest {
-            if ix
-                .btree
-                .lookup(&key(id))?
-                .iter()
-                .any(|t| t.page as u64 >= start)
-            {
-                n += 1;
+    let recall = match reports.get("100%") {
+        None => f64::NAN,
+        Some(rep) => {
+            let db = open(&root.join(state_dir("100%")), 64 << 20, true)?;
+            let t = db.table(TABLE)?;
+            let ix = t.index(INDEX)?;
+            let mut n = 0u64;
+            for &id in &truth.latest {
+                if ix
+                    .btree
+                    .lookup(&key(id))?
+                    .iter()
+                    .any(|t| t.page as u64 >= rep.region_start)
+                {
+                    n += 1;
+                }
             }
+            n as f64 / truth.latest.len() as f64
         }
-        n as f64 / truth.latest.len() as f64
+    };
+    let id_recall = match (reports.get("id 100%"), at.get("id 100%")) {
+        (Some(rep), Some(at)) => {
+            let first = (rep.region_start as i64) << 16;
+            let n = truth
+                .latest
+                .iter()
+                .filter(|&&id| at[(id - 1) as usize] >= first)
+                .count();
+            n as f64 / truth.latest.len() as f64
+        }
+        _ => f64::NAN,
+    };
+    let id_heap_pages = match at.contains_key("id 0%") {
+        true => {
+            let db = open(&root.join(state_dir("id 0%")), 8 << 20, true)?;
+            db.table(TABLE)?.heap().num_pages()
+        }
+        false => 0,
     };
     let mut points = Vec::new();
     for round in 0..o.rounds {
@@ -469,10 +642,10 @@ fn run_size(o: &Fig3Options, rows: u64, log: &mut dyn FnMut(&str)) -> Result<Siz
         for device in &o.devices {
             for &pool_pct in &o.pool_pcts {
                 let frames = frames_of(&truth, pool_pct);
-                for state in STATES {
-                    let dir = root.join(state.replace('%', "pct"));
+                for &state in &states {
+                    let dir = root.join(state_dir(state));
                     let (wall_s, modeled_s, device_reads, pool_misses) =
-                        measure(o, &dir, device, frames, &keys)?;
+                        measure(&dir, device, frames, &keys, at.get(state).map(|v| &v[..]))?;
                     let p = Point {
                         rows,
                         pool_pct,
@@ -498,8 +671,11 @@ fn run_size(o: &Fig3Options, rows: u64, log: &mut dyn FnMut(&str)) -> Result<Siz
     Ok(SizeRun {
         rows,
         truth,
+        states,
         reports,
         recall,
+        id_recall,
+        id_heap_pages,
         points,
     })
 }
@@ -568,12 +744,15 @@ pub fn run_fig3(o: &Fig3Options, log: &mut dyn FnMut(&str)) -> Result<String> {
         "Table `{TABLE}` from `strata gen revision` (index `{INDEX}` on rev_id). A lookup is `Table::lookup` on rev_id (the hot partition first when there is one) and the heap tuple decoded whole; {}% of lookups take a page's latest revision (zipf exponent {} over them, in a random order), the rest any revision. States: `0%` as generated; `54%`/`100%`: {} training lookups per latest revision with the table's sampled access counts (1 in 4 counted), then `Database::cluster_hot` (`strata cluster {TABLE} --hot --share 0.54` / `--share 1`); `partition`: the same plus `--partition {INDEX}`. Each point opens its state's copy read-only with an empty pool of {:?}% of the full index's pages (the paper: smaller than the full index, larger than the hot partition — its index and its tuples' heap pages), runs {} lookups, then times {}; median of {} rounds, each round running every device, pool and state in turn with the same keys. Real: direct I/O, wall time; hdd/ssd: wall time plus the modeled device time.",
         o.hot_pct, o.alpha, o.train_per_hot, o.pool_pcts, o.warmup, o.lookups, o.rounds
     ));
+    if o.ids.iter().any(|i| i == "semantic") {
+        s.paragraph("`id` states: rev_id a semantic id (§4.2), which makes moving a tuple an id change, so clustering the hot tuples also clusters what a lookup by id reads: there is no full index left to miss. Not the paper's setting — its 100% clustering gained 2.15x and its partition 8.4x because its index did not fit in memory, as in the stored states — but what strata offers on top of it. `id 0%`: the generated table with its index on rev_id dropped and `strata compact revision --plain --semantic-id rev_id` (rev_id the tuple's address, every other column as declared); a lookup (`Table::lookup_address`) reads the one page the id names. `id 54%`/`id 100%`: the same training (lookups by id are counted the same way), then `cluster_hot`, which gives every moved tuple a new id; the workload looks each revision up by its id now, as the application's pointers to it (Wikipedia's `page.page_latest`) would hold it once updated — the paper notes a move requires that, or forwarding tables; the bench finds the id by `rev_text_id`, which the generator sets to the first rev_id. Same pools (frames) and keys as the stored states.");
+    }
     let mut comparisons = Vec::new();
     for r in &runs {
         s.heading(&format!("{} rows", r.rows));
         let t = &r.truth;
         let part = r.reports.get("partition");
-        s.bullets([
+        let mut bullets = vec![
             format!(
                 "heap {} pages ({:.0} MiB), full index {} pages ({:.1} MiB); pools {}",
                 t.heap_pages,
@@ -594,83 +773,134 @@ pub fn run_fig3(o: &Fig3Options, log: &mut dyn FnMut(&str)) -> Result<String> {
                 t.heap_pages,
                 100.0 * t.latest_pages as f64 / t.heap_pages as f64
             ),
-            format!(
+        ];
+        if let Some(rep) = r.reports.get("100%") {
+            bullets.push(format!(
                 "the access counts found {:.1}% of the latest revisions hot (those in the hot region after the `100%` clustering); `54%` chose {} tuples, `100%` {}",
                 100.0 * r.recall,
                 r.reports.get("54%").map_or(0, |x| x.hot),
-                r.reports.get("100%").map_or(0, |x| x.hot)
+                rep.hot
+            ));
+        }
+        if let Some(p) = part {
+            bullets.push(format!(
+                "hot partition: {} entries in {} pages, the full index {} pages: **{:.1}x smaller** (target ≥ 15x); the hot tuples on {} heap pages. The paper's pools lie between the hot partition ({} pages with its heap pages, {:.1}% of the full index) and the full index",
+                p.partition_entries,
+                p.partition_pages,
+                p.full_index_pages,
+                p.full_index_pages as f64 / p.partition_pages.max(1) as f64,
+                p.hot_pages_after,
+                hot_set(p),
+                100.0 * hot_set(p) as f64 / t.index_pages.max(1) as f64
+            ));
+        }
+        if let Some(rep) = r.reports.get("id 100%") {
+            bullets.push(format!(
+                "rev_id a semantic id: heap {} pages, no index; the counts found {:.1}% of the latest revisions hot; `id 54%` chose {} tuples, `id 100%` {}, on {} heap pages (the hot region; the paper's pools are larger than it)",
+                r.id_heap_pages,
+                100.0 * r.id_recall,
+                r.reports.get("id 54%").map_or(0, |x| x.hot),
+                rep.hot,
+                rep.hot_pages_after
+            ));
+        }
+        s.bullets(bullets);
+        // The pages the pool must hold for the paper's setting: the hot
+        // partition with its heap pages, or the semantic ids' hot region.
+        let stored: Vec<&str> = STATES
+            .into_iter()
+            .filter(|st| r.states.contains(st))
+            .collect();
+        let ids: Vec<&str> = ID_STATES
+            .into_iter()
+            .filter(|st| r.states.contains(st))
+            .collect();
+        for (states, paper, hot, title, stem) in [
+            (
+                stored,
+                &PAPER[..],
+                part.map(hot_set),
+                "rev_id stored, index on it",
+                format!("fig3-{}", r.rows),
             ),
-            match part {
-                Some(p) => format!(
-                    "hot partition: {} entries in {} pages, the full index {} pages: **{:.1}x smaller** (target ≥ 15x); the hot tuples on {} heap pages. The paper's pools lie between the hot partition ({} pages with its heap pages, {:.1}% of the full index) and the full index",
-                    p.partition_entries,
-                    p.partition_pages,
-                    p.full_index_pages,
-                    p.full_index_pages as f64 / p.partition_pages.max(1) as f64,
-                    p.hot_pages_after,
-                    hot_set(p),
-                    100.0 * hot_set(p) as f64 / t.index_pages.max(1) as f64
-                ),
-                None => "no partition".to_string(),
-            },
-        ]);
-        let mut header = vec!["device, pool".to_string()];
-        for st in STATES {
-            header.push(format!("{st}: µs/lookup (reads/lookup)"));
-        }
-        for (st, paper) in PAPER {
-            header.push(format!("{st} speedup (paper {paper}x)"));
-        }
-        let mut rows = Vec::new();
-        let mut plot = Plot::bars(
-            format!("Fig. 3: cost per lookup, {} rows", r.rows),
-            "clustered share of the hot tuples",
-            STATES,
-            Axis::log10("µs per lookup (median)"),
-        )
-        .legend(Legend::Right);
-        for device in &o.devices {
-            for &pool_pct in &o.pool_pcts {
-                // A pool the hot partition does not fit is outside the
-                // paper's setting; its row says so.
-                let below = part.is_some_and(|p| frames_of(t, pool_pct) <= hot_set(p));
-                let mark = if below {
-                    " (below the paper's range)"
-                } else {
-                    ""
-                };
-                let mut row = vec![format!("{device}, {pool_pct}%{mark}")];
-                let mut costs = Vec::new();
-                for st in STATES {
-                    let (c, rd) = med(&r.points, r.rows, device, pool_pct, st);
-                    costs.push(c);
-                    row.push(format!("{} ({:.3})", num(c), rd));
-                }
-                let base = costs[0];
-                for (st, paper) in PAPER {
-                    let i = STATES.iter().position(|x| *x == st).expect("a state");
-                    let speedup = base / costs[i];
-                    row.push(format!("{speedup:.2}x"));
-                    comparisons.push(
-                        Comparison::new(
-                            format!(
-                                "{} rows, {device}, pool {pool_pct}%{mark}: {st} over 0%",
-                                r.rows
-                            ),
-                            speedup,
-                            paper,
-                        )
-                        .unit("x"),
-                    );
-                }
-                plot = plot.bar_series(format!("{device}, pool {pool_pct}%"), costs);
-                rows.push(row);
+            (
+                ids,
+                &PAPER[..2],
+                r.reports.get("id 100%").map(|p| p.hot_pages_after),
+                "rev_id a semantic id",
+                format!("fig3-ids-{}", r.rows),
+            ),
+        ] {
+            if states.is_empty() {
+                continue;
             }
+            let id_prefix = if states[0].starts_with("id ") {
+                "id "
+            } else {
+                ""
+            };
+            let mut header = vec!["device, pool".to_string()];
+            for st in &states {
+                header.push(format!("{st}: µs/lookup (reads/lookup)"));
+            }
+            for (st, paper) in paper {
+                header.push(format!("{id_prefix}{st} speedup (paper {paper}x)"));
+            }
+            let mut rows = Vec::new();
+            let mut plot = Plot::bars(
+                format!("Fig. 3: cost per lookup, {} rows, {title}", r.rows),
+                "clustered share of the hot tuples",
+                states.clone(),
+                Axis::log10("µs per lookup (median)"),
+            )
+            .legend(Legend::Right);
+            for device in &o.devices {
+                for &pool_pct in &o.pool_pcts {
+                    // A pool the hot set does not fit is outside the
+                    // paper's setting; its row says so.
+                    let below = hot.is_some_and(|h| frames_of(t, pool_pct) <= h);
+                    let mark = if below {
+                        " (below the paper's range)"
+                    } else {
+                        ""
+                    };
+                    let mut row = vec![format!("{device}, {pool_pct}%{mark}")];
+                    let mut costs = Vec::new();
+                    for st in &states {
+                        let (c, rd) = med(&r.points, r.rows, device, pool_pct, st);
+                        costs.push(c);
+                        row.push(format!("{} ({:.3})", num(c), rd));
+                    }
+                    let base = costs[0];
+                    for (st, paper) in paper {
+                        let name = format!("{id_prefix}{st}");
+                        let i = states.iter().position(|x| *x == name).expect("a state");
+                        let speedup = base / costs[i];
+                        row.push(format!("{speedup:.2}x"));
+                        comparisons.push(
+                            Comparison::new(
+                                format!(
+                                    "{} rows, {title}, {device}, pool {pool_pct}%{mark}: {name} over {id_prefix}0%",
+                                    r.rows
+                                ),
+                                speedup,
+                                *paper,
+                            )
+                            .unit("x"),
+                        );
+                    }
+                    plot = plot.bar_series(format!("{device}, pool {pool_pct}%"), costs);
+                    rows.push(row);
+                }
+            }
+            s.paragraph(&format!("**{title}**"));
+            s.table(&header, &rows);
+            plot.write(o.out.join(&stem))?;
+            s.image(
+                &format!("Fig. 3, {} rows, {title}", r.rows),
+                &format!("{stem}.svg"),
+            );
         }
-        s.table(&header, &rows);
-        let stem = format!("fig3-{}", r.rows);
-        plot.write(o.out.join(&stem))?;
-        s.image(&format!("Fig. 3, {} rows", r.rows), &format!("{stem}.svg"));
     }
     s.heading("Against the paper");
     s.comparisons(&comparisons);

@@ -45,6 +45,11 @@ pub struct WasteArgs {
     /// range: above the hot partition (≈ 54%), below the full index.
     #[arg(long, value_delimiter = ',', default_value = "60,75,90")]
     pub pool_pct: Vec<f64>,
+    /// `fig3`: how lookups find a revision, comma-separated: stored (rev_id
+    /// stored, its index), semantic (rev_id a semantic id, the tuple's
+    /// address: the paper's table clustered on its id, ids changing on moves).
+    #[arg(long, value_delimiter = ',', default_value = "stored,semantic")]
+    pub ids: Vec<String>,
     /// Rounds (median reported); each runs every device and state in turn.
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
@@ -75,6 +80,7 @@ pub fn run(_cli: &Global, a: &WasteArgs) -> Result<()> {
         hot_pct: a.hot_pct,
         pool_pcts: a.pool_pct.clone(),
         rounds: a.rounds,
+        ids: a.ids.clone(),
         work_dir: a.work_dir.clone(),
         out: a.out.join(&a.figure),
         seed: a.seed,

@@ -394,4 +394,33 @@ impl Table {
         }
         Ok(tids)
     }
+
+    /// The live row whose semantic id (No Bits Left Behind §4.2,
+    /// [`crate::encoding::Encoding::Address`]) is `id`, and its tuple id: the
+    /// one page the id names, no index. An access, as for [`Table::lookup`],
+    /// so clustering learns from lookups by id; moving the row gives it a new
+    /// id. `None` when no live row has that id; an error when the table has
+    /// no semantic id.
+    pub fn lookup_address(&self, id: i64) -> Result<Option<(Tid, Vec<crate::types::Value>)>> {
+        if !self
+            .encodings()
+            .contains(&crate::encoding::Encoding::Address)
+        {
+            return Err(StorageError::Schema(format!(
+                "table {} has no semantic id (strata compact {} --semantic-id COL makes one)",
+                self.name(),
+                self.name()
+            )));
+        }
+        let Some(tid) = crate::encoding::tid_of_address(id)
+            .filter(|t| (t.page as u64) < self.heap().num_pages())
+        else {
+            return Ok(None);
+        };
+        let Some(row) = self.get_row(tid)? else {
+            return Ok(None);
+        };
+        self.heat().record(tid);
+        Ok(Some((tid, row)))
+    }
 }

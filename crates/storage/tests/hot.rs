@@ -402,3 +402,104 @@ fn a_crash_in_the_middle_of_a_clustering_loses_nothing() {
         check_database(&db, &NoProgress).unwrap();
     }
 }
+
+/// A table whose `id` is a semantic id (the tuple's address), and a unique
+/// `name` that says which row is which across moves.
+fn create_semantic(dir: &Path) -> Database {
+    let db = Database::create(dir, opts()).unwrap();
+    let schema = Schema::parse("id BIGINT, name BIGINT NOT NULL, pad VARCHAR(400)").unwrap();
+    let mut load = db
+        .begin_create_load(
+            "s",
+            schema,
+            TableOptions {
+                fill_factor: 1.0,
+                segment_pages: 64,
+            },
+            vec![],
+        )
+        .unwrap();
+    for i in 0..ROWS {
+        load.append(&[
+            Value::Int64(i),
+            Value::Int64(i),
+            Value::Str("y".repeat(150)),
+        ])
+        .unwrap();
+    }
+    load.commit(&NoProgress).unwrap();
+    let opts = strata_storage::compact::CompactOptions {
+        semantic_id: Some("id".into()),
+        ..Default::default()
+    };
+    db.compact("s", &opts, &NoProgress).unwrap();
+    db
+}
+
+/// Each row's id by its name.
+fn ids_by_name(t: &Table) -> BTreeMap<i64, i64> {
+    let mut m = BTreeMap::new();
+    t.scan_rows(|_, r| {
+        let (Value::Int64(id), Value::Int64(name)) = (&r[0], &r[1]) else {
+            panic!("{r:?}")
+        };
+        assert!(m.insert(*name, *id).is_none(), "name {name} twice");
+        Ok(())
+    })
+    .unwrap();
+    m
+}
+
+/// Lookups by a semantic id read the row the id names and count as accesses,
+/// so clustering gathers the rows looked up by id; a moved row gets a new id
+/// in the hot region, and its old id no longer names it.
+#[test]
+fn lookups_by_semantic_id_are_counted_and_clustering_gives_new_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = create_semantic(dir.path());
+    let t = db.table("s").unwrap();
+    t.heat().set_every(1);
+    let before = ids_by_name(&t);
+    assert_eq!(before.len(), ROWS as usize);
+    let mut rng = SmallRng::seed_from_u64(11);
+    let hot = hot_ids(&mut rng, 300);
+    for _ in 0..3 {
+        for &name in &hot {
+            let (tid, row) = t.lookup_address(before[&name]).unwrap().unwrap();
+            assert_eq!(row[1], Value::Int64(name));
+            assert_eq!(
+                row[0],
+                Value::Int64(strata_storage::encoding::address_of(tid))
+            );
+        }
+    }
+    // Ids that name no row: negative, past the heap, an empty slot.
+    assert!(t.lookup_address(-1).unwrap().is_none());
+    assert!(t.lookup_address(i64::MAX).unwrap().is_none());
+    let last = *before.values().max().unwrap();
+    assert!(t.lookup_address(last + 1).unwrap().is_none());
+    let pages_before = t.heap().num_pages();
+    let rep = db.cluster_hot("s", &ClusterOptions::default()).unwrap();
+    assert_eq!(rep.hot, 300, "{rep:?}");
+    assert_eq!(rep.region_start, pages_before);
+    let t = db.table("s").unwrap();
+    let after = ids_by_name(&t);
+    assert_eq!(after.len(), ROWS as usize);
+    let first = (rep.region_start as i64) << 16;
+    for (&name, &id) in &after {
+        let (_, row) = t.lookup_address(id).unwrap().unwrap();
+        assert_eq!(row[1], Value::Int64(name));
+        if hot.binary_search(&name).is_ok() {
+            assert!(id >= first, "hot {name}: id {id} before the region");
+            let old = t.lookup_address(before[&name]).unwrap();
+            assert!(old.is_none_or(|(_, r)| r[1] != Value::Int64(name)));
+        } else {
+            assert_eq!(id, before[&name], "cold {name} moved");
+        }
+    }
+    check_database(&db, &NoProgress).unwrap();
+    // A table without a semantic id says so.
+    let db2 = create(&dir.path().join("plain"));
+    let e = db2.table("t").unwrap().lookup_address(0).unwrap_err();
+    assert!(e.to_string().contains("has no semantic id"), "{e}");
+}
