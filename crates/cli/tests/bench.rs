@@ -206,3 +206,65 @@ fn csd_bench_writes_pull_model_and_schedulers() {
         stderr(&e)
     );
 }
+
+/// Fig. 3 with rev_id a semantic id, small: the states are made and
+/// measured, clustering the most read half cuts the device reads of a lookup,
+/// and an unknown `--ids` is refused by name.
+#[test]
+fn fig3_with_semantic_ids_clusters_what_lookups_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let out = dir.path().join("results");
+    let work = dir.path().join("work");
+    let args = [
+        "bench",
+        "waste",
+        "fig3",
+        "--rows",
+        "20000",
+        "--ids",
+        "semantic",
+        "--devices",
+        "ssd",
+        "--pool-pct",
+        "75",
+        "--rounds",
+        "1",
+        "--lookups",
+        "3000",
+        "--warmup",
+        "3000",
+        "--train-per-hot",
+        "16",
+        "--work-dir",
+        work.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let text = ok(&db, &args);
+    assert!(text.contains("rev_id a semantic id"), "{text}");
+    let csv = std::fs::read_to_string(out.join("fig3/fig3.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (variant, pages, n) = (col("variant"), col("pages_read"), col("rows_out"));
+    let mut reads = BTreeMap::new();
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        let r = f[pages].parse::<f64>().unwrap() / f[n].parse::<f64>().unwrap();
+        reads.insert(f[variant].to_string(), r);
+    }
+    let keys: Vec<&String> = reads.keys().collect();
+    assert_eq!(keys, ["id 0%", "id 100%", "id 54%"], "{csv}");
+    assert!(
+        reads["id 54%"] < 0.6 * reads["id 0%"] && reads["id 100%"] < reads["id 54%"],
+        "{reads:?}"
+    );
+    let e = strata(&db, &["bench", "waste", "fig3", "--ids", "stored,uuid"]);
+    assert_eq!(e.status.code(), Some(2));
+    assert!(
+        stderr(&e).contains("unknown --ids 'uuid'"),
+        "{}",
+        stderr(&e)
+    );
+}
