@@ -91,8 +91,8 @@ pub struct Fig3Options {
     pub pool_pcts: Vec<f64>,
     pub rounds: usize,
     /// How a lookup finds a revision: `stored` (rev_id stored, the index on
-    /// it), `semantic` (rev_id a semantic id, the tuple's address: the
-    /// paper's table, clustered on its id).
+    /// it), `semantic` (rev_id a semantic id, the tuple's address, which a
+    /// move changes).
     pub ids: Vec<String>,
     /// Where the generated table and the states' copies live.
     pub work_dir: PathBuf,
@@ -314,18 +314,20 @@ fn lookup(t: &Table, ix: &strata_storage::db::Index, id: i64) -> Result<()> {
     Ok(())
 }
 
-/// Where each revision is now in a copy whose rev_id is a semantic id: its
-/// id (address) by the id the generator gave it, which `rev_text_id` keeps
+/// Where each revision is now in a copy whose rev_id is a semantic id (and
+/// the copy's heap pages): its id (address) by the id the generator gave it, which `rev_text_id` keeps
 /// (the generator sets it to the rev_id). That is what the application's
 /// pointers — Wikipedia's `page_latest` — hold after every move, as the paper
 /// notes a move requires.
-fn addresses(dir: &Path, rows: u64) -> Result<Vec<i64>> {
+fn addresses(dir: &Path, rows: u64) -> Result<(Vec<i64>, u64)> {
     let db = open(dir, 32 << 20, true)?;
     let t = db.table(TABLE)?;
     let (id_col, text_col) = (t.column("rev_id")?, t.column("rev_text_id")?);
     let mut at = vec![-1i64; rows as usize];
-    t.scan_rows(|tid, row| {
-        let (Some(id), Some(given)) = (row[id_col].as_i64(), row[text_col].as_i64()) else {
+    t.heap().scan(|tid, b| {
+        let id = t.layout().decode_column(b, id_col, tid).as_i64();
+        let given = t.layout().decode_column(b, text_col, tid).as_i64();
+        let (Some(id), Some(given)) = (id, given) else {
             return Err(strata_storage::StorageError::Schema(format!(
                 "fig3: a revision without rev_id or rev_text_id at {tid:?}"
             )));
@@ -349,7 +351,7 @@ fn addresses(dir: &Path, rows: u64) -> Result<Vec<i64>> {
         "fig3: {} lacks a revision",
         dir.display()
     );
-    Ok(at)
+    Ok((at, t.heap().num_pages()))
 }
 
 /// How a lookup finds a revision by the id the generator gave it: through
@@ -572,8 +574,10 @@ fn run_size(o: &Fig3Options, rows: u64, log: &mut dyn FnMut(&str)) -> Result<Siz
         states.extend(ID_STATES);
     }
     let mut reports = BTreeMap::new();
-    // The semantic ids of each semantic-id state.
+    // The semantic ids of each semantic-id state, and the heap's pages
+    // without the stored id.
     let mut at: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    let mut id_heap_pages = 0;
     for &state in &states {
         let dir = root.join(state_dir(state));
         let at0 = at.get("id 0%").map(|v| &v[..]);
@@ -592,7 +596,11 @@ fn run_size(o: &Fig3Options, rows: u64, log: &mut dyn FnMut(&str)) -> Result<Siz
             reports.insert(state.to_string(), rep);
         }
         if ID_STATES.contains(&state) {
-            at.insert(state, addresses(&dir, rows)?);
+            let (ids, pages) = addresses(&dir, rows)?;
+            at.insert(state, ids);
+            if state == "id 0%" {
+                id_heap_pages = pages;
+            }
         }
     }
     // Recall of the tracker: latest revisions in the hot region of `100%`.
@@ -627,13 +635,6 @@ fn run_size(o: &Fig3Options, rows: u64, log: &mut dyn FnMut(&str)) -> Result<Siz
             n as f64 / truth.latest.len() as f64
         }
         _ => f64::NAN,
-    };
-    let id_heap_pages = match at.contains_key("id 0%") {
-        true => {
-            let db = open(&root.join(state_dir("id 0%")), 8 << 20, true)?;
-            db.table(TABLE)?.heap().num_pages()
-        }
-        false => 0,
     };
     let mut points = Vec::new();
     for round in 0..o.rounds {

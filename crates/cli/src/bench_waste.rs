@@ -47,7 +47,7 @@ pub struct WasteArgs {
     pub pool_pct: Vec<f64>,
     /// `fig3`: how lookups find a revision, comma-separated: stored (rev_id
     /// stored, its index), semantic (rev_id a semantic id, the tuple's
-    /// address: the paper's table clustered on its id, ids changing on moves).
+    /// address, which a move changes).
     #[arg(long, value_delimiter = ',', default_value = "stored,semantic")]
     pub ids: Vec<String>,
     /// Rounds (median reported); each runs every device and state in turn.

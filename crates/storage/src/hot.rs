@@ -402,10 +402,7 @@ impl Table {
     /// id. `None` when no live row has that id; an error when the table has
     /// no semantic id.
     pub fn lookup_address(&self, id: i64) -> Result<Option<(Tid, Vec<crate::types::Value>)>> {
-        if !self
-            .encodings()
-            .contains(&crate::encoding::Encoding::Address)
-        {
+        if self.layout().address_column().is_none() {
             return Err(StorageError::Schema(format!(
                 "table {} has no semantic id (strata compact {} --semantic-id COL makes one)",
                 self.name(),
