@@ -246,6 +246,10 @@ pub struct CacheWriteRef<'a> {
     frame: &'a Frame,
     guard: RwLockWriteGuard<'a, FrameData>,
     page_no: u64,
+    /// Whether this holds a pin of the frame (given back on drop). One taken
+    /// through [`BufferPool::try_cache_write_in`] holds none: its exclusive
+    /// latch alone keeps the frame's page in place while it lives.
+    pinned: bool,
 }
 
 impl CacheWriteRef<'_> {
@@ -266,7 +270,9 @@ impl DerefMut for CacheWriteRef<'_> {
 }
 impl Drop for CacheWriteRef<'_> {
     fn drop(&mut self) {
-        self.frame.pins.fetch_sub(1, Ordering::Release);
+        if self.pinned {
+            self.frame.pins.fetch_sub(1, Ordering::Release);
+        }
     }
 }
 
@@ -500,12 +506,53 @@ impl BufferPool {
                 frame,
                 guard,
                 page_no: page,
+                pinned: true,
             }),
             None => {
                 frame.pins.fetch_sub(1, Ordering::Release);
                 None
             }
         }
+    }
+
+    /// [`try_cache_write`](Self::try_cache_write) for a page read a moment
+    /// ago from the frame `frame` ([`BufferPool::frame_of`]): the frame's
+    /// exclusive latch is tried directly, without the page table's mutex and
+    /// lookup, and taken only if the frame still holds the page. No pin is
+    /// taken: while the latch is held nobody can load another page into the
+    /// frame (a loader holds it exclusively), and the cache write dirties
+    /// nothing, so an eviction waiting for the latch loses nothing.
+    pub fn try_cache_write_in(
+        &self,
+        file: FileId,
+        page: u64,
+        frame: u32,
+    ) -> Option<CacheWriteRef<'_>> {
+        let key = (file, page);
+        let f = self.frames.get(frame as usize)?;
+        let guard = f
+            .data
+            .try_write()
+            .filter(|g| g.tag == Some(key) && !self.changed_by_transaction(&key))?;
+        Some(CacheWriteRef {
+            frame: f,
+            guard,
+            page_no: page,
+            pinned: false,
+        })
+    }
+
+    /// The frame a page read is pinned in (for
+    /// [`try_cache_write_in`](Self::try_cache_write_in)); `None` for a copy of
+    /// a committed image.
+    pub fn frame_of(&self, read: &PageRef<'_>) -> Option<u32> {
+        let Held::Frame { frame, .. } = &read.held else {
+            return None;
+        };
+        let at = std::ptr::from_ref::<Frame>(frame) as usize;
+        let base = self.frames.as_ptr() as usize;
+        let i = at.checked_sub(base)? / std::mem::size_of::<Frame>();
+        (i < self.frames.len()).then_some(i as u32)
     }
 
     /// Whether the running write transaction changed the page `key` (its
@@ -545,6 +592,7 @@ impl BufferPool {
                 frame,
                 guard,
                 page_no,
+                pinned: true,
             }),
             None => {
                 frame.pins.fetch_sub(1, Ordering::Release);
@@ -1369,6 +1417,55 @@ mod tests {
             pool.release(c.file, c.page);
         }
         assert!(pool.try_cache_write(f, 0).is_some());
+    }
+
+    #[test]
+    fn a_cache_write_in_a_frame_hint_finds_the_page_there_or_nowhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, f) = leaf_pool(dir.path(), 8, 12);
+        pool.flush_all().unwrap();
+        let frame = {
+            let r = pool.read(f, 1).unwrap();
+            pool.frame_of(&r).expect("a frame, not a committed image")
+        };
+        let before = pool.counters();
+        // The page is still there: written without the page table (no pin
+        // counted), left clean.
+        {
+            let mut w = pool
+                .try_cache_write_in(f, 1, frame)
+                .expect("there and free");
+            fake_cache(&mut w, 5);
+        }
+        assert_eq!(pool.counters().hits, before.hits, "no page-table lookup");
+        assert_eq!(page::cache_stamp(&pool.read(f, 1).unwrap()), 5);
+        // Another page is not in that frame; a frame past the pool is none.
+        assert!(pool.try_cache_write_in(f, 2, frame).is_none());
+        assert!(pool.try_cache_write_in(f, 1, u32::MAX).is_none());
+        // Held by a reader: give up at once.
+        {
+            let _r = pool.read(f, 1).unwrap();
+            assert!(pool.try_cache_write_in(f, 1, frame).is_none());
+        }
+        // Evicted, its frame taken by other pages: the hint finds another
+        // page's tag and writes nothing there. Every frame can be evicted
+        // again afterwards (the hinted write took no pin to leak).
+        for _ in 0..3 {
+            for p in 2..12 {
+                drop(pool.read(f, p).unwrap());
+            }
+        }
+        assert!(pool.try_cache_write_in(f, 1, frame).is_none());
+        for _ in 0..3 {
+            for p in 0..12 {
+                drop(pool.read(f, p).unwrap());
+            }
+        }
+        assert_eq!(
+            pool.counters().writebacks,
+            before.writebacks,
+            "never dirtied"
+        );
     }
 
     #[test]

@@ -48,6 +48,12 @@ pub use crate::progress::{NoProgress, Progress};
 use crate::types::{DataType, RowLayout, Schema, Tid, Value, encode_key};
 use crate::wal::{self, LogRecord, PageImage, TableSize, Wal};
 
+thread_local! {
+    /// A cache miss's encoded fields on their way into the leaf, kept per
+    /// thread so a fill allocates nothing.
+    static CACHE_VALUE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Default buffer pool size.
 pub const DEFAULT_POOL_BYTES: usize = 256 << 20;
 /// The log grows to this many bytes past the last checkpoint before a commit
@@ -2120,32 +2126,44 @@ impl Table {
             index: ix.def.name.clone(),
             reason: "caches no columns".into(),
         })?;
-        let mut out = Vec::new();
-        // Allocated by the first miss only (a hit needs no encoding), at its
-        // full width at once.
-        let mut buf = Vec::new();
-        for e in ix.btree.lookup_cached(key)? {
-            match e.probe {
-                crate::btree::Probe::Hit(v) => {
-                    counts.hits += 1;
-                    out.push((e.tid, fields.decode(&v)));
-                }
-                crate::btree::Probe::Miss(ticket) => {
-                    counts.misses += 1;
-                    let Some(values) = self.cached_columns(&fields, e.tid)? else {
-                        // Deleted since the lookup read the leaf.
-                        continue;
-                    };
-                    buf.clear();
-                    buf.reserve_exact(fields.width());
-                    fields.encode_values(&values, &mut buf);
-                    match ix.btree.fill_cache(&ticket, &buf)? {
-                        crate::btree::Filled::Cached(_) => counts.fills += 1,
-                        _ => counts.refused += 1,
-                    }
-                    out.push((e.tid, values));
-                }
+        let mut out: Vec<(Tid, Vec<Value>)> = Vec::new();
+        // The misses' places in `out` and tickets, filled after the leaves'
+        // latches are given up (nothing allocated when every entry hits).
+        let mut misses = Vec::new();
+        ix.btree.lookup_cached_with(key, |tid, found| match found {
+            crate::btree::Found::Hit(v) => {
+                counts.hits += 1;
+                out.push((tid, fields.decode(v)));
             }
+            crate::btree::Found::Miss(ticket) => {
+                counts.misses += 1;
+                misses.push((out.len(), ticket));
+                out.push((tid, Vec::new()));
+            }
+        })?;
+        if misses.is_empty() {
+            return Ok(out);
+        }
+        let mut gone = Vec::new();
+        CACHE_VALUE.with_borrow_mut(|buf| -> Result<()> {
+            for (i, ticket) in misses {
+                let Some(values) = self.cached_columns(&fields, out[i].0)? else {
+                    // Deleted since the lookup read the leaf.
+                    gone.push(i);
+                    continue;
+                };
+                buf.clear();
+                fields.encode_values(&values, buf);
+                match ix.btree.fill_cache(&ticket, buf)? {
+                    crate::btree::Filled::Cached(_) => counts.fills += 1,
+                    _ => counts.refused += 1,
+                }
+                out[i].1 = values;
+            }
+            Ok(())
+        })?;
+        for i in gone.into_iter().rev() {
+            out.remove(i);
         }
         Ok(out)
     }

@@ -11,10 +11,15 @@
 //!   [`BTree::set_cache_layout`]; the tree stores opaque value bytes per tid.
 //! * **Lookups** ([`BTree::lookup_cached`]) return every entry of a key, each
 //!   a [`Probe::Hit`] with the cached bytes or a [`Probe::Miss`] with a
-//!   [`FillTicket`]. A hit is promoted (swapped a bucket toward S) afterwards,
-//!   with the leaf's page read latch already released.
+//!   [`FillTicket`]; [`BTree::lookup_cached_with`] hands a hit's bytes on the
+//!   leaf itself to the caller (the table decodes them there: a lookup whose
+//!   entries all hit allocates nothing here). A hit is promoted (swapped a
+//!   bucket toward S) afterwards, its shared latch traded for the exclusive
+//!   one if that is free at once.
 //! * **Fills** ([`BTree::fill_cache`]) put the value the caller read from the
-//!   heap into the leaf named by the ticket.
+//!   heap into the leaf named by the ticket, through the buffer-pool frame
+//!   the lookup read it in when the leaf is still there (no page-table
+//!   lookup; [`crate::buffer::BufferPool::try_cache_write_in`]).
 //! * **Latching** (§2.1.3): a cache write takes the leaf's frame latch only if
 //!   it is free at once ([`crate::buffer::BufferPool::try_cache_write`]) and
 //!   otherwise gives up ([`Filled::Busy`], or a hit simply not promoted). It
@@ -379,14 +384,26 @@ pub struct CachedEntry {
     pub probe: Probe,
 }
 
+/// What [`BTree::lookup_cached_with`] found for one entry.
+#[derive(Debug)]
+pub enum Found<'a> {
+    /// The cached value bytes, on the leaf.
+    Hit(&'a [u8]),
+    /// Not cached: read the heap, then [`BTree::fill_cache`] with the ticket.
+    Miss(FillTicket),
+}
+
 /// Where and under which CSN a missed entry may be cached.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FillTicket {
     leaf: u32,
+    /// The buffer-pool frame the lookup read the leaf in (`u32::MAX`: none):
+    /// the fill tries that frame's latch first, without the page table.
+    frame: u32,
     /// The entry's position on the leaf then (checked first by the fill).
     at: u16,
     /// The entry (key ++ tid) the lookup found there.
-    entry: Vec<u8>,
+    entry: EntryBytes,
     /// The CSN observed before the leaf was read (0: none may be filled).
     csn: u32,
     /// The predicate log's length then: a predicate on the tid appended since
@@ -402,10 +419,68 @@ impl FillTicket {
         self.leaf
     }
     pub fn tid(&self) -> Tid {
-        Tid::decode(&self.entry[self.entry.len() - TID_LEN..])
+        let e = self.entry.bytes();
+        Tid::decode(&e[e.len() - TID_LEN..])
     }
     pub fn csn(&self) -> u32 {
         self.csn
+    }
+}
+
+/// Entries up to this many bytes (a key of up to 34 bytes and its tid) are
+/// kept in a ticket itself: a miss allocates nothing for them.
+const INLINE_ENTRY: usize = 40;
+
+/// An index entry's bytes, inline when short.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum EntryBytes {
+    Inline { len: u8, bytes: [u8; INLINE_ENTRY] },
+    Heap(Box<[u8]>),
+}
+
+impl EntryBytes {
+    fn new(e: &[u8]) -> EntryBytes {
+        if e.len() <= INLINE_ENTRY {
+            let mut bytes = [0u8; INLINE_ENTRY];
+            bytes[..e.len()].copy_from_slice(e);
+            EntryBytes::Inline {
+                len: e.len() as u8,
+                bytes,
+            }
+        } else {
+            EntryBytes::Heap(e.into())
+        }
+    }
+    fn bytes(&self) -> &[u8] {
+        match self {
+            EntryBytes::Inline { len, bytes } => &bytes[..*len as usize],
+            EntryBytes::Heap(b) => b,
+        }
+    }
+}
+
+/// The hits on one leaf a lookup promotes, kept without allocating: past
+/// [`Promotions::MAX`] (a key with that many entries on one leaf), the rest
+/// stay where they are this time (a promotion is best-effort anyway).
+#[derive(Default)]
+struct Promotions {
+    n: usize,
+    hits: [(Tid, usize); Promotions::MAX],
+}
+
+impl Promotions {
+    const MAX: usize = 8;
+    fn push(&mut self, tid: Tid, slot: usize) {
+        if self.n < Self::MAX {
+            self.hits[self.n] = (tid, slot);
+            self.n += 1;
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+    fn as_slice(&self) -> &[(Tid, usize)] {
+        &self.hits[..self.n]
     }
 }
 
@@ -674,10 +749,29 @@ impl BTree {
     /// order, each with its cached value or a ticket to fill it with. Hits are
     /// promoted toward S where the leaf's latch is free at once.
     pub fn lookup_cached(&self, key: &[u8]) -> Result<Vec<CachedEntry>> {
-        let layout = self.layout_or_err()?;
         let mut out = Vec::new();
+        self.lookup_cached_with(key, |tid, found| {
+            let probe = match found {
+                Found::Hit(v) => Probe::Hit(v.to_vec()),
+                Found::Miss(t) => Probe::Miss(t),
+            };
+            out.push(CachedEntry { tid, probe });
+        })?;
+        Ok(out)
+    }
+
+    /// [`lookup_cached`](Self::lookup_cached) without copies: `each` gets
+    /// every entry of `key` in tid order, a hit's value as the leaf's own
+    /// bytes (under the leaf's shared latch: decode them, do not wait on
+    /// anything). Nothing is allocated for a key whose entries all hit.
+    pub fn lookup_cached_with(
+        &self,
+        key: &[u8],
+        mut each: impl FnMut(Tid, Found<'_>),
+    ) -> Result<()> {
+        let layout = self.layout_or_err()?;
         if key.len() > MAX_KEY {
-            return Ok(out);
+            return Ok(());
         }
         // Observed before any leaf is read, so before the caller's heap read.
         let observed = self.cache.observe();
@@ -692,6 +786,7 @@ impl BTree {
             None,
             Some(&mut bracket),
         )?;
+        let (mut n_hits, mut n_misses) = (0u64, 0u64);
         let mut steps = 0u64;
         loop {
             steps += 1;
@@ -700,14 +795,12 @@ impl BTree {
                     "the leaf chain is longer than the tree (a cycle through page {leaf})"
                 )));
             }
-            let start = out.len();
-            // (tid, slot) of the hits on this leaf to promote, and whether
-            // there was any hit.
-            let mut hits: Vec<(Tid, usize)> = Vec::new();
-            let mut any_hit = false;
+            // The hits on this leaf to promote.
+            let mut hits = Promotions::default();
             let mut settle = None;
             let (next, done, g) = {
                 let g = self.read_node(&meta, leaf, Node::Leaf)?;
+                let frame = self.pool.frame_of(&g);
                 // The predicate log (§2.1.2): entries this leaf was not yet
                 // checked against, up to the log's length now (the leaf's
                 // bytes cannot change under the latch, and every change
@@ -755,50 +848,48 @@ impl BTree {
                     }
                     let tid = Tid::decode(&e[e.len() - TID_LEN..]);
                     let probed = with_rng(|rng| leaf_cache::probe(&g, &layout, read_csn, tid, rng));
-                    let probe = match probed {
-                        leaf_cache::Probed::Hit(h) => {
-                            any_hit = true;
+                    let free = match probed {
+                        // A hit counts only if nothing was invalidated since
+                        // the CSN was observed: checked after its bytes were
+                        // read (they cannot change under the latch).
+                        leaf_cache::Probed::Hit(h) if self.cache.still(observed.csn) => {
+                            n_hits += 1;
                             // An item already in the bucket of S stays: no
                             // cache write (and no latch) for it.
                             if !h.settled {
-                                hits.push((tid, h.slot));
+                                hits.push(tid, h.slot);
                             }
-                            Probe::Hit(h.value.to_vec())
+                            each(tid, Found::Hit(h.value));
+                            s += 1;
+                            continue;
                         }
-                        leaf_cache::Probed::Miss { free } => Probe::Miss(FillTicket {
+                        leaf_cache::Probed::Hit(_) => None,
+                        leaf_cache::Probed::Miss { free } => free,
+                    };
+                    n_misses += 1;
+                    // A hit read under a CSN that moved is a miss nothing may
+                    // fill (CSN 0).
+                    let fresh = !matches!(probed, leaf_cache::Probed::Hit(_));
+                    each(
+                        tid,
+                        Found::Miss(FillTicket {
                             leaf,
-                            at: s,
-                            entry: e.to_vec(),
-                            csn: observed.csn,
-                            pos: observed.pos,
+                            frame: frame.unwrap_or(u32::MAX),
+                            at: if fresh { s } else { u16::MAX },
+                            entry: EntryBytes::new(e),
+                            csn: if fresh { observed.csn } else { 0 },
+                            pos: if fresh { observed.pos } else { 0 },
                             free: free.and_then(|f| u16::try_from(f).ok()),
                         }),
-                    };
-                    out.push(CachedEntry { tid, probe });
+                    );
                     s += 1;
                 }
                 (leaf_siblings(&v).0, done, g)
             };
-            // A hit counts only if nothing was invalidated while it was read.
-            if any_hit && !self.cache.still(observed.csn) {
-                for e in &mut out[start..] {
-                    if let Probe::Hit(_) = e.probe {
-                        e.probe = Probe::Miss(FillTicket {
-                            leaf,
-                            at: u16::MAX,
-                            entry: make_entry(key, e.tid),
-                            csn: 0,
-                            pos: 0,
-                            free: None,
-                        });
-                    }
-                }
-                hits.clear();
-            }
             if hits.is_empty() {
                 drop(g);
             } else {
-                self.promote(&layout, g, observed.csn, &hits);
+                self.promote(&layout, g, observed.csn, hits.as_slice());
             }
             // After the leaf's latch is given up: zeroing takes it again.
             if let Some(settle) = settle {
@@ -811,15 +902,9 @@ impl BTree {
             leaf = next;
             bracket = Bracket::default();
         }
-        let hits = out
-            .iter()
-            .filter(|e| matches!(e.probe, Probe::Hit(_)))
-            .count() as u64;
-        self.cache.hits.fetch_add(hits, Ordering::Relaxed);
-        self.cache
-            .misses
-            .fetch_add(out.len() as u64 - hits, Ordering::Relaxed);
-        Ok(out)
+        self.cache.hits.fetch_add(n_hits, Ordering::Relaxed);
+        self.cache.misses.fetch_add(n_misses, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Records the outcome of a lookup's check of `leaf` against the log: the
@@ -890,16 +975,22 @@ impl BTree {
             self.cache.stale.fetch_add(1, Ordering::Relaxed);
             return Ok(Filled::Stale);
         }
-        let Some(mut g) = self.pool.try_cache_write(self.file, ticket.leaf as u64) else {
+        // The frame the lookup read the leaf in, unless the leaf left it (or
+        // the latch is taken: the page table's path then fails as well).
+        let page = ticket.leaf as u64;
+        let Some(mut g) = self
+            .pool
+            .try_cache_write_in(self.file, page, ticket.frame)
+            .or_else(|| self.pool.try_cache_write(self.file, page))
+        else {
             self.cache.busy.fetch_add(1, Ordering::Relaxed);
             return Ok(Filled::Busy);
         };
         let v = PageView::new(&g);
+        let entry = ticket.entry.bytes();
         // Where the lookup saw the entry, else wherever it is now.
-        let in_place = || ticket.at < v.n_slots() && slot_bytes(&v, ticket.at) == &ticket.entry[..];
-        if v.kind() != Some(PageKind::BTreeLeaf)
-            || !(in_place() || leaf_search(&v, &ticket.entry).1)
-        {
+        let in_place = || ticket.at < v.n_slots() && slot_bytes(&v, ticket.at) == entry;
+        if v.kind() != Some(PageKind::BTreeLeaf) || !(in_place() || leaf_search(&v, entry).1) {
             return Ok(Filled::Moved);
         }
         // Checked again under the latch, right before the write: an

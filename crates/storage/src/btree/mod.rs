@@ -203,7 +203,7 @@ mod write;
 
 pub use cache::{
     CacheChange, CacheCounters, CacheStats, CachedEntry, DEFAULT_LOG_THRESHOLD, FillTicket, Filled,
-    LeafCapacity, Probe,
+    Found, LeafCapacity, Probe,
 };
 pub use layout::leaf_siblings;
 use layout::*;
