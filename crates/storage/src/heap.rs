@@ -485,8 +485,15 @@ impl HeapFile {
     /// Page `page_no` through the pool, checked to be in the file and a heap
     /// page.
     fn heap_page(&self, page_no: u64) -> Result<crate::buffer::PageRef<'_>> {
+        self.heap_page_near(page_no, 0)
+    }
+
+    /// [`heap_page`](Self::heap_page) for a reader of one slot: its directory
+    /// entry starts loading as the page is pinned.
+    fn heap_page_near(&self, page_no: u64, slot: u16) -> Result<crate::buffer::PageRef<'_>> {
         self.check_page(page_no)?;
-        let g = self.pool.read(self.file, page_no)?;
+        let near = crate::page::HEADER_SIZE + slot as usize * crate::page::SLOT_SIZE;
+        let g = self.pool.read_near(self.file, page_no, near)?;
         if PageView::new(&g).kind() != Some(PageKind::Heap) {
             return Err(self.corrupt(
                 page_no,
@@ -500,7 +507,7 @@ impl HeapFile {
     /// The page's kind and the tuple's shape are checked first.
     pub fn with_tuple<R>(&self, tid: Tid, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         let page_no = tid.page as u64;
-        let g = self.heap_page(page_no)?;
+        let g = self.heap_page_near(page_no, tid.slot)?;
         let v = PageView::new(&g);
         let Some(t) = v.get(tid.slot) else {
             return Ok(None);

@@ -56,6 +56,21 @@ pub fn proptest_cases(default: u32) -> u32 {
         .unwrap_or(default)
 }
 
+/// Asks the CPU to start loading the cache line holding `addr` (a hint:
+/// nothing is read into the program, nothing can fault, whatever the
+/// address; other architectures do nothing).
+#[inline]
+pub fn prefetch_line(addr: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing into the program and never faults, for
+    // any address. SSE is part of the x86-64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(addr as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = addr;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -799,7 +799,7 @@ impl BTree {
             let mut hits = Promotions::default();
             let mut settle = None;
             let (next, done, g) = {
-                let g = self.read_node(&meta, leaf, Node::Leaf)?;
+                let g = self.read_node_for(&meta, leaf, Node::Leaf, key, Some(&bracket))?;
                 let frame = self.pool.frame_of(&g);
                 // The predicate log (§2.1.2): entries this leaf was not yet
                 // checked against, up to the log's length now (the leaf's

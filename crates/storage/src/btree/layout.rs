@@ -171,6 +171,18 @@ pub(super) fn search_in<'a>(
     steer(-1, last, n, target, key, before)
 }
 
+/// The slot [`search_in`] will probe first in a node of `n` entries between
+/// the bounds of `bracket`, if it interpolates (`None` when it does not, or a
+/// bound is missing).
+pub(super) fn first_probe(bracket: &Bracket, target: &[u8], n: u16) -> Option<u16> {
+    let (lo, hi) = (bracket.lo.get()?, bracket.hi.get()?);
+    if n <= SMALL || target.is_empty() {
+        return None;
+    }
+    let last = n as i32;
+    Some(interpolate(-1, last, lo, hi, target).clamp(0, last - 1) as u16)
+}
+
 /// The rounds of [`search`]: the answer lies in (a, b] (slots; `a` may be -1
 /// and `b` may be `n`, virtual slots that are never asked about).
 fn steer<'a>(
@@ -490,6 +502,37 @@ mod tests {
     /// With the bounds a parent gives, an even node is answered in fewer
     /// probes than from its own ends, and bounds that are wrong (outside the
     /// keys, inside them, reversed) still give partition's answer.
+    #[test]
+    fn first_probe_names_the_slot_search_in_asks_about_first() {
+        let enc = |x: u64| {
+            let mut k = vec![1u8, 2];
+            k.extend_from_slice(&x.to_be_bytes());
+            k
+        };
+        let n = 300u16;
+        let keys: Vec<Vec<u8>> = (0..n as u64).map(|i| enc(100 + i * 7 + i * i % 5)).collect();
+        let mut b = Bracket::default();
+        b.lo.set(&enc(95));
+        b.hi.set(&enc(100 + 300 * 8));
+        for t in keys.iter().chain(&[enc(0), enc(4000)]) {
+            let mut first = None;
+            search_in(
+                n,
+                t,
+                &b,
+                |s| &keys[s as usize],
+                |s| {
+                    first.get_or_insert(s);
+                    keys[s as usize] < *t
+                },
+            );
+            assert_eq!(first_probe(&b, t, n), first, "target {t:?}");
+        }
+        // No guess without both bounds, or for a node searched by bisection.
+        assert_eq!(first_probe(&Bracket::default(), &keys[5], n), None);
+        assert_eq!(first_probe(&b, &keys[5], SMALL), None);
+    }
+
     #[test]
     fn search_in_takes_its_ends_from_the_bracket() {
         let enc = |x: u64| {

@@ -635,25 +635,12 @@ pub fn prefetch_dir(page: &[u8], layout: &CacheLayout, csn: u32) {
 /// Asks the CPU to start loading the cache lines of `bytes` (a hint: nothing
 /// is read, nothing can fault, and on other architectures it does nothing).
 fn prefetch(bytes: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        const LINE: usize = 64;
-        let start = bytes.as_ptr() as usize & !(LINE - 1);
-        let end = bytes.as_ptr() as usize + bytes.len();
-        for a in (start..end).step_by(LINE) {
-            // SAFETY: a prefetch is a hint that reads nothing into the
-            // program and never faults, whatever the address; every address
-            // here is within or just before (same line) a live slice. SSE is
-            // part of the x86-64 baseline.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    a as *const i8,
-                );
-            }
-        }
+    const LINE: usize = 64;
+    let start = bytes.as_ptr() as usize & !(LINE - 1);
+    let end = bytes.as_ptr() as usize + bytes.len();
+    for a in (start..end).step_by(LINE) {
+        crate::util::prefetch_line(a as *const u8);
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
 }
 
 /// What [`fill`] did.

@@ -78,6 +78,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, Ordering};
 
 use parking_lot::RwLock;
 use serde::Serialize;
@@ -177,7 +178,15 @@ pub struct BTree {
     page_budget: usize,
     /// The index cache in the leaves' free space: layout, CSN, counters.
     cache: cache::IndexCache,
+    /// Entries of the node last read at each level (0 = the leaves; levels
+    /// past the end share the last): what the descent guesses a node it is
+    /// about to read holds, to start loading the slot its search will look
+    /// at first ([`BTree::read_node_for`]).
+    node_entries: [AtomicU16; GUESSED_LEVELS],
 }
+
+/// Levels whose node sizes the descent remembers.
+const GUESSED_LEVELS: usize = 8;
 
 impl std::fmt::Debug for BTree {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -389,6 +398,7 @@ impl BTree {
             page_budget: PAGE_SIZE,
             // A fresh CSN: nothing cached before this open is valid.
             cache: cache::IndexCache::new(),
+            node_entries: Default::default(),
         }
     }
 
@@ -495,6 +505,39 @@ impl BTree {
         Ok(g)
     }
 
+    /// [`read_node`](Self::read_node) for a search for `target` between the
+    /// bounds `bracket` the parent gave: the slot directory's line where the
+    /// search will look first (guessed from the size of the last node read
+    /// at this level) starts loading with the page's header, so a resident
+    /// node costs the descent one cache miss before its search, not two.
+    fn read_node_for(
+        &self,
+        meta: &Meta,
+        page: u32,
+        want: Node,
+        target: &[u8],
+        bracket: Option<&Bracket>,
+    ) -> Result<PageRef<'_>> {
+        self.check_page_no(meta, page)?;
+        let level = match want {
+            Node::Leaf => 0,
+            Node::Internal(l) => (l as usize).min(GUESSED_LEVELS - 1),
+        };
+        let guess = self.node_entries[level].load(Ordering::Relaxed);
+        let near = bracket
+            .and_then(|b| first_probe(b, target, guess))
+            .map_or(0, |s| HEADER_SIZE + s as usize * SLOT_SIZE);
+        let g = self.pool.read_near(self.file, page as u64, near)?;
+        self.check_node(&g, page, want)?;
+        // Stored only when the guess is off by more than half a line of
+        // slots: readers on other cores keep the line shared.
+        let n = PageView::new(&g).n_slots();
+        if n.abs_diff(guess) > 8 {
+            self.node_entries[level].store(n, Ordering::Relaxed);
+        }
+        Ok(g)
+    }
+
     /// Pins a tree page for writing (marks it dirty), checking its kind.
     fn write_node(&self, meta: &Meta, page: u32, want: Node) -> Result<PageMutRef<'_>> {
         self.check_page_no(meta, page)?;
@@ -538,7 +581,13 @@ impl BTree {
     ) -> Result<u32> {
         let mut page = meta.root;
         for level in (1..meta.height).rev() {
-            let g = self.read_node(meta, page, Node::Internal(level))?;
+            let g = self.read_node_for(
+                meta,
+                page,
+                Node::Internal(level),
+                target,
+                bracket.as_deref(),
+            )?;
             let v = PageView::new(&g);
             let n = v.n_slots();
             let sep = |s: u16| split_slot(slot_bytes(&v, s)).0;

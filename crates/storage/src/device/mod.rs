@@ -170,6 +170,12 @@ impl AlignedBuf {
         Self::allocate(pages, true)
     }
 
+    /// The address of the first byte (for prefetch hints; no reference to
+    /// the bytes is made).
+    pub fn base(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
     fn allocate(pages: usize, huge: bool) -> AlignedBuf {
         let len = pages.max(1) * PAGE_SIZE;
         if len >= MAP_THRESHOLD {
