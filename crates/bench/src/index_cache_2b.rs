@@ -98,7 +98,7 @@ impl Fig2bOptions {
             pool_hit_rates: vec![0.0, 10.0, 25.0, 50.0, 75.0, 100.0],
             warm_pct: 10.0,
             hot_pct: 10.0,
-            misses: 2_000,
+            misses: 4_000,
             max_lookups: 100_000,
             rounds: 3,
             bench_db,

@@ -510,7 +510,9 @@ mod tests {
             k
         };
         let n = 300u16;
-        let keys: Vec<Vec<u8>> = (0..n as u64).map(|i| enc(100 + i * 7 + i * i % 5)).collect();
+        let keys: Vec<Vec<u8>> = (0..n as u64)
+            .map(|i| enc(100 + i * 7 + i * i % 5))
+            .collect();
         let mut b = Bracket::default();
         b.lo.set(&enc(95));
         b.hi.set(&enc(100 + 300 * 8));
