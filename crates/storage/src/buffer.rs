@@ -398,13 +398,14 @@ impl BufferPool {
     /// reader that is not the transaction ([`as_writer`]) gets a page it
     /// changed as it was committed.
     pub fn read(&self, file: FileId, page: u64) -> Result<PageRef<'_>> {
-        self.read_near(file, page, 0)
+        self.read_near(file, page, &[])
     }
 
-    /// [`read`](Self::read) by a reader that will look at byte `near` of the
-    /// page first (a slot's directory entry): when the page is resident, that
-    /// line starts loading with the header's while the frame is pinned.
-    pub fn read_near(&self, file: FileId, page: u64, near: usize) -> Result<PageRef<'_>> {
+    /// [`read`](Self::read) by a reader that will look at the bytes `near` of
+    /// the page first (a slot's directory entry, the entry it points at): when
+    /// the page is resident, those lines start loading with the header's while
+    /// the frame is pinned.
+    pub fn read_near(&self, file: FileId, page: u64, near: &[usize]) -> Result<PageRef<'_>> {
         let (frame, guard) =
             self.pin_locked(file, page, Fill::Read, near, |frame, loaded| match loaded {
                 Some(w) => RwLockWriteGuard::downgrade(w),
@@ -623,7 +624,7 @@ impl BufferPool {
         fill: Fill<'_>,
         new: bool,
     ) -> Result<PageMutRef<'_>> {
-        let (frame, guard) = self.pin_locked(file, page, fill, 0, |frame, loaded| {
+        let (frame, guard) = self.pin_locked(file, page, fill, &[], |frame, loaded| {
             loaded.unwrap_or_else(|| frame.data.write())
         })?;
         frame.dirty.store(true, Ordering::Release);
@@ -650,7 +651,7 @@ impl BufferPool {
         file: FileId,
         page: u64,
         fill: Fill<'_>,
-        near: usize,
+        near: &[usize],
         lock: impl Fn(&'a Frame, Option<RwLockWriteGuard<'a, FrameData>>) -> G,
     ) -> Result<(&'a Frame, G)> {
         loop {
@@ -673,7 +674,7 @@ impl BufferPool {
         file: FileId,
         page: u64,
         fill: Fill<'_>,
-        near: usize,
+        near: &[usize],
     ) -> Result<(usize, Option<RwLockWriteGuard<'_, FrameData>>)> {
         let key = (file, page);
         let mut t = self.table.lock();
@@ -684,8 +685,10 @@ impl BufferPool {
             // cache miss there, not three in a row.
             let at = self._region.base().wrapping_add(idx * PAGE_SIZE);
             crate::util::prefetch_line(at);
-            if (64..PAGE_SIZE).contains(&near) {
-                crate::util::prefetch_line(at.wrapping_add(near));
+            for &b in near {
+                if (64..PAGE_SIZE).contains(&b) {
+                    crate::util::prefetch_line(at.wrapping_add(b));
+                }
             }
             let f = &self.frames[idx];
             f.pins.fetch_add(1, Ordering::Acquire);
@@ -936,7 +939,7 @@ impl BufferPool {
             .and_then(|()| {
                 for i in 0..n {
                     let (idx, guard) =
-                        self.pin(file, first + i as u64, Fill::Copy(run.page(i), seen), 0)?;
+                        self.pin(file, first + i as u64, Fill::Copy(run.page(i), seen), &[])?;
                     drop(guard);
                     self.frames[idx].pins.fetch_sub(1, Ordering::Release);
                 }
@@ -1435,6 +1438,22 @@ mod tests {
             pool.release(c.file, c.page);
         }
         assert!(pool.try_cache_write(f, 0).is_some());
+    }
+
+    #[test]
+    fn read_near_hints_change_nothing_but_what_loads_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, f) = leaf_pool(dir.path(), 8, 4);
+        let want = pool.read(f, 2).unwrap().to_vec();
+        let before = pool.counters();
+        // Hints inside, at the edges of and far outside the page; resident
+        // and (after a discard) not.
+        let hints = [0, 63, 64, PAGE_SIZE - 1, PAGE_SIZE, usize::MAX];
+        assert_eq!(&pool.read_near(f, 2, &hints).unwrap()[..], &want[..]);
+        assert_eq!((pool.counters() - before).hits, 1);
+        pool.discard_file(f).unwrap();
+        assert_eq!(&pool.read_near(f, 2, &hints).unwrap()[..], &want[..]);
+        assert_eq!((pool.counters() - before).misses, 1);
     }
 
     #[test]

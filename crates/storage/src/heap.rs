@@ -493,7 +493,7 @@ impl HeapFile {
     fn heap_page_near(&self, page_no: u64, slot: u16) -> Result<crate::buffer::PageRef<'_>> {
         self.check_page(page_no)?;
         let near = crate::page::HEADER_SIZE + slot as usize * crate::page::SLOT_SIZE;
-        let g = self.pool.read_near(self.file, page_no, near)?;
+        let g = self.pool.read_near(self.file, page_no, &[near])?;
         if PageView::new(&g).kind() != Some(PageKind::Heap) {
             return Err(self.corrupt(
                 page_no,

@@ -78,7 +78,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use parking_lot::RwLock;
 use serde::Serialize;
@@ -182,7 +182,15 @@ pub struct BTree {
     /// past the end share the last): what the descent guesses a node it is
     /// about to read holds, to start loading the slot its search will look
     /// at first ([`BTree::read_node_for`]).
-    node_entries: [AtomicU16; GUESSED_LEVELS],
+    node_shape: [AtomicU32; GUESSED_LEVELS],
+}
+
+fn pack_shape(n: u16, upper: u16) -> u32 {
+    (n as u32) << 16 | upper as u32
+}
+
+fn unpack_shape(x: u32) -> (u16, u16) {
+    ((x >> 16) as u16, x as u16)
 }
 
 /// Levels whose node sizes the descent remembers.
@@ -398,7 +406,7 @@ impl BTree {
             page_budget: PAGE_SIZE,
             // A fresh CSN: nothing cached before this open is valid.
             cache: cache::IndexCache::new(),
-            node_entries: Default::default(),
+            node_shape: Default::default(),
         }
     }
 
@@ -523,17 +531,28 @@ impl BTree {
             Node::Leaf => 0,
             Node::Internal(l) => (l as usize).min(GUESSED_LEVELS - 1),
         };
-        let guess = self.node_entries[level].load(Ordering::Relaxed);
-        let near = bracket
-            .and_then(|b| first_probe(b, target, guess))
-            .map_or(0, |s| HEADER_SIZE + s as usize * SLOT_SIZE);
-        let g = self.pool.read_near(self.file, page as u64, near)?;
+        let (guess, upper) = unpack_shape(self.node_shape[level].load(Ordering::Relaxed));
+        let probe = bracket.and_then(|b| first_probe(b, target, guess));
+        let g = match probe {
+            Some(s) => {
+                // Entries written in key order sit below one another from the
+                // page's end, each about (PAGE_SIZE − upper)/n bytes.
+                let e = (PAGE_SIZE - upper as usize) / guess.max(1) as usize;
+                let near = [
+                    HEADER_SIZE + s as usize * SLOT_SIZE,
+                    PAGE_SIZE.saturating_sub((s as usize + 1) * e),
+                ];
+                self.pool.read_near(self.file, page as u64, &near)?
+            }
+            None => self.pool.read(self.file, page as u64)?,
+        };
         self.check_node(&g, page, want)?;
         // Stored only when the guess is off by more than half a line of
         // slots: readers on other cores keep the line shared.
-        let n = PageView::new(&g).n_slots();
-        if n.abs_diff(guess) > 8 {
-            self.node_entries[level].store(n, Ordering::Relaxed);
+        let v = PageView::new(&g);
+        let n = v.n_slots();
+        if n.abs_diff(guess) > 8 || v.upper().abs_diff(upper) > 256 {
+            self.node_shape[level].store(pack_shape(n, v.upper()), Ordering::Relaxed);
         }
         Ok(g)
     }
