@@ -848,7 +848,9 @@ impl BTree {
                     }
                     let tid = Tid::decode(&e[e.len() - TID_LEN..]);
                     let probed = with_rng(|rng| leaf_cache::probe(&g, &layout, read_csn, tid, rng));
-                    let free = match probed {
+                    // A hit read under a CSN that moved is a miss nothing may
+                    // fill (CSN 0 refuses the fill).
+                    let (free, csn) = match probed {
                         // A hit counts only if nothing was invalidated since
                         // the CSN was observed: checked after its bytes were
                         // read (they cannot change under the latch).
@@ -863,22 +865,19 @@ impl BTree {
                             s += 1;
                             continue;
                         }
-                        leaf_cache::Probed::Hit(_) => None,
-                        leaf_cache::Probed::Miss { free } => free,
+                        leaf_cache::Probed::Hit(_) => (None, 0),
+                        leaf_cache::Probed::Miss { free } => (free, observed.csn),
                     };
                     n_misses += 1;
-                    // A hit read under a CSN that moved is a miss nothing may
-                    // fill (CSN 0).
-                    let fresh = !matches!(probed, leaf_cache::Probed::Hit(_));
                     each(
                         tid,
                         Found::Miss(FillTicket {
                             leaf,
                             frame: frame.unwrap_or(u32::MAX),
-                            at: if fresh { s } else { u16::MAX },
+                            at: s,
                             entry: EntryBytes::new(e),
-                            csn: if fresh { observed.csn } else { 0 },
-                            pos: if fresh { observed.pos } else { 0 },
+                            csn,
+                            pos: observed.pos,
                             free: free.and_then(|f| u16::try_from(f).ok()),
                         }),
                     );
@@ -975,13 +974,13 @@ impl BTree {
             self.cache.stale.fetch_add(1, Ordering::Relaxed);
             return Ok(Filled::Stale);
         }
-        // The frame the lookup read the leaf in, unless the leaf left it (or
-        // the latch is taken: the page table's path then fails as well).
-        let page = ticket.leaf as u64;
+        // The frame the lookup read the leaf in. A leaf that left it since
+        // was evicted (a reload comes without its cache), and a lookup that
+        // had no frame read a committed image the running transaction
+        // changed, which takes no cache write either way.
         let Some(mut g) = self
             .pool
-            .try_cache_write_in(self.file, page, ticket.frame)
-            .or_else(|| self.pool.try_cache_write(self.file, page))
+            .try_cache_write_in(self.file, ticket.leaf as u64, ticket.frame)
         else {
             self.cache.busy.fetch_add(1, Ordering::Relaxed);
             return Ok(Filled::Busy);

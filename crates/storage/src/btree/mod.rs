@@ -178,10 +178,11 @@ pub struct BTree {
     page_budget: usize,
     /// The index cache in the leaves' free space: layout, CSN, counters.
     cache: cache::IndexCache,
-    /// Entries of the node last read at each level (0 = the leaves; levels
-    /// past the end share the last): what the descent guesses a node it is
-    /// about to read holds, to start loading the slot its search will look
-    /// at first ([`BTree::read_node_for`]).
+    /// The entries and the start of the entry area (`upper`) of a node
+    /// last read at each level (0 = the leaves; levels past the end share
+    /// the last), packed by `pack_shape`: what the descent guesses of a node
+    /// it is about to read, to start loading the slot its search will look
+    /// at first and that slot's entry ([`BTree::read_node_for`]).
     node_shape: [AtomicU32; GUESSED_LEVELS],
 }
 
@@ -519,8 +520,20 @@ impl BTree {
 
     /// Pins a tree page for reading, checking that it is what the caller expects.
     fn read_node(&self, meta: &Meta, page: u32, want: Node) -> Result<PageRef<'_>> {
+        self.read_node_near(meta, page, want, &[])
+    }
+
+    /// [`read_node`](Self::read_node), with the page's lines at `near`
+    /// loading as it is pinned ([`BufferPool::read_near`]).
+    fn read_node_near(
+        &self,
+        meta: &Meta,
+        page: u32,
+        want: Node,
+        near: &[usize],
+    ) -> Result<PageRef<'_>> {
         self.check_page_no(meta, page)?;
-        let g = self.pool.read(self.file, page as u64)?;
+        let g = self.pool.read_near(self.file, page as u64, near)?;
         self.check_node(&g, page, want)?;
         Ok(g)
     }
@@ -538,27 +551,23 @@ impl BTree {
         target: &[u8],
         bracket: Option<&Bracket>,
     ) -> Result<PageRef<'_>> {
-        self.check_page_no(meta, page)?;
         let level = match want {
             Node::Leaf => 0,
             Node::Internal(l) => (l as usize).min(GUESSED_LEVELS - 1),
         };
         let (guess, upper) = unpack_shape(self.node_shape[level].load(Ordering::Relaxed));
-        let probe = bracket.and_then(|b| first_probe(b, target, guess));
-        let g = match probe {
-            Some(s) => {
-                // Entries written in key order sit below one another from the
-                // page's end, each about (PAGE_SIZE − upper)/n bytes.
+        // Entries written in key order sit below one another from the page's
+        // end, each about (PAGE_SIZE − upper)/n bytes.
+        let near = bracket
+            .and_then(|b| first_probe(b, target, guess))
+            .map(|s| {
                 let e = (PAGE_SIZE - upper as usize) / guess.max(1) as usize;
-                let near = [
+                [
                     HEADER_SIZE + s as usize * SLOT_SIZE,
                     PAGE_SIZE.saturating_sub((s as usize + 1) * e),
-                ];
-                self.pool.read_near(self.file, page as u64, &near)?
-            }
-            None => self.pool.read(self.file, page as u64)?,
-        };
-        self.check_node(&g, page, want)?;
+                ]
+            });
+        let g = self.read_node_near(meta, page, want, near.as_ref().map_or(&[], |n| &n[..]))?;
         // Stored only when the guess is off by more than half a line of
         // slots, and then by one such read in 16 of a thread: in a tree whose
         // nodes differ (built by inserts), readers on other cores still keep
