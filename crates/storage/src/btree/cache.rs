@@ -974,10 +974,10 @@ impl BTree {
             self.cache.stale.fetch_add(1, Ordering::Relaxed);
             return Ok(Filled::Stale);
         }
-        // The frame the lookup read the leaf in. A leaf that left it since
-        // was evicted (a reload comes without its cache), and a lookup that
-        // had no frame read a committed image the running transaction
-        // changed, which takes no cache write either way.
+        // The frame the lookup read the leaf in, else nothing: a leaf that
+        // left it since was evicted (given up, as a busy latch is), and a
+        // lookup that had no frame read a committed image of a page the
+        // running transaction changed, which takes no cache write anyway.
         let Some(mut g) = self
             .pool
             .try_cache_write_in(self.file, ticket.leaf as u64, ticket.frame)
