@@ -107,6 +107,20 @@ impl Reference {
         false
     }
 
+    /// Sets part `k`'s room to `caps[k]` (a cache whose slots inserts take,
+    /// as Shrink's): a part over its new room drops its worst items (the
+    /// least popular, or the least looked-up) until it fits.
+    pub fn set_caps(&mut self, caps: &[usize]) {
+        for (k, &cap) in caps.iter().enumerate().take(self.caps.len()) {
+            self.caps[k] = cap;
+            let set = &mut self.parts[k];
+            while set.len() > cap {
+                let Some(worst) = set.pop_first() else { break };
+                self.held[worst.2] = None;
+            }
+        }
+    }
+
     /// Hits over lookups so far.
     pub fn hit_rate(&self) -> f64 {
         if self.lookups == 0 {
@@ -138,6 +152,28 @@ mod tests {
             [false, false, false, false, true, false, false, false]
         );
         assert_eq!(l.hit_rate(), 1.0 / 8.0);
+    }
+
+    #[test]
+    fn a_shrunk_cache_drops_its_worst_items_first() {
+        let mut o = Reference::global(Rule::Oracle, 4, 3);
+        for i in [3, 0, 2] {
+            o.access(i, i);
+        }
+        // Room for one: the most popular held (0) stays.
+        o.set_caps(&[1]);
+        assert!(o.access(0, 0));
+        assert!(!o.access(2, 2) && !o.access(3, 3));
+        // LFU keeps the most looked-up: 3 three times, 1 twice, 2 once.
+        let mut l = Reference::global(Rule::Lfu, 4, 3);
+        for i in [3, 3, 3, 1, 1, 2] {
+            l.access(i, i);
+        }
+        l.set_caps(&[2]);
+        assert!(l.access(3, 3) && l.access(1, 1));
+        // Room again: 2 is looked up and, with a free slot, cached.
+        l.set_caps(&[3]);
+        assert!(!l.access(2, 2) && l.access(2, 2));
     }
 
     #[test]
