@@ -68,6 +68,11 @@ struct FrameData {
     buf: FrameBytes,
     /// The page this frame holds, once loaded.
     tag: Option<Key>,
+    /// Counts the exclusive latches taken on the frame (a load, a write, a
+    /// cache write: [`Frame::write_data`]). A reader that saw `v` under its
+    /// shared latch and then, taking the exclusive latch itself, sees `v + 1`
+    /// knows that no byte of the frame changed in between.
+    version: u64,
 }
 
 struct Frame {
@@ -75,6 +80,23 @@ struct Frame {
     pins: AtomicU32,
     referenced: AtomicBool,
     dirty: AtomicBool,
+}
+
+impl Frame {
+    /// The frame's exclusive latch, counted in its version: every exclusive
+    /// latch is taken through here or [`Frame::try_write_data`].
+    fn write_data(&self) -> RwLockWriteGuard<'_, FrameData> {
+        let mut w = self.data.write();
+        w.version = w.version.wrapping_add(1);
+        w
+    }
+
+    /// [`Frame::write_data`] if the latch is free at once.
+    fn try_write_data(&self) -> Option<RwLockWriteGuard<'_, FrameData>> {
+        let mut w = self.data.try_write()?;
+        w.version = w.version.wrapping_add(1);
+        Some(w)
+    }
 }
 
 /// Most pages [`BufferPool::flush_all_in_runs`] writes in one request (1 MiB).
@@ -256,6 +278,10 @@ impl CacheWriteRef<'_> {
     pub fn page_no(&self) -> u64 {
         self.page_no
     }
+    /// The frame's version with this latch held (see [`PageRef::version`]).
+    pub fn version(&self) -> u64 {
+        self.guard.version
+    }
 }
 impl Deref for CacheWriteRef<'_> {
     type Target = [u8];
@@ -279,6 +305,16 @@ impl Drop for CacheWriteRef<'_> {
 impl PageRef<'_> {
     pub fn page_no(&self) -> u64 {
         self.page_no
+    }
+    /// The version of the frame this read holds (`None` for a committed
+    /// image): a cache write taken on the same frame later
+    /// ([`BufferPool::try_cache_write_in`]) whose [`CacheWriteRef::version`]
+    /// is one more found the page's bytes exactly as this read saw them.
+    pub fn version(&self) -> Option<u64> {
+        match &self.held {
+            Held::Frame { guard, .. } => Some(guard.version),
+            Held::Committed(_) => None,
+        }
     }
 }
 impl PageMutRef<'_> {
@@ -348,6 +384,7 @@ impl BufferPool {
                             .expect("non-null"),
                     ),
                     tag: None,
+                    version: 0,
                 }),
                 pins: AtomicU32::new(0),
                 referenced: AtomicBool::new(false),
@@ -506,8 +543,7 @@ impl BufferPool {
         };
         let frame = &self.frames[idx];
         let guard = frame
-            .data
-            .try_write()
+            .try_write_data()
             .filter(|g| g.tag == Some(key) && !self.changed_by_transaction(&key));
         match guard {
             Some(guard) => Some(CacheWriteRef {
@@ -539,8 +575,7 @@ impl BufferPool {
         let key = (file, page);
         let f = self.frames.get(frame as usize)?;
         let guard = f
-            .data
-            .try_write()
+            .try_write_data()
             .filter(|g| g.tag == Some(key) && !self.changed_by_transaction(&key))?;
         Some(CacheWriteRef {
             frame: f,
@@ -592,8 +627,7 @@ impl BufferPool {
         let key = guard.tag;
         drop(guard);
         let guard = frame
-            .data
-            .try_write()
+            .try_write_data()
             .filter(|g| key.is_some_and(|k| g.tag == Some(k) && !self.changed_by_transaction(&k)));
         match guard {
             Some(guard) => Some(CacheWriteRef {
@@ -625,7 +659,7 @@ impl BufferPool {
         new: bool,
     ) -> Result<PageMutRef<'_>> {
         let (frame, guard) = self.pin_locked(file, page, fill, &[], |frame, loaded| {
-            loaded.unwrap_or_else(|| frame.data.write())
+            loaded.unwrap_or_else(|| frame.write_data())
         })?;
         frame.dirty.store(true, Ordering::Release);
         if let Some(changed) = self.capture.lock().as_mut()
@@ -709,7 +743,7 @@ impl BufferPool {
         frame.pins.store(1, Ordering::Release);
         // Unpinned, so nobody holds or waits for this lock except a thread that
         // found the frame under its old tag and is about to drop it again.
-        let mut w = frame.data.write();
+        let mut w = frame.write_data();
         if let Some(old) = t.owner[idx].take() {
             t.map.remove(&old);
             self.evictions.fetch_add(1, Ordering::Relaxed);
@@ -883,7 +917,7 @@ impl BufferPool {
         if let Some(idx) = t.map.get(&(file, page)) {
             let frame = &self.frames[idx];
             if frame.pins.fetch_sub(1, Ordering::AcqRel) == 1 {
-                let mut w = frame.data.write();
+                let mut w = frame.write_data();
                 w.tag = None;
                 frame.dirty.store(false, Ordering::Release);
                 t.map.remove(&(file, page));
@@ -1061,7 +1095,7 @@ impl BufferPool {
             if !frame.dirty.load(Ordering::Acquire) {
                 continue;
             }
-            let mut w = frame.data.write();
+            let mut w = frame.write_data();
             if w.tag != Some(key) {
                 continue;
             }
@@ -1122,7 +1156,7 @@ impl BufferPool {
                     page: key.1,
                 });
             }
-            let mut w = frame.data.write();
+            let mut w = frame.write_data();
             w.tag = None;
             frame.dirty.store(false, Ordering::Release);
             t.map.remove(&key);
@@ -1142,7 +1176,7 @@ impl BufferPool {
         for (key, idx) in keys {
             let frame = &self.frames[idx];
             if frame.pins.load(Ordering::Acquire) == 0 {
-                let mut w = frame.data.write();
+                let mut w = frame.write_data();
                 w.tag = None;
                 frame.dirty.store(false, Ordering::Release);
                 t.map.remove(&key);
@@ -1454,6 +1488,33 @@ mod tests {
         pool.discard_file(f).unwrap();
         assert_eq!(&pool.read_near(f, 2, &hints).unwrap()[..], &want[..]);
         assert_eq!((pool.counters() - before).misses, 1);
+    }
+
+    #[test]
+    fn a_frames_version_moves_with_every_exclusive_latch_and_no_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, f) = leaf_pool(dir.path(), 8, 12);
+        let (frame, seen) = {
+            let r = pool.read(f, 1).unwrap();
+            (pool.frame_of(&r).unwrap(), r.version().unwrap())
+        };
+        // Reads leave it; the next exclusive latch finds it one on.
+        for _ in 0..3 {
+            assert_eq!(pool.read(f, 1).unwrap().version(), Some(seen));
+        }
+        let w = pool.try_cache_write_in(f, 1, frame).unwrap();
+        assert_eq!(w.version(), seen + 1, "nothing wrote since the read");
+        drop(w);
+        // A write in between, and a cache write: each counts.
+        drop(pool.write(f, 1).unwrap());
+        drop(pool.try_cache_write(f, 1).unwrap());
+        let w = pool.try_cache_write_in(f, 1, frame).unwrap();
+        assert_eq!(w.version(), seen + 4);
+        drop(w);
+        // A latch refused (a reader holds the page) counts nothing.
+        let r = pool.read(f, 1).unwrap();
+        assert!(pool.try_cache_write_in(f, 1, frame).is_none());
+        assert_eq!(r.version(), Some(seen + 4));
     }
 
     #[test]

@@ -412,6 +412,9 @@ pub struct FillTicket {
     /// A free slot the lookup picked for the fill (already loading into the
     /// CPU's cache), if it saw one.
     free: Option<u16>,
+    /// The frame's version under the lookup's latch ([`PageRef::version`]):
+    /// a fill that finds the next one found the leaf as the lookup saw it.
+    seen: Option<u64>,
 }
 
 impl FillTicket {
@@ -801,6 +804,7 @@ impl BTree {
             let (next, done, g) = {
                 let g = self.read_node_for(&meta, leaf, Node::Leaf, key, Some(&bracket))?;
                 let frame = self.pool.frame_of(&g);
+                let seen = g.version();
                 // The predicate log (§2.1.2): entries this leaf was not yet
                 // checked against, up to the log's length now (the leaf's
                 // bytes cannot change under the latch, and every change
@@ -879,6 +883,7 @@ impl BTree {
                             csn,
                             pos: observed.pos,
                             free: free.and_then(|f| u16::try_from(f).ok()),
+                            seen,
                         }),
                     );
                     s += 1;
@@ -985,11 +990,19 @@ impl BTree {
             self.cache.busy.fetch_add(1, Ordering::Relaxed);
             return Ok(Filled::Busy);
         };
+        // Nothing wrote to the leaf since the lookup read it (each exclusive
+        // latch counts, this one too): the entry is where it was, and the
+        // lookup's probe still describes the cache.
+        let mut unchanged = ticket
+            .seen
+            .is_some_and(|v| g.version() == v.wrapping_add(1));
         let v = PageView::new(&g);
         let entry = ticket.entry.bytes();
         // Where the lookup saw the entry, else wherever it is now.
         let in_place = || ticket.at < v.n_slots() && slot_bytes(&v, ticket.at) == entry;
-        if v.kind() != Some(PageKind::BTreeLeaf) || !(in_place() || leaf_search(&v, entry).1) {
+        if !unchanged
+            && (v.kind() != Some(PageKind::BTreeLeaf) || !(in_place() || leaf_search(&v, entry).1))
+        {
             return Ok(Filled::Moved);
         }
         // Checked again under the latch, right before the write: an
@@ -1019,6 +1032,7 @@ impl BTree {
                     Some(false) => {}
                     Some(true) => {
                         crate::page::strip_cache(&mut g);
+                        unchanged = false;
                         self.cache.predicate_zeroed.fetch_add(1, Ordering::Relaxed);
                     }
                     None => {
@@ -1034,9 +1048,16 @@ impl BTree {
                 .get_or_init(Doorkeeper::new)
                 .missed_before(tid)
         };
-        let done = with_rng(|rng| {
-            let hint = ticket.free.map(usize::from);
-            leaf_cache::fill_admitting(&mut g, &layout, csn, tid, value, hint, rng, admit)
+        let hint = ticket.free.map(usize::from);
+        // The slot the probe picked is free and the tid not cached (the probe
+        // passed over every fingerprint): no second pass.
+        let probed = hint
+            .filter(|_| unchanged)
+            .and_then(|slot| leaf_cache::fill_probed(&mut g, &layout, csn, tid, value, slot));
+        let done = probed.unwrap_or_else(|| {
+            with_rng(|rng| {
+                leaf_cache::fill_admitting(&mut g, &layout, csn, tid, value, hint, rng, admit)
+            })
         });
         if now > 0 && leaf_cache::is_valid(&g, csn) {
             self.cache.set_checked(ticket.leaf, csn, now);
@@ -1305,6 +1326,49 @@ mod tests {
         assert!(e.contains("no cache"), "{e}");
         assert!(t.fill_cache(&ticket, &value(ticket.tid(), 0)).is_err());
         assert_eq!(t.cache_stats().unwrap(), CacheStats::default());
+    }
+
+    #[test]
+    fn a_fill_into_an_unchanged_leaf_takes_the_probed_slot_and_no_tid_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tree(dir.path(), 64, 1000, 0);
+        // The leaf's first fill stamps it and writes its directory.
+        read(&t, 10, 0);
+        assert_eq!(read(&t, 10, 0).len(), 1);
+        // Nothing wrote to the leaf since this lookup: the fill goes into
+        // the free slot its probe picked.
+        let ticket = the_ticket(&t, 11);
+        let picked = usize::from(ticket.free.expect("a free slot was seen"));
+        assert_eq!(
+            t.fill_cache(&ticket, &value(ticket.tid(), 0)).unwrap(),
+            Filled::Cached(leaf_cache::Filled::Inserted(picked))
+        );
+        // Two lookups miss the same entry before either fills: the second
+        // fill finds the leaf written since (by the first) and refreshes the
+        // first's item instead of caching the tid twice.
+        let (a, b) = (the_ticket(&t, 12), the_ticket(&t, 12));
+        let Filled::Cached(leaf_cache::Filled::Inserted(s)) =
+            t.fill_cache(&a, &value(a.tid(), 1)).unwrap()
+        else {
+            panic!("the first fill inserts");
+        };
+        assert_eq!(
+            t.fill_cache(&b, &value(b.tid(), 2)).unwrap(),
+            Filled::Cached(leaf_cache::Filled::Refreshed(s))
+        );
+        assert_eq!(version_of(&read(&t, 12, 9)[0].1), 2);
+        // A promotion in between (a write to the leaf) sends the fill the
+        // long way too: still one item.
+        let c = the_ticket(&t, 13);
+        for _ in 0..3 {
+            read(&t, 10, 0);
+        }
+        assert!(matches!(
+            t.fill_cache(&c, &value(c.tid(), 0)).unwrap(),
+            Filled::Cached(leaf_cache::Filled::Inserted(_))
+        ));
+        let items = t.cache_stats().unwrap().items;
+        assert_eq!(items, 4, "10, 11, 12 and 13 once each");
     }
 
     #[test]

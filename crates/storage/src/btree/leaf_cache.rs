@@ -748,6 +748,35 @@ pub fn fill_admitting(
     done
 }
 
+/// [`fill`] into `slot`, the free slot a [`probe`] of this page picked when
+/// it found no item for `tid`, with nothing written to the page since (the
+/// caller knows it from the buffer frame's version): the probe passed over
+/// every fingerprint already, so the item goes straight into the slot.
+/// `None`, with nothing written, when the page does not look as that probe
+/// left it (the caller then fills the usual way).
+pub fn fill_probed(
+    page: &mut [u8],
+    layout: &CacheLayout,
+    csn: u32,
+    tid: Tid,
+    value: &[u8],
+    slot: usize,
+) -> Option<Filled> {
+    if value.len() != layout.value_len || !is_valid(page, csn) {
+        return None;
+    }
+    let r = region(page, layout)?;
+    let d = find_dir(page, &r)?;
+    let ri = items_of(&r, Some(d));
+    if !(ri.first..ri.end).contains(&slot) || page[d.fp_at(slot)] != 0 {
+        return None;
+    }
+    let want = tid_bytes(tid);
+    write_item(page, slot, &want, value);
+    page[d.fp_at(slot)] = fingerprint(&want);
+    Some(Filled::Inserted(slot))
+}
+
 /// A random free slot of `ri` (the item slots), if any; `free` is their
 /// number when a directory pass has counted them already.
 fn random_free_slot(
