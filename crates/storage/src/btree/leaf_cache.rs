@@ -587,8 +587,10 @@ pub fn probe<'a>(
             None => miss,
         };
     };
-    let target = ri.stable_bucket();
+    // Worked out at the first candidate only: a miss needs no S.
+    let mut target = None;
     let toward = |s: usize| {
+        let target = *target.get_or_insert_with(|| ri.stable_bucket());
         let b = ri.bucket_of(s);
         if b != target {
             let next = if b < target { b + 1 } else { b - 1 };
