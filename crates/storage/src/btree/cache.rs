@@ -1357,18 +1357,20 @@ mod tests {
             Filled::Cached(leaf_cache::Filled::Refreshed(s))
         );
         assert_eq!(version_of(&read(&t, 12, 9)[0].1), 2);
-        // A promotion in between (a write to the leaf) sends the fill the
-        // long way too: still one item.
+        // Another entry's fill in between (a write to the leaf, maybe into
+        // the very slot this probe picked) sends the fill the long way too.
         let c = the_ticket(&t, 13);
-        for _ in 0..3 {
-            read(&t, 10, 0);
-        }
+        let d = the_ticket(&t, 14);
+        t.fill_cache(&d, &value(d.tid(), 0)).unwrap();
         assert!(matches!(
             t.fill_cache(&c, &value(c.tid(), 0)).unwrap(),
             Filled::Cached(leaf_cache::Filled::Inserted(_))
         ));
         let items = t.cache_stats().unwrap().items;
-        assert_eq!(items, 4, "10, 11, 12 and 13 once each");
+        assert_eq!(items, 5, "10 to 14 once each");
+        for k in 10..15 {
+            assert_eq!(read(&t, k, 9).len(), 1, "{k} hits");
+        }
     }
 
     #[test]
