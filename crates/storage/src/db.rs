@@ -2122,7 +2122,10 @@ impl Table {
         key: &[u8],
         counts: &mut CachedLookups,
     ) -> Result<Vec<(Tid, Vec<Value>)>> {
-        let fields = ix.cached_fields().ok_or_else(|| StorageError::Index {
+        // Read under the lock, not cloned out of it: a lookup takes no
+        // reference count, and the columns cannot change under it.
+        let held = ix.cached.read();
+        let fields = held.as_deref().ok_or_else(|| StorageError::Index {
             index: ix.def.name.clone(),
             reason: "caches no columns".into(),
         })?;
@@ -2147,7 +2150,7 @@ impl Table {
         let mut gone = Vec::new();
         CACHE_VALUE.with_borrow_mut(|buf| -> Result<()> {
             for (i, ticket) in misses {
-                let Some(values) = self.cached_columns(&fields, out[i].0)? else {
+                let Some(values) = self.cached_columns(fields, out[i].0)? else {
                     // Deleted since the lookup read the leaf.
                     gone.push(i);
                     continue;

@@ -148,7 +148,14 @@ pub const DEFAULT_LOG_THRESHOLD: usize = 1024;
 /// The tree's cache state: the layout, CSN_idx, the predicate log and the
 /// counters.
 pub(super) struct IndexCache {
+    /// Held by a fill through its write, and by a change of layout.
     layout: parking_lot::RwLock<Option<CacheLayout>>,
+    /// The same layout as one word ([`CacheLayout::to_bits`]), read by
+    /// lookups without the lock: a lookup loads it after observing the CSN,
+    /// and a change of layout moves the CSN both before and after it stores
+    /// the word, so a lookup that read an old word under a CSN whose leaves
+    /// carry the new layout cannot happen (see `set_cache_layout`).
+    layout_bits: AtomicU32,
     /// CSN_idx in the high 32 bits, the predicate log's length in the low
     /// ones: one load gives a consistent pair.
     state: AtomicU64,
@@ -204,6 +211,7 @@ impl IndexCache {
     pub(super) fn new() -> IndexCache {
         IndexCache {
             layout: parking_lot::RwLock::new(None),
+            layout_bits: AtomicU32::new(0),
             state: AtomicU64::new(pack(fresh_csn(), 0)),
             log: parking_lot::Mutex::new(Vec::new()),
             checked: parking_lot::RwLock::new(Vec::new()),
@@ -234,10 +242,15 @@ impl IndexCache {
     }
 
     pub(super) fn invalidate(&self) {
+        self.renew();
+        self.invalidations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A fresh CSN and an empty log (not counted: `invalidate` counts).
+    fn renew(&self) {
         let mut log = self.log.lock();
         log.clear();
         self.state.store(pack(fresh_csn(), 0), Ordering::SeqCst);
-        self.invalidations.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Appends predicates on `tids` to the log; past the threshold the log is
@@ -556,13 +569,25 @@ impl BTree {
     pub fn set_cache_layout(&self, layout: Option<CacheLayout>) {
         // Invalidated under the lock: a fill holding the old layout's read
         // lock sees the old CSN with it, one after sees a new CSN.
+        //
+        // Lock-free readers load the layout word after they observe the CSN,
+        // and check the CSN again before a hit counts. The CSN moves before
+        // the word changes: a reader that saw the CSN of before and loads
+        // the new word fails that check. It moves again after: a reader of
+        // the middle CSN may hold the old word, but no leaf is stamped with
+        // that CSN (no fill runs while this lock is held, and a fill after
+        // it finds the CSN moved on), so it reads every leaf as stale.
         let mut l = self.cache.layout.write();
+        self.cache.renew();
         *l = layout;
+        self.cache
+            .layout_bits
+            .store(CacheLayout::to_bits(layout), Ordering::SeqCst);
         self.cache.invalidate();
     }
 
     pub fn cache_layout(&self) -> Option<CacheLayout> {
-        *self.cache.layout.read()
+        CacheLayout::from_bits(self.cache.layout_bits.load(Ordering::SeqCst))
     }
 
     /// The index's cache sequence number (CSN_idx).
@@ -772,12 +797,13 @@ impl BTree {
         key: &[u8],
         mut each: impl FnMut(Tid, Found<'_>),
     ) -> Result<()> {
+        // Observed before any leaf is read, so before the caller's heap read;
+        // the layout after it (see `set_cache_layout`).
+        let observed = self.cache.observe();
         let layout = self.layout_or_err()?;
         if key.len() > MAX_KEY {
             return Ok(());
         }
-        // Observed before any leaf is read, so before the caller's heap read.
-        let observed = self.cache.observe();
         let meta = self.meta();
         // The first leaf's bounds from its parent; a leaf further along the
         // chain has none.
@@ -1312,6 +1338,68 @@ mod tests {
         // A key that is not there, and one too long for an entry.
         assert!(t.lookup_cached(&key(99_999)).unwrap().is_empty());
         assert!(t.lookup_cached(&vec![1u8; MAX_KEY + 1]).unwrap().is_empty());
+    }
+
+    /// A new layout (a value of another size) makes every item of the old
+    /// one stale: no lookup reads old bytes as a value of the new size, and
+    /// fills under the new layout hit with their own values. One change
+    /// counts one invalidation.
+    #[test]
+    fn a_change_of_layout_serves_nothing_of_the_old_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tree(dir.path(), 512, 2000, 0);
+        for k in 0..2000 {
+            read(&t, k, 1);
+        }
+        assert_eq!(
+            read(&t, 7, 1),
+            vec![(Tid::new(7, 0), value(Tid::new(7, 0), 1))]
+        );
+        let before = t.cache_counters().invalidations;
+        const WIDE: usize = 24;
+        t.set_cache_layout(Some(CacheLayout::new(WIDE, 4).unwrap()));
+        assert_eq!(t.cache_layout(), Some(CacheLayout::new(WIDE, 4).unwrap()));
+        assert_eq!(t.cache_counters().invalidations, before + 1);
+        let wide = |tid: Tid| {
+            let mut v = value(tid, 2);
+            v.resize(WIDE, 0xCD);
+            v
+        };
+        let mut inserted = 0;
+        for k in 0..2000 {
+            for e in t.lookup_cached(&key(k)).unwrap() {
+                let Probe::Miss(ticket) = e.probe else {
+                    panic!("key {k}: a hit after the layout changed");
+                };
+                let err = t.fill_cache(&ticket, &value(e.tid, 2)).unwrap_err();
+                assert!(err.to_string().contains("16 bytes"), "{err}");
+                if let Filled::Cached(leaf_cache::Filled::Inserted(_)) =
+                    t.fill_cache(&ticket, &wide(e.tid)).unwrap()
+                {
+                    inserted += 1;
+                }
+            }
+        }
+        let mut hits = 0;
+        for k in 0..2000 {
+            for e in t.lookup_cached(&key(k)).unwrap() {
+                if let Probe::Hit(v) = e.probe {
+                    assert_eq!(v, wide(e.tid));
+                    hits += 1;
+                }
+            }
+        }
+        // Each item is there unless an eviction put another in its place.
+        assert!(inserted > 500, "{inserted}");
+        assert_eq!(hits, inserted);
+        t.set_cache_layout(None);
+        assert_eq!(t.cache_layout(), None);
+        assert!(
+            t.lookup_cached(&key(7))
+                .unwrap_err()
+                .to_string()
+                .contains("no cache")
+        );
     }
 
     #[test]

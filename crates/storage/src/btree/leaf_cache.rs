@@ -128,6 +128,16 @@ impl CacheLayout {
     pub fn item_len(&self) -> usize {
         1 + TID_LEN + self.value_len
     }
+
+    /// The layout as one word (0 for none), for a lock-free read.
+    pub fn to_bits(layout: Option<CacheLayout>) -> u32 {
+        layout.map_or(0, |l| (l.value_len as u32) << 16 | l.bucket_slots as u32)
+    }
+
+    /// The layout [`to_bits`](Self::to_bits) made the word of.
+    pub fn from_bits(bits: u32) -> Option<CacheLayout> {
+        CacheLayout::new((bits >> 16) as usize, (bits & 0xFFFF) as usize).ok()
+    }
 }
 
 /// A small, fast random source for slot choices (splitmix64).
@@ -583,7 +593,7 @@ pub fn probe<'a>(
     let want = tid_bytes(tid);
     let Some(d) = dir else {
         return match find(page, &ri, None, &want) {
-            Some(s) => Probed::Hit(hit_at(page, &ri, s)),
+            Some(s) => Probed::Hit(hit_at(page, &ri, s, ri.stable_bucket())),
             None => miss,
         };
     };
@@ -599,7 +609,10 @@ pub fn probe<'a>(
         }
     };
     match scan_dir_with::<true>(page, &ri, d, &want, toward) {
-        Scan::Holds(s) => Probed::Hit(hit_at(page, &ri, s)),
+        Scan::Holds(s) => {
+            let target = *target.get_or_insert_with(|| ri.stable_bucket());
+            Probed::Hit(hit_at(page, &ri, s, target))
+        }
         Scan::Free(0) => miss,
         Scan::Free(n) => {
             let fps = &page[d.fp_at(ri.first)..d.fp_at(ri.end)];
@@ -612,11 +625,12 @@ pub fn probe<'a>(
     }
 }
 
-fn hit_at<'a>(page: &'a [u8], ri: &Region, s: usize) -> Hit<'a> {
+/// The hit in slot `s`; `stable` is the bucket of S.
+fn hit_at<'a>(page: &'a [u8], ri: &Region, s: usize, stable: usize) -> Hit<'a> {
     Hit {
         slot: s,
         value: &slot_bytes(page, s, ri.item)[1 + TID_LEN..],
-        settled: ri.bucket_of(s) == ri.stable_bucket(),
+        settled: ri.bucket_of(s) == stable,
     }
 }
 
