@@ -148,14 +148,15 @@ pub const DEFAULT_LOG_THRESHOLD: usize = 1024;
 /// The tree's cache state: the layout, CSN_idx, the predicate log and the
 /// counters.
 pub(super) struct IndexCache {
-    /// Held by a fill through its write, and by a change of layout.
-    layout: parking_lot::RwLock<Option<CacheLayout>>,
-    /// The same layout as one word ([`CacheLayout::to_bits`]), read by
-    /// lookups without the lock: a lookup loads it after observing the CSN,
+    /// The layout as one word ([`CacheLayout::to_bits`], 0: none), read by
+    /// lookups without a lock: a lookup loads it after observing the CSN,
     /// and a change of layout moves the CSN both before and after it stores
     /// the word, so a lookup that read an old word under a CSN whose leaves
     /// carry the new layout cannot happen (see `set_cache_layout`).
     layout_bits: AtomicU32,
+    /// Held shared by a fill through its write and exclusively by a change
+    /// of layout: the word cannot change under a fill.
+    layout_change: parking_lot::RwLock<()>,
     /// CSN_idx in the high 32 bits, the predicate log's length in the low
     /// ones: one load gives a consistent pair.
     state: AtomicU64,
@@ -210,8 +211,8 @@ impl IndexCache {
     /// A cache with no layout and a fresh CSN (a tree being opened).
     pub(super) fn new() -> IndexCache {
         IndexCache {
-            layout: parking_lot::RwLock::new(None),
             layout_bits: AtomicU32::new(0),
+            layout_change: parking_lot::RwLock::new(()),
             state: AtomicU64::new(pack(fresh_csn(), 0)),
             log: parking_lot::Mutex::new(Vec::new()),
             checked: parking_lot::RwLock::new(Vec::new()),
@@ -567,8 +568,8 @@ impl BTree {
     /// Declares the size of the cached fields' encoding (`None`: no cache).
     /// Any change invalidates everything cached.
     pub fn set_cache_layout(&self, layout: Option<CacheLayout>) {
-        // Invalidated under the lock: a fill holding the old layout's read
-        // lock sees the old CSN with it, one after sees a new CSN.
+        // Invalidated under `layout_change`: a fill holding it shared sees the
+        // old CSN with the old layout, one after sees a new CSN.
         //
         // Lock-free readers load the layout word after they observe the CSN,
         // and check the CSN again before a hit counts. The CSN moves before
@@ -577,9 +578,8 @@ impl BTree {
         // the middle CSN may hold the old word, but no leaf is stamped with
         // that CSN (no fill runs while this lock is held, and a fill after
         // it finds the CSN moved on), so it reads every leaf as stale.
-        let mut l = self.cache.layout.write();
+        let _change = self.cache.layout_change.write();
         self.cache.renew();
-        *l = layout;
         self.cache
             .layout_bits
             .store(CacheLayout::to_bits(layout), Ordering::SeqCst);
@@ -986,9 +986,8 @@ impl BTree {
     /// or the entry left the leaf. Never waits, never dirties the page.
     pub fn fill_cache(&self, ticket: &FillTicket, value: &[u8]) -> Result<Filled> {
         // Held through the fill: the layout cannot change under it.
-        let held = self.cache.layout.read();
-        let layout =
-            (*held).ok_or_else(|| self.err("the index has no cache (no cache layout is set)"))?;
+        let _held = self.cache.layout_change.read();
+        let layout = self.layout_or_err()?;
         // A layout changed since the lookup (a value of the old size): stale.
         if !self.cache.still(ticket.csn) {
             self.cache.stale.fetch_add(1, Ordering::Relaxed);
