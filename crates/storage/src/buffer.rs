@@ -5,8 +5,11 @@
 //!   (shared or exclusive); the page stays in its frame while a guard lives.
 //! * A miss reads the page from the device and verifies its checksum; write-back
 //!   seals (checksums) the page before it goes to the device.
-//! * Eviction is the clock algorithm over unpinned frames (a reference bit a hit
-//!   sets and the hand clears).
+//! * Eviction is a sampled LFU with aging: each frame counts its pins (up to
+//!   15, halved for every frame after 16 frames' worth of evictions), and a
+//!   miss evicts the least counted of 16 unpinned frames drawn at random
+//!   ([`BufferPool::find_victim`]). A page read for the first time starts at
+//!   zero, so pages wanted once (a scan's, a cold key's) leave first.
 //! * B+-tree leaves carry an index cache in their free space (No Bits Left
 //!   Behind §2.1, `btree/leaf_cache.rs`). [`BufferPool::try_cache_write`] lets a
 //!   reader write it without marking the page dirty, and without waiting: it
@@ -28,7 +31,7 @@
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -78,8 +81,34 @@ struct FrameData {
 struct Frame {
     data: RwLock<FrameData>,
     pins: AtomicU32,
-    referenced: AtomicBool,
+    /// How often the frame was pinned lately, up to [`MAX_USAGE`]: each pin
+    /// adds one, each aging halves it ([`BufferPool::find_victim`]). Changed
+    /// only under the table's lock.
+    usage: AtomicU8,
+    /// The table's miss count when the frame was last pinned: of frames
+    /// pinned as often, the one pinned longest ago goes first.
+    last: AtomicU32,
     dirty: AtomicBool,
+}
+
+/// The most pins a frame's count holds: past this, more use tells nothing
+/// the aging would not soon take away (with 15, four halvings forget it).
+const MAX_USAGE: u8 = 15;
+/// Frames drawn for each eviction.
+const SAMPLES: usize = 16;
+/// Evictions, in frames' worth, between two halvings of every count.
+const AGING_TURNS: usize = 16;
+
+impl Frame {
+    /// Counts one use at miss count `now` (the table's lock orders every
+    /// change of both).
+    fn used(&self, now: u32) {
+        self.last.store(now, Ordering::Relaxed);
+        let u = self.usage.load(Ordering::Relaxed);
+        if u < MAX_USAGE {
+            self.usage.store(u + 1, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Frame {
@@ -135,6 +164,15 @@ struct Table {
     /// walking every resident page (flushes, discards), which `map` cannot list.
     owner: Vec<Option<Key>>,
     hand: usize,
+    /// Frames that hold no page (a stale entry, a frame taken since, is
+    /// skipped): a miss takes one of these before it evicts anything.
+    free: Vec<usize>,
+    /// The state of the generator that draws eviction candidates (xorshift).
+    draw: u64,
+    /// Misses so far (wrapping): the clock of [`Frame::last`].
+    misses: u32,
+    /// Evictions since the counts were last halved.
+    since_aging: usize,
 }
 
 impl Table {
@@ -387,7 +425,8 @@ impl BufferPool {
                     version: 0,
                 }),
                 pins: AtomicU32::new(0),
-                referenced: AtomicBool::new(false),
+                usage: AtomicU8::new(0),
+                last: AtomicU32::new(0),
                 dirty: AtomicBool::new(false),
             })
             .collect();
@@ -398,6 +437,10 @@ impl BufferPool {
                 map: PageTable::default(),
                 owner: vec![None; n],
                 hand: 0,
+                free: (0..n).rev().collect(),
+                draw: 0x9E37_79B9_7F4A_7C15,
+                misses: 0,
+                since_aging: 0,
             }),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -726,7 +769,7 @@ impl BufferPool {
             }
             let f = &self.frames[idx];
             f.pins.fetch_add(1, Ordering::Acquire);
-            f.referenced.store(true, Ordering::Relaxed);
+            f.used(t.misses);
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok((idx, None));
         }
@@ -741,6 +784,8 @@ impl BufferPool {
         let idx = self.find_victim(&mut t)?;
         let frame = &self.frames[idx];
         frame.pins.store(1, Ordering::Release);
+        frame.usage.store(0, Ordering::Relaxed);
+        frame.last.store(t.misses, Ordering::Relaxed);
         // Unpinned, so nobody holds or waits for this lock except a thread that
         // found the frame under its old tag and is about to drop it again.
         let mut w = frame.write_data();
@@ -786,13 +831,13 @@ impl BufferPool {
         match filled {
             Ok(()) => {
                 w.tag = Some(key);
-                frame.referenced.store(true, Ordering::Relaxed);
                 Ok((idx, Some(w)))
             }
             Err(e) => {
                 let mut t = self.table.lock();
                 t.map.remove(&key);
                 t.owner[idx] = None;
+                t.free.push(idx);
                 frame.pins.fetch_sub(1, Ordering::Release);
                 Err(e)
             }
@@ -818,19 +863,63 @@ impl BufferPool {
         })
     }
 
+    /// The frame a miss takes: a free one, else of [`SAMPLES`] frames drawn
+    /// at random the unpinned one pinned least lately (of equals, the one
+    /// pinned longest ago), else the first unpinned frame from the hand on.
+    ///
+    /// This is LFU approximated by sampling, with aging. A clock (one
+    /// reference bit) or a clock sweep with usage counts keeps a page as long
+    /// as it is wanted again before the hand comes back, which a pool too
+    /// small for every wanted page turns into keeping the pages wanted last,
+    /// not most. On `strata bench waste fig3`'s lookups (10^5 rows, a pool of
+    /// 75% of the index) a one-bit clock read 1.38x (unclustered) and 1.60x
+    /// (54% clustered) as many pages as the best any pool could do, a clock
+    /// sweep with usage counts up to 5 (PostgreSQL's) 1.33x and 1.45x, this
+    /// 1.09x and 1.12x. Aging
+    /// halves every count after [`AGING_TURNS`] frames' worth of evictions,
+    /// so a page that stops being wanted loses its place within a few of
+    /// those.
     fn find_victim(&self, t: &mut Table) -> Result<usize> {
         let n = self.frames.len();
-        for _ in 0..2 * n + 1 {
-            let idx = t.hand;
-            t.hand = (t.hand + 1) % n;
+        t.misses = t.misses.wrapping_add(1);
+        while let Some(idx) = t.free.pop() {
+            if t.owner[idx].is_none() && self.frames[idx].pins.load(Ordering::Acquire) == 0 {
+                return Ok(idx);
+            }
+        }
+        t.since_aging += 1;
+        if t.since_aging >= AGING_TURNS * n {
+            t.since_aging = 0;
+            for f in &self.frames {
+                let u = f.usage.load(Ordering::Relaxed);
+                f.usage.store(u / 2, Ordering::Relaxed);
+            }
+        }
+        let mut best: Option<((u8, std::cmp::Reverse<u32>), usize)> = None;
+        for _ in 0..SAMPLES {
+            t.draw ^= t.draw << 13;
+            t.draw ^= t.draw >> 7;
+            t.draw ^= t.draw << 17;
+            let idx = (t.draw % n as u64) as usize;
             let f = &self.frames[idx];
             if f.pins.load(Ordering::Acquire) != 0 {
                 continue;
             }
-            if f.referenced.swap(false, Ordering::Relaxed) {
-                continue;
+            let age = t.misses.wrapping_sub(f.last.load(Ordering::Relaxed));
+            let u = (f.usage.load(Ordering::Relaxed), std::cmp::Reverse(age));
+            if best.is_none_or(|(b, _)| u < b) {
+                best = Some((u, idx));
             }
+        }
+        if let Some((_, idx)) = best {
             return Ok(idx);
+        }
+        for _ in 0..n {
+            let idx = t.hand;
+            t.hand = (t.hand + 1) % n;
+            if self.frames[idx].pins.load(Ordering::Acquire) == 0 {
+                return Ok(idx);
+            }
         }
         Err(StorageError::PoolExhausted { frames: n })
     }
@@ -922,6 +1011,7 @@ impl BufferPool {
                 frame.dirty.store(false, Ordering::Release);
                 t.map.remove(&(file, page));
                 t.owner[idx] = None;
+                t.free.push(idx);
             }
         }
     }
@@ -1161,6 +1251,7 @@ impl BufferPool {
             frame.dirty.store(false, Ordering::Release);
             t.map.remove(&key);
             t.owner[idx] = None;
+            t.free.push(idx);
         }
         t.map.forget_file(file);
         Ok(())
@@ -1181,6 +1272,7 @@ impl BufferPool {
                 frame.dirty.store(false, Ordering::Release);
                 t.map.remove(&key);
                 t.owner[idx] = None;
+                t.free.push(idx);
             }
         }
     }
@@ -1293,6 +1385,49 @@ mod tests {
         }
         assert_eq!(value(&pool.read(f, 3).unwrap()), 1003);
         assert!(pool.counters().writebacks >= 1);
+    }
+
+    /// Reads of 2000 pages, page k wanted with probability ∝ 1/k^0.8 (most
+    /// wanted first, in a shuffled order), through 100 frames. The best any
+    /// pool of 100 frames can expect is to hold the 100 most wanted pages:
+    /// 44.1% hits. A plain clock (one reference bit, set on a load) reaches
+    /// 28.1% (0.64 of the best), a clock sweep with usage counts up to 5 (as
+    /// PostgreSQL's) 33.5% (0.76), the sampled LFU 41.0% (0.93); the test
+    /// asks for 0.85.
+    #[test]
+    fn a_skewed_workload_keeps_the_most_wanted_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pages, frames, reads) = (2000usize, 100, 60_000);
+        let (pool, f) = pool(dir.path(), frames, pages as u64);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let mut order: Vec<u64> = (0..pages as u64).collect();
+        for i in (1..pages).rev() {
+            order.swap(i, rng.random_range(0..=i));
+        }
+        let weight: Vec<f64> = (1..=pages).map(|k| (k as f64).powf(-0.8)).collect();
+        let total: f64 = weight.iter().sum();
+        let mut cdf = Vec::with_capacity(pages);
+        let mut acc = 0.0;
+        for w in &weight {
+            acc += w / total;
+            cdf.push(acc);
+        }
+        let best: f64 = weight[..frames].iter().sum::<f64>() / total;
+        let mut hits = 0;
+        for i in 0..reads {
+            let u: f64 = rng.random();
+            let p = order[cdf.partition_point(|&c| c < u).min(pages - 1)];
+            let before = pool.counters().misses;
+            assert_eq!(value(&pool.read(f, p).unwrap()), p);
+            if i >= reads / 4 && pool.counters().misses == before {
+                hits += 1;
+            }
+        }
+        let rate = hits as f64 / (reads - reads / 4) as f64;
+        assert!(
+            rate >= 0.85 * best,
+            "hit rate {rate:.3}, the best any pool can expect {best:.3}"
+        );
     }
 
     #[test]
@@ -1433,7 +1568,9 @@ mod tests {
             assert!(PageMut::new(&mut g).insert_at(0, b"evicted"));
             fake_cache(&mut g, 9);
         }
-        for _ in 0..3 {
+        // Enough misses for the aging to take away any count the page has
+        // (a pin it kept would keep it in its frame however many).
+        for _ in 0..100 {
             // The other eight pages push page 0 out of the eight frames.
             for p in 4..12 {
                 drop(pool.read(f, p).unwrap());
@@ -1548,7 +1685,9 @@ mod tests {
         // Evicted, its frame taken by other pages: the hint finds another
         // page's tag and writes nothing there. Every frame can be evicted
         // again afterwards (the hinted write took no pin to leak).
-        for _ in 0..3 {
+        // Enough misses for the aging to take away any count the page has
+        // (a pin it kept would keep it in its frame however many).
+        for _ in 0..100 {
             for p in 2..12 {
                 drop(pool.read(f, p).unwrap());
             }
@@ -1590,7 +1729,9 @@ mod tests {
             assert!(pool.cache_write_from(pool.read(f, 1).unwrap()).is_none());
             drop(other);
         }
-        for _ in 0..3 {
+        // Enough misses for the aging to take away any count the page has
+        // (a pin it kept would keep it in its frame however many).
+        for _ in 0..100 {
             for p in 2..12 {
                 drop(pool.read(f, p).unwrap());
             }
