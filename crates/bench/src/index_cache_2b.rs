@@ -29,8 +29,8 @@
 //!   (`warm_pct` of the heap, 10% by default). A miss takes a key on a warm
 //!   page with probability b, else a key on a heap page not read before in
 //!   this open (a device read). The pool has a free frame for every page the
-//!   open's runs read, so nothing is evicted (the clock hand takes free frames
-//!   in order): the counters show zero evictions and pool misses equal to the
+//!   open's runs read, so nothing is evicted (a miss takes a free frame
+//!   before it evicts anything): the counters show zero evictions and pool misses equal to the
 //!   device reads. The measured rate is `1 − device reads / heap accesses`.
 //!
 //! The line at b = `warm_pct` is what uniform lookups see with a pool holding

@@ -1,5 +1,5 @@
 //! The buffer pool: a fixed number of 8 KiB frames shared by every thread, with pin
-//! guards, clock eviction and dirty write-back.
+//! guards, sampled-LFU eviction and dirty write-back.
 //!
 //! * [`BufferPool::read`] / [`BufferPool::write`] pin one page and return a guard
 //!   (shared or exclusive); the page stays in its frame while a guard lives.
@@ -21,7 +21,7 @@
 //!   ring the scan owns), overlaying any page that is dirty in the pool, so a full
 //!   scan neither floods the pool nor misses a write that is not yet on disk.
 //!
-//! Locking: one mutex protects the page table and the clock hand; each frame has a
+//! Locking: one mutex protects the page table and the eviction state; each frame has a
 //! reader-writer lock over its bytes. The table mutex is never held while waiting
 //! for a frame lock (an unpinned frame's lock is free by construction), so there is
 //! no lock-order cycle. A frame being loaded is pinned and write-locked by the
@@ -872,10 +872,10 @@ impl BufferPool {
     /// as it is wanted again before the hand comes back, which a pool too
     /// small for every wanted page turns into keeping the pages wanted last,
     /// not most. On `strata bench waste fig3`'s lookups (10^5 rows, a pool of
-    /// 75% of the index) a one-bit clock read 1.38x (unclustered) and 1.60x
+    /// 75% of the index) a one-bit clock read 1.37x (unclustered) and 1.60x
     /// (54% clustered) as many pages as the best any pool could do, a clock
-    /// sweep with usage counts up to 5 (PostgreSQL's) 1.33x and 1.45x, this
-    /// 1.09x and 1.12x. Aging
+    /// sweep with usage counts up to 5 (PostgreSQL's; one run) 1.33x and 1.45x, this
+    /// 1.09x and 1.13x. Aging
     /// halves every count after [`AGING_TURNS`] frames' worth of evictions,
     /// so a page that stops being wanted loses its place within a few of
     /// those.
