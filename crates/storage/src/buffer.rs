@@ -85,9 +85,9 @@ struct Frame {
     /// adds one, each aging halves it ([`BufferPool::find_victim`]). Changed
     /// only under the table's lock.
     usage: AtomicU8,
-    /// The table's miss count when the frame was last pinned: of frames
-    /// pinned as often, the one pinned longest ago goes first.
-    last: AtomicU32,
+    /// The table's miss count when the frame's page was loaded: of frames
+    /// pinned as often, the one loaded longest ago goes first.
+    loaded: AtomicU32,
     dirty: AtomicBool,
 }
 
@@ -100,10 +100,8 @@ const SAMPLES: usize = 16;
 const AGING_TURNS: usize = 16;
 
 impl Frame {
-    /// Counts one use at miss count `now` (the table's lock orders every
-    /// change of both).
-    fn used(&self, now: u32) {
-        self.last.store(now, Ordering::Relaxed);
+    /// Counts one use (the table's lock orders every change of it).
+    fn used(&self) {
         let u = self.usage.load(Ordering::Relaxed);
         if u < MAX_USAGE {
             self.usage.store(u + 1, Ordering::Relaxed);
@@ -169,7 +167,7 @@ struct Table {
     free: Vec<usize>,
     /// The state of the generator that draws eviction candidates (xorshift).
     draw: u64,
-    /// Misses so far (wrapping): the clock of [`Frame::last`].
+    /// Misses so far (wrapping): the clock of [`Frame::loaded`].
     misses: u32,
     /// Evictions since the counts were last halved.
     since_aging: usize,
@@ -426,7 +424,7 @@ impl BufferPool {
                 }),
                 pins: AtomicU32::new(0),
                 usage: AtomicU8::new(0),
-                last: AtomicU32::new(0),
+                loaded: AtomicU32::new(0),
                 dirty: AtomicBool::new(false),
             })
             .collect();
@@ -769,7 +767,7 @@ impl BufferPool {
             }
             let f = &self.frames[idx];
             f.pins.fetch_add(1, Ordering::Acquire);
-            f.used(t.misses);
+            f.used();
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok((idx, None));
         }
@@ -785,7 +783,7 @@ impl BufferPool {
         let frame = &self.frames[idx];
         frame.pins.store(1, Ordering::Release);
         frame.usage.store(0, Ordering::Relaxed);
-        frame.last.store(t.misses, Ordering::Relaxed);
+        frame.loaded.store(t.misses, Ordering::Relaxed);
         // Unpinned, so nobody holds or waits for this lock except a thread that
         // found the frame under its old tag and is about to drop it again.
         let mut w = frame.write_data();
@@ -865,7 +863,7 @@ impl BufferPool {
 
     /// The frame a miss takes: a free one, else of [`SAMPLES`] frames drawn
     /// at random the unpinned one pinned least lately (of equals, the one
-    /// pinned longest ago), else the first unpinned frame from the hand on.
+    /// loaded longest ago), else the first unpinned frame from the hand on.
     ///
     /// This is LFU approximated by sampling, with aging. A clock (one
     /// reference bit) or a clock sweep with usage counts keeps a page as long
@@ -905,7 +903,7 @@ impl BufferPool {
             if f.pins.load(Ordering::Acquire) != 0 {
                 continue;
             }
-            let age = t.misses.wrapping_sub(f.last.load(Ordering::Relaxed));
+            let age = t.misses.wrapping_sub(f.loaded.load(Ordering::Relaxed));
             let u = (f.usage.load(Ordering::Relaxed), std::cmp::Reverse(age));
             if best.is_none_or(|(b, _)| u < b) {
                 best = Some((u, idx));
