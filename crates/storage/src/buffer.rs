@@ -89,7 +89,7 @@ struct Frame {
     /// adds one, each aging halves it ([`BufferPool::find_victim`]). Changed
     /// only under the table's lock.
     usage: AtomicU8,
-    /// The table's miss count when the frame's page was loaded: of frames
+    /// The pool's miss count when the frame's page was loaded: of frames
     /// pinned as often, the one loaded longest ago goes first.
     loaded: AtomicU32,
     dirty: AtomicBool,
@@ -175,8 +175,6 @@ struct Table {
     free: Vec<usize>,
     /// The state of the generator that draws eviction candidates (xorshift).
     draw: u64,
-    /// Misses so far (wrapping): the clock of [`Frame::loaded`].
-    misses: u32,
     /// Evictions since the counts were last halved.
     since_aging: usize,
 }
@@ -445,7 +443,6 @@ impl BufferPool {
                 hand: 0,
                 free: (0..n).rev().collect(),
                 draw: 0x9E37_79B9_7F4A_7C15,
-                misses: 0,
                 since_aging: 0,
             }),
             hits: AtomicU64::new(0),
@@ -779,7 +776,9 @@ impl BufferPool {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok((idx, None));
         }
-        self.misses.fetch_add(1, Ordering::Relaxed);
+        // The miss count is also the clock of `Frame::loaded` (the table's
+        // lock orders it).
+        let now = self.misses.fetch_add(1, Ordering::Relaxed).wrapping_add(1) as u32;
         // Write-backs happen with the table locked (eviction) or for resident
         // pages (flush); either way the count tells whether a read-ahead copy of
         // a page that is not resident may be older than the device's.
@@ -787,11 +786,11 @@ impl BufferPool {
             Fill::Copy(_, seen) if self.writebacks.load(Ordering::Acquire) != seen => Fill::Read,
             f => f,
         };
-        let idx = self.find_victim(&mut t)?;
+        let idx = self.find_victim(&mut t, now)?;
         let frame = &self.frames[idx];
         frame.pins.store(1, Ordering::Release);
         frame.usage.store(0, Ordering::Relaxed);
-        frame.loaded.store(t.misses, Ordering::Relaxed);
+        frame.loaded.store(now, Ordering::Relaxed);
         // Unpinned, so nobody holds or waits for this lock except a thread that
         // found the frame under its old tag and is about to drop it again.
         let mut w = frame.write_data();
@@ -880,14 +879,12 @@ impl BufferPool {
     /// not most. On `strata bench waste fig3`'s lookups (10^5 rows, a pool of
     /// 75% of the index) a one-bit clock read 1.37x (unclustered) and 1.60x
     /// (54% clustered) as many pages as the best any pool could do, a clock
-    /// sweep with usage counts up to 5 (PostgreSQL's; one run) 1.33x and 1.45x, this
-    /// 1.09x and 1.13x. Aging
-    /// halves every count after [`AGING_TURNS`] frames' worth of evictions,
-    /// so a page that stops being wanted loses its place within a few of
-    /// those.
-    fn find_victim(&self, t: &mut Table) -> Result<usize> {
+    /// sweep with usage counts up to 5 (PostgreSQL's; one run) 1.33x and
+    /// 1.45x, this 1.09x and 1.13x. Aging halves every count after
+    /// [`AGING_TURNS`] frames' worth of evictions, so a page that stops being
+    /// wanted loses its place within a few of those.
+    fn find_victim(&self, t: &mut Table, now: u32) -> Result<usize> {
         let n = self.frames.len();
-        t.misses = t.misses.wrapping_add(1);
         while let Some(idx) = t.free.pop() {
             if t.owner[idx].is_none() && self.frames[idx].pins.load(Ordering::Acquire) == 0 {
                 return Ok(idx);
@@ -911,7 +908,7 @@ impl BufferPool {
             if f.pins.load(Ordering::Acquire) != 0 {
                 continue;
             }
-            let age = t.misses.wrapping_sub(f.loaded.load(Ordering::Relaxed));
+            let age = now.wrapping_sub(f.loaded.load(Ordering::Relaxed));
             let u = (f.usage.load(Ordering::Relaxed), std::cmp::Reverse(age));
             if best.is_none_or(|(b, _)| u < b) {
                 best = Some((u, idx));
