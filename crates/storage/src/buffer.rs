@@ -177,6 +177,12 @@ struct Table {
     draw: u64,
     /// Evictions since the counts were last halved.
     since_aging: usize,
+    /// Pins that found their page resident, and pins that read it: counted
+    /// under the lock every pin takes anyway, so a pin pays no atomic
+    /// operation of its own for them (the misses are also the clock of
+    /// `Frame::loaded`).
+    hits: u64,
+    misses: u64,
 }
 
 impl Table {
@@ -214,8 +220,6 @@ pub struct BufferPool {
     device: Arc<dyn Device>,
     frames: Vec<Frame>,
     table: Mutex<Table>,
-    hits: AtomicU64,
-    misses: AtomicU64,
     evictions: AtomicU64,
     writebacks: AtomicU64,
     /// The buffer [`BufferPool::prefetch`] reads into, kept between calls: in a
@@ -444,9 +448,9 @@ impl BufferPool {
                 free: (0..n).rev().collect(),
                 draw: 0x9E37_79B9_7F4A_7C15,
                 since_aging: 0,
+                hits: 0,
+                misses: 0,
             }),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             writebacks: AtomicU64::new(0),
             prefetch_buf: Mutex::new(None),
@@ -469,9 +473,13 @@ impl BufferPool {
     }
 
     pub fn counters(&self) -> PoolCounters {
+        let (hits, misses) = {
+            let t = self.table.lock();
+            (t.hits, t.misses)
+        };
         PoolCounters {
-            hits: self.hits.load(Ordering::Relaxed),
-            misses: self.misses.load(Ordering::Relaxed),
+            hits,
+            misses,
             evictions: self.evictions.load(Ordering::Relaxed),
             writebacks: self.writebacks.load(Ordering::Relaxed),
         }
@@ -773,12 +781,12 @@ impl BufferPool {
             let f = &self.frames[idx];
             f.pins.fetch_add(1, Ordering::Acquire);
             f.used();
-            self.hits.fetch_add(1, Ordering::Relaxed);
+            t.hits += 1;
             return Ok((idx, None));
         }
-        // The miss count is also the clock of `Frame::loaded` (the table's
-        // lock orders it).
-        let now = self.misses.fetch_add(1, Ordering::Relaxed).wrapping_add(1) as u32;
+        // The miss count is also the clock of `Frame::loaded`.
+        t.misses += 1;
+        let now = t.misses as u32;
         // Write-backs happen with the table locked (eviction) or for resident
         // pages (flush); either way the count tells whether a read-ahead copy of
         // a page that is not resident may be older than the device's.

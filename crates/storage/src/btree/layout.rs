@@ -294,8 +294,17 @@ fn interpolate(a: i32, b: i32, ka: &[u8], kb: &[u8], target: &[u8]) -> i32 {
     if xt >= xb {
         return b;
     }
-    let off = (xt - xa) as u128 * (b - a) as u128 / (xb - xa) as u128;
-    a + off as i32
+    a + scale(xt - xa, xb - xa, (b - a) as u64) as i32
+}
+
+/// `d · n / span` rounded down, for `d < span` and `n < 2^16`, in 64 bits:
+/// both `d` and `span` lose their low bits until `span` fits in 48, so the
+/// product cannot overflow. A 128-bit division is a library call that cost
+/// more than the rest of a node's search; the bits dropped move the guess by
+/// at most one slot.
+fn scale(d: u64, span: u64, n: u64) -> u64 {
+    let shift = (u64::BITS - span.leading_zeros()).saturating_sub(48);
+    (d >> shift) * n / (span >> shift).max(1)
 }
 
 /// [`partition`] for a sorted run of lookups that usually land next to each
@@ -637,6 +646,33 @@ mod tests {
 
     /// gallop finds what partition finds, for every length and answer, and
     /// asks once when the answer is the first slot.
+    #[test]
+    fn the_interpolated_slot_is_the_exact_one_or_its_neighbour() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for i in 0..200_000 {
+            // Spans of every width, from a few to all 64 bits.
+            let span = (next() >> (i % 64)).max(2);
+            let d = next() % span;
+            let n = next() % (1 << 16);
+            let exact = (d as u128 * n as u128 / span as u128) as u64;
+            let got = scale(d, span, n);
+            assert!(got <= n, "{d} {span} {n}: {got} > {n}");
+            assert!(
+                exact.abs_diff(got) <= 1,
+                "{d} {span} {n}: {got}, exactly {exact}"
+            );
+        }
+        assert_eq!(scale(0, u64::MAX, 100), 0);
+        assert!((99..=100).contains(&scale(u64::MAX - 1, u64::MAX, 100)));
+        assert_eq!(scale(5, 10, 4), 2);
+    }
+
     #[test]
     fn gallop_agrees_with_partition_and_is_cheap_next_door() {
         for n in 0..300u16 {
