@@ -9,7 +9,8 @@
 //!   15, halved for every frame after 16 frames' worth of evictions), and a
 //!   miss evicts the least counted of 16 unpinned frames drawn at random
 //!   ([`BufferPool::find_victim`]). A page read for the first time starts at
-//!   zero, so pages wanted once (a scan's, a cold key's) leave first.
+//!   zero, so pages wanted once (a scan's, a cold key's) leave first; a page
+//!   read ahead is passed over until its reader has pinned it.
 //! * B+-tree leaves carry an index cache in their free space (No Bits Left
 //!   Behind §2.1, `btree/leaf_cache.rs`). [`BufferPool::try_cache_write`] lets a
 //!   reader write it without marking the page dirty, and without waiting: it
@@ -190,12 +191,13 @@ struct Table {
     draw: u64,
     /// Evictions since the counts were last halved.
     since_aging: usize,
-    /// Pins that found their page resident, and pins that read it: counted
-    /// under the lock every pin takes anyway, so a pin pays no atomic
-    /// operation of its own for them (the misses are also the clock of
-    /// `Frame::loaded`).
+    /// Pins that found their page resident, pins that read it, and pages
+    /// evicted: counted under the lock every pin takes anyway, so a pin pays
+    /// no atomic operation of its own for them (the misses are also the
+    /// clock of `Frame::loaded`).
     hits: u64,
     misses: u64,
+    evictions: u64,
 }
 
 impl Table {
@@ -233,7 +235,6 @@ pub struct BufferPool {
     device: Arc<dyn Device>,
     frames: Vec<Frame>,
     table: Mutex<Table>,
-    evictions: AtomicU64,
     writebacks: AtomicU64,
     /// The buffer [`BufferPool::prefetch`] reads into, kept between calls: in a
     /// profile of an ordered Smooth Scan (10M rows, 20%) allocating and zeroing
@@ -464,8 +465,8 @@ impl BufferPool {
                 since_aging: 0,
                 hits: 0,
                 misses: 0,
+                evictions: 0,
             }),
-            evictions: AtomicU64::new(0),
             writebacks: AtomicU64::new(0),
             prefetch_buf: Mutex::new(None),
             capture: Mutex::new(None),
@@ -487,14 +488,14 @@ impl BufferPool {
     }
 
     pub fn counters(&self) -> PoolCounters {
-        let (hits, misses) = {
+        let (hits, misses, evictions) = {
             let t = self.table.lock();
-            (t.hits, t.misses)
+            (t.hits, t.misses, t.evictions)
         };
         PoolCounters {
             hits,
             misses,
-            evictions: self.evictions.load(Ordering::Relaxed),
+            evictions,
             writebacks: self.writebacks.load(Ordering::Relaxed),
         }
     }
@@ -815,15 +816,12 @@ impl BufferPool {
         let idx = self.find_victim(&mut t, now)?;
         let frame = &self.frames[idx];
         frame.pins.store(1, Ordering::Release);
-        frame.usage.store(0, Ordering::Relaxed);
-        frame.ahead.store(ahead, Ordering::Relaxed);
-        frame.loaded.store(now, Ordering::Relaxed);
         // Unpinned, so nobody holds or waits for this lock except a thread that
         // found the frame under its old tag and is about to drop it again.
         let mut w = frame.write_data();
         if let Some(old) = t.owner[idx].take() {
             t.map.remove(&old);
-            self.evictions.fetch_add(1, Ordering::Relaxed);
+            t.evictions += 1;
             if frame.dirty.swap(false, Ordering::AcqRel) {
                 // Written back while the table is locked, so no reader can fetch
                 // the old page from disk before its newest version is there.
@@ -836,6 +834,11 @@ impl BufferPool {
                 }
             }
         }
+        // The frame is the new page's now: it starts unused (a read-ahead's
+        // kept for its reader), loaded at `now`.
+        frame.usage.store(0, Ordering::Relaxed);
+        frame.ahead.store(ahead, Ordering::Relaxed);
+        frame.loaded.store(now, Ordering::Relaxed);
         w.tag = None;
         t.map.insert(key, idx);
         t.owner[idx] = Some(key);
@@ -1468,8 +1471,8 @@ mod tests {
     /// A scan reads runs ahead and then pins each page of the run once. The
     /// pages it is about to read must outlast those it has finished with:
     /// when a page read ahead counted one use below a page read once, the
-    /// run's own later pages evicted its earlier ones (an ssd-model scan of
-    /// a split table's side rows read its pages up to six times).
+    /// run's own later pages evicted its earlier ones (a split table's
+    /// side-column scan read its pages up to six times on the hdd model).
     #[test]
     fn a_scan_reads_each_page_once_through_its_read_ahead() {
         let dir = tempfile::tempdir().unwrap();

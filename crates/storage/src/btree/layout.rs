@@ -644,8 +644,8 @@ mod tests {
         }
     }
 
-    /// gallop finds what partition finds, for every length and answer, and
-    /// asks once when the answer is the first slot.
+    /// The interpolation's 64-bit scaling lands on the slot exact
+    /// arithmetic gives or next to it, and never past the end.
     #[test]
     fn the_interpolated_slot_is_the_exact_one_or_its_neighbour() {
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
@@ -673,6 +673,8 @@ mod tests {
         assert_eq!(scale(5, 10, 4), 2);
     }
 
+    /// gallop finds what partition finds, for every length and answer, and
+    /// asks once when the answer is the first slot.
     #[test]
     fn gallop_agrees_with_partition_and_is_cheap_next_door() {
         for n in 0..300u16 {
