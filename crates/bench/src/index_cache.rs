@@ -800,13 +800,13 @@ pub fn run_fig2c(o: &Fig2cOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
     for round in 0..o.passes.max(1) {
         for (v, name) in VARIANTS.iter().enumerate() {
             let ks = pass_keys(&mut rng, &mut order);
-            // The 0%-hit passes look each key up once.
+            // The 0%-hit passes look each key up once, however few lookups
+            // the other passes make: the 100%-hit pass needs every item.
             let ks: Vec<usize> = match v {
-                3 => ks.iter().copied().take(o.items as usize).collect(),
-                6 | 7 => ks
+                3 => order.clone(),
+                6 | 7 => order
                     .iter()
                     .copied()
-                    .take(o.items as usize)
                     .filter(|k| k % SEED_EVERY != 0)
                     .collect(),
                 _ => ks,
@@ -1023,7 +1023,26 @@ pub fn run_fig2c(o: &Fig2cOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
 
 #[cfg(test)]
 mod tests {
-    use super::interpolate;
+    use super::{Fig2cOptions, interpolate, run_fig2c};
+
+    /// The 0%-hit pass fills every item even when the other passes make
+    /// fewer lookups than there are items, so the 100%-hit pass that follows
+    /// hits every time (the run fails if it misses once).
+    #[test]
+    fn fig2c_with_fewer_lookups_than_items_still_fills_every_item() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Fig2cOptions {
+            items: 3000,
+            lookups: 200,
+            passes: 1,
+            out: dir.path().join("out"),
+            tmp: dir.path().join("tmp"),
+            seed: 7,
+        };
+        let text = run_fig2c(&o, &mut |_| {}).unwrap();
+        assert!(text.contains("| cache, 100% hits |"), "{text}");
+        assert!(o.out.join("2c.csv").exists());
+    }
 
     #[test]
     fn interpolation_is_linear_between_points_and_clamped_outside() {
