@@ -1058,6 +1058,32 @@ mod tests {
         }
     }
 
+    /// A point lookup reads a key's entries in place along the leaf chain: a
+    /// run of one key over several leaves comes back whole and in tid order,
+    /// its neighbours' entries stay out, and a key between two stored keys
+    /// (or past the last) finds nothing.
+    #[test]
+    fn a_lookup_reads_a_run_of_one_key_across_leaves() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = BTree::create(pool(64), &dir.path().join("i"), "idx", int_types(), 64).unwrap();
+        let mut want = Vec::new();
+        for i in 0..4000u32 {
+            let tid = Tid::new(i / 50, (i % 50) as u16);
+            let k = [4, 6, 6, 6, 8][i as usize % 5];
+            t.insert(&int_key(k), tid).unwrap();
+            if k == 6 {
+                want.push(tid);
+            }
+        }
+        assert!(t.stats().unwrap().leaf_pages >= 6, "the run spans leaves");
+        assert_eq!(t.lookup(&int_key(6)).unwrap(), want);
+        assert_eq!(t.lookup(&int_key(4)).unwrap().len(), 800);
+        assert_eq!(t.lookup(&int_key(8)).unwrap().len(), 800);
+        for k in [3, 5, 7, 9] {
+            assert!(t.lookup(&int_key(k)).unwrap().is_empty(), "{k}");
+        }
+    }
+
     /// Full-size pages: random inserts split real 8 KiB pages.
     #[test]
     fn random_inserts_full_pages() {

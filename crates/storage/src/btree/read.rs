@@ -48,15 +48,58 @@ impl BTree {
     }
 
     /// Every tid stored under exactly the full encoded key `key`, in tid order.
+    ///
+    /// A point lookup does not need a range cursor's buffers: it descends
+    /// with its parents' separators bracketing each search (as the cache's
+    /// lookup does), reads the key's entries in place on the leaf, and walks
+    /// on along the chain while they go on. Stored keys are full encoded keys
+    /// (checked at insert), which are prefix-free: the entries of `key` are
+    /// one run in entry order, and the first entry of another key ends it.
     pub fn lookup(&self, key: &[u8]) -> Result<Vec<Tid>> {
-        let mut out = Vec::new();
-        for r in self.range(Bound::Included(key.to_vec()), Bound::Included(key.to_vec()))? {
-            let (k, tid) = r?;
-            if k == key {
-                out.push(tid);
-            }
+        if key.len() > MAX_KEY {
+            return Ok(Vec::new());
         }
-        Ok(out)
+        let meta = self.meta();
+        let mut bracket = Bracket::default();
+        let mut leaf = self.descend(
+            &meta,
+            key,
+            |sep| bytes_lt(sep, key),
+            None,
+            Some(&mut bracket),
+        )?;
+        let mut out = Vec::new();
+        for _ in 0..meta.num_pages {
+            let g = self.read_node_for(&meta, leaf, Node::Leaf, key, Some(&bracket))?;
+            let v = PageView::new(&g);
+            let n = v.n_slots();
+            let before = |s| bytes_lt(slot_bytes(&v, s), key);
+            let mut s = search_in(n, key, &bracket, |s| slot_bytes(&v, s), before);
+            while s < n {
+                let e = slot_bytes(&v, s);
+                if e.len() < TID_LEN {
+                    return Err(self.err(format!(
+                        "leaf page {leaf} slot {s} holds {} bytes, too short for a tuple id",
+                        e.len()
+                    )));
+                }
+                if key_part(e) != key {
+                    return Ok(out);
+                }
+                out.push(Tid::decode(&e[e.len() - TID_LEN..]));
+                s += 1;
+            }
+            let next = leaf_siblings(&v).0;
+            if next == NO_PAGE {
+                return Ok(out);
+            }
+            self.check_link(&meta, leaf, next)?;
+            leaf = next;
+            bracket = Bracket::default();
+        }
+        Err(self.err(format!(
+            "the leaf chain is longer than the tree (a cycle through page {leaf})"
+        )))
     }
 
     /// The leaves in key order with their entries: `(page, [(encoded key, tid)])`.
