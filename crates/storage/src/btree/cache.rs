@@ -807,14 +807,7 @@ impl BTree {
         let meta = self.meta();
         // The first leaf's bounds from its parent; a leaf further along the
         // chain has none.
-        let mut bracket = Bracket::default();
-        let mut leaf = self.descend(
-            &meta,
-            key,
-            |sep| bytes_lt(sep, key),
-            None,
-            Some(&mut bracket),
-        )?;
+        let (mut leaf, mut bracket) = self.leaf_for_key(&meta, key)?;
         let (mut n_hits, mut n_misses) = (0u64, 0u64);
         let mut steps = 0u64;
         loop {

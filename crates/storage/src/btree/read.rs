@@ -60,14 +60,7 @@ impl BTree {
             return Ok(Vec::new());
         }
         let meta = self.meta();
-        let mut bracket = Bracket::default();
-        let mut leaf = self.descend(
-            &meta,
-            key,
-            |sep| bytes_lt(sep, key),
-            None,
-            Some(&mut bracket),
-        )?;
+        let (mut leaf, mut bracket) = self.leaf_for_key(&meta, key)?;
         let mut out = Vec::new();
         for _ in 0..meta.num_pages {
             let g = self.read_node_for(&meta, leaf, Node::Leaf, key, Some(&bracket))?;
@@ -100,6 +93,20 @@ impl BTree {
         Err(self.err(format!(
             "the leaf chain is longer than the tree (a cycle through page {leaf})"
         )))
+    }
+
+    /// The leftmost leaf that can hold entries of the full key `key`, and the
+    /// separators its parent has around it (the bounds of its search).
+    pub(super) fn leaf_for_key(&self, meta: &Meta, key: &[u8]) -> Result<(u32, Bracket)> {
+        let mut bracket = Bracket::default();
+        let leaf = self.descend(
+            meta,
+            key,
+            |sep| bytes_lt(sep, key),
+            None,
+            Some(&mut bracket),
+        )?;
+        Ok((leaf, bracket))
     }
 
     /// The leaves in key order with their entries: `(page, [(encoded key, tid)])`.
