@@ -763,16 +763,10 @@ pub fn run_fig2c(o: &Fig2cOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
     let keys: Vec<Vec<u8>> = (0..o.items).map(key).collect();
     let mut rng = CacheRng::new(o.seed);
     let mut order: Vec<usize> = (0..o.items as usize).collect();
-    let pass_keys = |rng: &mut CacheRng, order: &mut Vec<usize>| -> Vec<usize> {
+    let shuffle = |rng: &mut CacheRng, order: &mut Vec<usize>| {
         for i in (1..order.len()).rev() {
             order.swap(i, rng.below(i + 1));
         }
-        order
-            .iter()
-            .cycle()
-            .take(o.lookups as usize)
-            .copied()
-            .collect()
     };
     let heap_values = |tid| t.cached_columns(&fields, tid);
     // The variants, in the order of a round. Every round runs each once on
@@ -799,7 +793,7 @@ pub fn run_fig2c(o: &Fig2cOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
     let mut counts = [CachedLookups::default(); VARIANTS.len()];
     for round in 0..o.passes.max(1) {
         for (v, name) in VARIANTS.iter().enumerate() {
-            let ks = pass_keys(&mut rng, &mut order);
+            shuffle(&mut rng, &mut order);
             // The 0%-hit passes look each key up once, however few lookups
             // the other passes make: the 100%-hit pass needs every item.
             let ks: Vec<usize> = match v {
@@ -809,7 +803,12 @@ pub fn run_fig2c(o: &Fig2cOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
                     .copied()
                     .filter(|k| k % SEED_EVERY != 0)
                     .collect(),
-                _ => ks,
+                _ => order
+                    .iter()
+                    .cycle()
+                    .take(o.lookups as usize)
+                    .copied()
+                    .collect(),
             };
             let mut c = CachedLookups::default();
             if matches!(v, 0 | 2 | 3 | 6 | 7) {
