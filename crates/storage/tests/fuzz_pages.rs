@@ -23,6 +23,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use proptest::prelude::*;
+use strata_storage::btree::leaf_cache::CacheLayout;
 use strata_storage::check::check_database;
 use strata_storage::db::{NoProgress, TableOptions};
 use strata_storage::page::{self, HEADER_SIZE, PAGE_SIZE, PageMut, PageView, SLOT_SIZE};
@@ -763,6 +764,19 @@ fn a_leaf_entry_shorter_than_a_tid_is_an_error() {
         .unwrap()
         .to_string();
     assert!(e.contains("leaf 1 slot 0 is too short for an entry"), "{e}");
+    // A point lookup that lands on it, with and without an index cache, names
+    // it too rather than ending the key's run there.
+    let short = {
+        let g = b.pool().read(b.file_id(), 1).unwrap();
+        PageView::new(&g).get(0).unwrap().to_vec()
+    };
+    assert_eq!(short.len(), 3);
+    let want = "leaf page 1 slot 0 holds 3 bytes, too short for a tuple id";
+    let e = b.lookup(&short).unwrap_err().to_string();
+    assert!(e.contains(want), "{e}");
+    b.set_cache_layout(Some(CacheLayout::new(16, 4).unwrap()));
+    let e = b.lookup_cached(&short).unwrap_err().to_string();
+    assert!(e.contains(want), "{e}");
 }
 
 /// The root of `v_pad` (height 3), its first separator's key, and the index file.

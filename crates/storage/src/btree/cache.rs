@@ -865,7 +865,13 @@ impl BTree {
                 let mut done = false;
                 while s < n {
                     let e = slot_bytes(&v, s);
-                    if e.len() < TID_LEN || key_part(e) != key {
+                    if e.len() < TID_LEN {
+                        return Err(self.err(format!(
+                            "leaf page {leaf} slot {s} holds {} bytes, too short for a tuple id",
+                            e.len()
+                        )));
+                    }
+                    if key_part(e) != key {
                         done = true;
                         break;
                     }
