@@ -27,10 +27,17 @@
 //! A key column of type DOUBLE is not used: SQL finds `-0.0 = 0.0`, but their
 //! encoded keys differ.
 //!
+//! With `strata.index_cache = auto` (the default) each lookup is answered the
+//! way the index's governor finds cheaper (`strata_storage::cache_governor`):
+//! through the cache, or by the index's entries and their heap tuples when
+//! the cache does not pay (every page in the pool, where a hit costs what the
+//! heap tuple it replaces does). `on` always uses the cache.
+//!
 //! EXPLAIN shows `path=index-cache via <index>` and the keys; EXPLAIN ANALYZE
 //! adds the keys looked up, the index entries found, the cache's hits, misses
-//! (each a heap tuple read), fills and refused fills, the buffer pool's page
-//! accesses and the device's reads and pages during the scan.
+//! (each a heap tuple read), fills and refused fills, the entries the
+//! governor answered without the cache, the buffer pool's page accesses and
+//! the device's reads and pages during the scan.
 
 use std::fmt;
 use std::sync::Arc;
@@ -59,7 +66,7 @@ use strata_storage::types::{DataType, Schema, Value, decode_key, encode_key_valu
 use strata_storage::{Database, Table};
 
 use crate::convert::{ValueBatchBuilder, value_text};
-use crate::options::StrataOptions;
+use crate::options::{IndexCacheSetting, StrataOptions};
 use crate::provider::unqualified;
 use crate::pushdown::literal;
 use crate::stats::{TableStats, selectivity};
@@ -93,6 +100,9 @@ pub struct CachedPlan {
     key_values: Vec<Vec<Value>>,
     /// Filters the keys do not account for.
     residual: Vec<Expr>,
+    /// Whether the index's governor may answer without the cache
+    /// (`strata.index_cache = auto`).
+    governed: bool,
 }
 
 impl CachedPlan {
@@ -175,7 +185,7 @@ pub fn plan(
     needed: &[usize],
     settings: &StrataOptions,
 ) -> Option<CachedPlan> {
-    if !settings.index_cache {
+    if settings.index_cache == IndexCacheSetting::Off {
         return None;
     }
     let schema = table.schema();
@@ -258,6 +268,7 @@ pub fn plan(
                 .filter(|(_, u)| !**u)
                 .map(|(f, _)| f.clone())
                 .collect(),
+            governed: settings.index_cache == IndexCacheSetting::Auto,
         });
     }
     best
@@ -559,6 +570,7 @@ struct Counters {
     misses: Count,
     fills: Count,
     refused: Count,
+    plain: Count,
     pool_accesses: Count,
     io_requests: Count,
     pages_read: Count,
@@ -575,6 +587,7 @@ impl Counters {
             misses: c("cache_misses"),
             fills: c("cache_fills"),
             refused: c("cache_fills_refused"),
+            plain: c("entries_without_cache"),
             pool_accesses: c("pool_page_accesses"),
             io_requests: c("io_requests"),
             pages_read: c("pages_read"),
@@ -635,9 +648,12 @@ fn run(
     for key in &s.plan.keys {
         counters.keys.add(1);
         let (key_vals, _) = decode_key(&ix.key_types, key);
-        let entries = table
-            .lookup_cached(ix, key, &mut counts)
-            .map_err(external)?;
+        let entries = if s.plan.governed {
+            table.lookup_cached_auto(ix, key, &mut counts)
+        } else {
+            table.lookup_cached(ix, key, &mut counts)
+        }
+        .map_err(external)?;
         counters.index_entries.add(entries.len());
         for (_, cached) in &entries {
             builder.push_row(s.sources.iter().map(|src| match *src {
@@ -659,6 +675,7 @@ fn run(
     counters.misses.add(counts.misses as usize);
     counters.fills.add(counts.fills as usize);
     counters.refused.add(counts.refused as usize);
+    counters.plain.add(counts.plain as usize);
     counters.pool_accesses.add((p.hits + p.misses) as usize);
     counters.io_requests.add(io.read_requests as usize);
     counters.pages_read.add(io.pages_read as usize);

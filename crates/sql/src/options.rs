@@ -9,7 +9,7 @@
 //! | `strata.ordered_plan` | `auto`, `idx`, `sidx+ps`, `sidx+es`, `fts+ps`, `fts+es` | `auto` |
 //! | `strata.sort_memory` | a size (the sorts' memory budget) | `32MiB` |
 //! | `strata.direct_dml` | `true`, `false`: plain single-table UPDATE/DELETE planned from the syntax tree ([`crate::direct_dml`]) | `true` |
-//! | `strata.index_cache` | `true`, `false`: answer full-key lookups that need only an index's key and cached columns from its leaves ([`crate::cached_scan`]) | `true` |
+//! | `strata.index_cache` | `auto`, `on` (`true`), `off` (`false`): answer full-key lookups that need only an index's key and cached columns from its leaves ([`crate::cached_scan`]); `auto` lets each index's governor answer them without the cache while it finds the cache does not pay (`strata_storage::cache_governor`) | `auto` |
 //! | `strata.skipper` | `true`, `false`: run joins and scans over cold tables out of order through MJoin ([`crate::skipper`]); `false` is the pull-based baseline | `true` |
 //! | `strata.skipper_cache` | a size: MJoin's object cache, counted in the on-device bytes of the objects it holds | `4GiB` |
 //! | `strata.skipper_evict` | `max-progress`, `max-pending`: MJoin's eviction policy (Skipper §4.2) | `max-progress` |
@@ -104,7 +104,7 @@ pub struct StrataOptions {
     pub sort_memory_bytes: usize,
     pub direct_dml: bool,
     /// Whether a query answerable from an index cache uses it.
-    pub index_cache: bool,
+    pub index_cache: IndexCacheSetting,
     /// Whether queries over cold tables run out of order (MJoin).
     pub skipper: bool,
     pub skipper_cache_bytes: u64,
@@ -170,6 +170,44 @@ impl FromStr for IndexJoinSetting {
     }
 }
 
+/// Whether lookups that need only an index's key and cached columns go
+/// through its leaf cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum IndexCacheSetting {
+    /// Through the cache while the index's governor finds that it pays;
+    /// otherwise the index entries and the heap (the same answer).
+    #[default]
+    Auto,
+    /// Never: such queries take the ordinary scan.
+    Off,
+    /// Always through the cache (No Bits Left Behind as the paper has it).
+    On,
+}
+
+impl IndexCacheSetting {
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexCacheSetting::Auto => "auto",
+            IndexCacheSetting::Off => "off",
+            IndexCacheSetting::On => "on",
+        }
+    }
+}
+
+impl FromStr for IndexCacheSetting {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.trim().trim_matches('\'').to_ascii_lowercase().as_str() {
+            "auto" => Ok(IndexCacheSetting::Auto),
+            "off" | "false" => Ok(IndexCacheSetting::Off),
+            "on" | "true" => Ok(IndexCacheSetting::On),
+            _ => Err(format!(
+                "strata.index_cache: unknown value '{s}' (expected auto, on or off)"
+            )),
+        }
+    }
+}
+
 /// Which cached object MJoin drops when an arriving one needs room
 /// (Skipper §4.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -213,7 +251,7 @@ impl Default for StrataOptions {
             ordered_plan: None,
             sort_memory_bytes: 32 << 20,
             direct_dml: true,
-            index_cache: true,
+            index_cache: IndexCacheSetting::Auto,
             skipper: true,
             skipper_cache_bytes: 4 << 30,
             skipper_evict: EvictPolicy::MaxProgress,
@@ -300,7 +338,7 @@ impl ExtensionOptions for StrataOptions {
                     as usize
             }
             "direct_dml" => self.direct_dml = parse_bool("direct_dml", value).map_err(err)?,
-            "index_cache" => self.index_cache = parse_bool("index_cache", value).map_err(err)?,
+            "index_cache" => self.index_cache = value.parse().map_err(err)?,
             "skipper" => self.skipper = parse_bool("skipper", value).map_err(err)?,
             "skipper_cache" => {
                 self.skipper_cache_bytes = parse_size(value.trim_matches('\''))
@@ -358,8 +396,8 @@ impl ExtensionOptions for StrataOptions {
             ),
             entry(
                 "index_cache",
-                self.index_cache.to_string(),
-                "answer full-key lookups of an index's key and cached columns from its leaves",
+                self.index_cache.name().to_string(),
+                "answer full-key lookups of an index's key and cached columns from its leaves: auto (where the cache pays), on, off",
             ),
             entry(
                 "skipper",
@@ -428,8 +466,13 @@ mod tests {
             e.contains("strata.direct_dml") && e.contains("maybe"),
             "{e}"
         );
+        assert_eq!(o.index_cache, IndexCacheSetting::Auto);
         o.set("index_cache", "off").unwrap();
-        assert!(!o.index_cache);
+        assert_eq!(o.index_cache, IndexCacheSetting::Off);
+        o.set("index_cache", "'TRUE'").unwrap();
+        assert_eq!(o.index_cache, IndexCacheSetting::On);
+        o.set("index_cache", "auto").unwrap();
+        assert_eq!(o.index_cache, IndexCacheSetting::Auto);
         let e = o.set("index_cache", "2").unwrap_err().to_string();
         assert!(e.contains("strata.index_cache") && e.contains("'2'"), "{e}");
         o.set("skipper", "false").unwrap();

@@ -167,6 +167,7 @@ fn the_cache_path_returns_the_heap_paths_rows_on_random_keys() {
     let data = pages(3000, 2);
     let (_d, db) = setup(&data);
     let cached = SqlSession::new(db.clone()).unwrap();
+    cached.set("strata.index_cache", "on").unwrap();
     let heap = SqlSession::new(db).unwrap();
     heap.set("strata.index_cache", "false").unwrap();
     let mut rng = SmallRng::seed_from_u64(3);
@@ -267,11 +268,52 @@ fn the_cache_path_returns_the_heap_paths_rows_on_random_keys() {
     assert!(hits > 0, "no lookup ever hit the cache");
 }
 
+/// `auto` (the default): each lookup goes through the cache or around it,
+/// as the index's governor chooses; the rows are the heap path's and every
+/// entry is counted once, as a hit, a miss or an entry read without the cache.
+#[test]
+fn auto_answers_every_lookup_either_way_with_the_heap_paths_rows() {
+    let data = pages(3000, 8);
+    let (_d, db) = setup(&data);
+    let auto = SqlSession::new(db.clone()).unwrap();
+    let heap = SqlSession::new(db).unwrap();
+    heap.set("strata.index_cache", "off").unwrap();
+    let mut rng = SmallRng::seed_from_u64(9);
+    let (mut through, mut around) = (0, 0);
+    for _ in 0..40 {
+        let ids: Vec<i32> = (0..150).map(|_| rng.random_range(-5..1600)).collect();
+        let sql = format!(
+            "SELECT id, ns, title, len FROM page WHERE id IN ({})",
+            list(&ids)
+        );
+        let want = sorted(query(&heap, &sql));
+        assert_eq!(sorted(query(&auto, &sql)), want, "{sql}");
+        let out = plan_text(&auto, &format!("ANALYZE {sql}"));
+        assert!(out.contains("path=index-cache via page_id"), "{out}");
+        let (hits, misses, plain) = (
+            counter(&out, "cache_hits"),
+            counter(&out, "cache_misses"),
+            counter(&out, "entries_without_cache"),
+        );
+        assert_eq!(
+            hits + misses + plain,
+            counter(&out, "index_entries"),
+            "{out}"
+        );
+        assert_eq!(counter(&out, "output_rows"), want.len() as u64, "{out}");
+        through += hits + misses;
+        around += plain;
+    }
+    // The first window explores the way not chosen one lookup in 16.
+    assert!(through > 0 && around > 0, "{through} {around}");
+}
+
 #[test]
 fn a_second_run_hits_the_cache_and_touches_fewer_pages() {
     let data = pages(3000, 4);
     let (_d, db) = setup(&data);
     let s = SqlSession::new(db).unwrap();
+    s.set("strata.index_cache", "on").unwrap();
     let ids: Vec<i32> = (0..150).map(|i| i * 7).collect();
     let sql = format!(
         "ANALYZE SELECT ns, title, len FROM page WHERE id IN ({})",
@@ -310,6 +352,7 @@ fn updates_and_deletes_are_seen_by_the_next_select() {
     let data = pages(2000, 5);
     let (_d, db) = setup(&data);
     let s = SqlSession::new(db.clone()).unwrap();
+    s.set("strata.index_cache", "on").unwrap();
     let heap = SqlSession::new(db).unwrap();
     heap.set("strata.index_cache", "false").unwrap();
     let mut rng = SmallRng::seed_from_u64(6);
@@ -358,6 +401,9 @@ fn a_transaction_reads_its_own_writes_and_others_read_the_committed_values() {
     let (_d, db) = setup(&data);
     let s = SqlSession::new(db.clone()).unwrap();
     let other = SqlSession::new(db).unwrap();
+    for session in [&s, &other] {
+        session.set("strata.index_cache", "on").unwrap();
+    }
     run(&s, "CREATE TABLE audit (n INT)");
     let k = data[10].id;
     let select = format!("SELECT len FROM page WHERE id = {k}");
@@ -409,6 +455,7 @@ fn a_transaction_reads_its_own_writes_and_others_read_the_committed_values() {
 fn declared_with_sql_and_shown_by_explain_analyze() {
     let (_d, db) = common::empty_db();
     let s = SqlSession::new(Arc::new(db)).unwrap();
+    s.set("strata.index_cache", "on").unwrap();
     run(
         &s,
         "CREATE TABLE page (id INT NOT NULL, ns INT NOT NULL, title VARCHAR(20) NOT NULL, len INT)",

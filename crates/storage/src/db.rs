@@ -34,6 +34,7 @@ use parking_lot::Mutex;
 
 use crate::btree::BTree;
 use crate::buffer::{BufferPool, as_writer};
+use crate::cache_governor::{CacheGovernor, Way};
 use crate::cached_fields::CachedFields;
 use crate::catalog::{Catalog, IndexDef, TableDef, sync_dir};
 use crate::device::{
@@ -1367,6 +1368,18 @@ impl SidePart {
     }
 }
 
+/// The index's cached columns, read under its lock rather than cloned out
+/// of it (a lookup takes no reference count, and they cannot change under
+/// it); an index without them is an error.
+fn cached_fields_of(ix: &Index) -> Result<parking_lot::MappedRwLockReadGuard<'_, CachedFields>> {
+    parking_lot::RwLockReadGuard::try_map(ix.cached.read(), |c| c.as_deref()).map_err(|_| {
+        StorageError::Index {
+            index: ix.def.name.clone(),
+            reason: "caches no columns".into(),
+        }
+    })
+}
+
 /// What [`Table::lookup_cached`] did, summed over calls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CachedLookups {
@@ -1378,6 +1391,10 @@ pub struct CachedLookups {
     pub fills: u64,
     /// Misses whose fill was refused (stale, leaf busy, entry moved, no room).
     pub refused: u64,
+    /// Entries read from the heap by the plain path, the cache untouched,
+    /// because the index's governor found that the cache does not pay
+    /// ([`Table::lookup_cached_auto`], `cache_governor.rs`).
+    pub plain: u64,
 }
 
 /// An open B+-tree index over some columns of a table.
@@ -1395,6 +1412,8 @@ pub struct Index {
     pending: Mutex<Vec<Tid>>,
     /// The hot partition's index (`hot.rs`), if there is one.
     hot: parking_lot::RwLock<Option<Arc<crate::hot::HotPartition>>>,
+    /// Whether lookups through [`Table::lookup_cached_auto`] use the cache.
+    pub governor: CacheGovernor,
 }
 
 impl Index {
@@ -1413,6 +1432,7 @@ impl Index {
             cached: parking_lot::RwLock::new(None),
             pending: Mutex::new(Vec::new()),
             hot: parking_lot::RwLock::new(None),
+            governor: CacheGovernor::default(),
             def,
         };
         let fields = CachedFields::new(table, &ix.def.name, schema, &ix.key_cols, &ix.def.cache)?;
@@ -2122,13 +2142,7 @@ impl Table {
         key: &[u8],
         counts: &mut CachedLookups,
     ) -> Result<Vec<(Tid, Vec<Value>)>> {
-        // Read under the lock, not cloned out of it: a lookup takes no
-        // reference count, and the columns cannot change under it.
-        let held = ix.cached.read();
-        let fields = held.as_deref().ok_or_else(|| StorageError::Index {
-            index: ix.def.name.clone(),
-            reason: "caches no columns".into(),
-        })?;
+        let fields = &*cached_fields_of(ix)?;
         let mut out: Vec<(Tid, Vec<Value>)> = Vec::new();
         // The misses' places in `out` and tickets, filled after the leaves'
         // latches are given up (nothing allocated when every entry hits).
@@ -2167,6 +2181,49 @@ impl Table {
         })?;
         for i in gone.into_iter().rev() {
             out.remove(i);
+        }
+        Ok(out)
+    }
+
+    /// What [`lookup_cached`](Self::lookup_cached) gives, answered the way the
+    /// index's governor finds cheaper (`cache_governor.rs`): through the cache,
+    /// or by the plain path (the index's entries, then each one's heap tuple;
+    /// the cache neither read nor filled, counted in `counts.plain`). The
+    /// answer is the same either way.
+    pub fn lookup_cached_auto(
+        &self,
+        ix: &Index,
+        key: &[u8],
+        counts: &mut CachedLookups,
+    ) -> Result<Vec<(Tid, Vec<Value>)>> {
+        let choice = ix.governor.choose();
+        let start = choice.timed.then(std::time::Instant::now);
+        let out = match choice.way {
+            Way::Cache => self.lookup_cached(ix, key, counts)?,
+            Way::Plain => self.lookup_plain(ix, key, counts)?,
+        };
+        if let Some(start) = start {
+            let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            ix.governor.record(choice.way, ns);
+        }
+        Ok(out)
+    }
+
+    /// The plain path of [`lookup_cached_auto`](Self::lookup_cached_auto).
+    fn lookup_plain(
+        &self,
+        ix: &Index,
+        key: &[u8],
+        counts: &mut CachedLookups,
+    ) -> Result<Vec<(Tid, Vec<Value>)>> {
+        let fields = &*cached_fields_of(ix)?;
+        let mut out = Vec::new();
+        for tid in ix.btree.lookup(key)? {
+            counts.plain += 1;
+            // None: deleted since the lookup read the leaf.
+            if let Some(values) = self.cached_columns(fields, tid)? {
+                out.push((tid, values));
+            }
         }
         Ok(out)
     }

@@ -4,6 +4,7 @@
 
 pub mod btree;
 pub mod buffer;
+pub mod cache_governor;
 pub mod cached_fields;
 pub mod catalog;
 pub mod check;
