@@ -19,18 +19,21 @@
 //! The *chosen* way answers most lookups, and one in [`TIME_ONE_IN`] of those
 //! is timed. A random share of lookups (the *exploration* rate) takes the
 //! other way, every one timed. Once the other way has [`SAMPLES`] timed
-//! lookups, the two mean times are compared. The other way is chosen if it
-//! was at least [`MARGIN_PCT`]% cheaper. Means are used, not medians, because
-//! the cost is a mix of fast pool hits and slow device reads. Then a new
-//! window starts.
+//! lookups, the two mean times are compared and a new window starts. The
+//! other way is chosen once it was at least [`MARGIN_PCT`]% cheaper in
+//! [`SWITCH_AFTER`] windows in a row. Means are used, not medians, because
+//! the cost is a mix of fast pool hits and slow device reads. A mean is
+//! thrown far off by one lookup whose thread was descheduled, which is why
+//! one window does not switch.
 //!
 //! Exploring has a price: each explored lookup costs what the dearer way
 //! costs. The rate is set after every decision so that the price stays near
 //! [`BUDGET_PCT`]% of the lookups' time. That gives 1 in 16 when the two ways
 //! cost about the same, and down to 1 in 2^16 when the other way is far
-//! dearer (a device read against a leaf hit). A far-dearer way is then
-//! measured rarely. A change of workload is still caught, but only after a
-//! long window.
+//! dearer (a device read against a leaf hit). The rate rises at once but
+//! falls at most [`RATE_FALL`] times per decision, so one slow sample does not
+//! stop the exploring. A far-dearer way is then measured rarely. A change of
+//! workload is still caught, but only after a long window.
 //!
 //! While plain is chosen, only explored lookups fill the cache, so it warms
 //! more slowly. That is the price of not paying for a cache that does not pay
@@ -52,6 +55,12 @@ pub const MARGIN_PCT: u64 = 10;
 pub const BUDGET_PCT: u64 = 1;
 /// One chosen lookup in this many is timed.
 pub const TIME_ONE_IN: u64 = 16;
+/// Windows in a row in which the other way must be the cheaper for it to be
+/// chosen: one slow sample (the thread descheduled) does not switch.
+pub const SWITCH_AFTER: u32 = 2;
+/// The most the exploration rate falls in one decision (it rises at once):
+/// one slow sample of the other way does not stop its exploring.
+pub const RATE_FALL: u64 = 4;
 /// The exploration rate's bounds, in lookups per 2^32.
 const MAX_RATE: u64 = (1 << 32) / 16;
 const MIN_RATE: u64 = 1 << 16;
@@ -98,6 +107,9 @@ pub struct GovernorState {
 struct Window {
     sum: [u64; 2],
     n: [u32; 2],
+    /// Windows in a row, up to this one, in which the other way was the
+    /// cheaper by the margin (kept across windows).
+    favoured: u32,
 }
 
 /// A cached index's choice between its cache and the plain path, from
@@ -185,15 +197,24 @@ impl CacheGovernor {
         for x in [Way::Plain, Way::Cache] {
             self.last_ns[x.at()].store(mean(x), Ordering::Relaxed);
         }
+        let mut favoured = 0;
         if m_other.saturating_mul(100) < m_chosen.saturating_mul(100 - MARGIN_PCT) {
-            self.use_cache.store(other == Way::Cache, Ordering::Relaxed);
-            self.switches.fetch_add(1, Ordering::Relaxed);
-            std::mem::swap(&mut m_chosen, &mut m_other);
+            favoured = w.favoured + 1;
+            if favoured >= SWITCH_AFTER {
+                self.use_cache.store(other == Way::Cache, Ordering::Relaxed);
+                self.switches.fetch_add(1, Ordering::Relaxed);
+                std::mem::swap(&mut m_chosen, &mut m_other);
+                favoured = 0;
+            }
         }
-        self.rate
-            .store(explore_rate(m_chosen, m_other) as u32, Ordering::Relaxed);
+        let was = u64::from(self.rate.load(Ordering::Relaxed));
+        let rate = explore_rate(m_chosen, m_other).max(was / RATE_FALL);
+        self.rate.store(rate as u32, Ordering::Relaxed);
         self.decisions.fetch_add(1, Ordering::Relaxed);
-        *w = Window::default();
+        *w = Window {
+            favoured,
+            ..Window::default()
+        };
     }
 
     pub fn state(&self) -> GovernorState {
@@ -315,6 +336,33 @@ mod tests {
         assert_eq!((s.chosen, s.switches), (Way::Cache, 0), "{s:?}");
         assert!(s.decisions > 10, "{s:?}");
         assert_eq!(s.explore_one_in, 16, "{s:?}");
+    }
+
+    #[test]
+    fn one_descheduled_lookup_neither_switches_nor_stops_exploring() {
+        for slow in [Way::Plain, Way::Cache] {
+            let g = CacheGovernor::default();
+            let normal = |w| match w {
+                Way::Cache => 1000,
+                Way::Plain => 1300,
+            };
+            run(&g, 50_000, 6, normal);
+            assert_eq!(g.state().explore_one_in, 30);
+            // One timed lookup of `slow` takes 20 ms.
+            let hit = std::cell::Cell::new(false);
+            run(&g, 50_000, 7, |w| {
+                if w == slow && !hit.replace(true) {
+                    20_000_000
+                } else {
+                    normal(w)
+                }
+            });
+            assert!(hit.get());
+            let s = g.state();
+            assert_eq!((s.chosen, s.switches), (Way::Cache, 0), "{slow:?} {s:?}");
+            // Back to the rate the normal samples give.
+            assert_eq!(s.explore_one_in, 30, "{slow:?} {s:?}");
+        }
     }
 
     #[test]

@@ -2209,8 +2209,10 @@ impl Table {
         Ok(out)
     }
 
-    /// The plain path of [`lookup_cached_auto`](Self::lookup_cached_auto).
-    fn lookup_plain(
+    /// The plain path of [`lookup_cached_auto`](Self::lookup_cached_auto):
+    /// what [`lookup_cached`](Self::lookup_cached) gives, from the index's
+    /// entries and their heap tuples, the cache neither read nor filled.
+    pub fn lookup_plain(
         &self,
         ix: &Index,
         key: &[u8],
