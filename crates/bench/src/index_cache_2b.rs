@@ -83,6 +83,9 @@ pub struct Fig2bOptions {
     pub max_lookups: u64,
     /// Opens per (device, line); each runs every variant once, in an order drawn for the open.
     pub rounds: usize,
+    /// Cache hit rates (%) at which the b = `warm_pct` line also runs the
+    /// governed lookup SQL makes by default (`Table::lookup_cached_auto`).
+    pub auto_hit_rates: Vec<f64>,
     /// The database holding the table (kept between runs).
     pub bench_db: PathBuf,
     pub out: PathBuf,
@@ -101,6 +104,7 @@ impl Fig2bOptions {
             misses: 4_000,
             max_lookups: 100_000,
             rounds: 3,
+            auto_hit_rates: vec![0.0, 90.0, 99.0],
             bench_db,
             out,
             seed: 16,
@@ -122,7 +126,7 @@ impl Fig2bOptions {
         }
         let pct = |v: &[f64]| !v.is_empty() && v.iter().all(|p| (0.0..=100.0).contains(p));
         ensure!(
-            pct(&self.hit_rates) && pct(&self.pool_hit_rates),
+            pct(&self.hit_rates) && pct(&self.pool_hit_rates) && pct(&self.auto_hit_rates),
             "2b: hit rates are percentages in 0..=100"
         );
         ensure!(
@@ -384,6 +388,9 @@ pub struct Point {
     /// The index descent alone (`BTree::lookup`, no heap): the floor a hit
     /// cannot go below (`cache_target` is None).
     pub index_only: bool,
+    /// The lookups went through `Table::lookup_cached_auto` (the governor
+    /// chose, per lookup, the cache or the index and heap).
+    pub auto: bool,
     pub round: usize,
     pub lookups: u64,
     pub wall_s: f64,
@@ -461,6 +468,15 @@ fn cold_budget(o: &Fig2bOptions, b: f64) -> u64 {
         // Draws are random: allow for the tail (5 standard deviations).
         n += (misses * share + 5.0 * (misses * share).sqrt()).ceil() as u64 + 1;
     }
+    // The governed runs: their misses, and the lookups a fresh governor
+    // sends around the cache (1 in 16 at first, then fewer; twice that here).
+    if b == o.warm_pct {
+        for &h in &o.auto_hit_rates {
+            let lookups = lookups_for(o, h) as f64;
+            let heap = lookups * (1.0 - h / 100.0) + lookups / 8.0;
+            n += (heap * share + 5.0 * (heap * share).sqrt()).ceil() as u64 + 1;
+        }
+    }
     n
 }
 
@@ -520,11 +536,17 @@ fn run_open(
         o.seed ^ ((round as u64) << 32) ^ b.to_bits() ^ device.len() as u64,
     );
     let mut out = Vec::new();
-    // (cache hit rate, index only); the index alone runs once per open.
-    let mut variants: Vec<(Option<f64>, bool)> = [(None, false), (None, true)]
+    // (cache hit rate, index only, auto); the index alone runs once per open.
+    let auto_rates: &[f64] = if b == o.warm_pct {
+        &o.auto_hit_rates
+    } else {
+        &[]
+    };
+    let mut variants: Vec<(Option<f64>, bool, bool)> = [(None, false, false), (None, true, false)]
         .into_iter()
-        .filter(|&(_, only)| !only || b == o.pool_hit_rates[0])
-        .chain(o.hit_rates.iter().map(|&h| (Some(h), false)))
+        .filter(|&(_, only, _)| !only || b == o.pool_hit_rates[0])
+        .chain(o.hit_rates.iter().map(|&h| (Some(h), false, false)))
+        .chain(auto_rates.iter().map(|&h| (Some(h), false, true)))
         .collect();
     // In an order of their own in every open: a real device's latency drifts
     // within an open (a cloud disk's burst budget, the host's other tenants),
@@ -533,7 +555,7 @@ fn run_open(
     for i in (1..variants.len()).rev() {
         variants.swap(i, st.rng.below(i + 1));
     }
-    for (v, index_only) in variants {
+    for (v, index_only, auto) in variants {
         // The keys, drawn before the clock starts.
         let n = match v {
             None if index_only => o.max_lookups,
@@ -584,6 +606,11 @@ fn run_open(
                     answers.push(a);
                 }
             }
+            Some(_) if auto => {
+                for k in &keys {
+                    answers.push(t.lookup_cached_auto(ix, k, &mut counts)?);
+                }
+            }
             Some(_) => {
                 for k in &keys {
                     answers.push(t.lookup_cached(ix, k, &mut counts)?);
@@ -603,6 +630,7 @@ fn run_open(
             pool_target: b,
             cache_target: v,
             index_only,
+            auto,
             round,
             lookups: n,
             wall_s,
@@ -611,7 +639,7 @@ fn run_open(
             tree_hits: tree1.hits - tree0.hits,
             tree_misses: tree1.misses - tree0.misses,
             heap_accesses: match v {
-                Some(_) => counts.misses,
+                Some(_) => counts.misses + counts.plain,
                 None if index_only => 0,
                 None => n,
             },
@@ -625,6 +653,7 @@ fn run_open(
             match v {
                 None if index_only => "index only".to_string(),
                 None => "no cache".to_string(),
+                Some(h) if auto => format!("auto {h}%"),
                 Some(h) => format!("cache {h}%"),
             },
             p.lookups,
@@ -686,7 +715,9 @@ pub fn run_points(o: &Fig2bOptions, log: &mut dyn FnMut(&str)) -> Result<Vec<Poi
 
 /// The median run of each (device, line, variant) by throughput.
 fn medians(points: &[Point]) -> Vec<(Point, f64, usize)> {
-    let mut groups: BTreeMap<(String, u64, Option<u64>, bool), Vec<&Point>> = BTreeMap::new();
+    /// (device, pool target, cache target, index only, auto), as bits.
+    type Variant = (String, u64, Option<u64>, bool, bool);
+    let mut groups: BTreeMap<Variant, Vec<&Point>> = BTreeMap::new();
     for p in points {
         groups
             .entry((
@@ -694,6 +725,7 @@ fn medians(points: &[Point]) -> Vec<(Point, f64, usize)> {
                 p.pool_target.to_bits(),
                 p.cache_target.map(f64::to_bits),
                 p.index_only,
+                p.auto,
             ))
             .or_default()
             .push(p);
@@ -736,12 +768,13 @@ pub fn run_fig2b(o: &Fig2bOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
             ix.btree.height()
         )
     };
-    let meds = medians(&points);
+    let all = medians(&points);
     let mut set = ResultSet::new();
-    for (p, thr, runs) in &meds {
+    for (p, thr, runs) in &all {
         let variant = match p.cache_target {
             None if p.index_only => "index only (no heap)".to_string(),
             None => format!("no cache, pool {}%", p.pool_target),
+            Some(_) if p.auto => format!("auto, pool {}%", p.pool_target),
             Some(_) => format!("cache, pool {}%", p.pool_target),
         };
         let mut r = ResultRow::new("2b", &p.device, variant, p.cache_target.unwrap_or(f64::NAN));
@@ -760,6 +793,7 @@ pub fn run_fig2b(o: &Fig2bOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
                 .with("cache_misses", p.counts.misses)
                 .with("cache_fills", p.counts.fills)
                 .with("fills_refused", p.counts.refused)
+                .with("entries_without_cache", p.counts.plain)
                 .with("tree_hits", p.tree_hits)
                 .with("tree_misses", p.tree_misses)
                 .with("heap_accesses", p.heap_accesses)
@@ -769,6 +803,8 @@ pub fn run_fig2b(o: &Fig2bOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
         );
     }
     set.write_csv(o.out.join("2b.csv"))?;
+    // The figure is the cache's; the governed runs have a table of their own.
+    let (autos, meds): (Vec<_>, Vec<_>) = all.into_iter().partition(|(p, _, _)| p.auto);
 
     let mut s = Summary::new("Index caches: Fig. 2b (No Bits Left Behind §2.1)");
     s.paragraph(&provenance());
@@ -890,6 +926,65 @@ pub fn run_fig2b(o: &Fig2bOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
             r
         });
         s.table(&header, &rows);
+        let dev_autos: Vec<&(Point, f64, usize)> = autos
+            .iter()
+            .filter(|(p, _, _)| &p.device == device)
+            .collect();
+        if !dev_autos.is_empty() {
+            let b = o.warm_pct;
+            let cache_at = |h: f64| {
+                dev.iter()
+                    .find(|(p, _, _)| p.pool_target == b && p.cache_target == Some(h))
+                    .map_or(f64::NAN, |(_, t, _)| *t)
+            };
+            let rows: Vec<Vec<String>> = dev_autos
+                .iter()
+                .map(|(p, t, _)| {
+                    let h = p.cache_target.unwrap_or(f64::NAN);
+                    let entries = p.counts.hits + p.counts.misses + p.counts.plain;
+                    vec![
+                        format!("{h}"),
+                        num(*t),
+                        format!("{:.2}x", t / nc(b)),
+                        format!("{:.2}x", t / cache_at(h)),
+                        format!(
+                            "{:.2}",
+                            100.0 * p.counts.plain as f64 / entries.max(1) as f64
+                        ),
+                    ]
+                })
+                .collect();
+            s.paragraph(&format!(
+                "*Auto* on the b = {b}% line: the same lookups through `Table::lookup_cached_auto`, the lookup SQL makes by default. A governor per index answers each lookup through the cache or by `BTree::lookup` and the heap, whichever its timed samples found cheaper (`cache_governor.rs`). Each open starts a fresh governor, so every run pays its first windows of exploring: 1 lookup in 16 goes around the cache, which here is a device read, and the rate falls at most 4x per window."
+            ));
+            s.table(
+                &[
+                    "h aimed %",
+                    "auto: lookups/s",
+                    "auto / no cache",
+                    "auto / cache",
+                    "entries without the cache %",
+                ],
+                &rows,
+            );
+            for (h, target) in [(90.0, 8.0), (99.0, 20.0)] {
+                if let Some((_, t, _)) =
+                    dev_autos.iter().find(|(p, _, _)| p.cache_target == Some(h))
+                {
+                    comparisons.push(
+                        Comparison::new(
+                            format!("{device}: auto's speedup at {h}% hits, pool {b}% of heap"),
+                            t / nc(b),
+                            target,
+                        )
+                        .note(format!(
+                            "the governed lookup; the cache alone: {:.2}x",
+                            cache_at(h) / nc(b)
+                        )),
+                    );
+                }
+            }
+        }
         let max_evictions = dev.iter().map(|(p, _, _)| p.evictions).max().unwrap_or(0);
         let extra_misses = dev
             .iter()
@@ -985,13 +1080,17 @@ mod tests {
         o.rows = 100_000;
         o.devices = vec!["ssd".into()];
         o.hit_rates = vec![0.0, 50.0, 90.0, 100.0];
-        o.pool_hit_rates = vec![0.0, 50.0, 100.0];
+        // 10: the line of warm_pct, which also runs the governed lookups.
+        o.pool_hit_rates = vec![0.0, 10.0, 100.0];
+        o.auto_hit_rates = vec![0.0, 90.0];
         o.misses = 300;
         o.max_lookups = 3_000;
         o.rounds = 1;
         let points = run_points(&o, &mut |_| {}).unwrap();
-        // Per line the baseline and 4 hit rates; the index alone once.
-        assert_eq!(points.len(), 3 * 5 + 1);
+        // Per line the baseline and 4 hit rates; the index alone once; 2
+        // governed runs on the 10% line.
+        assert_eq!(points.len(), 3 * 5 + 1 + 2);
+        assert_eq!(points.iter().filter(|p| p.auto).count(), 2);
         assert_eq!(points.iter().filter(|p| p.index_only).count(), 1);
         for p in &points {
             assert_eq!(p.evictions, 0, "{p:?}");
@@ -1007,7 +1106,15 @@ mod tests {
                     }
                 }
                 Some(h) => {
-                    assert_eq!(p.counts.hits + p.counts.misses, p.lookups, "{p:?}");
+                    let cached = p.counts.hits + p.counts.misses;
+                    assert_eq!(cached + p.counts.plain, p.lookups, "{p:?}");
+                    if p.auto {
+                        // A fresh governor explores 1 lookup in 16 around
+                        // the cache; the rest go through it.
+                        assert!(p.counts.plain > 0 && cached > p.counts.plain, "{p:?}");
+                    } else {
+                        assert_eq!(p.counts.plain, 0, "{p:?}");
+                    }
                     assert_eq!(
                         (p.tree_hits, p.tree_misses),
                         (p.counts.hits, p.counts.misses)
@@ -1022,7 +1129,9 @@ mod tests {
                     );
                 }
             }
-            if p.heap_accesses > 0 {
+            // (A governed run's plain lookups of hot keys read pages its
+            // earlier ones made warm.)
+            if p.heap_accesses > 0 && !p.auto {
                 let b = p.pool_target / 100.0;
                 let n = p.heap_accesses as f64;
                 let sd = 100.0 * (b * (1.0 - b) / n).sqrt();

@@ -77,6 +77,11 @@ pub struct IndexCacheArgs {
     /// 2b: buffer-pool hit rates (%) of the misses' heap pages, the lines.
     #[arg(long, value_delimiter = ',', default_value = "0,10,25,50,75,100")]
     pub pool_hit_rates: Vec<f64>,
+    /// 2b: cache hit rates (%) at which the pool line of 10% (the issue's
+    /// setting, a pool holding 10% of the heap) also runs the governed lookup
+    /// (SQL's default, `strata.index_cache = auto`).
+    #[arg(long, value_delimiter = ',', default_value = "0,90,99")]
+    pub auto_hit_rates: Vec<f64>,
     /// 2b: heap accesses per point (the lookups are at most --lookups); 4000
     /// average over the real disk's swings (with 2000, single opens' speedups
     /// at 90% hits ranged from 5.9x to 9.3x).
@@ -151,6 +156,7 @@ pub fn run(_cli: &Global, a: &IndexCacheArgs) -> Result<()> {
     b.devices = crate::bench_smooth::parse_devices(&a.devices)?;
     b.hit_rates = a.hit_rates.clone();
     b.pool_hit_rates = a.pool_hit_rates.clone();
+    b.auto_hit_rates = a.auto_hit_rates.clone();
     b.misses = a.misses;
     b.max_lookups = a.lookups.max(a.misses);
     b.rounds = a.rounds;

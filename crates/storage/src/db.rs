@@ -2197,14 +2197,22 @@ impl Table {
         counts: &mut CachedLookups,
     ) -> Result<Vec<(Tid, Vec<Value>)>> {
         let choice = ix.governor.choose();
-        let start = choice.timed.then(std::time::Instant::now);
+        // Wall time, plus the modeled device time no one waited for (zero on
+        // the real device): what the lookup cost on this device.
+        let start = choice.timed.then(|| {
+            (
+                std::time::Instant::now(),
+                crate::device::thread_unwaited_ns(),
+            )
+        });
         let out = match choice.way {
             Way::Cache => self.lookup_cached(ix, key, counts)?,
             Way::Plain => self.lookup_plain(ix, key, counts)?,
         };
-        if let Some(start) = start {
-            let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            ix.governor.record(choice.way, ns);
+        if let Some((start, unwaited)) = start {
+            let wall = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            let modeled = crate::device::thread_unwaited_ns().saturating_sub(unwaited);
+            ix.governor.record(choice.way, wall.saturating_add(modeled));
         }
         Ok(out)
     }

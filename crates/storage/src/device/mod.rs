@@ -467,3 +467,21 @@ mod tests {
         assert_eq!(d.bytes_read(), 16 * PAGE_SIZE as u64);
     }
 }
+
+thread_local! {
+    static UNWAITED_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Modeled device time of this thread's reads that no thread waited for
+/// (a modeled device charges its time without sleeping it, unless its
+/// profile's wait scale says so), in ns since the thread started. What an
+/// operation on this thread really cost on a modeled device is its wall time
+/// plus the growth of this (`cache_governor.rs` times lookups so).
+pub fn thread_unwaited_ns() -> u64 {
+    UNWAITED_NS.with(|c| c.get())
+}
+
+/// Charges `ns` of modeled time that was not waited to this thread.
+pub(crate) fn add_thread_unwaited_ns(ns: u64) {
+    UNWAITED_NS.with(|c| c.set(c.get().saturating_add(ns)));
+}

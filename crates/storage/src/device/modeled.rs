@@ -449,12 +449,15 @@ impl ModeledDevice {
     /// Adds `ns` to the modeled time and, if the profile says so, really waits.
     fn finish(&self, ns: u64) {
         self.stats.add_modeled_ns(ns);
+        let mut waited = 0;
         if let Some(scale) = self.profile.wait_scale {
             let wait = (ns as f64 * scale).round() as u64;
             if wait > 0 {
                 std::thread::sleep(Duration::from_nanos(wait));
+                waited = wait;
             }
         }
+        super::add_thread_unwaited_ns(ns.saturating_sub(waited));
     }
 }
 
@@ -659,6 +662,26 @@ mod tests {
     // pays 0.2 ms = 200_000 ns of latency on top: 240_960 ns for one page.
     const SSD_PAGE: u64 = 40_960;
     const SSD_LAT: u64 = 200_000;
+
+    #[test]
+    fn a_threads_unwaited_time_is_what_its_own_reads_were_charged() {
+        let (_dir, dev, a, _b) = setup("ssd");
+        let before = crate::device::thread_unwaited_ns();
+        let charged = read(&dev, a, 0, 1) + read(&dev, a, 5, 1);
+        assert_eq!(crate::device::thread_unwaited_ns() - before, charged);
+        // Another thread's reads are its own.
+        let other = std::thread::scope(|s| {
+            s.spawn(|| {
+                let t0 = crate::device::thread_unwaited_ns();
+                let c = read(&dev, a, 9, 1);
+                (crate::device::thread_unwaited_ns() - t0, c)
+            })
+            .join()
+            .unwrap()
+        });
+        assert_eq!(other.0, other.1);
+        assert_eq!(crate::device::thread_unwaited_ns() - before, charged);
+    }
 
     #[test]
     fn ssd_charges_latency_and_schedules_batches_on_channels() {
