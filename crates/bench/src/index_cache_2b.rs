@@ -955,7 +955,7 @@ pub fn run_fig2b(o: &Fig2bOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
                 })
                 .collect();
             s.paragraph(&format!(
-                "*Auto* on the b = {b}% line: the same lookups through `Table::lookup_cached_auto`, the lookup SQL makes by default. A governor per index answers each lookup through the cache or by `BTree::lookup` and the heap, whichever its timed samples found cheaper (`cache_governor.rs`). Each open starts a fresh governor, so every run pays its first windows of exploring: 1 lookup in 16 goes around the cache, which here is a device read, and the rate falls at most 4x per window."
+                "*Auto* on the b = {b}% line: the same lookups through `Table::lookup_cached_auto`, the lookup SQL makes by default. A governor per index answers each lookup through the cache or by `BTree::lookup` and the heap, whichever its timed samples found cheaper (`cache_governor.rs`). Each open starts a fresh governor, so every run pays its first window of exploring: 1 lookup in 16 goes around the cache until the plain way has 64 timed samples, each one here a device read; then the rate falls to what keeps exploring near 1% of the time."
             ));
             s.table(
                 &[

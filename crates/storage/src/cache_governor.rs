@@ -30,10 +30,12 @@
 //! costs. The rate is set after every decision so that the price stays near
 //! [`BUDGET_PCT`]% of the lookups' time. That gives 1 in 16 when the two ways
 //! cost about the same, and down to 1 in 2^16 when the other way is far
-//! dearer (a device read against a leaf hit). The rate rises at once but
-//! falls at most [`RATE_FALL`] times per decision, so one slow sample does not
-//! stop the exploring. A far-dearer way is then measured rarely. A change of
-//! workload is still caught, but only after a long window.
+//! dearer (a device read against a leaf hit). The rate rises at once. It
+//! falls at once too when the other way was dear throughout its window
+//! (device reads in most of its samples), but at most [`RATE_FALL`] times
+//! when one sample made more than half of its time, so one slow sample does
+//! not stop the exploring. A far-dearer way is then measured rarely. A change
+//! of workload is still caught, but only after a long window.
 //!
 //! While plain is chosen, only explored lookups fill the cache, so it warms
 //! more slowly. That is the price of not paying for a cache that does not pay
@@ -58,8 +60,9 @@ pub const TIME_ONE_IN: u64 = 16;
 /// Windows in a row in which the other way must be the cheaper for it to be
 /// chosen: one slow sample (the thread descheduled) does not switch.
 pub const SWITCH_AFTER: u32 = 2;
-/// The most the exploration rate falls in one decision (it rises at once):
-/// one slow sample of the other way does not stop its exploring.
+/// The most the exploration rate falls in one decision when one sample of
+/// the other way made more than half its time (it rises at once): one slow
+/// sample does not stop the exploring.
 pub const RATE_FALL: u64 = 4;
 /// The exploration rate's bounds, in lookups per 2^32.
 const MAX_RATE: u64 = (1 << 32) / 16;
@@ -107,6 +110,8 @@ pub struct GovernorState {
 struct Window {
     sum: [u64; 2],
     n: [u32; 2],
+    /// Each way's dearest sample.
+    max: [u64; 2],
     /// Windows in a row, up to this one, in which the other way was the
     /// cheaper by the margin (kept across windows).
     favoured: u32,
@@ -180,6 +185,7 @@ impl CacheGovernor {
         let mut w = self.window.lock();
         w.sum[way.at()] = w.sum[way.at()].saturating_add(ns);
         w.n[way.at()] += 1;
+        w.max[way.at()] = w.max[way.at()].max(ns);
         let chosen = if self.use_cache.load(Ordering::Relaxed) {
             Way::Cache
         } else {
@@ -198,17 +204,24 @@ impl CacheGovernor {
             self.last_ns[x.at()].store(mean(x), Ordering::Relaxed);
         }
         let mut favoured = 0;
+        let mut explored = other;
         if m_other.saturating_mul(100) < m_chosen.saturating_mul(100 - MARGIN_PCT) {
             favoured = w.favoured + 1;
             if favoured >= SWITCH_AFTER {
                 self.use_cache.store(other == Way::Cache, Ordering::Relaxed);
                 self.switches.fetch_add(1, Ordering::Relaxed);
                 std::mem::swap(&mut m_chosen, &mut m_other);
+                explored = chosen;
                 favoured = 0;
             }
         }
         let was = u64::from(self.rate.load(Ordering::Relaxed));
-        let rate = explore_rate(m_chosen, m_other).max(was / RATE_FALL);
+        let mut rate = explore_rate(m_chosen, m_other);
+        // One sample more than half the way's time: it may be a thread
+        // descheduled, not the way's cost.
+        if w.max[explored.at()] > w.sum[explored.at()] / 2 {
+            rate = rate.max(was / RATE_FALL);
+        }
         self.rate.store(rate as u32, Ordering::Relaxed);
         self.decisions.fetch_add(1, Ordering::Relaxed);
         *w = Window {
@@ -363,6 +376,26 @@ mod tests {
             // Back to the rate the normal samples give.
             assert_eq!(s.explore_one_in, 30, "{slow:?} {s:?}");
         }
+    }
+
+    #[test]
+    fn a_way_dear_in_every_sample_is_explored_at_the_budget_rate_after_one_window() {
+        let g = CacheGovernor::default();
+        // The first window: 64 plain samples at 1 in 16.
+        let mut rng = CacheRng::new(8);
+        while g.state().decisions == 0 {
+            let c = g.choose_with(rng.next_u64());
+            if c.timed {
+                g.record(
+                    c.way,
+                    match c.way {
+                        Way::Cache => 2_000,
+                        Way::Plain => 100_000,
+                    },
+                );
+            }
+        }
+        assert_eq!(g.state().explore_one_in, 4900, "{:?}", g.state());
     }
 
     #[test]
