@@ -865,17 +865,10 @@ impl BTree {
                 let mut done = false;
                 while s < n {
                     let e = slot_bytes(&v, s);
-                    if e.len() < TID_LEN {
-                        return Err(self.err(format!(
-                            "leaf page {leaf} slot {s} holds {} bytes, too short for a tuple id",
-                            e.len()
-                        )));
-                    }
-                    if key_part(e) != key {
+                    let Some(tid) = self.tid_under_key(leaf, s, e, key)? else {
                         done = true;
                         break;
-                    }
-                    let tid = Tid::decode(&e[e.len() - TID_LEN..]);
+                    };
                     let probed = with_rng(|rng| leaf_cache::probe(&g, &layout, read_csn, tid, rng));
                     // A hit read under a CSN that moved is a miss nothing may
                     // fill (CSN 0 refuses the fill).

@@ -69,17 +69,10 @@ impl BTree {
             let before = |s| bytes_lt(slot_bytes(&v, s), key);
             let mut s = search_in(n, key, &bracket, |s| slot_bytes(&v, s), before);
             while s < n {
-                let e = slot_bytes(&v, s);
-                if e.len() < TID_LEN {
-                    return Err(self.err(format!(
-                        "leaf page {leaf} slot {s} holds {} bytes, too short for a tuple id",
-                        e.len()
-                    )));
-                }
-                if key_part(e) != key {
+                let Some(tid) = self.tid_under_key(leaf, s, slot_bytes(&v, s), key)? else {
                     return Ok(out);
-                }
-                out.push(Tid::decode(&e[e.len() - TID_LEN..]));
+                };
+                out.push(tid);
                 s += 1;
             }
             let next = leaf_siblings(&v).0;
@@ -93,6 +86,26 @@ impl BTree {
         Err(self.err(format!(
             "the leaf chain is longer than the tree (a cycle through page {leaf})"
         )))
+    }
+
+    /// The tuple id of the entry `e` in slot `s` of `leaf` if it is stored
+    /// under exactly `key`; `None` where another key starts (which ends a
+    /// point lookup's run). An entry too short for a tuple id is an error
+    /// naming the page and slot.
+    pub(super) fn tid_under_key(
+        &self,
+        leaf: u32,
+        s: u16,
+        e: &[u8],
+        key: &[u8],
+    ) -> Result<Option<Tid>> {
+        if e.len() < TID_LEN {
+            return Err(self.err(format!(
+                "leaf page {leaf} slot {s} holds {} bytes, too short for a tuple id",
+                e.len()
+            )));
+        }
+        Ok((key_part(e) == key).then(|| Tid::decode(&e[e.len() - TID_LEN..])))
     }
 
     /// The leftmost leaf that can hold entries of the full key `key`, and the
