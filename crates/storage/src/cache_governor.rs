@@ -41,12 +41,11 @@
 //! more slowly. That is the price of not paying for a cache that does not pay
 //! for itself.
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::btree::leaf_cache::CacheRng;
+use crate::btree::with_rng;
 
 /// Timed lookups of the other way before the two ways are compared.
 pub const SAMPLES: u32 = 64;
@@ -80,6 +79,12 @@ pub enum Way {
 impl Way {
     fn at(self) -> usize {
         self as usize
+    }
+    fn other(self) -> Way {
+        match self {
+            Way::Cache => Way::Plain,
+            Way::Plain => Way::Cache,
+        }
     }
 }
 
@@ -144,37 +149,22 @@ impl Default for CacheGovernor {
     }
 }
 
-static NEXT_SEED: AtomicU64 = AtomicU64::new(0x2545_F491_4F6C_DD1D);
-
-thread_local! {
-    static RNG: Cell<u64> = Cell::new(
-        NEXT_SEED.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed),
-    );
-}
-
-/// A random number from this thread's generator.
-fn next_random() -> u64 {
-    RNG.with(|c| {
-        let mut rng = CacheRng::new(c.get());
-        let r = rng.next_u64();
-        c.set(rng.state());
-        r
-    })
-}
-
 impl CacheGovernor {
     /// How the next lookup is answered (a draw from this thread's generator).
     pub fn choose(&self) -> Choice {
-        self.choose_with(next_random())
+        self.choose_with(with_rng(|rng| rng.next_u64()))
     }
 
     /// How a lookup is answered for the random number `r`: the low 32 bits
     /// decide exploration, the high 32 the timing of a chosen lookup.
     pub fn choose_with(&self, r: u64) -> Choice {
         let explore = (r as u32) < self.rate.load(Ordering::Relaxed);
-        let cache = self.use_cache.load(Ordering::Relaxed) != explore;
         Choice {
-            way: if cache { Way::Cache } else { Way::Plain },
+            way: if explore {
+                self.chosen().other()
+            } else {
+                self.chosen()
+            },
             timed: explore || (r >> 32).is_multiple_of(TIME_ONE_IN),
         }
     }
@@ -186,15 +176,8 @@ impl CacheGovernor {
         w.sum[way.at()] = w.sum[way.at()].saturating_add(ns);
         w.n[way.at()] += 1;
         w.max[way.at()] = w.max[way.at()].max(ns);
-        let chosen = if self.use_cache.load(Ordering::Relaxed) {
-            Way::Cache
-        } else {
-            Way::Plain
-        };
-        let other = match chosen {
-            Way::Cache => Way::Plain,
-            Way::Plain => Way::Cache,
-        };
+        let chosen = self.chosen();
+        let other = chosen.other();
         if w.n[other.at()] < SAMPLES || w.n[chosen.at()] < SAMPLES {
             return;
         }
@@ -230,14 +213,18 @@ impl CacheGovernor {
         };
     }
 
+    fn chosen(&self) -> Way {
+        if self.use_cache.load(Ordering::Relaxed) {
+            Way::Cache
+        } else {
+            Way::Plain
+        }
+    }
+
     pub fn state(&self) -> GovernorState {
         let rate = u64::from(self.rate.load(Ordering::Relaxed)).max(1);
         GovernorState {
-            chosen: if self.use_cache.load(Ordering::Relaxed) {
-                Way::Cache
-            } else {
-                Way::Plain
-            },
+            chosen: self.chosen(),
             explore_one_in: ((1u64 << 32) + rate / 2) / rate,
             switches: self.switches.load(Ordering::Relaxed),
             decisions: self.decisions.load(Ordering::Relaxed),
@@ -265,6 +252,7 @@ fn explore_rate(chosen: u64, other: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::btree::leaf_cache::CacheRng;
 
     /// Feeds timed lookups as `choose_with` would route them: for each of
     /// `n` draws, the way it picks costs `cost(way)`.

@@ -87,13 +87,15 @@ fn fresh_csn() -> u32 {
 static NEXT_SEED: AtomicU64 = AtomicU64::new(0x5EED_CAC4E);
 
 thread_local! {
-    /// Each thread's random source for slot choices.
+    /// Each thread's random source for the cache's choices: slots, and the
+    /// governor's way (`cache_governor.rs`).
     static RNG: Cell<u64> = Cell::new(
         NEXT_SEED.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed),
     );
 }
 
-fn with_rng<R>(f: impl FnOnce(&mut CacheRng) -> R) -> R {
+/// Runs `f` with this thread's random source.
+pub(crate) fn with_rng<R>(f: impl FnOnce(&mut CacheRng) -> R) -> R {
     RNG.with(|c| {
         let mut rng = CacheRng::new(c.get());
         let out = f(&mut rng);

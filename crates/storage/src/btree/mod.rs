@@ -225,6 +225,7 @@ impl std::fmt::Debug for BTree {
 mod admission;
 mod batch;
 mod cache;
+pub(crate) use cache::with_rng;
 mod check;
 mod layout;
 pub mod leaf_cache;
