@@ -25,6 +25,10 @@
 //!   cache (its hit rate over the measured lookups is reported);
 //! - strata without it: [`BTree::lookup`] then the heap tuple, decoding the
 //!   4 fields;
+//! - strata as SQL looks up by default: [`Table::lookup_cached_auto`] on a
+//!   copy of the first leaf fill's index (its own cache and governor),
+//!   warmed by the same lookups through that call, so its governor has
+//!   chosen between the cache and the plain path by the measured runs;
 //! - PostgreSQL: ONE statement for the whole sequence, so client round trips
 //!   do not count: `unnest($1::int[], $2::text[])` joined to `page` by a
 //!   nested loop over the covering index (hash and merge joins, memoize,
@@ -241,11 +245,23 @@ fn encode(ix: &Index, key: &Key, buf: &mut Vec<u8>) {
     encode_key(&ix.key_types, key, buf);
 }
 
-/// strata with the cache: per key, [`Table::lookup_cached`].
+/// How a strata variant with the cache looks a key up.
+#[derive(Clone, Copy)]
+enum Through {
+    /// [`Table::lookup_cached`]: always the cache (the paper's).
+    Cache,
+    /// [`Table::lookup_cached_auto`]: the index's governor chooses (SQL's
+    /// default).
+    Auto,
+}
+
+/// strata with the cache: per key, [`Table::lookup_cached`] or
+/// [`Table::lookup_cached_auto`].
 fn strata_cached(
     t: &Table,
     ix: &Index,
     keys: &[&Key],
+    through: Through,
     counts: &mut CachedLookups,
 ) -> Result<(f64, Sums)> {
     let mut sums = Sums::default();
@@ -253,11 +269,22 @@ fn strata_cached(
     let start = Instant::now();
     for k in keys {
         encode(ix, k, &mut buf);
-        for (_, v) in t.lookup_cached(ix, &buf, counts)? {
+        let found = match through {
+            Through::Cache => t.lookup_cached(ix, &buf, counts)?,
+            Through::Auto => t.lookup_cached_auto(ix, &buf, counts)?,
+        };
+        for (_, v) in found {
             sums.add(&v)?;
         }
     }
     Ok((start.elapsed().as_nanos() as f64 / keys.len() as f64, sums))
+}
+
+/// Share of a variant's index entries (%) answered from the leaves, and
+/// answered around the cache by the governor.
+fn shares(c: &CachedLookups) -> (f64, f64) {
+    let all = (c.hits + c.misses + c.plain).max(1) as f64;
+    (100.0 * c.hits as f64 / all, 100.0 * c.plain as f64 / all)
 }
 
 /// strata without the cache: [`BTree::lookup`], then the heap tuple's 4
@@ -490,12 +517,12 @@ fn side_session(mut side: PgSide) -> Result<PgSide> {
 /// PostgreSQL's rows when there is a PostgreSQL side.
 fn check_rows(
     t: &Table,
-    indexes: &[(f64, &Index)],
+    indexes: &[(f64, &Index, Through)],
     keys: &[&Key],
     pg: Option<&mut PgSide>,
 ) -> Result<usize> {
     let mut expected: Vec<Vec<Value>> = Vec::new();
-    let (_, first) = indexes[0];
+    let (_, first, _) = indexes[0];
     let fields = first
         .cached_fields()
         .context("the index caches no fields")?;
@@ -518,16 +545,23 @@ fn check_rows(
             .with_context(|| format!("key {k:?}: no tuple at {tid:?}"))?;
         expected.push(v);
     }
-    for (fill, ix) in indexes {
+    for &(fill, ix, through) in indexes {
         // Twice: a miss that fills, then (mostly) a hit.
         for _ in 0..2 {
             let mut counts = CachedLookups::default();
             for (k, want) in keys.iter().zip(&expected) {
                 encode(ix, k, &mut buf);
-                let got = t.lookup_cached(ix, &buf, &mut counts)?;
+                let got = match through {
+                    Through::Cache => t.lookup_cached(ix, &buf, &mut counts)?,
+                    Through::Auto => t.lookup_cached_auto(ix, &buf, &mut counts)?,
+                };
                 if got.len() != 1 || &got[0].1 != want {
                     bail!(
-                        "key {k:?}: strata's cache (leaf fill {fill}) gave {got:?}, the heap {want:?}"
+                        "key {k:?}: strata's {} (leaf fill {fill}) gave {got:?}, the heap {want:?}",
+                        match through {
+                            Through::Cache => "cache",
+                            Through::Auto => "governed lookup",
+                        }
                     );
                 }
             }
@@ -566,8 +600,9 @@ fn run_size(
     let dir = o.tmp.join(format!("wiki-{n}.db"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&o.tmp)?;
-    // Room for the heap (~130 bytes a row), every index and slack.
-    let pool = (n as usize) * (160 + 100 * o.leaf_fills.len()) + (256 << 20);
+    // Room for the heap (~130 bytes a row), every index (one per fill and
+    // the governed lookup's copy) and slack.
+    let pool = (n as usize) * (160 + 100 * (o.leaf_fills.len() + 1)) + (256 << 20);
     let db = Database::create(
         &dir,
         DbOptions {
@@ -594,6 +629,14 @@ fn run_size(
         db.create_index(TABLE, s, &NoProgress)?;
         names.push((fill, name));
     }
+    // SQL's governed lookup gets its own copy of the first fill's index, so
+    // neither its fills nor the cache variants' reach the other's leaves.
+    let auto_fill = o.leaf_fills[0];
+    let auto_name = format!("{}_auto", base.name);
+    let mut s = base.clone();
+    s.name = auto_name.clone();
+    s.leaf_fill = auto_fill;
+    db.create_index(TABLE, s, &NoProgress)?;
     let gen_s = start.elapsed().as_secs_f64();
     let read = db.prewarm(TABLE)?;
     let t = db.table(TABLE)?;
@@ -602,11 +645,13 @@ fn run_size(
         .iter()
         .map(|(f, name)| Ok((*f, t.index(name)?)))
         .collect::<Result<_>>()?;
+    let auto = t.index(&auto_name)?;
     let total = heap_bytes
         + indexes
             .iter()
             .map(|(_, i)| i.btree.num_pages() * PAGE)
-            .sum::<u64>();
+            .sum::<u64>()
+        + auto.btree.num_pages() * PAGE;
     if total as usize > pool {
         bail!("the strata table ({total} bytes) does not fit the pool ({pool} bytes)");
     }
@@ -638,9 +683,14 @@ fn run_size(
     let seq = |s: &[u32]| -> Vec<&Key> { s.iter().map(|&id| key_of(id)).collect() };
 
     let first = seq(&work[0].runs[0][..(o.lookups as usize).min(2000)]);
-    let checked = check_rows(&t, &indexes, &first, pg.as_mut())?;
+    let checked: Vec<(f64, &Index, Through)> = indexes
+        .iter()
+        .map(|&(f, ix)| (f, ix, Through::Cache))
+        .chain([(auto_fill, auto, Through::Auto)])
+        .collect();
+    let checked = check_rows(&t, &checked, &first, pg.as_mut())?;
     notes.push(format!(
-        "checked before measuring: the first {checked} keys one by one, strata's cache at every leaf fill against the heap{}",
+        "checked before measuring: the first {checked} keys one by one, strata's cache at every leaf fill and the governed lookup against the heap{}",
         if pg.is_some() {
             " and against PostgreSQL's rows"
         } else {
@@ -654,6 +704,7 @@ fn run_size(
         .map(|p| p.server.version().to_string())
         .unwrap_or_default();
     let mut plan_note = None;
+    let mut notes_gov = Vec::new();
     for w in &work {
         let name = if w.alpha == 0.0 {
             "uniform".to_string()
@@ -664,8 +715,18 @@ fn run_size(
         for (_, ix) in &indexes {
             ix.btree.invalidate_cache();
             let mut c = CachedLookups::default();
-            strata_cached(&t, ix, &warm, &mut c)?;
+            strata_cached(&t, ix, &warm, Through::Cache, &mut c)?;
         }
+        // The governed lookup warms through itself, as SQL's would: its
+        // governor keeps what it learned from the workload before.
+        auto.btree.invalidate_cache();
+        strata_cached(
+            &t,
+            auto,
+            &warm,
+            Through::Auto,
+            &mut CachedLookups::default(),
+        )?;
         if let Some(p) = pg.as_mut() {
             // Warm-up of the statement (everything is in shared_buffers).
             pg_run(p.client()?, &seq(&w.runs[0]))?;
@@ -673,6 +734,7 @@ fn run_size(
         let mut cached: Vec<(Vec<f64>, CachedLookups)> =
             vec![(Vec::new(), CachedLookups::default()); indexes.len()];
         let (mut plain, mut pg_exec, mut pg_client) = (Vec::new(), Vec::new(), Vec::new());
+        let mut auto_runs = (Vec::new(), CachedLookups::default());
         let mut pg_last = None;
         for (r, run) in w.runs.iter().enumerate() {
             let keys = seq(run);
@@ -689,10 +751,13 @@ fn run_size(
             agree("strata without the cache", s)?;
             plain.push(ns);
             for (i, (fill, ix)) in indexes.iter().enumerate() {
-                let (ns, s) = strata_cached(&t, ix, &keys, &mut cached[i].1)?;
+                let (ns, s) = strata_cached(&t, ix, &keys, Through::Cache, &mut cached[i].1)?;
                 agree(&format!("strata's cache at leaf fill {fill}"), s)?;
                 cached[i].0.push(ns);
             }
+            let (ns, s) = strata_cached(&t, auto, &keys, Through::Auto, &mut auto_runs.1)?;
+            agree("strata's governed lookup", s)?;
+            auto_runs.0.push(ns);
             if let Some(p) = pg.as_mut() {
                 let (client_ns, s, e) = pg_run(p.client()?, &keys)?;
                 agree("PostgreSQL", s)?;
@@ -729,22 +794,40 @@ fn run_size(
                 .with("heap_bytes", heap_bytes),
         );
         let mut line = format!("{n} rows, {name}: strata no cache {plain_ns:.0} ns");
-        for (i, (fill, ix)) in indexes.iter().enumerate() {
-            let (ns, c) = (&cached[i].0, cached[i].1);
-            let hit = c.hits as f64 / (c.hits + c.misses).max(1) as f64;
+        let runs = indexes
+            .iter()
+            .enumerate()
+            .map(|(i, &(fill, ix))| {
+                (
+                    format!("strata cache, leaf fill {fill}"),
+                    fill,
+                    ix,
+                    &cached[i],
+                )
+            })
+            .chain([(
+                format!("strata auto, leaf fill {auto_fill}"),
+                auto_fill,
+                auto,
+                &auto_runs,
+            )]);
+        for (variant, fill, ix, (ns, c)) in runs {
+            let (hit, around) = shares(c);
             let stats = ix.btree.cache_stats()?;
             let m = med(ns);
-            line += &format!(", cache@{fill} {m:.0} ns ({:.1}% hits)", 100.0 * hit);
+            line += &format!(", {variant} {m:.0} ns ({hit:.1}% hits, {around:.1}% around)");
             set.push(
-                row(&format!("strata cache, leaf fill {fill}"), m)
+                row(&variant, m)
                     .with("index_bytes", ix.btree.num_pages() * PAGE)
                     .with("leaf_fill", fill)
                     .with("heap_bytes", heap_bytes)
-                    .with("hit_rate_pct", format!("{:.2}", 100.0 * hit))
+                    .with("hit_rate_pct", format!("{hit:.2}"))
+                    .with("around_cache_pct", format!("{around:.2}"))
                     .with("cache_hits", c.hits)
                     .with("cache_misses", c.misses)
                     .with("cache_fills", c.fills)
                     .with("cache_refused", c.refused)
+                    .with("without_cache", c.plain)
                     .with("cache_slots", stats.slots)
                     .with("cache_items", stats.items)
                     .with(
@@ -753,6 +836,11 @@ fn run_size(
                     ),
             );
         }
+        let g = auto.governor.state();
+        notes_gov.push(format!(
+            "{name}: the governed lookup's governor chose {:?} after {} decisions and {} switches (last window: {} ns per lookup without the cache, {} through it), exploring one lookup in {}",
+            g.chosen, g.decisions, g.switches, g.last_ns[0], g.last_ns[1], g.explore_one_in
+        ));
         if let (Some(p), Some(e)) = (pg.as_ref(), pg_last) {
             let (exec, client) = (med(&pg_exec), med(&pg_client));
             line += &format!(", PostgreSQL {exec:.0} ns (client {client:.0} ns)");
@@ -785,6 +873,7 @@ fn run_size(
         ));
     }
     notes.extend(plan_note);
+    notes.extend(notes_gov);
     drop(t);
     drop(pg);
     drop(db);
@@ -861,7 +950,7 @@ fn summarize(
     ));
     s.paragraph(&provenance());
     s.paragraph(&format!(
-        "`strata gen page` rows (seed {}): lookups of `(page_namespace, page_title)` projecting `page_id, page_len, page_is_redirect, page_latest` (No Bits Left Behind §2.1's most popular Wikipedia query class). {} lookups per run, zipf-distributed over the rows (popularity ranks shuffled over the rows), median of {} runs per workload; the cache was filled by {} lookups of the same distribution first. Everything warm, one thread. **strata cache**: `Table::lookup_cached` per key in process (the 4 fields from the leaf on a hit, from the heap on a miss, which fills), on an index built at the leaf fill shown; **strata no cache**: `BTree::lookup` then the heap tuple's 4 fields; **PostgreSQL**: all the run's keys in ONE statement (`unnest($1::int[], $2::text[])` joined by a nested loop to an Index Only Scan of `CREATE INDEX … (page_namespace, page_title) INCLUDE (page_id, page_len, page_is_redirect, page_latest)`; hash/merge joins, memoize, seq and bitmap scans off), its EXPLAIN (ANALYZE, TIMING OFF) Execution Time per key — no client round trip per lookup, planning and the parameters' transfer excluded; the same statement's client time is in the CSV (`client_ns_per_lookup`). Both sides sum the 4 fields; the sums are equal in every run (checked).",
+        "`strata gen page` rows (seed {}): lookups of `(page_namespace, page_title)` projecting `page_id, page_len, page_is_redirect, page_latest` (No Bits Left Behind §2.1's most popular Wikipedia query class). {} lookups per run, zipf-distributed over the rows (popularity ranks shuffled over the rows), median of {} runs per workload; the cache was filled by {} lookups of the same distribution first. Everything warm, one thread. **strata cache**: `Table::lookup_cached` per key in process (the 4 fields from the leaf on a hit, from the heap on a miss, which fills), on an index built at the leaf fill shown; **strata auto**: `Table::lookup_cached_auto`, SQL's default lookup (`strata.index_cache = auto`), on its own copy of the first leaf fill's index, warmed through itself: its governor answers each lookup through the cache or around it (`BTree::lookup` + heap), whichever its timed samples found cheaper (hit % counts the entries answered from the leaves, around % those answered without the cache); **strata no cache**: `BTree::lookup` then the heap tuple's 4 fields; **PostgreSQL**: all the run's keys in ONE statement (`unnest($1::int[], $2::text[])` joined by a nested loop to an Index Only Scan of `CREATE INDEX … (page_namespace, page_title) INCLUDE (page_id, page_len, page_is_redirect, page_latest)`; hash/merge joins, memoize, seq and bitmap scans off), its EXPLAIN (ANALYZE, TIMING OFF) Execution Time per key — no client round trip per lookup, planning and the parameters' transfer excluded; the same statement's client time is in the CSV (`client_ns_per_lookup`). Both sides sum the 4 fields; the sums are equal in every run (checked).",
         o.seed, o.lookups, o.runs, o.warmup
     ));
     s.bullets(notes);
@@ -900,9 +989,14 @@ fn summarize(
     header.extend(variants.iter().map(|v| format!("{v} ns")));
     let cache_variants: Vec<&String> = variants
         .iter()
-        .filter(|v| v.starts_with("strata cache"))
+        .filter(|v| v.starts_with("strata cache") || v.starts_with("strata auto"))
+        .collect();
+    let auto_variants: Vec<&String> = variants
+        .iter()
+        .filter(|v| v.starts_with("strata auto"))
         .collect();
     header.extend(cache_variants.iter().map(|v| format!("{v}: hit %")));
+    header.extend(auto_variants.iter().map(|v| format!("{v}: around %")));
     if has_pg {
         header.extend(cache_variants.iter().map(|v| format!("PostgreSQL / {v}")));
         header.push("PostgreSQL / strata no cache".into());
@@ -915,6 +1009,11 @@ fn summarize(
             cache_variants
                 .iter()
                 .map(|v| find(v, a).map_or("—".into(), |r| r.get("hit_rate_pct"))),
+        );
+        line.extend(
+            auto_variants
+                .iter()
+                .map(|v| find(v, a).map_or("—".into(), |r| r.get("around_cache_pct"))),
         );
         if has_pg {
             line.extend(
@@ -979,17 +1078,36 @@ mod tests {
         (root, o)
     }
 
-    /// Without PostgreSQL: strata's cache path and heap path agree key by
-    /// key and in every run's sums (run_size fails otherwise), and the files
-    /// are written.
+    /// Without PostgreSQL: strata's cache path, governed path and heap path
+    /// agree key by key and in every run's sums (run_size fails otherwise),
+    /// and the files are written.
     #[test]
     fn strata_paths_agree_and_files_are_written() {
         let (_root, o) = small(false);
         let text = run_wiki(&o, &mut |_| {}).unwrap();
         assert!(text.contains("strata cache, leaf fill 0.68"), "{text}");
+        assert!(
+            text.contains("strata auto, leaf fill 0.9: around %"),
+            "{text}"
+        );
         let set = ResultSet::read_csv(o.out.join("wiki-3000.csv")).unwrap();
-        // no cache + two leaf fills, one workload.
-        assert_eq!(set.len(), 3);
+        // no cache + two leaf fills + auto, one workload.
+        assert_eq!(set.len(), 4);
+        let auto = set
+            .rows()
+            .iter()
+            .find(|r| r.variant == "strata auto, leaf fill 0.9")
+            .unwrap();
+        // Every entry is answered one way or the other, and a fresh
+        // governor explores both.
+        let n = |c: &str| auto.extra_f64(c).unwrap();
+        assert!(n("cache_hits") + n("cache_misses") > 0.0, "{auto:?}");
+        assert!(n("without_cache") > 0.0, "{auto:?}");
+        assert_eq!(
+            n("cache_hits") + n("cache_misses") + n("without_cache"),
+            (o.runs as u64 * o.lookups) as f64,
+            "one entry per key: {auto:?}"
+        );
         let hit = |fill: &str| {
             set.rows()
                 .iter()
