@@ -4,8 +4,8 @@
 //! is a large saving when the heap page would come from a device, and next to
 //! none when it is in the buffer pool: there a hit (find the item, promote it,
 //! decode its values) costs about what the heap tuple it replaces costs, and
-//! every miss adds a probe and a fill (Fig. 2c: 15–44% slower at 0% hits, at
-//! best 1.02x at 100% hits). Which case holds depends on the pool, the device
+//! every miss adds a probe and a fill (Fig. 2c: 20–47% slower at 0% hits, at
+//! best 1.13x at 100% hits). Which case holds depends on the pool, the device
 //! and how often the workload comes back to a key, and it changes while the
 //! database runs. No constant can say it; the lookups' own times can.
 //!
