@@ -255,6 +255,28 @@ enum Through {
     Auto,
 }
 
+impl Through {
+    fn lookup(
+        self,
+        t: &Table,
+        ix: &Index,
+        key: &[u8],
+        counts: &mut CachedLookups,
+    ) -> Result<Vec<(strata_storage::types::Tid, Vec<Value>)>> {
+        Ok(match self {
+            Through::Cache => t.lookup_cached(ix, key, counts)?,
+            Through::Auto => t.lookup_cached_auto(ix, key, counts)?,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Through::Cache => "cache",
+            Through::Auto => "governed lookup",
+        }
+    }
+}
+
 /// strata with the cache: per key, [`Table::lookup_cached`] or
 /// [`Table::lookup_cached_auto`].
 fn strata_cached(
@@ -269,11 +291,7 @@ fn strata_cached(
     let start = Instant::now();
     for k in keys {
         encode(ix, k, &mut buf);
-        let found = match through {
-            Through::Cache => t.lookup_cached(ix, &buf, counts)?,
-            Through::Auto => t.lookup_cached_auto(ix, &buf, counts)?,
-        };
-        for (_, v) in found {
+        for (_, v) in through.lookup(t, ix, &buf, counts)? {
             sums.add(&v)?;
         }
     }
@@ -551,17 +569,11 @@ fn check_rows(
             let mut counts = CachedLookups::default();
             for (k, want) in keys.iter().zip(&expected) {
                 encode(ix, k, &mut buf);
-                let got = match through {
-                    Through::Cache => t.lookup_cached(ix, &buf, &mut counts)?,
-                    Through::Auto => t.lookup_cached_auto(ix, &buf, &mut counts)?,
-                };
+                let got = through.lookup(t, ix, &buf, &mut counts)?;
                 if got.len() != 1 || &got[0].1 != want {
                     bail!(
                         "key {k:?}: strata's {} (leaf fill {fill}) gave {got:?}, the heap {want:?}",
-                        match through {
-                            Through::Cache => "cache",
-                            Through::Auto => "governed lookup",
-                        }
+                        through.name()
                     );
                 }
             }
