@@ -275,6 +275,14 @@ impl Through {
             Through::Auto => "governed lookup",
         }
     }
+
+    /// The variant's name in the results, at leaf fill `fill`.
+    fn variant(self, fill: f64) -> String {
+        match self {
+            Through::Cache => format!("strata cache, leaf fill {fill}"),
+            Through::Auto => format!("strata auto, leaf fill {fill}"),
+        }
+    }
 }
 
 /// strata with the cache: per key, [`Table::lookup_cached`] or
@@ -653,17 +661,19 @@ fn run_size(
     let read = db.prewarm(TABLE)?;
     let t = db.table(TABLE)?;
     let heap_bytes = t.heap().num_pages() * PAGE;
-    let indexes: Vec<(f64, &Index)> = names
-        .iter()
-        .map(|(f, name)| Ok((*f, t.index(name)?)))
-        .collect::<Result<_>>()?;
+    // strata's variants with the cache: one per fill, then the governed
+    // lookup on its own index.
     let auto = t.index(&auto_name)?;
+    let variants: Vec<(f64, &Index, Through)> = names
+        .iter()
+        .map(|(f, name)| Ok((*f, t.index(name)?, Through::Cache)))
+        .chain([Ok((auto_fill, auto, Through::Auto))])
+        .collect::<Result<_>>()?;
     let total = heap_bytes
-        + indexes
+        + variants
             .iter()
-            .map(|(_, i)| i.btree.num_pages() * PAGE)
-            .sum::<u64>()
-        + auto.btree.num_pages() * PAGE;
+            .map(|(_, i, _)| i.btree.num_pages() * PAGE)
+            .sum::<u64>();
     if total as usize > pool {
         bail!("the strata table ({total} bytes) does not fit the pool ({pool} bytes)");
     }
@@ -695,12 +705,7 @@ fn run_size(
     let seq = |s: &[u32]| -> Vec<&Key> { s.iter().map(|&id| key_of(id)).collect() };
 
     let first = seq(&work[0].runs[0][..(o.lookups as usize).min(2000)]);
-    let checked: Vec<(f64, &Index, Through)> = indexes
-        .iter()
-        .map(|&(f, ix)| (f, ix, Through::Cache))
-        .chain([(auto_fill, auto, Through::Auto)])
-        .collect();
-    let checked = check_rows(&t, &checked, &first, pg.as_mut())?;
+    let checked = check_rows(&t, &variants, &first, pg.as_mut())?;
     notes.push(format!(
         "checked before measuring: the first {checked} keys one by one, strata's cache at every leaf fill and the governed lookup against the heap{}",
         if pg.is_some() {
@@ -724,29 +729,20 @@ fn run_size(
             format!("zipf {}", w.alpha)
         };
         let warm = seq(&w.warmup);
-        for (_, ix) in &indexes {
+        // Each warms through its own way: the governed lookup as SQL's
+        // would, its governor keeping what it learned from the workload
+        // before.
+        for &(_, ix, through) in &variants {
             ix.btree.invalidate_cache();
-            let mut c = CachedLookups::default();
-            strata_cached(&t, ix, &warm, Through::Cache, &mut c)?;
+            strata_cached(&t, ix, &warm, through, &mut CachedLookups::default())?;
         }
-        // The governed lookup warms through itself, as SQL's would: its
-        // governor keeps what it learned from the workload before.
-        auto.btree.invalidate_cache();
-        strata_cached(
-            &t,
-            auto,
-            &warm,
-            Through::Auto,
-            &mut CachedLookups::default(),
-        )?;
         if let Some(p) = pg.as_mut() {
             // Warm-up of the statement (everything is in shared_buffers).
             pg_run(p.client()?, &seq(&w.runs[0]))?;
         }
         let mut cached: Vec<(Vec<f64>, CachedLookups)> =
-            vec![(Vec::new(), CachedLookups::default()); indexes.len()];
+            vec![(Vec::new(), CachedLookups::default()); variants.len()];
         let (mut plain, mut pg_exec, mut pg_client) = (Vec::new(), Vec::new(), Vec::new());
-        let mut auto_runs = (Vec::new(), CachedLookups::default());
         let mut pg_last = None;
         for (r, run) in w.runs.iter().enumerate() {
             let keys = seq(run);
@@ -759,17 +755,17 @@ fn run_size(
                 }
                 Ok(())
             };
-            let (ns, s) = strata_plain(&t, indexes[0].1, &keys)?;
+            let (ns, s) = strata_plain(&t, variants[0].1, &keys)?;
             agree("strata without the cache", s)?;
             plain.push(ns);
-            for (i, (fill, ix)) in indexes.iter().enumerate() {
-                let (ns, s) = strata_cached(&t, ix, &keys, Through::Cache, &mut cached[i].1)?;
-                agree(&format!("strata's cache at leaf fill {fill}"), s)?;
+            for (i, &(fill, ix, through)) in variants.iter().enumerate() {
+                let (ns, s) = strata_cached(&t, ix, &keys, through, &mut cached[i].1)?;
+                agree(
+                    &format!("strata's {} at leaf fill {fill}", through.name()),
+                    s,
+                )?;
                 cached[i].0.push(ns);
             }
-            let (ns, s) = strata_cached(&t, auto, &keys, Through::Auto, &mut auto_runs.1)?;
-            agree("strata's governed lookup", s)?;
-            auto_runs.0.push(ns);
             if let Some(p) = pg.as_mut() {
                 let (client_ns, s, e) = pg_run(p.client()?, &keys)?;
                 agree("PostgreSQL", s)?;
@@ -801,29 +797,13 @@ fn run_size(
         let plain_ns = med(&plain);
         set.push(
             row("strata no cache", plain_ns)
-                .with("index_bytes", indexes[0].1.btree.num_pages() * PAGE)
-                .with("leaf_fill", indexes[0].0)
+                .with("index_bytes", variants[0].1.btree.num_pages() * PAGE)
+                .with("leaf_fill", variants[0].0)
                 .with("heap_bytes", heap_bytes),
         );
         let mut line = format!("{n} rows, {name}: strata no cache {plain_ns:.0} ns");
-        let runs = indexes
-            .iter()
-            .enumerate()
-            .map(|(i, &(fill, ix))| {
-                (
-                    format!("strata cache, leaf fill {fill}"),
-                    fill,
-                    ix,
-                    &cached[i],
-                )
-            })
-            .chain([(
-                format!("strata auto, leaf fill {auto_fill}"),
-                auto_fill,
-                auto,
-                &auto_runs,
-            )]);
-        for (variant, fill, ix, (ns, c)) in runs {
+        for (&(fill, ix, through), (ns, c)) in variants.iter().zip(&cached) {
+            let variant = through.variant(fill);
             let (hit, around) = shares(c);
             let stats = ix.btree.cache_stats()?;
             let m = med(ns);
