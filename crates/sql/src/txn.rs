@@ -143,9 +143,8 @@ impl Writes {
     pub fn check_writable(&self, what: &str) -> Result<(), SqlError> {
         if self.db.is_read_only() {
             return Err(SqlError::Execution(format!(
-                "database opened read-only: {what} cannot run (another strata process holds {} \
-                 for writing, or it was opened read-only on purpose)",
-                self.db.dir().display()
+                "database opened read-only: {what} cannot run ({})",
+                self.db.read_only_reason()
             )));
         }
         Ok(())

@@ -305,8 +305,12 @@ impl Catalog {
             move |e| StorageError::io(p, e)
         };
         let mut f = File::create(&tmp).map_err(io(&tmp))?;
-        f.write_all(&json).map_err(io(&tmp))?;
-        f.sync_all().map_err(io(&tmp))?;
+        if let Err(e) = f.write_all(&json).and_then(|()| f.sync_all()) {
+            // On a full disk, a half-written file would keep the room it took.
+            drop(f);
+            let _ = std::fs::remove_file(&tmp);
+            return Err(io(&tmp)(e));
+        }
         drop(f);
         std::fs::rename(&tmp, &path).map_err(io(&path))?;
         sync_dir(dir)

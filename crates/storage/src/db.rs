@@ -19,13 +19,12 @@
 //! [`CHECKPOINT_LOG_BYTES`], before loads and DDL, and when the database closes.
 //!
 //! Concurrency between processes: a read-write open takes an exclusive `flock` on
-//! `LOCK`, a read-only open a shared one, so a reader never sees a load in progress
-//! and two writers never meet. An open waits up to a second for a holder to let go
-//! (one that is exiting, or whose lock a just-forked child still shares).
+//! `LOCK`, a read-only open a shared one (`db_lock.rs`, which also says who holds
+//! it when an open is refused). A read-only open of a database that was not
+//! closed cleanly redoes the log in memory and writes nothing (`recovery.rs`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -247,7 +246,7 @@ impl Database {
             return Err(dberr("a database already exists here".into()));
         }
         std::fs::create_dir_all(dir.join("data")).map_err(|e| StorageError::io(dir, e))?;
-        let lock = lock(dir, false)?;
+        let lock = crate::db_lock::lock(dir, false)?;
         wal::create(dir)?;
         Catalog::default().save(dir)?;
         sync_dir(&dir.join("data"))?;
@@ -267,25 +266,10 @@ impl Database {
     /// Opens an existing database. A read-write open first redoes what the log
     /// holds past the last checkpoint, then repairs what an interrupted load
     /// left behind (see the module docs). A read-only open of a database that
-    /// was not closed cleanly recovers it first, unless another process has it.
+    /// was not closed cleanly redoes the log in memory and writes nothing.
     pub fn open(dir: &Path, opts: DbOptions) -> Result<Database> {
-        let mut lock = lock(dir, opts.read_only)?;
+        let lock = crate::db_lock::lock(dir, opts.read_only)?;
         let mut catalog = Catalog::load(dir)?;
-        if opts.read_only && wal::needs_recovery(dir)? {
-            drop(lock);
-            let writer = DbOptions {
-                read_only: false,
-                ..opts.clone()
-            };
-            Self::open(dir, writer).map_err(|e| StorageError::Database {
-                path: dir.to_path_buf(),
-                reason: format!(
-                    "was not closed cleanly and could not be recovered for reading: {e}"
-                ),
-            })?;
-            lock = self::lock(dir, true)?;
-            catalog = Catalog::load(dir)?;
-        }
         let mut real: Arc<dyn Device> = Arc::new(FileDevice::new(opts.direct_io));
         if let Some(faults) = &opts.faults {
             real = Arc::new(FaultDevice::new(real, faults.clone()));
@@ -297,16 +281,24 @@ impl Database {
         if let Some(layer) = &opts.cold_tier {
             device = layer.wrap(device, dir)?;
         }
+        let mut in_memory = None;
+        if opts.read_only
+            && let Some((overlay, r)) =
+                crate::recovery::recover_in_memory(dir, &mut catalog, device.clone())?
+        {
+            (device, in_memory) = (overlay, Some(r));
+        }
         let pool = Arc::new(BufferPool::new(device.clone(), opts.buffer_pool_bytes));
         let (wal, recovered) = if opts.read_only {
             (None, None)
         } else {
-            let r = crate::recovery::recover(dir, &mut catalog, device.as_ref())?;
+            let faults = opts.faults.as_deref();
+            let r = crate::recovery::recover(dir, &mut catalog, device.as_ref(), faults)?;
             let wal = Arc::new(Wal::open(dir, r.end, opts.faults.clone())?);
             pool.set_log(wal.clone());
             (Some(wal), Some(r))
         };
-        let csn = match &recovered {
+        let csn = match recovered.as_ref().or(in_memory.as_ref()) {
             Some(r) => r.csn,
             None => wal::read_control(&dir.join(wal::WAL_DIR))?.csn,
         };
@@ -343,10 +335,27 @@ impl Database {
             db.catalog.lock().save(&db.dir)?;
             db.checkpoint_locked()?;
         }
+        if let Some(r) = in_memory {
+            // The index entry counts the log brought forward, in memory only.
+            let mut cat = db.catalog.lock().clone();
+            for t in &r.tables {
+                let table = db.table(t)?;
+                if let Some(def) = cat.tables.get_mut(t) {
+                    bring_counts_forward(def, &table);
+                }
+            }
+            *db.catalog.lock() = cat;
+        }
         if !opts.read_only {
             db.remove_orphans()?;
         }
         Ok(db)
+    }
+
+    /// Why this handle, opened read-only, may not write: who else holds the
+    /// database now and what it does, or that no one does.
+    pub fn read_only_reason(&self) -> String {
+        crate::db_lock::read_only_reason(&self.dir, &self._lock)
     }
 
     /// The cold tier layer the database was opened with (`DbOptions::cold_tier`).
@@ -805,13 +814,7 @@ impl Database {
             }
             if let Some(def) = next.tables.get_mut(&t.name) {
                 def.pages = t.heap.num_pages();
-                def.rows = t.rows();
-                for (d, i) in def.indexes.iter_mut().zip(&t.indexes) {
-                    d.entries = i.btree.len();
-                    if let (Some(dh), Some(h)) = (d.hot.as_mut(), i.hot()) {
-                        dh.entries = h.btree.len();
-                    }
-                }
+                bring_counts_forward(def, t);
             }
             // Advice, not data: a counts file that cannot be written is
             // written at the next checkpoint.
@@ -1221,43 +1224,16 @@ pub(crate) fn validate_name(name: &str, what: &str) -> Result<()> {
     }
 }
 
-fn lock(dir: &Path, shared: bool) -> Result<File> {
-    let path = dir.join("LOCK");
-    if !dir.is_dir() {
-        return Err(StorageError::Database {
-            path: dir.to_path_buf(),
-            reason: "no such directory".into(),
-        });
-    }
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| StorageError::io(&path, e))?;
-    let op = if shared { libc::LOCK_SH } else { libc::LOCK_EX } | libc::LOCK_NB;
-    // A lock outlives its holder's close while a child forked by any thread of
-    // that process has not yet exec'd (the child shares the open file), and a
-    // process that just closed the database may still be exiting: both let go
-    // within moments, so the open waits up to LOCK_WAIT before it gives up.
-    let deadline = std::time::Instant::now() + LOCK_WAIT;
-    loop {
-        // SAFETY: flock on a valid open descriptor.
-        if unsafe { libc::flock(f.as_raw_fd(), op) } == 0 {
-            return Ok(f);
+/// Sets `def`'s row and index entry counts to what the open table `t` has.
+fn bring_counts_forward(def: &mut TableDef, t: &Table) {
+    def.rows = t.rows();
+    for (d, i) in def.indexes.iter_mut().zip(&t.indexes) {
+        d.entries = i.btree.len();
+        if let (Some(dh), Some(h)) = (d.hot.as_mut(), i.hot()) {
+            dh.entries = h.btree.len();
         }
-        if std::time::Instant::now() >= deadline {
-            return Err(StorageError::Database {
-                path: dir.to_path_buf(),
-                reason: "in use by another strata process (it holds the LOCK file)".into(),
-            });
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
-
-/// How long an open waits for another holder of `LOCK` to let go.
-const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The error of a change to a table on the cold tier.
 /// The error of an index over, or caching, a side column (`split.rs`).

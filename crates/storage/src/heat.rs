@@ -291,6 +291,8 @@ impl AccessCounts {
         let tmp = PathBuf::from(tmp);
         let written = std::fs::write(&tmp, &out).and_then(|_| std::fs::rename(&tmp, path));
         if let Err(e) = written {
+            // On a full disk, a half-written file would keep the room it took.
+            let _ = std::fs::remove_file(&tmp);
             self.dirty.store(true, Ordering::Release);
             return Err(StorageError::io(path, e));
         }

@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod check;
 pub mod compact;
 pub mod db;
+mod db_lock;
 pub mod device;
 pub mod encoding;
 pub mod error;

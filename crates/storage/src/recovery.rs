@@ -12,12 +12,25 @@
 //! during its write has a full image in the log after the last checkpoint (the
 //! first change of any page after a checkpoint logs the whole page), which
 //! recovery applies before any range change of it.
+//!
+//! Recovery first redoes the log in memory ([`redo`]): it reads the data files
+//! and writes nothing. A read-write open then writes the redone pages
+//! ([`recover`]), but only once it knows the filesystem has room for what they
+//! add past the files' ends: a database whose log ran out of room would
+//! otherwise fill the disk again midway. If a write fails all the same, the
+//! files are cut back to their lengths before, so a failed try keeps none of
+//! the room it was given, and the error says how much room recovery needs and
+//! where. A read-only open serves the redone pages from memory
+//! ([`recover_in_memory`], `device/overlay.rs`) and writes nothing at all: a
+//! full disk never keeps a database from being read.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::catalog::Catalog;
-use crate::device::{AlignedBuf, Device, FileId};
+use crate::device::overlay::PageImages;
+use crate::device::{AlignedBuf, Device, FaultInjector, FileId, OverlayDevice};
 use crate::error::{Result, StorageError};
 use crate::page::{self, PAGE_SIZE};
 use crate::wal::{self, LogRecord, PageImage};
@@ -42,8 +55,57 @@ pub struct Recovered {
 
 /// Redoes the log of the database in `dir` on its data files through `device`,
 /// and brings the table sizes in `catalog` up to the last commit (the caller
-/// saves it at the checkpoint that follows).
-pub fn recover(dir: &Path, catalog: &mut Catalog, device: &dyn Device) -> Result<Recovered> {
+/// saves it at the checkpoint that follows). Writes nothing unless the
+/// filesystem (or, in tests, the `full-disk` budget of `faults`) has room for
+/// everything it will write; see the module docs.
+pub fn recover(
+    dir: &Path,
+    catalog: &mut Catalog,
+    device: &dyn Device,
+    faults: Option<&FaultInjector>,
+) -> Result<Recovered> {
+    let (out, mut redone) = redo(dir, catalog, device)?;
+    let written = redone.write(dir, device, faults);
+    redone.close(device);
+    written?;
+    Ok(out)
+}
+
+/// Redoes the log of the database in `dir` in memory, for a read-only open:
+/// `None` when the database was closed cleanly (the log holds no commit past
+/// the last checkpoint); otherwise `device` wrapped in an [`OverlayDevice`]
+/// that serves the redone pages and refuses every write, and what was redone.
+/// The table sizes in `catalog` are brought up to the last commit, in memory.
+pub fn recover_in_memory(
+    dir: &Path,
+    catalog: &mut Catalog,
+    device: Arc<dyn Device>,
+) -> Result<Option<(Arc<dyn Device>, Recovered)>> {
+    let (out, redone) = redo(dir, catalog, device.as_ref())?;
+    redone.close(device.as_ref());
+    if out.transactions == 0 {
+        return Ok(None);
+    }
+    let images: HashMap<PathBuf, PageImages> = redone
+        .files
+        .into_iter()
+        .map(|(name, f)| {
+            let pages = f
+                .pages
+                .into_iter()
+                .map(|(no, bytes)| (no, bytes.into_boxed_slice()))
+                .collect();
+            (dir.join(name), pages)
+        })
+        .collect();
+    Ok(Some((Arc::new(OverlayDevice::new(device, images)), out)))
+}
+
+/// Reads the log of the database in `dir` from its last checkpoint and applies
+/// every committed transaction to copies of the pages it changes, read through
+/// `device`; brings the table sizes in `catalog` up to the last commit. Writes
+/// nothing.
+pub fn redo(dir: &Path, catalog: &mut Catalog, device: &dyn Device) -> Result<(Recovered, Redone)> {
     let control = wal::read_control(&dir.join(wal::WAL_DIR))?;
     let (records, end) = wal::read_log(dir, control.redo_lsn)?;
     let mut out = Recovered {
@@ -63,11 +125,8 @@ pub fn recover(dir: &Path, catalog: &mut Catalog, device: &dyn Device) -> Result
             }
         }
     }
-    let mut pages = Pages {
-        dir,
-        device,
-        open: HashMap::new(),
-        cache: BTreeMap::new(),
+    let mut redone = Redone {
+        files: BTreeMap::new(),
     };
     let mut pending: Vec<(u64, String, u64, PageImage)> = Vec::new();
     for (lsn, rec) in records {
@@ -80,8 +139,15 @@ pub fn recover(dir: &Path, catalog: &mut Catalog, device: &dyn Device) -> Result
                         // A file dropped since: its changes do not matter.
                         continue;
                     };
-                    if pages.apply(&file, segment_pages, page, &image, txn_lsn)? {
-                        out.pages_changed += 1;
+                    let applied =
+                        redone.apply(dir, device, &file, segment_pages, page, &image, txn_lsn);
+                    match applied {
+                        Ok(true) => out.pages_changed += 1,
+                        Ok(false) => {}
+                        Err(e) => {
+                            redone.close(device);
+                            return Err(e);
+                        }
                     }
                 }
                 for t in tables {
@@ -96,63 +162,100 @@ pub fn recover(dir: &Path, catalog: &mut Catalog, device: &dyn Device) -> Result
             }
         }
     }
-    pages.write_all()?;
-    Ok(out)
+    Ok((out, redone))
 }
 
-/// The pages recovery changed, kept until the end and then written in order.
-struct Pages<'a> {
-    dir: &'a Path,
-    device: &'a dyn Device,
-    open: HashMap<String, FileId>,
-    cache: BTreeMap<(FileId, u64), Vec<u8>>,
+/// The log redone in memory: every page it changes, as the last commit left
+/// it, by file (as the catalog names it).
+pub struct Redone {
+    files: BTreeMap<String, RedoneFile>,
 }
 
-impl Pages<'_> {
-    fn file(&mut self, name: &str, segment_pages: u64) -> Result<FileId> {
-        if let Some(&f) = self.open.get(name) {
-            return Ok(f);
-        }
-        let path = self.dir.join(name);
-        let f = if crate::device::segment_path(&path, 0).exists() {
-            self.device.open(&path, segment_pages)?
-        } else {
-            self.device.create(&path, segment_pages)?
-        };
-        self.open.insert(name.to_string(), f);
-        Ok(f)
+struct RedoneFile {
+    segment_pages: u64,
+    /// The file on the device, once opened (or created to be written).
+    id: Option<FileId>,
+    /// Pages the file has on the device before recovery.
+    on_disk: u64,
+    pages: BTreeMap<u64, Vec<u8>>,
+}
+
+impl RedoneFile {
+    /// Pages the redone ones add past the file's end on the device.
+    fn growth(&self) -> u64 {
+        self.pages
+            .keys()
+            .next_back()
+            .map_or(0, |last| (last + 1).saturating_sub(self.on_disk))
+    }
+}
+
+impl Redone {
+    /// Pages redone.
+    pub fn pages(&self) -> usize {
+        self.files.values().map(|f| f.pages.len()).sum()
+    }
+
+    /// Bytes the redone pages add past the data files' ends: the room writing
+    /// them takes.
+    pub fn growth(&self) -> u64 {
+        self.files.values().map(|f| f.growth()).sum::<u64>() * PAGE_SIZE as u64
     }
 
     /// Applies one logged change; whether the page changed.
+    #[allow(clippy::too_many_arguments)]
     fn apply(
         &mut self,
+        dir: &Path,
+        device: &dyn Device,
         name: &str,
         segment_pages: u64,
         page: u64,
         image: &PageImage,
         txn_lsn: u64,
     ) -> Result<bool> {
-        let file = self.file(name, segment_pages)?;
-        let key = (file, page);
-        if !self.cache.contains_key(&key) {
+        let path = dir.join(name);
+        if !self.files.contains_key(name) {
+            // A file the catalog names but the device lacks is empty: the log
+            // holds all of its pages.
+            let (id, on_disk) = if crate::device::segment_path(&path, 0).exists() {
+                let id = device.open(&path, segment_pages)?;
+                (Some(id), device.num_pages(id)?)
+            } else {
+                (None, 0)
+            };
+            self.files.insert(
+                name.to_string(),
+                RedoneFile {
+                    segment_pages,
+                    id,
+                    on_disk,
+                    pages: BTreeMap::new(),
+                },
+            );
+        }
+        let f = self.files.get_mut(name).expect("just inserted");
+        if !f.pages.contains_key(&page) {
             let mut buf = vec![0u8; PAGE_SIZE];
-            if page < self.device.num_pages(file)? {
+            if let Some(id) = f.id
+                && page < f.on_disk
+            {
                 let mut b = AlignedBuf::new(1);
-                self.device.read(file, page, &mut b)?;
+                device.read(id, page, &mut b)?;
                 buf.copy_from_slice(&b);
             }
-            self.cache.insert(key, buf);
+            f.pages.insert(page, buf);
         }
-        let buf = self.cache.get_mut(&key).expect("just inserted");
+        let buf = f.pages.get_mut(&page).expect("just inserted");
         let damaged = |reason: String| StorageError::CorruptPage {
-            path: self.device.path(file),
+            path: path.clone(),
             page,
             reason,
         };
         match image {
             PageImage::Full(_) => {}
             PageImage::Diff(_) => {
-                page::verify(buf, page, &self.device.path(file)).map_err(|e| {
+                page::verify(buf, page, &path).map_err(|e| {
                     damaged(format!(
                         "the log changes this page but it is damaged and the log has no full \
                          image of it ({e})"
@@ -171,17 +274,196 @@ impl Pages<'_> {
         Ok(true)
     }
 
-    fn write_all(self) -> Result<()> {
-        let mut page = AlignedBuf::new(1);
-        for ((file, no), bytes) in &self.cache {
-            page.copy_from_slice(bytes);
-            page::seal(&mut page);
-            self.device.write(*file, *no, &page)?;
+    /// Writes the redone pages to the data files and syncs them, once there is
+    /// room for them; a failed write cuts the files back to their lengths before.
+    fn write(
+        &mut self,
+        dir: &Path,
+        device: &dyn Device,
+        faults: Option<&FaultInjector>,
+    ) -> Result<()> {
+        if self.pages() == 0 {
+            return Ok(());
         }
-        for &f in self.open.values() {
-            self.device.sync(f)?;
-            self.device.close(f);
+        let room = Room::needed(dir, self)?;
+        let free = free_bytes(&dir.join("data"))?
+            .min(faults.and_then(|f| f.free_bytes()).unwrap_or(u64::MAX));
+        if free < room.total() {
+            return Err(room.error(dir, self, free, None));
+        }
+        let written = self.write_pages(dir, device);
+        let Err(e) = written else {
+            return Ok(());
+        };
+        let cut = self.cut_back(device);
+        if !is_enospc(&e) {
+            return Err(e);
+        }
+        let free = free_bytes(&dir.join("data"))?
+            .min(faults.and_then(|f| f.free_bytes()).unwrap_or(u64::MAX));
+        Err(room.error(dir, self, free, Some((e, cut))))
+    }
+
+    fn write_pages(&mut self, dir: &Path, device: &dyn Device) -> Result<()> {
+        let mut buf = AlignedBuf::new(1);
+        for (name, f) in &mut self.files {
+            let id = match f.id {
+                Some(id) => id,
+                None => {
+                    let id = device.create(&dir.join(name), f.segment_pages)?;
+                    f.id = Some(id);
+                    id
+                }
+            };
+            for (no, bytes) in &f.pages {
+                buf.copy_from_slice(bytes);
+                page::seal(&mut buf);
+                device.write(id, *no, &buf)?;
+            }
+        }
+        for f in self.files.values() {
+            if let Some(id) = f.id {
+                device.sync(id)?;
+            }
         }
         Ok(())
     }
+
+    /// Cuts every file a failed recovery grew back to its length before
+    /// (the log still holds those pages); the error of a cut that failed.
+    fn cut_back(&self, device: &dyn Device) -> Option<StorageError> {
+        let mut failed = None;
+        for f in self.files.values() {
+            let Some(id) = f.id else { continue };
+            let grown = device.num_pages(id).map(|n| n > f.on_disk);
+            let cut = match grown {
+                Ok(true) => device
+                    .truncate(id, f.on_disk)
+                    .and_then(|()| device.sync(id)),
+                Ok(false) => Ok(()),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = cut {
+                failed.get_or_insert(e);
+            }
+        }
+        failed
+    }
+
+    fn close(&self, device: &dyn Device) {
+        for f in self.files.values() {
+            if let Some(id) = f.id {
+                device.close(id);
+            }
+        }
+    }
+}
+
+/// The room a read-write recovery takes on the filesystem of the database.
+struct Room {
+    /// Bytes the redone pages add past the data files' ends.
+    growth: u64,
+    /// Bytes of the catalog, written anew (beside the old one until it
+    /// replaces it) once the redone pages are durable.
+    catalog: u64,
+}
+
+impl Room {
+    fn needed(dir: &Path, redone: &Redone) -> Result<Room> {
+        let path = Catalog::path(dir);
+        let len = std::fs::metadata(&path)
+            .map_err(|e| StorageError::io(&path, e))?
+            .len();
+        Ok(Room {
+            growth: redone.growth(),
+            // Whole filesystem blocks.
+            catalog: len.div_ceil(4096) * 4096,
+        })
+    }
+
+    fn total(&self) -> u64 {
+        self.growth + self.catalog
+    }
+
+    /// The error of a recovery that found `free` bytes too few, or ran out
+    /// of room writing (`failed`: the write's error, and that of cutting the
+    /// files back, if that failed too).
+    fn error(
+        &self,
+        dir: &Path,
+        redone: &Redone,
+        free: u64,
+        failed: Option<(StorageError, Option<StorageError>)>,
+    ) -> StorageError {
+        let data = dir.join("data");
+        let grown: Vec<String> = redone
+            .files
+            .iter()
+            .filter(|(_, f)| f.growth() > 0)
+            .map(|(name, f)| format!("{name} +{} pages", f.growth()))
+            .collect();
+        let need = self.total();
+        let mut msg = format!(
+            "recovery needs {need} bytes ({:.1} MiB) free in {}: {} bytes for the pages the \
+             log adds past the data files' ends ({}) and {} bytes to rewrite {}; ",
+            need as f64 / (1 << 20) as f64,
+            data.display(),
+            self.growth,
+            if grown.is_empty() {
+                "none".to_string()
+            } else {
+                grown.join(", ")
+            },
+            self.catalog,
+            Catalog::path(dir).display(),
+        );
+        match failed {
+            None => msg.push_str(&format!("{free} bytes are free, so nothing was written")),
+            Some((e, None)) => msg.push_str(&format!(
+                "it ran out of room ({e}) and cut the files back to their lengths before, \
+                 so it keeps none of the room it took ({free} bytes are free now)"
+            )),
+            Some((e, Some(cut))) => msg.push_str(&format!(
+                "it ran out of room ({e}), and cutting the files back failed too ({cut})"
+            )),
+        }
+        msg.push_str(&format!(
+            ". The log in {} keeps every committed change until recovery is done, and is \
+             removed then (it is at least as large as what recovery adds). A read-only open \
+             (strata check, a SELECT) needs no room",
+            dir.join(wal::WAL_DIR).display()
+        ));
+        StorageError::io(
+            data,
+            std::io::Error::new(std::io::ErrorKind::StorageFull, msg),
+        )
+    }
+}
+
+/// Whether `e` is a full disk.
+fn is_enospc(e: &StorageError) -> bool {
+    match e {
+        StorageError::Io { source, .. } => {
+            source.kind() == std::io::ErrorKind::StorageFull
+                || source.raw_os_error() == Some(libc::ENOSPC)
+        }
+        _ => false,
+    }
+}
+
+/// Bytes an unprivileged process may still write on the filesystem of `path`.
+fn free_bytes(path: &Path) -> Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+        StorageError::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "a NUL byte in the path"),
+        )
+    })?;
+    // SAFETY: statvfs fills the zeroed struct from a valid NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(StorageError::io(path, std::io::Error::last_os_error()));
+    }
+    Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
 }

@@ -319,9 +319,11 @@ fn write_control(dir: &Path, c: &Control) -> Result<()> {
     let path = dir.join(CONTROL_FILE);
     let bytes = serde_json::to_vec(c).expect("control serializes");
     let mut f = File::create(&tmp).map_err(|e| StorageError::io(&tmp, e))?;
-    f.write_all(&bytes)
-        .and_then(|()| f.sync_all())
-        .map_err(|e| StorageError::io(&tmp, e))?;
+    if let Err(e) = f.write_all(&bytes).and_then(|()| f.sync_all()) {
+        // On a full disk, a half-written file would keep the room it took.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(StorageError::io(&tmp, e));
+    }
     std::fs::rename(&tmp, &path).map_err(|e| StorageError::io(&path, e))?;
     sync_dir(dir)
 }
@@ -561,18 +563,24 @@ impl Wal {
         let need = offset + bytes.len() as u64;
         if need > seg.allocated {
             let to = need.div_ceil(PREALLOCATE) * PREALLOCATE;
+            if let Some(f) = &self.faults {
+                // The segment grows: under a `full-disk` plan, by its budget.
+                f.take_room(&seg.path, to - seg.allocated)?;
+            }
             let zeros = vec![0u8; 1 << 20];
             let mut at = seg.allocated;
-            while at < to {
+            let mut grown = Ok(());
+            while at < to && grown.is_ok() {
                 let n = (to - at).min(zeros.len() as u64) as usize;
-                seg.file
-                    .write_all_at(&zeros[..n], at)
-                    .map_err(|e| StorageError::io(&seg.path, e))?;
+                grown = seg.file.write_all_at(&zeros[..n], at);
                 at += n as u64;
             }
-            seg.file
-                .sync_all()
-                .map_err(|e| StorageError::io(&seg.path, e))?;
+            if let Err(e) = grown.and_then(|()| seg.file.sync_all()) {
+                // A full disk: the zeros written so far go again, so the
+                // failed commit keeps none of the room (records end below).
+                let _ = seg.file.set_len(seg.allocated);
+                return Err(StorageError::io(&seg.path, e));
+            }
             seg.allocated = to;
         }
         let path = seg.path.clone();

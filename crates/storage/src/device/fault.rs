@@ -17,7 +17,14 @@
 //!   chosen by count (`crash-after-writes:N`, `crash-after-writes:N,torn`); or
 //! * **stop**: the process stops itself (`SIGSTOP`) right after the Nth write,
 //!   so that a test can send it a real `SIGKILL` at that point without timing
-//!   anything (`stop-after-writes:N`).
+//!   anything (`stop-after-writes:N`); or
+//! * **a full disk** with N bytes free (`full-disk:N`, N may be 0): every
+//!   write that grows a paged file past its end, and every extension of the
+//!   write-ahead log's segment, takes its new bytes from the budget, and one
+//!   that finds too little left fails with `ENOSPC`, writing nothing; a
+//!   truncation gives its bytes back. Writes inside a file's length pass, as on
+//!   a real full disk. Recovery asks the budget how much room there is
+//!   ([`FaultInjector::free_bytes`]) as it asks the filesystem.
 //!
 //! The command line arms it from the environment ([`FAULT_ENV`]), so end-to-end
 //! tests sweep the crash point over every write of a load.
@@ -59,10 +66,14 @@ pub enum FaultKind {
     Crash { torn: bool },
     /// The process stops (`SIGSTOP`) right after the write, for its parent to kill.
     Stop,
+    /// The disk has [`FaultPlan::nth`] bytes free: writes that grow a file take
+    /// from them and fail with `ENOSPC` once they do not fit.
+    DiskFull,
 }
 
 /// The request to fail and how: the `nth` (from 1) request of kind `op` counted
-/// from when the plan is armed.
+/// from when the plan is armed; for [`FaultKind::DiskFull`], `nth` is the bytes
+/// free when it is armed (0 allowed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FaultPlan {
     pub kind: FaultKind,
@@ -75,12 +86,13 @@ impl FromStr for FaultPlan {
 
     /// `eio-on-write:N`, `enospc-on-write:N`, `eio-on-read:N`, `eio-on-sync:N`,
     /// `crash-after-writes:N`, `crash-after-writes:N,torn` or
-    /// `stop-after-writes:N` (N counts from 1).
+    /// `stop-after-writes:N` (N counts from 1), or `full-disk:N` (N bytes free).
     fn from_str(s: &str) -> Result<FaultPlan> {
         let bad = |why: &str| {
             StorageError::Profile(format!(
                 "fault plan '{s}': {why} (expected eio-on-write:N, enospc-on-write:N, \
-                 eio-on-read:N, eio-on-sync:N, crash-after-writes:N[,torn] or stop-after-writes:N)"
+                 eio-on-read:N, eio-on-sync:N, crash-after-writes:N[,torn], stop-after-writes:N \
+                 or full-disk:BYTES)"
             ))
         };
         let (what, rest) = s.split_once(':').ok_or_else(|| bad("no ':'"))?;
@@ -89,6 +101,16 @@ impl FromStr for FaultPlan {
             None => (rest, None),
         };
         let nth: u64 = count.trim().parse().map_err(|_| bad("N is not a number"))?;
+        if what.trim() == "full-disk" {
+            if flag.is_some() {
+                return Err(bad("unknown flag"));
+            }
+            return Ok(FaultPlan {
+                kind: FaultKind::DiskFull,
+                op: FaultOp::Write,
+                nth,
+            });
+        }
         if nth == 0 {
             return Err(bad("N counts from 1"));
         }
@@ -116,6 +138,7 @@ impl fmt::Display for FaultPlan {
             (FaultKind::Crash { .. }, _) => "crash-after-writes",
             (FaultKind::Stop, _) => "stop-after-writes",
             (FaultKind::Enospc, _) => "enospc-on-write",
+            (FaultKind::DiskFull, _) => "full-disk",
             (FaultKind::Eio, FaultOp::Write) => "eio-on-write",
             (FaultKind::Eio, FaultOp::Read) => "eio-on-read",
             (FaultKind::Eio, FaultOp::Sync) => "eio-on-sync",
@@ -137,6 +160,8 @@ pub struct FaultInjector {
     writes: AtomicU64,
     syncs: AtomicU64,
     fired: AtomicU64,
+    /// Bytes left under a [`FaultKind::DiskFull`] plan.
+    free: AtomicU64,
 }
 
 /// What the device does with one request.
@@ -174,6 +199,9 @@ impl FaultInjector {
         for c in [&self.reads, &self.writes, &self.syncs] {
             c.store(0, Ordering::SeqCst);
         }
+        if plan.kind == FaultKind::DiskFull {
+            self.free.store(plan.nth, Ordering::SeqCst);
+        }
         *p = Some(plan);
     }
 
@@ -195,6 +223,41 @@ impl FaultInjector {
     /// How many requests the plan has failed.
     pub fn fired(&self) -> u64 {
         self.fired.load(Ordering::SeqCst)
+    }
+
+    /// The bytes free under a `full-disk` plan (`None` under any other plan:
+    /// the filesystem's own free space is all there is).
+    pub fn free_bytes(&self) -> Option<u64> {
+        let plan = self.plan.lock();
+        match *plan {
+            Some(p) if p.kind == FaultKind::DiskFull => Some(self.free.load(Ordering::SeqCst)),
+            _ => None,
+        }
+    }
+
+    /// Takes `bytes` of new room for `path` from a `full-disk` plan's budget,
+    /// or fails with `ENOSPC` (taking nothing) when fewer are left. Passes
+    /// under any other plan.
+    pub fn take_room(&self, path: &Path, bytes: u64) -> Result<()> {
+        let plan = self.plan.lock();
+        if !matches!(*plan, Some(p) if p.kind == FaultKind::DiskFull) || bytes == 0 {
+            return Ok(());
+        }
+        let free = self.free.load(Ordering::SeqCst);
+        if free < bytes {
+            self.fired.fetch_add(1, Ordering::SeqCst);
+            return Err(injected(FaultKind::Enospc, path, "write"));
+        }
+        self.free.store(free - bytes, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Gives `bytes` back to a `full-disk` plan's budget (a file shrank).
+    pub fn give_room(&self, bytes: u64) {
+        let plan = self.plan.lock();
+        if matches!(*plan, Some(p) if p.kind == FaultKind::DiskFull) {
+            self.free.fetch_add(bytes, Ordering::SeqCst);
+        }
     }
 
     /// Appends `buf` to a file that is not a paged file (the write-ahead log)
@@ -243,7 +306,7 @@ impl FaultInjector {
             Some(p) if p.op == op && n >= p.nth => match p.kind {
                 FaultKind::Crash { torn } if n == p.nth => Verdict::Crash { torn },
                 FaultKind::Stop if n == p.nth => Verdict::Stop,
-                FaultKind::Crash { .. } | FaultKind::Stop => Verdict::Pass,
+                FaultKind::Crash { .. } | FaultKind::Stop | FaultKind::DiskFull => Verdict::Pass,
                 kind => {
                     self.fired.fetch_add(1, Ordering::SeqCst);
                     Verdict::Fail(kind)
@@ -335,7 +398,16 @@ impl Device for FaultDevice {
     }
     fn write(&self, file: FileId, first_page: u64, buf: &[u8]) -> Result<()> {
         match self.faults.verdict(FaultOp::Write) {
-            Verdict::Pass => self.inner.write(file, first_page, buf),
+            Verdict::Pass => {
+                if self.faults.free_bytes().is_some() {
+                    // Under a full-disk plan: what the write adds past the end.
+                    let end = first_page + (buf.len() / PAGE_SIZE) as u64;
+                    let grows = end.saturating_sub(self.inner.num_pages(file)?);
+                    self.faults
+                        .take_room(&self.inner.path(file), grows * PAGE_SIZE as u64)?;
+                }
+                self.inner.write(file, first_page, buf)
+            }
             Verdict::Fail(kind) => Err(self.error(kind, file, "write")),
             Verdict::Crash { torn } => {
                 // The crash point's own write reaches the file (whole or torn);
@@ -355,7 +427,14 @@ impl Device for FaultDevice {
         }
     }
     fn truncate(&self, file: FileId, pages: u64) -> Result<()> {
-        self.inner.truncate(file, pages)
+        if self.faults.free_bytes().is_none() {
+            return self.inner.truncate(file, pages);
+        }
+        let before = self.inner.num_pages(file)?;
+        self.inner.truncate(file, pages)?;
+        self.faults
+            .give_room(before.saturating_sub(pages) * PAGE_SIZE as u64);
+        Ok(())
     }
     fn sync(&self, file: FileId) -> Result<()> {
         match self.faults.verdict(FaultOp::Sync) {
@@ -404,6 +483,8 @@ mod tests {
             "crash-after-writes:12",
             "crash-after-writes:5,torn",
             "stop-after-writes:9",
+            "full-disk:0",
+            "full-disk:65536",
         ] {
             assert_eq!(s.parse::<FaultPlan>().unwrap().to_string(), s);
         }
@@ -413,6 +494,8 @@ mod tests {
             "eio-on-write:x",
             "melt:3",
             "eio-on-write:3,torn",
+            "full-disk:x",
+            "full-disk:8,torn",
         ] {
             let e = bad.parse::<FaultPlan>().unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
@@ -437,6 +520,35 @@ mod tests {
         faults.disarm();
         dev.write(f, 2, &page).unwrap();
         assert_eq!(dev.num_pages(f).unwrap(), 3);
+    }
+
+    #[test]
+    fn a_full_disk_fails_only_writes_that_grow_a_file_and_truncation_gives_room_back() {
+        let (_d, dev, f, faults) = device("full-disk:16384");
+        let page = AlignedBuf::new(1);
+        assert_eq!(faults.free_bytes(), Some(16384));
+        dev.write(f, 0, &page).unwrap();
+        dev.write(f, 1, &page).unwrap();
+        assert_eq!(faults.free_bytes(), Some(0));
+        dev.write(f, 0, &page).unwrap(); // inside the file: no new room
+        let e = dev.write(f, 2, &page).unwrap_err().to_string();
+        assert!(
+            e.contains("No space left on device") && e.contains("/f"),
+            "{e}"
+        );
+        assert_eq!(
+            dev.num_pages(f).unwrap(),
+            2,
+            "the failed write wrote nothing"
+        );
+        dev.truncate(f, 1).unwrap();
+        assert_eq!(faults.free_bytes(), Some(8192));
+        dev.write(f, 1, &page).unwrap();
+        assert!(dev.write(f, 2, &page).is_err());
+        assert_eq!(faults.fired(), 2);
+        faults.disarm();
+        assert_eq!(faults.free_bytes(), None);
+        dev.write(f, 2, &page).unwrap();
     }
 
     #[test]

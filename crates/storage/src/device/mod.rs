@@ -11,6 +11,8 @@
 //!   deterministically and, optionally, really waiting.
 //! * [`FaultDevice`] wraps any device and fails or "crashes" at a request chosen by
 //!   count ([`FaultPlan`]), for deterministic crash and I/O-error tests.
+//! * [`OverlayDevice`] wraps any device, serves some pages from memory and
+//!   writes nothing: a read-only open's view of a log redone in memory.
 //!
 //! A paged file is a flat array of 8 KiB pages; on disk it is stored as segments of
 //! a fixed number of pages (`<path>.0000`, `<path>.0001`, ...) so the cold tier can
@@ -51,6 +53,7 @@ pub mod fault;
 mod file;
 pub mod layer;
 mod modeled;
+pub mod overlay;
 pub mod trace;
 
 use std::path::{Path, PathBuf};
@@ -60,6 +63,7 @@ pub use fault::{FaultDevice, FaultInjector, FaultPlan};
 pub use file::FileDevice;
 pub use layer::{COLD_MANIFEST_SUFFIX, DeviceLayer, cold_manifest_path, is_cold};
 pub use modeled::{DeviceProfile, ModeledDevice, ProfileKind};
+pub use overlay::OverlayDevice;
 use parking_lot::Mutex;
 pub use trace::{IoKind, Trace, TraceEvent, TraceRecorder};
 
