@@ -77,8 +77,9 @@ fn full_log(dir: &Path, indexed: bool) -> BTreeMap<i64, Vec<Value>> {
     t.insert_rows(&(100..2100).map(row).collect::<Vec<_>>())
         .unwrap();
     txn.commit().unwrap();
-    let model = contents(&db);
-    assert_eq!(model.len(), 2100);
+    // Not read back here: a scan writes the table's changed pages back first,
+    // and the point is a log holding pages the data files do not have.
+    let model: BTreeMap<i64, Vec<Value>> = (0..2100).map(|i| (i, row(i))).collect();
     // The disk is full: the next commit's log write fails.
     faults.arm("enospc-on-write:1".parse().unwrap());
     let txn = db.begin_write().unwrap();
@@ -201,6 +202,7 @@ fn a_failed_recovery_gives_back_the_room_it_took() {
     // in whole blocks, and no more than the log it replaced.
     let grown: usize =
         data_sizes(dir.path()).values().sum::<usize>() - sizes.values().sum::<usize>();
+    assert!(grown > 0, "the log held pages past the heap's end");
     let catalog = std::fs::metadata(dir.path().join("catalog.json"))
         .unwrap()
         .len();
