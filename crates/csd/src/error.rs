@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 
+use strata_storage::exit;
+
 /// What went wrong in the CSD engine (configuration, layouts, costs,
 /// simulations).
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +53,27 @@ pub enum CsdError {
 }
 
 impl CsdError {
+    /// This error's exit code (`strata_storage::exit`): a file that cannot
+    /// be read or written is an operational failure; everything else is
+    /// what the user gave — a configuration, a value, a layout, prices, a
+    /// scenario — and is bad usage.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CsdError::Io { .. } => exit::FAILURE,
+            CsdError::Config { .. }
+            | CsdError::Parse { .. }
+            | CsdError::Unplaced { .. }
+            | CsdError::GroupOutOfRange { .. }
+            | CsdError::Cost { .. }
+            | CsdError::Sim { .. } => exit::USAGE,
+        }
+    }
+
+    /// An [`exit::Classifier`] for this type.
+    pub fn classify(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
+        e.downcast_ref::<CsdError>().map(CsdError::exit_code)
+    }
+
     pub(crate) fn parse(what: &str, value: &str, message: impl Into<String>) -> CsdError {
         CsdError::Parse {
             what: what.into(),
@@ -71,5 +94,53 @@ impl CsdError {
             field: field.into(),
             message: message.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("while serving")]
+    struct Wrapper(#[source] CsdError);
+
+    #[test]
+    fn errors_classify_into_strata_exit_codes() {
+        let io = CsdError::Io {
+            path: "csd.json".into(),
+            source: std::io::Error::other("disk full"),
+        };
+        assert_eq!(io.exit_code(), exit::FAILURE);
+        let usage = [
+            CsdError::Config {
+                path: "csd.json".into(),
+                field: "groups".into(),
+                message: "must be at least 1".into(),
+            },
+            CsdError::parse("policy", "fastest", "unknown policy"),
+            CsdError::Unplaced {
+                object: "t/x.0".into(),
+                prefixes: "a/".into(),
+            },
+            CsdError::GroupOutOfRange {
+                what: "layout".into(),
+                group: 9,
+                groups: 5,
+            },
+            CsdError::cost("price", "negative"),
+            CsdError::sim("clients", "none"),
+        ];
+        for e in &usage {
+            assert_eq!(e.exit_code(), exit::USAGE, "{e}");
+            assert_eq!(CsdError::classify(e), Some(exit::USAGE), "{e}");
+        }
+        assert_eq!(CsdError::classify(&io), Some(exit::FAILURE));
+        // Not a CsdError: not this classifier's.
+        let other = std::io::Error::other("x");
+        assert_eq!(CsdError::classify(&other), None);
+        // Through a chain of causes, as the shared classifier walks it.
+        let wrapped = Wrapper(CsdError::parse("layout", "zigzag", "unknown layout"));
+        assert_eq!(exit::code_of(&wrapped, &[CsdError::classify]), exit::USAGE);
     }
 }
