@@ -355,7 +355,8 @@ impl Database {
     /// Why this handle, opened read-only, may not write: who else holds the
     /// database now and what it does, or that no one does.
     pub fn read_only_reason(&self) -> String {
-        crate::db_lock::read_only_reason(&self.dir, &self._lock)
+        let unrecovered = wal::needs_recovery(&self.dir).unwrap_or(false);
+        crate::db_lock::read_only_reason(&self.dir, &self._lock, unrecovered)
     }
 
     /// The cold tier layer the database was opened with (`DbOptions::cold_tier`).

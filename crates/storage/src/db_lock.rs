@@ -83,24 +83,34 @@ pub(crate) fn lock(dir: &Path, shared: bool) -> Result<File> {
 }
 
 /// Why a database opened read-only (`held`: the handle's own `LOCK`) may not
-/// write now: who else holds it, or that no one does.
-pub(crate) fn read_only_reason(dir: &Path, held: &File) -> String {
+/// write now: who else holds it, or that no one does; `unrecovered`: its log
+/// holds commits its data files lack (this handle reads them redone in memory).
+pub(crate) fn read_only_reason(dir: &Path, held: &File, unrecovered: bool) -> String {
     let own = std::process::id();
     // This handle's own shared lock is one of this process's entries.
     let others = holders(held, Some(own));
-    if others.is_empty() {
-        return format!(
+    let mut why = if others.is_empty() {
+        format!(
             "no other process holds {} now: it was opened read-only on purpose, or its \
              holder has closed it since; open it again to write",
             dir.display()
+        )
+    } else {
+        let writing = others.iter().any(|h| h.writing);
+        format!(
+            "{}, and a writer must wait until it closes {}",
+            describe(&others, writing),
+            dir.display()
+        )
+    };
+    if unrecovered {
+        why.push_str(
+            "; it was not closed cleanly and is read with its log redone in memory: a \
+             read-write open writes the redone pages first, and if the disk is too full \
+             for them it says how many bytes it needs",
         );
     }
-    let writing = others.iter().any(|h| h.writing);
-    format!(
-        "{}; a writer waits for it to close {}",
-        describe(&others, writing),
-        dir.display()
-    )
+    why
 }
 
 /// One holder of a `LOCK`, from `/proc/locks`.

@@ -130,6 +130,8 @@ fn a_read_only_open_after_enospc_in_the_log_writes_nothing() {
     let db = Database::open(dir.path(), opts(&faults, true))
         .unwrap_or_else(|e| panic!("a read-only open must not need room: {e}"));
     assert_eq!(contents(&db), model);
+    let why = db.read_only_reason();
+    assert!(why.contains("not closed cleanly"), "{why}");
     let t = db.table("t").unwrap();
     assert_eq!(t.rows(), model.len() as u64);
     assert_eq!(db.catalog().table("t").unwrap().rows, model.len() as u64);
