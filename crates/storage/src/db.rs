@@ -213,6 +213,9 @@ pub struct Database {
     cold_tier: Option<Arc<dyn DeviceLayer>>,
     /// Set by [`Database::crash`]: closing writes nothing back.
     crashed: std::sync::atomic::AtomicBool,
+    /// Read-only over a log redone in memory: it writes nothing, not even
+    /// access counts when it closes.
+    redone_in_memory: bool,
     _lock: File,
 }
 
@@ -318,6 +321,7 @@ impl Database {
             checkpoint_log_bytes: opts.checkpoint_log_bytes,
             cold_tier: opts.cold_tier.clone(),
             crashed: Default::default(),
+            redone_in_memory: in_memory.is_some(),
             _lock: lock,
         };
         if let Some(r) = recovered
@@ -355,8 +359,7 @@ impl Database {
     /// Why this handle, opened read-only, may not write: who else holds the
     /// database now and what it does, or that no one does.
     pub fn read_only_reason(&self) -> String {
-        let unrecovered = wal::needs_recovery(&self.dir).unwrap_or(false);
-        crate::db_lock::read_only_reason(&self.dir, &self._lock, unrecovered)
+        crate::db_lock::read_only_reason(&self.dir, &self._lock, self.redone_in_memory)
     }
 
     /// The cold tier layer the database was opened with (`DbOptions::cold_tier`).
@@ -942,7 +945,7 @@ impl Database {
 impl Drop for Database {
     /// A clean close: everything written back, the log empty.
     fn drop(&mut self) {
-        if self.crashed.load(Ordering::Acquire) {
+        if self.crashed.load(Ordering::Acquire) || self.redone_in_memory {
             return;
         }
         if self.wal.is_some() {
