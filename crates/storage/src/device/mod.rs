@@ -12,7 +12,8 @@
 //! * [`FaultDevice`] wraps any device and fails or "crashes" at a request chosen by
 //!   count ([`FaultPlan`]), for deterministic crash and I/O-error tests.
 //! * [`OverlayDevice`] wraps any device, serves some pages from memory and
-//!   writes nothing: a read-only open's view of a log redone in memory.
+//!   writes none of the files it opens: a read-only open's view of a log
+//!   redone in memory.
 //!
 //! A paged file is a flat array of 8 KiB pages; on disk it is stored as segments of
 //! a fixed number of pages (`<path>.0000`, `<path>.0001`, ...) so the cold tier can

@@ -1,5 +1,5 @@
 //! A device that serves some pages from memory in front of another device and
-//! writes nothing.
+//! writes none of the files it opens.
 //!
 //! Why: a read-only open of a database that was not closed cleanly must see the
 //! committed state, the last checkpoint plus what the log holds after it, but it
@@ -8,10 +8,11 @@
 //! redoes the log in memory (`recovery::recover_in_memory`) and hands the redone
 //! page images to an [`OverlayDevice`], which answers reads of those pages from
 //! them and every other read from the device it wraps. A file the log grew is as
-//! long as its last redone page. Every request that would write fails, naming
-//! the file.
+//! long as its last redone page. A write to any file it opened fails, naming the
+//! file; only files created through it (a query's temporary spill and sort
+//! files, as on any read-only open) are written, through to the device.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -23,13 +24,16 @@ use crate::error::{Result, StorageError};
 /// Page images of one file, by page number.
 pub type PageImages = BTreeMap<u64, Box<[u8]>>;
 
-/// Pages from memory over a device that is only read.
+/// Pages from memory over a device whose files are only read.
 pub struct OverlayDevice {
     inner: Arc<dyn Device>,
     /// The images, by the file's base path.
     images: HashMap<PathBuf, Arc<PageImages>>,
     /// The images of the open files that have any.
     open: RwLock<HashMap<FileId, Arc<PageImages>>>,
+    /// Files created through this device (temporary files): the only ones
+    /// written.
+    scratch: RwLock<HashSet<FileId>>,
 }
 
 impl OverlayDevice {
@@ -39,6 +43,7 @@ impl OverlayDevice {
             inner,
             images: images.into_iter().map(|(p, i)| (p, Arc::new(i))).collect(),
             open: RwLock::new(HashMap::new()),
+            scratch: RwLock::new(HashSet::new()),
         }
     }
 
@@ -94,8 +99,13 @@ impl OverlayDevice {
 }
 
 impl Device for OverlayDevice {
-    fn create(&self, path: &Path, _segment_pages: u64) -> Result<FileId> {
-        Err(self.refuse(path.to_path_buf(), "creating a file"))
+    fn create(&self, path: &Path, segment_pages: u64) -> Result<FileId> {
+        if self.images.contains_key(path) {
+            return Err(self.refuse(path.to_path_buf(), "creating a data file anew"));
+        }
+        let file = self.inner.create(path, segment_pages)?;
+        self.scratch.write().insert(file);
+        Ok(file)
     }
     fn open(&self, path: &Path, segment_pages: u64) -> Result<FileId> {
         let file = self.inner.open(path, segment_pages)?;
@@ -106,6 +116,7 @@ impl Device for OverlayDevice {
     }
     fn close(&self, file: FileId) {
         self.open.write().remove(&file);
+        self.scratch.write().remove(&file);
         self.inner.close(file)
     }
     fn path(&self, file: FileId) -> PathBuf {
@@ -140,15 +151,24 @@ impl Device for OverlayDevice {
         }
         Ok(())
     }
-    fn write(&self, file: FileId, _first_page: u64, _buf: &[u8]) -> Result<()> {
-        Err(self.refuse(self.inner.path(file), "a write"))
+    fn write(&self, file: FileId, first_page: u64, buf: &[u8]) -> Result<()> {
+        if !self.scratch.read().contains(&file) {
+            return Err(self.refuse(self.inner.path(file), "a write"));
+        }
+        self.inner.write(file, first_page, buf)
     }
-    fn truncate(&self, file: FileId, _pages: u64) -> Result<()> {
-        Err(self.refuse(self.inner.path(file), "a truncation"))
+    fn truncate(&self, file: FileId, pages: u64) -> Result<()> {
+        if !self.scratch.read().contains(&file) {
+            return Err(self.refuse(self.inner.path(file), "a truncation"));
+        }
+        self.inner.truncate(file, pages)
     }
-    fn sync(&self, _file: FileId) -> Result<()> {
-        // Nothing was written through this device.
-        Ok(())
+    fn sync(&self, file: FileId) -> Result<()> {
+        if !self.scratch.read().contains(&file) {
+            // Nothing was written to it through this device.
+            return Ok(());
+        }
+        self.inner.sync(file)
     }
     fn stats(&self) -> &IoStats {
         self.inner.stats()
@@ -207,11 +227,19 @@ mod tests {
         let e = dev.write(f, 0, &buf).unwrap_err().to_string();
         assert!(e.contains("read-only") && e.contains("/f"), "{e}");
         assert!(dev.truncate(f, 0).is_err());
-        assert!(dev.create(&dir.path().join("g"), 4).is_err());
+        assert!(
+            dev.create(&path, 4).is_err(),
+            "a data file is not made anew"
+        );
         assert_eq!(
             std::fs::metadata(segment_of(&path)).unwrap().len(),
             3 * 8192
         );
+        // A temporary file (a sort's spill) is written as on any read-only open.
+        let g = dev.create(&dir.path().join("g"), 4).unwrap();
+        dev.write(g, 0, &one).unwrap();
+        dev.sync(g).unwrap();
+        assert_eq!(dev.num_pages(g).unwrap(), 1);
     }
 
     fn segment_of(base: &Path) -> PathBuf {
