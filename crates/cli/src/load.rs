@@ -122,6 +122,7 @@ pub fn run(cli: &Global, a: &LoadArgs) -> Result<()> {
                     max_errors: 0,
                     ..target
                 },
+                schema,
                 ..Default::default()
             };
             strata_load::load_parquet(&db, &a.table, &a.file, &opts, &bars)?

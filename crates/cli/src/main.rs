@@ -56,21 +56,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// The process exit code of a failed command (one mapping for both binaries:
-/// `strata_storage::exit`).
+/// The process exit code of a failed command: the one classifier both
+/// binaries share (`strata_exit`), with this binary's usage error.
 fn exit_code(e: &anyhow::Error) -> u8 {
     fn usage(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
         e.is::<context::UsageError>()
             .then_some(strata_storage::exit::USAGE)
     }
-    strata_storage::exit::code_of(
-        e.as_ref(),
-        &[
-            strata_load::LoadError::classify,
-            strata_access::AccessError::classify,
-            usage,
-        ],
-    )
+    strata_exit::code_of(e.as_ref(), &[usage])
 }
 
 /// Runs the parsed command.

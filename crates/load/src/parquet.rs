@@ -57,6 +57,12 @@ pub struct ParquetOptions {
     pub varchar_len: Option<u16>,
     /// Rows per arrow record batch (default 8192).
     pub batch_size: usize,
+    /// The schema of a new table (`strata load --schema`): the file's columns
+    /// are matched to it by name and each value is checked against its type
+    /// and nullability. `None` (default): the table's schema comes from the
+    /// file's. When the table exists it must be absent or equal to the
+    /// table's schema.
+    pub schema: Option<Schema>,
 }
 
 impl Default for ParquetOptions {
@@ -65,6 +71,7 @@ impl Default for ParquetOptions {
             target: LoadTarget::default(),
             varchar_len: None,
             batch_size: 8192,
+            schema: None,
         }
     }
 }
@@ -101,13 +108,25 @@ pub fn load_parquet(
     let existing = existing_table(db, table)?;
     let new_table = existing.is_none();
     // (schema, map[c] = arrow field of table column c)
-    let (schema, map) = match &existing {
-        Some(t) => {
+    let (schema, map) = match (&existing, &opts.schema) {
+        (Some(t), given) => {
+            if let Some(s) = given
+                && s != t.schema()
+            {
+                return Err(LoadError::Mismatch(format!(
+                    "table '{table}' already exists with columns ({}), which differ from the given schema ({s})",
+                    t.schema()
+                )));
+            }
             let schema = t.schema().clone();
             let map = map_fields(fields, &schema, &file_name, table)?;
             (schema, map)
         }
-        None => {
+        (None, Some(given)) => {
+            let map = map_fields(fields, given, &file_name, table)?;
+            (given.clone(), map)
+        }
+        (None, None) => {
             let mut columns = Vec::with_capacity(fields.len());
             let mut strings = Vec::new();
             for (i, f) in fields.iter().enumerate() {

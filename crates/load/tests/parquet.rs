@@ -360,3 +360,65 @@ fn unsupported_types_are_named() {
         "{e}"
     );
 }
+
+#[test]
+fn a_given_schema_is_the_new_tables_schema_and_its_not_null_is_checked() {
+    let (dir, db) = db();
+    let f = write(
+        dir.path(),
+        "n.parquet",
+        vec![
+            (
+                "a",
+                Arc::new(Int64Array::from(vec![Some(1), None, Some(3)])) as ArrayRef,
+                true,
+            ),
+            (
+                "b",
+                Arc::new(StringArray::from(vec!["x", "y", "z"])) as ArrayRef,
+                false,
+            ),
+        ],
+    );
+    // The file's `a` is nullable and holds a NULL: NOT NULL in the given
+    // schema refuses that row, naming file, row and column, and creates nothing.
+    let o = ParquetOptions {
+        schema: Some(Schema::parse("a INT, b VARCHAR(4)").unwrap()),
+        ..Default::default()
+    };
+    let e = load_parquet(&db, "t", &f, &o, &NoProgress).unwrap_err();
+    assert_eq!(
+        e.row_error().unwrap().to_string(),
+        format!(
+            "{}: row 2: column 1 (a): NULL in a NOT NULL column",
+            f.display()
+        )
+    );
+    assert!(db.table("t").is_err(), "a failed load creates no table");
+
+    // With a nullable `a` the given types are the table's: INT, not the
+    // file's BIGINT, and VARCHAR(4) without a sizing pass.
+    let o = ParquetOptions {
+        schema: Some(Schema::parse("a INT NULL, b VARCHAR(4)").unwrap()),
+        ..Default::default()
+    };
+    load_parquet(&db, "t", &f, &o, &NoProgress).unwrap();
+    let t = db.table("t").unwrap();
+    assert_eq!(
+        t.schema(),
+        &Schema::parse("a INT NULL, b VARCHAR(4)").unwrap()
+    );
+    assert_eq!(rows(&db, "t").len(), 3);
+
+    // Loading again with a different schema is refused; the table keeps its rows.
+    let o = ParquetOptions {
+        schema: Some(Schema::parse("a BIGINT NULL, b VARCHAR(4)").unwrap()),
+        ..Default::default()
+    };
+    let e = load_parquet(&db, "t", &f, &o, &NoProgress).unwrap_err();
+    assert!(
+        e.to_string().contains("differ from the given schema"),
+        "{e}"
+    );
+    assert_eq!(rows(&db, "t").len(), 3);
+}

@@ -167,6 +167,9 @@ fn logical(state: &SessionState, e: &ast::Expr, schema: &DFSchema) -> Option<Exp
         )
         .ok()?;
     let e = e.rewrite(&mut TypeCoercionRewriter::new(schema)).ok()?.data;
+    // Integer arithmetic checked for overflow, as the analyzer's
+    // `crate::overflow::CheckedArithmetic` does on the DataFusion path.
+    let e = crate::overflow::checked(e, schema).ok()?.data;
     Some(e)
 }
 

@@ -841,6 +841,7 @@ fn assign(
             .map_err(|e| {
                 let root = match e.find_root() {
                     DataFusionError::ArrowError(a, _) => a.to_string(),
+                    DataFusionError::External(x) => x.to_string(),
                     r => r.to_string().lines().next().unwrap_or("").to_string(),
                 };
                 SqlError::Data(format!(

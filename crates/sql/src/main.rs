@@ -54,7 +54,8 @@ struct SqlArgs {
     /// Output format: table, csv or json.
     #[arg(long, default_value = "table")]
     format: String,
-    /// Print each statement's time, rows and I/O to stderr.
+    /// Print each statement's time, rows and I/O to stderr (on by default in
+    /// an interactive session; results alone go to stdout).
     #[arg(long)]
     timing: bool,
     /// Session settings, e.g. --set strata.access_path=optimizer (repeatable).
@@ -123,7 +124,7 @@ fn sql(cli: &Cli, args: &SqlArgs) -> anyhow::Result<()> {
         );
     }
     if scripts.is_empty() {
-        return repl::run(&session, format);
+        return repl::run(&session, format, args.timing);
     }
     for script in scripts {
         let (mut stmts, rest) = split_statements(&script);

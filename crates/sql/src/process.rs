@@ -1,6 +1,7 @@
 //! What the binaries over the SQL layer (`strata-sql`, `strata-bench-tpch`)
 //! share as processes: the usage error, and the one way a failed run becomes
-//! a message and an exit code (`strata_storage::exit`).
+//! a message and an exit code (`strata_exit`, the classifier `strata`
+//! uses too, with `SqlError` added).
 
 use std::process::ExitCode;
 
@@ -16,15 +17,7 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
     fn usage(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
         e.is::<Usage>().then_some(strata_storage::exit::USAGE)
     }
-    strata_storage::exit::code_of(
-        e.as_ref(),
-        &[
-            SqlError::classify,
-            strata_load::LoadError::classify,
-            strata_access::AccessError::classify,
-            usage,
-        ],
-    )
+    strata_exit::code_of(e.as_ref(), &[SqlError::classify, usage])
 }
 
 /// Runs a binary's work: success, or the error on stderr and its exit code.

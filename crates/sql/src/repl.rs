@@ -1,6 +1,12 @@
 //! The interactive session: line editing and history (`~/.strata_history`),
 //! statements that span lines until their `;`, a timing line after each
 //! result, and a few backslash commands.
+//!
+//! Statements piped in (`echo "SELECT …;" | strata sql --format csv > out.csv`)
+//! run the same way, but stdout carries results only: the timing line goes
+//! to stderr and is off unless `\timing` turns it on, nothing is added to the
+//! history, and a statement that failed makes the process exit with its
+//! error's code once the others have run.
 
 use std::io::IsTerminal;
 
@@ -37,7 +43,9 @@ pub fn summary(r: &QueryResult) -> String {
     )
 }
 
-pub fn run(session: &SqlSession, mut format: Format) -> anyhow::Result<()> {
+/// Runs the session; `timing`: the timing line from the start even when the
+/// statements are piped in (`--timing`).
+pub fn run(session: &SqlSession, mut format: Format, timing: bool) -> anyhow::Result<()> {
     let mut editor = DefaultEditor::new()?;
     let history =
         std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".strata_history"));
@@ -45,13 +53,14 @@ pub fn run(session: &SqlSession, mut format: Format) -> anyhow::Result<()> {
         let _ = editor.load_history(h);
     }
     let interactive = std::io::stdin().is_terminal();
+    let mut failures = Failures::default();
     if interactive {
         println!(
             "strata SQL on {} — statements end with ;  \\? for help, \\q to quit",
             session.database().dir().display()
         );
     }
-    let mut timing = true;
+    let mut timing = interactive || timing;
     let mut pending = String::new();
     loop {
         let prompt = if pending.is_empty() {
@@ -103,7 +112,9 @@ pub fn run(session: &SqlSession, mut format: Format) -> anyhow::Result<()> {
             }
             continue;
         }
-        let _ = editor.add_history_entry(pending.trim());
+        if interactive {
+            let _ = editor.add_history_entry(pending.trim());
+        }
         pending = rest;
         for stmt in stmts {
             match session.execute(&stmt) {
@@ -113,19 +124,53 @@ pub fn run(session: &SqlSession, mut format: Format) -> anyhow::Result<()> {
                         strata_sql::format::render(format, &r.schema, &r.batches)?
                     );
                     if timing {
-                        println!("{}", summary(&r));
+                        eprintln!("{}", summary(&r));
                     }
                 }
                 // A bad statement ends only itself, not the session.
-                Err(e) => eprintln!("error: {e}"),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    failures.add(e);
+                }
             }
         }
     }
-    if let Some(h) = &history {
+    if interactive && let Some(h) = &history {
         let _ = editor.save_history(h);
     }
     warn_open_transaction(session);
-    Ok(())
+    match failures.first {
+        Some(first) if !interactive => Err(StatementsFailed {
+            failed: failures.count,
+            first,
+        }
+        .into()),
+        _ => Ok(()),
+    }
+}
+
+/// The statements of a session that failed (each was reported as it ran).
+#[derive(Default)]
+struct Failures {
+    count: usize,
+    first: Option<strata_sql::SqlError>,
+}
+
+impl Failures {
+    fn add(&mut self, e: strata_sql::SqlError) {
+        self.count += 1;
+        self.first.get_or_insert(e);
+    }
+}
+
+/// The end of a piped session in which statements failed: its exit code is
+/// the first failure's.
+#[derive(Debug, thiserror::Error)]
+#[error("{failed} statement(s) failed; the first")]
+pub struct StatementsFailed {
+    failed: usize,
+    #[source]
+    first: strata_sql::SqlError,
 }
 
 /// Says so when the session ends inside a transaction, which is rolled back.

@@ -15,14 +15,15 @@ use datafusion::arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array}
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::dataframe::DataFrame;
-use datafusion::error::DataFusionError;
 use datafusion::execution::SessionState;
 use datafusion::execution::context::{SessionConfig, SessionContext};
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::parser::Statement as DfStatement;
+use strata_storage::Database;
 use strata_storage::device::IoCounters;
-use strata_storage::{Database, StorageError};
+
+pub use crate::error::SqlError;
 
 use crate::ddl;
 use crate::depth;
@@ -34,79 +35,6 @@ use crate::script::analyze_targets;
 use crate::statement::{self, Kind};
 use crate::stats;
 use crate::txn::Writes;
-
-#[derive(Debug, thiserror::Error)]
-pub enum SqlError {
-    /// Bad SQL, unknown names, type errors, bad settings.
-    #[error("{0}")]
-    Query(String),
-    /// A corrupt page or file met while running.
-    #[error("{0}")]
-    Corrupt(String),
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-    #[error(transparent)]
-    Access(#[from] strata_access::AccessError),
-    /// A value that does not fit its column (NULL in a NOT NULL column, a
-    /// string too long, a number out of range).
-    #[error("{0}")]
-    Data(String),
-    /// Failures while running (I/O and the like).
-    #[error("{0}")]
-    Execution(String),
-}
-
-impl From<DataFusionError> for SqlError {
-    fn from(e: DataFusionError) -> SqlError {
-        let root = e.find_root();
-        if let DataFusionError::External(x) = root {
-            // strata's errors travel through DataFusion as External errors;
-            // they keep their exit code.
-            use strata_storage::exit;
-            let code = exit::code_of(
-                x.as_ref(),
-                &[SqlError::classify, strata_access::AccessError::classify],
-            );
-            let msg = x.to_string();
-            return match code {
-                exit::CORRUPT => SqlError::Corrupt(msg),
-                exit::BAD_INPUT => SqlError::Data(msg),
-                exit::USAGE => SqlError::Query(msg),
-                _ => SqlError::Execution(msg),
-            };
-        }
-        // DataFusion's messages can carry a backtrace hint after the first line.
-        let msg = root.to_string().lines().next().unwrap_or("").to_string();
-        match root {
-            DataFusionError::Plan(_)
-            | DataFusionError::SchemaError(..)
-            | DataFusionError::SQL(..)
-            | DataFusionError::NotImplemented(_)
-            | DataFusionError::Configuration(_) => SqlError::Query(msg),
-            _ => SqlError::Execution(msg),
-        }
-    }
-}
-
-impl SqlError {
-    /// This error's process exit code (see `strata_storage::exit`).
-    pub fn exit_code(&self) -> u8 {
-        use strata_storage::exit;
-        match self {
-            SqlError::Query(_) => exit::USAGE,
-            SqlError::Corrupt(_) => exit::CORRUPT,
-            SqlError::Storage(s) => s.exit_code(),
-            SqlError::Access(a) => a.exit_code(),
-            SqlError::Data(_) => exit::BAD_INPUT,
-            SqlError::Execution(_) => exit::FAILURE,
-        }
-    }
-
-    /// An [`exit::Classifier`](strata_storage::exit::Classifier) for this type.
-    pub fn classify(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
-        e.downcast_ref::<SqlError>().map(SqlError::exit_code)
-    }
-}
 
 /// One statement's result.
 pub struct QueryResult {
@@ -313,9 +241,14 @@ impl Engine {
             .with_config(config)
             .with_default_features()
             .with_physical_optimizer_rules(rules)
+            // Integer `+ - *` and negation raise "out of range" instead of
+            // wrapping (`crate::overflow`), after type coercion.
+            .with_analyzer_rule(Arc::new(crate::overflow::CheckedArithmetic))
             .with_query_planner(Arc::new(crate::skipper::SkipperPlanner::new(db.clone())))
             .build();
         let ctx = SessionContext::new_with_state(state);
+        // `sum` of integers is exact (DECIMAL(38,0)), not a wrapping BIGINT.
+        ctx.register_udaf(crate::wide_sum::WideSum::udaf());
         ctx.register_udtf(
             "strata_waste",
             Arc::new(crate::waste::WasteFunction::new(db.clone())),

@@ -8,6 +8,7 @@
 //! `skipper.rs` stays its own binary: it sets the process
 //! environment, which no other test may share.
 
+mod cli_output;
 mod cold_tier_sql;
 mod common;
 mod crash_loop_sql;
@@ -18,6 +19,7 @@ mod fuzz_sql;
 mod hot_sql;
 mod index_cache_sql;
 mod index_join;
+mod overflow;
 mod semantic_id;
 mod skipper_faults;
 mod split;

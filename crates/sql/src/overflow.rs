@@ -1,0 +1,342 @@
+//! Integer arithmetic that raises an out-of-range error instead of wrapping.
+//!
+//! DataFusion 55 evaluates `+`, `-`, `*` and unary minus on integers with
+//! wrapping kernels: its `BinaryExpr` checks overflow only when
+//! `fail_on_overflow` is set, which exists on the physical expression alone
+//! and which its planner never sets. So `9223372036854775807 + 1` gave
+//! `-9223372036854775808`, and `UPDATE t SET b = b * 9223372036854775807`
+//! stored what the wrap left. SQL says otherwise: PostgreSQL, DuckDB and
+//! SQLite raise "bigint out of range" (SQLSTATE 22003), and so does strata.
+//!
+//! [`CheckedArithmetic`] is an analyzer rule that runs after DataFusion's
+//! type coercion, when every operand's type is known: it replaces each `+`,
+//! `-`, `*` whose operands are integers of one type, and each negation of a
+//! signed integer, by a checked function of the same type. The functions
+//! print as the operator they stand for, so column names and plans' logical
+//! text do not change; constant expressions are still folded while planning
+//! (and an overflowing one fails there). Division and remainder already
+//! fail on overflow and on zero in DataFusion. Decimals, floats, dates and
+//! intervals keep DataFusion's arithmetic. `sum` over integers is the other
+//! place that wrapped; [`crate::wide_sum`] sums them as DECIMAL(38,0).
+//!
+//! The error is [`SqlError::Data`] (exit code 3, like a value strata's own
+//! row check refuses), naming the type and the operation.
+
+use std::sync::{Arc, LazyLock};
+
+use datafusion::arrow::array::{ArrayRef, Datum, Scalar};
+use datafusion::arrow::compute::kernels::numeric;
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::common::{DFSchema, Result, ScalarValue};
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::utils::merge_schema;
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ReturnFieldArgs, ScalarFunctionArgs,
+    ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+use datafusion::optimizer::AnalyzerRule;
+
+use crate::error::SqlError;
+
+/// The analyzer rule (see the module docs).
+#[derive(Debug, Default)]
+pub struct CheckedArithmetic;
+
+impl AnalyzerRule for CheckedArithmetic {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        plan.transform_up_with_subqueries(|plan| {
+            let mut schema = merge_schema(&plan.inputs());
+            if let LogicalPlan::TableScan(scan) = &plan {
+                schema.merge(scan.projected_schema.as_ref());
+            }
+            let names = NamePreserver::new(&plan);
+            let t = plan.map_expressions(|e| {
+                let name = names.save(&e);
+                Ok(checked(e, &schema)?.update_data(|e| name.restore(e)))
+            })?;
+            if t.transformed {
+                t.map_data(|p| p.recompute_schema())
+            } else {
+                Ok(t)
+            }
+        })
+        .data()
+    }
+
+    fn name(&self) -> &str {
+        "strata_checked_arithmetic"
+    }
+}
+
+/// `e` with its integer `+ - *` and negations checked; `schema` types its
+/// columns. An operand whose type cannot be found is left as it is (the
+/// planner reports that itself).
+pub fn checked(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    e.transform_up(|e| {
+        Ok(match e {
+            Expr::BinaryExpr(b) => match Op::of(b.op) {
+                Some(op) if same_integer(&b.left, &b.right, schema) => {
+                    Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
+                        op.udf(),
+                        vec![*b.left, *b.right],
+                    )))
+                }
+                _ => Transformed::no(Expr::BinaryExpr(b)),
+            },
+            Expr::Negative(inner) if signed_integer(&inner, schema) => Transformed::yes(
+                Expr::ScalarFunction(ScalarFunction::new_udf(Op::Neg.udf(), vec![*inner])),
+            ),
+            other => Transformed::no(other),
+        })
+    })
+}
+
+fn same_integer(l: &Expr, r: &Expr, schema: &DFSchema) -> bool {
+    match (l.get_type(schema), r.get_type(schema)) {
+        (Ok(a), Ok(b)) => a == b && a.is_integer(),
+        _ => false,
+    }
+}
+
+fn signed_integer(e: &Expr, schema: &DFSchema) -> bool {
+    e.get_type(schema).is_ok_and(|t| t.is_signed_integer())
+}
+
+/// A checked integer operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Op {
+    Add,
+    Sub,
+    Mul,
+    Neg,
+}
+
+static ADD: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Op::Add.make());
+static SUB: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Op::Sub.make());
+static MUL: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Op::Mul.make());
+static NEG: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Op::Neg.make());
+
+impl Op {
+    fn of(op: Operator) -> Option<Op> {
+        match op {
+            Operator::Plus => Some(Op::Add),
+            Operator::Minus => Some(Op::Sub),
+            Operator::Multiply => Some(Op::Mul),
+            _ => None,
+        }
+    }
+
+    fn udf(self) -> Arc<ScalarUDF> {
+        match self {
+            Op::Add => ADD.clone(),
+            Op::Sub => SUB.clone(),
+            Op::Mul => MUL.clone(),
+            Op::Neg => NEG.clone(),
+        }
+    }
+
+    fn make(self) -> Arc<ScalarUDF> {
+        let arity = if self == Op::Neg { 1 } else { 2 };
+        Arc::new(ScalarUDF::new_from_impl(CheckedOp {
+            op: self,
+            signature: Signature::any(arity, Volatility::Immutable),
+        }))
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Op::Add => "checked_add",
+            Op::Sub => "checked_sub",
+            Op::Mul => "checked_mul",
+            Op::Neg => "checked_neg",
+        }
+    }
+
+    fn symbol(self) -> &'static str {
+        match self {
+            Op::Add => "+",
+            Op::Sub | Op::Neg => "-",
+            Op::Mul => "*",
+        }
+    }
+}
+
+/// One checked operation as a DataFusion scalar function.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct CheckedOp {
+    op: Op,
+    signature: Signature,
+}
+
+impl CheckedOp {
+    /// How the expression prints: as the operator it replaces.
+    fn text(&self, args: &[Expr], show: impl Fn(&Expr) -> String) -> String {
+        match args {
+            [a] => format!("(- {})", show(a)),
+            [a, b] => format!("{} {} {}", show(a), self.op.symbol(), show(b)),
+            _ => self.op.name().to_string(),
+        }
+    }
+}
+
+impl ScalarUDFImpl for CheckedOp {
+    fn name(&self) -> &str {
+        self.op.name()
+    }
+
+    fn display_name(&self, args: &[Expr]) -> Result<String> {
+        Ok(self.text(args, |e| e.to_string()))
+    }
+
+    fn schema_name(&self, args: &[Expr]) -> Result<String> {
+        Ok(self.text(args, |e| e.schema_name().to_string()))
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(arg_types[0].clone())
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        let ty = args.arg_fields[0].data_type().clone();
+        let nullable = args.arg_fields.iter().any(|f| f.is_nullable());
+        Ok(Arc::new(Field::new(self.name(), ty, nullable)))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let operands = args
+            .args
+            .iter()
+            .map(Operand::of)
+            .collect::<Result<Vec<_>>>()?;
+        let out = match (self.op, &operands[..]) {
+            (Op::Neg, [a]) => numeric::neg(a.array()),
+            (Op::Add, [a, b]) => numeric::add(a.datum(), b.datum()),
+            (Op::Sub, [a, b]) => numeric::sub(a.datum(), b.datum()),
+            (Op::Mul, [a, b]) => numeric::mul(a.datum(), b.datum()),
+            _ => {
+                return Err(DataFusionError::Internal(format!(
+                    "{} called with {} arguments",
+                    self.op.name(),
+                    operands.len()
+                )));
+            }
+        }
+        .map_err(|e| out_of_range(self.op, args.return_field.data_type(), e))?;
+        if scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
+        } else {
+            Ok(ColumnarValue::Array(out))
+        }
+    }
+}
+
+/// An argument as arrow's kernels take it: an array, or a scalar.
+enum Operand {
+    Array(ArrayRef),
+    Scalar(Scalar<ArrayRef>),
+}
+
+impl Operand {
+    fn of(v: &ColumnarValue) -> Result<Operand> {
+        Ok(match v {
+            ColumnarValue::Array(a) => Operand::Array(a.clone()),
+            ColumnarValue::Scalar(s) => Operand::Scalar(s.to_scalar()?),
+        })
+    }
+
+    fn datum(&self) -> &dyn Datum {
+        match self {
+            Operand::Array(a) => a,
+            Operand::Scalar(s) => s,
+        }
+    }
+
+    fn array(&self) -> &dyn datafusion::arrow::array::Array {
+        match self {
+            Operand::Array(a) => a.as_ref(),
+            Operand::Scalar(s) => s.get().0,
+        }
+    }
+}
+
+/// The error of an overflowing operation: the SQL type and, from arrow's
+/// message, the operands.
+fn out_of_range(op: Op, ty: &DataType, e: datafusion::arrow::error::ArrowError) -> DataFusionError {
+    let sql = match ty {
+        DataType::Int8 => "TINYINT",
+        DataType::Int16 => "SMALLINT",
+        DataType::Int32 => "INT",
+        DataType::Int64 => "BIGINT",
+        DataType::UInt8 => "UTINYINT",
+        DataType::UInt16 => "USMALLINT",
+        DataType::UInt32 => "UINTEGER",
+        _ => "UBIGINT",
+    };
+    let text = e.to_string();
+    let what = match text.split_once("Overflow happened on: ") {
+        Some((_, operands)) => operands.trim().to_string(),
+        None => format!("{} ({text})", op.name()),
+    };
+    DataFusionError::External(Box::new(SqlError::Data(format!(
+        "{sql} out of range: {what}"
+    ))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Array, Int64Array};
+
+    fn run(op: Op, args: Vec<ColumnarValue>) -> Result<ColumnarValue> {
+        let fields = args
+            .iter()
+            .map(|a| Arc::new(Field::new("x", a.data_type(), true)))
+            .collect();
+        op.udf().invoke_with_args(ScalarFunctionArgs {
+            number_rows: 2,
+            arg_fields: fields,
+            return_field: Arc::new(Field::new("r", DataType::Int64, true)),
+            config_options: Arc::new(ConfigOptions::default()),
+            args,
+        })
+    }
+
+    #[test]
+    fn overflow_is_an_error_and_the_rest_computes() {
+        let col = ColumnarValue::Array(Arc::new(Int64Array::from(vec![Some(i64::MAX), None])));
+        let one = ColumnarValue::Scalar(ScalarValue::Int64(Some(1)));
+        let e = run(Op::Add, vec![col.clone(), one.clone()]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("BIGINT out of range: 9223372036854775807 + 1"),
+            "{e}"
+        );
+        let min = ColumnarValue::Scalar(ScalarValue::Int64(Some(i64::MIN)));
+        assert!(run(Op::Neg, vec![min]).is_err());
+        let ok = run(Op::Sub, vec![col, one]).unwrap();
+        let ColumnarValue::Array(a) = ok else {
+            panic!("an array in, an array out")
+        };
+        let a = a.as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(a.value(0), i64::MAX - 1);
+        assert!(a.is_null(1));
+        let two = ColumnarValue::Scalar(ScalarValue::Int64(Some(2)));
+        let three = ColumnarValue::Scalar(ScalarValue::Int64(Some(3)));
+        match run(Op::Mul, vec![two, three]).unwrap() {
+            ColumnarValue::Scalar(s) => assert_eq!(s, ScalarValue::Int64(Some(6))),
+            other => panic!("scalars in, a scalar out: {other:?}"),
+        }
+    }
+}
