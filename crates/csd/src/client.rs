@@ -14,9 +14,13 @@
 //! scheduler groups requests by query; the tag is per process by default,
 //! `<hostname>-<pid>`, or `STRATA_CSD_QUERY`). A request that fails in transit
 //! — connection refused or reset while the server restarts, a timeout — is
-//! retried with exponential backoff for a bounded time ([`RetryPolicy`]), then
-//! fails naming the object and the endpoint; a missing object fails at once,
-//! naming it.
+//! retried with exponential backoff for a bounded time ([`RetryPolicy`]: 4 s
+//! by default, and each attempt's connect gives up after
+//! [`CONNECT_TIMEOUT`], so a device that is down fails a request within 5 s),
+//! then fails naming the object, the endpoint, what the connection met and
+//! the tries and time spent ([`crate::transit`]); a missing object fails at
+//! once, naming it. No message carries a URL's query string (a presigned
+//! URL's signature).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -34,6 +38,7 @@ use parking_lot::Mutex;
 use strata_storage::StorageError;
 
 use crate::cold_stats::ColdStats;
+use crate::transit;
 
 /// The header that names the query (or client) a request belongs to.
 pub const QUERY_HEADER: &str = "x-strata-query";
@@ -45,10 +50,16 @@ pub const DEFAULT_ACCESS_KEY: &str = "strata";
 pub const DEFAULT_SECRET_KEY: &str = "strata-secret";
 pub const DEFAULT_REGION: &str = "us-east-1";
 
+/// How long one attempt may take to connect to a cold storage device: with
+/// the default [`RetryPolicy`], a device that does not answer fails a
+/// request within 5 s.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// How long and how often a request failing in transit is repeated.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RetryPolicy {
-    /// Give up once this long has passed since the first attempt.
+    /// Give up once this long has passed since the first attempt (no new
+    /// attempt starts after it; `STRATA_CSD_RETRY_SECS` sets it).
     pub retry_for: Duration,
     pub initial_backoff: Duration,
     pub max_backoff: Duration,
@@ -57,7 +68,9 @@ pub struct RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {
-            retry_for: Duration::from_secs(60),
+            // Long enough for `strata csd serve` to restart, short enough
+            // that a device that is down is reported at once.
+            retry_for: Duration::from_secs(4),
             initial_backoff: Duration::from_millis(50),
             max_backoff: Duration::from_secs(2),
         }
@@ -117,7 +130,7 @@ fn s3_store(
     let options = ClientOptions::new()
         .with_allow_http(true)
         .with_default_headers(headers)
-        .with_connect_timeout(Duration::from_secs(5))
+        .with_connect_timeout(CONNECT_TIMEOUT)
         .with_timeout(Duration::from_secs(3600));
     AmazonS3Builder::new()
         .with_endpoint(endpoint)
@@ -154,17 +167,22 @@ async fn create_s3_bucket(
         )
         .await
         .map_err(AttemptError::Store)?;
-    let resp = reqwest::Client::new()
+    let http = reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .build()
+        .map_err(|e| answer(format!("cannot make an HTTP client: {}", e.without_url())))?;
+    let resp = http
         .put(url)
         .header(QUERY_HEADER, tag)
         .header(reqwest::header::CONTENT_LENGTH, 0)
         .send()
         .await
         .map_err(|e| {
+            // The error names the presigned URL: its words only.
             if e.is_connect() || e.is_timeout() || e.is_request() {
-                AttemptError::Transient(e.to_string())
+                AttemptError::Transient(transit::reason(&e))
             } else {
-                AttemptError::Answer(e.to_string())
+                AttemptError::Answer(transit::redact(&e.without_url().to_string()))
             }
         })?;
     let status = resp.status();
@@ -175,7 +193,9 @@ async fn create_s3_bucket(
     {
         Ok(())
     } else {
-        Err(answer(format!("answered {status}: {body}")))
+        Err(answer(transit::redact(&format!(
+            "answered {status}: {body}"
+        ))))
     }
 }
 
@@ -436,7 +456,7 @@ impl ColdClient {
                     return Err(object_error(
                         endpoint,
                         object,
-                        format!("{what}: {msg}"),
+                        format!("{what}: {}", transit::redact(&msg)),
                         false,
                     ));
                 }
@@ -453,21 +473,18 @@ impl ColdClient {
                     return Err(object_error(
                         endpoint,
                         object,
-                        format!("{what}: {e}"),
+                        format!("{what}: {}", transit::redact(&e.to_string())),
                         false,
                     ));
                 }
-                Err(AttemptError::Store(e)) => e.to_string(),
+                Err(AttemptError::Store(e)) => transit::reason(&e),
             };
             let elapsed = start.elapsed();
             if elapsed + backoff > self.retry.retry_for {
                 return Err(object_error(
                     endpoint,
                     object,
-                    format!(
-                        "{what}: the cold storage device did not answer for {:.1} s ({attempts} attempts): {e}",
-                        elapsed.as_secs_f64()
-                    ),
+                    transit::gave_up(what, endpoint, &e, attempts, elapsed, self.retry.retry_for),
                     false,
                 ));
             }
@@ -591,8 +608,8 @@ impl Drop for ColdClient {
 }
 
 /// Why one attempt failed: the store (maybe transient), a failure in transit
-/// outside object_store, an answer that will not change, or something local
-/// (the last two never retried).
+/// outside object_store (what it met, in words), an answer that will not
+/// change, or something local (the last two never retried).
 enum AttemptError {
     Store(object_store::Error),
     Transient(String),
@@ -661,7 +678,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("db/t/t.heap.3") && e.contains(&endpoint) && e.contains("did not answer"),
+            e.contains("db/t/t.heap.3")
+                && e.contains(&endpoint)
+                && e.contains("does not answer (connection refused)")
+                && e.contains(" tries in "),
             "{e}"
         );
         assert!(c.stats().snapshot().retries >= 2);

@@ -10,6 +10,16 @@
 //! work over cold tables without knowing; what it costs is in
 //! [`ColdCounters`].
 //!
+//! The I/O a cold file costs is what the cold storage device is asked for:
+//! each object fetched counts in the wrapped device's `IoStats` as one read
+//! request of the object's pages (its bytes), so a statement's I/O, which
+//! those counters give, is the GETs and bytes of its cold tables next to the
+//! reads of its local ones. Pages served from the local object cache (or
+//! the first page, kept in the manifest) cost no request and count none;
+//! they are the cache's hits in [`ColdCounters`]. MJoin, which fetches
+//! objects through the client proxy instead, counts them in the same
+//! counters ([`count_fetch`]).
+//!
 //! A database installs it through `DbOptions::cold_tier` with a [`ColdTier`],
 //! which the caller keeps to read the counters. Cold files are read-only:
 //! writing or truncating one fails naming the table and how to bring it back.
@@ -51,9 +61,7 @@ pub struct ColdConfig {
     pub retry: RetryPolicy,
 }
 
-/// The environment variable bounding how long a request failing in transit
-/// is retried, in seconds (default 60).
-pub const RETRY_ENV: &str = "STRATA_CSD_RETRY_SECS";
+pub use crate::transit::RETRY_ENV;
 
 impl ColdConfig {
     /// The defaults, with the query tag from `STRATA_CSD_QUERY` and the
@@ -241,7 +249,6 @@ impl ColdDevice {
                 pages: m.num_pages,
             });
         }
-        self.inner.stats().record_read(id, first, n);
         if first == 0
             && n == 1
             && let Some(h) = &f.head
@@ -255,7 +262,7 @@ impl ColdDevice {
             let k = m.object_of(page);
             let o = &m.objects[k];
             let take = (o.first_page + o.pages).min(first + n) - page;
-            let object = self.object(m, k)?;
+            let object = self.object(id, m, k)?;
             let bytes = take as usize * PAGE_SIZE;
             let at = (page - o.first_page) * PAGE_SIZE as u64;
             object
@@ -267,8 +274,9 @@ impl ColdDevice {
         Ok(())
     }
 
-    /// Object `k` of a cold file, from the cache or fetched and checked.
-    fn object(&self, m: &Manifest, k: usize) -> Result<Arc<std::fs::File>> {
+    /// Object `k` of cold file `id`, from the cache or fetched (and counted
+    /// as the file's I/O) and checked.
+    fn object(&self, id: FileId, m: &Manifest, k: usize) -> Result<Arc<std::fs::File>> {
         let o = &m.objects[k];
         let name = format!("object {}", m.object_name(k));
         let started = Instant::now();
@@ -277,6 +285,7 @@ impl ColdDevice {
             .get(&format!("{}/{}", m.endpoint, m.object_name(k)), o.bytes(), |dest| {
                 let client = self.tier.client()?;
                 let f = client.get_to_file(&m.endpoint, &m.bucket, &o.key, dest)?;
+                count_fetch(self.inner.as_ref(), id, o.first_page, f.bytes);
                 let corrupt = |reason: String| StorageError::ColdObject {
                     object: name.clone(),
                     endpoint: m.endpoint.clone(),
@@ -330,6 +339,15 @@ impl ColdDevice {
     pub fn cache(&self) -> &ObjectCache {
         &self.cache
     }
+}
+
+/// Counts a fetched object — `bytes` from page `first_page` of cold file
+/// `file` — as one read request of its pages in `device`'s counters, the ones
+/// a statement's I/O is read from (see the module docs).
+pub fn count_fetch(device: &dyn Device, file: FileId, first_page: u64, bytes: u64) {
+    device
+        .stats()
+        .record_read(file, first_page, bytes.div_ceil(PAGE_SIZE as u64));
 }
 
 impl Device for ColdDevice {

@@ -20,6 +20,7 @@ pub mod server;
 pub mod sim;
 pub mod store;
 pub mod tier;
+pub mod transit;
 
 pub use config::CsdConfig;
 pub use error::CsdError;

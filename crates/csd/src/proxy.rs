@@ -31,6 +31,7 @@ use tokio::sync::Semaphore;
 use crate::client::{ColdClient, RetryPolicy, StoreFactory, object_error, transient};
 use crate::cold_device::ColdTier;
 use crate::cold_stats::ColdStats;
+use crate::transit;
 
 /// GETs one proxy keeps open at once. The device queues what it is sent, so
 /// this only needs to exceed the objects of one query; it bounds sockets.
@@ -215,16 +216,25 @@ async fn fetch(
             ));
         }
         if !transient(&e) {
-            return Err(object_error(&o.endpoint, &name, format!("GET: {e}"), false));
+            return Err(object_error(
+                &o.endpoint,
+                &name,
+                format!("GET: {}", transit::redact(&e.to_string())),
+                false,
+            ));
         }
         let elapsed = start.elapsed();
         if elapsed + backoff > retry.retry_for {
             return Err(object_error(
                 &o.endpoint,
                 &name,
-                format!(
-                    "GET: the cold storage device did not answer for {:.1} s ({attempts} attempts): {e}",
-                    elapsed.as_secs_f64()
+                transit::gave_up(
+                    "GET",
+                    &o.endpoint,
+                    &transit::reason(&e),
+                    attempts,
+                    elapsed,
+                    retry.retry_for,
                 ),
                 false,
             ));

@@ -7,6 +7,7 @@
 
 mod boto3;
 mod cold_tier;
+mod cold_tier_down;
 mod cold_tier_server;
 mod common;
 mod server;
