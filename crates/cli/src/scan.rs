@@ -328,12 +328,24 @@ pub fn run(cli: &Global, a: &ScanArgs) -> Result<()> {
     }
     let r = &outcome.report;
     let io = &outcome.io;
-    let index = spec.index.map(|i| spec.table.indexes()[i].def.name.clone());
+    // What ran: the index only when the path walked it (a full scan with
+    // an index on the predicate does not), and where a cold table's pages
+    // came from.
+    let walked = a.plan.is_some() || !matches!(choice, PathChoice::Full);
+    let index = spec
+        .index
+        .filter(|_| walked)
+        .map(|i| spec.table.indexes()[i].def.name.clone());
     println!(
-        "{} scan on {}{}  (rows={})",
+        "{} scan on {}{}{}  (rows={})",
         r.path,
         a.table,
         index.map(|i| format!(" using {i}")).unwrap_or_default(),
+        if spec.table.is_cold() {
+            " from the cold tier (whole objects pulled through the local cache)"
+        } else {
+            ""
+        },
         outcome.rows
     );
     if !a.predicate.is_empty() {

@@ -8,6 +8,7 @@
 mod bench;
 mod bench_skipper;
 mod cluster;
+mod cold_tier_cli;
 mod common;
 mod crash;
 mod csd_serve;

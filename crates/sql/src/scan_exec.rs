@@ -122,6 +122,10 @@ impl Split {
 /// its thread and its own read-ahead cost.
 pub const MIN_PART_PAGES: u64 = 1024;
 
+/// What EXPLAIN says of a cold scan MJoin reads ([`StrataScanExec::read_by_objects`]).
+pub const OBJECTS_LABEL: &str =
+    "cold objects, each read whole by MJoin (every page, as a full scan)";
+
 /// The access path a scan runs, decided at planning time.
 #[derive(Clone, Debug)]
 pub struct PathPlan {
@@ -426,6 +430,22 @@ impl StrataScanExec {
 
     pub fn path(&self) -> &PathPlan {
         &self.path
+    }
+
+    /// This scan as MJoin runs it over a cold table: object by object, every
+    /// page of each object looked at (`skipper::object_scan`), whatever path
+    /// was planned for it — so EXPLAIN says that, not the planned path.
+    pub fn read_by_objects(&self) -> StrataScanExec {
+        Self::with_path(
+            self.req.clone(),
+            PathPlan {
+                choice: PathChoice::Full,
+                index: None,
+                ordered: false,
+                label: OBJECTS_LABEL.into(),
+                estimate: None,
+            },
+        )
     }
 
     pub fn table(&self) -> &Arc<Table> {

@@ -7,15 +7,22 @@
 //!    makes the subplans (one per combination of objects, [`Subplans`]);
 //! 3. asks the cold storage device for every object at once through the
 //!    client proxy, tagged with the query (`strata_csd::proxy`);
-//! 4. as each object arrives — in whatever order the device chooses — decodes
-//!    it as the query's scan of its table would ([`object_scan`]), drops it
-//!    and prunes its subplans when no row of it survives the scan's
-//!    predicate, makes room in the cache by the eviction policy, and joins it
-//!    with the held objects of the other inputs for the subplans it completes
-//!    ([`Joiner`]), sending the rows up;
+//! 4. as each object arrives — in whatever order the device chooses — counts
+//!    it as the statement's I/O (one read request of its pages in the
+//!    database device's counters, as the cold tier counts its own fetches),
+//!    decodes it as the query's scan of its table would ([`object_scan`]),
+//!    drops it and prunes its subplans when no row of it survives the scan's
+//!    predicate, makes room in the cache by the eviction policy, and joins
+//!    it with the held objects of the other inputs for the subplans it
+//!    completes ([`Joiner`]), sending the rows up;
 //! 5. once every request of a cycle is answered, asks again for the objects
 //!    of subplans still pending that are no longer held (reissues), until
 //!    none is pending.
+//!
+//! The scans of the inputs read object by object are labelled so in EXPLAIN
+//! (`StrataScanExec::read_by_objects`): the path planned for them does not
+//! run. Inputs may project no column (`count(*)`): rows are then counted,
+//! not carried, in batches without columns.
 //!
 //! A cycle that runs and prunes nothing fails rather than loop (it cannot
 //! happen with a cache that holds one object of each input, which is
@@ -43,11 +50,11 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, PlanProperties,
     SendableRecordBatchStream, collect,
 };
-use strata_csd::cold_device::ColdTier;
+use strata_csd::cold_device::{ColdTier, count_fetch};
 use strata_csd::manifest::Manifest;
 use strata_csd::proxy::{ClientProxy, ObjectRef};
 use strata_storage::Database;
-use strata_storage::device::cold_manifest_path;
+use strata_storage::device::{FileId, cold_manifest_path};
 
 use super::join::{Edge, Joiner};
 use super::object_scan;
@@ -90,6 +97,8 @@ impl fmt::Debug for MJoinExec {
 }
 
 impl MJoinExec {
+    /// The MJoin of `children`; the scans of the cold inputs it reads object
+    /// by object are labelled so (their planned paths do not run).
     pub fn new(
         schema: SchemaRef,
         children: Vec<Arc<dyn ExecutionPlan>>,
@@ -98,14 +107,29 @@ impl MJoinExec {
         tables: Vec<Option<String>>,
         db: Arc<Database>,
         settings: StrataOptions,
-    ) -> MJoinExec {
+    ) -> Result<MJoinExec> {
+        let children = children
+            .into_iter()
+            .zip(&tables)
+            .map(|(c, t)| match t {
+                Some(t) if cold_scan(&c, t)?.is_some() => Ok(c
+                    .transform_up(|p| match p.downcast_ref::<StrataScanExec>() {
+                        Some(s) => Ok(Transformed::yes(
+                            Arc::new(s.read_by_objects()) as Arc<dyn ExecutionPlan>
+                        )),
+                        None => Ok(Transformed::no(p)),
+                    })?
+                    .data),
+                _ => Ok(c),
+            })
+            .collect::<Result<Vec<_>>>()?;
         let props = PlanProperties::new(
             EquivalenceProperties::new(schema.clone()),
             Partitioning::UnknownPartitioning(1),
             EmissionType::Incremental,
             Boundedness::Bounded,
         );
-        MJoinExec {
+        Ok(MJoinExec {
             spec: Arc::new(Spec {
                 schema,
                 keys,
@@ -117,7 +141,7 @@ impl MJoinExec {
             children,
             props: Arc::new(props),
             metrics: ExecutionPlanMetricsSet::new(),
-        }
+        })
     }
 }
 
@@ -235,18 +259,17 @@ enum Input {
         scan: Arc<ScanRequest>,
         direct: bool,
         objects: Vec<(ObjectRef, u64)>,
+        /// The table's heap file, whose I/O its objects count as.
+        file: FileId,
     },
     /// Run once, whole.
     Pinned(Arc<dyn ExecutionPlan>),
 }
 
-/// How input `plan` (reading cold table `table`, if the rewrite said so) is
-/// read: object by object when its only leaf is a strata scan of that cold
-/// table without a limit, else pinned.
-fn input_of(plan: &Arc<dyn ExecutionPlan>, table: Option<&str>, db: &Database) -> Result<Input> {
-    let Some(table) = table else {
-        return Ok(Input::Pinned(plan.clone()));
-    };
+/// The scan of cold table `table` in input `plan`, when MJoin reads the
+/// input object by object: its only leaf is a strata scan of that cold table
+/// without a limit.
+fn cold_scan(plan: &Arc<dyn ExecutionPlan>, table: &str) -> Result<Option<Arc<ScanRequest>>> {
     let mut leaves = Vec::new();
     plan.apply(|p| {
         if p.children().is_empty() {
@@ -254,14 +277,22 @@ fn input_of(plan: &Arc<dyn ExecutionPlan>, table: Option<&str>, db: &Database) -
         }
         Ok(TreeNodeRecursion::Continue)
     })?;
-    let scan = match leaves.as_slice() {
+    Ok(match leaves.as_slice() {
         [leaf] => leaf
             .downcast_ref::<StrataScanExec>()
             .map(|s| s.request().clone())
             .filter(|r| r.limit.is_none() && r.table.name() == table && r.table.is_cold()),
         _ => None,
+    })
+}
+
+/// How input `plan` (reading cold table `table`, if the rewrite said so) is
+/// read: object by object when [`cold_scan`] finds its scan, else pinned.
+fn input_of(plan: &Arc<dyn ExecutionPlan>, table: Option<&str>, db: &Database) -> Result<Input> {
+    let Some(table) = table else {
+        return Ok(Input::Pinned(plan.clone()));
     };
-    let Some(scan) = scan else {
+    let Some(scan) = cold_scan(plan, table)? else {
         return Ok(Input::Pinned(plan.clone()));
     };
     let def = db.catalog().table(table).cloned().map_err(external)?;
@@ -286,6 +317,7 @@ fn input_of(plan: &Arc<dyn ExecutionPlan>, table: Option<&str>, db: &Database) -
     Ok(Input::Cold {
         direct: plan.is::<StrataScanExec>(),
         plan: plan.clone(),
+        file: scan.table.heap().file_id(),
         scan,
         objects,
     })
@@ -296,6 +328,10 @@ struct Counters {
     output_rows: Count,
     objects: Count,
     requests: Count,
+    /// Objects delivered, and their pages: the I/O MJoin asked of the cold
+    /// storage device (also in the statement's I/O).
+    io_requests: Count,
+    pages_read: Count,
     reissues: Count,
     hits: Count,
     evictions: Count,
@@ -314,6 +350,8 @@ impl Counters {
             output_rows: MetricBuilder::new(m).output_rows(0),
             objects: c("objects"),
             requests: c("object_requests"),
+            io_requests: c("io_requests"),
+            pages_read: c("pages_read"),
             reissues: c("reissues"),
             hits: c("cache_hits"),
             evictions: c("evictions"),
@@ -581,6 +619,7 @@ impl Manager {
                 let Some(arrival) = arrival else { break };
                 let o = ids[arrival.id];
                 let bytes = arrival.result.map_err(external)?;
+                self.count_io(o, bytes.len() as u64);
                 if plans.pending_with(o) == 0 {
                     continue;
                 }
@@ -649,6 +688,18 @@ impl Manager {
         Ok(())
     }
 
+    /// Counts object `o`, `bytes` long and fetched, as the statement's I/O
+    /// (the cold tier's own counters have its GET already).
+    fn count_io(&self, o: Obj, bytes: u64) {
+        if let Input::Cold { objects, file, .. } = &self.inputs[o.0] {
+            count_fetch(self.spec.db.device().as_ref(), *file, objects[o.1].1, bytes);
+            self.counters.io_requests.add(1);
+            self.counters
+                .pages_read
+                .add(bytes.div_ceil(strata_storage::device::PAGE_SIZE as u64) as usize);
+        }
+    }
+
     /// The rows object `o` gives its input.
     fn decode(&self, o: Obj, bytes: &[u8]) -> Result<RecordBatch> {
         let Input::Cold {
@@ -656,6 +707,7 @@ impl Manager {
             scan,
             direct,
             objects,
+            ..
         } = &self.inputs[o.0]
         else {
             return Err(DataFusionError::Internal(

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, ArrayRef};
 use datafusion::arrow::compute::interleave;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::arrow::row::{RowConverter, Rows, SortField};
 use datafusion::common::{DataFusionError, HashMap, Result};
 use datafusion::physical_expr::PhysicalExpr;
@@ -384,7 +384,13 @@ impl Joiner {
                     columns.push(interleave(&sources, &idx)?);
                 }
             }
-            out(RecordBatch::try_new(self.schema.clone(), columns)?)?;
+            // A join whose relations project no column (`count(*)`) has
+            // rows but no columns: the batch says how many.
+            out(RecordBatch::try_new_with_options(
+                self.schema.clone(),
+                columns,
+                &RecordBatchOptions::new().with_row_count(Some(chunk.len())),
+            )?)?;
         }
         Ok(keep.len() as u64)
     }
@@ -452,6 +458,34 @@ mod tests {
             ],
         )
         .unwrap()
+    }
+
+    /// Relations that project no column (`SELECT count(*) FROM a, b`): the
+    /// rows come out as batches without columns that say how many.
+    #[test]
+    fn relations_without_columns_join_into_counted_rows() {
+        let empty = Arc::new(Schema::empty());
+        let rows = |n: usize| {
+            RecordBatch::try_new_with_options(
+                empty.clone(),
+                vec![],
+                &RecordBatchOptions::new().with_row_count(Some(n)),
+            )
+            .unwrap()
+        };
+        let mut j = Joiner::new(empty.clone(), vec![vec![], vec![]], vec![0, 0], vec![]);
+        j.add(0, 0, rows(3)).unwrap();
+        j.add(1, 0, rows(2)).unwrap();
+        let mut out = Vec::new();
+        let n = j
+            .join(1, 0, &|_: &[usize]| true, &mut |b| {
+                out.push(b);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(n, 6);
+        assert_eq!(out.iter().map(|b| b.num_rows()).sum::<usize>(), 6);
+        assert!(out.iter().all(|b| b.num_columns() == 0));
     }
 
     /// Three relations in a chain A.k = B.k, B.v = C.v (C's key is its

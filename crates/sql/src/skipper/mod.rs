@@ -146,7 +146,7 @@ impl ExtensionPlanner for MJoinPlanner {
             node.tables.clone(),
             self.db.clone(),
             self.settings.clone(),
-        ))))
+        )?)))
     }
 }
 
