@@ -25,3 +25,7 @@ for t in "${targets[@]}"; do
   # shellcheck disable=SC2086
   cargo test --release -p $t
 done
+# The differential SQL tester (issue 53): strata against DuckDB for Python
+# (python3 -m pip install duckdb==1.4.4), 100,000 generated statements.
+echo "== strata-difftest (100000 statements)"
+cargo run --release -p strata-difftest -- --seed "${DIFFTEST_SEED:-53}" --statements 100000 --out results/difftest/fuzz --quiet

@@ -43,7 +43,9 @@ use datafusion::common::{DFSchema, DataFusionError, Result};
 use datafusion::datasource::sink::DataSink;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::logical_expr::utils::conjunction;
+use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -337,7 +339,7 @@ impl Filter {
             .collect::<Result<Vec<_>>>()?;
         let (expr, text) = match conjunction(filters) {
             Some(e) => (
-                Some(state.create_physical_expr(e.clone(), schema)?),
+                Some(physical(state, e.clone(), schema)?),
                 Some(e.to_string()),
             ),
             None => (None, None),
@@ -708,7 +710,7 @@ impl DmlExec {
                 }
                 let e = unqualified(&e)?;
                 let text = e.to_string();
-                set.push((c, state.create_physical_expr(e, schema)?, text));
+                set.push((c, physical(state, e, schema)?, text));
             }
             Ok(Op::Update(set))
         })
@@ -968,6 +970,25 @@ impl ExecutionPlan for DmlExec {
             stream,
         )))
     }
+}
+
+/// A physical expression for a SET value or WHERE condition, simplified
+/// first. The expressions a plain UPDATE or DELETE is planned with from its
+/// syntax tree ([`crate::direct_dml`]) have not been through DataFusion's
+/// optimizer, and some functions run only once its simplifier has rewritten
+/// them: `coalesce` and `nvl` refused with "coalesce should have been
+/// simplified to case" (found by the differential tester, crates/difftest).
+pub(crate) fn physical(
+    state: &dyn Session,
+    e: Expr,
+    schema: &DFSchema,
+) -> Result<Arc<dyn PhysicalExpr>> {
+    let info = SimplifyContext::builder()
+        .with_schema(Arc::new(schema.clone()))
+        .with_config_options(Arc::new(state.config_options().clone()))
+        .build();
+    let e = ExprSimplifier::new(info).simplify(e)?;
+    state.create_physical_expr(e, schema)
 }
 
 #[cfg(test)]

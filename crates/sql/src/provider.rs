@@ -207,7 +207,9 @@ impl TableProvider for StrataTable {
         let residual = match conjunction(residual) {
             Some(e) => {
                 let df_schema = DFSchema::try_from(scan_schema.as_ref().clone())?;
-                let physical = state.create_physical_expr(e.clone(), &df_schema)?;
+                // Simplified first: an UPDATE or DELETE planned from its
+                // syntax tree hands its WHERE here unsimplified.
+                let physical = crate::dml::physical(state, e.clone(), &df_schema)?;
                 Some((e.to_string(), physical))
             }
             None => None,

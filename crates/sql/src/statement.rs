@@ -12,8 +12,8 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
-    Expr, FromTable, ObjectNamePart, Query, SetExpr, Statement, TableObject, TableWithJoins, Value,
-    Visit, Visitor,
+    Assignment, AssignmentTarget, Expr, FromTable, ObjectNamePart, Query, SetExpr, Statement,
+    TableObject, TableWithJoins, Value, Visit, Visitor,
 };
 use strata_storage::Database;
 
@@ -53,6 +53,27 @@ fn refuse(verb: &str, what: &str) -> Result<Kind, SqlError> {
 /// One plain table, no joins.
 fn single(tables: &[TableWithJoins]) -> bool {
     matches!(tables, [t] if t.joins.is_empty())
+}
+
+/// A column an UPDATE sets twice. DataFusion keeps the last of them without
+/// a word; PostgreSQL, DuckDB and the SQL standard refuse the statement
+/// (found by the differential tester, crates/difftest).
+fn assigned_twice(assignments: &[Assignment]) -> Option<String> {
+    let mut seen: Vec<Name> = Vec::new();
+    for a in assignments {
+        let AssignmentTarget::ColumnName(n) = &a.target else {
+            continue;
+        };
+        let Some(ObjectNamePart::Identifier(i)) = n.0.last() else {
+            continue;
+        };
+        let name = Name::of(i);
+        if seen.iter().any(|s| s.text == name.text) {
+            return Some(name.text);
+        }
+        seen.push(name);
+    }
+    None
 }
 
 /// Classifies `stmt`; an error refuses a form strata does not support.
@@ -113,6 +134,11 @@ fn classify_sql(s: &Statement) -> Result<Kind, SqlError> {
             }
             if s.visit(&mut Subquery).is_break() {
                 return refuse(V, "a subquery (in WHERE or SET)");
+            }
+            if let Some(c) = assigned_twice(&u.assignments) {
+                return Err(SqlError::Query(format!(
+                    "UPDATE: column '{c}' is assigned more than once"
+                )));
             }
             Ok(Kind::Write(V))
         }

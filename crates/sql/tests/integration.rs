@@ -15,6 +15,7 @@ mod common;
 mod crash_loop_sql;
 mod ddl;
 mod deep_sql;
+mod difftest_findings;
 mod dml;
 mod fuzz_sql;
 mod hot_sql;

@@ -1,0 +1,385 @@
+//! The verdict on one execution: agreement, both refusing, or a finding in a
+//! class. Known differences are a short, named list, each with its reason;
+//! everything else is a finding named after what happened (which side
+//! refused and its message with the numbers taken out, or which family of
+//! query answered differently), so that a run's report groups findings into
+//! classes without hiding any.
+
+use crate::compare::{Answer, Cell, answers_agree};
+use crate::oracle::DuckAnswer;
+use crate::strata_runner::Outcome;
+
+/// A class of findings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Class {
+    pub name: String,
+    /// Whether the class is named in [`KNOWN`] (the run does not fail on it).
+    pub explained: bool,
+    /// "known difference", "being fixed", "open bug" or "UNEXPLAINED".
+    pub label: &'static str,
+    pub reason: String,
+}
+
+impl Class {
+    /// A class the tester cannot explain: the run fails on it.
+    pub fn unexplained(name: impl Into<String>, reason: impl Into<String>) -> Class {
+        Class {
+            name: name.into(),
+            explained: false,
+            label: "UNEXPLAINED",
+            reason: reason.into(),
+        }
+    }
+}
+
+/// What a known class is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// DuckDB differs from the SQL standard and PostgreSQL by its own
+    /// choice, or strata follows PostgreSQL where DuckDB does not.
+    Difference,
+    /// A strata bug another change is fixing now.
+    BeingFixed,
+    /// A strata bug (in DataFusion, upstream) recorded in
+    /// docs/sql-differences.md with its reproduction, not fixed here.
+    OpenBug,
+}
+
+/// A known class.
+pub struct Known {
+    pub name: &'static str,
+    pub reason: &'static str,
+    pub status: Status,
+}
+
+impl Known {
+    pub fn class(&self) -> Class {
+        Class {
+            name: self.name.into(),
+            explained: true,
+            label: match self.status {
+                Status::Difference => "known difference",
+                Status::BeingFixed => "being fixed",
+                Status::OpenBug => "open bug",
+            },
+            reason: self.reason.into(),
+        }
+    }
+}
+
+/// strata's BIGINT `+ - *`, unary minus and `sum` wrap where DuckDB (and
+/// PostgreSQL) raise an out-of-range error. Being fixed in crates/sql by
+/// another change; until it lands the run counts it without failing.
+pub const BIGINT_WRAP: Known = Known {
+    name: "BIGINT overflow wraps (issue 53 item 1, being fixed)",
+    reason: "strata's BIGINT arithmetic and sum wrap silently; DuckDB and PostgreSQL raise an out-of-range error. Issue 53 item 1, fixed separately in crates/sql.",
+    status: Status::BeingFixed,
+};
+
+/// The same for INTEGER (the fix checks every integer width).
+pub const INT_WRAP: Known = Known {
+    name: "INTEGER overflow wraps (issue 53 item 1, being fixed)",
+    reason: "strata's INTEGER (32-bit) arithmetic wraps silently where DuckDB and PostgreSQL raise an out-of-range error; the fix of issue 53 item 1 checks every integer width.",
+    status: Status::BeingFixed,
+};
+
+/// Negation of the smallest integer of either width (DuckDB's message does
+/// not say which).
+pub const NEG_WRAP: Known = Known {
+    name: "integer negation overflow wraps (issue 53 item 1, being fixed)",
+    reason: "-(-2147483648) and -(-9223372036854775808) wrap to themselves in strata; DuckDB and PostgreSQL raise an out-of-range error. Issue 53 item 1 checks negation too.",
+    status: Status::BeingFixed,
+};
+
+/// DuckDB does not enforce VARCHAR(n) and CHAR(n) lengths (its documented
+/// choice); strata, as PostgreSQL, refuses a longer string.
+pub const VARCHAR_LENGTH: Known = Known {
+    name: "VARCHAR(n) length not enforced by DuckDB",
+    reason: "DuckDB accepts strings longer than a column's declared VARCHAR(n)/CHAR(n) (its documented choice: the length is not checked); strata, as PostgreSQL and the SQL standard, refuses them.",
+    status: Status::Difference,
+};
+
+/// DuckDB refuses `-9223372036854775808 % -1` (and the INTEGER one); the
+/// remainder is 0, which strata answers as PostgreSQL does.
+pub const MOD_MIN: Known = Known {
+    name: "DuckDB refuses the smallest integer % -1",
+    reason: "DuckDB raises \"Overflow in division\" for MIN % -1; the remainder is 0, and strata, as PostgreSQL, answers 0.",
+    status: Status::Difference,
+};
+
+/// DuckDB multiplies DECIMALs of up to 18 digits in 64 bits and raises an
+/// overflow where the product's declared type holds it.
+pub const DECIMAL_MUL: Known = Known {
+    name: "DuckDB's DECIMAL arithmetic overflows its 64-bit integer",
+    reason: "DuckDB adds, subtracts and multiplies DECIMALs of up to 18 digits in a 64-bit integer and refuses a result past it (\"add an explicit cast to a bigger decimal\"); the result fits its SQL type, and strata, as PostgreSQL, answers it.",
+    status: Status::Difference,
+};
+
+/// DuckDB coerces DECIMAL operands to one 18-digit type that may not hold
+/// them.
+pub const DECIMAL_COERCION: Known = Known {
+    name: "DuckDB coerces DECIMAL operands to a type that does not hold them",
+    reason: "DuckDB brings both operands of a DECIMAL + - or comparison to one DECIMAL type of at most 18 digits when both have 18 or fewer (DECIMAL(18,0) and DECIMAL(18,2) become DECIMAL(18,2)) and refuses an operand that type cannot hold (\"Casting value … to type DECIMAL(18,2) failed\"); strata, as PostgreSQL, computes the exact result.",
+    status: Status::Difference,
+};
+
+/// DataFusion's optimizer compares the column itself where the statement
+/// compares a CAST of it, and so skips the CAST's overflow.
+pub const UNWRAPPED_CAST: Known = Known {
+    name: "DataFusion drops an overflowing CAST compared with a constant",
+    reason: "DataFusion rewrites CAST(k AS DECIMAL(9,3)) <> 264 into k <> 264 (unwrap_cast_in_comparison) and answers for a k the CAST cannot hold, where PostgreSQL and DuckDB refuse the statement. No wrong value for the rows that fit; upstream.",
+    status: Status::OpenBug,
+};
+
+/// DataFusion's NULLIF tells -0.0 from 0.0, its `=` does not.
+pub const NULLIF_NEG_ZERO: Known = Known {
+    name: "NULLIF(-0.0, 0.0) is -0.0 in DataFusion",
+    reason: "-0.0 = 0.0 is true in strata, as in PostgreSQL and DuckDB, but DataFusion's NULLIF(-0.0, 0.0) returns -0.0 instead of NULL, so x / NULLIF(d, 0.0) divides by zero for a d of -0.0 (NaN or an infinity where DuckDB answers NULL). Upstream.",
+    status: Status::OpenBug,
+};
+
+/// strata answered no rows without reaching a value DuckDB refused.
+pub const UNREAD_ROWS: Known = Known {
+    name: "an error DuckDB raises on rows strata never reads",
+    reason: "strata answered no rows where DuckDB refused a value: DataFusion skips what cannot change the answer (the other side of an INTERSECT whose first side is empty, a join side with no partner), and with it the value that fails. Where an expression is evaluated is the engine's choice in SQL; PostgreSQL skips such work too.",
+    status: Status::Difference,
+};
+
+/// Constant subexpressions are evaluated while planning.
+pub const CONST_FOLD: Known = Known {
+    name: "a constant expression's error raised while planning",
+    reason: "strata (DataFusion) evaluates a constant expression once, whatever the rows, as PostgreSQL folds it while planning (its manual warns that a CASE does not shield a constant 1/0): a constant that fails refuses the statement even when no row reaches it. DuckDB evaluates it only for the rows that reach it. Told apart by DuckDB answering no row (changing none), or by the failing value being written in the statement.",
+    status: Status::Difference,
+};
+
+/// issue 53 item 2: a cold scan that projects no column.
+pub const COLD_NO_COLUMN: Known = Known {
+    name: "cold scan projecting no column fails (issue 53 item 2, being fixed)",
+    reason: "An MJoin scan of a cold table that projects no column (count(*), a select list of constants) fails with Arrow's \"must either specify a row count or at least one column\"; issue 53 item 2, fixed separately.",
+    status: Status::BeingFixed,
+};
+
+/// DataFusion names two expressions alike when a CAST changes nothing.
+pub const NOOP_CAST_NAMES: Known = Known {
+    name: "DataFusion refuses two expressions a no-op CAST names alike",
+    reason: "DataFusion drops a CAST to the type a column already has and then finds two expressions of one name: SELECT CAST(k AS INTEGER) FROM t ORDER BY k, or count(DISTINCT c) next to count(DISTINCT CAST(c AS INTEGER)), are refused (\"Projections require unique expression names\", \"duplicate unqualified field name\"). A refusal, not a wrong answer; upstream.",
+    status: Status::OpenBug,
+};
+
+/// DataFusion's physical planner disagrees with its logical one about nullability.
+pub const NULLABILITY_CHECK: Known = Known {
+    name: "DataFusion's physical schema check refuses a CASE's nullability",
+    reason: "DataFusion 55 refuses some DISTINCT and GROUP BY over COALESCE/CASE of nullable and NOT NULL columns with \"Physical input schema should be the same as the one converted from logical input schema\": the two planners infer the expression's nullability differently. A refusal, not a wrong answer; upstream.",
+    status: Status::OpenBug,
+};
+
+/// Every known class, for reports and docs.
+pub const KNOWN: &[&Known] = &[
+    &BIGINT_WRAP,
+    &INT_WRAP,
+    &NEG_WRAP,
+    &COLD_NO_COLUMN,
+    &VARCHAR_LENGTH,
+    &MOD_MIN,
+    &DECIMAL_MUL,
+    &DECIMAL_COERCION,
+    &CONST_FOLD,
+    &UNREAD_ROWS,
+    &UNWRAPPED_CAST,
+    &NULLIF_NEG_ZERO,
+    &NOOP_CAST_NAMES,
+    &NULLABILITY_CHECK,
+];
+
+/// What one execution came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Agree,
+    BothRefuse,
+    Finding(Class),
+}
+
+/// A message with its numbers and quoted parts taken out, as a class name.
+pub fn shape(msg: &str) -> String {
+    let mut out = String::new();
+    let mut quoted = false;
+    let mut last_digit = false;
+    for ch in msg.chars() {
+        if ch == '\'' || ch == '"' {
+            if !quoted {
+                out.push('…');
+            }
+            quoted = !quoted;
+            continue;
+        }
+        if quoted {
+            continue;
+        }
+        if ch.is_ascii_digit() {
+            if !last_digit {
+                out.push('N');
+            }
+            last_digit = true;
+            continue;
+        }
+        last_digit = false;
+        out.push(ch);
+    }
+    out.chars().take(90).collect()
+}
+
+fn overflow(duck_error: &str, width: &str) -> bool {
+    duck_error.contains(width)
+        && (duck_error.contains("Overflow") || duck_error.contains("out of range"))
+}
+
+fn finding(name: String, reason: &str) -> Verdict {
+    Verdict::Finding(Class::unexplained(name, reason))
+}
+
+/// Whether the statement compares a `CAST(… AS ty)` with something.
+fn cast_compared(sql: &str, ty: &str) -> bool {
+    let needle = format!("AS {ty})");
+    sql.match_indices(&needle).any(|(i, _)| {
+        let rest = sql[i + needle.len()..].trim_start();
+        ["=", "<", ">", "IN ", "NOT IN", "BETWEEN", "NOT BETWEEN"]
+            .iter()
+            .any(|op| rest.starts_with(op))
+    })
+}
+
+/// The DECIMAL type of DuckDB's "Casting value … to type DECIMAL(p,s)
+/// failed" or "Could not cast value … to DECIMAL(p,s)".
+fn coerced_decimal(e: &str) -> Option<String> {
+    if !(e.contains("Casting value") || e.contains("Could not cast value")) {
+        return None;
+    }
+    let i = e.find("DECIMAL(")?;
+    let j = e[i..].find(')')?;
+    Some(e[i..i + j + 1].to_string())
+}
+
+/// Whether an answer holds a NaN or an infinity (the generator's divisions
+/// are `x / NULLIF(d, 0)`, and its doubles are finite).
+fn not_finite(a: &Answer) -> bool {
+    a.rows
+        .iter()
+        .flatten()
+        .any(|c| matches!(c, Cell::Float(f) if !f.is_finite()))
+}
+
+/// Whether an answer holds an integer outside BIGINT's range.
+fn beyond_bigint(a: &Answer) -> bool {
+    a.rows.iter().flatten().any(|c| match c {
+        Cell::Exact(s) if !s.contains('.') => s.parse::<i64>().is_err(),
+        _ => false,
+    })
+}
+
+/// The verdict on strata's outcome against DuckDB's answer. `duck_sql` is
+/// the statement as DuckDB ran it.
+pub fn classify(
+    strata: &Outcome,
+    duck: &DuckAnswer,
+    ordered: bool,
+    family: &str,
+    duck_sql: &str,
+) -> Verdict {
+    match (strata, duck) {
+        (Outcome::Panic(p), _) => finding(
+            format!("panic: {}", shape(p)),
+            "strata panicked (caught per statement)",
+        ),
+        (Outcome::Error(_), DuckAnswer::Error(_)) => Verdict::BothRefuse,
+        (Outcome::Rows(a), DuckAnswer::Rows(b)) => {
+            if answers_agree(a, b, ordered) {
+                Verdict::Agree
+            } else if not_finite(a) && !not_finite(b) {
+                Verdict::Finding(NULLIF_NEG_ZERO.class())
+            } else if beyond_bigint(b) && !beyond_bigint(a) {
+                // DuckDB's sum is a HUGEINT: an answer past BIGINT's range
+                // that strata did not give is strata's sum wrapping.
+                Verdict::Finding(BIGINT_WRAP.class())
+            } else {
+                finding(
+                    format!("different answers: {family}"),
+                    "both engines answered, with different rows",
+                )
+            }
+        }
+        (Outcome::Rows(a), DuckAnswer::Error(e)) => {
+            if a.rows.is_empty() && (e.contains("Conversion Error") || e.contains("Out of Range")) {
+                Verdict::Finding(UNREAD_ROWS.class())
+            } else if overflow(e, "INT64") {
+                Verdict::Finding(BIGINT_WRAP.class())
+            } else if overflow(e, "INT32") {
+                Verdict::Finding(INT_WRAP.class())
+            } else if e.contains("Overflow in negation") {
+                Verdict::Finding(NEG_WRAP.class())
+            } else if e.contains("Overflow in division") && duck_sql.contains(" % NULLIF(") {
+                // A remainder in the statement (the generator writes each as
+                // `a % NULLIF(b, 0)`); strata refuses MIN / -1 itself.
+                Verdict::Finding(MOD_MIN.class())
+            } else if e.contains(" of DECIMAL(") && e.contains("Overflow in") {
+                Verdict::Finding(DECIMAL_MUL.class())
+            } else if let Some(ty) = coerced_decimal(e)
+                && !duck_sql.contains(&format!("AS {ty}"))
+            {
+                // A DECIMAL type the statement does not write: DuckDB's own
+                // coercion of an operand.
+                Verdict::Finding(DECIMAL_COERCION.class())
+            } else if let Some(ty) = coerced_decimal(e)
+                && cast_compared(duck_sql, &ty)
+            {
+                Verdict::Finding(UNWRAPPED_CAST.class())
+            } else {
+                finding(
+                    format!("DuckDB refuses, strata answers: {}", shape(e)),
+                    "strata answered a statement DuckDB refused",
+                )
+            }
+        }
+        (Outcome::Error(e), DuckAnswer::Rows(_)) => {
+            if e.contains("too long for") || e.contains("bytes, longer than") {
+                Verdict::Finding(VARCHAR_LENGTH.class())
+            } else if e.contains("must either specify a row count or at least one column") {
+                Verdict::Finding(COLD_NO_COLUMN.class())
+            } else if e.contains("Projections require unique expression names")
+                || e.contains("duplicate unqualified field name")
+            {
+                Verdict::Finding(NOOP_CAST_NAMES.class())
+            } else if e.contains("Physical input schema should be the same") {
+                Verdict::Finding(NULLABILITY_CHECK.class())
+            } else {
+                finding(
+                    format!("strata refuses, DuckDB answers: {}", shape(e)),
+                    "strata refused a statement DuckDB answered",
+                )
+            }
+        }
+    }
+}
+
+/// Whether an error names a number (of three digits or more) that the
+/// statement writes as a literal.
+pub fn names_a_literal(e: &str, sql: &str) -> bool {
+    e.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+        .map(|t| t.trim_end_matches('.').trim_end_matches(".0"))
+        .filter(|t| t.chars().filter(char::is_ascii_digit).count() >= 3)
+        .any(|t| sql.contains(t))
+}
+
+/// Whether a strata refusal is a value error (a cast, an overflow, a
+/// division by zero) of the kind constant folding raises.
+pub fn value_error(e: &str) -> bool {
+    [
+        "Cast error",
+        "too small to store",
+        "too large to store",
+        "verflow",
+        "Divide by zero",
+        "out of range",
+    ]
+    .iter()
+    .any(|m| e.contains(m))
+}
