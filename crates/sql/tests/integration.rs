@@ -24,6 +24,7 @@ mod index_join;
 mod overflow;
 mod semantic_id;
 mod skipper_faults;
+mod slt;
 mod split;
 mod sql;
 mod tpch;
