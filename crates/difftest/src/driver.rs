@@ -114,6 +114,9 @@ struct Round<'a> {
     /// What made the database as it is: strata's statements in order.
     script: Vec<String>,
     cold: bool,
+    /// The round's tables with no rows, for telling a constant's error
+    /// from a row's ([`Round::refused_when_empty`]).
+    empty: Option<(usize, Strata)>,
     /// Rotates the access path of single-path statements.
     turn: usize,
 }
@@ -137,6 +140,7 @@ impl<'a> Round<'a> {
             tables: Vec::new(),
             script: Vec::new(),
             cold: false,
+            empty: None,
             turn: 0,
         })
     }
@@ -278,34 +282,53 @@ impl<'a> Round<'a> {
     }
 
     /// A strata refusal of a value DuckDB answered is [`classify::CONST_FOLD`]
-    /// when the value that failed is a constant: DuckDB answered no row
-    /// (changed none) so nothing reached the expression, or the value the
-    /// error names is written in the statement.
+    /// when the value that failed does not come from a row: DuckDB answered
+    /// no row (changed none), or strata refuses the statement the same way
+    /// over the round's tables left empty.
     fn planning_refusal(
-        &self,
+        &mut self,
         verdict: Verdict,
         out: &Outcome,
         duck: &DuckAnswer,
         sql: &str,
-    ) -> Verdict {
+    ) -> Result<Verdict, String> {
         let (Verdict::Finding(c), Outcome::Error(e), DuckAnswer::Rows(d)) = (&verdict, out, duck)
         else {
-            return verdict;
+            return Ok(verdict);
         };
         if c.explained || !classify::value_error(e) {
-            return verdict;
+            return Ok(verdict);
         }
+        let dml =
+            sql.starts_with("INSERT") || sql.starts_with("UPDATE") || sql.starts_with("DELETE");
         let nothing = d.rows.is_empty()
-            || (sql.starts_with("INSERT")
-                || sql.starts_with("UPDATE")
-                || sql.starts_with("DELETE"))
-                && d.rows.len() == 1
-                && d.rows[0].first().is_some_and(|c| c.text() == "0");
-        if nothing || classify::names_a_literal(e, sql) {
-            Verdict::Finding(classify::CONST_FOLD.class())
+            || dml && d.rows.len() == 1 && d.rows[0].first().is_some_and(|c| c.text() == "0");
+        if nothing || self.refused_when_empty(sql, e)? {
+            Ok(Verdict::Finding(classify::CONST_FOLD.class()))
         } else {
-            verdict
+            Ok(verdict)
         }
+    }
+
+    /// Whether strata refuses `sql` with `error` over the round's tables
+    /// created empty (in a second database, made when first needed).
+    fn refused_when_empty(&mut self, sql: &str, error: &str) -> Result<bool, String> {
+        // Made again when the round has created a table since.
+        if self
+            .empty
+            .as_ref()
+            .is_none_or(|(n, _)| *n != self.tables.len())
+        {
+            let empty = Strata::create()?;
+            for t in &self.tables {
+                if let Outcome::Error(e) | Outcome::Panic(e) = empty.run(&t.ddl()) {
+                    return Err(format!("creating {} empty: {e}", t.name));
+                }
+            }
+            self.empty = Some((self.tables.len(), empty));
+        }
+        let (_, empty) = self.empty.as_ref().expect("made above");
+        Ok(matches!(empty.run(sql), Outcome::Error(x) if x == error))
     }
 
     /// Runs a query under every setting and compares each answer with DuckDB's.
@@ -326,7 +349,7 @@ impl<'a> Round<'a> {
             let out = self.strata.run(&q.sql.strata);
             self.report.executions += 1;
             let verdict = classify::classify(&out, &duck, q.ordered, q.family, &q.sql.duck);
-            let verdict = self.planning_refusal(verdict, &out, &duck, &q.sql.strata);
+            let verdict = self.planning_refusal(verdict, &out, &duck, &q.sql.strata)?;
             match verdict {
                 Verdict::Agree => self.report.agreements += 1,
                 Verdict::BothRefuse => self.report.both_refused += 1,
@@ -362,7 +385,7 @@ impl<'a> Round<'a> {
             }
         };
         let verdict = classify::classify(&out, &duck, false, family, &stmt.duck);
-        let verdict = self.planning_refusal(verdict, &out, &duck, &stmt.strata);
+        let verdict = self.planning_refusal(verdict, &out, &duck, &stmt.strata)?;
         let mut diverged = false;
         match &verdict {
             Verdict::Agree => self.report.agreements += 1,

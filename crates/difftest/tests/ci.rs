@@ -64,7 +64,7 @@ fn answers_compare_as_multisets_unless_ordered() {
 fn differential_run_finds_no_unexplained_mismatch() {
     let cfg = Config {
         seed: 53,
-        statements: 2500,
+        statements: 2000,
         out: std::env::var_os("DIFFTEST_OUT").map(Into::into),
         quiet: true,
     };
