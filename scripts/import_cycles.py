@@ -78,9 +78,12 @@ class Crate:
         self.code = {f: strip(open(f, encoding="utf-8").read()) for f in self.files.values()}
         self.reexports = {}  # (module, name) -> module path the name comes from
         for mod, f in self.files.items():
-            if os.path.basename(f) in ("lib.rs", "mod.rs", "main.rs") or True:
-                for target, name in self.pub_uses(mod, self.code[f]):
-                    self.reexports[(mod, name)] = target
+            for target, name in self.pub_uses(mod, self.code[f]):
+                self.reexports[(mod, name)] = target
+            # `#[macro_export]` puts a macro at the crate root; it is the
+            # file that writes it that `crate::name!` depends on.
+            for m in re.finditer(r"#\[macro_export\]\s*macro_rules!\s*(\w+)", self.code[f]):
+                self.reexports[((), m.group(1))] = mod
 
     def module_of(self, path):
         rel = os.path.relpath(path, self.src)

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use arrow::array::{Array, Int64Array, StringArray, UInt64Array};
+use arrow::array::{Array, Decimal128Array, Int64Array, StringArray, UInt64Array};
 use strata_sql::{QueryResult, SqlSession};
 use strata_storage::db::{IndexSpec, NoProgress, TableOptions};
 use strata_storage::types::{Column, DataType, Schema, Value};
@@ -59,6 +59,12 @@ pub fn single_integer(r: &QueryResult) -> Result<i128> {
     }
     if let Some(a) = col.as_any().downcast_ref::<Int64Array>() {
         return Ok(a.value(0) as i128);
+    }
+    // `sum` of integers is an exact DECIMAL(38,0) (strata_sql::wide_sum).
+    if let Some(a) = col.as_any().downcast_ref::<Decimal128Array>()
+        && a.scale() == 0
+    {
+        return Ok(a.value(0));
     }
     bail!("expected an integer, the result is {}", col.data_type())
 }

@@ -987,7 +987,11 @@ pub(crate) fn physical(
         .with_schema(Arc::new(schema.clone()))
         .with_config_options(Arc::new(state.config_options().clone()))
         .build();
-    let e = ExprSimplifier::new(info).simplify(e)?;
+    // A constant that cannot be computed (a cast out of range) is left to
+    // fail when the rows are evaluated, as DataFusion's optimizer leaves it,
+    // so the error names the statement, table and column like every other
+    // value that does not fit.
+    let e = ExprSimplifier::new(info).simplify(e.clone()).unwrap_or(e);
     state.create_physical_expr(e, schema)
 }
 

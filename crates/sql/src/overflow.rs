@@ -33,6 +33,7 @@ use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
     ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ReturnFieldArgs, ScalarFunctionArgs,
@@ -208,6 +209,22 @@ impl ScalarUDFImpl for CheckedOp {
         let ty = args.arg_fields[0].data_type().clone();
         let nullable = args.arg_fields.iter().any(|f| f.is_nullable());
         Ok(Arc::new(Field::new(self.name(), ty, nullable)))
+    }
+
+    /// A NULL operand makes the result NULL without computing the other:
+    /// the operators are strict, and PostgreSQL and DuckDB fold
+    /// `NULL * (k * k)` to NULL while planning, so `k * k` never overflows
+    /// there (DataFusion's simplifier does this for its own operators, and
+    /// does not see through these functions).
+    fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+        let null = args.iter().find_map(|a| match a {
+            Expr::Literal(v, _) if v.is_null() => Some(v.clone()),
+            _ => None,
+        });
+        Ok(match null {
+            Some(v) => ExprSimplifyResult::Simplified(Expr::Literal(v, None)),
+            None => ExprSimplifyResult::Original(args),
+        })
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
