@@ -18,7 +18,10 @@ use ::csv::{ByteRecord, ReaderBuilder};
 use strata_storage::db::{Database, Progress};
 use strata_storage::types::{Schema, Value};
 
-use crate::{Import, LoadError, LoadReport, LoadTarget, RowError, RowPosition, existing_table};
+use crate::{
+    Import, LoadError, LoadReport, LoadTarget, RowError, RowPosition, existing_schema,
+    existing_table,
+};
 
 /// What [`load_csv`] returns.
 pub type CsvReport = LoadReport;
@@ -112,17 +115,7 @@ pub fn load_csv(
     // The target table: existing, or created from the given schema.
     let existing = existing_table(db, table)?;
     let schema = match (&existing, &opts.schema) {
-        (Some(t), given) => {
-            if let Some(s) = given
-                && s != t.schema()
-            {
-                return Err(LoadError::Mismatch(format!(
-                    "table '{table}' already exists with columns ({}), which differ from the given schema ({s})",
-                    t.schema()
-                )));
-            }
-            t.schema().clone()
-        }
+        (Some(t), given) => existing_schema(t, given.as_ref())?,
         (None, Some(s)) => s.clone(),
         (None, None) => {
             let hint = match &header {

@@ -252,6 +252,21 @@ pub(crate) fn existing_table(db: &Database, table: &str) -> Result<Option<Arc<Ta
     }
 }
 
+/// The schema of existing table `t` when a load also gives one: it must be
+/// the table's (a load never changes a table's columns).
+pub(crate) fn existing_schema(t: &Table, given: Option<&Schema>) -> Result<Schema, LoadError> {
+    if let Some(s) = given
+        && s != t.schema()
+    {
+        return Err(LoadError::Mismatch(format!(
+            "table '{}' already exists with columns ({}), which differ from the given schema ({s})",
+            t.name(),
+            t.schema()
+        )));
+    }
+    Ok(t.schema().clone())
+}
+
 /// A CSV or Parquet load under way: its [`TableLoad`], the bad rows skipped so
 /// far and the rows appended, which [`Import::commit`] reports.
 pub(crate) struct Import<'a> {

@@ -38,7 +38,10 @@ use strata_storage::db::{Database, Progress};
 use strata_storage::types::{Column, DataType, Schema, Value};
 
 use crate::arrow_rows::{BatchRows, Col, creation_type, map_fields, unsupported};
-use crate::{Import, LoadError, LoadReport, LoadTarget, RowError, RowPosition, existing_table};
+use crate::{
+    Import, LoadError, LoadReport, LoadTarget, RowError, RowPosition, existing_schema,
+    existing_table,
+};
 
 /// What [`load_parquet`] returns.
 pub type ParquetReport = LoadReport;
@@ -110,15 +113,7 @@ pub fn load_parquet(
     // (schema, map[c] = arrow field of table column c)
     let (schema, map) = match (&existing, &opts.schema) {
         (Some(t), given) => {
-            if let Some(s) = given
-                && s != t.schema()
-            {
-                return Err(LoadError::Mismatch(format!(
-                    "table '{table}' already exists with columns ({}), which differ from the given schema ({s})",
-                    t.schema()
-                )));
-            }
-            let schema = t.schema().clone();
+            let schema = existing_schema(t, given.as_ref())?;
             let map = map_fields(fields, &schema, &file_name, table)?;
             (schema, map)
         }
