@@ -40,16 +40,7 @@ fn tier_cold_with_the_service_down_fails_in_seconds_naming_the_endpoint() {
     let dir = tempfile::tempdir().unwrap();
     // The defaults: the S3 client and the default retry budget.
     let tier = ColdTier::new(ColdConfig::default());
-    let db = Database::create(
-        dir.path(),
-        DbOptions {
-            buffer_pool_bytes: 1 << 20,
-            direct_io: false,
-            cold_tier: Some(tier.layer()),
-            ..DbOptions::default()
-        },
-    )
-    .unwrap();
+    let db = Database::create(dir.path(), options(&tier)).unwrap();
     let mut spec = strata_load::GenSpec::new(strata_load::GenKind::Microbench, 2000);
     spec.seed = 3;
     strata_load::generate(&db, &spec, &NoProgress).unwrap();
@@ -80,17 +71,18 @@ fn tier_cold_with_the_service_down_fails_in_seconds_naming_the_endpoint() {
     assert!(!db.table("microbench").unwrap().is_cold());
     assert_eq!(all_rows(&db), before);
     drop(db);
-    let db = Database::open(
-        dir.path(),
-        DbOptions {
-            buffer_pool_bytes: 1 << 20,
-            direct_io: false,
-            cold_tier: Some(tier.layer()),
-            ..DbOptions::default()
-        },
-    )
-    .unwrap();
+    let db = Database::open(dir.path(), options(&tier)).unwrap();
     assert_eq!(all_rows(&db), before);
     let checked = strata_storage::check::check_database(&db, &NoProgress).unwrap();
     assert_eq!(checked[0].rows, 2000);
+}
+
+/// A small buffered database over `tier`.
+fn options(tier: &ColdTier) -> DbOptions {
+    DbOptions {
+        buffer_pool_bytes: 1 << 20,
+        direct_io: false,
+        cold_tier: Some(tier.layer()),
+        ..DbOptions::default()
+    }
 }

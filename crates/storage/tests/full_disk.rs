@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::wal::contents;
 use strata_storage::check::check_database;
 use strata_storage::db::NoProgress;
 use strata_storage::device::FaultInjector;
@@ -31,21 +32,6 @@ fn row(id: i64) -> Vec<Value> {
         Value::Int64(id),
         Value::Str(format!("row {id} {}", "y".repeat((id % 30) as usize))),
     ]
-}
-
-/// The table's rows by id.
-fn contents(db: &Database) -> BTreeMap<i64, Vec<Value>> {
-    let t = db.table("t").unwrap();
-    let mut out = BTreeMap::new();
-    t.scan_rows(|_, r| {
-        let Value::Int64(id) = r[0] else {
-            panic!("id is a BIGINT")
-        };
-        assert!(out.insert(id, r).is_none(), "id {id} twice");
-        Ok(())
-    })
-    .unwrap();
-    out
 }
 
 /// A database whose log ran out of room: table `t` (with an index on `id` if

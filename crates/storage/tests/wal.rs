@@ -58,7 +58,7 @@ fn row(id: i64, version: i64) -> Vec<Value> {
 }
 
 /// The table's rows by id.
-fn contents(db: &Database) -> BTreeMap<i64, Vec<Value>> {
+pub(crate) fn contents(db: &Database) -> BTreeMap<i64, Vec<Value>> {
     let t = db.table("t").unwrap();
     let mut out = BTreeMap::new();
     t.scan_rows(|_, r| {
