@@ -3,7 +3,7 @@
 //! serves a whole batch, so a scan producing millions of rows does not allocate
 //! per row.
 
-use strata_storage::types::Tid;
+use strata_storage::row::Tid;
 
 /// Rows an access path puts in one batch.
 pub const BATCH_ROWS: usize = 1024;

@@ -43,7 +43,7 @@ use std::sync::Arc;
 use strata_storage::StorageError;
 use strata_storage::device::{AlignedBuf, Device, FileId, ReadRequest, segment_path};
 use strata_storage::page::PAGE_SIZE;
-use strata_storage::types::Tid;
+use strata_storage::row::Tid;
 
 use crate::batch::TupleBatch;
 use crate::error::{AccessError, Result};

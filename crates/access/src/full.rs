@@ -3,7 +3,7 @@
 
 use strata_storage::heap::PageStream;
 use strata_storage::page::{PAGE_SIZE, PageView};
-use strata_storage::types::Tid;
+use strata_storage::row::Tid;
 
 use crate::batch::TupleBatch;
 use crate::error::Result;

@@ -6,7 +6,7 @@
 //! it holds the key it holds every entry of it, and the full index is not read.
 
 use strata_storage::btree::RangeCursor;
-use strata_storage::types::Tid;
+use strata_storage::row::Tid;
 
 use crate::batch::TupleBatch;
 use crate::error::Result;

@@ -43,7 +43,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use strata_storage::device::{AlignedBuf, Device};
 use strata_storage::page::PAGE_SIZE;
-use strata_storage::types::Tid;
+use strata_storage::row::Tid;
 
 use crate::batch::TupleBatch;
 use crate::error::{AccessError, Result};

@@ -8,8 +8,8 @@
 use std::cmp::Ordering;
 use std::ops::Bound;
 
-use strata_storage::encoding::address_of;
-use strata_storage::types::{DataType, FixedKind, RowLayout, Schema, Tid, Value, encode_key_value};
+use strata_storage::row::encoding::address_of;
+use strata_storage::row::{DataType, FixedKind, RowLayout, Schema, Tid, Value, encode_key_value};
 
 use crate::error::{AccessError, Result};
 
@@ -509,7 +509,7 @@ mod tests {
         /// and the model is `page · 2^16 + slot` written out here.
         #[test]
         fn a_semantic_id_compares_as_the_address(page in 0u32..5, slot in 0u16..4, k in -2i64..400_000, op in 0usize..6, c in -3i32..3) {
-            use strata_storage::encoding::Encoding;
+            use strata_storage::row::encoding::Encoding;
             let s = Schema::parse("id BIGINT, c INT").unwrap();
             let layout = RowLayout::encoded(&s, &[Encoding::Address, Encoding::Plain]).unwrap();
             let ops = ["=", "<>", "<", "<=", ">", ">="];

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use strata_storage::Table;
 use strata_storage::btree::RangeCursor;
 use strata_storage::db::Index;
-use strata_storage::types::Tid;
+use strata_storage::row::Tid;
 
 use crate::batch::TupleBatch;
 use crate::error::{AccessError, Result};

@@ -8,7 +8,7 @@
 use strata_storage::btree::RangeCursor;
 use strata_storage::device::AlignedBuf;
 use strata_storage::page::{PAGE_SIZE, PageView};
-use strata_storage::types::Tid;
+use strata_storage::row::Tid;
 
 use crate::batch::TupleBatch;
 use crate::error::Result;

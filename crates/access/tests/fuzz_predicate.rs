@@ -10,8 +10,8 @@ use std::cmp::Ordering;
 
 use proptest::prelude::*;
 use strata_access::Predicate;
-use strata_storage::encoding::Encoding;
-use strata_storage::types::{FixedKind, RowLayout, Schema, Tid, Value};
+use strata_storage::row::encoding::Encoding;
+use strata_storage::row::{FixedKind, RowLayout, Schema, Tid, Value};
 use strata_storage::util::proptest_cases;
 
 const SCHEMA: &str = "a INT, b BIGINT NULL, d DATE, s VARCHAR(6) NULL, c CHAR(3), f DOUBLE NULL, k DECIMAL(8,2), t BOOL";
@@ -116,7 +116,7 @@ fn literal(col: usize) -> BoxedStrategy<(Value, String)> {
             .boxed(),
         2 => (0i32..3)
             .prop_map(|v| {
-                let (y, m, dd) = strata_storage::types::civil_from_days(18000 + v);
+                let (y, m, dd) = strata_storage::row::civil_from_days(18000 + v);
                 (Value::Date(18000 + v), format!("'{y:04}-{m:02}-{dd:02}'"))
             })
             .boxed(),

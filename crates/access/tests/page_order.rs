@@ -15,7 +15,7 @@ use strata_access::{
     run_scan,
 };
 use strata_storage::db::{DbOptions, IndexSpec, NoProgress, TableOptions};
-use strata_storage::types::{Schema, Tid, Value};
+use strata_storage::row::{Schema, Tid, Value};
 use strata_storage::util::proptest_cases;
 use strata_storage::{Database, Table};
 

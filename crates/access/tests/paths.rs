@@ -11,7 +11,7 @@ use strata_access::{
     PathChoice, Policy, Predicate, ScanSpec, SmoothOptions, SortOptions, Trigger, run_scan,
 };
 use strata_storage::db::{DbOptions, IndexSpec, NoProgress, TableOptions};
-use strata_storage::types::{Schema, Tid, Value};
+use strata_storage::row::{Schema, Tid, Value};
 use strata_storage::util::proptest_cases;
 use strata_storage::{Database, Table};
 

@@ -9,8 +9,8 @@ use strata_access::result_cache::ResultCache;
 use strata_storage::StorageError;
 use strata_storage::device::{Device, FileDevice, FileId, IoStats};
 use strata_storage::page::PAGE_SIZE;
+use strata_storage::row::Tid;
 use strata_storage::temp::remove_stale as remove_stale_spill_files;
-use strata_storage::types::Tid;
 
 /// An index entry: a big-endian key, then the tid (as the B+-tree encodes them).
 fn entry(key: u32, tid: Tid) -> Vec<u8> {

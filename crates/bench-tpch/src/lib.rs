@@ -46,7 +46,7 @@ use strata_load::{TpchSpec, TpchTable, load_tpch_history_then_recent};
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};
 use strata_storage::device::READ_SIZE_BUCKETS;
-use strata_storage::types::days_from_civil;
+use strata_storage::row::days_from_civil;
 
 use strata_sql::{AccessPathSetting, SqlSession};
 

@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use arrow::array::{Array, Decimal128Array, Int64Array, StringArray, UInt64Array};
 use strata_sql::{QueryResult, SqlSession};
 use strata_storage::db::{IndexSpec, NoProgress, TableOptions};
-use strata_storage::types::{Column, DataType, Schema, Value};
+use strata_storage::row::{Column, DataType, Schema, Value};
 use strata_storage::{Database, DbOptions};
 
 use crate::workload::{self, COPY_TABLE, PAD_LEN, TABLE};

@@ -125,7 +125,7 @@ fn a_database_with_other_tables_is_refused() {
         let db = strata_storage::Database::create(&path, DbOptions::default()).unwrap();
         db.create_table(
             "precious",
-            strata_storage::types::Schema::parse("a BIGINT").unwrap(),
+            strata_storage::row::Schema::parse("a BIGINT").unwrap(),
             strata_storage::TableOptions::default(),
         )
         .unwrap();

@@ -28,7 +28,7 @@ use strata_storage::btree::leaf_cache::{CacheLayout, CacheRng};
 use strata_storage::btree::{BTree, Found, Probe};
 use strata_storage::buffer::BufferPool;
 use strata_storage::device::{Device, FileDevice};
-use strata_storage::types::{DataType, Tid, Value, encode_key};
+use strata_storage::row::{DataType, Tid, Value, encode_key};
 
 use crate::cache_reference::{Reference, Rule};
 use crate::plot::{Axis, Legend, Plot};
@@ -718,7 +718,7 @@ pub struct Fig2cOptions {
 /// variants split a hit and a miss into their parts.
 pub fn run_fig2c(o: &Fig2cOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
     use strata_storage::db::CachedLookups;
-    use strata_storage::types::Schema;
+    use strata_storage::row::Schema;
     use strata_storage::{Database, DbOptions, IndexSpec, TableOptions};
     std::fs::create_dir_all(&o.out)?;
     let dir = o.tmp.join("fig2c.db");

@@ -48,7 +48,7 @@ use strata_storage::btree::{Filled, Probe};
 use strata_storage::db::{CachedLookups, DbOptions, NoProgress};
 use strata_storage::device::DeviceProfile;
 use strata_storage::page::PAGE_SIZE;
-use strata_storage::types::{DataType, Schema, Tid, Value, decode_key, encode_key};
+use strata_storage::row::{DataType, Schema, Tid, Value, decode_key, encode_key};
 use strata_storage::{Database, IndexSpec, TableOptions};
 
 use crate::plot::{Axis, Legend, Plot};

@@ -53,7 +53,7 @@ use postgres::types::{FromSql, Type};
 use strata_storage::btree::BTree;
 use strata_storage::btree::leaf_cache::CacheRng;
 use strata_storage::db::{CachedLookups, Index, NoProgress};
-use strata_storage::types::{Value, encode_key};
+use strata_storage::row::{Value, encode_key};
 use strata_storage::{Database, DbOptions, Table};
 
 use crate::plot::{Axis, Legend, Plot};
@@ -262,7 +262,7 @@ impl Through {
         ix: &Index,
         key: &[u8],
         counts: &mut CachedLookups,
-    ) -> Result<Vec<(strata_storage::types::Tid, Vec<Value>)>> {
+    ) -> Result<Vec<(strata_storage::row::Tid, Vec<Value>)>> {
         Ok(match self {
             Through::Cache => t.lookup_cached(ix, key, counts)?,
             Through::Auto => t.lookup_cached_auto(ix, key, counts)?,

@@ -51,7 +51,7 @@ use strata_storage::db::{DbOptions, NoProgress};
 use strata_storage::device::DeviceProfile;
 use strata_storage::hot::{ClusterOptions, ClusterReport};
 use strata_storage::page::PAGE_SIZE;
-use strata_storage::types::{DataType, Value, encode_key};
+use strata_storage::row::{DataType, Value, encode_key};
 use strata_storage::{Database, Table};
 
 use crate::plot::{Axis, Legend, Plot};

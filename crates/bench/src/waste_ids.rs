@@ -28,9 +28,9 @@ use strata_storage::btree::leaf_cache::CacheRng;
 use strata_storage::compact::CompactOptions;
 use strata_storage::db::Index;
 use strata_storage::db::{DbOptions, NoProgress};
-use strata_storage::encoding::{address_of, tid_of_address};
 use strata_storage::page::PAGE_SIZE;
-use strata_storage::types::{DataType, Value, encode_key};
+use strata_storage::row::encoding::{address_of, tid_of_address};
+use strata_storage::row::{DataType, Value, encode_key};
 use strata_storage::{Database, Table};
 
 use crate::results::{ResultRow, ResultSet, median};

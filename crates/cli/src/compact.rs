@@ -90,7 +90,7 @@ pub fn text(r: &CompactReport) -> String {
     }
     if r.columns
         .iter()
-        .any(|c| c.after == strata_storage::encoding::Encoding::Address && c.before != c.after)
+        .any(|c| c.after == strata_storage::row::encoding::Encoding::Address && c.before != c.after)
     {
         s += "  a semantic id's values are now the tuples' addresses (the old values are gone)\n";
     }

@@ -8,7 +8,7 @@ use clap::Args;
 use strata_load::LoadTarget;
 use strata_storage::Database;
 use strata_storage::db::IndexSpec;
-use strata_storage::types::Schema;
+use strata_storage::row::Schema;
 
 use crate::context::{Global, db_options, table_options, usage};
 use crate::progress::Bars;

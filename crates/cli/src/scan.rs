@@ -224,7 +224,7 @@ pub fn run(cli: &Global, a: &ScanArgs) -> Result<()> {
         let schema = spec.table.schema().clone();
         let ix = spec.index()?;
         // The projected columns' types, to print values as their columns do.
-        let types: Vec<strata_storage::types::DataType> = match &a.columns {
+        let types: Vec<strata_storage::row::DataType> = match &a.columns {
             Some(list) => list
                 .iter()
                 .filter_map(|c| schema.index_of(c.trim()))

@@ -21,7 +21,7 @@ use serde::Serialize;
 use strata_access::ScanSpec;
 use strata_access::predicate::compare;
 use strata_storage::db::CachedLookups;
-use strata_storage::types::{Tid, Value, decode_key};
+use strata_storage::row::{Tid, Value, decode_key};
 use strata_storage::{Database, Table};
 
 use crate::context::usage;

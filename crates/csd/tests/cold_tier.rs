@@ -26,7 +26,7 @@ use strata_csd::tier::{self, TableTier, TierOptions};
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};
 use strata_storage::device::{PAGE_SIZE, cold_manifest_path, segment_path};
-use strata_storage::types::Tid;
+use strata_storage::row::Tid;
 
 const ROWS: u64 = 20_000;
 const ENDPOINT: &str = "http://csd.test:9000";
@@ -397,7 +397,7 @@ fn writes_to_a_cold_table_fail_saying_how_to_bring_it_back() {
     let (db, tier) = cold_db(dir.path(), &store);
     let want = "table microbench is on the cold tier (read-only); strata tier local microbench brings it back";
     let table = db.table("microbench").unwrap();
-    let row: Vec<_> = (0..10).map(strata_storage::types::Value::Int32).collect();
+    let row: Vec<_> = (0..10).map(strata_storage::row::Value::Int32).collect();
     let txn = db.begin_write().unwrap();
     let e = table.insert_row(&row).unwrap_err();
     assert_eq!(e.to_string(), want);

@@ -21,7 +21,7 @@ use strata_csd::tier::{self, TierOptions};
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};
 use strata_storage::device::PAGE_SIZE;
-use strata_storage::types::Tid;
+use strata_storage::row::Tid;
 
 fn csd_config() -> CsdConfig {
     CsdConfig {

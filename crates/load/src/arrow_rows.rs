@@ -17,7 +17,7 @@ use arrow_array::types::{
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::DataType as Arrow;
-use strata_storage::types::{DataType, Schema, Value};
+use strata_storage::row::{DataType, Schema, Value};
 
 use crate::LoadError;
 

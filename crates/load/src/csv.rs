@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use ::csv::{ByteRecord, ReaderBuilder};
 use strata_storage::db::{Database, Progress};
-use strata_storage::types::{Schema, Value};
+use strata_storage::row::{Schema, Value};
 
 use crate::{
     Import, LoadError, LoadReport, LoadTarget, RowError, RowPosition, existing_schema,

@@ -115,7 +115,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use strata_storage::db::{Database, IndexSpec, LoadSummary, Progress, TableOptions};
-use strata_storage::types::{Column, DataType, Schema, Value};
+use strata_storage::row::{Column, DataType, Schema, Value};
 
 use crate::LoadError;
 
@@ -633,7 +633,7 @@ fn push_timestamp(s: &mut String, secs: u64) {
     use std::fmt::Write;
     let days = TOUCHED_DAYS.0 + (secs / 86_400) as i32;
     let secs = secs % 86_400;
-    let date = strata_storage::types::format_date(days);
+    let date = strata_storage::row::format_date(days);
     s.extend(date.chars().filter(|c| *c != '-'));
     let _ = write!(s, "{:02}{:02}{:02}", secs / 3600, secs / 60 % 60, secs % 60);
 }

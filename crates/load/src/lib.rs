@@ -22,7 +22,7 @@ use strata_storage::StorageError;
 use strata_storage::db::{
     Database, IndexSpec, LoadSummary, Progress, Table, TableLoad, TableOptions,
 };
-use strata_storage::types::{Schema, Value};
+use strata_storage::row::{Schema, Value};
 
 mod arrow_rows;
 mod csv;

@@ -35,7 +35,7 @@ use ::parquet::arrow::ProjectionMask;
 use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use arrow_array::RecordBatch;
 use strata_storage::db::{Database, Progress};
-use strata_storage::types::{Column, DataType, Schema, Value};
+use strata_storage::row::{Column, DataType, Schema, Value};
 
 use crate::arrow_rows::{BatchRows, Col, creation_type, map_fields, unsupported};
 use crate::{

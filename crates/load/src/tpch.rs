@@ -75,7 +75,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{ArrowError, SchemaRef};
 use strata_storage::StorageError;
 use strata_storage::db::{Database, IndexSpec, LoadSummary, Progress, TableLoad, TableOptions};
-use strata_storage::types::{Schema, Value};
+use strata_storage::row::{Schema, Value};
 use tpchgen::generators::{
     CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator,
     PartSuppGenerator, RegionGenerator, SupplierGenerator,

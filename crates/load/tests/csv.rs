@@ -9,7 +9,7 @@ use common::{Recorder, db, rows};
 use strata_load::{CsvOptions, LoadError, RowPosition, load_csv};
 use strata_storage::StorageError;
 use strata_storage::db::{IndexSpec, NoProgress};
-use strata_storage::types::{Schema, Value, days_from_civil};
+use strata_storage::row::{Schema, Value, days_from_civil};
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let p = dir.join(name);

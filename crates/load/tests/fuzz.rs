@@ -22,7 +22,7 @@ use strata_load::{CsvOptions, ParquetOptions, load_csv, load_parquet};
 use strata_storage::Database;
 use strata_storage::check::check_database;
 use strata_storage::db::{IndexSpec, NoProgress};
-use strata_storage::types::Schema;
+use strata_storage::row::Schema;
 use strata_storage::util::proptest_cases;
 
 const SCHEMA: &str = "id INT, name VARCHAR(8) NULL, price DECIMAL(6,2), d DATE, ok BOOL, x DOUBLE NULL, c CHAR(3) NULL, big BIGINT";

@@ -11,7 +11,7 @@ use strata_load::{
     GenKind, GenSpec, PAGE_CACHED, PAGE_KEY, PAGE_NAMESPACES, PAGE_TITLE_MAX, generate,
 };
 use strata_storage::db::{CachedLookups, NoProgress};
-use strata_storage::types::{DataType, Value, encode_key};
+use strata_storage::row::{DataType, Value, encode_key};
 
 fn text(v: &Value) -> &str {
     match v {

@@ -8,7 +8,7 @@ use std::ops::Bound;
 use common::{Recorder, db, rows};
 use strata_load::{GenKind, GenSpec, MICROBENCH_MAX, generate, skewed_counts};
 use strata_storage::db::{Database, NoProgress};
-use strata_storage::types::{DataType, Value, encode_key};
+use strata_storage::row::{DataType, Value, encode_key};
 
 fn key(v: i32) -> Vec<u8> {
     let mut k = Vec::new();

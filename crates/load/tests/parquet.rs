@@ -16,7 +16,7 @@ use common::{Recorder, db, rows};
 use parquet::arrow::ArrowWriter;
 use strata_load::{LoadError, ParquetOptions, RowPosition, load_parquet};
 use strata_storage::db::NoProgress;
-use strata_storage::types::{DataType, Schema, Value};
+use strata_storage::row::{DataType, Schema, Value};
 
 fn write(dir: &Path, name: &str, columns: Vec<(&str, ArrayRef, bool)>) -> PathBuf {
     let schema = Arc::new(ArrowSchema::new(

@@ -11,7 +11,7 @@ use strata_load::{
     GenKind, GenSpec, REVISION_KEY, REVISION_TEXT_MAX, generate, revision_pages, revision_schema,
 };
 use strata_storage::db::NoProgress;
-use strata_storage::types::{DataType, Value};
+use strata_storage::row::{DataType, Value};
 
 fn text(v: &Value) -> &str {
     match v {

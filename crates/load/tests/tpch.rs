@@ -15,7 +15,7 @@ use strata_load::{
 };
 use strata_storage::check::check_database;
 use strata_storage::db::{NoProgress, TableOptions};
-use strata_storage::types::{DataType, Value};
+use strata_storage::row::{DataType, Value};
 use tpchgen::generators::{
     CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator,
     PartSuppGenerator, RegionGenerator, SupplierGenerator,

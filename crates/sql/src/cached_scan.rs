@@ -62,7 +62,7 @@ use datafusion::physical_plan::{
 use strata_access::predicate::{CmpOp, Comparison};
 use strata_storage::cached_fields::CachedFields;
 use strata_storage::db::CachedLookups;
-use strata_storage::types::{DataType, Schema, Value, decode_key, encode_key_value};
+use strata_storage::row::{DataType, Schema, Value, decode_key, encode_key_value};
 use strata_storage::{Database, Table};
 
 use crate::convert::{ValueBatchBuilder, value_text};

@@ -24,7 +24,7 @@ use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use strata_access::TupleBatch;
 use strata_storage::Table;
-use strata_storage::types::{
+use strata_storage::row::{
     DataType, Field as Stored, FixedColumn, FixedKind, RowLayout, Schema, Tid, Value,
 };
 
@@ -118,7 +118,7 @@ impl Builder {
             return;
         }
         if let (Builder::Str(b, _), Stored::Stamp(x)) = (&mut *self, field) {
-            b.append_value(strata_storage::encoding::format_timestamp(x));
+            b.append_value(strata_storage::row::encoding::format_timestamp(x));
             return;
         }
         let field = match field {

@@ -15,7 +15,7 @@ use datafusion::sql::sqlparser::ast::{
     ExactNumberInfo, Expr, Ident, ObjectName, ObjectNamePart, ObjectType, Statement,
 };
 use strata_storage::db::{IndexSpec, NoProgress, TableOptions};
-use strata_storage::types::{Column, DataType, Schema};
+use strata_storage::row::{Column, DataType, Schema};
 use strata_storage::{Database, StorageError};
 
 use crate::session::SqlError;

@@ -57,7 +57,7 @@ use strata_access::{PageCosts, TupleBatch};
 use strata_storage::Table;
 use strata_storage::btree::MAX_KEY;
 use strata_storage::page::MAX_TUPLE;
-use strata_storage::types::{Column, DataType, Schema, Tid, Value};
+use strata_storage::row::{Column, DataType, Schema, Tid, Value};
 
 use crate::convert::{BatchConverter, arrow_schema, arrow_values, nullable};
 use crate::provider::unqualified;
@@ -139,7 +139,7 @@ pub(crate) fn check_value(c: &Column, v: &Value) -> Result<(), String> {
         (DataType::Decimal { scale, .. }, Value::Decimal(d)) => format!(
             "{}: {} is out of range",
             col(),
-            strata_storage::types::format_decimal(*d, *scale)
+            strata_storage::row::format_decimal(*d, *scale)
         ),
         _ => format!(
             "{}: a {} value {} does not fit",

@@ -19,7 +19,7 @@ use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::TreeNode;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
 use strata_access::predicate::{CmpOp, Comparison};
-use strata_storage::types::{DataType, Schema, Value};
+use strata_storage::row::{DataType, Schema, Value};
 
 /// How the scan handles one conjunct.
 #[derive(Debug, Clone, PartialEq)]

@@ -591,8 +591,8 @@ fn nothing() -> (SchemaRef, Vec<RecordBatch>) {
     (Arc::new(Schema::empty()), Vec::new())
 }
 
-fn type_name(t: &strata_storage::types::DataType) -> String {
-    use strata_storage::types::DataType as T;
+fn type_name(t: &strata_storage::row::DataType) -> String {
+    use strata_storage::row::DataType as T;
     match t {
         T::Int32 => "INT".into(),
         T::Int64 => "BIGINT".into(),

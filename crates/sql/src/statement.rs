@@ -219,7 +219,7 @@ pub fn values_null(stmt: &DfStatement, db: &Database, err: &SqlError) -> Option<
             _ => return None,
         },
     };
-    let reason = check_value(column, &strata_storage::types::Value::Null).err()?;
+    let reason = check_value(column, &strata_storage::row::Value::Null).err()?;
     let row = insert.source.as_ref().and_then(|q| match q.body.as_ref() {
         SetExpr::Values(v) => v.rows.iter().position(
             |r| matches!(r.content.get(position), Some(Expr::Value(v)) if v.value == Value::Null),

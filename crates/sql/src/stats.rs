@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use strata_access::predicate::{CmpOp, Comparison};
 use strata_access::{PathChoice, Predicate, ScanSpec, SortOptions, TupleBatch, open_path};
 use strata_storage::Table;
-use strata_storage::types::{Tid, Value};
+use strata_storage::row::{Tid, Value};
 
 /// Rows kept for histograms and distinct counts (PostgreSQL's default:
 /// 300 × its statistics target of 100).
@@ -297,7 +297,7 @@ const DEFAULT_MATCH: f64 = 0.005;
 pub fn expr_selectivity(
     stats: Option<&TableStats>,
     expr: &datafusion::logical_expr::Expr,
-    schema: &strata_storage::types::Schema,
+    schema: &strata_storage::row::Schema,
 ) -> f64 {
     use datafusion::logical_expr::expr::InList;
     use datafusion::logical_expr::{BinaryExpr, Expr, Like, Operator};

@@ -29,7 +29,7 @@ use rand::{Rng, SeedableRng};
 use strata_storage::Database;
 use strata_storage::check::check_database;
 use strata_storage::db::{IndexSpec, NoProgress};
-use strata_storage::types::Value;
+use strata_storage::row::Value;
 
 /// k → (g, v) of `t (k BIGINT NOT NULL, g INT NOT NULL, v VARCHAR(24) NOT NULL)`.
 type Model = BTreeMap<i64, (i32, String)>;

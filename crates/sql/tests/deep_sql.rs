@@ -10,7 +10,7 @@ use std::sync::Arc;
 use strata_sql::depth::MAX_EXPR_DEPTH;
 use strata_sql::{SqlError, SqlSession};
 use strata_storage::Database;
-use strata_storage::types::Value;
+use strata_storage::row::Value;
 
 fn setup() -> (tempfile::TempDir, Arc<Database>) {
     let (dir, db) = common::empty_db();

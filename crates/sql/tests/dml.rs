@@ -17,7 +17,7 @@ use strata_sql::{SqlError, SqlSession};
 use strata_storage::Database;
 use strata_storage::check::check_database;
 use strata_storage::db::{IndexSpec, NoProgress};
-use strata_storage::types::Value;
+use strata_storage::row::Value;
 
 /// One row of the test table `t (k BIGINT NOT NULL, v INT, s VARCHAR(12))`.
 type Row = (i64, Option<i32>, Option<String>);

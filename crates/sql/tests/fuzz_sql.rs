@@ -12,7 +12,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use strata_sql::SqlSession;
 use strata_storage::db::{IndexSpec, NoProgress};
-use strata_storage::types::Value;
+use strata_storage::row::Value;
 use strata_storage::util::proptest_cases;
 
 /// Whether `sql`, which ran, may have changed table `t`'s rows.

@@ -12,7 +12,7 @@ use strata_sql::SqlSession;
 use strata_storage::check::check_database;
 use strata_storage::db::{IndexSpec, NoProgress};
 use strata_storage::hot::ClusterOptions;
-use strata_storage::types::Value;
+use strata_storage::row::Value;
 
 const ROWS: i64 = 20_000;
 

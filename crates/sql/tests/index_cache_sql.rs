@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 use strata_sql::SqlSession;
 use strata_storage::Database;
 use strata_storage::db::IndexSpec;
-use strata_storage::types::Value;
+use strata_storage::row::Value;
 
 #[derive(Clone, Debug)]
 struct Page {

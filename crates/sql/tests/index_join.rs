@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use strata_sql::SqlSession;
 use strata_storage::Database;
 use strata_storage::db::{IndexSpec, NoProgress};
-use strata_storage::types::Value;
+use strata_storage::row::Value;
 
 /// A row of `ord` (k, a) and of `item` (k, v).
 type OrdRow = (Option<i32>, i32);

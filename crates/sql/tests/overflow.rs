@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use strata_sql::{SqlError, SqlSession};
 use strata_storage::db::IndexSpec;
-use strata_storage::types::Value;
+use strata_storage::row::Value;
 
 const MAX: i64 = i64::MAX;
 

@@ -14,8 +14,8 @@ use strata_sql::SqlSession;
 use strata_storage::check::check_database;
 use strata_storage::compact::CompactOptions;
 use strata_storage::db::{IndexSpec, NoProgress};
-use strata_storage::encoding::{Encoding, address_of, tid_of_address};
-use strata_storage::types::{Tid, Value};
+use strata_storage::row::encoding::{Encoding, address_of, tid_of_address};
+use strata_storage::row::{Tid, Value};
 
 const ROWS: i64 = 5_000;
 

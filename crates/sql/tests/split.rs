@@ -12,7 +12,7 @@ use common::*;
 use strata_sql::SqlSession;
 use strata_storage::check::check_database;
 use strata_storage::db::{IndexSpec, NoProgress};
-use strata_storage::types::Value;
+use strata_storage::row::Value;
 
 const ROWS: i64 = 4_000;
 const SCHEMA: &str = "id BIGINT NOT NULL, k INT NOT NULL, note VARCHAR(200) NULL, body VARCHAR(40) NOT NULL, flag BOOL NULL";

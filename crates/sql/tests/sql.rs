@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use strata_sql::{SqlError, SqlSession};
 use strata_storage::Database;
 use strata_storage::db::{IndexSpec, NoProgress, TableOptions};
-use strata_storage::types::{Schema, Value, days_from_civil};
+use strata_storage::row::{Schema, Value, days_from_civil};
 
 #[derive(Clone, Debug)]
 struct Row {

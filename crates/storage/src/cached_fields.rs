@@ -19,7 +19,7 @@
 
 use crate::btree::leaf_cache::{CacheLayout, MAX_VALUE};
 use crate::error::{Result, StorageError};
-use crate::types::{DataType, Schema, Value};
+use crate::row::{DataType, Schema, Value};
 
 /// Slots per bucket of every declared index cache.
 pub const BUCKET_SLOTS: usize = 4;

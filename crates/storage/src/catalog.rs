@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StorageError};
-use crate::types::Schema;
+use crate::row::Schema;
 
 pub const CATALOG_FILE: &str = "catalog.json";
 /// Heap fill factors a table may have (creation and the catalog check both use it).
@@ -59,10 +59,10 @@ pub struct TableDef {
     /// Each column's physical encoding (types as hints, `encoding.rs`);
     /// absent: every column as declared.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub encodings: Vec<crate::encoding::Encoding>,
+    pub encodings: Vec<crate::row::encoding::Encoding>,
     /// Vertical partitioning (No Bits Left Behind §3.2, `split.rs`): the
     /// table holding this table's side columns (those whose encoding is
-    /// [`crate::encoding::Encoding::Side`]), named `<table>.side`.
+    /// [`crate::row::encoding::Encoding::Side`]), named `<table>.side`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub side: Option<String>,
     /// For a side table: the table it holds columns of. Hidden from
@@ -225,7 +225,7 @@ impl Catalog {
                     }
                 }
             }
-            let has_side = t.encodings.contains(&crate::encoding::Encoding::Side);
+            let has_side = t.encodings.contains(&crate::row::encoding::Encoding::Side);
             if has_side != t.side.is_some() || (has_side && t.side_of.is_some()) {
                 return Err(format!(
                     "{what}: side columns (encoding 'side') and a side table go together, and a side table has neither"
@@ -242,7 +242,9 @@ impl Catalog {
                     .columns
                     .iter()
                     .enumerate()
-                    .filter(|(i, _)| t.encodings.get(*i) == Some(&crate::encoding::Encoding::Side))
+                    .filter(|(i, _)| {
+                        t.encodings.get(*i) == Some(&crate::row::encoding::Encoding::Side)
+                    })
                     .map(|(_, c)| c)
                     .collect();
                 let held: Vec<_> = self.tables[side].schema.columns.iter().collect();

@@ -66,7 +66,7 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
                 .validate(t)
                 .map_err(|r| corrupt(format!("slot {slot}: {r}")))?;
             if let Some(side) = layout.side_tid(t) {
-                side_tids.push((side, crate::types::Tid::new(page_no as u32, slot)));
+                side_tids.push((side, crate::row::Tid::new(page_no as u32, slot)));
             }
             rows += 1;
         }
@@ -171,7 +171,7 @@ fn check_pointers(
     db: &Database,
     name: &str,
     side: &crate::db::Table,
-    mut pointers: Vec<(crate::types::Tid, crate::types::Tid)>,
+    mut pointers: Vec<(crate::row::Tid, crate::row::Tid)>,
 ) -> Result<()> {
     let path = db.device().path(side.heap().file_id());
     let bad = |page: u32, reason: String| StorageError::CorruptPage {

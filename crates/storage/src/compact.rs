@@ -1,7 +1,7 @@
 //! `strata compact TABLE`: types as hints (No Bits Left Behind §4.1) acted on.
 //!
 //! One pass reads every value and chooses each column's narrowest encoding
-//! ([`crate::encoding::choose`]); a second rewrites the rows, in heap order,
+//! ([`crate::row::encoding::choose`]); a second rewrites the rows, in heap order,
 //! into a new heap in those encodings, and every index is rebuilt over it. The
 //! switch is a load's: new files synced, then the catalog swapped, then the old
 //! files removed. A crash before the swap leaves the table as it was (the new
@@ -21,10 +21,10 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::db::{Database, TableLoad};
-use crate::encoding::{ChooseOptions, ColumnSample, Encoding, choose, is_plain};
 use crate::error::{Result, StorageError};
 use crate::heap::HeapFile;
 use crate::progress::Progress;
+use crate::row::encoding::{ChooseOptions, ColumnSample, Encoding, choose, is_plain};
 
 /// What `strata compact` may do.
 #[derive(Clone, Debug, Default)]

@@ -45,7 +45,7 @@ use crate::heap::{HeapFile, HeapWriter};
 use crate::keysort::SortedEntries;
 // Callers name them `strata_storage::db::{Progress, NoProgress}` too.
 pub use crate::progress::{NoProgress, Progress};
-use crate::types::{DataType, RowLayout, Schema, Tid, Value, encode_key};
+use crate::row::{DataType, RowLayout, Schema, Tid, Value, encode_key};
 use crate::wal::{self, LogRecord, PageImage, TableSize, Wal};
 
 thread_local! {
@@ -578,7 +578,7 @@ impl Database {
             def.segment_pages,
             def.fill_factor,
         )?);
-        heap.set_tuple_shape(crate::shape::TupleShape::new(&def.schema));
+        heap.set_tuple_shape(crate::row::shape::TupleShape::new(&def.schema));
         TableLoad::new(self, writer, def, heap, true, indexes)
     }
 
@@ -1466,7 +1466,7 @@ impl Index {
     pub fn key_of_tuple(&self, layout: &RowLayout, tuple: &[u8], tid: Tid, out: &mut Vec<u8>) {
         out.clear();
         for (ty, &c) in self.key_types.iter().zip(&self.key_cols) {
-            crate::types::encode_key_value(ty, &layout.decode_column(tuple, c, tid), out);
+            crate::row::encode_key_value(ty, &layout.decode_column(tuple, c, tid), out);
         }
     }
 }
@@ -1524,7 +1524,10 @@ impl Table {
                 path: db.dir.join("catalog.json"),
                 reason: format!("table {}'s column encodings: {e}", def.name),
             })?;
-        heap.set_tuple_shape(crate::shape::TupleShape::of_layout(&def.schema, &layout));
+        heap.set_tuple_shape(crate::row::shape::TupleShape::of_layout(
+            &def.schema,
+            &layout,
+        ));
         let mut indexes = Vec::new();
         for idef in &def.indexes {
             let (key_cols, key_types) = resolve_columns(&def, &idef.columns)?;
@@ -1616,7 +1619,7 @@ impl Table {
     }
 
     /// The side table holding the columns whose encoding is
-    /// [`crate::encoding::Encoding::Side`] (vertical partitioning,
+    /// [`crate::row::encoding::Encoding::Side`] (vertical partitioning,
     /// `split.rs`), if the table has one. Its rows are the side columns in
     /// table order; [`RowLayout::side_tid`] of a main tuple finds its row.
     pub fn side_table(&self) -> Option<&Arc<Table>> {
@@ -1653,7 +1656,7 @@ impl Table {
         }
         for (i, &c) in s.cols.iter().enumerate() {
             out[c] = if i == 0 {
-                Value::Int64(crate::encoding::address_of(side_tid))
+                Value::Int64(crate::row::encoding::address_of(side_tid))
             } else {
                 Value::Null
             };
@@ -1705,7 +1708,7 @@ impl Table {
     }
     /// Each column's physical encoding; empty when every column is stored
     /// as declared.
-    pub fn encodings(&self) -> &[crate::encoding::Encoding] {
+    pub fn encodings(&self) -> &[crate::row::encoding::Encoding] {
         self.layout.encodings()
     }
 
@@ -1909,7 +1912,7 @@ impl Table {
                 for row in rows {
                     let mut k = Vec::new();
                     for (ty, &c) in i.key_types.iter().zip(&i.key_cols) {
-                        crate::types::encode_key_value(ty, &row[c], &mut k);
+                        crate::row::encode_key_value(ty, &row[c], &mut k);
                     }
                     i.btree.check_key(&k)?;
                     ks.push(k);
@@ -2323,7 +2326,10 @@ impl<'a> TableLoad<'a> {
         indexes: Vec<IndexSpec>,
     ) -> Result<TableLoad<'a>> {
         let layout = RowLayout::encoded(&def.schema, &def.encodings)?;
-        heap.set_tuple_shape(crate::shape::TupleShape::of_layout(&def.schema, &layout));
+        heap.set_tuple_shape(crate::row::shape::TupleShape::of_layout(
+            &def.schema,
+            &layout,
+        ));
         let writer = Some(heap.writer());
         let mut load = TableLoad {
             db,
@@ -2364,7 +2370,10 @@ impl<'a> TableLoad<'a> {
     /// (appending after its committed pages, or a new heap).
     pub(crate) fn set_side(&mut self, def: TableDef, heap: Arc<HeapFile>) -> Result<()> {
         let layout = RowLayout::encoded(&def.schema, &def.encodings)?;
-        heap.set_tuple_shape(crate::shape::TupleShape::of_layout(&def.schema, &layout));
+        heap.set_tuple_shape(crate::row::shape::TupleShape::of_layout(
+            &def.schema,
+            &layout,
+        ));
         let cols = (0..self.def.schema.len())
             .filter(|&c| self.layout.is_side(c))
             .collect();
@@ -2407,7 +2416,7 @@ impl<'a> TableLoad<'a> {
         let (key_cols, _) = resolve_columns(&self.def, &spec.columns)?;
         if let Some(&c) = key_cols
             .iter()
-            .find(|&&c| self.def.encodings.get(c) == Some(&crate::encoding::Encoding::Address))
+            .find(|&&c| self.def.encodings.get(c) == Some(&crate::row::encoding::Encoding::Address))
         {
             return Err(StorageError::Index {
                 index: spec.name,
@@ -2490,7 +2499,7 @@ impl<'a> TableLoad<'a> {
                     let mut out = row.to_vec();
                     for (i, &c) in side.cols.iter().enumerate() {
                         out[c] = if i == 0 {
-                            Value::Int64(crate::encoding::address_of(side_tid))
+                            Value::Int64(crate::row::encoding::address_of(side_tid))
                         } else {
                             Value::Null
                         };

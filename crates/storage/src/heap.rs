@@ -30,8 +30,8 @@ use crate::buffer::BufferPool;
 use crate::device::{AlignedBuf, FileId, ReadRequest};
 use crate::error::{Result, StorageError};
 use crate::page::{self, MAX_TUPLE, PAGE_SIZE, PageKind, PageMut, PageView};
-use crate::shape::TupleShape;
-use crate::types::Tid;
+use crate::row::Tid;
+use crate::row::shape::TupleShape;
 
 /// Pages a [`HeapWriter`] buffers before writing them in one request (1 MiB).
 pub const WRITE_RUN_PAGES: usize = 128;

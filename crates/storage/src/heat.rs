@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use parking_lot::Mutex;
 
 use crate::error::{Result, StorageError};
-use crate::types::Tid;
+use crate::row::Tid;
 
 /// Independent maps (and locks) the counts are spread over, by tid.
 pub const SHARDS: usize = 16;

@@ -48,7 +48,7 @@ use crate::btree::BTree;
 use crate::catalog::{HotDef, sync_dir};
 use crate::db::{Database, Index, Table};
 use crate::error::{Result, StorageError};
-use crate::types::Tid;
+use crate::row::Tid;
 
 /// A hot partition's index, open.
 pub struct HotPartition {
@@ -396,12 +396,12 @@ impl Table {
     }
 
     /// The live row whose semantic id (No Bits Left Behind §4.2,
-    /// [`crate::encoding::Encoding::Address`]) is `id`, and its tuple id: the
+    /// [`crate::row::encoding::Encoding::Address`]) is `id`, and its tuple id: the
     /// one page the id names, no index. An access, as for [`Table::lookup`],
     /// so clustering learns from lookups by id; moving the row gives it a new
     /// id. `None` when no live row has that id; an error when the table has
     /// no semantic id.
-    pub fn lookup_address(&self, id: i64) -> Result<Option<(Tid, Vec<crate::types::Value>)>> {
+    pub fn lookup_address(&self, id: i64) -> Result<Option<(Tid, Vec<crate::row::Value>)>> {
         if self.layout().address_column().is_none() {
             return Err(StorageError::Schema(format!(
                 "table {} has no semantic id (strata compact {} --semantic-id COL makes one)",
@@ -409,7 +409,7 @@ impl Table {
                 self.name()
             )));
         }
-        let Some(tid) = crate::encoding::tid_of_address(id)
+        let Some(tid) = crate::row::encoding::tid_of_address(id)
             .filter(|t| (t.page as u64) < self.heap().num_pages())
         else {
             return Ok(None);

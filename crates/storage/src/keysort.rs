@@ -15,7 +15,7 @@ use std::cmp::Ordering;
 use crate::error::{Result, StorageError};
 use crate::heap::HeapFile;
 use crate::progress::Progress;
-use crate::types::{DataType, RowLayout, Tid, encode_key_value};
+use crate::row::{DataType, RowLayout, Tid, encode_key_value};
 
 const INLINE: usize = 16;
 

@@ -12,7 +12,7 @@ pub mod compact;
 pub mod db;
 mod db_lock;
 pub mod device;
-pub mod encoding;
+
 pub mod error;
 pub mod exit;
 pub mod heap;
@@ -23,10 +23,11 @@ pub mod page;
 pub mod panic_guard;
 pub mod progress;
 pub mod recovery;
-pub mod shape;
+pub mod row;
+
 pub mod split;
 pub mod temp;
-pub mod types;
+
 pub mod util;
 pub mod wal;
 pub mod waste;

@@ -34,10 +34,10 @@ use serde::Serialize;
 
 use crate::catalog::side_table_name;
 use crate::db::{Database, TableLoad};
-use crate::encoding::Encoding;
 use crate::error::{Result, StorageError};
 use crate::heap::HeapFile;
 use crate::progress::Progress;
+use crate::row::encoding::Encoding;
 
 /// What a split did.
 #[derive(Clone, Debug, Serialize)]
@@ -138,7 +138,7 @@ impl Database {
         for &c in &side_cols {
             main_enc[c] = Encoding::Side;
         }
-        next.encodings = if crate::encoding::is_plain(&main_enc) {
+        next.encodings = if crate::row::encoding::is_plain(&main_enc) {
             vec![]
         } else {
             main_enc
@@ -153,7 +153,7 @@ impl Database {
         )?);
         let mut load = TableLoad::replacing(self, writer, next, heap, old.clone())?;
         if !side_cols.is_empty() {
-            let side_schema = crate::types::Schema::new(
+            let side_schema = crate::row::Schema::new(
                 side_cols
                     .iter()
                     .map(|&c| schema.columns[c].clone())
@@ -171,7 +171,7 @@ impl Database {
                 indexes: vec![],
                 stats: None,
                 hot_region: None,
-                encodings: if crate::encoding::is_plain(&side_enc) {
+                encodings: if crate::row::encoding::is_plain(&side_enc) {
                     vec![]
                 } else {
                     side_enc

@@ -34,7 +34,8 @@ use crate::db::Table;
 use crate::error::Result;
 use crate::heap::WRITE_RUN_PAGES;
 use crate::page::{HEADER_SIZE, PAGE_SIZE, SLOT_SIZE};
-use crate::types::{DataType, Tid, Value, format_date};
+use crate::row::date::timestamp_seconds;
+use crate::row::{DataType, Tid, Value, format_date};
 
 /// Distinct values tracked per column before a dictionary is ruled out.
 pub const MAX_DICTIONARY: usize = 1 << 16;
@@ -623,21 +624,6 @@ fn tightest_type(ty: DataType, ints: Option<(i64, i64)>, acc: &Acc, text: bool) 
     }
 }
 
-/// Seconds since 1970 of a `YYYYMMDDHHMMSS` timestamp (a valid date and
-/// time of day), else `None`.
-pub fn timestamp_seconds(s: &str) -> Option<i64> {
-    if s.len() != 14 || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let date = format!("{}-{}-{}", &s[0..4], &s[4..6], &s[6..8]);
-    let Ok(Value::Date(days)) = DataType::Date.parse_value(&date) else {
-        return None;
-    };
-    let n = |r: std::ops::Range<usize>| s[r].parse::<i64>().ok();
-    let (h, m, sec) = (n(8..10)?, n(10..12)?, n(12..14)?);
-    (h < 24 && m < 60 && sec < 60).then(|| days as i64 * 86_400 + h * 3600 + m * 60 + sec)
-}
-
 /// The fewest of 1, 2, 4, 8 bytes holding every integer in `lo..=hi` as a
 /// signed integer.
 pub fn int_bytes(lo: i64, hi: i64) -> Option<u32> {
@@ -663,7 +649,7 @@ pub fn unsigned_bytes(span: u128) -> Option<u32> {
 mod tests {
     use super::*;
     use crate::db::{Database, DbOptions, NoProgress, TableOptions};
-    use crate::types::Schema;
+    use crate::row::Schema;
 
     /// `YYYYMMDDHHMMSS` of seconds since 1970.
     fn text_timestamp(s: i64) -> String {

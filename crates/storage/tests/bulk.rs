@@ -17,7 +17,7 @@ use strata_storage::buffer::{BufferPool, as_writer};
 use strata_storage::check::check_database;
 use strata_storage::db::NoProgress;
 use strata_storage::device::{Device, FileDevice};
-use strata_storage::types::{DataType, Schema, Tid, Value, encode_key};
+use strata_storage::row::{DataType, Schema, Tid, Value, encode_key};
 use strata_storage::util::proptest_cases;
 use strata_storage::{Database, DbOptions, IndexSpec, StorageError, Table, TableOptions};
 

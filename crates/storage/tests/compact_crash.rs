@@ -23,8 +23,10 @@ use strata_storage::compact::CompactOptions;
 use strata_storage::db::NoProgress;
 use strata_storage::device::FaultInjector;
 use strata_storage::device::fault::{FaultKind, FaultOp, FaultPlan};
-use strata_storage::encoding::{ChooseOptions, ColumnSample, Encoding, choose, format_timestamp};
-use strata_storage::types::{DataType, Schema, Value, days_from_civil, encode_key};
+use strata_storage::row::encoding::{
+    ChooseOptions, ColumnSample, Encoding, choose, format_timestamp,
+};
+use strata_storage::row::{DataType, Schema, Value, days_from_civil, encode_key};
 use strata_storage::{Database, DbOptions, IndexSpec, TableOptions};
 
 const ROWS: i64 = 10_000;

@@ -23,7 +23,7 @@ use rand::{Rng, SeedableRng};
 use strata_storage::check::check_database;
 use strata_storage::db::NoProgress;
 use strata_storage::device::FaultInjector;
-use strata_storage::types::{Schema, Tid, Value};
+use strata_storage::row::{Schema, Tid, Value};
 use strata_storage::{Database, DbOptions, IndexSpec, TableOptions};
 
 type Model = BTreeMap<i64, (i32, String)>;

@@ -30,10 +30,10 @@ use rand::{Rng, SeedableRng};
 use strata_storage::check::check_database;
 use strata_storage::compact::CompactOptions;
 use strata_storage::db::NoProgress;
-use strata_storage::encoding::{
+use strata_storage::row::encoding::{
     ChooseOptions, ColumnSample, Encoding, choose, format_timestamp, is_plain,
 };
-use strata_storage::types::{
+use strata_storage::row::{
     DataType, Field, FixedColumn, FixedKind, RowLayout, Schema, Tid, Value, days_from_civil,
     encode_key,
 };

@@ -12,7 +12,7 @@ use crate::wal::contents;
 use strata_storage::check::check_database;
 use strata_storage::db::NoProgress;
 use strata_storage::device::FaultInjector;
-use strata_storage::types::{Schema, Value};
+use strata_storage::row::{Schema, Value};
 use strata_storage::{Database, DbOptions, IndexSpec, TableOptions};
 
 fn opts(faults: &Arc<FaultInjector>, read_only: bool) -> DbOptions {

@@ -27,8 +27,8 @@ use strata_storage::btree::leaf_cache::CacheLayout;
 use strata_storage::check::check_database;
 use strata_storage::db::{NoProgress, TableOptions};
 use strata_storage::page::{self, HEADER_SIZE, PAGE_SIZE, PageMut, PageView, SLOT_SIZE};
-use strata_storage::shape::TupleShape;
-use strata_storage::types::{Schema, Tid, Value};
+use strata_storage::row::shape::TupleShape;
+use strata_storage::row::{Schema, Tid, Value};
 use strata_storage::util::proptest_cases;
 use strata_storage::{Database, DbOptions, IndexSpec};
 
@@ -890,7 +890,7 @@ fn a_dictionary_code_that_names_no_value_is_a_corrupt_page() {
             .find(|c| c.column == "colour")
             .map(|c| c.after.clone());
         assert!(
-            matches!(dict, Some(strata_storage::encoding::Encoding::Dict { ref values, width: 1 }) if values.len() == 3),
+            matches!(dict, Some(strata_storage::row::encoding::Encoding::Dict { ref values, width: 1 }) if values.len() == 3),
             "{dict:?}"
         );
     }
@@ -900,7 +900,7 @@ fn a_dictionary_code_that_names_no_value_is_a_corrupt_page() {
         let db = Database::open(&dir, opts()).unwrap();
         let cat = db.catalog();
         match &cat.table("d").unwrap().encodings[0] {
-            strata_storage::encoding::Encoding::Offset { width, .. } => *width as usize,
+            strata_storage::row::encoding::Encoding::Offset { width, .. } => *width as usize,
             e => panic!("k stored as {e:?}"),
         }
     };

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use proptest::prelude::*;
 use strata_storage::check::check_database;
 use strata_storage::db::{NoProgress, TableOptions};
-use strata_storage::types::{Schema, Value};
+use strata_storage::row::{Schema, Value};
 use strata_storage::util::proptest_cases;
 use strata_storage::wal::LogRecord;
 use strata_storage::{Database, DbOptions, IndexSpec};

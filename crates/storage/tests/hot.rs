@@ -14,7 +14,7 @@ use strata_storage::db::NoProgress;
 use strata_storage::device::FaultInjector;
 use strata_storage::device::fault::{FaultKind, FaultOp, FaultPlan};
 use strata_storage::hot::ClusterOptions;
-use strata_storage::types::{Schema, Value, encode_key};
+use strata_storage::row::{Schema, Value, encode_key};
 use strata_storage::{Database, DbOptions, IndexSpec, Table, TableOptions};
 
 const ROWS: i64 = 6000;
@@ -62,7 +62,7 @@ fn create(dir: &Path) -> Database {
 fn key(id: i64) -> Vec<u8> {
     let mut k = Vec::new();
     encode_key(
-        &[strata_storage::types::DataType::Int64],
+        &[strata_storage::row::DataType::Int64],
         &[Value::Int64(id)],
         &mut k,
     );
@@ -469,7 +469,7 @@ fn lookups_by_semantic_id_are_counted_and_clustering_gives_new_ids() {
             assert_eq!(row[1], Value::Int64(name));
             assert_eq!(
                 row[0],
-                Value::Int64(strata_storage::encoding::address_of(tid))
+                Value::Int64(strata_storage::row::encoding::address_of(tid))
             );
         }
     }

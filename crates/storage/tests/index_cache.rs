@@ -10,7 +10,7 @@ use strata_storage::check::check_database;
 use strata_storage::db::CachedLookups;
 use strata_storage::db::NoProgress;
 use strata_storage::page;
-use strata_storage::types::{Schema, Value};
+use strata_storage::row::{Schema, Value};
 use strata_storage::{Database, DbOptions, IndexSpec, TableOptions};
 
 fn opts() -> DbOptions {

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use strata_storage::db::{NoProgress, TableOptions};
 use strata_storage::page::{self, PAGE_SIZE, PageView};
-use strata_storage::types::{Schema, Value};
+use strata_storage::row::{Schema, Value};
 use strata_storage::{Database, DbOptions};
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -85,7 +85,7 @@ fn scan_cost() {
             Ok(ControlFlow::Continue(()))
         })
         .unwrap();
-        let shape = strata_storage::shape::TupleShape::new(t.schema());
+        let shape = strata_storage::row::shape::TupleShape::new(t.schema());
         // Per page, cache-warm as in a scan: the checksum alone (seal), then
         // page::verify (checksum, header, slot directory), then that and the
         // shape check. The differences are what the checks cost.

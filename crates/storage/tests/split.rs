@@ -19,8 +19,8 @@ use proptest::prelude::*;
 use strata_storage::check::check_database;
 use strata_storage::compact::CompactOptions;
 use strata_storage::db::NoProgress;
-use strata_storage::encoding::Encoding;
-use strata_storage::types::{DataType, Schema, Tid, Value, encode_key};
+use strata_storage::row::encoding::Encoding;
+use strata_storage::row::{DataType, Schema, Tid, Value, encode_key};
 use strata_storage::util::proptest_cases;
 use strata_storage::{Database, DbOptions, IndexSpec, TableOptions};
 

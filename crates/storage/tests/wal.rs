@@ -8,7 +8,7 @@ use std::path::Path;
 use rand::{Rng, SeedableRng};
 use strata_storage::check::check_database;
 use strata_storage::db::NoProgress;
-use strata_storage::types::{Schema, Tid, Value};
+use strata_storage::row::{Schema, Tid, Value};
 use strata_storage::{Database, DbOptions, IndexSpec, TableOptions};
 
 fn opts(pool_bytes: usize) -> DbOptions {

@@ -43,7 +43,7 @@ use std::time::Instant;
 use strata_storage::btree::RangeCursor;
 use strata_storage::device::{AlignedBuf, ReadRequest};
 use strata_storage::page::{PAGE_SIZE, PageView};
-use strata_storage::types::Tid;
+use strata_storage::row::Tid;
 
 mod options;
 pub mod page_order;

@@ -56,7 +56,7 @@ use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 
 use strata_storage::btree::RangeCursor;
-use strata_storage::types::Tid;
+use strata_storage::row::Tid;
 
 use super::{PageCosts, Policy, SmoothOptions};
 use crate::batch::TupleBatch;

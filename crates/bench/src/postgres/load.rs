@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use postgres::{Client, SimpleQueryMessage};
-use strata_storage::types::{DataType, Schema, Value, format_date, format_decimal};
+use strata_storage::row::{DataType, Schema, Value, format_date, format_decimal};
 use strata_storage::{Database, DbOptions, StorageError, Table};
 
 use super::cluster::Cluster;
@@ -499,7 +499,7 @@ fn load_table(client: &mut Client, t: &Table, progress: &mut dyn FnMut(&str)) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strata_storage::types::Column;
+    use strata_storage::row::Column;
 
     #[test]
     fn fingerprint_sql_for_several_tables() {

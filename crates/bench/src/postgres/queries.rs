@@ -132,7 +132,7 @@ fn validate_queries(
 mod tests {
     use super::*;
     use crate::postgres::PgMethod;
-    use strata_storage::types::Value;
+    use strata_storage::row::Value;
     use strata_storage::{Database, DbOptions};
 
     #[test]

@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result, bail};
 use strata_storage::Table;
-use strata_storage::types::DataType;
+use strata_storage::row::DataType;
 
 use super::load::StrataSource;
 use super::session::Session;

@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 
 use strata_storage::db::{Database, DbOptions, Progress};
-use strata_storage::types::Value;
+use strata_storage::row::Value;
 
 /// A fresh database in a temporary directory (buffered I/O, small pool).
 pub fn db() -> (tempfile::TempDir, Database) {

@@ -49,7 +49,7 @@ use futures::StreamExt;
 use strata_access::smooth::page_order::{PageOrderScan, PageSet};
 use strata_access::sort_scan::SortScan;
 use strata_access::{AccessPath, Predicate, ScanSpec, SmoothOptions, TupleBatch};
-use strata_storage::types::encode_key_value;
+use strata_storage::row::encode_key_value;
 
 use crate::convert::BatchConverter;
 use crate::pushdown::literal;

@@ -38,7 +38,7 @@ use datafusion::physical_plan::coop::CooperativeExec;
 use datafusion::physical_plan::joins::HashJoinExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::statistics::{StatisticsArgs, StatisticsContext};
-use strata_storage::types::DataType;
+use strata_storage::row::DataType;
 
 pub use exec::{IndexJoin, IndexJoinExec, InnerPath};
 

@@ -15,7 +15,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::{DataFusionError, Result};
 use strata_access::{Predicate, TupleBatch};
 use strata_storage::page::{PAGE_SIZE, PageView, verify_shape};
-use strata_storage::types::Tid;
+use strata_storage::row::Tid;
 
 use crate::convert::BatchConverter;
 use crate::scan_exec::{ScanRequest, filter_by};

@@ -4,7 +4,7 @@
 use strata_sql::{QueryResult, SqlSession};
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, IndexSpec, NoProgress, TableOptions};
-use strata_storage::types::{Schema, Value};
+use strata_storage::row::{Schema, Value};
 
 /// The options every test database is opened with (buffered I/O, 4 MiB pool).
 pub fn options() -> DbOptions {

@@ -15,7 +15,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::types::Tid;
+use crate::row::Tid;
 
 /// Bits of the window (128 KiB).
 const BITS: usize = 1 << 20;

@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use crate::error::Result;
 use crate::page::{HEADER_SIZE, PAGE_SIZE, PageKind, PageMut, PageView, SLOT_SIZE};
-use crate::types::Tid;
+use crate::row::Tid;
 
 use super::layout::*;
 use super::*;

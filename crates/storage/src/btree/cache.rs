@@ -70,7 +70,7 @@ use super::admission::Doorkeeper;
 use super::layout::*;
 use super::leaf_cache::{self, CacheLayout, CacheRng};
 use super::*;
-use crate::types::Tid;
+use crate::row::Tid;
 
 /// The process-wide source of CSNs (0 is never issued: it means "no cache").
 static NEXT_CSN: AtomicU32 = AtomicU32::new(1);
@@ -1157,7 +1157,7 @@ impl BTree {
 mod tests {
     use super::*;
     use crate::device::{Device, FileDevice};
-    use crate::types::{DataType, Value, encode_key};
+    use crate::row::{DataType, Value, encode_key};
     use rand::{Rng, SeedableRng};
     use std::sync::atomic::AtomicBool;
 

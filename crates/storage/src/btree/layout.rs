@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 
 use crate::page::{PageKind, PageMut, PageView, SLOT_SIZE};
-use crate::types::Tid;
+use crate::row::Tid;
 
 // ---------------------------------------------------------------------------
 // Page layout helpers

@@ -81,7 +81,7 @@
 //! closer to S, so hot items drift to where they are overwritten last.
 
 use crate::page::{self, HEADER_SIZE, PAGE_SIZE, PageKind, PageView, SLOT_SIZE};
-use crate::types::Tid;
+use crate::row::Tid;
 
 /// The first byte of a slot that holds an item.
 pub const TAG: u8 = 0xA5;

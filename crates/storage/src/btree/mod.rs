@@ -2,7 +2,7 @@
 //! pool.
 //!
 //! # Entries
-//! An entry is an encoded key ([`crate::types::encode_key`]) followed by the 6-byte
+//! An entry is an encoded key ([`crate::row::encode_key`]) followed by the 6-byte
 //! big-endian [`Tid`] of the row it points to. Encoded keys are prefix-free and
 //! compare like their values under `memcmp`, so comparing whole entries as bytes is
 //! comparing `(key, tid)`: every entry is unique and there is one total order, and
@@ -87,7 +87,7 @@ use crate::buffer::{BufferPool, PageMutRef, PageRef};
 use crate::device::FileId;
 use crate::error::{Result, StorageError};
 use crate::page::{HEADER_SIZE, PAGE_SIZE, PageKind, PageMut, PageView, SLOT_SIZE};
-use crate::types::DataType;
+use crate::row::DataType;
 
 const MAGIC: &[u8; 8] = b"STRBTREE";
 const FORMAT_VERSION: u32 = 1;
@@ -762,8 +762,8 @@ impl BTree {
 mod tests {
     use super::*;
     use crate::device::{Device, FileDevice};
-    use crate::types::Tid;
-    use crate::types::{Value, encode_key};
+    use crate::row::Tid;
+    use crate::row::{Value, encode_key};
     use crate::util::proptest_cases;
     use proptest::prelude::*;
     use rand::{Rng, SeedableRng};
@@ -1425,7 +1425,7 @@ mod tests {
         let cols = |r: &[(Vec<u8>, Tid)]| -> Vec<(i32, String)> {
             r.iter()
                 .map(|(k, _)| {
-                    let (v, used) = crate::types::decode_key(&comp_types(), k);
+                    let (v, used) = crate::row::decode_key(&comp_types(), k);
                     assert_eq!(used, k.len());
                     match (&v[0], &v[1]) {
                         (Value::Int32(i), Value::Str(s)) => (*i, s.clone()),

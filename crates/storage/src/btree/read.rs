@@ -5,7 +5,7 @@ use std::ops::Bound;
 
 use crate::error::Result;
 use crate::page::PageView;
-use crate::types::Tid;
+use crate::row::Tid;
 
 use super::layout::*;
 use super::*;

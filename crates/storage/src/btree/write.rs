@@ -4,7 +4,7 @@
 
 use crate::error::Result;
 use crate::page::{PAGE_SIZE, PageKind, PageMut, PageView, SLOT_SIZE};
-use crate::types::Tid;
+use crate::row::Tid;
 
 use super::layout::*;
 use super::*;

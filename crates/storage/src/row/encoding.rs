@@ -40,8 +40,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
+use super::key::Tid;
+use super::value::{DataType, Schema, Value};
 use crate::page::MAX_TUPLE;
-use crate::types::{DataType, Schema, Tid, Value};
 
 /// How one column is stored (the catalog keeps one per column; absent: all
 /// [`Encoding::Plain`]).
@@ -540,14 +541,14 @@ pub(crate) fn read_code(b: &[u8], pos: usize, width: usize) -> u64 {
 /// `YYYYMMDDHHMMSS`, so that formatting them gives the text back (a CHAR's
 /// padding is the caller's to drop: a VARCHAR's trailing spaces are data).
 pub(crate) fn timestamp_of(s: &str) -> Option<i64> {
-    let x = crate::waste::timestamp_seconds(s)?;
+    let x = super::date::timestamp_seconds(s)?;
     (format_timestamp(x) == s).then_some(x)
 }
 
 /// `YYYYMMDDHHMMSS` of seconds since 1970.
 pub fn format_timestamp(x: i64) -> String {
     let (days, secs) = (x.div_euclid(86_400), x.rem_euclid(86_400));
-    let (y, m, d) = crate::types::civil_from_days(days as i32);
+    let (y, m, d) = super::date::civil_from_days(days as i32);
     format!(
         "{y:04}{m:02}{d:02}{:02}{:02}{:02}",
         secs / 3600,
@@ -778,7 +779,7 @@ pub fn is_plain(encodings: &[Encoding]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::RowLayout;
+    use crate::row::RowLayout;
     use proptest::prelude::*;
 
     /// Every encoding, and escapes, read back as the plain layout reads.

@@ -2,7 +2,7 @@
 //! enters from the device, so that decoding a tuple afterwards cannot fail.
 //!
 //! A page whose checksum verifies may still hold bytes strata never wrote (a
-//! crafted or mis-assembled file). [`crate::types::RowLayout`]'s decoders, and
+//! crafted or mis-assembled file). [`crate::row::RowLayout`]'s decoders, and
 //! the raw fixed-offset reads of compiled predicates, index a tuple by the
 //! widths its schema gives; a tuple of another length would make them read past
 //! its end. Rather than make every decode (millions a second, many of them
@@ -18,10 +18,11 @@
 //!   column.
 //!
 //! Text is not checked for UTF-8 here (decoders replace bad bytes); `strata
-//! check` does that with [`crate::types::RowLayout::validate`].
+//! check` does that with [`crate::row::RowLayout::validate`].
 
+use super::layout::RowLayout;
+use super::value::Schema;
 use crate::page::{HEADER_SIZE, PageKind, PageView, SLOT_SIZE};
-use crate::types::{RowLayout, Schema};
 
 /// What the tuples of one table look like; see the module docs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,7 +79,7 @@ impl TupleShape {
         }
     }
 
-    /// The shape of rows of `schema` as [`crate::types::RowLayout`] encodes them.
+    /// The shape of rows of `schema` as [`crate::row::RowLayout`] encodes them.
     pub fn new(schema: &Schema) -> TupleShape {
         let cols = &schema.columns;
         let any_null = cols.iter().any(|c| c.nullable);
@@ -314,7 +315,7 @@ fn slot_dir<'a>(v: &PageView<'a>) -> &'a [[u8; SLOT_SIZE]] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{RowLayout, Value};
+    use crate::row::{RowLayout, Value};
     use proptest::prelude::*;
 
     #[test]
@@ -407,14 +408,14 @@ mod tests {
                 x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 if c.nullable && x >> 60 == 0 { return Value::Null; }
                 match c.ty {
-                    crate::types::DataType::Int32 => Value::Int32(x as i32),
-                    crate::types::DataType::Date => Value::Date((x % 100_000) as i32),
-                    crate::types::DataType::Int64 => Value::Int64(x as i64),
-                    crate::types::DataType::Decimal { .. } => Value::Decimal((x % 1_000_000) as i64),
-                    crate::types::DataType::Float64 => Value::Float64(x as f64),
-                    crate::types::DataType::Bool => Value::Bool(x & 1 == 1),
-                    crate::types::DataType::Char { .. } => Value::Str("ab".into()),
-                    crate::types::DataType::Varchar { .. } => Value::Str("abc".repeat((x % 3) as usize)),
+                    crate::row::DataType::Int32 => Value::Int32(x as i32),
+                    crate::row::DataType::Date => Value::Date((x % 100_000) as i32),
+                    crate::row::DataType::Int64 => Value::Int64(x as i64),
+                    crate::row::DataType::Decimal { .. } => Value::Decimal((x % 1_000_000) as i64),
+                    crate::row::DataType::Float64 => Value::Float64(x as f64),
+                    crate::row::DataType::Bool => Value::Bool(x & 1 == 1),
+                    crate::row::DataType::Char { .. } => Value::Str("ab".into()),
+                    crate::row::DataType::Varchar { .. } => Value::Str("abc".repeat((x % 3) as usize)),
                 }
             }).collect();
             let mut enc = Vec::new();
