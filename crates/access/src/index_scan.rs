@@ -2,7 +2,7 @@
 //! buffer pool — the classic non-clustered index scan, in (key, tid) order.
 //!
 //! A lookup of one key of an index with a hot partition (No Bits Left Behind
-//! §3.1, `strata_storage::hot`) tries the partition's small index first: when
+//! §3.1, `strata_storage::maintenance::cluster`) tries the partition's small index first: when
 //! it holds the key it holds every entry of it, and the full index is not read.
 
 use strata_storage::btree::RangeCursor;

@@ -124,7 +124,7 @@ impl ScanSpec {
 
     /// The entries of the one key the predicate fixes on a one-column index,
     /// from the index's hot partition (No Bits Left Behind §3.1,
-    /// `strata_storage::hot`) when it holds that key — then it holds all of
+    /// `strata_storage::maintenance::cluster`) when it holds that key — then it holds all of
     /// them, and the full index need not be read. `None` otherwise.
     pub fn hot_tids(&self) -> Result<Option<Vec<Tid>>> {
         let index = self.index()?;
@@ -171,7 +171,7 @@ impl ScanSpec {
     }
 
     /// Notes that an index-driven path produced tuple `tid`: hot/cold
-    /// clustering counts it (`strata_storage::heat`). Full scans do not call it,
+    /// clustering counts it (`strata_storage::db::heat`). Full scans do not call it,
     /// nor does a Smooth Scan's sweep of the heap in page order.
     #[inline]
     pub fn accessed(&self, tid: Tid) {

@@ -30,10 +30,10 @@ use strata_bench::results::{ResultRow, ResultSet, median};
 use strata_bench::summary::{Summary, num, provenance};
 use strata_sql::SqlSession;
 use strata_storage::Database;
-use strata_storage::compact::CompactOptions;
 use strata_storage::db::{DbOptions, NoProgress};
+use strata_storage::maintenance::compact::CompactOptions;
+use strata_storage::maintenance::waste::analyze;
 use strata_storage::page::PAGE_SIZE;
-use strata_storage::waste::analyze;
 
 use crate::BenchOptions;
 
@@ -220,7 +220,7 @@ fn bytes_report(o: &EncodingOptions, s: &mut Summary) -> Result<()> {
         ],
         rows,
     );
-    let heap = |x: &strata_storage::waste::TableWaste| x.heap.pages * PAGE_SIZE as u64;
+    let heap = |x: &strata_storage::maintenance::waste::TableWaste| x.heap.pages * PAGE_SIZE as u64;
     s.paragraph(&format!(
         "lineitem heap: declared {} pages, narrow {} ({:.1}%), dictionary {} ({:.1}%); targets ≤ 55% and ≤ 45%.",
         w[0].heap.pages,

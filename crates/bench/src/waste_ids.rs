@@ -25,9 +25,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, ensure};
 use strata_storage::btree::leaf_cache::CacheRng;
-use strata_storage::compact::CompactOptions;
 use strata_storage::db::Index;
 use strata_storage::db::{DbOptions, NoProgress};
+use strata_storage::maintenance::compact::CompactOptions;
 use strata_storage::page::PAGE_SIZE;
 use strata_storage::row::encoding::{address_of, tid_of_address};
 use strata_storage::row::{DataType, Value, encode_key};

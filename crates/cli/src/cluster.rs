@@ -1,9 +1,9 @@
 //! `strata cluster TABLE --hot`: hot/cold clustering (No Bits Left Behind §3.1;
-//! the work is `strata_storage::hot`).
+//! the work is `strata_storage::maintenance::cluster`).
 
 use anyhow::{Result, bail};
 use clap::Args;
-use strata_storage::hot::{ClusterOptions, ClusterReport};
+use strata_storage::maintenance::cluster::{ClusterOptions, ClusterReport};
 
 use crate::context::{Global, open_db};
 

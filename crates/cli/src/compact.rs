@@ -1,10 +1,10 @@
 //! `strata compact TABLE`: types as hints (No Bits Left Behind §4.1) — rewrite a
 //! table with each column in the narrowest encoding its values allow (the work
-//! is `strata_storage::compact`).
+//! is `strata_storage::maintenance::compact`).
 
 use anyhow::Result;
 use clap::Args;
-use strata_storage::compact::{CompactOptions, CompactReport};
+use strata_storage::maintenance::compact::{CompactOptions, CompactReport};
 
 use crate::context::{Global, open_db};
 use crate::progress::Bars;

@@ -1,7 +1,7 @@
 //! `strata info` and `strata check`: what the database holds and whether it is sound.
 
 use anyhow::Result;
-use strata_storage::check;
+use strata_storage::maintenance::check;
 use strata_storage::util::format_bytes;
 
 use crate::context::{Global, chosen_tables, open_db};

@@ -1,11 +1,11 @@
 //! `strata split TABLE --columns a,b`: vertical partitioning (No Bits Left
 //! Behind §3.2) — move rarely read columns to the table's side table, so that
 //! scans and lookups that do not need them read fewer pages (the work is
-//! `strata_storage::split`).
+//! `strata_storage::maintenance::split`).
 
 use anyhow::{Result, bail};
 use clap::Args;
-use strata_storage::split::SplitReport;
+use strata_storage::maintenance::split::SplitReport;
 
 use crate::context::{Global, open_db};
 use crate::progress::Bars;

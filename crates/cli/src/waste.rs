@@ -1,12 +1,12 @@
 //! `strata waste`: unused space and encoding waste, table by table (the
-//! analysis is `strata_storage::waste`).
+//! analysis is `strata_storage::maintenance::waste`).
 
 use std::path::Path;
 
 use anyhow::Result;
 use strata_bench::plot::{Axis, Plot};
+use strata_storage::maintenance::waste::{MAX_DICTIONARY, TableWaste, analyze};
 use strata_storage::util::format_bytes;
-use strata_storage::waste::{MAX_DICTIONARY, TableWaste, analyze};
 
 use crate::context::{Global, chosen_tables, open_db};
 

@@ -251,7 +251,7 @@ fn cold_reads_equal_local_reads_on_every_path_and_after_coming_back() {
     let db = Database::open(dir.path(), options(Some(&tier))).unwrap();
     assert_eq!(all_answers(&db, dir.path()), local);
     // strata check's walk over every page and index agrees.
-    let checked = strata_storage::check::check_database(&db, &NoProgress).unwrap();
+    let checked = strata_storage::maintenance::check::check_database(&db, &NoProgress).unwrap();
     assert_eq!(checked[0].rows, ROWS);
     // Every object was fetched, and once: the cache holds them all.
     let c = tier.counters();

@@ -73,7 +73,7 @@ fn tier_cold_with_the_service_down_fails_in_seconds_naming_the_endpoint() {
     drop(db);
     let db = Database::open(dir.path(), options(&tier)).unwrap();
     assert_eq!(all_rows(&db), before);
-    let checked = strata_storage::check::check_database(&db, &NoProgress).unwrap();
+    let checked = strata_storage::maintenance::check::check_database(&db, &NoProgress).unwrap();
     assert_eq!(checked[0].rows, 2000);
 }
 

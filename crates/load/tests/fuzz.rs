@@ -20,8 +20,8 @@ use parquet::arrow::ArrowWriter;
 use proptest::prelude::*;
 use strata_load::{CsvOptions, ParquetOptions, load_csv, load_parquet};
 use strata_storage::Database;
-use strata_storage::check::check_database;
 use strata_storage::db::{IndexSpec, NoProgress};
+use strata_storage::maintenance::check::check_database;
 use strata_storage::row::Schema;
 use strata_storage::util::proptest_cases;
 

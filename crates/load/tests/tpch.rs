@@ -13,8 +13,8 @@ use strata_load::{
     LoadError, ParquetOptions, TPCH_INDEXES, TpchSpec, TpchTable, generate_tpch, load_parquet,
     parse_scale_factor,
 };
-use strata_storage::check::check_database;
 use strata_storage::db::{NoProgress, TableOptions};
+use strata_storage::maintenance::check::check_database;
 use strata_storage::row::{DataType, Value};
 use tpchgen::generators::{
     CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator,

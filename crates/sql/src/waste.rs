@@ -1,6 +1,6 @@
 //! `strata_waste(['table'])`: `strata waste` as a SQL table function, one
 //! row per column (its encoding waste) and per heap or index (its unused
-//! space), from [`strata_storage::waste::analyze`]. The table is read when
+//! space), from [`strata_storage::maintenance::waste::analyze`]. The table is read when
 //! the statement is planned, as `ANALYZE` reads it.
 
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use datafusion::common::{DataFusionError, Result, ScalarValue, plan_err};
 use datafusion::datasource::MemTable;
 use datafusion::logical_expr::Expr;
 use strata_storage::Database;
-use strata_storage::waste::{TableWaste, analyze};
+use strata_storage::maintenance::waste::{TableWaste, analyze};
 
 /// The table function; registered as `strata_waste`.
 pub struct WasteFunction {

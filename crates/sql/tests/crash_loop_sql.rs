@@ -27,8 +27,8 @@ use std::process::{Command, Stdio};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use strata_storage::Database;
-use strata_storage::check::check_database;
 use strata_storage::db::{IndexSpec, NoProgress};
+use strata_storage::maintenance::check::check_database;
 use strata_storage::row::Value;
 
 /// k → (g, v) of `t (k BIGINT NOT NULL, g INT NOT NULL, v VARCHAR(24) NOT NULL)`.

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use common::query;
 use strata_sql::{SqlError, SqlSession};
 use strata_storage::Database;
-use strata_storage::check::check_database;
 use strata_storage::db::{DbOptions, NoProgress};
+use strata_storage::maintenance::check::check_database;
 
 fn session() -> (tempfile::TempDir, Arc<Database>, SqlSession) {
     let (dir, db) = common::empty_db();

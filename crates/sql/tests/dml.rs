@@ -15,8 +15,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use strata_sql::{SqlError, SqlSession};
 use strata_storage::Database;
-use strata_storage::check::check_database;
 use strata_storage::db::{IndexSpec, NoProgress};
+use strata_storage::maintenance::check::check_database;
 use strata_storage::row::Value;
 
 /// One row of the test table `t (k BIGINT NOT NULL, v INT, s VARCHAR(12))`.

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use common::*;
 use strata_sql::SqlSession;
-use strata_storage::check::check_database;
 use strata_storage::db::{IndexSpec, NoProgress};
-use strata_storage::hot::ClusterOptions;
+use strata_storage::maintenance::check::check_database;
+use strata_storage::maintenance::cluster::ClusterOptions;
 use strata_storage::row::Value;
 
 const ROWS: i64 = 20_000;

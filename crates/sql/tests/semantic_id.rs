@@ -11,9 +11,9 @@ use std::sync::Arc;
 use common::*;
 use strata_access::{PathChoice, Predicate, ScanSpec, SortOptions, TupleBatch};
 use strata_sql::SqlSession;
-use strata_storage::check::check_database;
-use strata_storage::compact::CompactOptions;
 use strata_storage::db::{IndexSpec, NoProgress};
+use strata_storage::maintenance::check::check_database;
+use strata_storage::maintenance::compact::CompactOptions;
 use strata_storage::row::encoding::{Encoding, address_of, tid_of_address};
 use strata_storage::row::{Tid, Value};
 
@@ -270,7 +270,10 @@ fn clustering_moves_hot_tuples_and_their_ids_name_the_hot_region() {
         }
     }
     let rep = db
-        .cluster_hot("t", &strata_storage::hot::ClusterOptions::default())
+        .cluster_hot(
+            "t",
+            &strata_storage::maintenance::cluster::ClusterOptions::default(),
+        )
         .unwrap();
     assert_eq!(rep.hot, hot.len() as u64, "{rep:?}");
     let after = rows(&db);

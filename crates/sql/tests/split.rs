@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use common::*;
 use strata_sql::SqlSession;
-use strata_storage::check::check_database;
 use strata_storage::db::{IndexSpec, NoProgress};
+use strata_storage::maintenance::check::check_database;
 use strata_storage::row::Value;
 
 const ROWS: i64 = 4_000;

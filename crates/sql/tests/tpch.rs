@@ -31,8 +31,8 @@ use strata_sql::SqlSession;
 use strata_sql::format::{Format, render};
 use strata_sql::tpch::QUERIES;
 use strata_storage::Database;
-use strata_storage::compact::CompactOptions;
 use strata_storage::db::{DbOptions, NoProgress};
+use strata_storage::maintenance::compact::CompactOptions;
 use strata_storage::row::days_from_civil;
 
 const DUCKDB: &str = "duckdb==1.4.4";

@@ -10,8 +10,8 @@ use strata_sql::SqlSession;
 use strata_sql::format::{Format, render};
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};
+use strata_storage::maintenance::waste::{MAX_DICTIONARY, analyze};
 use strata_storage::row::{DataType, Value};
-use strata_storage::waste::{MAX_DICTIONARY, analyze};
 
 /// TPC-H at SF 0.01 in a new database under `dir`.
 fn tpch_db(dir: &std::path::Path) -> Arc<Database> {

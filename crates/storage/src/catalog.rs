@@ -207,7 +207,7 @@ impl Catalog {
                 return Err(format!("{what} is named '{}' inside", t.name));
             }
             match &t.side_of {
-                None => crate::db::validate_name(key, "table").map_err(|e| e.to_string())?,
+                None => validate_name(key, "table").map_err(|e| e.to_string())?,
                 Some(owner) => {
                     let named = side_table_name(owner);
                     if *key != named {
@@ -272,7 +272,7 @@ impl Catalog {
             let mut names = std::collections::BTreeSet::new();
             for i in &t.indexes {
                 let what = format!("{what}, index '{}'", i.name);
-                crate::db::validate_name(&i.name, "index").map_err(|e| e.to_string())?;
+                validate_name(&i.name, "index").map_err(|e| e.to_string())?;
                 if !names.insert(i.name.to_ascii_lowercase()) {
                     return Err(format!("{what} appears twice"));
                 }
@@ -337,6 +337,22 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| StorageError::io(dir, e))
+}
+
+/// Checks a table or index name: 1-64 letters, digits or `_`, not starting
+/// with a digit.
+pub(crate) fn validate_name(name: &str, what: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+        && !name.as_bytes()[0].is_ascii_digit();
+    if ok {
+        Ok(())
+    } else {
+        Err(StorageError::Schema(format!(
+            "{what} name '{name}' must be 1-64 letters, digits or '_' and not start with a digit"
+        )))
+    }
 }
 
 #[cfg(test)]

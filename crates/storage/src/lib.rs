@@ -7,30 +7,23 @@ pub mod buffer;
 pub mod cache_governor;
 pub mod cached_fields;
 pub mod catalog;
-pub mod check;
-pub mod compact;
 pub mod db;
-mod db_lock;
 pub mod device;
 
 pub mod error;
 pub mod exit;
 pub mod heap;
-pub mod heat;
-pub mod hot;
-pub mod keysort;
+pub mod maintenance;
 pub mod page;
 pub mod panic_guard;
 pub mod progress;
 pub mod recovery;
 pub mod row;
 
-pub mod split;
 pub mod temp;
 
 pub mod util;
 pub mod wal;
-pub mod waste;
 
 pub use db::{Database, DbOptions, IndexSpec, Progress, Table, TableOptions};
 pub use error::{Result, StorageError};

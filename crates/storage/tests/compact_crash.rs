@@ -18,11 +18,11 @@ use std::sync::Arc;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use strata_storage::check::check_database;
-use strata_storage::compact::CompactOptions;
 use strata_storage::db::NoProgress;
 use strata_storage::device::FaultInjector;
 use strata_storage::device::fault::{FaultKind, FaultOp, FaultPlan};
+use strata_storage::maintenance::check::check_database;
+use strata_storage::maintenance::compact::CompactOptions;
 use strata_storage::row::encoding::{
     ChooseOptions, ColumnSample, Encoding, choose, format_timestamp,
 };

@@ -20,9 +20,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use rand::{Rng, SeedableRng};
-use strata_storage::check::check_database;
 use strata_storage::db::NoProgress;
 use strata_storage::device::FaultInjector;
+use strata_storage::maintenance::check::check_database;
 use strata_storage::row::{Schema, Tid, Value};
 use strata_storage::{Database, DbOptions, IndexSpec, TableOptions};
 

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::wal::contents;
-use strata_storage::check::check_database;
 use strata_storage::db::NoProgress;
 use strata_storage::device::FaultInjector;
+use strata_storage::maintenance::check::check_database;
 use strata_storage::row::{Schema, Value};
 use strata_storage::{Database, DbOptions, IndexSpec, TableOptions};
 

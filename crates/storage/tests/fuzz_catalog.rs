@@ -9,8 +9,8 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use serde_json::Value as Json;
-use strata_storage::check::check_database;
 use strata_storage::db::{NoProgress, TableOptions};
+use strata_storage::maintenance::check::check_database;
 use strata_storage::row::{Schema, Value};
 use strata_storage::util::proptest_cases;
 use strata_storage::{Database, DbOptions, IndexSpec};

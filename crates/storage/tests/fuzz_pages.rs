@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use strata_storage::btree::leaf_cache::CacheLayout;
-use strata_storage::check::check_database;
 use strata_storage::db::{NoProgress, TableOptions};
+use strata_storage::maintenance::check::check_database;
 use strata_storage::page::{self, HEADER_SIZE, PAGE_SIZE, PageMut, PageView, SLOT_SIZE};
 use strata_storage::row::shape::TupleShape;
 use strata_storage::row::{Schema, Tid, Value};
@@ -858,7 +858,7 @@ fn a_meta_page_claiming_more_levels_than_pages_is_refused() {
 /// reads and `strata check` alike; it is not read as an empty string.
 #[test]
 fn a_dictionary_code_that_names_no_value_is_a_corrupt_page() {
-    use strata_storage::compact::CompactOptions;
+    use strata_storage::maintenance::compact::CompactOptions;
     let outer = tempfile::tempdir().unwrap();
     let dir = outer.path().join("db");
     let colours = ["red", "green", "blue"];

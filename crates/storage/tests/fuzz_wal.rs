@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
-use strata_storage::check::check_database;
 use strata_storage::db::{NoProgress, TableOptions};
+use strata_storage::maintenance::check::check_database;
 use strata_storage::row::{Schema, Value};
 use strata_storage::util::proptest_cases;
 use strata_storage::wal::LogRecord;

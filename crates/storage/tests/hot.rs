@@ -9,11 +9,11 @@ use std::path::Path;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use strata_storage::check::check_database;
 use strata_storage::db::NoProgress;
 use strata_storage::device::FaultInjector;
 use strata_storage::device::fault::{FaultKind, FaultOp, FaultPlan};
-use strata_storage::hot::ClusterOptions;
+use strata_storage::maintenance::check::check_database;
+use strata_storage::maintenance::cluster::ClusterOptions;
 use strata_storage::row::{Schema, Value, encode_key};
 use strata_storage::{Database, DbOptions, IndexSpec, Table, TableOptions};
 
@@ -428,7 +428,7 @@ fn create_semantic(dir: &Path) -> Database {
         .unwrap();
     }
     load.commit(&NoProgress).unwrap();
-    let opts = strata_storage::compact::CompactOptions {
+    let opts = strata_storage::maintenance::compact::CompactOptions {
         semantic_id: Some("id".into()),
         ..Default::default()
     };

@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use strata_storage::check::check_database;
 use strata_storage::db::NoProgress;
-use strata_storage::hot::ClusterOptions;
+use strata_storage::maintenance::check::check_database;
+use strata_storage::maintenance::cluster::ClusterOptions;
 use strata_storage::row::{DataType, Schema, Tid, Value, encode_key};
 use strata_storage::util::proptest_cases;
 use strata_storage::{Database, DbOptions, IndexSpec, Table, TableOptions};

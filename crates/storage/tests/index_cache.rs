@@ -6,9 +6,9 @@
 use std::path::Path;
 
 use strata_storage::btree::leaf_cache::{self, CacheLayout, CacheRng, Filled};
-use strata_storage::check::check_database;
 use strata_storage::db::CachedLookups;
 use strata_storage::db::NoProgress;
+use strata_storage::maintenance::check::check_database;
 use strata_storage::page;
 use strata_storage::row::{Schema, Value};
 use strata_storage::{Database, DbOptions, IndexSpec, TableOptions};

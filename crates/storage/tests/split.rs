@@ -16,9 +16,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use proptest::prelude::*;
-use strata_storage::check::check_database;
-use strata_storage::compact::CompactOptions;
 use strata_storage::db::NoProgress;
+use strata_storage::maintenance::check::check_database;
+use strata_storage::maintenance::compact::CompactOptions;
 use strata_storage::row::encoding::Encoding;
 use strata_storage::row::{DataType, Schema, Tid, Value, encode_key};
 use strata_storage::util::proptest_cases;

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use rand::{Rng, SeedableRng};
-use strata_storage::check::check_database;
 use strata_storage::db::NoProgress;
+use strata_storage::maintenance::check::check_database;
 use strata_storage::row::{Schema, Tid, Value};
 use strata_storage::{Database, DbOptions, IndexSpec, TableOptions};
 

@@ -13,9 +13,9 @@ use std::ops::ControlFlow;
 
 use serde::Serialize;
 
+use crate::db::keysort::SortedEntries;
 use crate::db::{Database, Progress};
 use crate::error::{Result, StorageError};
-use crate::keysort::SortedEntries;
 use crate::page::PageKind;
 
 #[derive(Clone, Debug, Serialize)]

@@ -46,15 +46,9 @@ use std::sync::Arc;
 
 use crate::btree::BTree;
 use crate::catalog::{HotDef, sync_dir};
-use crate::db::{Database, Index, Table};
+use crate::db::{Database, HotPartition};
 use crate::error::{Result, StorageError};
 use crate::row::Tid;
-
-/// A hot partition's index, open.
-pub struct HotPartition {
-    pub def: HotDef,
-    pub btree: BTree,
-}
 
 /// What `strata cluster --hot` is asked to do.
 #[derive(Clone, Debug)]
@@ -329,95 +323,5 @@ impl Database {
         // 5. Age.
         t.heat().age();
         Ok(rep)
-    }
-}
-
-impl Index {
-    /// Inserts the entry into the hot partition too if its key is hot there.
-    pub(crate) fn hot_insert(&self, key: &[u8], tid: Tid) -> Result<()> {
-        if let Some(h) = self.hot()
-            && !h.btree.lookup(key)?.is_empty()
-        {
-            h.btree.insert(key, tid)?;
-        }
-        Ok(())
-    }
-
-    /// The entry `(old_key, old)` became `(new_key, new)` in the full index
-    /// (an update, or a move): the hot partition follows. A tuple that was hot
-    /// stays hot when its key stays; a new key is hot only if it already was.
-    pub(crate) fn hot_replace(
-        &self,
-        old_key: &[u8],
-        old: Tid,
-        new_key: &[u8],
-        new: Tid,
-    ) -> Result<()> {
-        if let Some(h) = self.hot() {
-            let was = h.btree.delete(old_key, old)?;
-            if (was && old_key == new_key) || !h.btree.lookup(new_key)?.is_empty() {
-                h.btree.insert(new_key, new)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The entries of `key` (a full encoded key) from the hot partition, when
-    /// it holds the key — then it holds all of them. `None` otherwise.
-    pub fn hot_entries(&self, key: &[u8]) -> Result<Option<Vec<Tid>>> {
-        let Some(h) = self.hot() else {
-            return Ok(None);
-        };
-        let tids = h.btree.lookup(key)?;
-        Ok((!tids.is_empty()).then_some(tids))
-    }
-
-    /// Deletes the entry from the hot partition if it is there.
-    pub(crate) fn hot_delete(&self, key: &[u8], tid: Tid) -> Result<()> {
-        if let Some(h) = self.hot() {
-            h.btree.delete(key, tid)?;
-        }
-        Ok(())
-    }
-}
-
-impl Table {
-    /// The tids of `key` (a full encoded key of `ix`): from the hot partition
-    /// when it holds the key, else from the full index. Each is an access.
-    pub fn lookup(&self, ix: &Index, key: &[u8]) -> Result<Vec<Tid>> {
-        let tids = match ix.hot_entries(key)? {
-            Some(tids) => tids,
-            None => ix.btree.lookup(key)?,
-        };
-        for &t in &tids {
-            self.heat().record(t);
-        }
-        Ok(tids)
-    }
-
-    /// The live row whose semantic id (No Bits Left Behind §4.2,
-    /// [`crate::row::encoding::Encoding::Address`]) is `id`, and its tuple id: the
-    /// one page the id names, no index. An access, as for [`Table::lookup`],
-    /// so clustering learns from lookups by id; moving the row gives it a new
-    /// id. `None` when no live row has that id; an error when the table has
-    /// no semantic id.
-    pub fn lookup_address(&self, id: i64) -> Result<Option<(Tid, Vec<crate::row::Value>)>> {
-        if self.layout().address_column().is_none() {
-            return Err(StorageError::Schema(format!(
-                "table {} has no semantic id (strata compact {} --semantic-id COL makes one)",
-                self.name(),
-                self.name()
-            )));
-        }
-        let Some(tid) = crate::row::encoding::tid_of_address(id)
-            .filter(|t| (t.page as u64) < self.heap().num_pages())
-        else {
-            return Ok(None);
-        };
-        let Some(row) = self.get_row(tid)? else {
-            return Ok(None);
-        };
-        self.heat().record(tid);
-        Ok(Some((tid, row)))
     }
 }

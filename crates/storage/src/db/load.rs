@@ -1,0 +1,631 @@
+//! Loads ([`TableLoad`]): rows appended after a table's committed pages, its
+//! indexes rebuilt, made durable, then the catalog swapped; and the table and
+//! index creation built on them.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use parking_lot::Mutex;
+
+use crate::btree::BTree;
+use crate::cached_fields::CachedFields;
+use crate::catalog::{IndexDef, TableDef, sync_dir, validate_name};
+use crate::error::{Result, StorageError};
+use crate::heap::{HeapFile, HeapWriter};
+use crate::progress::{NoProgress, Progress};
+use crate::row::{RowLayout, Schema, Tid, Value};
+
+use super::database::{Database, remove_files};
+use super::index::{Index, resolve_columns, side_column_in_index};
+use super::keysort::SortedEntries;
+use super::options::{IndexSpec, TableOptions};
+use super::table::{SidePart, Table, cold_read_only, side_table_refused};
+
+/// A load in progress: rows appended after the table's committed pages, indexes
+/// rebuilt at commit. Dropping it without committing leaves the table as it was.
+pub struct TableLoad<'a> {
+    pub(super) db: &'a Database,
+    /// Loads exclude write transactions, checkpoints and other loads.
+    pub(super) _writer: parking_lot::MutexGuard<'a, ()>,
+    pub(super) def: TableDef,
+    pub(super) heap: Arc<HeapFile>,
+    pub(super) writer: Option<HeapWriter>,
+    pub(super) layout: RowLayout,
+    pub(super) new_table: bool,
+    /// The table whose heap this load's new heap replaces (`compact.rs`).
+    pub(super) replaces: Option<Arc<Table>>,
+    pub(super) new_indexes: Vec<IndexSpec>,
+    pub(super) appended: u64,
+    pub(super) scratch: Vec<u8>,
+    /// The side table's part of the load (vertical partitioning, `split.rs`).
+    pub(super) side: Option<SideLoad>,
+    /// A side table the commit removes (`strata split --merge`).
+    pub(super) retire: Option<Arc<Table>>,
+}
+
+/// The side table's rows of a load: appended to its heap, committed in the
+/// same catalog swap as the table's.
+pub(super) struct SideLoad {
+    pub(super) def: TableDef,
+    pub(super) heap: Arc<HeapFile>,
+    pub(super) writer: Option<HeapWriter>,
+    pub(super) layout: RowLayout,
+    /// The side columns' positions in the table's rows.
+    pub(super) cols: Vec<usize>,
+    pub(super) appended: u64,
+    /// The table the new heap replaces (`compact.rs`, `split.rs`).
+    pub(super) replaces: Option<Arc<Table>>,
+}
+
+/// What a committed load did.
+#[derive(Clone, Debug, Default)]
+pub struct LoadSummary {
+    pub rows_appended: u64,
+    pub rows_total: u64,
+    pub pages_total: u64,
+    pub indexes_built: usize,
+}
+
+impl<'a> TableLoad<'a> {
+    pub(super) fn new(
+        db: &'a Database,
+        lock: parking_lot::MutexGuard<'a, ()>,
+        def: TableDef,
+        heap: Arc<HeapFile>,
+        new_table: bool,
+        indexes: Vec<IndexSpec>,
+    ) -> Result<TableLoad<'a>> {
+        let layout = RowLayout::encoded(&def.schema, &def.encodings)?;
+        heap.set_tuple_shape(crate::row::shape::TupleShape::of_layout(
+            &def.schema,
+            &layout,
+        ));
+        let writer = Some(heap.writer());
+        let mut load = TableLoad {
+            db,
+            _writer: lock,
+            def,
+            heap,
+            writer,
+            layout,
+            new_table,
+            replaces: None,
+            new_indexes: vec![],
+            appended: 0,
+            scratch: Vec::new(),
+            side: None,
+            retire: None,
+        };
+        for s in indexes {
+            load.add_index(s)?;
+        }
+        Ok(load)
+    }
+
+    /// A load that writes `def`'s rows into `heap`, a new heap that replaces
+    /// `old`'s at commit (`compact.rs`).
+    pub(crate) fn replacing(
+        db: &'a Database,
+        lock: parking_lot::MutexGuard<'a, ()>,
+        def: TableDef,
+        heap: Arc<HeapFile>,
+        old: Arc<Table>,
+    ) -> Result<TableLoad<'a>> {
+        let mut load = TableLoad::new(db, lock, def, heap, false, vec![])?;
+        load.replaces = Some(old);
+        Ok(load)
+    }
+
+    /// The table's side columns go to `heap`, the heap of side table `def`
+    /// (appending after its committed pages, or a new heap).
+    pub(crate) fn set_side(&mut self, def: TableDef, heap: Arc<HeapFile>) -> Result<()> {
+        let layout = RowLayout::encoded(&def.schema, &def.encodings)?;
+        heap.set_tuple_shape(crate::row::shape::TupleShape::of_layout(
+            &def.schema,
+            &layout,
+        ));
+        let cols = (0..self.def.schema.len())
+            .filter(|&c| self.layout.is_side(c))
+            .collect();
+        self.side = Some(SideLoad {
+            writer: Some(heap.writer()),
+            def,
+            heap,
+            layout,
+            cols,
+            appended: 0,
+            replaces: None,
+        });
+        Ok(())
+    }
+
+    /// The side table's new heap replaces `old`'s at commit; without a
+    /// side part in this load, `old` goes (the table is no longer split).
+    pub(crate) fn side_replaces(&mut self, old: Arc<Table>) {
+        match &mut self.side {
+            Some(s) => s.replaces = Some(old),
+            None => self.retire = Some(old),
+        }
+    }
+
+    /// Also build this index at commit.
+    pub fn add_index(&mut self, spec: IndexSpec) -> Result<()> {
+        validate_name(&spec.name, "index")?;
+        if spec.columns.is_empty() {
+            return Err(StorageError::Index {
+                index: spec.name,
+                reason: "needs at least one column".into(),
+            });
+        }
+        if !crate::catalog::LEAF_FILLS.contains(&spec.leaf_fill) {
+            return Err(StorageError::Index {
+                index: spec.name,
+                reason: format!("leaf fill {} is outside 0.1..=1.0", spec.leaf_fill),
+            });
+        }
+        let (key_cols, _) = resolve_columns(&self.def, &spec.columns)?;
+        if let Some(&c) = key_cols
+            .iter()
+            .find(|&&c| self.def.encodings.get(c) == Some(&crate::row::encoding::Encoding::Address))
+        {
+            return Err(StorageError::Index {
+                index: spec.name,
+                reason: format!(
+                    "column {} is a semantic id (the tuple's address): a lookup by it reads its tuple directly, without an index",
+                    self.def.schema.columns[c].name
+                ),
+            });
+        }
+        // The cached columns are checked now, before anything is built.
+        let fields = CachedFields::new(
+            &self.def.name,
+            &spec.name,
+            &self.def.schema,
+            &key_cols,
+            &spec.cache,
+        )?;
+        if let Some(&c) = key_cols
+            .iter()
+            .chain(&fields.cols)
+            .find(|&&c| self.layout.is_side(c))
+        {
+            return Err(side_column_in_index(
+                &spec.name,
+                &self.def.schema.columns[c].name,
+            ));
+        }
+        let cat = self.db.catalog.lock();
+        let taken = cat
+            .tables
+            .values()
+            .flat_map(|t| &t.indexes)
+            .any(|i| i.name.eq_ignore_ascii_case(&spec.name))
+            || self
+                .def
+                .indexes
+                .iter()
+                .any(|i| i.name.eq_ignore_ascii_case(&spec.name))
+            || self
+                .new_indexes
+                .iter()
+                .any(|i| i.name.eq_ignore_ascii_case(&spec.name));
+        if taken {
+            return Err(StorageError::IndexExists(spec.name));
+        }
+        self.new_indexes.push(spec);
+        Ok(())
+    }
+
+    pub fn schema(&self) -> &Schema {
+        &self.def.schema
+    }
+
+    /// Rows appended so far.
+    pub fn appended(&self) -> u64 {
+        self.appended
+    }
+
+    /// Appends one row (checked against the schema).
+    pub fn append(&mut self, row: &[Value]) -> Result<Tid> {
+        self.scratch.clear();
+        match &mut self.side {
+            None => self
+                .layout
+                .encode(row, &mut self.scratch, &self.def.schema)?,
+            Some(side) => {
+                if row.len() != self.def.schema.len() {
+                    return Err(StorageError::Schema(format!(
+                        "row has {} values, table has {} columns",
+                        row.len(),
+                        self.def.schema.len()
+                    )));
+                }
+                // Both rows are checked before either is written.
+                let side_row: Vec<Value> = side.cols.iter().map(|&c| row[c].clone()).collect();
+                let mut side_bytes = Vec::new();
+                side.layout
+                    .encode(&side_row, &mut side_bytes, &side.def.schema)?;
+                let main_row = |side_tid: Tid| {
+                    let mut out = row.to_vec();
+                    for (i, &c) in side.cols.iter().enumerate() {
+                        out[c] = if i == 0 {
+                            Value::Int64(crate::row::encoding::address_of(side_tid))
+                        } else {
+                            Value::Null
+                        };
+                    }
+                    out
+                };
+                self.layout.encode(
+                    &main_row(Tid::new(0, 0)),
+                    &mut self.scratch,
+                    &self.def.schema,
+                )?;
+                let side_tid = side
+                    .writer
+                    .as_mut()
+                    .expect("writer lives until commit")
+                    .append(&side_bytes)?;
+                side.appended += 1;
+                self.scratch.clear();
+                self.layout
+                    .encode(&main_row(side_tid), &mut self.scratch, &self.def.schema)?;
+            }
+        }
+        let tid = self
+            .writer
+            .as_mut()
+            .expect("writer lives until commit")
+            .append(&self.scratch)?;
+        self.appended += 1;
+        Ok(tid)
+    }
+
+    /// Appends every row of `old` (joined, in heap order) and commits: the
+    /// rewrite of a compaction or a split.
+    pub(crate) fn rewrite(mut self, old: &Table, progress: &dyn Progress) -> Result<LoadSummary> {
+        let rows = old.rows();
+        progress.phase(&format!("rewrite {}", old.name()), rows);
+        old.scan_rows(|_, row| {
+            self.append(&row)?;
+            Ok(())
+        })?;
+        progress.advance(rows);
+        self.commit(progress)
+    }
+
+    /// Makes the load durable and visible: heap pages fsynced, every index of the
+    /// table (re)built into new files and fsynced, then the catalog swapped.
+    pub fn commit(mut self, progress: &dyn Progress) -> Result<LoadSummary> {
+        let db = self.db;
+        self.writer.take().expect("commit once").finish()?;
+        self.heap.flush()?;
+        if let Some(s) = &mut self.side {
+            s.writer.take().expect("commit once").finish()?;
+            s.heap.flush()?;
+        }
+
+        // Every index of the table is rebuilt over the whole heap into a new file.
+        let mut specs: Vec<IndexSpec> = self
+            .def
+            .indexes
+            .iter()
+            .map(|i| IndexSpec {
+                name: i.name.clone(),
+                columns: i.columns.clone(),
+                leaf_fill: i.leaf_fill,
+                cache: i.cache.clone(),
+            })
+            .collect();
+        specs.extend(self.new_indexes.iter().cloned());
+        let mut new_defs = Vec::new();
+        let mut built = Vec::new();
+        for spec in &specs {
+            let file = db
+                .catalog
+                .lock()
+                .new_file_name(&format!("{}.{}.idx", self.def.name, spec.name));
+            let (key_cols, key_types) = resolve_columns(&self.def, &spec.columns)?;
+            let entries =
+                SortedEntries::collect(&self.heap, &self.layout, &key_cols, &key_types, progress)?;
+            let btree = BTree::create(
+                db.pool.clone(),
+                &db.dir.join(&file),
+                &spec.name,
+                key_types,
+                self.def.segment_pages,
+            )?;
+            progress.phase(&format!("build index {}", spec.name), entries.len() as u64);
+            btree.bulk_build(entries.iter(), spec.leaf_fill)?;
+            progress.advance(entries.len() as u64);
+            btree.flush()?;
+            new_defs.push(IndexDef {
+                name: spec.name.clone(),
+                columns: spec.columns.clone(),
+                file,
+                leaf_fill: spec.leaf_fill,
+                entries: entries.len() as u64,
+                cache: spec.cache.clone(),
+                // A load rebuilds the indexes and drops hot partitions (its rows
+                // may repeat a hot key); the next clustering makes them again.
+                hot: None,
+            });
+            built.push(btree);
+        }
+        sync_dir(&db.dir.join("data"))?;
+
+        let old_indexes = std::mem::take(&mut self.def.indexes);
+        let mut def = self.def.clone();
+        def.pages = self.heap.num_pages();
+        def.rows += self.appended;
+        def.indexes = new_defs;
+        let side_def = self.side.as_ref().map(|s| {
+            let mut d = s.def.clone();
+            d.pages = s.heap.num_pages();
+            d.rows += s.appended;
+            d
+        });
+        {
+            let mut cat = db.catalog.lock();
+            if self.new_table && cat.tables.contains_key(&def.name) {
+                return Err(StorageError::TableExists(def.name.clone()));
+            }
+            let mut next = cat.clone();
+            next.tables.insert(def.name.clone(), def.clone());
+            // A table that is no longer split loses its side table here
+            // (`split.rs`): the same swap.
+            if let Some(old) = cat.tables.get(&def.name).and_then(|o| o.side.clone())
+                && def.side.as_ref() != Some(&old)
+            {
+                next.tables.remove(&old);
+            }
+            if let Some(d) = &side_def {
+                next.tables.insert(d.name.clone(), d.clone());
+            }
+            next.save(&db.dir)?;
+            *cat = next;
+        }
+        // The side table's new handle, which the table's points to.
+        let side = match (&self.side, &side_def) {
+            (Some(s), Some(d)) => {
+                let heat = db
+                    .tables
+                    .lock()
+                    .get(&d.name)
+                    .filter(|_| s.replaces.is_none())
+                    .map(|t| t.heat.clone())
+                    .unwrap_or_else(|| {
+                        Arc::new(super::heat::AccessCounts::load(
+                            &super::heat::AccessCounts::path_of(&db.dir.join(&d.heap_file)),
+                        ))
+                    });
+                let t = Arc::new(Table {
+                    name: d.name.clone(),
+                    schema: d.schema.clone(),
+                    layout: s.layout.clone(),
+                    heap: s.heap.clone(),
+                    heap_file: d.heap_file.clone(),
+                    indexes: vec![],
+                    rows: AtomicU64::new(d.rows),
+                    committed: Mutex::new((d.pages, d.rows)),
+                    segment_pages: d.segment_pages,
+                    owner: db.owner.clone(),
+                    cold: false,
+                    heat,
+                    side: None,
+                });
+                db.tables.lock().insert(d.name.clone(), t.clone());
+                Some(SidePart::of(&self.layout, t))
+            }
+            _ => None,
+        };
+        // Committed: the open table now uses the new indexes (and the same heap);
+        // the old index files go.
+        let mut indexes = Vec::new();
+        for (idef, btree) in def.indexes.iter().zip(built) {
+            let (key_cols, key_types) = resolve_columns(&def, &idef.columns)?;
+            indexes.push(Index::new(
+                idef.clone(),
+                &def.schema,
+                &def.name,
+                key_cols,
+                key_types,
+                btree,
+            )?);
+        }
+        // The counts go on (a load appends; tids stay where they were), but
+        // not over a rewritten heap, whose tids are new.
+        let heat = db
+            .tables
+            .lock()
+            .get(&def.name)
+            .filter(|_| self.replaces.is_none())
+            .map(|t| t.heat.clone())
+            .unwrap_or_else(|| {
+                Arc::new(super::heat::AccessCounts::load(
+                    &super::heat::AccessCounts::path_of(&db.dir.join(&def.heap_file)),
+                ))
+            });
+        let table = Arc::new(Table {
+            name: def.name.clone(),
+            schema: def.schema.clone(),
+            layout: self.layout.clone(),
+            heap: self.heap.clone(),
+            heap_file: def.heap_file.clone(),
+            indexes,
+            rows: AtomicU64::new(def.rows),
+            committed: Mutex::new((def.pages, def.rows)),
+            segment_pages: def.segment_pages,
+            owner: db.owner.clone(),
+            // Loads are refused on cold tables (`begin_load`).
+            cold: false,
+            heat,
+            side,
+        });
+        if let Some(old) = db.tables.lock().insert(def.name.clone(), table) {
+            for i in old.trees() {
+                db.pool.discard_file(i.btree().file_id())?;
+                db.device.close(i.btree().file_id());
+            }
+        }
+        let side_replaces = self.side.as_mut().and_then(|s| s.replaces.take());
+        if let Some(old) = &self.retire {
+            db.tables.lock().remove(old.name());
+        }
+        for old in self
+            .replaces
+            .take()
+            .into_iter()
+            .chain(side_replaces)
+            .chain(self.retire.take())
+        {
+            db.pool.discard_file(old.heap.file_id())?;
+            db.device.close(old.heap.file_id());
+            let old_heap = db.dir.join(&old.heap_file);
+            remove_files(&db.dir, &old.heap_file)?;
+            let _ = std::fs::remove_file(super::heat::AccessCounts::path_of(&old_heap));
+        }
+        for i in &old_indexes {
+            remove_files(&db.dir, &i.file)?;
+            if let Some(h) = &i.hot {
+                remove_files(&db.dir, &h.file)?;
+            }
+        }
+        let summary = LoadSummary {
+            rows_appended: self.appended,
+            rows_total: def.rows,
+            pages_total: def.pages,
+            indexes_built: def.indexes.len(),
+        };
+        self.appended = 0;
+        self.new_table = false;
+        if let Some(s) = &mut self.side {
+            s.appended = 0;
+        }
+        Ok(summary)
+    }
+}
+
+impl Drop for TableLoad<'_> {
+    /// An uncommitted load gives its pages back (a new table's files are removed
+    /// at the next read-write open if this process dies first).
+    fn drop(&mut self) {
+        let dev = self.db.device();
+        if self.writer.is_some() || self.appended > 0 {
+            let committed = self.def.pages;
+            self.db.pool.discard_from(self.heap.file_id(), committed);
+            let _ = dev.truncate(self.heap.file_id(), committed);
+            self.heap.reset_pages(committed);
+        }
+        if let Some(s) = &self.side
+            && (s.writer.is_some() || s.appended > 0)
+        {
+            let committed = s.def.pages;
+            self.db.pool.discard_from(s.heap.file_id(), committed);
+            let _ = dev.truncate(s.heap.file_id(), committed);
+            s.heap.reset_pages(committed);
+        }
+    }
+}
+
+impl Database {
+    /// Creates an empty table and commits it.
+    pub fn create_table(&self, name: &str, schema: Schema, opts: TableOptions) -> Result<()> {
+        let load = self.begin_create_load(name, schema, opts, vec![])?;
+        load.commit(&NoProgress)?;
+        Ok(())
+    }
+
+    /// Starts a load that creates table `name` with `indexes`; nothing is visible
+    /// until [`TableLoad::commit`].
+    pub fn begin_create_load(
+        &self,
+        name: &str,
+        schema: Schema,
+        opts: TableOptions,
+        indexes: Vec<IndexSpec>,
+    ) -> Result<TableLoad<'_>> {
+        self.writable()?;
+        validate_name(name, "table")?;
+        let writer = self.writer.lock();
+        self.checkpoint_locked()?;
+        if !crate::catalog::FILL_FACTORS.contains(&opts.fill_factor) {
+            return Err(StorageError::Schema(format!(
+                "fill factor {} is outside 0.05..=1.0",
+                opts.fill_factor
+            )));
+        }
+        if opts.segment_pages == 0 {
+            return Err(StorageError::Schema(
+                "segment size must be at least one page".into(),
+            ));
+        }
+        let heap_file = {
+            let mut cat = self.catalog.lock();
+            if cat.tables.contains_key(name) {
+                return Err(StorageError::TableExists(name.to_string()));
+            }
+            cat.new_file_name(&format!("{name}.heap"))
+        };
+        let def = TableDef {
+            name: name.to_string(),
+            schema,
+            heap_file,
+            segment_pages: opts.segment_pages,
+            fill_factor: opts.fill_factor,
+            pages: 0,
+            rows: 0,
+            indexes: vec![],
+            stats: None,
+            hot_region: None,
+            encodings: vec![],
+            side: None,
+            side_of: None,
+        };
+        let heap = Arc::new(HeapFile::create(
+            self.pool.clone(),
+            &self.dir.join(&def.heap_file),
+            name,
+            def.segment_pages,
+            def.fill_factor,
+        )?);
+        heap.set_tuple_shape(crate::row::shape::TupleShape::new(&def.schema));
+        TableLoad::new(self, writer, def, heap, true, indexes)
+    }
+
+    /// Starts a load that appends to an existing table.
+    pub fn begin_load(&self, name: &str) -> Result<TableLoad<'_>> {
+        self.writable()?;
+        let writer = self.writer.lock();
+        // The catalog then holds every table's size as of the log's end, which
+        // the load's catalog swap keeps.
+        self.checkpoint_locked()?;
+        let table = self.table(name)?;
+        if table.is_cold() {
+            return Err(cold_read_only(name));
+        }
+        let def = self.catalog.lock().table(name)?.clone();
+        if let Some(owner) = &def.side_of {
+            return Err(side_table_refused(name, owner));
+        }
+        let mut load = TableLoad::new(self, writer, def, table.heap.clone(), false, vec![])?;
+        if let Some(s) = &table.side {
+            let side_def = self.catalog.lock().table(s.table.name())?.clone();
+            load.set_side(side_def, s.table.heap.clone())?;
+        }
+        Ok(load)
+    }
+
+    /// Builds a new index over an existing table and commits it.
+    pub fn create_index(
+        &self,
+        table: &str,
+        spec: IndexSpec,
+        progress: &dyn Progress,
+    ) -> Result<()> {
+        let mut load = self.begin_load(table)?;
+        load.add_index(spec)?;
+        load.commit(progress)?;
+        Ok(())
+    }
+}
