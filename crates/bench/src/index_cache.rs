@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
-use strata_storage::btree::leaf_cache::{CacheLayout, CacheRng};
+use strata_storage::btree::cache::leaf::{CacheLayout, CacheRng};
 use strata_storage::btree::{BTree, Found, Probe};
 use strata_storage::buffer::BufferPool;
 use strata_storage::device::{Device, FileDevice};
@@ -1010,8 +1010,8 @@ pub fn run_fig2c(o: &Fig2cOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
         share(&counts[8]),
         share(&counts[9]),
         match governor.chosen {
-            strata_storage::cache_governor::Way::Cache => "cache",
-            strata_storage::cache_governor::Way::Plain => "plain",
+            strata_storage::btree::cache::governor::Way::Cache => "cache",
+            strata_storage::btree::cache::governor::Way::Plain => "plain",
         },
         governor.decisions,
         governor.switches,

@@ -43,7 +43,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
-use strata_storage::btree::leaf_cache::CacheRng;
+use strata_storage::btree::cache::leaf::CacheRng;
 use strata_storage::btree::{Filled, Probe};
 use strata_storage::db::{CachedLookups, DbOptions, NoProgress};
 use strata_storage::device::DeviceProfile;

@@ -51,7 +51,7 @@ use anyhow::{Context, Result, bail};
 use postgres::Client;
 use postgres::types::{FromSql, Type};
 use strata_storage::btree::BTree;
-use strata_storage::btree::leaf_cache::CacheRng;
+use strata_storage::btree::cache::leaf::CacheRng;
 use strata_storage::db::{CachedLookups, Index, NoProgress};
 use strata_storage::row::{Value, encode_key};
 use strata_storage::{Database, DbOptions, Table};

@@ -45,7 +45,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, ensure};
 use strata_load::{GenKind, GenSpec, generate};
-use strata_storage::btree::leaf_cache::CacheRng;
+use strata_storage::btree::cache::leaf::CacheRng;
 use strata_storage::db::{DbOptions, NoProgress};
 use strata_storage::device::DeviceProfile;
 use strata_storage::maintenance::cluster::{ClusterOptions, ClusterReport};

@@ -24,7 +24,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result, ensure};
-use strata_storage::btree::leaf_cache::CacheRng;
+use strata_storage::btree::cache::leaf::CacheRng;
 use strata_storage::db::Index;
 use strata_storage::db::{DbOptions, NoProgress};
 use strata_storage::maintenance::compact::CompactOptions;

@@ -23,7 +23,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, ensure};
-use strata_storage::btree::leaf_cache::CacheRng;
+use strata_storage::btree::cache::leaf::CacheRng;
 use strata_storage::db::{DbOptions, Index, NoProgress};
 use strata_storage::maintenance::compact::CompactOptions;
 use strata_storage::row::{DataType, Value, encode_key};

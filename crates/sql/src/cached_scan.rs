@@ -28,7 +28,7 @@
 //! encoded keys differ.
 //!
 //! With `strata.index_cache = auto` (the default) each lookup is answered the
-//! way the index's governor finds cheaper (`strata_storage::cache_governor`):
+//! way the index's governor finds cheaper (`strata_storage::btree::cache::governor`):
 //! through the cache, or by the index's entries and their heap tuples when
 //! the cache does not pay (every page in the pool, where a hit costs what the
 //! heap tuple it replaces does). `on` always uses the cache.
@@ -60,7 +60,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
 use strata_access::predicate::{CmpOp, Comparison};
-use strata_storage::cached_fields::CachedFields;
+use strata_storage::btree::cache::fields::CachedFields;
 use strata_storage::db::CachedLookups;
 use strata_storage::row::{DataType, Schema, Value, decode_key, encode_key_value};
 use strata_storage::{Database, Table};

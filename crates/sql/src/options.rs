@@ -9,7 +9,7 @@
 //! | `strata.ordered_plan` | `auto`, `idx`, `sidx+ps`, `sidx+es`, `fts+ps`, `fts+es` | `auto` |
 //! | `strata.sort_memory` | a size (the sorts' memory budget) | `32MiB` |
 //! | `strata.direct_dml` | `true`, `false`: plain single-table UPDATE/DELETE planned from the syntax tree ([`crate::direct_dml`]) | `true` |
-//! | `strata.index_cache` | `auto`, `on` (`true`), `off` (`false`): answer full-key lookups that need only an index's key and cached columns from its leaves ([`crate::cached_scan`]); `auto` lets each index's governor answer them without the cache while it finds the cache does not pay (`strata_storage::cache_governor`) | `auto` |
+//! | `strata.index_cache` | `auto`, `on` (`true`), `off` (`false`): answer full-key lookups that need only an index's key and cached columns from its leaves ([`crate::cached_scan`]); `auto` lets each index's governor answer them without the cache while it finds the cache does not pay (`strata_storage::btree::cache::governor`) | `auto` |
 //! | `strata.skipper` | `true`, `false`: run joins and scans over cold tables out of order through MJoin ([`crate::skipper`]); `false` is the pull-based baseline | `true` |
 //! | `strata.skipper_cache` | a size: MJoin's object cache, counted in the on-device bytes of the objects it holds | `4GiB` |
 //! | `strata.skipper_evict` | `max-progress`, `max-pending`: MJoin's eviction policy (Skipper §4.2) | `max-progress` |

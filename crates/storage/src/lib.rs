@@ -4,8 +4,6 @@
 
 pub mod btree;
 pub mod buffer;
-pub mod cache_governor;
-pub mod cached_fields;
 pub mod catalog;
 pub mod db;
 pub mod device;

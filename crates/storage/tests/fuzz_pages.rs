@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use strata_storage::btree::leaf_cache::CacheLayout;
+use strata_storage::btree::cache::leaf::CacheLayout;
 use strata_storage::db::{NoProgress, TableOptions};
 use strata_storage::maintenance::check::check_database;
 use strata_storage::page::{self, HEADER_SIZE, PAGE_SIZE, PageMut, PageView, SLOT_SIZE};

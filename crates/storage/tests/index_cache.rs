@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use strata_storage::btree::leaf_cache::{self, CacheLayout, CacheRng, Filled};
+use strata_storage::btree::cache::leaf::{CacheLayout, CacheRng};
+use strata_storage::btree::cache::leaf_write::{self, Filled};
 use strata_storage::db::CachedLookups;
 use strata_storage::db::NoProgress;
 use strata_storage::maintenance::check::check_database;
@@ -68,7 +69,7 @@ fn fill_every_leaf(db: &Database, csn: u32) -> usize {
                 .try_cache_write(tree.file_id(), page as u64)
                 .expect("nobody else uses the pool");
             let value = [tid.slot as u8; 25];
-            match leaf_cache::fill(&mut g, &layout(), csn, tid, &value, &mut rng) {
+            match leaf_write::fill(&mut g, &layout(), csn, tid, &value, &mut rng) {
                 Filled::Inserted(_) | Filled::Evicted(_) | Filled::Refreshed(_) => fills += 1,
                 other => panic!("{other:?}"),
             }

@@ -15,7 +15,7 @@ use crate::page::{HEADER_SIZE, PAGE_SIZE, PageKind, PageMut, PageView, SLOT_SIZE
 use crate::row::Tid;
 
 use super::layout::*;
-use super::*;
+use super::tree::{BTree, MAX_KEY, Meta, Node};
 
 /// A run of entries (`key ++ tid`) in one buffer, strictly ascending.
 struct Run {

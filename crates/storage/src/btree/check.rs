@@ -4,7 +4,7 @@ use crate::error::Result;
 use crate::page::{PAGE_SIZE, PageKind, PageView};
 
 use super::layout::*;
-use super::*;
+use super::tree::{BTree, BTreeStats, Node};
 
 impl BTree {
     /// Shape and fill of the tree (reads every page through the pool).

@@ -8,7 +8,7 @@ use crate::page::PageView;
 use crate::row::Tid;
 
 use super::layout::*;
-use super::*;
+use super::tree::{BTree, MAX_KEY, Meta, Node};
 
 impl BTree {
     /// Entries whose key lies within the bounds, in (key, tid) order, as (encoded

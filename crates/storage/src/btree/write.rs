@@ -7,7 +7,7 @@ use crate::page::{PAGE_SIZE, PageKind, PageMut, PageView, SLOT_SIZE};
 use crate::row::Tid;
 
 use super::layout::*;
-use super::*;
+use super::tree::{BTree, MAX_KEY, Meta, Node};
 
 impl BTree {
     /// Inserts the entry `(key, tid)`; `key` is an encoded key. Splits full pages on

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use crate::btree::BTree;
+use crate::btree::cache::fields::CachedFields;
 use crate::buffer::BufferPool;
-use crate::cached_fields::CachedFields;
 use crate::catalog::{Catalog, TableDef, sync_dir};
 use crate::device::{
     COLD_MANIFEST_SUFFIX, Device, DeviceLayer, DeviceProfile, FaultDevice, FileDevice,

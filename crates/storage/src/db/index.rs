@@ -6,8 +6,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::btree::BTree;
-use crate::cache_governor::CacheGovernor;
-use crate::cached_fields::CachedFields;
+use crate::btree::cache::fields::CachedFields;
+use crate::btree::cache::governor::CacheGovernor;
 use crate::catalog::{HotDef, IndexDef, TableDef};
 use crate::error::{Result, StorageError};
 use crate::row::{DataType, RowLayout, Schema, Tid, Value, encode_key};

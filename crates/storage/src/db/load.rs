@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicU64;
 use parking_lot::Mutex;
 
 use crate::btree::BTree;
-use crate::cached_fields::CachedFields;
+use crate::btree::cache::fields::CachedFields;
 use crate::catalog::{IndexDef, TableDef, sync_dir, validate_name};
 use crate::error::{Result, StorageError};
 use crate::heap::{HeapFile, HeapWriter};

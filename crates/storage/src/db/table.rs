@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
+use crate::btree::cache::fields::CachedFields;
+use crate::btree::cache::governor::Way;
 use crate::buffer::as_writer;
-use crate::cache_governor::Way;
-use crate::cached_fields::CachedFields;
 use crate::error::{Result, StorageError};
 use crate::heap::HeapFile;
 use crate::row::{RowLayout, Schema, Tid, Value};

@@ -17,9 +17,10 @@
 //!
 //! Key columns of the index are refused: their values are in the entry.
 
-use crate::btree::leaf_cache::{CacheLayout, MAX_VALUE};
 use crate::error::{Result, StorageError};
 use crate::row::{DataType, Schema, Value};
+
+use super::leaf::{CacheLayout, MAX_VALUE};
 
 /// Slots per bucket of every declared index cache.
 pub const BUCKET_SLOTS: usize = 4;

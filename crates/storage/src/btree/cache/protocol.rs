@@ -61,510 +61,22 @@
 //!     a leaf's items are found by tid, and an update that changes no key
 //!     needs no key to find them.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde::Serialize;
-
-use super::admission::Doorkeeper;
-use super::layout::*;
-use super::leaf_cache::{self, CacheLayout, CacheRng};
-use super::*;
+use crate::btree::layout::*;
+use crate::btree::tree::{BTree, MAX_KEY, Meta, Node};
+use crate::buffer::PageRef;
+use crate::error::Result;
+use crate::page::{PageKind, PageView};
 use crate::row::Tid;
 
-/// The process-wide source of CSNs (0 is never issued: it means "no cache").
-static NEXT_CSN: AtomicU32 = AtomicU32::new(1);
-
-fn fresh_csn() -> u32 {
-    loop {
-        let c = NEXT_CSN.fetch_add(1, Ordering::SeqCst);
-        if c != 0 {
-            return c;
-        }
-    }
-}
-
-static NEXT_SEED: AtomicU64 = AtomicU64::new(0x5EED_CAC4E);
-
-thread_local! {
-    /// Each thread's random source for the cache's choices: slots, and the
-    /// governor's way (`cache_governor.rs`).
-    static RNG: Cell<u64> = Cell::new(
-        NEXT_SEED.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed),
-    );
-}
-
-/// Runs `f` with this thread's random source.
-pub(crate) fn with_rng<R>(f: impl FnOnce(&mut CacheRng) -> R) -> R {
-    RNG.with(|c| {
-        let mut rng = CacheRng::new(c.get());
-        let out = f(&mut rng);
-        c.set(rng.state());
-        out
-    })
-}
-
-/// A split leaf's cached items ([`BTree::carry_for_split`]).
-pub(super) struct SplitCarry {
-    csn: u32,
-    /// How far the predicate log was checked against the split leaf.
-    checked: usize,
-    layout: CacheLayout,
-    items: std::collections::HashMap<Tid, Vec<u8>>,
-}
-
-/// Counters of one index's cache (cumulative since the tree was opened).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct CacheCounters {
-    /// Entries a lookup answered from a leaf.
-    pub hits: u64,
-    pub misses: u64,
-    /// Items written by fills.
-    pub fills: u64,
-    /// Fills refused because the CSN moved since their lookup.
-    pub stale: u64,
-    /// Fills into a full leaf refused because the item had not missed before
-    /// (`admission.rs`).
-    pub rejected: u64,
-    /// Cache writes (fills and promotions) given up because the leaf's latch
-    /// was not free, or the page was not resident or in a transaction.
-    pub busy: u64,
-    /// Hits moved a bucket toward S.
-    pub promotions: u64,
-    /// Invalidations (fresh CSNs) since the tree was opened.
-    pub invalidations: u64,
-    /// Predicates (updated or deleted tids) appended to the log.
-    pub predicates: u64,
-    /// Predicate checks: one per leaf per log entry it had not been checked
-    /// against (§2.1.2: a leaf pays once per new entry, not once per read).
-    pub predicate_checks: u64,
-    /// Leaf caches zeroed because a logged predicate matched an item.
-    pub predicate_zeroed: u64,
-    /// Times the log passed its threshold and was cleared by a fresh CSN.
-    pub log_bumps: u64,
-}
-
-/// Entries the predicate log holds before it is cleared by a fresh CSN.
-pub const DEFAULT_LOG_THRESHOLD: usize = 1024;
-
-/// The tree's cache state: the layout, CSN_idx, the predicate log and the
-/// counters.
-pub(super) struct IndexCache {
-    /// The layout as one word ([`CacheLayout::to_bits`], 0: none), read by
-    /// lookups without a lock: a lookup loads it after observing the CSN,
-    /// and a change of layout moves the CSN both before and after it stores
-    /// the word, so a lookup that read an old word under a CSN whose leaves
-    /// carry the new layout cannot happen (see `set_cache_layout`).
-    layout_bits: AtomicU32,
-    /// Held shared by a fill through its write and exclusively by a change
-    /// of layout: the word cannot change under a fill.
-    layout_change: parking_lot::RwLock<()>,
-    /// CSN_idx in the high 32 bits, the predicate log's length in the low
-    /// ones: one load gives a consistent pair.
-    state: AtomicU64,
-    /// The predicate log of the current CSN (§2.1.2): tids whose cached fields
-    /// changed or whose rows were deleted, in append order. Cleared with every
-    /// fresh CSN.
-    log: parking_lot::Mutex<Vec<Tid>>,
-    /// Per leaf page: the CSN (high 32 bits) under which the leaf's cache was
-    /// last checked against the log, and the log position (low 32 bits) it
-    /// was checked up to. Memory only, like the stamp it sits beside; a leaf
-    /// whose entry names another CSN is checked from the log's start.
-    checked: parking_lot::RwLock<Vec<AtomicU64>>,
-    threshold: AtomicUsize,
-    /// Live [`CacheChange`]s.
-    changing: AtomicU32,
-    hits: AtomicU64,
-    misses: AtomicU64,
-    fills: AtomicU64,
-    stale: AtomicU64,
-    busy: AtomicU64,
-    promotions: AtomicU64,
-    invalidations: AtomicU64,
-    predicates: AtomicU64,
-    predicate_checks: AtomicU64,
-    predicate_zeroed: AtomicU64,
-    log_bumps: AtomicU64,
-    /// Which misses may evict from a full leaf (`admission.rs`); made by the
-    /// first fill that finds a leaf full, so a tree whose caches never fill
-    /// up does not carry its 128 KiB.
-    doorkeeper: std::sync::OnceLock<Doorkeeper>,
-    /// Fills refused by it.
-    rejected: AtomicU64,
-}
-
-fn pack(csn: u32, pos: usize) -> u64 {
-    ((csn as u64) << 32) | pos as u64
-}
-
-fn unpack(v: u64) -> (u32, usize) {
-    ((v >> 32) as u32, (v & 0xFFFF_FFFF) as usize)
-}
-
-/// What a reader observed before reading a leaf: the CSN (0 while a change is
-/// in progress) and the predicate log's length.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Observed {
-    csn: u32,
-    pos: usize,
-}
-
-impl IndexCache {
-    /// A cache with no layout and a fresh CSN (a tree being opened).
-    pub(super) fn new() -> IndexCache {
-        IndexCache {
-            layout_bits: AtomicU32::new(0),
-            layout_change: parking_lot::RwLock::new(()),
-            state: AtomicU64::new(pack(fresh_csn(), 0)),
-            log: parking_lot::Mutex::new(Vec::new()),
-            checked: parking_lot::RwLock::new(Vec::new()),
-            threshold: AtomicUsize::new(DEFAULT_LOG_THRESHOLD),
-            changing: AtomicU32::new(0),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
-            fills: AtomicU64::new(0),
-            stale: AtomicU64::new(0),
-            busy: AtomicU64::new(0),
-            promotions: AtomicU64::new(0),
-            invalidations: AtomicU64::new(0),
-            predicates: AtomicU64::new(0),
-            predicate_checks: AtomicU64::new(0),
-            predicate_zeroed: AtomicU64::new(0),
-            log_bumps: AtomicU64::new(0),
-            doorkeeper: std::sync::OnceLock::new(),
-            rejected: AtomicU64::new(0),
-        }
-    }
-
-    fn state(&self) -> (u32, usize) {
-        unpack(self.state.load(Ordering::SeqCst))
-    }
-
-    fn csn(&self) -> u32 {
-        self.state().0
-    }
-
-    pub(super) fn invalidate(&self) {
-        self.renew();
-        self.invalidations.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// A fresh CSN and an empty log (not counted: `invalidate` counts).
-    fn renew(&self) {
-        let mut log = self.log.lock();
-        log.clear();
-        self.state.store(pack(fresh_csn(), 0), Ordering::SeqCst);
-    }
-
-    /// Appends predicates on `tids` to the log; past the threshold the log is
-    /// cleared by a fresh CSN instead (every leaf's cache becomes stale).
-    pub(super) fn append(&self, tids: &[Tid]) {
-        if tids.is_empty() {
-            return;
-        }
-        let mut log = self.log.lock();
-        self.predicates
-            .fetch_add(tids.len() as u64, Ordering::Relaxed);
-        if log.len() + tids.len() > self.threshold.load(Ordering::Relaxed) {
-            log.clear();
-            self.state.store(pack(fresh_csn(), 0), Ordering::SeqCst);
-            self.invalidations.fetch_add(1, Ordering::Relaxed);
-            self.log_bumps.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        log.extend_from_slice(tids);
-        let (csn, _) = self.state();
-        self.state.store(pack(csn, log.len()), Ordering::SeqCst);
-    }
-
-    /// What a reader may fill under, observed now: the CSN (0 while a change
-    /// is in progress: its fills would be refused anyway) and the log's
-    /// length. The pair is loaded before `changing`, so a change whose
-    /// predicates are not in `pos` is seen as in progress.
-    fn observe(&self) -> Observed {
-        let (csn, pos) = self.state();
-        let csn = if self.changing.load(Ordering::SeqCst) != 0 {
-            0
-        } else {
-            csn
-        };
-        Observed { csn, pos }
-    }
-
-    /// Whether nothing happened since `observed` was: the same CSN, and no
-    /// change in progress.
-    fn still(&self, observed: u32) -> bool {
-        observed != 0 && self.changing.load(Ordering::SeqCst) == 0 && self.csn() == observed
-    }
-
-    /// The log position `leaf`'s cache was checked up to under `csn` (0: from
-    /// the start).
-    fn checked(&self, leaf: u32, csn: u32) -> usize {
-        let c = self.checked.read();
-        match c.get(leaf as usize) {
-            Some(a) => match unpack(a.load(Ordering::SeqCst)) {
-                (c, pos) if c == csn => pos,
-                _ => 0,
-            },
-            None => 0,
-        }
-    }
-
-    /// Records that `leaf`'s cache under `csn` was checked up to `pos`.
-    /// Positions of one CSN only grow (a lower value would only cost checks
-    /// again, never skip one).
-    fn set_checked(&self, leaf: u32, csn: u32, pos: usize) {
-        let i = leaf as usize;
-        let want = pack(csn, pos);
-        {
-            let c = self.checked.read();
-            if let Some(a) = c.get(i) {
-                let _ = a.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| {
-                    let (c, p) = unpack(now);
-                    (c != csn || p < pos).then_some(want)
-                });
-                return;
-            }
-        }
-        let mut c = self.checked.write();
-        if c.len() <= i {
-            let n = (i + 1).next_power_of_two().max(64);
-            c.resize_with(n, || AtomicU64::new(0));
-        }
-        drop(c);
-        self.set_checked(leaf, csn, pos);
-    }
-
-    /// Checks the leaf `page` (valid under `csn`) against the log entries
-    /// `[from, to)`: `Some(true)` when one of them names an item it holds,
-    /// `None` when the log is no longer `csn`'s.
-    fn log_matches(
-        &self,
-        page: &[u8],
-        layout: &CacheLayout,
-        csn: u32,
-        from: usize,
-        to: usize,
-    ) -> Option<bool> {
-        let mut tids: Vec<Tid> = {
-            let log = self.log.lock();
-            if self.csn() != csn || log.len() < to {
-                return None;
-            }
-            log[from..to].to_vec()
-        };
-        self.predicate_checks
-            .fetch_add((to - from) as u64, Ordering::Relaxed);
-        tids.sort_unstable();
-        Some(leaf_cache::holds_any(page, layout, csn, &tids))
-    }
-
-    /// Whether the log of `csn` names `tid` at or after position `from`, and
-    /// its length now (`None` when the log is no longer `csn`'s).
-    fn logged_since(&self, csn: u32, from: usize, tid: Tid) -> Option<(bool, usize)> {
-        // Nothing appended since `from` (the log only grows under one CSN):
-        // no lock needed.
-        if self.state() == (csn, from) {
-            return Some((false, from));
-        }
-        let log = self.log.lock();
-        if self.csn() != csn {
-            return None;
-        }
-        let from = from.min(log.len());
-        Some((log[from..].contains(&tid), log.len()))
-    }
-}
-
-/// What a lookup must do to a leaf after it checked the leaf against the log.
-enum Settle {
-    /// No entry up to `to` matched: record `to`.
-    Advance { to: usize },
-    /// An entry in `[from, ..)` matched: zero the leaf's cache.
-    Zero { from: usize },
-}
-
-/// What a lookup found for one entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Probe {
-    /// The cached value bytes.
-    Hit(Vec<u8>),
-    /// Not cached: read the heap, then [`BTree::fill_cache`] with the ticket.
-    Miss(FillTicket),
-}
-
-/// One entry of a [`BTree::lookup_cached`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CachedEntry {
-    pub tid: Tid,
-    pub probe: Probe,
-}
-
-/// What [`BTree::lookup_cached_with`] found for one entry.
-#[derive(Debug)]
-pub enum Found<'a> {
-    /// The cached value bytes, on the leaf.
-    Hit(&'a [u8]),
-    /// Not cached: read the heap, then [`BTree::fill_cache`] with the ticket.
-    Miss(FillTicket),
-}
-
-/// Where and under which CSN a missed entry may be cached.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FillTicket {
-    leaf: u32,
-    /// The buffer-pool frame the lookup read the leaf in (`u32::MAX`: none):
-    /// the fill tries that frame's latch first, without the page table.
-    frame: u32,
-    /// The entry's position on the leaf then (checked first by the fill).
-    at: u16,
-    /// The entry (key ++ tid) the lookup found there.
-    entry: EntryBytes,
-    /// The CSN observed before the leaf was read (0: none may be filled).
-    csn: u32,
-    /// The predicate log's length then: a predicate on the tid appended since
-    /// refuses the fill.
-    pos: usize,
-    /// A free slot the lookup picked for the fill (already loading into the
-    /// CPU's cache), if it saw one.
-    free: Option<u16>,
-    /// The frame's version under the lookup's latch ([`PageRef::version`]):
-    /// a fill that finds the next one found the leaf as the lookup saw it.
-    seen: Option<u64>,
-}
-
-impl FillTicket {
-    pub fn leaf(&self) -> u32 {
-        self.leaf
-    }
-    pub fn tid(&self) -> Tid {
-        let e = self.entry.bytes();
-        Tid::decode(&e[e.len() - TID_LEN..])
-    }
-    pub fn csn(&self) -> u32 {
-        self.csn
-    }
-}
-
-/// Entries up to this many bytes (a key of up to 34 bytes and its tid) are
-/// kept in a ticket itself: a miss allocates nothing for them.
-const INLINE_ENTRY: usize = 40;
-
-/// An index entry's bytes, inline when short.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum EntryBytes {
-    Inline { len: u8, bytes: [u8; INLINE_ENTRY] },
-    Heap(Box<[u8]>),
-}
-
-impl EntryBytes {
-    fn new(e: &[u8]) -> EntryBytes {
-        if e.len() <= INLINE_ENTRY {
-            let mut bytes = [0u8; INLINE_ENTRY];
-            bytes[..e.len()].copy_from_slice(e);
-            EntryBytes::Inline {
-                len: e.len() as u8,
-                bytes,
-            }
-        } else {
-            EntryBytes::Heap(e.into())
-        }
-    }
-    fn bytes(&self) -> &[u8] {
-        match self {
-            EntryBytes::Inline { len, bytes } => &bytes[..*len as usize],
-            EntryBytes::Heap(b) => b,
-        }
-    }
-}
-
-/// The hits on one leaf a lookup promotes, kept without allocating: past
-/// [`Promotions::MAX`] (a key with that many entries on one leaf), the rest
-/// stay where they are this time (a promotion is best-effort anyway).
-#[derive(Default)]
-struct Promotions {
-    n: usize,
-    hits: [(Tid, usize); Promotions::MAX],
-}
-
-impl Promotions {
-    const MAX: usize = 8;
-    fn push(&mut self, tid: Tid, slot: usize) {
-        if self.n < Self::MAX {
-            self.hits[self.n] = (tid, slot);
-            self.n += 1;
-        }
-    }
-    fn is_empty(&self) -> bool {
-        self.n == 0
-    }
-    fn as_slice(&self) -> &[(Tid, usize)] {
-        &self.hits[..self.n]
-    }
-}
-
-/// What [`BTree::fill_cache`] did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Filled {
-    /// Cached (in a free slot, over a peripheral item, or over the tid's old
-    /// value).
-    Cached(leaf_cache::Filled),
-    /// Refused: the CSN moved since the lookup (an invalidation or a change in
-    /// progress), so the value may be stale.
-    Stale,
-    /// Given up: the leaf's latch was not free at once, the leaf is not in the
-    /// pool, or a running write transaction changed it.
-    Busy,
-    /// The entry is no longer on that leaf (a split moved it, a delete
-    /// removed it).
-    Moved,
-    /// The leaf has no slot left in its free region.
-    NoRoom,
-    /// No slot was free, and the item has not missed before recently enough
-    /// to evict another (`admission.rs`).
-    Rejected,
-}
-
-/// A change of cached values in progress ([`BTree::begin_cache_change`],
-/// [`BTree::begin_cache_update`]): meanwhile lookups hit nothing and fills are
-/// refused. A whole-index change invalidates when it begins and when it is
-/// dropped; an update of some tuples has appended predicates on them when it
-/// begins, and invalidates nothing.
-pub struct CacheChange<'a> {
-    cache: &'a IndexCache,
-    whole: bool,
-}
-
-impl Drop for CacheChange<'_> {
-    fn drop(&mut self) {
-        if self.whole {
-            self.cache.invalidate();
-        }
-        self.cache.changing.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// One leaf's size and cache room ([`BTree::leaf_capacities`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LeafCapacity {
-    /// Index entries on the leaf.
-    pub entries: usize,
-    /// Items its free region can hold now.
-    pub slots: usize,
-}
-
-/// How full the caches of a tree's leaves are ([`BTree::cache_stats`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct CacheStats {
-    pub leaves: u64,
-    /// Leaves whose cache is valid under the current CSN.
-    pub valid_leaves: u64,
-    /// Items cached in them.
-    pub items: u64,
-    /// Items all leaves' free regions can hold now (their slots less those
-    /// of their directories, built or to be built).
-    pub slots: u64,
-}
+use super::admission::Doorkeeper;
+use super::leaf::{self, CacheLayout};
+use super::leaf_write;
+use super::state::{
+    CacheChange, CacheCounters, CacheStats, CachedEntry, EntryBytes, FillTicket, Filled, Found,
+    LeafCapacity, Probe, Promotions, Settle, SplitCarry, with_rng,
+};
 
 impl BTree {
     /// Declares the size of the cached fields' encoding (`None`: no cache).
@@ -621,8 +133,8 @@ impl BTree {
 
     /// Runs `compact` (a delete's change of the leaf `page`) keeping the
     /// leaf's cache, less the items of the deleted `tids`
-    /// ([`leaf_cache::carry`]).
-    pub(super) fn compact_keeping_cache(
+    /// ([`leaf_write::carry`]).
+    pub(crate) fn compact_keeping_cache(
         &self,
         page: &mut [u8],
         tids: &[Tid],
@@ -630,18 +142,18 @@ impl BTree {
     ) {
         let carried = self
             .cache_layout()
-            .and_then(|l| Some((l, leaf_cache::carry(page, &l, self.cache.csn())?)));
+            .and_then(|l| Some((l, leaf_write::carry(page, &l, self.cache.csn())?)));
         compact(page);
         if let Some((l, c)) = carried {
-            with_rng(|rng| leaf_cache::restore(page, &l, &c, tids, rng));
+            with_rng(|rng| leaf_write::restore(page, &l, &c, tids, rng));
         }
     }
 
     /// Runs `insert` (a key insert's change of the leaf `page`, taking at
     /// most `low` bytes of directory pointers and `high` bytes of entries
     /// from its free region) and moves the cached items it wrote over into
-    /// free slots ([`leaf_cache::displaced`]).
-    pub(super) fn insert_keeping_cache<R>(
+    /// free slots ([`leaf_write::displaced`]).
+    pub(crate) fn insert_keeping_cache<R>(
         &self,
         page: &mut [u8],
         low: usize,
@@ -651,12 +163,12 @@ impl BTree {
         let displaced = self.cache_layout().and_then(|l| {
             Some((
                 l,
-                leaf_cache::displaced(page, &l, self.cache.csn(), low, high)?,
+                leaf_write::displaced(page, &l, self.cache.csn(), low, high)?,
             ))
         });
         let out = insert(page);
         if let Some((l, d)) = displaced {
-            with_rng(|rng| leaf_cache::put_back(page, &l, d, rng));
+            with_rng(|rng| leaf_write::put_back(page, &l, d, rng));
         }
         out
     }
@@ -664,10 +176,10 @@ impl BTree {
     /// The cached items of the leaf `page`, before a split re-initializes it
     /// ([`BTree::refill_after_split`] puts them on the leaves that hold their
     /// entries afterwards); `None` without a valid cache.
-    pub(super) fn carry_for_split(&self, leaf: u32, page: &[u8]) -> Option<SplitCarry> {
+    pub(crate) fn carry_for_split(&self, leaf: u32, page: &[u8]) -> Option<SplitCarry> {
         let layout = self.cache_layout()?;
         let csn = self.cache.csn();
-        let items = leaf_cache::items(page, &layout, csn);
+        let items = leaf::items(page, &layout, csn);
         if items.is_empty() {
             return None;
         }
@@ -691,7 +203,7 @@ impl BTree {
     /// ([`BTree::insert_sorted`], a multi-row insert's index entries) splits a
     /// leaf when the batch does not fit, with the items of the free region
     /// that was there: without this every such split emptied them.
-    pub(super) fn refill_after_split(
+    pub(crate) fn refill_after_split(
         &self,
         meta: &Meta,
         c: SplitCarry,
@@ -711,7 +223,7 @@ impl BTree {
                     .filter(|t| c.items.contains_key(t))
                     .collect();
                 for t in tids {
-                    leaf_cache::fill(&mut g, &c.layout, c.csn, t, &c.items[&t], rng);
+                    leaf_write::fill(&mut g, &c.layout, c.csn, t, &c.items[&t], rng);
                 }
             }
             Ok(())
@@ -831,7 +343,7 @@ impl BTree {
                 // bytes cannot change under the latch, and every change
                 // visible in them had its predicates appended before).
                 let mut read_csn = observed.csn;
-                if leaf_cache::is_valid(&g, observed.csn) {
+                if leaf::is_valid(&g, observed.csn) {
                     let (csn_now, to) = self.cache.state();
                     // An empty log needs no look at what this leaf was
                     // checked against.
@@ -854,7 +366,7 @@ impl BTree {
                     }
                 }
                 // Its lines load while the keys are searched.
-                leaf_cache::prefetch_dir(&g, &layout, read_csn);
+                leaf::prefetch_dir(&g, &layout, read_csn);
                 let v = PageView::new(&g);
                 let n = v.n_slots();
                 let mut s = search_in(
@@ -871,14 +383,14 @@ impl BTree {
                         done = true;
                         break;
                     };
-                    let probed = with_rng(|rng| leaf_cache::probe(&g, &layout, read_csn, tid, rng));
+                    let probed = with_rng(|rng| leaf::probe(&g, &layout, read_csn, tid, rng));
                     // A hit read under a CSN that moved is a miss nothing may
                     // fill (CSN 0 refuses the fill).
                     let (free, csn) = match probed {
                         // A hit counts only if nothing was invalidated since
                         // the CSN was observed: checked after its bytes were
                         // read (they cannot change under the latch).
-                        leaf_cache::Probed::Hit(h) if self.cache.still(observed.csn) => {
+                        leaf::Probed::Hit(h) if self.cache.still(observed.csn) => {
                             n_hits += 1;
                             // An item already in the bucket of S stays: no
                             // cache write (and no latch) for it.
@@ -889,8 +401,8 @@ impl BTree {
                             s += 1;
                             continue;
                         }
-                        leaf_cache::Probed::Hit(_) => (None, 0),
-                        leaf_cache::Probed::Miss { free } => (free, observed.csn),
+                        leaf::Probed::Hit(_) => (None, 0),
+                        leaf::Probed::Miss { free } => (free, observed.csn),
                     };
                     n_misses += 1;
                     each(
@@ -947,7 +459,7 @@ impl BTree {
             return;
         };
         // Unless another reader or a fill settled it meanwhile.
-        if leaf_cache::is_valid(&g, csn) && self.cache.checked(leaf, csn) == from {
+        if leaf::is_valid(&g, csn) && self.cache.checked(leaf, csn) == from {
             crate::page::strip_cache(&mut g);
             self.cache.predicate_zeroed.fetch_add(1, Ordering::Relaxed);
         }
@@ -964,7 +476,7 @@ impl BTree {
         let moved = with_rng(|rng| {
             hits.iter()
                 .filter(|&&(tid, slot)| {
-                    leaf_cache::promote(&mut g, layout, csn, tid, slot, rng)
+                    leaf_write::promote(&mut g, layout, csn, tid, slot, rng)
                         .is_some_and(|to| to != slot)
                 })
                 .count()
@@ -1044,7 +556,7 @@ impl BTree {
         };
         // The leaf's other items must have been checked up to `now` before
         // the leaf is recorded as checked there: check them, or zero them.
-        if now > 0 && leaf_cache::is_valid(&g, csn) {
+        if now > 0 && leaf::is_valid(&g, csn) {
             let from = self.cache.checked(ticket.leaf, csn);
             if from < now {
                 match self.cache.log_matches(&g, &layout, csn, from, now) {
@@ -1072,18 +584,18 @@ impl BTree {
         // passed over every fingerprint): no second pass.
         let probed = hint
             .filter(|_| unchanged)
-            .and_then(|slot| leaf_cache::fill_probed(&mut g, &layout, csn, tid, value, slot));
+            .and_then(|slot| leaf_write::fill_probed(&mut g, &layout, csn, tid, value, slot));
         let done = probed.unwrap_or_else(|| {
             with_rng(|rng| {
-                leaf_cache::fill_admitting(&mut g, &layout, csn, tid, value, hint, rng, admit)
+                leaf_write::fill_admitting(&mut g, &layout, csn, tid, value, hint, rng, admit)
             })
         });
-        if now > 0 && leaf_cache::is_valid(&g, csn) {
+        if now > 0 && leaf::is_valid(&g, csn) {
             self.cache.set_checked(ticket.leaf, csn, now);
         }
         Ok(match done {
-            leaf_cache::Filled::NoRoom | leaf_cache::Filled::BadValue => Filled::NoRoom,
-            leaf_cache::Filled::Rejected => {
+            leaf_write::Filled::NoRoom | leaf_write::Filled::BadValue => Filled::NoRoom,
+            leaf_write::Filled::Rejected => {
                 self.cache.rejected.fetch_add(1, Ordering::Relaxed);
                 Filled::Rejected
             }
@@ -1103,10 +615,10 @@ impl BTree {
         let mut stats = CacheStats::default();
         self.each_leaf(|g| {
             stats.leaves += 1;
-            stats.slots += leaf_cache::item_capacity(g, &layout) as u64;
-            if leaf_cache::is_valid(g, csn) {
+            stats.slots += leaf::item_capacity(g, &layout) as u64;
+            if leaf::is_valid(g, csn) {
                 stats.valid_leaves += 1;
-                stats.items += leaf_cache::items(g, &layout, csn).len() as u64;
+                stats.items += leaf::items(g, &layout, csn).len() as u64;
             }
         })?;
         Ok(stats)
@@ -1123,7 +635,7 @@ impl BTree {
         self.each_leaf(|g| {
             out.push(LeafCapacity {
                 entries: PageView::new(g).n_slots() as usize,
-                slots: leaf_cache::item_capacity(g, &layout),
+                slots: leaf::item_capacity(g, &layout),
             })
         })?;
         Ok(out)
@@ -1156,9 +668,12 @@ impl BTree {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::buffer::BufferPool;
     use crate::device::{Device, FileDevice};
+    use crate::page::PAGE_SIZE;
     use crate::row::{DataType, Value, encode_key};
     use rand::{Rng, SeedableRng};
+    use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
 
     const VALUE: usize = 16;
@@ -1235,7 +750,7 @@ mod tests {
         for &k in &on_leaf {
             let ticket = the_ticket(&t, k);
             match t.fill_cache(&ticket, &value(ticket.tid(), 1)).unwrap() {
-                Filled::Cached(leaf_cache::Filled::Inserted(_)) => {}
+                Filled::Cached(leaf_write::Filled::Inserted(_)) => {}
                 Filled::Rejected => {
                     full_at = Some(k);
                     break;
@@ -1250,7 +765,7 @@ mod tests {
         let ticket = the_ticket(&t, k);
         assert!(matches!(
             t.fill_cache(&ticket, &value(ticket.tid(), 1)).unwrap(),
-            Filled::Cached(leaf_cache::Filled::Evicted(_))
+            Filled::Cached(leaf_write::Filled::Evicted(_))
         ));
         assert_eq!(read(&t, k, 1), vec![(ticket.tid(), value(ticket.tid(), 1))]);
         let fresh = the_ticket(&t, k + 1);
@@ -1366,7 +881,7 @@ mod tests {
                 };
                 let err = t.fill_cache(&ticket, &value(e.tid, 2)).unwrap_err();
                 assert!(err.to_string().contains("16 bytes"), "{err}");
-                if let Filled::Cached(leaf_cache::Filled::Inserted(_)) =
+                if let Filled::Cached(leaf_write::Filled::Inserted(_)) =
                     t.fill_cache(&ticket, &wide(e.tid)).unwrap()
                 {
                     inserted += 1;
@@ -1422,20 +937,20 @@ mod tests {
         let picked = usize::from(ticket.free.expect("a free slot was seen"));
         assert_eq!(
             t.fill_cache(&ticket, &value(ticket.tid(), 0)).unwrap(),
-            Filled::Cached(leaf_cache::Filled::Inserted(picked))
+            Filled::Cached(leaf_write::Filled::Inserted(picked))
         );
         // Two lookups miss the same entry before either fills: the second
         // fill finds the leaf written since (by the first) and refreshes the
         // first's item instead of caching the tid twice.
         let (a, b) = (the_ticket(&t, 12), the_ticket(&t, 12));
-        let Filled::Cached(leaf_cache::Filled::Inserted(s)) =
+        let Filled::Cached(leaf_write::Filled::Inserted(s)) =
             t.fill_cache(&a, &value(a.tid(), 1)).unwrap()
         else {
             panic!("the first fill inserts");
         };
         assert_eq!(
             t.fill_cache(&b, &value(b.tid(), 2)).unwrap(),
-            Filled::Cached(leaf_cache::Filled::Refreshed(s))
+            Filled::Cached(leaf_write::Filled::Refreshed(s))
         );
         assert_eq!(version_of(&read(&t, 12, 9)[0].1), 2);
         // Another entry's fill in between (a write to the leaf, maybe into
@@ -1445,7 +960,7 @@ mod tests {
         t.fill_cache(&d, &value(d.tid(), 0)).unwrap();
         assert!(matches!(
             t.fill_cache(&c, &value(c.tid(), 0)).unwrap(),
-            Filled::Cached(leaf_cache::Filled::Inserted(_))
+            Filled::Cached(leaf_write::Filled::Inserted(_))
         ));
         let items = t.cache_stats().unwrap().items;
         assert_eq!(items, 5, "10 to 14 once each");

@@ -45,7 +45,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::btree::with_rng;
+use crate::btree::cache::state::with_rng;
 
 /// Timed lookups of the other way before the two ways are compared.
 pub const SAMPLES: u32 = 64;
@@ -252,7 +252,7 @@ fn explore_rate(chosen: u64, other: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::btree::leaf_cache::CacheRng;
+    use crate::btree::cache::leaf::CacheRng;
 
     /// Feeds timed lookups as `choose_with` would route them: for each of
     /// `n` draws, the way it picks costs `cost(way)`.

@@ -85,7 +85,7 @@ use crate::row::Tid;
 
 /// The first byte of a slot that holds an item.
 pub const TAG: u8 = 0xA5;
-const TID_LEN: usize = Tid::ENCODED_LEN;
+pub(super) const TID_LEN: usize = Tid::ENCODED_LEN;
 /// Largest cached value: an item must leave room for a few on a leaf.
 pub const MAX_VALUE: usize = 2048;
 /// Largest bucket.
@@ -95,8 +95,8 @@ pub const MAX_BUCKET: usize = 256;
 /// `value_len` long, and `bucket_slots` slots make a bucket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CacheLayout {
-    value_len: usize,
-    bucket_slots: usize,
+    pub(super) value_len: usize,
+    pub(super) bucket_slots: usize,
 }
 
 impl CacheLayout {
@@ -175,9 +175,9 @@ pub struct Region {
     pub first: usize,
     pub end: usize,
     /// Average bytes of an entry on the leaf (the speed of the upper front).
-    entry_len: usize,
-    item: usize,
-    bucket: usize,
+    pub(super) entry_len: usize,
+    pub(super) item: usize,
+    pub(super) bucket: usize,
 }
 
 /// The region of a leaf, or `None` for a page that is not a leaf or whose
@@ -249,7 +249,7 @@ impl Region {
     /// highest bucket of the region, the one with fewer inserts to go before
     /// its last slot is reached (`D` bytes an insert at the lower front, the
     /// average entry at the upper one); ties go either way at random.
-    fn peripheral_bucket(&self, rng: &mut CacheRng) -> usize {
+    pub(super) fn peripheral_bucket(&self, rng: &mut CacheRng) -> usize {
         let (lo, hi) = (self.bucket_of(self.first), self.bucket_of(self.end - 1));
         if lo == hi {
             return lo;
@@ -280,24 +280,24 @@ pub fn is_valid(page: &[u8], csn: u32) -> bool {
     csn != 0 && page::cache_stamp(page) == csn
 }
 
-fn slot_bytes(page: &[u8], s: usize, item: usize) -> &[u8] {
+pub(super) fn slot_bytes(page: &[u8], s: usize, item: usize) -> &[u8] {
     &page[s * item..(s + 1) * item]
 }
 
 #[inline]
-fn holds(slot: &[u8], tid: &[u8; TID_LEN]) -> bool {
+pub(super) fn holds(slot: &[u8], tid: &[u8; TID_LEN]) -> bool {
     // A fixed-size comparison (inlined), not a memcmp call per slot.
     slot[0] == TAG && <&[u8; TID_LEN]>::try_from(&slot[1..1 + TID_LEN]).is_ok_and(|s| s == tid)
 }
 
-fn tid_bytes(tid: Tid) -> [u8; TID_LEN] {
+pub(super) fn tid_bytes(tid: Tid) -> [u8; TID_LEN] {
     let mut b = [0u8; TID_LEN];
     b[..4].copy_from_slice(&tid.page.to_be_bytes());
     b[4..].copy_from_slice(&tid.slot.to_be_bytes());
     b
 }
 
-fn write_item(page: &mut [u8], s: usize, tid: &[u8; TID_LEN], value: &[u8]) {
+pub(super) fn write_item(page: &mut [u8], s: usize, tid: &[u8; TID_LEN], value: &[u8]) {
     let item = 1 + TID_LEN + value.len();
     let dst = &mut page[s * item..(s + 1) * item];
     dst[0] = TAG;
@@ -309,13 +309,13 @@ fn write_item(page: &mut [u8], s: usize, tid: &[u8; TID_LEN], value: &[u8]) {
 pub const DIR_TAG: u8 = 0xD1;
 /// The directory's header: the tag, the slot it starts at (u16) and the slots
 /// it covers (u16), both little-endian.
-const DIR_HEADER: usize = 5;
+pub(super) const DIR_HEADER: usize = 5;
 
 /// A slot's fingerprint of the tid it holds: one of the 253 bytes that are
 /// not 0 (an empty slot), [`TAG`] or [`DIR_TAG`] (a directory byte read as a
 /// slot's first byte must not look like an item or a directory). Every value
 /// a byte can take is used: a miss reads one item in 253 of the others.
-fn fingerprint(tid: &[u8; TID_LEN]) -> u8 {
+pub(super) fn fingerprint(tid: &[u8; TID_LEN]) -> u8 {
     let x = tid.iter().fold(0u64, |x, &b| (x << 8) | b as u64);
     let mut f = ((x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % 253) as u8 + 1;
     // Over the two reserved bytes, in increasing order (TAG < DIR_TAG).
@@ -329,29 +329,29 @@ fn fingerprint(tid: &[u8; TID_LEN]) -> u8 {
 }
 
 /// Slots a directory covering `count` slots takes.
-fn dir_slots(count: usize, item: usize) -> usize {
+pub(super) fn dir_slots(count: usize, item: usize) -> usize {
     (DIR_HEADER + count).div_ceil(item)
 }
 
 /// A leaf's directory: one fingerprint byte per slot `base..base + count`
 /// (0: empty), at byte `at` (the start of slot `base`).
 #[derive(Clone, Copy, Debug)]
-struct Dir {
-    at: usize,
-    base: usize,
-    count: usize,
+pub(super) struct Dir {
+    pub(super) at: usize,
+    pub(super) base: usize,
+    pub(super) count: usize,
 }
 
 impl Dir {
     /// The byte holding slot `s`'s fingerprint.
-    fn fp_at(&self, s: usize) -> usize {
+    pub(super) fn fp_at(&self, s: usize) -> usize {
         self.at + DIR_HEADER + (s - self.base)
     }
 }
 
 /// The directory of the region `r`, if its first slot holds one that covers
 /// every slot of the region and lies wholly inside it.
-fn find_dir(page: &[u8], r: &Region) -> Option<Dir> {
+pub(super) fn find_dir(page: &[u8], r: &Region) -> Option<Dir> {
     if r.first >= r.end {
         return None;
     }
@@ -368,7 +368,7 @@ fn find_dir(page: &[u8], r: &Region) -> Option<Dir> {
 }
 
 /// The slots items may use: the region without its directory's slots.
-fn items_of(r: &Region, dir: Option<Dir>) -> Region {
+pub(super) fn items_of(r: &Region, dir: Option<Dir>) -> Region {
     match dir {
         Some(d) => Region {
             first: d.base + dir_slots(d.count, r.item),
@@ -382,7 +382,7 @@ fn items_of(r: &Region, dir: Option<Dir>) -> Region {
 /// held) and records every other slot's item in it; zeroes the slots that
 /// hold none. `None` when the directory would take more than a quarter of
 /// the region (a scan of so few slots is as cheap).
-fn build_dir(page: &mut [u8], r: &Region) -> Option<Dir> {
+pub(super) fn build_dir(page: &mut [u8], r: &Region) -> Option<Dir> {
     let count = r.end.checked_sub(r.first)?;
     let ds = dir_slots(count, r.item);
     if count == 0 || ds * 4 > count {
@@ -413,7 +413,12 @@ fn build_dir(page: &mut [u8], r: &Region) -> Option<Dir> {
 /// The slot of `ri` (the item slots) holding `tid`: through the directory's
 /// fingerprints (eight at a time) when there is one, else by a pass over the
 /// slots.
-fn find(page: &[u8], ri: &Region, dir: Option<Dir>, tid: &[u8; TID_LEN]) -> Option<usize> {
+pub(super) fn find(
+    page: &[u8],
+    ri: &Region,
+    dir: Option<Dir>,
+    tid: &[u8; TID_LEN],
+) -> Option<usize> {
     let Some(d) = dir else {
         return (ri.first..ri.end).find(|&s| holds(slot_bytes(page, s, ri.item), tid));
     };
@@ -425,7 +430,7 @@ fn find(page: &[u8], ri: &Region, dir: Option<Dir>, tid: &[u8; TID_LEN]) -> Opti
 
 /// What one pass over a directory's fingerprints found.
 #[derive(Debug, PartialEq, Eq)]
-enum Scan {
+pub(super) enum Scan {
     /// The slot holding the tid's item.
     Holds(usize),
     /// No slot holds it; this many slots are free (counted only when asked).
@@ -435,14 +440,19 @@ enum Scan {
 /// One pass over the directory of `ri`, eight fingerprints at a time: the slot
 /// holding `tid`'s item, else (with `COUNT`) how many slots are free. A fill
 /// needs both, a lookup only the first.
-fn scan_dir<const COUNT: bool>(page: &[u8], ri: &Region, d: Dir, tid: &[u8; TID_LEN]) -> Scan {
+pub(super) fn scan_dir<const COUNT: bool>(
+    page: &[u8],
+    ri: &Region,
+    d: Dir,
+    tid: &[u8; TID_LEN],
+) -> Scan {
     scan_dir_with::<COUNT>(page, ri, d, tid, |_| {})
 }
 
 /// [`scan_dir`], calling `candidate` with each slot whose fingerprint
 /// matches before that slot is read (a lookup starts loading what a hit
 /// there will touch next while the slot's own line comes in).
-fn scan_dir_with<const COUNT: bool>(
+pub(super) fn scan_dir_with<const COUNT: bool>(
     page: &[u8],
     ri: &Region,
     d: Dir,
@@ -493,19 +503,19 @@ fn scan_dir_with<const COUNT: bool>(
 /// byte) are marked: the bytes' low bits summed by one multiplication, a
 /// few instructions where `count_ones` without POPCNT (the x86-64 baseline)
 /// is a dozen.
-fn bytes_marked(m: u64) -> usize {
+pub(super) fn bytes_marked(m: u64) -> usize {
     ((m >> 7).wrapping_mul(0x0101_0101_0101_0101) >> 56) as usize
 }
 
 /// Bit 7 of each byte of `x` that is zero, and no other bit (exact: no
 /// borrow runs from one byte into the next).
-fn zero_bytes(x: u64) -> u64 {
+pub(super) fn zero_bytes(x: u64) -> u64 {
     const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
     !(((x & LOW7).wrapping_add(LOW7)) | x | LOW7)
 }
 
 /// The position of the `k`-th (from 0) zero byte of `b`, eight at a time.
-fn nth_zero(b: &[u8], mut k: usize) -> Option<usize> {
+pub(super) fn nth_zero(b: &[u8], mut k: usize) -> Option<usize> {
     let mut chunks = b.chunks_exact(8);
     for (w, c) in chunks.by_ref().enumerate() {
         let mut m = zero_bytes(u64::from_le_bytes(c.try_into().unwrap()));
@@ -626,7 +636,7 @@ pub fn probe<'a>(
 }
 
 /// The hit in slot `s`; `stable` is the bucket of S.
-fn hit_at<'a>(page: &'a [u8], ri: &Region, s: usize, stable: usize) -> Hit<'a> {
+pub(super) fn hit_at<'a>(page: &'a [u8], ri: &Region, s: usize, stable: usize) -> Hit<'a> {
     Hit {
         slot: s,
         value: &slot_bytes(page, s, ri.item)[1 + TID_LEN..],
@@ -650,434 +660,13 @@ pub fn prefetch_dir(page: &[u8], layout: &CacheLayout, csn: u32) {
 
 /// Asks the CPU to start loading the cache lines of `bytes` (a hint: nothing
 /// is read, nothing can fault, and on other architectures it does nothing).
-fn prefetch(bytes: &[u8]) {
+pub(super) fn prefetch(bytes: &[u8]) {
     const LINE: usize = 64;
     let start = bytes.as_ptr() as usize & !(LINE - 1);
     let end = bytes.as_ptr() as usize + bytes.len();
     for a in (start..end).step_by(LINE) {
         crate::util::prefetch_line(a as *const u8);
     }
-}
-
-/// What [`fill`] did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Filled {
-    /// Put in free slot `slot`.
-    Inserted(usize),
-    /// No slot was free: an item of the peripheral bucket in `slot` made room.
-    Evicted(usize),
-    /// The tid was cached already; its value in `slot` was replaced.
-    Refreshed(usize),
-    /// No slot was free and the admission check kept the items there
-    /// ([`fill_admitting`]).
-    Rejected,
-    /// The leaf has no slot wholly inside its free region (or is not a sane
-    /// leaf, or the CSN is 0).
-    NoRoom,
-    /// The value is not `value_len` bytes long.
-    BadValue,
-}
-
-/// The directory of a leaf whose cache is valid, built if it has none and the
-/// region is large enough for one.
-fn dir_or_build(page: &mut [u8], r: &Region) -> Option<Dir> {
-    find_dir(page, r).or_else(|| build_dir(page, r))
-}
-
-/// Caches `value` for `tid` on this leaf under CSN `csn`. A leaf whose stamp
-/// differs (a stale cache) is zeroed and stamped with `csn` first; a leaf
-/// without a directory gets one (see the module docs).
-pub fn fill(
-    page: &mut [u8],
-    layout: &CacheLayout,
-    csn: u32,
-    tid: Tid,
-    value: &[u8],
-    rng: &mut CacheRng,
-) -> Filled {
-    fill_admitting(page, layout, csn, tid, value, None, rng, || true)
-}
-
-/// [`fill`], asking `admit` before it evicts an item (it is not called while
-/// a slot is free): when it says no, nothing is written
-/// ([`Filled::Rejected`]). `hint` is a free slot [`probe`] picked at random
-/// when it missed; it is taken if it is still free, else another random
-/// free slot is.
-#[allow(clippy::too_many_arguments)]
-pub fn fill_admitting(
-    page: &mut [u8],
-    layout: &CacheLayout,
-    csn: u32,
-    tid: Tid,
-    value: &[u8],
-    hint: Option<usize>,
-    rng: &mut CacheRng,
-    admit: impl FnOnce() -> bool,
-) -> Filled {
-    if value.len() != layout.value_len {
-        return Filled::BadValue;
-    }
-    let Some(r) = region(page, layout) else {
-        return Filled::NoRoom;
-    };
-    if csn == 0 {
-        return Filled::NoRoom;
-    }
-    if page::cache_stamp(page) != csn {
-        page[r.lower..r.upper].fill(0);
-        page::set_cache_stamp(page, csn);
-    }
-    let dir = dir_or_build(page, &r);
-    let ri = items_of(&r, dir);
-    if ri.first >= ri.end {
-        return Filled::NoRoom;
-    }
-    let want = tid_bytes(tid);
-    // With a directory, one pass finds the item or counts the free slots.
-    let (held, free) = match dir {
-        Some(d) => match scan_dir::<true>(page, &ri, d, &want) {
-            Scan::Holds(s) => (Some(s), 0),
-            Scan::Free(n) => (None, n),
-        },
-        None => (find(page, &ri, None, &want), 0),
-    };
-    if let Some(s) = held {
-        write_item(page, s, &want, value);
-        return Filled::Refreshed(s);
-    }
-    let free = dir.is_some().then_some(free);
-    let hinted = hint
-        .filter(|&h| dir.is_some_and(|d| (ri.first..ri.end).contains(&h) && page[d.fp_at(h)] == 0));
-    let (s, done) = match hinted.or_else(|| random_free_slot(page, &ri, dir, free, rng)) {
-        Some(s) => (s, Filled::Inserted(s)),
-        None if !admit() => return Filled::Rejected,
-        None => {
-            let slots = ri.slots_of(ri.peripheral_bucket(rng));
-            let s = slots.start + rng.below(slots.len());
-            (s, Filled::Evicted(s))
-        }
-    };
-    write_item(page, s, &want, value);
-    if let Some(d) = dir {
-        page[d.fp_at(s)] = fingerprint(&want);
-    }
-    done
-}
-
-/// [`fill`] into `slot`, the free slot a [`probe`] of this page picked when
-/// it found no item for `tid`, with nothing written to the page since (the
-/// caller knows it from the buffer frame's version): the probe passed over
-/// every fingerprint already, so the item goes straight into the slot.
-/// `None`, with nothing written, when the page does not look as that probe
-/// left it (the caller then fills the usual way).
-pub fn fill_probed(
-    page: &mut [u8],
-    layout: &CacheLayout,
-    csn: u32,
-    tid: Tid,
-    value: &[u8],
-    slot: usize,
-) -> Option<Filled> {
-    if value.len() != layout.value_len || !is_valid(page, csn) {
-        return None;
-    }
-    let r = region(page, layout)?;
-    let d = find_dir(page, &r)?;
-    let ri = items_of(&r, Some(d));
-    if !(ri.first..ri.end).contains(&slot) || page[d.fp_at(slot)] != 0 {
-        return None;
-    }
-    let want = tid_bytes(tid);
-    write_item(page, slot, &want, value);
-    page[d.fp_at(slot)] = fingerprint(&want);
-    Some(Filled::Inserted(slot))
-}
-
-/// A random free slot of `ri` (the item slots), if any; `free` is their
-/// number when a directory pass has counted them already.
-fn random_free_slot(
-    page: &[u8],
-    ri: &Region,
-    dir: Option<Dir>,
-    free: Option<usize>,
-    rng: &mut CacheRng,
-) -> Option<usize> {
-    match dir {
-        Some(d) => {
-            let fps = &page[d.fp_at(ri.first)..d.fp_at(ri.end)];
-            let free = free.unwrap_or_else(|| fps.iter().filter(|&&b| b == 0).count());
-            if free == 0 {
-                return None;
-            }
-            nth_zero(fps, rng.below(free)).map(|i| ri.first + i)
-        }
-        None => {
-            let is_free = |s: &usize| page[s * ri.item] != TAG;
-            let free = (ri.first..ri.end).filter(is_free).count();
-            if free == 0 {
-                return None;
-            }
-            (ri.first..ri.end).filter(is_free).nth(rng.below(free))
-        }
-    }
-}
-
-/// A hit on the item of `tid` in `slot`: swaps it with a random slot of the
-/// adjacent bucket closer to S (an item there moves out to `slot`; an empty
-/// slot simply trades places). Returns the item's slot afterwards, or `None`
-/// when the cache is not valid under `csn` or `slot` does not hold `tid`
-/// (something changed since the lookup, or the directory this write built
-/// took its slot).
-pub fn promote(
-    page: &mut [u8],
-    layout: &CacheLayout,
-    csn: u32,
-    tid: Tid,
-    slot: usize,
-    rng: &mut CacheRng,
-) -> Option<usize> {
-    if !is_valid(page, csn) {
-        return None;
-    }
-    let r = region(page, layout)?;
-    let dir = dir_or_build(page, &r);
-    let ri = items_of(&r, dir);
-    if !(ri.first..ri.end).contains(&slot)
-        || !holds(slot_bytes(page, slot, r.item), &tid_bytes(tid))
-    {
-        return None;
-    }
-    let (b, target) = (ri.bucket_of(slot), ri.stable_bucket());
-    if b == target {
-        return Some(slot);
-    }
-    let next = if b < target { b + 1 } else { b - 1 };
-    let slots = ri.slots_of(next);
-    if slots.is_empty() {
-        return Some(slot);
-    }
-    let other = slots.start + rng.below(slots.len());
-    let (lo, hi) = (slot.min(other), slot.max(other));
-    let (head, tail) = page.split_at_mut(hi * r.item);
-    head[lo * r.item..(lo + 1) * r.item].swap_with_slice(&mut tail[..r.item]);
-    if let Some(d) = dir {
-        page.swap(d.fp_at(lo), d.fp_at(hi));
-    }
-    Some(other)
-}
-
-/// Whether the leaf's cache, valid under `csn`, holds an item for any of
-/// `tids` (sorted ascending): a directory probe per tid when there are few,
-/// else one pass over the slots with a binary search per item. The predicate
-/// log's check of a leaf (§2.1.2, `cache.rs`).
-pub fn holds_any(page: &[u8], layout: &CacheLayout, csn: u32, tids: &[Tid]) -> bool {
-    if tids.is_empty() || !is_valid(page, csn) {
-        return false;
-    }
-    let Some(r) = region(page, layout) else {
-        return false;
-    };
-    let dir = find_dir(page, &r);
-    let ri = items_of(&r, dir);
-    if dir.is_some() && tids.len() <= 32 {
-        return tids
-            .iter()
-            .any(|&t| find(page, &ri, dir, &tid_bytes(t)).is_some());
-    }
-    (ri.first..ri.end).any(|s| {
-        let b = slot_bytes(page, s, r.item);
-        b[0] == TAG && tids.binary_search(&Tid::decode(&b[1..1 + TID_LEN])).is_ok()
-    })
-}
-
-/// The items a key insert is about to write over, copied aside
-/// ([`displaced`], then [`put_back`]).
-pub struct Displaced {
-    stamp: u32,
-    /// Whether the leaf had a directory, which the insert may cut off.
-    had_dir: bool,
-    /// (slot, item bytes) of each item in a slot the insert may take.
-    items: Vec<(usize, Vec<u8>)>,
-}
-
-/// The items in the slots that an insert taking `low` bytes at the lower end
-/// of the free region (directory pointers) and `high` bytes at its upper end
-/// (entries) may overwrite, if the cache is valid under `csn`. `None` when
-/// there are none and the directory is out of reach: then the insert costs
-/// the cache nothing.
-///
-/// The paper lets inserts "overwrite the periphery freely". strata moves
-/// those items into free slots instead ([`put_back`]), and loses them only
-/// when no slot is free: the periphery holds the items that hits have not
-/// promoted yet, not only cold ones, and while the cache has room there is no
-/// reason to drop them (Fig. 2a's Shrink).
-pub fn displaced(
-    page: &[u8],
-    layout: &CacheLayout,
-    csn: u32,
-    low: usize,
-    high: usize,
-) -> Option<Displaced> {
-    if !is_valid(page, csn) {
-        return None;
-    }
-    let r = region(page, layout)?;
-    if r.first >= r.end {
-        return None;
-    }
-    let dir = find_dir(page, &r);
-    let ri = items_of(&r, dir);
-    // Slots with a byte in [lower, lower + low) or [upper - high, upper).
-    let (low_end, high_start) = (r.lower + low, r.upper.saturating_sub(high));
-    let low_lost = (ri.first..ri.end).take_while(|&s| s * r.item < low_end);
-    let high_lost = (ri.first..ri.end)
-        .rev()
-        .take_while(|&s| (s + 1) * r.item > high_start && s * r.item >= low_end);
-    let items: Vec<(usize, Vec<u8>)> = low_lost
-        .chain(high_lost)
-        .filter(|&s| page[s * r.item] == TAG)
-        .map(|s| (s, slot_bytes(page, s, r.item).to_vec()))
-        .collect();
-    let dir_hit = dir.is_some() && r.first * r.item < low_end;
-    if items.is_empty() && !dir_hit {
-        return None;
-    }
-    Some(Displaced {
-        stamp: csn,
-        had_dir: dir.is_some(),
-        items,
-    })
-}
-
-/// After the insert: every item of `d` that is no longer in a slot of the
-/// region goes into a random free slot, while there is one (the rest are
-/// lost, as in the paper). A directory the insert cut off is written again
-/// over the region's new first slots, and the items it would drop there move
-/// too, so lookups keep their fast path. Returns how many items moved.
-pub fn put_back(page: &mut [u8], layout: &CacheLayout, d: Displaced, rng: &mut CacheRng) -> usize {
-    let Some(r) = region(page, layout) else {
-        return 0;
-    };
-    if page::cache_stamp(page) != d.stamp || r.first >= r.end {
-        return 0;
-    }
-    let pending: Vec<Vec<u8>> = d
-        .items
-        .into_iter()
-        .filter(|(s, _)| !(r.first..r.end).contains(s))
-        .map(|(_, b)| b)
-        .collect();
-    place_keeping_dir(page, &r, d.had_dir, pending, rng)
-}
-
-/// Puts the items `pending` into random free slots of the region `r`, while
-/// there are any; first, if the leaf had a directory (`had_dir`) that a
-/// change of the region cut off (its first slot is no longer the region's,
-/// or it no longer covers the region's end), writes one again over the
-/// region's new first slots, moving the items there too. Returns how many
-/// items were placed.
-fn place_keeping_dir(
-    page: &mut [u8],
-    r: &Region,
-    had_dir: bool,
-    mut pending: Vec<Vec<u8>>,
-    rng: &mut CacheRng,
-) -> usize {
-    let mut dir = find_dir(page, r);
-    if dir.is_none() && had_dir {
-        let count = r.end - r.first;
-        let ds = dir_slots(count, r.item);
-        if ds * 4 <= count {
-            for s in r.first..r.first + ds {
-                if page[s * r.item] == TAG {
-                    pending.push(slot_bytes(page, s, r.item).to_vec());
-                }
-            }
-        }
-        dir = build_dir(page, r);
-    }
-    let ri = items_of(r, dir);
-    let mut placed = 0;
-    for item in &pending {
-        let Some(s) = random_free_slot(page, &ri, dir, None, rng) else {
-            break;
-        };
-        page[s * r.item..(s + 1) * r.item].copy_from_slice(item);
-        if let Some(dir) = dir {
-            let tid: [u8; TID_LEN] = item[1..1 + TID_LEN].try_into().unwrap();
-            page[dir.fp_at(s)] = fingerprint(&tid);
-        }
-        placed += 1;
-    }
-    placed
-}
-
-/// A leaf's cache slots copied aside while a delete compacts the leaf
-/// ([`carry`], then [`restore`]).
-pub struct Carried {
-    at: usize,
-    bytes: Vec<u8>,
-    stamp: u32,
-    /// Whether the leaf had a directory.
-    had_dir: bool,
-}
-
-/// The bytes of the leaf's slots, if its cache is valid under `csn` and holds
-/// any slot: a delete's compaction zeroes the free region, and without this
-/// every delete would empty its leaf's cache (the trap of §2.1: "leaf
-/// compaction on delete shrinks the cache").
-pub fn carry(page: &[u8], layout: &CacheLayout, csn: u32) -> Option<Carried> {
-    if !is_valid(page, csn) {
-        return None;
-    }
-    let r = region(page, layout)?;
-    if r.capacity() == 0 {
-        return None;
-    }
-    let at = r.first * r.item;
-    Some(Carried {
-        at,
-        bytes: page[at..r.end * r.item].to_vec(),
-        stamp: csn,
-        had_dir: find_dir(page, &r).is_some(),
-    })
-}
-
-/// Puts carried slots back at their place after a delete compacted the
-/// leaf, less the items of `gone` (the deleted entries' tids: their rows
-/// are gone, and their tids may be reused). Only slots that were wholly in
-/// the region are carried, so a slot the old region cut off (its tail under
-/// an entry until the delete) comes back empty, never half an item. A
-/// directory the grown region no longer matches is written again at once
-/// (see [`put_back`]). Returns whether they were put back: not when the
-/// leaf's stamp changed or its region no longer holds every carried slot (a
-/// delete only grows it).
-pub fn restore(
-    page: &mut [u8],
-    layout: &CacheLayout,
-    c: &Carried,
-    gone: &[Tid],
-    rng: &mut CacheRng,
-) -> bool {
-    let Some(r) = region(page, layout) else {
-        return false;
-    };
-    if page::cache_stamp(page) != c.stamp || c.at < r.lower || c.at + c.bytes.len() > r.upper {
-        return false;
-    }
-    page[c.at..c.at + c.bytes.len()].copy_from_slice(&c.bytes);
-    let dir = find_dir(page, &r);
-    let ri = items_of(&r, dir);
-    for &t in gone {
-        if let Some(s) = find(page, &ri, dir, &tid_bytes(t)) {
-            page[s * r.item..(s + 1) * r.item].fill(0);
-            if let Some(d) = dir {
-                page[d.fp_at(s)] = 0;
-            }
-        }
-    }
-    place_keeping_dir(page, &r, c.had_dir, Vec::new(), rng);
-    true
 }
 
 /// The slots of the leaf's region that items may use now (the region without
@@ -1143,6 +732,7 @@ pub fn items(page: &[u8], layout: &CacheLayout, csn: u32) -> Vec<Item> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::leaf_write::*;
     use super::*;
     use crate::page::PageMut;
     use crate::util::proptest_cases;

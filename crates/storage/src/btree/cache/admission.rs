@@ -20,14 +20,14 @@ use crate::row::Tid;
 /// Bits of the window (128 KiB).
 const BITS: usize = 1 << 20;
 
-pub(super) struct Doorkeeper {
+pub(crate) struct Doorkeeper {
     words: Box<[AtomicU64]>,
     /// First misses recorded since the last clear.
     added: AtomicU64,
 }
 
 impl Doorkeeper {
-    pub(super) fn new() -> Doorkeeper {
+    pub(crate) fn new() -> Doorkeeper {
         Doorkeeper::with_bits(BITS)
     }
 
@@ -42,7 +42,7 @@ impl Doorkeeper {
     /// Whether `tid` missed before within the window; records this miss.
     /// Concurrent callers may lose a bit or a count: the window is a
     /// heuristic, never a correctness matter.
-    pub(super) fn missed_before(&self, tid: Tid) -> bool {
+    pub(crate) fn missed_before(&self, tid: Tid) -> bool {
         let x = ((tid.page as u64) << 16 | tid.slot as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let bits = self.words.len() * 64;
         let bit = (x >> 32) as usize % bits;
