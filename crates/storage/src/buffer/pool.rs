@@ -1,214 +1,19 @@
-//! The buffer pool: a fixed number of 8 KiB frames shared by every thread, with pin
-//! guards, sampled-LFU eviction and dirty write-back.
-//!
-//! * [`BufferPool::read`] / [`BufferPool::write`] pin one page and return a guard
-//!   (shared or exclusive); the page stays in its frame while a guard lives.
-//! * A miss reads the page from the device and verifies its checksum; write-back
-//!   seals (checksums) the page before it goes to the device.
-//! * Eviction is a sampled LFU with aging: each frame counts its pins (up to
-//!   15, halved for every frame after 16 frames' worth of evictions), and a
-//!   miss evicts the least counted of 16 unpinned frames drawn at random
-//!   ([`BufferPool::find_victim`]). A page read for the first time starts at
-//!   zero, so pages wanted once (a scan's, a cold key's) leave first; a page
-//!   read ahead is passed over until its reader has pinned it.
-//! * B+-tree leaves carry an index cache in their free space (No Bits Left
-//!   Behind §2.1, `btree/leaf_cache.rs`). [`BufferPool::try_cache_write`] lets a
-//!   reader write it without marking the page dirty, and without waiting: it
-//!   gives up when the frame is latched. Cache bytes are memory-only: every
-//!   leaf is stripped of them ([`page::strip_cache`]) in the copy that goes to
-//!   the device, and when it comes back from it.
-//! * Scans do not go through frames at all: [`BufferPool::read_run`] reads a run of
-//!   contiguous pages in one device request into the caller's own buffer (a small
-//!   ring the scan owns), overlaying any page that is dirty in the pool, so a full
-//!   scan neither floods the pool nor misses a write that is not yet on disk.
-//!
-//! Locking: one mutex protects the page table and the eviction state; each frame has a
-//! reader-writer lock over its bytes. The table mutex is never held while waiting
-//! for a frame lock (an unpinned frame's lock is free by construction), so there is
-//! no lock-order cycle. A frame being loaded is pinned and write-locked by the
-//! loader; other threads that find it in the table wait on its lock and then check
-//! that the load succeeded.
+//! [`BufferPool`]: pinning a page in a frame ([`PageRef`], [`PageMutRef`],
+//! [`CacheWriteRef`]), misses read and verified, eviction, and write-back of
+//! one page.
 
-use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::device::{AlignedBuf, Device, FileId, ReadRequest};
+use crate::device::{AlignedBuf, Device, FileId};
 use crate::error::{Result, StorageError};
 use crate::page::{self, PAGE_SIZE};
 
-type Key = (FileId, u64);
-/// The pages a write transaction changed, with their images before it.
-type Captured = HashMap<Key, Option<Box<[u8]>>>;
-
-/// One frame's 8 KiB inside the pool's region. Each frame points at its own page
-/// of the region, and the frame's lock decides who may read or write it.
-struct FrameBytes(std::ptr::NonNull<u8>);
-
-// SAFETY: the bytes belong to the pool's region, which outlives every frame, and
-// are only reached through the frame's RwLock.
-unsafe impl Send for FrameBytes {}
-unsafe impl Sync for FrameBytes {}
-
-impl Deref for FrameBytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        // SAFETY: a distinct PAGE_SIZE slice of the live region (see above).
-        unsafe { std::slice::from_raw_parts(self.0.as_ptr(), PAGE_SIZE) }
-    }
-}
-
-impl DerefMut for FrameBytes {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as above; `&mut self` comes from the frame's write lock.
-        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr(), PAGE_SIZE) }
-    }
-}
-
-struct FrameData {
-    buf: FrameBytes,
-    /// The page this frame holds, once loaded.
-    tag: Option<Key>,
-    /// Counts the exclusive latches taken on the frame (a load, a write, a
-    /// cache write: [`Frame::write_data`]). A reader that saw `v` under its
-    /// shared latch and then, taking the exclusive latch itself, sees `v + 1`
-    /// knows that no byte of the frame changed in between.
-    version: u64,
-}
-
-/// One cache line: a pin touches the latch, the pin count, the use count
-/// and the tag, so a frame that straddled two lines would cost a pin of a
-/// resident page a second cache miss (56-byte frames did, most of them).
-#[repr(align(64))]
-struct Frame {
-    data: RwLock<FrameData>,
-    pins: AtomicU32,
-    /// How often the frame was pinned lately, up to [`MAX_USAGE`]: each pin
-    /// adds one, each aging halves it ([`BufferPool::find_victim`]). Changed
-    /// only under the table's lock.
-    usage: AtomicU8,
-    /// The pool's miss count when the frame's page was loaded: of frames
-    /// pinned as often, the one loaded longest ago goes first.
-    loaded: AtomicU32,
-    /// Loaded by a read-ahead and not pinned since. Until its reader pins it
-    /// (or the counts age) the eviction passes it over: a new page starts
-    /// with no use, below every page used before, so a run read ahead into
-    /// a pool of used pages would evict its own first pages while its last
-    /// ones came in, and the scan would read them again. The reader's first
-    /// pin is the use the read-ahead anticipated and does not count again, so
-    /// a page a scan has read once stands where any page read once does.
-    ahead: AtomicBool,
-    dirty: AtomicBool,
-}
-const _: () = assert!(
-    std::mem::size_of::<Frame>() == 64,
-    "a frame is one cache line"
-);
-
-/// The most pins a frame's count holds: past this, more use tells nothing
-/// the aging would not soon take away (with 15, four halvings forget it).
-const MAX_USAGE: u8 = 15;
-/// Frames drawn for each eviction.
-const SAMPLES: usize = 16;
-/// Evictions, in frames' worth, between two halvings of every count.
-const AGING_TURNS: usize = 16;
-
-impl Frame {
-    /// Counts one use (the table's lock orders every change of it), but not
-    /// the first pin of a page read ahead.
-    fn used(&self) {
-        if self.ahead.load(Ordering::Relaxed) {
-            self.ahead.store(false, Ordering::Relaxed);
-            return;
-        }
-        let u = self.usage.load(Ordering::Relaxed);
-        if u < MAX_USAGE {
-            self.usage.store(u + 1, Ordering::Relaxed);
-        }
-    }
-}
-
-impl Frame {
-    /// The frame's exclusive latch, counted in its version: every exclusive
-    /// latch is taken through here or [`Frame::try_write_data`].
-    fn write_data(&self) -> RwLockWriteGuard<'_, FrameData> {
-        let mut w = self.data.write();
-        w.version = w.version.wrapping_add(1);
-        w
-    }
-
-    /// [`Frame::write_data`] if the latch is free at once.
-    fn try_write_data(&self) -> Option<RwLockWriteGuard<'_, FrameData>> {
-        let mut w = self.data.try_write()?;
-        w.version = w.version.wrapping_add(1);
-        Some(w)
-    }
-}
-
-/// Most pages [`BufferPool::flush_all_in_runs`] writes in one request (1 MiB).
-pub const FLUSH_RUN_PAGES: usize = 128;
-
-/// Neighbouring dirty pages of one file gathered for one write.
-struct Run {
-    buf: AlignedBuf,
-    /// The file and first page, once the run has one.
-    first: Option<Key>,
-    /// The frames of the pages in the run, in order.
-    frames: Vec<usize>,
-    /// The newest change in the run.
-    lsn: u64,
-}
-
-impl Run {
-    /// Appends a copy of a frame's page, sealed as a write-back seals it.
-    fn add(&mut self, idx: usize, page: &[u8]) {
-        let n = self.frames.len();
-        let dst = &mut self.buf[n * PAGE_SIZE..(n + 1) * PAGE_SIZE];
-        dst.copy_from_slice(page);
-        self.lsn = self.lsn.max(page::lsn_of(dst));
-        page::strip_cache(dst);
-        page::seal(dst);
-        self.frames.push(idx);
-    }
-}
-
-mod page_table;
-use page_table::PageTable;
-
-struct Table {
-    map: PageTable,
-    /// Page each frame is assigned to (mirrors `map`), for eviction and for
-    /// walking every resident page (flushes, discards), which `map` cannot list.
-    owner: Vec<Option<Key>>,
-    hand: usize,
-    /// Frames that hold no page (a stale entry, a frame taken since, is
-    /// skipped): a miss takes one of these before it evicts anything.
-    free: Vec<usize>,
-    /// The state of the generator that draws eviction candidates (xorshift).
-    draw: u64,
-    /// Evictions since the counts were last halved.
-    since_aging: usize,
-    /// Pins that found their page resident, pins that read it, and pages
-    /// evicted: counted under the lock every pin takes anyway, so a pin pays
-    /// no atomic operation of its own for them (the misses are also the
-    /// clock of `Frame::loaded`).
-    hits: u64,
-    misses: u64,
-    evictions: u64,
-}
-
-impl Table {
-    /// Every resident page and its frame.
-    fn resident(&self) -> impl Iterator<Item = (Key, usize)> + '_ {
-        self.owner
-            .iter()
-            .enumerate()
-            .filter_map(|(i, k)| k.map(|k| (k, i)))
-    }
-}
+use super::frame::{AGING_TURNS, Captured, Frame, FrameBytes, FrameData, Key, SAMPLES, Table};
+use super::page_table::PageTable;
 
 /// Counters of the pool (cumulative).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -232,31 +37,31 @@ impl std::ops::Sub for PoolCounters {
 }
 
 pub struct BufferPool {
-    device: Arc<dyn Device>,
-    frames: Vec<Frame>,
-    table: Mutex<Table>,
-    writebacks: AtomicU64,
+    pub(super) device: Arc<dyn Device>,
+    pub(super) frames: Vec<Frame>,
+    pub(super) table: Mutex<Table>,
+    pub(super) writebacks: AtomicU64,
     /// The buffer [`BufferPool::prefetch`] reads into, kept between calls: in a
     /// profile of an ordered Smooth Scan (10M rows, 20%) allocating and zeroing
     /// a fresh aligned buffer per index read-ahead was 13% of the CPU.
-    prefetch_buf: Mutex<Option<AlignedBuf>>,
+    pub(super) prefetch_buf: Mutex<Option<AlignedBuf>>,
     /// Pages changed by the running write transaction, with their images before
     /// its first change (`None`: a page it created); `None` when no transaction
     /// runs. Such pages stay pinned until it ends, so none reaches the device
     /// before it commits.
-    capture: Mutex<Option<Captured>>,
+    pub(super) capture: Mutex<Option<Captured>>,
     /// Whether `capture` is on (read without its lock on every page read).
-    capturing: AtomicBool,
+    pub(super) capturing: AtomicBool,
     /// Set while the transaction's own session queries (`set_own_reads`).
-    own_reads: AtomicBool,
+    pub(super) own_reads: AtomicBool,
     /// Captured pages whose committed image a flush already wrote.
-    written_before: Mutex<std::collections::HashSet<Key>>,
+    pub(super) written_before: Mutex<std::collections::HashSet<Key>>,
     /// The write-ahead log, which must be durable up to a page's LSN before the
     /// page is written back.
-    log: std::sync::OnceLock<Arc<dyn LogGate>>,
+    pub(super) log: std::sync::OnceLock<Arc<dyn LogGate>>,
     /// The frames' memory, one mapping for all of them. Declared last so that it
     /// is dropped after the frames that point into it.
-    _region: AlignedBuf,
+    pub(super) _region: AlignedBuf,
 }
 
 thread_local! {
@@ -264,7 +69,7 @@ thread_local! {
     static WRITER: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-fn is_writer() -> bool {
+pub(super) fn is_writer() -> bool {
     WRITER.with(|w| w.get() > 0)
 }
 
@@ -301,11 +106,11 @@ pub struct Changed {
 /// A pinned page, shared — or, for a reader while a write transaction runs,
 /// a copy of the page as it was committed (see [`BufferPool::begin_capture`]).
 pub struct PageRef<'a> {
-    held: Held<'a>,
-    page_no: u64,
+    pub(super) held: Held<'a>,
+    pub(super) page_no: u64,
 }
 
-enum Held<'a> {
+pub(super) enum Held<'a> {
     Frame {
         frame: &'a Frame,
         guard: RwLockReadGuard<'a, FrameData>,
@@ -315,9 +120,9 @@ enum Held<'a> {
 
 /// A pinned page, exclusive; the page is marked dirty.
 pub struct PageMutRef<'a> {
-    frame: &'a Frame,
-    guard: RwLockWriteGuard<'a, FrameData>,
-    page_no: u64,
+    pub(super) frame: &'a Frame,
+    pub(super) guard: RwLockWriteGuard<'a, FrameData>,
+    pub(super) page_no: u64,
 }
 
 /// A pinned B+-tree leaf, exclusive, for a write of its index cache
@@ -325,13 +130,13 @@ pub struct PageMutRef<'a> {
 /// cache's bytes (the leaf's free region and cache stamp) may be changed
 /// through it; the pool strips them from every copy of the page it writes.
 pub struct CacheWriteRef<'a> {
-    frame: &'a Frame,
-    guard: RwLockWriteGuard<'a, FrameData>,
-    page_no: u64,
+    pub(super) frame: &'a Frame,
+    pub(super) guard: RwLockWriteGuard<'a, FrameData>,
+    pub(super) page_no: u64,
     /// Whether this holds a pin of the frame (given back on drop). One taken
     /// through [`BufferPool::try_cache_write_in`] holds none: its exclusive
     /// latch alone keeps the frame's page in place while it lives.
-    pinned: bool,
+    pub(super) pinned: bool,
 }
 
 impl CacheWriteRef<'_> {
@@ -418,7 +223,7 @@ impl Drop for PageMutRef<'_> {
 
 /// How a page is brought into its frame on a miss.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Fill<'a> {
+pub(super) enum Fill<'a> {
     /// Read it from the device and verify it.
     Read,
     /// A brand-new page: zero the frame, do not read.
@@ -554,7 +359,7 @@ impl BufferPool {
 
     /// The committed image of a page the running transaction changed, for a
     /// reader outside it (`None` for the writer, or a page it did not change).
-    fn committed_image(&self, file: FileId, page: u64) -> Option<Box<[u8]>> {
+    pub(super) fn committed_image(&self, file: FileId, page: u64) -> Option<Box<[u8]>> {
         if !self.reads_committed() {
             return None;
         }
@@ -669,7 +474,7 @@ impl BufferPool {
 
     /// Whether the running write transaction changed the page `key` (its
     /// frame holds uncommitted bytes; readers get its committed image).
-    fn changed_by_transaction(&self, key: &Key) -> bool {
+    pub(super) fn changed_by_transaction(&self, key: &Key) -> bool {
         self.in_transaction()
             && self
                 .capture
@@ -720,7 +525,7 @@ impl BufferPool {
         Ok(g)
     }
 
-    fn pin_mut(
+    pub(super) fn pin_mut(
         &self,
         file: FileId,
         page: u64,
@@ -749,7 +554,7 @@ impl BufferPool {
     /// the frame's lock, or keeps the write guard `loaded` when this call
     /// loaded the page. A frame that does not hold the page once locked (its
     /// loader failed, and reported it) is unpinned, and the page pinned again.
-    fn pin_locked<'a, G: Deref<Target = FrameData>>(
+    pub(super) fn pin_locked<'a, G: Deref<Target = FrameData>>(
         &'a self,
         file: FileId,
         page: u64,
@@ -772,7 +577,7 @@ impl BufferPool {
     /// Finds or loads the frame for a page and pins it. When this call loaded the
     /// page it returns the frame's write guard, still held, so nobody sees the
     /// frame before it is filled.
-    fn pin(
+    pub(super) fn pin(
         &self,
         file: FileId,
         page: u64,
@@ -881,7 +686,7 @@ impl BufferPool {
 
     /// Verifies a page read from the device; a failure names the segment file and
     /// where in it the page is.
-    fn verify(&self, file: FileId, page_no: u64, buf: &[u8]) -> Result<()> {
+    pub(super) fn verify(&self, file: FileId, page_no: u64, buf: &[u8]) -> Result<()> {
         page::verify(buf, page_no, &self.device.path(file)).map_err(|e| match e {
             StorageError::CorruptPage { page, reason, .. } => {
                 let (path, local) = self.device.locate(file, page);
@@ -913,7 +718,7 @@ impl BufferPool {
     /// 1.45x, this 1.09x and 1.13x. Aging halves every count after
     /// [`AGING_TURNS`] frames' worth of evictions, so a page that stops being
     /// wanted loses its place within a few of those.
-    fn find_victim(&self, t: &mut Table, now: u32) -> Result<usize> {
+    pub(super) fn find_victim(&self, t: &mut Table, now: u32) -> Result<usize> {
         let n = self.frames.len();
         while let Some(idx) = t.free.pop() {
             if t.owner[idx].is_none() && self.frames[idx].pins.load(Ordering::Acquire) == 0 {
@@ -965,7 +770,7 @@ impl BufferPool {
     /// Writes a page to the device: after the log is durable up to its LSN,
     /// stripped of any index cache and sealed — in `buf` itself, so a caller
     /// that keeps the page passes a copy when it has a cache.
-    fn write_back(&self, key: Key, buf: &mut [u8]) -> Result<()> {
+    pub(super) fn write_back(&self, key: Key, buf: &mut [u8]) -> Result<()> {
         let lsn = page::lsn_of(buf);
         if lsn != 0
             && let Some(log) = self.log.get()
@@ -976,404 +781,6 @@ impl BufferPool {
         page::seal(buf);
         self.device.write(key.0, key.1, buf)?;
         self.writebacks.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Connects the write-ahead log (once).
-    pub fn set_log(&self, log: Arc<dyn LogGate>) {
-        let _ = self.log.set(log);
-    }
-
-    /// Starts recording the pages changed from now on (a write transaction).
-    pub fn begin_capture(&self) {
-        self.written_before.lock().clear();
-        *self.capture.lock() = Some(HashMap::new());
-        self.capturing.store(true, Ordering::Release);
-    }
-
-    /// Stops recording and returns the changed pages in (file, page) order. They
-    /// stay pinned until [`BufferPool::release`].
-    pub fn end_capture(&self) -> Vec<Changed> {
-        let taken = {
-            let mut c = self.capture.lock();
-            self.capturing.store(false, Ordering::Release);
-            c.take()
-        };
-        let mut v: Vec<Changed> = taken
-            .unwrap_or_default()
-            .into_iter()
-            .map(|((file, page), before)| Changed { file, page, before })
-            .collect();
-        v.sort_by_key(|c| (c.file, c.page));
-        v
-    }
-
-    /// The pages the running transaction changed so far, in order.
-    pub fn captured_keys(&self) -> Vec<(FileId, u64)> {
-        let mut v: Vec<Key> = self
-            .capture
-            .lock()
-            .as_ref()
-            .map(|c| c.keys().copied().collect())
-            .unwrap_or_default();
-        v.sort();
-        v
-    }
-
-    /// The files the running transaction changed so far.
-    pub fn captured_files(&self) -> std::collections::BTreeSet<FileId> {
-        self.capture
-            .lock()
-            .as_ref()
-            .map(|c| c.keys().map(|k| k.0).collect())
-            .unwrap_or_default()
-    }
-
-    /// Drops the pin a transaction held on a page it changed.
-    pub fn release(&self, file: FileId, page: u64) {
-        let t = self.table.lock();
-        if let Some(idx) = t.map.get(&(file, page)) {
-            self.frames[idx].pins.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-
-    /// Drops the transaction's pin on a page it created and the page, without
-    /// writing it back (the transaction aborted).
-    pub fn forget_changed(&self, file: FileId, page: u64) {
-        let mut t = self.table.lock();
-        if let Some(idx) = t.map.get(&(file, page)) {
-            let frame = &self.frames[idx];
-            if frame.pins.fetch_sub(1, Ordering::AcqRel) == 1 {
-                let mut w = frame.write_data();
-                w.tag = None;
-                frame.dirty.store(false, Ordering::Release);
-                t.map.remove(&(file, page));
-                t.owner[idx] = None;
-                t.free.push(idx);
-            }
-        }
-    }
-
-    /// Reads pages `first..first + n` of `file` that are not in the pool in one
-    /// request and puts them in frames (read-ahead for a sequential walk, such as
-    /// a B+-tree's leaf level). Pages already cached are left as they are.
-    /// [`BufferPool::prefetch`] of the pages from the first to the last of
-    /// `first..first + n` that the pool does not hold: a run whose first
-    /// pages were read by the run before it starts after them (on a disk, a
-    /// read that went back would be a seek).
-    pub fn prefetch_missing(&self, file: FileId, first: u64, n: usize) -> Result<()> {
-        let (lo, hi) = {
-            let t = self.table.lock();
-            let missing = |p: &u64| !t.map.contains_key(&(file, *p));
-            let end = first + n as u64;
-            match (first..end).find(missing) {
-                Some(lo) => (lo, (lo..end).rev().find(missing).unwrap_or(lo)),
-                None => return Ok(()),
-            }
-        };
-        self.prefetch(file, lo, (hi - lo + 1) as usize)
-    }
-
-    pub fn prefetch(&self, file: FileId, first: u64, n: usize) -> Result<()> {
-        let missing = {
-            let t = self.table.lock();
-            (first..first + n as u64).any(|p| !t.map.contains_key(&(file, p)))
-        };
-        if !missing || n == 0 {
-            return Ok(());
-        }
-        // Pages the pool created but has not written yet are not on the device.
-        let on_device = self.device.num_pages(file)?;
-        if first >= on_device {
-            return Ok(());
-        }
-        let n = n.min((on_device - first) as usize);
-        let seen = self.writebacks.load(Ordering::Acquire);
-        // Concurrent prefetches each take the kept buffer or make their own;
-        // the larger one is kept.
-        let mut run = match self.prefetch_buf.lock().take() {
-            Some(b) if b.pages() >= n => b,
-            _ => AlignedBuf::new(n),
-        };
-        let result = self
-            .device
-            .read(file, first, &mut run[..n * PAGE_SIZE])
-            .and_then(|()| {
-                for i in 0..n {
-                    let (idx, guard) =
-                        self.pin(file, first + i as u64, Fill::Copy(run.page(i), seen), &[])?;
-                    drop(guard);
-                    self.frames[idx].pins.fetch_sub(1, Ordering::Release);
-                }
-                Ok(())
-            });
-        let mut kept = self.prefetch_buf.lock();
-        if kept.as_ref().is_none_or(|k| k.pages() < run.pages()) {
-            *kept = Some(run);
-        }
-        result
-    }
-
-    /// Writes back every dirty page of `file` (in page order, coalescing nothing:
-    /// the device sees one request a page). Pages stay cached.
-    pub fn flush_file(&self, file: FileId) -> Result<()> {
-        self.flush_where(|k| k.0 == file)
-    }
-
-    /// Writes back every dirty page.
-    pub fn flush_all(&self) -> Result<()> {
-        self.flush_where(|_| true)
-    }
-
-    /// Writes back every dirty page as [`BufferPool::flush_all`] does, but
-    /// neighbouring pages of a file together, up to [`FLUSH_RUN_PAGES`] in one
-    /// request: a checkpoint after a bulk insert writes thousands of new pages,
-    /// and one request per page made it many times slower than the log write
-    /// that preceded it. Pages are copied into the run under their frame's
-    /// lock and marked clean once the run is on the device, so the caller
-    /// must keep every page from changing meanwhile — the database's
-    /// checkpoint holds the writer lock, and no write transaction is open.
-    /// With one open (pages captured), this is [`BufferPool::flush_all`].
-    pub fn flush_all_in_runs(&self) -> Result<()> {
-        if self.capturing.load(Ordering::Acquire) {
-            return self.flush_all();
-        }
-        let mut pages: Vec<(Key, usize)> = {
-            let t = self.table.lock();
-            t.resident().collect()
-        };
-        pages.sort();
-        let mut run = Run {
-            buf: AlignedBuf::new(FLUSH_RUN_PAGES),
-            first: None,
-            frames: Vec::with_capacity(FLUSH_RUN_PAGES),
-            lsn: 0,
-        };
-        for (key, idx) in pages {
-            let frame = &self.frames[idx];
-            if !frame.dirty.load(Ordering::Acquire) {
-                continue;
-            }
-            let r = frame.data.read();
-            if r.tag != Some(key) {
-                continue;
-            }
-            let n = run.frames.len();
-            let next = run.first.map(|(f, p)| (f, p + n as u64));
-            if next != Some(key) || n == FLUSH_RUN_PAGES {
-                drop(r);
-                self.write_run(&mut run)?;
-                run.first = Some(key);
-                let r = frame.data.read();
-                if r.tag != Some(key) || !frame.dirty.load(Ordering::Acquire) {
-                    run.first = None;
-                    continue;
-                }
-                run.add(idx, &r.buf);
-            } else {
-                run.add(idx, &r.buf);
-            }
-        }
-        self.write_run(&mut run)
-    }
-
-    /// Writes `run` (after the log is durable up to its newest change) and
-    /// marks its frames clean if they still hold its pages; empties it.
-    fn write_run(&self, run: &mut Run) -> Result<()> {
-        let n = run.frames.len();
-        let Some((file, first)) = run.first else {
-            return Ok(());
-        };
-        if n == 0 {
-            return Ok(());
-        }
-        if run.lsn != 0
-            && let Some(log) = self.log.get()
-        {
-            log.flush_to(run.lsn + 1)?;
-        }
-        self.device.write(file, first, &run.buf[..n * PAGE_SIZE])?;
-        self.writebacks.fetch_add(n as u64, Ordering::Relaxed);
-        for (i, &idx) in run.frames.iter().enumerate() {
-            let frame = &self.frames[idx];
-            let r = frame.data.read();
-            if r.tag == Some((file, first + i as u64)) {
-                frame.dirty.store(false, Ordering::Release);
-            }
-        }
-        run.frames.clear();
-        run.first = None;
-        run.lsn = 0;
-        Ok(())
-    }
-
-    /// Writes back the dirty pages `want` picks. A page a running write
-    /// transaction changed goes to the device as it was committed (its image
-    /// from before the transaction; a page the transaction created, empty), so
-    /// no uncommitted change reaches the device and the device still has every
-    /// page a scan may read (scans overlay the changed pages from the pool).
-    fn flush_where(&self, want: impl Fn(&Key) -> bool) -> Result<()> {
-        let mut pages: Vec<(Key, usize)> = {
-            let t = self.table.lock();
-            t.resident().filter(|(k, _)| want(k)).collect()
-        };
-        pages.sort();
-        for (key, idx) in pages {
-            let frame = &self.frames[idx];
-            if !frame.dirty.load(Ordering::Acquire) {
-                continue;
-            }
-            let mut w = frame.write_data();
-            if w.tag != Some(key) {
-                continue;
-            }
-            // Under the frame's lock: a transaction captures a page under it
-            // before changing it, so this cannot miss one.
-            // Whether the running transaction changed the page (and whether it
-            // created it), without copying its image yet.
-            let held = self
-                .capture
-                .lock()
-                .as_ref()
-                .and_then(|c| c.get(&key).map(|b| b.is_some()));
-            if let Some(existed) = held {
-                if self.written_before.lock().insert(key) {
-                    let before = existed.then(|| self.before_image(key.0, key.1)).flatten();
-                    let mut image = match before {
-                        Some(b) => b.to_vec(),
-                        None => {
-                            let kind = page::PageView::new(&w.buf)
-                                .kind()
-                                .unwrap_or(page::PageKind::Heap);
-                            let mut b = vec![0u8; PAGE_SIZE];
-                            page::PageMut::init(&mut b, kind, key.1);
-                            b
-                        }
-                    };
-                    self.write_back(key, &mut image)?;
-                }
-                continue;
-            }
-            // Clean only once written: another flush that finds the page dirty
-            // waits for this one on the frame's lock instead of skipping it and
-            // reading the device before the page is there.
-            if frame.dirty.load(Ordering::Acquire) {
-                if page::cache_stamp(&w.buf) != 0 {
-                    // The page stays: its cache stays too, the device gets a
-                    // copy without it.
-                    self.write_back(key, &mut w.buf.to_vec())?;
-                } else {
-                    self.write_back(key, &mut w.buf)?;
-                }
-                frame.dirty.store(false, Ordering::Release);
-            }
-        }
-        Ok(())
-    }
-
-    /// Drops every cached page of `file` without writing it back (the file is being
-    /// deleted or truncated). Fails if a page of it is pinned.
-    pub fn discard_file(&self, file: FileId) -> Result<()> {
-        let mut t = self.table.lock();
-        let keys: Vec<(Key, usize)> = t.resident().filter(|(k, _)| k.0 == file).collect();
-        for (key, idx) in keys {
-            let frame = &self.frames[idx];
-            if frame.pins.load(Ordering::Acquire) != 0 {
-                return Err(StorageError::PagePinned {
-                    path: self.device.path(file),
-                    page: key.1,
-                });
-            }
-            let mut w = frame.write_data();
-            w.tag = None;
-            frame.dirty.store(false, Ordering::Release);
-            t.map.remove(&key);
-            t.owner[idx] = None;
-            t.free.push(idx);
-        }
-        t.map.forget_file(file);
-        Ok(())
-    }
-
-    /// Drops pages `from..` of `file` from the pool (after the file was truncated).
-    pub fn discard_from(&self, file: FileId, from: u64) {
-        let mut t = self.table.lock();
-        let keys: Vec<(Key, usize)> = t
-            .resident()
-            .filter(|(k, _)| k.0 == file && k.1 >= from)
-            .collect();
-        for (key, idx) in keys {
-            let frame = &self.frames[idx];
-            if frame.pins.load(Ordering::Acquire) == 0 {
-                let mut w = frame.write_data();
-                w.tag = None;
-                frame.dirty.store(false, Ordering::Release);
-                t.map.remove(&key);
-                t.owner[idx] = None;
-                t.free.push(idx);
-            }
-        }
-    }
-
-    /// Reads `buf.pages()` contiguous pages of `file` starting at `first` in one
-    /// device request into `buf`, bypassing the frames: pages that are dirty in the
-    /// pool are copied over what the device returned. Every page read from the
-    /// device is verified.
-    pub fn read_run(&self, file: FileId, first: u64, buf: &mut AlignedBuf) -> Result<()> {
-        self.device.read(file, first, buf)?;
-        self.finish_run(file, first, buf)
-    }
-
-    /// Like [`BufferPool::read_run`] for several runs at once, all in flight
-    /// together where the device can (sort scans, SIDX).
-    pub fn read_runs(&self, file: FileId, runs: &mut [(u64, &mut AlignedBuf)]) -> Result<()> {
-        {
-            let mut reqs: Vec<ReadRequest<'_>> = runs
-                .iter_mut()
-                .map(|(first, buf)| ReadRequest {
-                    file,
-                    first_page: *first,
-                    buf: &mut buf[..],
-                })
-                .collect();
-            self.device.read_many(&mut reqs)?;
-        }
-        for (first, buf) in runs.iter_mut() {
-            self.finish_run(file, *first, buf)?;
-        }
-        Ok(())
-    }
-
-    /// Completes a run read straight from the device into `buf` (whole pages,
-    /// starting at page `first`): pages in the pool replace what the device
-    /// returned (a dirty one is newer; a clean one may have been written back
-    /// while the run was in flight, after the device returned the older copy),
-    /// every other page is verified. A page a running write transaction
-    /// changed comes as it was committed, unless this thread is the
-    /// transaction's. Scans that read ahead on another thread call this on the
-    /// consuming side, so verification overlaps I/O.
-    pub fn finish_run(&self, file: FileId, first: u64, buf: &mut [u8]) -> Result<()> {
-        let n = (buf.len() / PAGE_SIZE) as u64;
-        let dirty: Vec<(u64, usize)> = {
-            let t = self.table.lock();
-            (first..first + n)
-                .filter_map(|p| t.map.get(&(file, p)).map(|i| (p, i)))
-                .collect()
-        };
-        for (i, page) in buf.chunks_exact_mut(PAGE_SIZE).enumerate() {
-            let page_no = first + i as u64;
-            if let Some(&(_, idx)) = dirty.iter().find(|(p, _)| *p == page_no) {
-                let g = self.frames[idx].data.read();
-                if g.tag == Some((file, page_no)) {
-                    match self.committed_image(file, page_no) {
-                        Some(before) => page.copy_from_slice(&before),
-                        None => page.copy_from_slice(&g.buf),
-                    }
-                    continue;
-                }
-            }
-            self.verify(file, page_no, page)?;
-        }
         Ok(())
     }
 }
