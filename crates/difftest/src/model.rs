@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-/// A column type strata stores (crates/storage/src/types.rs): INT32, INT64,
+/// A column type strata stores (crates/storage/src/row/value.rs): INT32, INT64,
 /// FLOAT64, DECIMAL(p ≤ 18, s), DATE, CHAR(n), VARCHAR(n), BOOL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ty {

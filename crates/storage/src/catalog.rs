@@ -53,7 +53,7 @@ pub struct TableDef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<serde_json::Value>,
     /// First heap page of the hot region: where `strata cluster --hot` put the
-    /// hot tuples (No Bits Left Behind §3.1, `hot.rs`); absent: never clustered.
+    /// hot tuples (No Bits Left Behind §3.1, `maintenance/cluster.rs`); absent: never clustered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hot_region: Option<u64>,
     /// Each column's physical encoding (types as hints, `encoding.rs`);
@@ -103,10 +103,10 @@ pub struct IndexDef {
     pub leaf_fill: f64,
     pub entries: u64,
     /// Columns cached in the leaves' free space (No Bits Left Behind §2.1,
-    /// `cached_fields.rs`); absent in catalogs written before: none.
+    /// `btree/cache/fields.rs`); absent in catalogs written before: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cache: Vec<String>,
-    /// The hot partition's own index over the same columns (`hot.rs`), if
+    /// The hot partition's own index over the same columns (`maintenance/cluster.rs`), if
     /// `strata cluster --hot --partition` made one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hot: Option<HotDef>,

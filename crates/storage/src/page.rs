@@ -74,7 +74,7 @@ pub fn set_lsn_csn(page: &mut [u8], lsn: u64, csn: u64) {
 /// Where a B+-tree leaf keeps the stamp (cache sequence number) of the index
 /// cache in its free region: the last 4 bytes of the special area (leaves use
 /// the first 8 for their sibling links). 0 = no cache. See
-/// `btree/leaf_cache.rs`; the stamp and the cache bytes live only in memory:
+/// `btree/cache/leaf.rs`; the stamp and the cache bytes live only in memory:
 /// [`strip_cache`] takes them out of every copy of a page that goes to the
 /// device or the log.
 const CACHE_STAMP_AT: usize = 28;

@@ -1,4 +1,4 @@
-//! Hot/cold clustering and the hot partition (`hot.rs`), checked against a
+//! Hot/cold clustering and the hot partition (`maintenance/cluster.rs`, the lookup in `db/table.rs`), checked against a
 //! model of the rows: every row stays findable through every path, the hot
 //! tuples end up together, the partition answers exactly what the full index
 //! does, row changes keep it so, tuples that cool move back, and a crash in

@@ -31,8 +31,8 @@
 //! tuples in that gap; [`BTree::leaf_free_region`] tells where it is.
 //!
 //! # Index caches
-//! No Bits Left Behind §2.1: `leaf_cache.rs` is the cache store on one leaf's
-//! free region, `cache.rs` the tree's API over it ([`BTree::lookup_cached`],
+//! No Bits Left Behind §2.1: `cache/leaf.rs` (and `cache/leaf_write.rs`) is the cache store on one leaf's
+//! free region, `cache/protocol.rs` the tree's API over it ([`BTree::lookup_cached`],
 //! [`BTree::fill_cache`]) with its CSN and latching rules. Deletes invalidate
 //! the cache (tuple ids are reused); see `docs/architecture.md`.
 //!

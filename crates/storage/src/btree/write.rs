@@ -230,7 +230,7 @@ impl BTree {
         drop(g);
         // The tid may be reused: nothing cached for it may be served again,
         // nor a value read before the delete filled after it (a predicate in
-        // the index cache's log, see `cache.rs`).
+        // the index cache's log, see `cache/protocol.rs`).
         self.log_cache_update(&[tid]);
         Ok(true)
     }

@@ -12,7 +12,7 @@
 //!   zero, so pages wanted once (a scan's, a cold key's) leave first; a page
 //!   read ahead is passed over until its reader has pinned it.
 //! * B+-tree leaves carry an index cache in their free space (No Bits Left
-//!   Behind §2.1, `btree/leaf_cache.rs`). [`BufferPool::try_cache_write`] lets a
+//!   Behind §2.1, `btree/cache/leaf.rs`). [`BufferPool::try_cache_write`] lets a
 //!   reader write it without marking the page dirty, and without waiting: it
 //!   gives up when the frame is latched. Cache bytes are memory-only: every
 //!   leaf is stripped of them ([`page::strip_cache`]) in the copy that goes to

@@ -409,7 +409,7 @@ impl Database {
     /// catalog keeps them (the commit point, as for other DDL); the open tree
     /// takes the new cache layout at once, which invalidates everything
     /// cached. An error names the table, index or column that is wrong, or
-    /// the column that makes the items too wide (see `cached_fields.rs`).
+    /// the column that makes the items too wide (see `btree/cache/fields.rs`).
     /// (`strata index cache` calls it; SQL's `CREATE INDEX ... WITH (cache =
     /// ...)` declares them at creation through [`IndexSpec::cache`].)
     pub fn set_index_cache(&self, table: &str, index: &str, columns: &[&str]) -> Result<()> {

@@ -1,6 +1,6 @@
 //! Sampled per-tuple access counts (No Bits Left Behind §3.1): which tuples
 //! lookups touch, kept cheaply enough to run all the time, so that
-//! `strata cluster TABLE --hot` can gather the hot ones (`hot.rs`).
+//! `strata cluster TABLE --hot` can gather the hot ones (`maintenance/cluster.rs`).
 //!
 //! Every index lookup of a tuple (an index scan's heap fetch, a point lookup)
 //! calls [`AccessCounts::record`]. One call in [`AccessCounts::every`] per

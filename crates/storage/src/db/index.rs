@@ -31,7 +31,7 @@ pub struct CachedLookups {
     pub refused: u64,
     /// Entries read from the heap by the plain path, the cache untouched,
     /// because the index's governor found that the cache does not pay
-    /// ([`Table::lookup_cached_auto`], `cache_governor.rs`).
+    /// ([`Table::lookup_cached_auto`], `btree/cache/governor.rs`).
     pub plain: u64,
 }
 
@@ -48,7 +48,7 @@ pub struct Index {
     /// whose rows it deleted: its commit appends predicates on them to the
     /// tree's log (No Bits Left Behind §2.1.2) around the publish.
     pub(super) pending: Mutex<Vec<Tid>>,
-    /// The hot partition's index (`hot.rs`), if there is one.
+    /// The hot partition's index (`maintenance/cluster.rs`), if there is one.
     pub(super) hot: parking_lot::RwLock<Option<Arc<super::index::HotPartition>>>,
     /// Whether lookups through [`Table::lookup_cached_auto`] use the cache.
     pub governor: CacheGovernor,

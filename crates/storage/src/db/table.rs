@@ -703,7 +703,7 @@ impl Table {
     }
 
     /// What [`lookup_cached`](Self::lookup_cached) gives, answered the way the
-    /// index's governor finds cheaper (`cache_governor.rs`): through the cache,
+    /// index's governor finds cheaper (`btree/cache/governor.rs`): through the cache,
     /// or by the plain path (the index's entries, then each one's heap tuple;
     /// the cache neither read nor filled, counted in `counts.plain`). The
     /// answer is the same either way.

@@ -362,7 +362,7 @@ thread_local! {
 /// (a modeled device charges its time without sleeping it, unless its
 /// profile's wait scale says so), in ns since the thread started. What an
 /// operation on this thread really cost on a modeled device is its wall time
-/// plus the growth of this (`cache_governor.rs` times lookups so).
+/// plus the growth of this (`btree/cache/governor.rs` times lookups so).
 pub fn thread_unwaited_ns() -> u64 {
     UNWAITED_NS.with(|c| c.get())
 }

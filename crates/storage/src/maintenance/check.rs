@@ -132,7 +132,7 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
         }
         if let Some(hot) = idx.hot() {
             // The hot partition holds, for each key it has, exactly the
-            // entries the full index has for it (`hot.rs`).
+            // entries the full index has for it (`cluster.rs`).
             hot.btree.check()?;
             let mut last: Option<Vec<u8>> = None;
             for leaf in hot.btree.leaves()? {

@@ -36,7 +36,7 @@
 //! synced before the catalog names it (its commit point).
 //!
 //! The partition's invariant: a key the hot index holds, it holds with every
-//! entry the full index has for it. Row changes keep it (`db.rs`): an insert
+//! entry the full index has for it. Row changes keep it (`db/table.rs`, `db/index.rs`): an insert
 //! whose key is hot goes into both; a delete leaves both; a move or update of
 //! a hot tuple keeps its hot entry when its key stays. So a lookup that finds
 //! its key in the hot index has the complete answer.

@@ -31,7 +31,7 @@
 //! good, in one crash-safe rewrite (a new heap and indexes, then the catalog
 //! swap, as a load).
 //!
-//! Row format of an encoded table (see `types.rs` for the plain one): the null
+//! Row format of an encoded table (see `layout.rs` for the plain one): the null
 //! bitmap, then each non-NULL column in its encoding, then the escaped values
 //! in plain encoding, in column order. Columns whose encoded width is fixed keep
 //! fixed offsets, so predicates on plain columns still read in place.
@@ -49,7 +49,7 @@ use crate::page::MAX_TUPLE;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Encoding {
-    /// As declared (`types.rs`).
+    /// As declared (`layout.rs`).
     Plain,
     /// `value - base` as an unsigned `width`-byte integer; the all-ones code
     /// escapes a value outside the frame.

@@ -3,7 +3,7 @@
 //!
 //! Everything here works on the bytes of one leaf page and knows nothing of the
 //! tree, the buffer pool or the log; [`super::BTree`] calls it under the right
-//! latches (see `cache.rs` beside this file).
+//! latches (see `protocol.rs` beside this file).
 //!
 //! # Where the cache is
 //! A leaf's slot directory grows up from the 48-byte header and its entries grow

@@ -217,7 +217,7 @@ pub fn promote(
 /// Whether the leaf's cache, valid under `csn`, holds an item for any of
 /// `tids` (sorted ascending): a directory probe per tid when there are few,
 /// else one pass over the slots with a binary search per item. The predicate
-/// log's check of a leaf (§2.1.2, `cache.rs`).
+/// log's check of a leaf (§2.1.2, `protocol.rs`).
 pub fn holds_any(page: &[u8], layout: &CacheLayout, csn: u32, tids: &[Tid]) -> bool {
     if tids.is_empty() || !is_valid(page, csn) {
         return false;

@@ -3,7 +3,7 @@
 //! keep every answer current.
 //!
 //! The cache store itself — slots, buckets, S, replacement — is
-//! [`leaf_cache`](super::leaf_cache), on one leaf's bytes. This module decides
+//! [`leaf`](super::leaf), on one leaf's bytes. This module decides
 //! *when* it may be read and written:
 //!
 //! * **What is cached** is the caller's business: an index gets a

@@ -32,7 +32,7 @@ pub(super) static NEXT_SEED: AtomicU64 = AtomicU64::new(0x5EED_CAC4E);
 
 thread_local! {
     /// Each thread's random source for the cache's choices: slots, and the
-    /// governor's way (`cache_governor.rs`).
+    /// governor's way (`governor.rs`).
     static RNG: Cell<u64> = Cell::new(
         NEXT_SEED.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed),
     );

@@ -1,25 +1,6 @@
-//! Heap files: a table's tuples on slotted pages, addressed by [`Tid`] (page, slot).
-//!
-//! * Loads go through [`HeapWriter`], which fills pages in a private aligned buffer
-//!   and writes them to the device in runs (one request per run, not per page),
-//!   always starting on a fresh page after the last committed one. Committed pages
-//!   are therefore never rewritten by a load, which is what makes a load atomic:
-//!   if the process dies before the catalog records the new page count, reopening
-//!   truncates the file back to the committed count.
-//! * Single-tuple changes (insert, update, delete, moving a tuple to another page
-//!   for hot/cold partitioning) go through the buffer pool.
-//! * A per-table fill factor leaves room on every page (loads and inserts stop
-//!   filling a page at `fill_factor * PAGE_SIZE`), as PostgreSQL's heap fillfactor
-//!   does; experiments use it to control tuples per page.
-//! * Scans read runs of contiguous pages with [`BufferPool::read_runs`], several
-//!   runs in flight, into buffers the scan owns.
-//! * Every page that reaches a reader is checked against the table's
-//!   [`TupleShape`] (when the database gave the heap one) on top of the pool's
-//!   checksum and slot checks: once per page where a scan's run comes in, once
-//!   per tuple for a point read. A tuple handed to a reader therefore decodes
-//!   without reading past its end, whatever the file holds.
+//! [`HeapFile`]: one table's heap, its pages through the buffer pool: tuples
+//! read, inserted, updated, deleted and moved, and the fill factor.
 
-use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -27,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 
 use crate::buffer::BufferPool;
-use crate::device::{AlignedBuf, FileId, ReadRequest};
+use crate::device::{AlignedBuf, FileId};
 use crate::error::{Result, StorageError};
 use crate::page::{self, MAX_TUPLE, PAGE_SIZE, PageKind, PageMut, PageView};
 use crate::row::Tid;
@@ -55,24 +36,24 @@ pub fn rows_per_page(row_len: usize, fill_factor: f64) -> usize {
 }
 
 /// Bytes a page may fill under a (clamped) fill factor.
-fn fill_limit_bytes(fill_factor: f64) -> usize {
+pub(super) fn fill_limit_bytes(fill_factor: f64) -> usize {
     (fill_factor * PAGE_SIZE as f64) as usize
 }
 
 pub struct HeapFile {
-    pool: Arc<BufferPool>,
-    file: FileId,
-    table: String,
-    pages: AtomicU64,
+    pub(super) pool: Arc<BufferPool>,
+    pub(super) file: FileId,
+    pub(super) table: String,
+    pub(super) pages: AtomicU64,
     /// Pages as of the last commit: what readers see while a write transaction
     /// adds pages.
-    committed: AtomicU64,
-    fill_factor: f64,
+    pub(super) committed: AtomicU64,
+    pub(super) fill_factor: f64,
     /// Page that single inserts try first.
-    insert_page: Mutex<Option<u64>>,
+    pub(super) insert_page: Mutex<Option<u64>>,
     /// What every tuple must look like ([`HeapFile::set_tuple_shape`]); pages
     /// are only checked for their kind without it.
-    shape: OnceLock<TupleShape>,
+    pub(super) shape: OnceLock<TupleShape>,
 }
 
 impl HeapFile {
@@ -117,7 +98,7 @@ impl HeapFile {
         Ok(Self::with(pool, file, table, committed_pages, fill_factor))
     }
 
-    fn with(
+    pub(super) fn with(
         pool: Arc<BufferPool>,
         file: FileId,
         table: &str,
@@ -148,7 +129,7 @@ impl HeapFile {
         self.shape.get()
     }
 
-    fn corrupt(&self, page: u64, reason: String) -> StorageError {
+    pub(super) fn corrupt(&self, page: u64, reason: String) -> StorageError {
         StorageError::CorruptPage {
             path: self.pool.device().path(self.file),
             page,
@@ -168,7 +149,7 @@ impl HeapFile {
         Ok(())
     }
 
-    fn verify_page(&self, page_no: u64, v: &PageView<'_>) -> Result<()> {
+    pub(super) fn verify_page(&self, page_no: u64, v: &PageView<'_>) -> Result<()> {
         let r = match self.shape.get() {
             Some(shape) => shape.check_page(v),
             None if v.kind() != Some(PageKind::Heap) => Err(format!(
@@ -234,11 +215,11 @@ impl HeapFile {
     }
 
     /// Bytes a page may fill before inserts move on to the next page.
-    fn fill_limit(&self) -> usize {
+    pub(super) fn fill_limit(&self) -> usize {
         fill_limit_bytes(self.fill_factor)
     }
 
-    fn check_size(len: usize) -> Result<()> {
+    pub(super) fn check_size(len: usize) -> Result<()> {
         if len == 0 || len > MAX_TUPLE {
             return Err(StorageError::TupleTooLarge {
                 size: len,
@@ -250,7 +231,7 @@ impl HeapFile {
 
     /// Whether `page` (used bytes `used`) takes a tuple of `len` under the fill factor.
     /// An empty page always takes one tuple, however large.
-    fn accepts(&self, v: &PageView<'_>, len: usize) -> bool {
+    pub(super) fn accepts(&self, v: &PageView<'_>, len: usize) -> bool {
         let used = PAGE_SIZE - v.free_space();
         if v.free_space() >= len + page::SLOT_SIZE
             && (v.n_slots() == 0 || used + len + page::SLOT_SIZE <= self.fill_limit())
@@ -271,11 +252,6 @@ impl HeapFile {
         };
         let need = page::HEADER_SIZE + n * page::SLOT_SIZE + live + len + slot;
         need <= PAGE_SIZE && need <= self.fill_limit()
-    }
-
-    /// A writer that appends tuples on fresh pages after the current end.
-    pub fn writer(self: &Arc<Self>) -> HeapWriter {
-        HeapWriter::new(self.clone())
     }
 
     /// The next single insert starts a fresh page after the end (clustering
@@ -470,7 +446,7 @@ impl HeapFile {
         Ok(p.insert(data).map(|slot| Tid::new(page_no as u32, slot)))
     }
 
-    fn check_page(&self, page_no: u64) -> Result<()> {
+    pub(super) fn check_page(&self, page_no: u64) -> Result<()> {
         let pages = self.num_pages();
         if page_no >= pages {
             return Err(StorageError::PageOutOfRange {
@@ -484,13 +460,17 @@ impl HeapFile {
 
     /// Page `page_no` through the pool, checked to be in the file and a heap
     /// page.
-    fn heap_page(&self, page_no: u64) -> Result<crate::buffer::PageRef<'_>> {
+    pub(super) fn heap_page(&self, page_no: u64) -> Result<crate::buffer::PageRef<'_>> {
         self.heap_page_near(page_no, 0)
     }
 
     /// [`heap_page`](Self::heap_page) for a reader of one slot: its directory
     /// entry starts loading as the page is pinned.
-    fn heap_page_near(&self, page_no: u64, slot: u16) -> Result<crate::buffer::PageRef<'_>> {
+    pub(super) fn heap_page_near(
+        &self,
+        page_no: u64,
+        slot: u16,
+    ) -> Result<crate::buffer::PageRef<'_>> {
         self.check_page(page_no)?;
         let near = crate::page::HEADER_SIZE + slot as usize * crate::page::SLOT_SIZE;
         let g = self.pool.read_near(self.file, page_no, &[near])?;
@@ -525,7 +505,7 @@ impl HeapFile {
         self.with_tuple(tid, |b| b.to_vec())
     }
 
-    fn missing(&self, tid: Tid) -> StorageError {
+    pub(super) fn missing(&self, tid: Tid) -> StorageError {
         StorageError::NoSuchTuple {
             table: self.table.clone(),
             page: tid.page,
@@ -586,434 +566,16 @@ impl HeapFile {
         self.pool.flush_file(self.file)?;
         self.pool.device().sync(self.file)
     }
-
-    /// Visits every page in order, reading runs of `run_pages` pages with up to
-    /// `depth` runs in flight (see [`PageStream`]). `f` returns `Break` to stop
-    /// early.
-    pub fn scan_pages(
-        self: &Arc<Self>,
-        run_pages: usize,
-        depth: usize,
-        mut f: impl FnMut(u64, PageView<'_>) -> Result<ControlFlow<()>>,
-    ) -> Result<()> {
-        let mut stream = self.stream(0, self.num_pages(), run_pages, depth)?;
-        while stream.next_run()? {
-            let (first, bytes) = stream.run();
-            for (i, page) in bytes.chunks_exact(PAGE_SIZE).enumerate() {
-                if f(first + i as u64, PageView::new(page))?.is_break() {
-                    return Ok(());
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// A read-ahead stream over pages `from..to` in runs of `run_pages`, with
-    /// `depth` runs in flight per batch. Pages changed through the pool are written
-    /// back first so the device has them.
-    pub fn stream(
-        self: &Arc<Self>,
-        from: u64,
-        to: u64,
-        run_pages: usize,
-        depth: usize,
-    ) -> Result<PageStream> {
-        let to = to.min(self.num_pages());
-        let span = to.saturating_sub(from) as usize;
-        let runs: &[(u64, usize)] = if span == 0 { &[] } else { &[(from, span)] };
-        self.stream_runs(runs, run_pages, depth, run_pages * depth)
-    }
-
-    /// A read-ahead stream over the given runs of pages (first page, pages), in
-    /// the order given, each split into requests of at most `run_pages`, in
-    /// batches of at most `depth` requests and `batch_pages` pages put in
-    /// flight together. For a scan that reads a set of page ranges (a Smooth
-    /// Scan region with holes) and wants its CPU work to overlap the I/O as a
-    /// full scan's does. The page budget lets one stream read long runs as a
-    /// few large requests and scattered pages as many small ones, with the
-    /// same memory.
-    pub fn stream_runs(
-        self: &Arc<Self>,
-        runs: &[(u64, usize)],
-        run_pages: usize,
-        depth: usize,
-        batch_pages: usize,
-    ) -> Result<PageStream> {
-        self.pool.flush_file(self.file)?;
-        PageStream::start(
-            self.clone(),
-            batches(self.requests(runs, run_pages), depth, batch_pages),
-        )
-    }
-
-    /// The same pages as [`HeapFile::stream_runs`], read by the consumer's own
-    /// thread a batch at a time when it asks for the next run: no reader
-    /// thread to start and hand batches over, which is what a scan of a few
-    /// pages pays most for on a busy machine, at the price of not overlapping
-    /// its work with the reads.
-    pub fn read_runs_inline(
-        self: &Arc<Self>,
-        runs: &[(u64, usize)],
-        run_pages: usize,
-        depth: usize,
-        batch_pages: usize,
-    ) -> Result<PageStream> {
-        self.pool.flush_file(self.file)?;
-        Ok(PageStream::inline(
-            self.clone(),
-            batches(self.requests(runs, run_pages), depth, batch_pages),
-        ))
-    }
-
-    /// Runs cut into requests of at most `run_pages` pages, within the heap.
-    fn requests(&self, runs: &[(u64, usize)], run_pages: usize) -> Vec<(u64, usize)> {
-        let end = self.num_pages();
-        let step = run_pages.max(1) as u64;
-        let mut requests = Vec::new();
-        for &(first, n) in runs {
-            let to = (first + n as u64).min(end);
-            let mut next = first;
-            while next < to {
-                let len = step.min(to - next);
-                requests.push((next, len as usize));
-                next += len;
-            }
-        }
-        requests
-    }
-
-    /// Visits every live tuple in heap order.
-    pub fn scan(self: &Arc<Self>, mut f: impl FnMut(Tid, &[u8]) -> Result<()>) -> Result<()> {
-        self.scan_pages(WRITE_RUN_PAGES, 2, |p, v| {
-            for (slot, t) in v.tuples() {
-                f(Tid::new(p as u32, slot), t)?;
-            }
-            Ok(ControlFlow::Continue(()))
-        })
-    }
-}
-
-/// Requests grouped into the batches a stream puts in flight together: at
-/// most `depth` requests and `batch_pages` pages each (a longer request is a
-/// batch of its own).
-fn batches(
-    requests: Vec<(u64, usize)>,
-    depth: usize,
-    batch_pages: usize,
-) -> Vec<Vec<(u64, usize)>> {
-    let (depth, budget) = (depth.max(1), batch_pages.max(1));
-    let mut out = Vec::new();
-    let mut cur: Vec<(u64, usize)> = Vec::new();
-    let mut pages = 0;
-    for r in requests {
-        if !cur.is_empty() && (cur.len() >= depth || pages + r.1 > budget) {
-            out.push(std::mem::take(&mut cur));
-            pages = 0;
-        }
-        pages += r.1;
-        cur.push(r);
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
-}
-
-/// Reads a batch's requests into consecutive pages of `buf`, all in flight
-/// together.
-fn read_batch(heap: &HeapFile, runs: &[(u64, usize)], buf: &mut AlignedBuf) -> Result<()> {
-    let mut rest: &mut [u8] = &mut buf[..];
-    let mut reqs = Vec::with_capacity(runs.len());
-    for &(first, n) in runs {
-        let (head, tail) = std::mem::take(&mut rest).split_at_mut(n * PAGE_SIZE);
-        reqs.push(ReadRequest {
-            file: heap.file,
-            first_page: first,
-            buf: head,
-        });
-        rest = tail;
-    }
-    heap.pool.device().read_many(&mut reqs)
-}
-
-/// A batch of runs, read into consecutive pages of one buffer.
-struct Batch {
-    runs: Vec<(u64, usize)>,
-    buf: AlignedBuf,
-}
-
-/// Sequential read-ahead over a range of heap pages.
-///
-/// A reader thread keeps the next batch of runs in flight while the consumer
-/// verifies the previous batch and works on its pages (double buffering), so
-/// checksums and predicate evaluation overlap the I/O instead of adding to it.
-/// Dropping the stream stops the reader and waits for it, so the device's
-/// counters are final once the stream is gone.
-pub struct PageStream {
-    heap: Arc<HeapFile>,
-    full_rx: Option<std::sync::mpsc::Receiver<Result<Batch>>>,
-    free_tx: Option<std::sync::mpsc::Sender<AlignedBuf>>,
-    reader: Option<std::thread::JoinHandle<()>>,
-    current: Option<Batch>,
-    /// Index of the current run in `current`, and its first page in the
-    /// batch's buffer.
-    run_idx: usize,
-    run_off: usize,
-    /// Without a reader thread: the batches left, read one at a time by
-    /// `next_run`, and the buffer they go to.
-    inline: Option<Inline>,
-}
-
-struct Inline {
-    batches: std::vec::IntoIter<Vec<(u64, usize)>>,
-    buf: Option<AlignedBuf>,
-    buf_pages: usize,
-}
-
-/// Pages of the largest batch: what each of a stream's buffers holds.
-fn largest(batches: &[Vec<(u64, usize)>]) -> usize {
-    batches
-        .iter()
-        .map(|b| b.iter().map(|r| r.1).sum::<usize>())
-        .max()
-        .unwrap_or(1)
-        .max(1)
-}
-
-impl PageStream {
-    fn start(heap: Arc<HeapFile>, batches: Vec<Vec<(u64, usize)>>) -> Result<PageStream> {
-        let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Batch>>(1);
-        let (free_tx, free_rx) = std::sync::mpsc::channel::<AlignedBuf>();
-        let buf_pages = largest(&batches);
-        for _ in 0..batches.len().clamp(1, 2) {
-            free_tx
-                .send(AlignedBuf::new(buf_pages))
-                .expect("receiver is alive");
-        }
-        let reader_heap = heap.clone();
-        let reader = std::thread::Builder::new()
-            .name("strata-read-ahead".into())
-            .spawn(move || {
-                let heap = reader_heap;
-                for runs in batches {
-                    let Ok(mut buf) = free_rx.recv() else { return };
-                    let result = read_batch(&heap, &runs, &mut buf);
-                    let failed = result.is_err();
-                    if full_tx.send(result.map(|()| Batch { runs, buf })).is_err() || failed {
-                        return;
-                    }
-                }
-            })
-            .map_err(|e| StorageError::io("read-ahead thread", e))?;
-        Ok(PageStream {
-            heap,
-            full_rx: Some(full_rx),
-            free_tx: Some(free_tx),
-            reader: Some(reader),
-            current: None,
-            run_idx: 0,
-            run_off: 0,
-            inline: None,
-        })
-    }
-
-    fn inline(heap: Arc<HeapFile>, batches: Vec<Vec<(u64, usize)>>) -> PageStream {
-        let buf_pages = largest(&batches);
-        PageStream {
-            heap,
-            full_rx: None,
-            free_tx: None,
-            reader: None,
-            current: None,
-            run_idx: 0,
-            run_off: 0,
-            inline: Some(Inline {
-                batches: batches.into_iter(),
-                buf: None,
-                buf_pages,
-            }),
-        }
-    }
-
-    /// Reads the next batch of an inline stream into `current`; `false` when
-    /// no batch is left.
-    fn read_inline(&mut self) -> Result<bool> {
-        let Some(inline) = &mut self.inline else {
-            return Ok(false);
-        };
-        if let Some(done) = self.current.take() {
-            inline.buf = Some(done.buf);
-        }
-        let Some(runs) = inline.batches.next() else {
-            return Ok(false);
-        };
-        let mut buf = inline
-            .buf
-            .take()
-            .unwrap_or_else(|| AlignedBuf::new(inline.buf_pages));
-        read_batch(&self.heap, &runs, &mut buf)?;
-        self.start_batch(Batch { runs, buf })?;
-        Ok(true)
-    }
-
-    /// Makes `batch` current at its first run, verified.
-    fn start_batch(&mut self, mut batch: Batch) -> Result<()> {
-        let (first, n) = batch.runs[0];
-        self.heap
-            .finish_run(first, &mut batch.buf[..n * PAGE_SIZE])?;
-        self.current = Some(batch);
-        self.run_idx = 0;
-        self.run_off = 0;
-        Ok(())
-    }
-
-    /// Moves to the next run and verifies it; `false` at the end.
-    pub fn next_run(&mut self) -> Result<bool> {
-        if let Some(batch) = &mut self.current {
-            if self.run_idx + 1 < batch.runs.len() {
-                self.run_off += batch.runs[self.run_idx].1;
-                self.run_idx += 1;
-                let (first, n) = batch.runs[self.run_idx];
-                let at = self.run_off * PAGE_SIZE;
-                self.heap
-                    .finish_run(first, &mut batch.buf[at..at + n * PAGE_SIZE])?;
-                return Ok(true);
-            }
-            if self.inline.is_some() {
-                return self.read_inline();
-            }
-            let done = self.current.take().expect("checked above");
-            if let Some(tx) = &self.free_tx {
-                // The reader may be finished already; then nobody needs it.
-                let _ = tx.send(done.buf);
-            }
-        }
-        if self.inline.is_some() {
-            return self.read_inline();
-        }
-        let Some(rx) = &self.full_rx else {
-            return Ok(false);
-        };
-        let Ok(batch) = rx.recv() else {
-            self.full_rx = None;
-            return Ok(false);
-        };
-        self.start_batch(batch?)?;
-        Ok(true)
-    }
-
-    /// The current run: its first page number and its verified pages.
-    pub fn run(&self) -> (u64, &[u8]) {
-        let b = self.current.as_ref().expect("next_run returned true");
-        let (first, n) = b.runs[self.run_idx];
-        let at = self.run_off * PAGE_SIZE;
-        (first, &b.buf[at..at + n * PAGE_SIZE])
-    }
-}
-
-impl Drop for PageStream {
-    fn drop(&mut self) {
-        self.full_rx.take();
-        self.free_tx.take();
-        if let Some(r) = self.reader.take() {
-            let _ = r.join();
-        }
-    }
-}
-
-/// Appends tuples on fresh pages after the end of a heap, writing full runs of
-/// pages straight to the device. Call [`HeapWriter::finish`] to write the rest; the
-/// pages only count as committed when the catalog says so.
-pub struct HeapWriter {
-    heap: Arc<HeapFile>,
-    buf: AlignedBuf,
-    /// Page number of the first page in `buf`.
-    first: u64,
-    /// Pages of `buf` in use (the last one is being filled).
-    used: usize,
-}
-
-impl HeapWriter {
-    fn new(heap: Arc<HeapFile>) -> Self {
-        let first = heap.num_pages();
-        let mut w = HeapWriter {
-            heap,
-            buf: AlignedBuf::new(WRITE_RUN_PAGES),
-            first,
-            used: 0,
-        };
-        w.start_page();
-        w
-    }
-
-    fn start_page(&mut self) {
-        let page_no = self.first + self.used as u64;
-        PageMut::init(self.buf.page_mut(self.used), PageKind::Heap, page_no);
-        self.used += 1;
-    }
-
-    /// Appends a tuple and returns where it will live.
-    pub fn append(&mut self, data: &[u8]) -> Result<Tid> {
-        HeapFile::check_size(data.len())?;
-        let cur = self.used - 1;
-        if !self
-            .heap
-            .accepts(&PageView::new(self.buf.page(cur)), data.len())
-        {
-            if self.used == self.buf.pages() {
-                self.write_out(self.used)?;
-            }
-            self.start_page();
-        }
-        let cur = self.used - 1;
-        let page_no = self.first + cur as u64;
-        if page_no > u32::MAX as u64 {
-            return Err(StorageError::Database {
-                path: self.heap.pool.device().path(self.heap.file),
-                reason: "table exceeds 2^32 pages".into(),
-            });
-        }
-        let slot = PageMut::new(self.buf.page_mut(cur))
-            .push(data)
-            .expect("accepts() checked the space");
-        Ok(Tid::new(page_no as u32, slot))
-    }
-
-    /// Writes the first `n` pages of the buffer and starts a new run after them.
-    fn write_out(&mut self, n: usize) -> Result<()> {
-        for i in 0..n {
-            page::seal(self.buf.page_mut(i));
-        }
-        let dev = self.heap.pool.device();
-        dev.write(self.heap.file, self.first, &self.buf[..n * PAGE_SIZE])?;
-        self.first += n as u64;
-        self.heap.pages.store(self.first, Ordering::Release);
-        self.heap.committed.store(self.first, Ordering::Release);
-        self.used = 0;
-        Ok(())
-    }
-
-    /// Writes the partly filled last run. The heap's page count now includes every
-    /// appended page; nothing is durable until [`HeapFile::flush`].
-    pub fn finish(mut self) -> Result<()> {
-        if self.used == 0 {
-            return Ok(());
-        }
-        let last_empty = PageView::new(self.buf.page(self.used - 1)).n_slots() == 0;
-        let n = if last_empty { self.used - 1 } else { self.used };
-        if n > 0 {
-            self.write_out(n)?;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::device::{Device, FileDevice};
+    use crate::heap::stream::{batches, largest};
     use crate::util::proptest_cases;
     use proptest::prelude::*;
+    use std::ops::ControlFlow;
 
     fn setup(dir: &Path, frames: usize) -> Arc<BufferPool> {
         let dev: Arc<dyn Device> = Arc::new(FileDevice::new(false));
