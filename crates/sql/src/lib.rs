@@ -14,6 +14,7 @@ pub mod ddl;
 pub mod depth;
 pub mod direct_dml;
 pub mod dml;
+pub mod equality;
 pub mod error;
 pub mod format;
 pub mod index_join;

@@ -244,6 +244,9 @@ impl Engine {
             // Integer `+ - *` and negation raise "out of range" instead of
             // wrapping (`crate::overflow`), after type coercion.
             .with_analyzer_rule(Arc::new(crate::overflow::CheckedArithmetic))
+            // `-0.0 = 0.0` and `NULL = NULL` as SQL has them where DataFusion
+            // compares otherwise (`crate::equality`).
+            .with_analyzer_rule(Arc::new(crate::equality::SqlEquality))
             .with_query_planner(Arc::new(crate::skipper::SkipperPlanner::new(db.clone())))
             .build();
         let ctx = SessionContext::new_with_state(state);

@@ -53,3 +53,102 @@ fn update_refuses_a_column_set_twice() {
         [["NULL", "1.5"]]
     );
 }
+
+/// A table with both zeros: 0.0 (k = 1, 3) and -0.0 (k = 2), which SQL
+/// calls equal.
+fn zeros() -> (tempfile::TempDir, SqlSession) {
+    let (dir, db) = empty_db();
+    let s = SqlSession::new(Arc::new(db)).unwrap();
+    s.execute("CREATE TABLE z (k INT NOT NULL, d DOUBLE)")
+        .unwrap();
+    s.execute("INSERT INTO z VALUES (1, 0.0), (3, 0.0), (4, 2.5), (5, NULL)")
+        .unwrap();
+    s.execute("INSERT INTO z SELECT 2, -d FROM z WHERE k = 1")
+        .unwrap();
+    assert_eq!(
+        query(&s, "SELECT CAST(d AS VARCHAR) FROM z WHERE k = 2"),
+        [["-0.0"]]
+    );
+    (dir, s)
+}
+
+/// `NULLIF` and `CASE x WHEN` compared the raw bits: `NULLIF(-0.0, 0.0)`
+/// was -0.0 (so `1 / NULLIF(d, 0)` an infinity where SQL gives NULL), and
+/// `CASE d WHEN 0` took the ELSE for -0.0.
+#[test]
+fn nullif_and_case_take_negative_zero_for_zero() {
+    let (_dir, s) = zeros();
+    assert_eq!(
+        query(
+            &s,
+            "SELECT k, 1.0 / NULLIF(d, CAST(0 AS DOUBLE)), \
+             CASE d WHEN CAST(0 AS DOUBLE) THEN 'zero' WHEN 2.5 THEN 'two' ELSE 'else' END \
+             FROM z ORDER BY k"
+        ),
+        [
+            ["1", "NULL", "zero"],
+            ["2", "NULL", "zero"],
+            ["3", "NULL", "zero"],
+            ["4", "0.4", "two"],
+            ["5", "NULL", "else"],
+        ]
+    );
+    // The same through the direct UPDATE path.
+    s.execute("UPDATE z SET d = NULLIF(d, CAST(0 AS DOUBLE)) WHERE k = 2")
+        .unwrap();
+    assert_eq!(query(&s, "SELECT d FROM z WHERE k = 2"), [["NULL"]]);
+}
+
+/// `count(DISTINCT)` and `PARTITION BY` told -0.0 from 0.0 (2 values, two
+/// partitions) while `GROUP BY` made one group.
+#[test]
+fn distinct_aggregates_and_partitions_take_negative_zero_for_zero() {
+    let (_dir, s) = zeros();
+    assert_eq!(
+        query(&s, "SELECT count(DISTINCT d), sum(DISTINCT d) FROM z"),
+        [["2", "2.5"]]
+    );
+    assert_eq!(
+        query(
+            &s,
+            "SELECT k, count(*) OVER (PARTITION BY d) FROM z ORDER BY k"
+        ),
+        [["1", "3"], ["2", "3"], ["3", "3"], ["4", "1"], ["5", "1"]]
+    );
+    // The names are those of the query as written.
+    let r = s.execute("SELECT count(DISTINCT d) FROM z").unwrap();
+    assert_eq!(r.schema.field(0).name(), "count(DISTINCT z.d)");
+}
+
+/// DataFusion's decorrelation drops a subquery conjunct `e = e` as always
+/// true, and its simplifier makes `o.a IN (o.a)` into one: the NOT EXISTS
+/// lost the outer rows whose `a` is NULL (for it `NULL IN (NULL)` is NULL,
+/// so no inner row matches).
+#[test]
+fn not_exists_keeps_the_row_an_outer_in_list_makes_unknown() {
+    let (_dir, s) = session();
+    for (p, not_exists, exists) in [
+        ("o.a IN (o.a)", vec![["1"], ["3"]], vec![["2"]]),
+        ("o.a NOT IN (o.a)", vec![["1"], ["2"], ["3"]], vec![]),
+        ("o.a = o.a", vec![["1"], ["3"]], vec![["2"]]),
+    ] {
+        let sub = format!("SELECT 1 FROM t i WHERE i.k = o.k AND ({p})");
+        assert_eq!(
+            query(
+                &s,
+                &format!("SELECT k FROM t o WHERE NOT EXISTS ({sub}) ORDER BY k")
+            ),
+            not_exists,
+            "{p}"
+        );
+        let rows: Vec<[&str; 1]> = exists;
+        assert_eq!(
+            query(
+                &s,
+                &format!("SELECT k FROM t o WHERE EXISTS ({sub}) ORDER BY k")
+            ),
+            rows,
+            "{p}"
+        );
+    }
+}
