@@ -15,7 +15,7 @@ pub struct Class {
     pub name: String,
     /// Whether the class is named in [`KNOWN`] (the run does not fail on it).
     pub explained: bool,
-    /// "known difference", "being fixed", "open bug" or "UNEXPLAINED".
+    /// "known difference", "open bug" or "UNEXPLAINED".
     pub label: &'static str,
     pub reason: String,
 }
@@ -38,8 +38,6 @@ pub enum Status {
     /// DuckDB differs from the SQL standard and PostgreSQL by its own
     /// choice, or strata follows PostgreSQL where DuckDB does not.
     Difference,
-    /// A strata bug another change is fixing now.
-    BeingFixed,
     /// A strata bug (in DataFusion, upstream) recorded in
     /// docs/sql-differences.md with its reproduction, not fixed here.
     OpenBug,
@@ -59,7 +57,6 @@ impl Known {
             explained: true,
             label: match self.status {
                 Status::Difference => "known difference",
-                Status::BeingFixed => "being fixed",
                 Status::OpenBug => "open bug",
             },
             reason: self.reason.into(),
@@ -67,28 +64,13 @@ impl Known {
     }
 }
 
-/// strata's BIGINT `+ - *`, unary minus and `sum` wrap where DuckDB (and
-/// PostgreSQL) raise an out-of-range error. Being fixed in crates/sql by
-/// another change; until it lands the run counts it without failing.
-pub const BIGINT_WRAP: Known = Known {
-    name: "BIGINT overflow wraps (issue 53 item 1, being fixed)",
-    reason: "strata's BIGINT arithmetic and sum wrap silently; DuckDB and PostgreSQL raise an out-of-range error. Issue 53 item 1, fixed separately in crates/sql.",
-    status: Status::BeingFixed,
-};
-
-/// The same for INTEGER (the fix checks every integer width).
-pub const INT_WRAP: Known = Known {
-    name: "INTEGER overflow wraps (issue 53 item 1, being fixed)",
-    reason: "strata's INTEGER (32-bit) arithmetic wraps silently where DuckDB and PostgreSQL raise an out-of-range error; the fix of issue 53 item 1 checks every integer width.",
-    status: Status::BeingFixed,
-};
-
-/// Negation of the smallest integer of either width (DuckDB's message does
-/// not say which).
-pub const NEG_WRAP: Known = Known {
-    name: "integer negation overflow wraps (issue 53 item 1, being fixed)",
-    reason: "-(-2147483648) and -(-9223372036854775808) wrap to themselves in strata; DuckDB and PostgreSQL raise an out-of-range error. Issue 53 item 1 checks negation too.",
-    status: Status::BeingFixed,
+/// An integer overflow DuckDB raises in a subquery's condition on outer
+/// columns, which strata evaluates only for the outer rows that have a
+/// partner.
+pub const OUTER_CONDITION: Known = Known {
+    name: "an overflow in a subquery condition strata evaluates only where it matters",
+    reason: "In EXISTS (SELECT … FROM b WHERE b.k = a.k AND a.c * a.c > …) the overflowing conjunct reads outer columns only; strata (DataFusion's decorrelated join) evaluates it for the outer rows that have a partner, as the query asks, DuckDB for every outer row, and refuses. Where an expression is evaluated is the engine's choice in SQL; no wrapped value is in strata's answer (integer arithmetic is checked, crates/sql/src/overflow.rs).",
+    status: Status::Difference,
 };
 
 /// DuckDB does not enforce VARCHAR(n) and CHAR(n) lengths (its documented
@@ -131,13 +113,6 @@ pub const UNWRAPPED_CAST: Known = Known {
     status: Status::OpenBug,
 };
 
-/// DataFusion's NULLIF tells -0.0 from 0.0, its `=` does not.
-pub const NULLIF_NEG_ZERO: Known = Known {
-    name: "NULLIF(-0.0, 0.0) is -0.0 in DataFusion",
-    reason: "-0.0 = 0.0 is true in strata, as in PostgreSQL and DuckDB, but DataFusion's NULLIF(-0.0, 0.0) returns -0.0 instead of NULL, so x / NULLIF(d, 0.0) divides by zero for a d of -0.0 (NaN or an infinity where DuckDB answers NULL). Upstream.",
-    status: Status::OpenBug,
-};
-
 /// strata answered no rows without reaching a value DuckDB refused.
 pub const UNREAD_ROWS: Known = Known {
     name: "an error DuckDB raises on rows strata never reads",
@@ -159,14 +134,6 @@ pub const OVERFLOW_REWRITTEN: Known = Known {
     status: Status::Difference,
 };
 
-/// The checked arithmetic of c0fd578 hides a NULL operand from DataFusion's
-/// simplifier.
-pub const NULL_FOLD: Known = Known {
-    name: "checked arithmetic keeps NULL * x from folding to NULL",
-    reason: "Since c0fd578 integer + - * are checked functions that DataFusion's simplifier does not see through, so NULL * (k * k) and x < NULL * y are computed row by row and k * k overflows; PostgreSQL folds a strict operator with a NULL constant to NULL while planning, and DuckDB does too, so both answer. For the owner of crates/sql/src/overflow.rs: a simplify() that returns NULL for a NULL literal operand.",
-    status: Status::OpenBug,
-};
-
 /// strata's optimizer skips an expression whose error DuckDB raises.
 pub const UNEVALUATED: Known = Known {
     name: "an error strata's optimizer never evaluates",
@@ -179,13 +146,6 @@ pub const CONST_FOLD: Known = Known {
     name: "a constant expression's error raised while planning",
     reason: "strata (DataFusion) evaluates a constant expression once, whatever the rows, as PostgreSQL folds it while planning (its manual warns that a CASE does not shield a constant 1/0): a constant that fails refuses the statement even when no row reaches it. DuckDB evaluates it only for the rows that reach it. Told apart by DuckDB answering no row (changing none), or by strata refusing the statement the same way over the same tables left empty.",
     status: Status::Difference,
-};
-
-/// issue 53 item 2: a cold scan that projects no column.
-pub const COLD_NO_COLUMN: Known = Known {
-    name: "cold scan projecting no column fails (issue 53 item 2, being fixed)",
-    reason: "An MJoin scan of a cold table that projects no column (count(*), a select list of constants) fails with Arrow's \"must either specify a row count or at least one column\"; issue 53 item 2, fixed separately.",
-    status: Status::BeingFixed,
 };
 
 /// DataFusion names two expressions alike when a CAST changes nothing.
@@ -204,10 +164,7 @@ pub const NULLABILITY_CHECK: Known = Known {
 
 /// Every known class, for reports and docs.
 pub const KNOWN: &[&Known] = &[
-    &BIGINT_WRAP,
-    &INT_WRAP,
-    &NEG_WRAP,
-    &COLD_NO_COLUMN,
+    &OUTER_CONDITION,
     &VARCHAR_LENGTH,
     &MOD_MIN,
     &DECIMAL_MUL,
@@ -217,9 +174,7 @@ pub const KNOWN: &[&Known] = &[
     &UNEVALUATED,
     &OVERFLOW_REWRITTEN,
     &DECIMAL_TEXT,
-    &NULL_FOLD,
     &UNWRAPPED_CAST,
-    &NULLIF_NEG_ZERO,
     &NOOP_CAST_NAMES,
     &NULLABILITY_CHECK,
 ];
@@ -277,13 +232,14 @@ fn source_column(e: &str) -> Option<&str> {
         .next()
 }
 
-/// An answer with DuckDB's `-.957` (a DECIMAL(p,p) cast to text) written
-/// `-0.957`.
+/// An answer with every `0` just before a `.` in its text taken out, so
+/// DuckDB's `-.957` (a DECIMAL(p,p) cast to text) and strata's `-0.957`
+/// compare equal, alone or inside a longer string (`'a1' || CAST(x AS
+/// VARCHAR)` is `a1.5` in DuckDB and `a10.5` in strata). Both answers are
+/// written so before they are compared.
 fn leading_zero(a: &Answer) -> Answer {
     let fix = |c: &Cell| match c {
-        Cell::Text(t) if t.starts_with('.') || t.starts_with("-.") => {
-            Cell::Text(t.replacen('.', "0.", 1))
-        }
+        Cell::Text(t) if t.contains('.') => Cell::Text(t.replace("0.", ".")),
         c => c.clone(),
     };
     Answer {
@@ -323,23 +279,6 @@ fn coerced_decimal(e: &str) -> Option<String> {
     Some(e[i..i + j + 1].to_string())
 }
 
-/// Whether an answer holds a NaN or an infinity (the generator's divisions
-/// are `x / NULLIF(d, 0)`, and its doubles are finite).
-fn not_finite(a: &Answer) -> bool {
-    a.rows
-        .iter()
-        .flatten()
-        .any(|c| matches!(c, Cell::Float(f) if !f.is_finite()))
-}
-
-/// Whether an answer holds an integer outside BIGINT's range.
-fn beyond_bigint(a: &Answer) -> bool {
-    a.rows.iter().flatten().any(|c| match c {
-        Cell::Exact(s) if !s.contains('.') => s.parse::<i64>().is_err(),
-        _ => false,
-    })
-}
-
 /// The verdict on strata's outcome against DuckDB's answer. `duck_sql` is
 /// the statement as DuckDB ran it.
 pub fn classify(
@@ -358,14 +297,8 @@ pub fn classify(
         (Outcome::Rows(a), DuckAnswer::Rows(b)) => {
             if answers_agree(a, b, ordered) {
                 Verdict::Agree
-            } else if answers_agree(a, &leading_zero(b), ordered) {
+            } else if answers_agree(&leading_zero(a), &leading_zero(b), ordered) {
                 Verdict::Finding(DECIMAL_TEXT.class())
-            } else if not_finite(a) && !not_finite(b) {
-                Verdict::Finding(NULLIF_NEG_ZERO.class())
-            } else if beyond_bigint(b) && !beyond_bigint(a) {
-                // DuckDB's sum is a HUGEINT: an answer past BIGINT's range
-                // that strata did not give is strata's sum wrapping.
-                Verdict::Finding(BIGINT_WRAP.class())
             } else {
                 finding(
                     format!("different answers: {family}"),
@@ -376,12 +309,12 @@ pub fn classify(
         (Outcome::Rows(a), DuckAnswer::Error(e)) => {
             if a.rows.is_empty() && (e.contains("Conversion Error") || e.contains("Out of Range")) {
                 Verdict::Finding(UNREAD_ROWS.class())
-            } else if overflow(e, "INT64") {
-                Verdict::Finding(BIGINT_WRAP.class())
-            } else if overflow(e, "INT32") {
-                Verdict::Finding(INT_WRAP.class())
-            } else if e.contains("Overflow in negation") {
-                Verdict::Finding(NEG_WRAP.class())
+            } else if (overflow(e, "INT64")
+                || overflow(e, "INT32")
+                || e.contains("Overflow in negation"))
+                && duck_sql.contains("EXISTS (SELECT")
+            {
+                Verdict::Finding(OUTER_CONDITION.class())
             } else if e.contains("Overflow in division") && duck_sql.contains(" % NULLIF(") {
                 // A remainder in the statement (the generator writes each as
                 // `a % NULLIF(b, 0)`); strata refuses MIN / -1 itself.
@@ -413,18 +346,12 @@ pub fn classify(
         (Outcome::Error(e), DuckAnswer::Rows(_)) => {
             if e.contains("too long for") || e.contains("bytes, longer than") {
                 Verdict::Finding(VARCHAR_LENGTH.class())
-            } else if e.contains("must either specify a row count or at least one column") {
-                Verdict::Finding(COLD_NO_COLUMN.class())
             } else if e.contains("Projections require unique expression names")
                 || e.contains("duplicate unqualified field name")
             {
                 Verdict::Finding(NOOP_CAST_NAMES.class())
             } else if e.contains("Physical input schema should be the same") {
                 Verdict::Finding(NULLABILITY_CHECK.class())
-            } else if (e.contains(" out of range: ") || e.contains("overflow on abs"))
-                && duck_sql.contains("CAST(NULL AS")
-            {
-                Verdict::Finding(NULL_FOLD.class())
             } else if e.contains(" out of range: ") || e.contains("overflow on abs") {
                 Verdict::Finding(OVERFLOW_REWRITTEN.class())
             } else {

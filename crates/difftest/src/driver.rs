@@ -18,7 +18,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use strata_sql::AccessPathSetting;
 
-use crate::classify::{self, BIGINT_WRAP, Class, Verdict};
+use crate::classify::{self, Class, Verdict};
 use crate::compare::{Answer, Cell};
 use crate::datagen::{insert_script, random_table};
 use crate::model::{Sql2, Table, Ty, quote};
@@ -508,7 +508,10 @@ impl<'a> Round<'a> {
             Ok(()) => self.report.tlp_agreed += 1,
             Err(why) => {
                 let class = if why.starts_with(tlp::WRAPPED) {
-                    BIGINT_WRAP.class()
+                    Class::unexplained(
+                        "TLP: an integer sum wrapped",
+                        "the whole's sum and its partitions' differ by a multiple of 2^64: a sum wrapped in one of them (integer sums are exact DECIMAL(38,0), crates/sql/src/wide_sum.rs)",
+                    )
                 } else {
                     Class::unexplained(
                         format!("TLP: partitions differ ({:?})", case.combine),

@@ -25,7 +25,8 @@
 //! DataFusion evaluates by SQL's rule: a `CASE` with an operand over floats
 //! into a searched `CASE` of `=` comparisons; `NULLIF(a, b)` over floats into
 //! `CASE WHEN a = b THEN NULL ELSE a END`; a float argument of a `DISTINCT`
-//! aggregate and a float `PARTITION BY` key into [`positive_zero`] of it (the
+//! aggregate, a float `PARTITION BY` key and the operands of a float `IN`
+//! list that holds expressions into [`positive_zero`] of it (the
 //! value with -0.0 made 0.0, as `GROUP BY` already groups them); a
 //! one-element `x IN (y)` into `x = y` (`x <> y` for NOT IN), which the
 //! simplifier then treats as SQL does. Names are kept: the rewritten
@@ -112,6 +113,16 @@ pub fn sql_equality(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
                 };
                 let item = list.pop().expect("one item");
                 Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(expr, op, Box::new(item))))
+            }
+            Expr::InList(mut l)
+                if is_float(&l.expr, schema)
+                    && l.list.iter().any(|i| !matches!(i, Expr::Literal(..))) =>
+            {
+                // A list of constants is a set DataFusion normalizes; one
+                // with expressions is compared item by item, bit for bit.
+                let mut changed = positive_zeros(std::slice::from_mut(l.expr.as_mut()), schema);
+                changed |= positive_zeros(&mut l.list, schema);
+                Transformed::new_transformed(Expr::InList(l), changed)
             }
             other => Transformed::no(other),
         })
