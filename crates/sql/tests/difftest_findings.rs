@@ -115,6 +115,21 @@ fn distinct_aggregates_and_partitions_take_negative_zero_for_zero() {
         ),
         [["1", "3"], ["2", "3"], ["3", "3"], ["4", "1"], ["5", "1"]]
     );
+    // An IN list of expressions compares item by item.
+    assert_eq!(
+        query(
+            &s,
+            "SELECT k FROM z WHERE -(d) IN (CAST(7 AS DOUBLE), d) ORDER BY k"
+        ),
+        [["1"], ["2"], ["3"]]
+    );
+    assert_eq!(
+        query(
+            &s,
+            "SELECT k FROM z WHERE -(d) NOT IN (CAST(7 AS DOUBLE), d) ORDER BY k"
+        ),
+        [["4"]]
+    );
     // The names are those of the query as written.
     let r = s.execute("SELECT count(DISTINCT d) FROM z").unwrap();
     assert_eq!(r.schema.field(0).name(), "count(DISTINCT z.d)");
@@ -151,4 +166,28 @@ fn not_exists_keeps_the_row_an_outer_in_list_makes_unknown() {
             "{p}"
         );
     }
+}
+
+/// A `CASE` none of whose arms can be taken is NULL, and so is an integer
+/// operation on it, without computing the other operand: `CASE WHEN NULL <
+/// d THEN k END + k * k` overflowed in `k * k` where PostgreSQL and DuckDB
+/// fold it to NULL while planning.
+#[test]
+fn an_operation_on_a_case_no_arm_of_which_can_be_taken_is_null() {
+    let (_dir, s) = session();
+    s.execute("INSERT INTO t VALUES (2147483647, 2147483647, 0.5)")
+        .unwrap();
+    assert_eq!(
+        query(
+            &s,
+            "SELECT CASE WHEN CAST(NULL AS DOUBLE) < b THEN a END + a * a FROM t WHERE k > 5"
+        ),
+        [["NULL"]]
+    );
+    // An arm that can be taken still computes, and overflows.
+    let e = s
+        .execute("SELECT CASE WHEN b < 1.0 THEN a END + a * a FROM t WHERE k > 5")
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("INT out of range"), "{e}");
 }
