@@ -11,7 +11,6 @@
 //! strata's, so that one finding does not turn every later answer of the
 //! round into another.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use rand::rngs::SmallRng;
@@ -20,6 +19,7 @@ use strata_sql::AccessPathSetting;
 
 use crate::classify::{self, Class, Verdict};
 use crate::compare::{Answer, Cell};
+use crate::config::Config;
 use crate::datagen::{insert_script, random_table};
 use crate::model::{Sql2, Table, Ty, quote};
 use crate::oracle::{DuckAnswer, Oracle};
@@ -27,29 +27,6 @@ use crate::report::Report;
 use crate::statements::{Query, random_dml, random_query};
 use crate::strata_runner::{Outcome, Strata};
 use crate::tlp;
-
-/// A run's settings.
-#[derive(Clone, Debug)]
-pub struct Config {
-    pub seed: u64,
-    /// Statements to run (the run ends after the round that reaches it).
-    pub statements: usize,
-    /// Where to write the report (`report.json`, `summary.txt`, `repros.md`).
-    pub out: Option<PathBuf>,
-    /// Print only unexplained findings' reproductions.
-    pub quiet: bool,
-}
-
-impl Default for Config {
-    fn default() -> Config {
-        Config {
-            seed: 53,
-            statements: 10_000,
-            out: None,
-            quiet: false,
-        }
-    }
-}
 
 /// Queries per round on local tables, DML statements, queries on the cold tier.
 const HOT_QUERIES: usize = 40;

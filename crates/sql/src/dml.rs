@@ -60,7 +60,7 @@ use strata_storage::page::MAX_TUPLE;
 use strata_storage::types::{Column, DataType, Schema, Tid, Value};
 
 use crate::convert::{BatchConverter, arrow_schema, arrow_values, nullable};
-use crate::provider::unqualified;
+use crate::pushdown::unqualified;
 use crate::pushdown::{Pushed, classify_for};
 use crate::session::SqlError;
 use crate::txn::Writes;

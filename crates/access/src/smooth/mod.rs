@@ -47,6 +47,7 @@ use strata_storage::types::Tid;
 
 mod options;
 pub mod page_order;
+pub mod shared_walk;
 
 pub use options::{PageCosts, Policy, SmoothOptions, Trigger};
 use page_order::{PageOrderScan, PageSet};
