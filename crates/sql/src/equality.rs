@@ -25,7 +25,8 @@
 //! DataFusion evaluates by SQL's rule: a `CASE` with an operand over floats
 //! into a searched `CASE` of `=` comparisons; `NULLIF(a, b)` over floats into
 //! `CASE WHEN a = b THEN NULL ELSE a END`; a float argument of a `DISTINCT`
-//! aggregate, a float `PARTITION BY` key and the operands of a float `IN`
+//! aggregate, a float `PARTITION BY`, window `ORDER BY` or `ORDER BY` key and
+//! the operands of a float `IN`
 //! list that holds expressions into [`positive_zero`] of it (the
 //! value with -0.0 made 0.0, as `GROUP BY` already groups them); a
 //! one-element `x IN (y)` into `x = y` (`x <> y` for NOT IN), which the
@@ -46,7 +47,7 @@ use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
     BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ReturnFieldArgs,
-    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, SortExpr, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
 
@@ -61,6 +62,15 @@ impl AnalyzerRule for SqlEquality {
             if let LogicalPlan::TableScan(scan) = &plan {
                 schema.merge(scan.projected_schema.as_ref());
             }
+            // Sort keys: -0.0 and 0.0 are one value, so a later key orders
+            // them (arrow's sort puts -0.0 first, by IEEE totalOrder).
+            let (plan, sorted) = match plan {
+                LogicalPlan::Sort(mut sort) => {
+                    let changed = positive_zero_keys(&mut sort.expr, &schema);
+                    (LogicalPlan::Sort(sort), changed)
+                }
+                plan => (plan, false),
+            };
             let names = NamePreserver::new(&plan);
             let t = plan.map_expressions(|e| {
                 let name = names.save(&e);
@@ -68,6 +78,8 @@ impl AnalyzerRule for SqlEquality {
             })?;
             if t.transformed {
                 t.map_data(|p| p.recompute_schema())
+            } else if sorted {
+                Ok(Transformed::yes(t.data))
             } else {
                 Ok(t)
             }
@@ -96,6 +108,7 @@ pub fn sql_equality(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
             Expr::WindowFunction(mut w) => {
                 let WindowFunction { params, .. } = w.as_mut();
                 let mut changed = positive_zeros(&mut params.partition_by, schema);
+                changed |= positive_zero_keys(&mut params.order_by, schema);
                 if params.distinct {
                     changed |= positive_zeros(&mut params.args, schema);
                 }
@@ -196,6 +209,15 @@ fn positive_zeros(exprs: &mut [Expr], schema: &DFSchema) -> bool {
             *e = Expr::ScalarFunction(ScalarFunction::new_udf(POSITIVE_ZERO.clone(), vec![inner]));
             changed = true;
         }
+    }
+    changed
+}
+
+/// [`positive_zeros`] of sort keys.
+fn positive_zero_keys(keys: &mut [SortExpr], schema: &DFSchema) -> bool {
+    let mut changed = false;
+    for k in keys.iter_mut() {
+        changed |= positive_zeros(std::slice::from_mut(&mut k.expr), schema);
     }
     changed
 }
