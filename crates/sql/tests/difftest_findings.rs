@@ -191,3 +191,23 @@ fn an_operation_on_a_case_no_arm_of_which_can_be_taken_is_null() {
         .unwrap();
     assert!(e.to_string().contains("INT out of range"), "{e}");
 }
+
+/// `ORDER BY d, k DESC` put every -0.0 before every 0.0 (arrow sorts by
+/// IEEE totalOrder) instead of ordering the zeros, one value, by `k`; a
+/// window's ORDER BY made them different ranks.
+#[test]
+fn order_by_takes_negative_zero_for_zero() {
+    let (_dir, s) = zeros();
+    assert_eq!(
+        query(&s, "SELECT k FROM z ORDER BY d, k DESC"),
+        [["3"], ["2"], ["1"], ["4"], ["5"]]
+    );
+    assert_eq!(
+        query(&s, "SELECT k FROM z ORDER BY d DESC NULLS LAST, k LIMIT 4"),
+        [["4"], ["1"], ["2"], ["3"]]
+    );
+    assert_eq!(
+        query(&s, "SELECT k, rank() OVER (ORDER BY d) FROM z ORDER BY k"),
+        [["1", "1"], ["2", "1"], ["3", "1"], ["4", "4"], ["5", "5"]]
+    );
+}
