@@ -27,6 +27,7 @@ pub mod pushdown;
 pub mod scan_exec;
 pub mod script;
 pub mod session;
+pub mod set_all;
 pub mod skipper;
 pub mod statement;
 pub mod stats;

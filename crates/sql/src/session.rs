@@ -247,6 +247,8 @@ impl Engine {
             // `-0.0 = 0.0` and `NULL = NULL` as SQL has them where DataFusion
             // compares otherwise (`crate::equality`).
             .with_analyzer_rule(Arc::new(crate::equality::SqlEquality))
+            // EXCEPT ALL and INTERSECT ALL count copies (`crate::set_all`).
+            .with_analyzer_rule(Arc::new(crate::set_all::SetAll))
             .with_query_planner(Arc::new(crate::skipper::SkipperPlanner::new(db.clone())))
             .build();
         let ctx = SessionContext::new_with_state(state);
