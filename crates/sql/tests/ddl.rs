@@ -266,15 +266,15 @@ fn binary(db: &std::path::Path, sql: &str) -> std::process::Output {
 }
 
 #[test]
-fn the_binary_runs_the_readme_example_and_exits_by_error_kind() {
+fn the_binary_runs_the_sql_pages_example_and_exits_by_error_kind() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     drop(Database::create(&path, common::options()).unwrap());
-    // The README's example, as written there.
-    let readme = include_str!("../../../README.md");
+    // The SQL page's example, as written there.
+    let readme = include_str!("../../../docs/sql.md");
     let start = readme
         .find("CREATE TABLE accounts")
-        .expect("the README has the SQL example");
+        .expect("docs/sql.md has the SQL example");
     // Up to the closing quote of `-e "..."`.
     let example = &readme[start..start + readme[start..].find('"').unwrap()];
     let out = binary(&path, example);
