@@ -24,6 +24,7 @@ pub mod overflow;
 pub mod process;
 pub mod provider;
 pub mod pushdown;
+pub mod scalar_subquery;
 pub mod scan_exec;
 pub mod script;
 pub mod session;
