@@ -126,14 +126,6 @@ pub const DECIMAL_COERCION: Known = Known {
     status: Status::Difference,
 };
 
-/// DataFusion's optimizer compares the column itself where the statement
-/// compares a CAST of it, and so skips the CAST's overflow.
-pub const UNWRAPPED_CAST: Known = Known {
-    name: "DataFusion drops an overflowing CAST compared with a constant",
-    reason: "DataFusion rewrites CAST(k AS DECIMAL(9,3)) <> 264 into k <> 264 (unwrap_cast_in_comparison) and answers for a k the CAST cannot hold, where PostgreSQL and DuckDB refuse the statement. No wrong value for the rows that fit; upstream.",
-    status: Status::OpenBug,
-};
-
 /// strata answered no rows without reaching a value DuckDB refused.
 pub const UNREAD_ROWS: Known = Known {
     name: "an error DuckDB raises on rows strata never reads",
@@ -198,7 +190,6 @@ pub const KNOWN: &[&Known] = &[
     &UNEVALUATED,
     &OVERFLOW_REWRITTEN,
     &DECIMAL_TEXT,
-    &UNWRAPPED_CAST,
     &NOOP_CAST_NAMES,
     &NULLABILITY_CHECK,
 ];
@@ -312,49 +303,6 @@ fn negative_decimal_cast_fits(e: &str) -> bool {
     v < 0.0 && rounded < 10f64.powi(p - s)
 }
 
-/// Whether the statement compares a `CAST(… AS ty)` with something (the
-/// CAST on either side of the comparison).
-fn cast_compared(sql: &str, ty: &str) -> bool {
-    let needle = format!("AS {ty})");
-    sql.match_indices(&needle).any(|(i, _)| {
-        let after = sql[i + needle.len()..].trim_start();
-        let compared_after = [
-            "=",
-            "<",
-            ">",
-            "IN ",
-            "NOT IN",
-            "BETWEEN",
-            "NOT BETWEEN",
-            "IS ",
-        ]
-        .iter()
-        .any(|op| after.starts_with(op));
-        // The CAST's opening: the `CAST(` whose parenthesis this one closes.
-        let mut depth = 0i32;
-        let mut start = None;
-        for (j, ch) in sql[..i].char_indices().rev() {
-            match ch {
-                ')' => depth += 1,
-                '(' if depth == 0 => {
-                    start = Some(j);
-                    break;
-                }
-                '(' => depth -= 1,
-                _ => {}
-            }
-        }
-        let compared_before = start.is_some_and(|j| {
-            let before = sql[..j].trim_end();
-            before.ends_with("CAST")
-                && ["=", "<", ">", "FROM", "BETWEEN", "AND"]
-                    .iter()
-                    .any(|op| before[..before.len() - 4].trim_end().ends_with(op))
-        });
-        compared_after || compared_before
-    })
-}
-
 /// The DECIMAL type of DuckDB's "Casting value … to type DECIMAL(p,s)
 /// failed" or "Could not cast value … to DECIMAL(p,s)".
 fn coerced_decimal(e: &str) -> Option<String> {
@@ -422,10 +370,6 @@ pub fn classify(
                 // A DECIMAL type the statement does not write: DuckDB's own
                 // coercion of an operand.
                 Verdict::Finding(DECIMAL_COERCION.class())
-            } else if let Some(ty) = coerced_decimal(e)
-                && cast_compared(duck_sql, &ty)
-            {
-                Verdict::Finding(UNWRAPPED_CAST.class())
             } else {
                 finding(
                     format!("DuckDB refuses, strata answers: {}", shape(e)),
@@ -494,19 +438,6 @@ mod tests {
         assert!(!negative_decimal_cast_fits(&e("0.5", "2,2")));
         assert!(!negative_decimal_cast_fits(&e("-7.9858", "3,3")));
         assert!(!negative_decimal_cast_fits("Out of Range Error: Overflow"));
-    }
-
-    #[test]
-    fn a_cast_is_compared_on_either_side() {
-        let ty = "DECIMAL(3,3)";
-        assert!(cast_compared("WHERE CAST(c3 AS DECIMAL(3,3)) = 1", ty));
-        assert!(cast_compared("WHERE 1 <> CAST(c3 AS DECIMAL(3,3))", ty));
-        assert!(cast_compared(
-            "WHERE (x IS NOT DISTINCT FROM CAST(f(c3) AS DECIMAL(3,3)))",
-            ty
-        ));
-        assert!(!cast_compared("SELECT CAST(c3 AS DECIMAL(3,3)) + 1", ty));
-        assert!(!cast_compared("SELECT abs(CAST(c3 AS DECIMAL(3,3)))", ty));
     }
 
     #[test]

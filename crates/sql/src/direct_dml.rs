@@ -172,6 +172,8 @@ fn logical(state: &SessionState, e: &ast::Expr, schema: &DFSchema) -> Option<Exp
     let e = crate::overflow::checked(e, schema).ok()?.data;
     // And SQL's equality, as `crate::equality::SqlEquality` makes it.
     let e = crate::equality::sql_equality(e, schema).ok()?.data;
+    // And lossy CASTs kept in comparisons (`crate::lossy_cast::LossyCast`).
+    let e = crate::lossy_cast::kept_casts(e, schema).ok()?.data;
     Some(e)
 }
 

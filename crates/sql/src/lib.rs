@@ -18,6 +18,7 @@ pub mod equality;
 pub mod error;
 pub mod format;
 pub mod index_join;
+pub mod lossy_cast;
 pub mod optimizer;
 pub mod options;
 pub mod overflow;

@@ -249,6 +249,9 @@ impl Engine {
             .with_analyzer_rule(Arc::new(crate::equality::SqlEquality))
             // EXCEPT ALL and INTERSECT ALL count copies (`crate::set_all`).
             .with_analyzer_rule(Arc::new(crate::set_all::SetAll))
+            // A CAST that rounds or overflows is not unwrapped from a
+            // comparison (`crate::lossy_cast`).
+            .with_analyzer_rule(Arc::new(crate::lossy_cast::LossyCast))
             // A scalar subquery finding no row is NULL even over a NOT NULL
             // column (`crate::scalar_subquery`).
             .with_analyzer_rule(Arc::new(crate::scalar_subquery::NullableScalarSubquery))

@@ -211,3 +211,59 @@ fn order_by_takes_negative_zero_for_zero() {
         [["1", "1"], ["2", "1"], ["3", "1"], ["4", "4"], ["5", "5"]]
     );
 }
+
+/// DataFusion unwrapped `CAST(c AS DECIMAL(15,1)) < 0` into `c < 0.000`,
+/// which is not the same test when the CAST rounds: -0.040 rounds to 0.0
+/// (not below 0) but is below 0.000, so the row came into the answer. A
+/// CAST that overflows is computed too, and refuses, as in PostgreSQL.
+#[test]
+fn a_cast_that_rounds_or_overflows_is_computed_in_a_comparison() {
+    let (dir, db) = empty_db();
+    let s = SqlSession::new(Arc::new(db)).unwrap();
+    s.execute("CREATE TABLE d (k INT NOT NULL, c DECIMAL(10,3))")
+        .unwrap();
+    s.execute("INSERT INTO d VALUES (1, -0.040), (2, -0.050), (3, 0.040), (4, NULL)")
+        .unwrap();
+    let below =
+        "SELECT k FROM d WHERE CAST(c AS DECIMAL(15,1)) < CAST(0 AS DECIMAL(9,4)) ORDER BY k";
+    assert_eq!(query(&s, below), [["2"]]);
+    assert_eq!(
+        query(
+            &s,
+            "SELECT k, CAST(c AS DECIMAL(15,1)) < 0 FROM d ORDER BY k"
+        ),
+        [["1", "false"], ["2", "true"], ["3", "false"], ["4", "NULL"]]
+    );
+    // Through the direct DELETE path as well.
+    s.execute("DELETE FROM d WHERE CAST(c AS DECIMAL(15,1)) < 0")
+        .unwrap();
+    assert_eq!(
+        query(&s, "SELECT k FROM d ORDER BY k"),
+        [["1"], ["3"], ["4"]]
+    );
+    // 1000 does not fit DECIMAL(5,3): the comparison cannot be answered.
+    s.execute("INSERT INTO d VALUES (1000, 0)").unwrap();
+    let e = s
+        .execute("SELECT k FROM d WHERE CAST(k AS DECIMAL(5,3)) <> 264")
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("1000"), "{e}");
+    drop(dir);
+}
+
+/// A plain UPDATE whose SET holds a constant that cannot be computed (in a
+/// CASE arm no row takes) fell back to the unsimplified expression, and its
+/// `coalesce`, which runs only simplified, failed with an internal error.
+#[test]
+fn an_update_with_a_constant_that_fails_still_takes_coalesce() {
+    let (_dir, s) = session();
+    s.execute(
+        "UPDATE t SET a = CASE k WHEN -1 THEN CAST(9223372036854775807 AS DECIMAL(4,3)) \
+         ELSE COALESCE(a, k) END",
+    )
+    .unwrap();
+    assert_eq!(
+        query(&s, "SELECT k, a FROM t ORDER BY k"),
+        [["1", "1"], ["2", "5"], ["3", "3"]]
+    );
+}
