@@ -174,6 +174,10 @@ fn logical(state: &SessionState, e: &ast::Expr, schema: &DFSchema) -> Option<Exp
     let e = crate::equality::sql_equality(e, schema).ok()?.data;
     // And lossy CASTs kept in comparisons (`crate::lossy_cast::LossyCast`).
     let e = crate::lossy_cast::kept_casts(e, schema).ok()?.data;
+    // And DOUBLEs compared as DOUBLEs (`crate::float_compare::FloatCompare`).
+    let e = crate::float_compare::float_comparisons(e, schema)
+        .ok()?
+        .data;
     Some(e)
 }
 

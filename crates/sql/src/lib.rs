@@ -16,6 +16,8 @@ pub mod direct_dml;
 pub mod dml;
 pub mod equality;
 pub mod error;
+pub mod exponent_literal;
+pub mod float_compare;
 pub mod format;
 pub mod index_join;
 pub mod lossy_cast;

@@ -252,6 +252,9 @@ impl Engine {
             // A CAST that rounds or overflows is not unwrapped from a
             // comparison (`crate::lossy_cast`).
             .with_analyzer_rule(Arc::new(crate::lossy_cast::LossyCast))
+            // A DOUBLE compared with a DECIMAL is compared as a DOUBLE
+            // (`crate::float_compare`).
+            .with_analyzer_rule(Arc::new(crate::float_compare::FloatCompare))
             // A scalar subquery finding no row is NULL even over a NOT NULL
             // column (`crate::scalar_subquery`).
             .with_analyzer_rule(Arc::new(crate::scalar_subquery::NullableScalarSubquery))
@@ -323,6 +326,7 @@ impl Engine {
                 let dialect = state.config().options().sql_parser.dialect;
                 let parsed = state
                     .sql_to_statement(sql, &dialect)
+                    .map(crate::exponent_literal::exponents_as_double)
                     .map_err(SqlError::from);
                 let classified = parsed.and_then(|stmt| {
                     depth::check(&stmt)?;
