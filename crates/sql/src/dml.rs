@@ -854,6 +854,8 @@ fn assign(
                 ))
             })?;
         if value.data_type() != want {
+            // Rounded, not truncated, into an integer column.
+            value = crate::integer_cast::rounded_for(value, want);
             let strict = CastOptions {
                 safe: false,
                 ..CastOptions::default()

@@ -20,6 +20,7 @@ pub mod exponent_literal;
 pub mod float_compare;
 pub mod format;
 pub mod index_join;
+pub mod integer_cast;
 pub mod lossy_cast;
 pub mod optimizer;
 pub mod options;

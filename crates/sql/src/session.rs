@@ -255,6 +255,8 @@ impl Engine {
             // A DOUBLE compared with a DECIMAL is compared as a DOUBLE
             // (`crate::float_compare`).
             .with_analyzer_rule(Arc::new(crate::float_compare::FloatCompare))
+            // A number cast to an integer is rounded (`crate::integer_cast`).
+            .with_analyzer_rule(Arc::new(crate::integer_cast::RoundedIntegerCast))
             // A scalar subquery finding no row is NULL even over a NOT NULL
             // column (`crate::scalar_subquery`).
             .with_analyzer_rule(Arc::new(crate::scalar_subquery::NullableScalarSubquery))
