@@ -303,6 +303,22 @@ fn negative_decimal_cast_fits(e: &str) -> bool {
     v < 0.0 && rounded < 10f64.powi(p - s)
 }
 
+/// Whether the value DuckDB failed to cast to `ty` is written in the
+/// statement as a literal of another DECIMAL type (`CAST('-9…9' AS
+/// DECIMAL(18,0))` that DuckDB brought to DECIMAL(18,2)).
+fn written_as_other_decimal(e: &str, sql: &str, ty: &str) -> bool {
+    let Some(value) = e
+        .split("Casting value \"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+    else {
+        return false;
+    };
+    let literal = format!("'{value}' AS DECIMAL(");
+    sql.match_indices(&literal)
+        .any(|(i, _)| !sql[i + literal.len() - "DECIMAL(".len()..].starts_with(ty))
+}
+
 /// The DECIMAL type of DuckDB's "Casting value … to type DECIMAL(p,s)
 /// failed" or "Could not cast value … to DECIMAL(p,s)".
 fn coerced_decimal(e: &str) -> Option<String> {
@@ -364,11 +380,14 @@ pub fn classify(
             } else if let Some(ty) = coerced_decimal(e)
                 && match source_column(e) {
                     Some(c) => !duck_sql.contains(&format!("{c} AS {ty}")),
-                    None => !duck_sql.contains(&format!("AS {ty}")),
+                    None => {
+                        !duck_sql.contains(&format!("AS {ty}"))
+                            || written_as_other_decimal(e, duck_sql, &ty)
+                    }
                 }
             {
-                // A DECIMAL type the statement does not write: DuckDB's own
-                // coercion of an operand.
+                // A DECIMAL type the statement does not write for the value:
+                // DuckDB's own coercion of an operand.
                 Verdict::Finding(DECIMAL_COERCION.class())
             } else {
                 finding(
@@ -438,6 +457,16 @@ mod tests {
         assert!(!negative_decimal_cast_fits(&e("0.5", "2,2")));
         assert!(!negative_decimal_cast_fits(&e("-7.9858", "3,3")));
         assert!(!negative_decimal_cast_fits("Out of Range Error: Overflow"));
+    }
+
+    #[test]
+    fn a_literal_of_another_decimal_type_is_duckdbs_coercion() {
+        let e = "Conversion Error: Casting value \"-999999999999999999\" to type DECIMAL(18,2) failed: value is out of range!";
+        let sql =
+            "SELECT CAST('1.5' AS DECIMAL(18,2)) > CAST('-999999999999999999' AS DECIMAL(18,0))";
+        assert!(written_as_other_decimal(e, sql, "DECIMAL(18,2)"));
+        let own = "SELECT CAST('-999999999999999999' AS DECIMAL(18,2))";
+        assert!(!written_as_other_decimal(e, own, "DECIMAL(18,2)"));
     }
 
     #[test]
