@@ -129,7 +129,7 @@ pub const DECIMAL_COERCION: Known = Known {
 /// strata answered no rows without reaching a value DuckDB refused.
 pub const UNREAD_ROWS: Known = Known {
     name: "an error DuckDB raises on rows strata never reads",
-    reason: "strata answered no rows where DuckDB refused a value: DataFusion skips what cannot change the answer (the other side of an INTERSECT whose first side is empty, a join side with no partner), and with it the value that fails. Where an expression is evaluated is the engine's choice in SQL; PostgreSQL skips such work too.",
+    reason: "strata answered no rows (or changed none) where DuckDB refused a value: DataFusion skips what cannot change the answer (the other side of an INTERSECT whose first side is empty, a join side with no partner), and with it the value that fails; a plain UPDATE or DELETE computes a constant that cannot be computed row by row, so over no rows it never fails, where DuckDB folds it while planning. Where an expression is evaluated is the engine's choice in SQL; PostgreSQL skips such work too.",
     status: Status::Difference,
 };
 
@@ -303,6 +303,29 @@ fn negative_decimal_cast_fits(e: &str) -> bool {
     v < 0.0 && rounded < 10f64.powi(p - s)
 }
 
+/// Whether strata's answer is no row, or a DML statement's count of 0:
+/// nothing read reached the expression DuckDB failed on.
+fn changed_nothing(a: &Answer, sql: &str) -> bool {
+    let dml = ["INSERT", "UPDATE", "DELETE"]
+        .iter()
+        .any(|w| sql.trim_start().starts_with(w));
+    a.rows.is_empty() || (dml && a.rows.len() == 1 && a.rows[0] == [Cell::Exact("0".into())])
+}
+
+/// Whether the value DuckDB failed to cast to `ty` is written in the
+/// statement as a literal of that type (otherwise DuckDB's coercion made
+/// the cast: a column's value, or a literal of another type).
+fn written_as(e: &str, sql: &str, ty: &str) -> bool {
+    match e
+        .split("Casting value \"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+    {
+        Some(value) => sql.contains(&format!("'{value}' AS {ty}")),
+        None => true,
+    }
+}
+
 /// Whether the value DuckDB failed to cast to `ty` is written in the
 /// statement as a literal of another DECIMAL type (`CAST('-9…9' AS
 /// DECIMAL(18,0))` that DuckDB brought to DECIMAL(18,2)).
@@ -360,7 +383,9 @@ pub fn classify(
             }
         }
         (Outcome::Rows(a), DuckAnswer::Error(e)) => {
-            if a.rows.is_empty() && (e.contains("Conversion Error") || e.contains("Out of Range")) {
+            if changed_nothing(a, duck_sql)
+                && (e.contains("Conversion Error") || e.contains("Out of Range"))
+            {
                 Verdict::Finding(UNREAD_ROWS.class())
             } else if overflow(e, "INT64")
                 || overflow(e, "INT32")
@@ -383,6 +408,7 @@ pub fn classify(
                     None => {
                         !duck_sql.contains(&format!("AS {ty}"))
                             || written_as_other_decimal(e, duck_sql, &ty)
+                            || !written_as(e, duck_sql, &ty)
                     }
                 }
             {
@@ -467,6 +493,21 @@ mod tests {
         assert!(written_as_other_decimal(e, sql, "DECIMAL(18,2)"));
         let own = "SELECT CAST('-999999999999999999' AS DECIMAL(18,2))";
         assert!(!written_as_other_decimal(e, own, "DECIMAL(18,2)"));
+    }
+
+    #[test]
+    fn a_column_value_duckdb_failed_to_cast_is_its_coercion() {
+        let e = "Conversion Error: Casting value \"499999999999999\" to type DECIMAL(18,4) failed: value is out of range!";
+        let sql = "SELECT x FROM t2 WHERE (CAST(k AS DECIMAL(13,4)) - c2) BETWEEN CAST('8.3435' AS DECIMAL(18,4)) AND 1";
+        assert!(!written_as(e, sql, "DECIMAL(18,4)"));
+        let own = "SELECT CAST('499999999999999' AS DECIMAL(18,4))";
+        assert!(written_as(e, own, "DECIMAL(18,4)"));
+        let count = Answer {
+            columns: 1,
+            rows: vec![vec![Cell::Exact("0".into())]],
+        };
+        assert!(changed_nothing(&count, "DELETE FROM t0 WHERE x"));
+        assert!(!changed_nothing(&count, "SELECT count(*) FROM t0"));
     }
 
     #[test]
