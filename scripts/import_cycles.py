@@ -11,7 +11,7 @@ such references. A file's own submodules declared with `mod x;` are not
 references; comments, strings and a trailing `#[cfg(test)] mod tests` are not
 read.
 
-Usage: scripts/import_cycles.py [--max N] [CRATE_DIR ...]
+Usage: scripts/import_cycles.py [--max N] [--edges] [CRATE_DIR ...]
 Exit status 1 when more than N circles are found (default 0), so CI can hold
 the line; the report lists each circle's files.
 """
@@ -233,6 +233,7 @@ def sccs(graph):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--max", type=int, default=0, help="circles allowed before exit 1")
+    ap.add_argument("--edges", action="store_true", help="print each circle's references")
     ap.add_argument("crates", nargs="*")
     a = ap.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -244,12 +245,17 @@ def main():
     total = 0
     for root in roots:
         crate = Crate(root)
-        circles = sccs(crate.edges())
+        graph = crate.edges()
+        circles = sccs(graph)
         name = os.path.basename(os.path.normpath(root))
         for c in circles:
             total += 1
             rel = [os.path.relpath(f, crate.src) for f in c]
             print(f"{name}: circle of {len(c)} files: {', '.join(rel)}")
+            if a.edges:
+                for f in c:
+                    for g in sorted(graph[f] & set(c)):
+                        print(f"    {os.path.relpath(f, crate.src)} -> {os.path.relpath(g, crate.src)}")
     print(f"{total} file-level import circle(s)")
     return 1 if total > a.max else 0
 

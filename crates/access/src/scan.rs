@@ -14,7 +14,7 @@ use crate::batch::TupleBatch;
 use crate::error::{AccessError, Result};
 use crate::predicate::{CompiledPredicate, Predicate};
 use crate::report::ScanReport;
-use crate::smooth::page_order::{SharedWalk, SplitPart};
+use crate::smooth::shared_walk::{SharedWalk, SplitPart};
 
 /// A pipelined access path: each call produces the next batch of qualifying
 /// tuples as it finds them.
@@ -85,7 +85,7 @@ impl ScanSpec {
     }
 
     /// Makes this scan part `part` of the page-ordered Smooth Scan whose
-    /// parts share `walk` (`smooth::page_order`): the parts, one per thread,
+    /// parts share `walk` (`smooth::shared_walk`): the parts, one per thread,
     /// read together what one unsplit scan would. Other paths refuse it.
     pub fn part_of(mut self, walk: Arc<SharedWalk>, part: usize) -> ScanSpec {
         self.part = Some(SplitPart { walk, part });

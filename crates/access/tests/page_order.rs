@@ -326,7 +326,7 @@ fn run_parts(
     table: &Arc<Table>,
     pred: &str,
     choice: &PathChoice,
-    walk: &Arc<strata_access::smooth::page_order::SharedWalk>,
+    walk: &Arc<strata_access::smooth::shared_walk::SharedWalk>,
 ) -> Vec<(Vec<Tid>, ScanOutcome)> {
     let pred = Predicate::parse(table.schema(), pred).unwrap();
     std::thread::scope(|s| {
@@ -349,7 +349,7 @@ fn run_parts(
 
 #[test]
 fn split_parts_read_the_unsplit_scans_pages_once_between_them_on_every_layout() {
-    use strata_access::smooth::page_order::SharedWalk;
+    use strata_access::smooth::shared_walk::SharedWalk;
     let dir = tempfile::tempdir().unwrap();
     let db = db(&dir.path().join("db"));
     let tpp = rows_per_page(&db);
@@ -405,7 +405,7 @@ fn split_parts_read_the_unsplit_scans_pages_once_between_them_on_every_layout() 
 
 #[test]
 fn only_a_page_ordered_smooth_scan_runs_as_a_part() {
-    use strata_access::smooth::page_order::SharedWalk;
+    use strata_access::smooth::shared_walk::SharedWalk;
     use strata_access::{Policy, open_path};
     let dir = tempfile::tempdir().unwrap();
     let db = db(&dir.path().join("db"));

@@ -238,17 +238,18 @@ pub fn run(cli: &Global, a: &ScanArgs) -> Result<()> {
                 .collect(),
         };
         let mut shown = 0;
-        let report = crate::scan_cached::run_cached(&db, a, &spec, |row| {
-            if shown < a.show {
-                let cells: Vec<String> = row
-                    .iter()
-                    .zip(&types)
-                    .map(|(v, ty)| v.display(ty))
-                    .collect();
-                println!("{}", cells.join(" | "));
-                shown += 1;
-            }
-        })?;
+        let report =
+            crate::scan_cached::run_cached(&db, a.columns.as_deref(), a.runs, &spec, |row| {
+                if shown < a.show {
+                    let cells: Vec<String> = row
+                        .iter()
+                        .zip(&types)
+                        .map(|(v, ty)| v.display(ty))
+                        .collect();
+                    println!("{}", cells.join(" | "));
+                    shown += 1;
+                }
+            })?;
         if a.json {
             println!("{}", serde_json::to_string_pretty(&report)?);
         } else {

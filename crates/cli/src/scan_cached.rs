@@ -25,7 +25,6 @@ use strata_storage::row::{Tid, Value, decode_key};
 use strata_storage::{Database, Table};
 
 use crate::context::usage;
-use crate::scan::ScanArgs;
 
 /// One run of the scan.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -88,11 +87,13 @@ fn source(table: &Table, spec: &ScanSpec, col: usize) -> Result<Source> {
     )))
 }
 
-/// Runs the scan `a.runs` times; rows of the last run go to `row` (projected
-/// values in `--columns` order).
+/// Runs the scan `runs` times; rows of the last run go to `row` (projected
+/// values in the order of `columns`, `--columns`; without it the index's key
+/// and cached columns).
 pub fn run_cached(
     db: &Database,
-    a: &ScanArgs,
+    columns: Option<&[String]>,
+    runs: usize,
     spec: &ScanSpec,
     mut row: impl FnMut(&[Value]),
 ) -> Result<CachedReport> {
@@ -107,7 +108,7 @@ pub fn run_cached(
             ix.def.name
         )));
     };
-    let cols: Vec<usize> = match &a.columns {
+    let cols: Vec<usize> = match columns {
         Some(list) => list
             .iter()
             .map(|c| table.column(c.trim()))
@@ -130,7 +131,7 @@ pub fn run_cached(
             Source::Cached(p) => cached[p].clone(),
         }
     };
-    let runs = a.runs.max(1);
+    let runs = runs.max(1);
     let mut report = CachedReport {
         path: "index-cache",
         table: table.name().to_string(),

@@ -5,7 +5,7 @@
 //! query answered differently), so that a run's report groups findings into
 //! classes without hiding any.
 
-use crate::compare::{Answer, Cell, answers_agree};
+use crate::compare::{Answer, Cell, answers_agree, answers_agree_within};
 use crate::oracle::DuckAnswer;
 use crate::strata_runner::Outcome;
 
@@ -15,7 +15,7 @@ pub struct Class {
     pub name: String,
     /// Whether the class is named in [`KNOWN`] (the run does not fail on it).
     pub explained: bool,
-    /// "known difference", "being fixed", "open bug" or "UNEXPLAINED".
+    /// "known difference", "open bug" or "UNEXPLAINED".
     pub label: &'static str,
     pub reason: String,
 }
@@ -38,8 +38,6 @@ pub enum Status {
     /// DuckDB differs from the SQL standard and PostgreSQL by its own
     /// choice, or strata follows PostgreSQL where DuckDB does not.
     Difference,
-    /// A strata bug another change is fixing now.
-    BeingFixed,
     /// A strata bug (in DataFusion, upstream) recorded in
     /// docs/sql-differences.md with its reproduction, not fixed here.
     OpenBug,
@@ -59,7 +57,6 @@ impl Known {
             explained: true,
             label: match self.status {
                 Status::Difference => "known difference",
-                Status::BeingFixed => "being fixed",
                 Status::OpenBug => "open bug",
             },
             reason: self.reason.into(),
@@ -67,28 +64,34 @@ impl Known {
     }
 }
 
-/// strata's BIGINT `+ - *`, unary minus and `sum` wrap where DuckDB (and
-/// PostgreSQL) raise an out-of-range error. Being fixed in crates/sql by
-/// another change; until it lands the run counts it without failing.
-pub const BIGINT_WRAP: Known = Known {
-    name: "BIGINT overflow wraps (issue 53 item 1, being fixed)",
-    reason: "strata's BIGINT arithmetic and sum wrap silently; DuckDB and PostgreSQL raise an out-of-range error. Issue 53 item 1, fixed separately in crates/sql.",
-    status: Status::BeingFixed,
+/// An integer overflow DuckDB raises in an expression strata does not
+/// compute.
+pub const UNCOMPUTED_OVERFLOW: Known = Known {
+    name: "an integer overflow DuckDB raises in an expression strata does not compute",
+    reason: "strata's integer + - * and negation are checked (crates/sql/src/overflow.rs, which raises \"out of range\"; a wrapped sum would show in TLP), so an answer where DuckDB overflowed is one where strata did not compute that expression for that row: its optimizer simplified it away as PostgreSQL's does (count(DISTINCT e) IS NULL is false, x % 1 is 0, e IS NOT NULL of a NOT NULL e is true, a CASE arm that cannot be taken), or computed it only for the rows that need it (a subquery condition on outer columns, for the rows with a partner; a LEFT JOIN's WHERE, after the join). SQL leaves the order and extent of evaluation to the engine.",
+    status: Status::Difference,
 };
 
-/// The same for INTEGER (the fix checks every integer width).
-pub const INT_WRAP: Known = Known {
-    name: "INTEGER overflow wraps (issue 53 item 1, being fixed)",
-    reason: "strata's INTEGER (32-bit) arithmetic wraps silently where DuckDB and PostgreSQL raise an out-of-range error; the fix of issue 53 item 1 checks every integer width.",
-    status: Status::BeingFixed,
+/// DuckDB refuses a negative DECIMAL cast to DECIMAL(p,p) whose rounded
+/// value fits.
+pub const DUCK_NEGATIVE_DECIMAL_CAST: Known = Known {
+    name: "DuckDB refuses a negative value cast to DECIMAL(p,p) that fits",
+    reason: "DuckDB 1.4.4 refuses CAST(-0.793007 AS DECIMAL(2,2)) (\"value is out of range\") though -0.79 fits; PostgreSQL and strata round and answer. strata refuses what does not fit after rounding (-0.995 to DECIMAL(2,2)), as PostgreSQL.",
+    status: Status::Difference,
 };
 
-/// Negation of the smallest integer of either width (DuckDB's message does
-/// not say which).
-pub const NEG_WRAP: Known = Known {
-    name: "integer negation overflow wraps (issue 53 item 1, being fixed)",
-    reason: "-(-2147483648) and -(-9223372036854775808) wrap to themselves in strata; DuckDB and PostgreSQL raise an out-of-range error. Issue 53 item 1 checks negation too.",
-    status: Status::BeingFixed,
+/// An error in an expression DuckDB does not compute.
+pub const DUCK_SKIPS_ERROR: Known = Known {
+    name: "an error in an expression DuckDB does not compute",
+    reason: "strata refuses a cast that does not fit (\"too large to store\", \"Can't cast value\") in an expression whose value the answer does not need, which DuckDB skips: the other arm of an AND/OR it evaluates first, a CASE operand it folds because every WHEN is NULL. PostgreSQL's manual (4.2.14) leaves the order of evaluation of subexpressions undefined; the value strata refuses is one that does not fit its type.",
+    status: Status::Difference,
+};
+
+/// Sums of floats in different orders.
+pub const FLOAT_SUM_ORDER: Known = Known {
+    name: "a sum of doubles added in another order",
+    reason: "The answers differ only in floats, by less than 1e-6 relative, in a query that sums or averages doubles: floating-point addition is not associative, and the engines add in different orders (parallel partial sums). The tester's stored doubles add exactly; computed ones (products, quotients, large BIGINTs cast to DOUBLE) need not.",
+    status: Status::Difference,
 };
 
 /// DuckDB does not enforce VARCHAR(n) and CHAR(n) lengths (its documented
@@ -123,25 +126,10 @@ pub const DECIMAL_COERCION: Known = Known {
     status: Status::Difference,
 };
 
-/// DataFusion's optimizer compares the column itself where the statement
-/// compares a CAST of it, and so skips the CAST's overflow.
-pub const UNWRAPPED_CAST: Known = Known {
-    name: "DataFusion drops an overflowing CAST compared with a constant",
-    reason: "DataFusion rewrites CAST(k AS DECIMAL(9,3)) <> 264 into k <> 264 (unwrap_cast_in_comparison) and answers for a k the CAST cannot hold, where PostgreSQL and DuckDB refuse the statement. No wrong value for the rows that fit; upstream.",
-    status: Status::OpenBug,
-};
-
-/// DataFusion's NULLIF tells -0.0 from 0.0, its `=` does not.
-pub const NULLIF_NEG_ZERO: Known = Known {
-    name: "NULLIF(-0.0, 0.0) is -0.0 in DataFusion",
-    reason: "-0.0 = 0.0 is true in strata, as in PostgreSQL and DuckDB, but DataFusion's NULLIF(-0.0, 0.0) returns -0.0 instead of NULL, so x / NULLIF(d, 0.0) divides by zero for a d of -0.0 (NaN or an infinity where DuckDB answers NULL). Upstream.",
-    status: Status::OpenBug,
-};
-
 /// strata answered no rows without reaching a value DuckDB refused.
 pub const UNREAD_ROWS: Known = Known {
     name: "an error DuckDB raises on rows strata never reads",
-    reason: "strata answered no rows where DuckDB refused a value: DataFusion skips what cannot change the answer (the other side of an INTERSECT whose first side is empty, a join side with no partner), and with it the value that fails. Where an expression is evaluated is the engine's choice in SQL; PostgreSQL skips such work too.",
+    reason: "strata answered no rows (or changed none) where DuckDB refused a value: DataFusion skips what cannot change the answer (the other side of an INTERSECT whose first side is empty, a join side with no partner), and with it the value that fails; a plain UPDATE or DELETE computes a constant that cannot be computed row by row, so over no rows it never fails, where DuckDB folds it while planning. Where an expression is evaluated is the engine's choice in SQL; PostgreSQL skips such work too.",
     status: Status::Difference,
 };
 
@@ -159,14 +147,6 @@ pub const OVERFLOW_REWRITTEN: Known = Known {
     status: Status::Difference,
 };
 
-/// The checked arithmetic of c0fd578 hides a NULL operand from DataFusion's
-/// simplifier.
-pub const NULL_FOLD: Known = Known {
-    name: "checked arithmetic keeps NULL * x from folding to NULL",
-    reason: "Since c0fd578 integer + - * are checked functions that DataFusion's simplifier does not see through, so NULL * (k * k) and x < NULL * y are computed row by row and k * k overflows; PostgreSQL folds a strict operator with a NULL constant to NULL while planning, and DuckDB does too, so both answer. For the owner of crates/sql/src/overflow.rs: a simplify() that returns NULL for a NULL literal operand.",
-    status: Status::OpenBug,
-};
-
 /// strata's optimizer skips an expression whose error DuckDB raises.
 pub const UNEVALUATED: Known = Known {
     name: "an error strata's optimizer never evaluates",
@@ -179,13 +159,6 @@ pub const CONST_FOLD: Known = Known {
     name: "a constant expression's error raised while planning",
     reason: "strata (DataFusion) evaluates a constant expression once, whatever the rows, as PostgreSQL folds it while planning (its manual warns that a CASE does not shield a constant 1/0): a constant that fails refuses the statement even when no row reaches it. DuckDB evaluates it only for the rows that reach it. Told apart by DuckDB answering no row (changing none), or by strata refusing the statement the same way over the same tables left empty.",
     status: Status::Difference,
-};
-
-/// issue 53 item 2: a cold scan that projects no column.
-pub const COLD_NO_COLUMN: Known = Known {
-    name: "cold scan projecting no column fails (issue 53 item 2, being fixed)",
-    reason: "An MJoin scan of a cold table that projects no column (count(*), a select list of constants) fails with Arrow's \"must either specify a row count or at least one column\"; issue 53 item 2, fixed separately.",
-    status: Status::BeingFixed,
 };
 
 /// DataFusion names two expressions alike when a CAST changes nothing.
@@ -204,10 +177,10 @@ pub const NULLABILITY_CHECK: Known = Known {
 
 /// Every known class, for reports and docs.
 pub const KNOWN: &[&Known] = &[
-    &BIGINT_WRAP,
-    &INT_WRAP,
-    &NEG_WRAP,
-    &COLD_NO_COLUMN,
+    &UNCOMPUTED_OVERFLOW,
+    &DUCK_NEGATIVE_DECIMAL_CAST,
+    &DUCK_SKIPS_ERROR,
+    &FLOAT_SUM_ORDER,
     &VARCHAR_LENGTH,
     &MOD_MIN,
     &DECIMAL_MUL,
@@ -217,9 +190,6 @@ pub const KNOWN: &[&Known] = &[
     &UNEVALUATED,
     &OVERFLOW_REWRITTEN,
     &DECIMAL_TEXT,
-    &NULL_FOLD,
-    &UNWRAPPED_CAST,
-    &NULLIF_NEG_ZERO,
     &NOOP_CAST_NAMES,
     &NULLABILITY_CHECK,
 ];
@@ -277,13 +247,14 @@ fn source_column(e: &str) -> Option<&str> {
         .next()
 }
 
-/// An answer with DuckDB's `-.957` (a DECIMAL(p,p) cast to text) written
-/// `-0.957`.
+/// An answer with every `0` just before a `.` in its text taken out, so
+/// DuckDB's `-.957` (a DECIMAL(p,p) cast to text) and strata's `-0.957`
+/// compare equal, alone or inside a longer string (`'a1' || CAST(x AS
+/// VARCHAR)` is `a1.5` in DuckDB and `a10.5` in strata). Both answers are
+/// written so before they are compared.
 fn leading_zero(a: &Answer) -> Answer {
     let fix = |c: &Cell| match c {
-        Cell::Text(t) if t.starts_with('.') || t.starts_with("-.") => {
-            Cell::Text(t.replacen('.', "0.", 1))
-        }
+        Cell::Text(t) if t.contains('.') => Cell::Text(t.replace("0.", ".")),
         c => c.clone(),
     };
     Answer {
@@ -292,24 +263,83 @@ fn leading_zero(a: &Answer) -> Answer {
     }
 }
 
-/// Whether the statement compares a `CAST(… AS ty)` with something.
-fn cast_compared(sql: &str, ty: &str) -> bool {
-    let needle = format!("AS {ty})");
-    sql.match_indices(&needle).any(|(i, _)| {
-        let rest = sql[i + needle.len()..].trim_start();
-        [
-            "=",
-            "<",
-            ">",
-            "IN ",
-            "NOT IN",
-            "BETWEEN",
-            "NOT BETWEEN",
-            "IS ",
-        ]
+/// Whether the statement sums or averages (or windows over) something: the
+/// places where doubles are added in an order the engine picks.
+fn sums_floats(sql: &str) -> bool {
+    ["sum(", "avg(", " OVER ("].iter().any(|f| sql.contains(f))
+}
+
+/// Whether DuckDB's error is its refusal of a negative value cast to a
+/// DECIMAL(p,p) that holds the value rounded to its scale (`Casting value
+/// "-0.793007" to type DECIMAL(2,2) failed`).
+fn negative_decimal_cast_fits(e: &str) -> bool {
+    let Some(rest) = e.split("Casting value \"").nth(1) else {
+        return false;
+    };
+    let Some((value, rest)) = rest.split_once('"') else {
+        return false;
+    };
+    let Some(ty) = rest
+        .split("to type DECIMAL(")
+        .nth(1)
+        .and_then(|t| t.split_once(')'))
+        .map(|(t, _)| t)
+    else {
+        return false;
+    };
+    let Some((p, s)) = ty.split_once(',') else {
+        return false;
+    };
+    let (Ok(p), Ok(s), Ok(v)) = (
+        p.trim().parse::<i32>(),
+        s.trim().parse::<i32>(),
+        value.parse::<f64>(),
+    ) else {
+        return false;
+    };
+    // Rounded half away from zero to the scale, as PostgreSQL and strata do.
+    let unit = 10f64.powi(s);
+    let rounded = (v.abs() * unit).round() / unit;
+    v < 0.0 && rounded < 10f64.powi(p - s)
+}
+
+/// Whether strata's answer is no row, or a DML statement's count of 0:
+/// nothing read reached the expression DuckDB failed on.
+fn changed_nothing(a: &Answer, sql: &str) -> bool {
+    let dml = ["INSERT", "UPDATE", "DELETE"]
         .iter()
-        .any(|op| rest.starts_with(op))
-    })
+        .any(|w| sql.trim_start().starts_with(w));
+    a.rows.is_empty() || (dml && a.rows.len() == 1 && a.rows[0] == [Cell::Exact("0".into())])
+}
+
+/// Whether the value DuckDB failed to cast to `ty` is written in the
+/// statement as a literal of that type (otherwise DuckDB's coercion made
+/// the cast: a column's value, or a literal of another type).
+fn written_as(e: &str, sql: &str, ty: &str) -> bool {
+    match e
+        .split("Casting value \"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+    {
+        Some(value) => sql.contains(&format!("'{value}' AS {ty}")),
+        None => true,
+    }
+}
+
+/// Whether the value DuckDB failed to cast to `ty` is written in the
+/// statement as a literal of another DECIMAL type (`CAST('-9…9' AS
+/// DECIMAL(18,0))` that DuckDB brought to DECIMAL(18,2)).
+fn written_as_other_decimal(e: &str, sql: &str, ty: &str) -> bool {
+    let Some(value) = e
+        .split("Casting value \"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+    else {
+        return false;
+    };
+    let literal = format!("'{value}' AS DECIMAL(");
+    sql.match_indices(&literal)
+        .any(|(i, _)| !sql[i + literal.len() - "DECIMAL(".len()..].starts_with(ty))
 }
 
 /// The DECIMAL type of DuckDB's "Casting value … to type DECIMAL(p,s)
@@ -321,23 +351,6 @@ fn coerced_decimal(e: &str) -> Option<String> {
     let i = e.find("DECIMAL(")?;
     let j = e[i..].find(')')?;
     Some(e[i..i + j + 1].to_string())
-}
-
-/// Whether an answer holds a NaN or an infinity (the generator's divisions
-/// are `x / NULLIF(d, 0)`, and its doubles are finite).
-fn not_finite(a: &Answer) -> bool {
-    a.rows
-        .iter()
-        .flatten()
-        .any(|c| matches!(c, Cell::Float(f) if !f.is_finite()))
-}
-
-/// Whether an answer holds an integer outside BIGINT's range.
-fn beyond_bigint(a: &Answer) -> bool {
-    a.rows.iter().flatten().any(|c| match c {
-        Cell::Exact(s) if !s.contains('.') => s.parse::<i64>().is_err(),
-        _ => false,
-    })
 }
 
 /// The verdict on strata's outcome against DuckDB's answer. `duck_sql` is
@@ -358,14 +371,10 @@ pub fn classify(
         (Outcome::Rows(a), DuckAnswer::Rows(b)) => {
             if answers_agree(a, b, ordered) {
                 Verdict::Agree
-            } else if answers_agree(a, &leading_zero(b), ordered) {
+            } else if answers_agree(&leading_zero(a), &leading_zero(b), ordered) {
                 Verdict::Finding(DECIMAL_TEXT.class())
-            } else if not_finite(a) && !not_finite(b) {
-                Verdict::Finding(NULLIF_NEG_ZERO.class())
-            } else if beyond_bigint(b) && !beyond_bigint(a) {
-                // DuckDB's sum is a HUGEINT: an answer past BIGINT's range
-                // that strata did not give is strata's sum wrapping.
-                Verdict::Finding(BIGINT_WRAP.class())
+            } else if sums_floats(duck_sql) && answers_agree_within(a, b, ordered, 1e-6) {
+                Verdict::Finding(FLOAT_SUM_ORDER.class())
             } else {
                 finding(
                     format!("different answers: {family}"),
@@ -374,14 +383,17 @@ pub fn classify(
             }
         }
         (Outcome::Rows(a), DuckAnswer::Error(e)) => {
-            if a.rows.is_empty() && (e.contains("Conversion Error") || e.contains("Out of Range")) {
+            if changed_nothing(a, duck_sql)
+                && (e.contains("Conversion Error") || e.contains("Out of Range"))
+            {
                 Verdict::Finding(UNREAD_ROWS.class())
-            } else if overflow(e, "INT64") {
-                Verdict::Finding(BIGINT_WRAP.class())
-            } else if overflow(e, "INT32") {
-                Verdict::Finding(INT_WRAP.class())
-            } else if e.contains("Overflow in negation") {
-                Verdict::Finding(NEG_WRAP.class())
+            } else if overflow(e, "INT64")
+                || overflow(e, "INT32")
+                || e.contains("Overflow in negation")
+            {
+                Verdict::Finding(UNCOMPUTED_OVERFLOW.class())
+            } else if negative_decimal_cast_fits(e) {
+                Verdict::Finding(DUCK_NEGATIVE_DECIMAL_CAST.class())
             } else if e.contains("Overflow in division") && duck_sql.contains(" % NULLIF(") {
                 // A remainder in the statement (the generator writes each as
                 // `a % NULLIF(b, 0)`); strata refuses MIN / -1 itself.
@@ -393,16 +405,16 @@ pub fn classify(
             } else if let Some(ty) = coerced_decimal(e)
                 && match source_column(e) {
                     Some(c) => !duck_sql.contains(&format!("{c} AS {ty}")),
-                    None => !duck_sql.contains(&format!("AS {ty}")),
+                    None => {
+                        !duck_sql.contains(&format!("AS {ty}"))
+                            || written_as_other_decimal(e, duck_sql, &ty)
+                            || !written_as(e, duck_sql, &ty)
+                    }
                 }
             {
-                // A DECIMAL type the statement does not write: DuckDB's own
-                // coercion of an operand.
+                // A DECIMAL type the statement does not write for the value:
+                // DuckDB's own coercion of an operand.
                 Verdict::Finding(DECIMAL_COERCION.class())
-            } else if let Some(ty) = coerced_decimal(e)
-                && cast_compared(duck_sql, &ty)
-            {
-                Verdict::Finding(UNWRAPPED_CAST.class())
             } else {
                 finding(
                     format!("DuckDB refuses, strata answers: {}", shape(e)),
@@ -413,20 +425,19 @@ pub fn classify(
         (Outcome::Error(e), DuckAnswer::Rows(_)) => {
             if e.contains("too long for") || e.contains("bytes, longer than") {
                 Verdict::Finding(VARCHAR_LENGTH.class())
-            } else if e.contains("must either specify a row count or at least one column") {
-                Verdict::Finding(COLD_NO_COLUMN.class())
             } else if e.contains("Projections require unique expression names")
                 || e.contains("duplicate unqualified field name")
             {
                 Verdict::Finding(NOOP_CAST_NAMES.class())
             } else if e.contains("Physical input schema should be the same") {
                 Verdict::Finding(NULLABILITY_CHECK.class())
-            } else if (e.contains(" out of range: ") || e.contains("overflow on abs"))
-                && duck_sql.contains("CAST(NULL AS")
-            {
-                Verdict::Finding(NULL_FOLD.class())
             } else if e.contains(" out of range: ") || e.contains("overflow on abs") {
                 Verdict::Finding(OVERFLOW_REWRITTEN.class())
+            } else if e.contains("too large to store")
+                || e.contains("too small to store")
+                || e.contains("Can't cast value")
+            {
+                Verdict::Finding(DUCK_SKIPS_ERROR.class())
             } else {
                 finding(
                     format!("strata refuses, DuckDB answers: {}", shape(e)),
@@ -451,4 +462,75 @@ pub fn value_error(e: &str) -> bool {
     ]
     .iter()
     .any(|m| e.contains(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duckdbs_negative_decimal_cast_is_told_from_a_real_overflow() {
+        let e = |v: &str, t: &str| {
+            format!(
+                "Conversion Error: Casting value \"{v}\" to type DECIMAL({t}) failed: value is out of range!"
+            )
+        };
+        assert!(negative_decimal_cast_fits(&e("-0.793007", "2,2")));
+        assert!(negative_decimal_cast_fits(&e("-.785", "2,2")));
+        // Rounds to -1.00: does not fit, DuckDB is right to refuse.
+        assert!(!negative_decimal_cast_fits(&e("-0.995", "2,2")));
+        // Positive, or too large whatever the rounding.
+        assert!(!negative_decimal_cast_fits(&e("0.5", "2,2")));
+        assert!(!negative_decimal_cast_fits(&e("-7.9858", "3,3")));
+        assert!(!negative_decimal_cast_fits("Out of Range Error: Overflow"));
+    }
+
+    #[test]
+    fn a_literal_of_another_decimal_type_is_duckdbs_coercion() {
+        let e = "Conversion Error: Casting value \"-999999999999999999\" to type DECIMAL(18,2) failed: value is out of range!";
+        let sql =
+            "SELECT CAST('1.5' AS DECIMAL(18,2)) > CAST('-999999999999999999' AS DECIMAL(18,0))";
+        assert!(written_as_other_decimal(e, sql, "DECIMAL(18,2)"));
+        let own = "SELECT CAST('-999999999999999999' AS DECIMAL(18,2))";
+        assert!(!written_as_other_decimal(e, own, "DECIMAL(18,2)"));
+    }
+
+    #[test]
+    fn a_column_value_duckdb_failed_to_cast_is_its_coercion() {
+        let e = "Conversion Error: Casting value \"499999999999999\" to type DECIMAL(18,4) failed: value is out of range!";
+        let sql = "SELECT x FROM t2 WHERE (CAST(k AS DECIMAL(13,4)) - c2) BETWEEN CAST('8.3435' AS DECIMAL(18,4)) AND 1";
+        assert!(!written_as(e, sql, "DECIMAL(18,4)"));
+        let own = "SELECT CAST('499999999999999' AS DECIMAL(18,4))";
+        assert!(written_as(e, own, "DECIMAL(18,4)"));
+        let count = Answer {
+            columns: 1,
+            rows: vec![vec![Cell::Exact("0".into())]],
+        };
+        assert!(changed_nothing(&count, "DELETE FROM t0 WHERE x"));
+        assert!(!changed_nothing(&count, "SELECT count(*) FROM t0"));
+    }
+
+    #[test]
+    fn float_sums_in_another_order_are_not_a_wrong_answer() {
+        let a = Answer {
+            columns: 1,
+            rows: vec![vec![Cell::Float(33016073692.25)]],
+        };
+        let b = Answer {
+            columns: 1,
+            rows: vec![vec![Cell::Float(33016073557.333332)]],
+        };
+        let duck = DuckAnswer::Rows(b.clone());
+        let sum = "SELECT avg(CAST(c2 AS DOUBLE)) FROM t0";
+        assert_eq!(
+            classify(&Outcome::Rows(a.clone()), &duck, false, "aggregate", sum),
+            Verdict::Finding(FLOAT_SUM_ORDER.class())
+        );
+        // Without a sum it is a different answer.
+        let plain = "SELECT CAST(c2 AS DOUBLE) FROM t0";
+        assert!(matches!(
+            classify(&Outcome::Rows(a), &duck, false, "select", plain),
+            Verdict::Finding(c) if !c.explained
+        ));
+    }
 }

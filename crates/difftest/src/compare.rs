@@ -118,14 +118,20 @@ impl Cell {
 
     /// Whether two engines' values are the same value.
     pub fn agrees(&self, other: &Cell) -> bool {
+        self.agrees_within(other, FLOAT_TOLERANCE)
+    }
+
+    /// [`Cell::agrees`] with floats compared within relative tolerance `rel`.
+    pub fn agrees_within(&self, other: &Cell, rel: f64) -> bool {
         match (self, other) {
             (Cell::Null, Cell::Null) => true,
             (Cell::Null, _) | (_, Cell::Null) => false,
             (Cell::Exact(a), Cell::Exact(b)) => a == b,
             (Cell::Float(_), Cell::Float(_) | Cell::Exact(_))
-            | (Cell::Exact(_), Cell::Float(_)) => float_agrees(
+            | (Cell::Exact(_), Cell::Float(_)) => float_within(
                 self.as_f64().unwrap_or(f64::NAN),
                 other.as_f64().unwrap_or(f64::NAN),
+                rel,
             ),
             (Cell::Bool(a), Cell::Bool(b)) => a == b,
             _ => self.text() == other.text(),
@@ -161,8 +167,11 @@ impl Cell {
     }
 }
 
-/// Relative tolerance 1e-9 (both infinite of one sign, or both NaN, agree).
-pub fn float_agrees(a: f64, b: f64) -> bool {
+/// How far two floats may be apart, relatively, and be one answer.
+pub const FLOAT_TOLERANCE: f64 = 1e-9;
+
+/// Relative tolerance `rel` (both infinite of one sign, or both NaN, agree).
+pub fn float_within(a: f64, b: f64, rel: f64) -> bool {
     if a.is_nan() || b.is_nan() {
         return a.is_nan() && b.is_nan();
     }
@@ -170,7 +179,7 @@ pub fn float_agrees(a: f64, b: f64) -> bool {
         return a == b;
     }
     let scale = a.abs().max(b.abs());
-    (a - b).abs() <= 1e-9 * scale || (a - b).abs() <= 1e-12
+    (a - b).abs() <= rel * scale || (a - b).abs() <= 1e-12
 }
 
 /// Rows of one answer.
@@ -210,22 +219,31 @@ impl Answer {
     }
 }
 
-fn rows_agree(a: &[Cell], b: &[Cell]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.agrees(y))
+fn rows_agree(a: &[Cell], b: &[Cell], rel: f64) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.agrees_within(y, rel))
 }
 
 /// Whether two answers agree: as sequences when `ordered`, else as multisets.
 pub fn answers_agree(a: &Answer, b: &Answer, ordered: bool) -> bool {
+    answers_agree_within(a, b, ordered, FLOAT_TOLERANCE)
+}
+
+/// [`answers_agree`] with floats compared within relative tolerance `rel`.
+pub fn answers_agree_within(a: &Answer, b: &Answer, ordered: bool, rel: f64) -> bool {
     if a.columns != b.columns || a.rows.len() != b.rows.len() {
         return false;
     }
     if ordered {
-        return a.rows.iter().zip(&b.rows).all(|(x, y)| rows_agree(x, y));
+        return a
+            .rows
+            .iter()
+            .zip(&b.rows)
+            .all(|(x, y)| rows_agree(x, y, rel));
     }
     a.sorted()
         .iter()
         .zip(b.sorted().iter())
-        .all(|(x, y)| rows_agree(x, y))
+        .all(|(x, y)| rows_agree(x, y, rel))
 }
 
 /// The union of answers (TLP's partitions), as one answer.

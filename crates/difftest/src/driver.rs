@@ -11,15 +11,15 @@
 //! strata's, so that one finding does not turn every later answer of the
 //! round into another.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use strata_sql::AccessPathSetting;
 
-use crate::classify::{self, BIGINT_WRAP, Class, Verdict};
+use crate::classify::{self, Class, Verdict};
 use crate::compare::{Answer, Cell};
+use crate::config::Config;
 use crate::datagen::{insert_script, random_table};
 use crate::model::{Sql2, Table, Ty, quote};
 use crate::oracle::{DuckAnswer, Oracle};
@@ -27,29 +27,6 @@ use crate::report::Report;
 use crate::statements::{Query, random_dml, random_query};
 use crate::strata_runner::{Outcome, Strata};
 use crate::tlp;
-
-/// A run's settings.
-#[derive(Clone, Debug)]
-pub struct Config {
-    pub seed: u64,
-    /// Statements to run (the run ends after the round that reaches it).
-    pub statements: usize,
-    /// Where to write the report (`report.json`, `summary.txt`, `repros.md`).
-    pub out: Option<PathBuf>,
-    /// Print only unexplained findings' reproductions.
-    pub quiet: bool,
-}
-
-impl Default for Config {
-    fn default() -> Config {
-        Config {
-            seed: 53,
-            statements: 10_000,
-            out: None,
-            quiet: false,
-        }
-    }
-}
 
 /// Queries per round on local tables, DML statements, queries on the cold tier.
 const HOT_QUERIES: usize = 40;
@@ -508,7 +485,10 @@ impl<'a> Round<'a> {
             Ok(()) => self.report.tlp_agreed += 1,
             Err(why) => {
                 let class = if why.starts_with(tlp::WRAPPED) {
-                    BIGINT_WRAP.class()
+                    Class::unexplained(
+                        "TLP: an integer sum wrapped",
+                        "the whole's sum and its partitions' differ by a multiple of 2^64: a sum wrapped in one of them (integer sums are exact DECIMAL(38,0), crates/sql/src/wide_sum.rs)",
+                    )
                 } else {
                     Class::unexplained(
                         format!("TLP: partitions differ ({:?})", case.combine),

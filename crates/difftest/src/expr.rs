@@ -362,7 +362,17 @@ impl ExprGen<'_> {
                 .choose(self.rng)
                 .unwrap();
                 let a = self.expr(k, d);
-                cast(&a, "VARCHAR")
+                let text = cast(&a, "VARCHAR");
+                if k == Kind::Decimal {
+                    // DuckDB writes a DECIMAL(p,p) without its leading zero
+                    // ('-.5'); PostgreSQL and strata write '-0.5'.
+                    Sql2::two(
+                        text.strata,
+                        format!("regexp_replace({}, '^(-?)\\.', '\\10.')", text.duck),
+                    )
+                } else {
+                    text
+                }
             }
             6 => {
                 let a = self.expr(Kind::Str, d);
@@ -454,9 +464,21 @@ impl ExprGen<'_> {
                 let k = self.some_kind();
                 let (a, b) = (self.expr(k, d), self.expr(k, d));
                 let not = if self.chance(0.5) { "NOT " } else { "" };
+                // DuckDB 1.4.4 answers a correlated EXISTS whose condition
+                // holds `outer IS DISTINCT FROM inner` without some outer
+                // rows; it gets the same condition spelled out (what the
+                // operator means: NULL equals NULL, and nothing else).
+                let (x, y) = (&a.duck, &b.duck);
+                let distinct = format!(
+                    "(CASE WHEN {x} IS NULL THEN {y} IS NOT NULL WHEN {y} IS NULL THEN TRUE ELSE {x} <> {y} END)"
+                );
                 Sql2::two(
                     format!("({} IS {not}DISTINCT FROM {})", a.strata, b.strata),
-                    format!("({} IS {not}DISTINCT FROM {})", a.duck, b.duck),
+                    if not.is_empty() {
+                        distinct
+                    } else {
+                        format!("(NOT {distinct})")
+                    },
                 )
             }
             12 => {

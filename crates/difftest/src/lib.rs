@@ -15,6 +15,7 @@
 
 pub mod classify;
 pub mod compare;
+pub mod config;
 pub mod datagen;
 pub mod driver;
 pub mod expr;
@@ -25,5 +26,6 @@ pub mod statements;
 pub mod strata_runner;
 pub mod tlp;
 
-pub use driver::{Config, run};
+pub use config::Config;
+pub use driver::run;
 pub use report::Report;

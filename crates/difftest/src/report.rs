@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::classify::Class;
-use crate::driver::Config;
+use crate::config::Config;
 
 /// Reproductions kept (and printed) per class.
 const REPROS_PER_CLASS: usize = 3;

@@ -78,7 +78,7 @@ pub fn aggregate(g: &mut ExprGen) -> Sql2 {
 
 /// `sum(e)`, the same in both engines: over integers DuckDB's is a HUGEINT
 /// and strata's a DECIMAL(38,0) (`strata_sql::wide_sum`), neither of which
-/// overflows; before that, strata's wrapped ([`crate::classify::BIGINT_WRAP`]).
+/// overflows (a wrap shows as a TLP partition sum off by 2^64).
 pub fn sum(e: &Sql2) -> Sql2 {
     f2!("sum({})", e)
 }

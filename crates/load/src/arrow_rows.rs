@@ -19,7 +19,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::DataType as Arrow;
 use strata_storage::row::{DataType, Schema, Value};
 
-use crate::LoadError;
+use crate::error::LoadError;
 
 /// One record batch seen as rows of a strata table.
 pub(crate) struct BatchRows<'a> {

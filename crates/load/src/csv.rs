@@ -18,10 +18,8 @@ use ::csv::{ByteRecord, ReaderBuilder};
 use strata_storage::db::{Database, Progress};
 use strata_storage::row::{Schema, Value};
 
-use crate::{
-    Import, LoadError, LoadReport, LoadTarget, RowError, RowPosition, existing_schema,
-    existing_table,
-};
+use crate::error::{LoadError, RowError, RowPosition};
+use crate::import::{Import, LoadReport, LoadTarget, existing_schema, existing_table};
 
 /// What [`load_csv`] returns.
 pub type CsvReport = LoadReport;

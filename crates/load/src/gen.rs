@@ -117,7 +117,7 @@ use rand::{Rng, SeedableRng};
 use strata_storage::db::{Database, IndexSpec, LoadSummary, Progress, TableOptions};
 use strata_storage::row::{Column, DataType, Schema, Value};
 
-use crate::LoadError;
+use crate::error::LoadError;
 
 /// Largest value of the uniform microbench columns (inclusive).
 pub const MICROBENCH_MAX: i32 = 100_000;

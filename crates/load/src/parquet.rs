@@ -38,10 +38,8 @@ use strata_storage::db::{Database, Progress};
 use strata_storage::row::{Column, DataType, Schema, Value};
 
 use crate::arrow_rows::{BatchRows, Col, creation_type, map_fields, unsupported};
-use crate::{
-    Import, LoadError, LoadReport, LoadTarget, RowError, RowPosition, existing_schema,
-    existing_table,
-};
+use crate::error::{LoadError, RowError, RowPosition};
+use crate::import::{Import, LoadReport, LoadTarget, existing_schema, existing_table};
 
 /// What [`load_parquet`] returns.
 pub type ParquetReport = LoadReport;

@@ -85,8 +85,8 @@ use tpchgen_arrow::{
     SupplierArrow,
 };
 
-use crate::LoadError;
 use crate::arrow_rows::{BatchRows, map_fields};
+use crate::error::LoadError;
 
 /// Smallest scale factor: below it the supplier table would be empty (10 000
 /// suppliers per unit of SF), and partsupp, which draws suppliers, undefined.

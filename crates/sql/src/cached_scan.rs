@@ -67,8 +67,8 @@ use strata_storage::{Database, Table};
 
 use crate::convert::{ValueBatchBuilder, value_text};
 use crate::options::{IndexCacheSetting, StrataOptions};
-use crate::provider::unqualified;
 use crate::pushdown::literal;
+use crate::pushdown::unqualified;
 use crate::stats::{TableStats, selectivity};
 use crate::txn::Writes;
 

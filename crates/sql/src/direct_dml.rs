@@ -170,6 +170,14 @@ fn logical(state: &SessionState, e: &ast::Expr, schema: &DFSchema) -> Option<Exp
     // Integer arithmetic checked for overflow, as the analyzer's
     // `crate::overflow::CheckedArithmetic` does on the DataFusion path.
     let e = crate::overflow::checked(e, schema).ok()?.data;
+    // And SQL's equality, as `crate::equality::SqlEquality` makes it.
+    let e = crate::equality::sql_equality(e, schema).ok()?.data;
+    // And lossy CASTs kept in comparisons (`crate::lossy_cast::LossyCast`).
+    let e = crate::lossy_cast::kept_casts(e, schema).ok()?.data;
+    // And DOUBLEs compared as DOUBLEs (`crate::float_compare::FloatCompare`).
+    let e = crate::float_compare::float_comparisons(e, schema)
+        .ok()?
+        .data;
     Some(e)
 }
 

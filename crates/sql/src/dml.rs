@@ -38,12 +38,13 @@ use datafusion::arrow::datatypes::{
     DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef,
 };
 use datafusion::catalog::Session;
-use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, DataFusionError, Result};
 use datafusion::datasource::sink::DataSink;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
-use datafusion::logical_expr::simplify::SimplifyContext;
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
@@ -60,7 +61,7 @@ use strata_storage::page::MAX_TUPLE;
 use strata_storage::row::{Column, DataType, Schema, Tid, Value};
 
 use crate::convert::{BatchConverter, arrow_schema, arrow_values, nullable};
-use crate::provider::unqualified;
+use crate::pushdown::unqualified;
 use crate::pushdown::{Pushed, classify_for};
 use crate::session::SqlError;
 use crate::txn::Writes;
@@ -853,6 +854,8 @@ fn assign(
                 ))
             })?;
         if value.data_type() != want {
+            // Rounded, not truncated, into an integer column.
+            value = crate::integer_cast::rounded_for(value, want);
             let strict = CastOptions {
                 safe: false,
                 ..CastOptions::default()
@@ -990,9 +993,30 @@ pub(crate) fn physical(
     // A constant that cannot be computed (a cast out of range) is left to
     // fail when the rows are evaluated, as DataFusion's optimizer leaves it,
     // so the error names the statement, table and column like every other
-    // value that does not fit.
-    let e = ExprSimplifier::new(info).simplify(e.clone()).unwrap_or(e);
+    // value that does not fit. The functions that run only simplified are
+    // still rewritten, each by its own rule, which computes no constant.
+    let e = match ExprSimplifier::new(info.clone()).simplify(e.clone()) {
+        Ok(e) => e,
+        Err(_) => functions_simplified(e, &info)?,
+    };
     state.create_physical_expr(e, schema)
+}
+
+/// `e` with each function call replaced by what the function's own
+/// `simplify` makes of it (`coalesce` a `CASE`, `arrow_cast` a `CAST`).
+fn functions_simplified(e: Expr, info: &SimplifyContext) -> Result<Expr> {
+    e.transform_up(|e| match e {
+        Expr::ScalarFunction(ScalarFunction { func, args }) => {
+            Ok(match func.simplify(args, info)? {
+                ExprSimplifyResult::Simplified(e) => Transformed::yes(e),
+                ExprSimplifyResult::Original(args) => {
+                    Transformed::no(Expr::ScalarFunction(ScalarFunction { func, args }))
+                }
+            })
+        }
+        e => Ok(Transformed::no(e)),
+    })
+    .map(|t| t.data)
 }
 
 #[cfg(test)]

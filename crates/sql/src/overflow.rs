@@ -216,15 +216,27 @@ impl ScalarUDFImpl for CheckedOp {
     /// `NULL * (k * k)` to NULL while planning, so `k * k` never overflows
     /// there (DataFusion's simplifier does this for its own operators, and
     /// does not see through these functions).
-    fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
-        let null = args.iter().find_map(|a| match a {
-            Expr::Literal(v, _) if v.is_null() => Some(v.clone()),
-            _ => None,
-        });
-        Ok(match null {
-            Some(v) => ExprSimplifyResult::Simplified(Expr::Literal(v, None)),
-            None => ExprSimplifyResult::Original(args),
-        })
+    ///
+    /// An operand that is NULL whatever the row counts too: a `CASE` none
+    /// of whose arms can be taken (each condition a NULL or FALSE constant,
+    /// no ELSE or a NULL one), which PostgreSQL also folds to NULL while
+    /// planning; DataFusion's simplifier drops `WHEN FALSE` arms but keeps
+    /// `WHEN NULL` ones (what `CAST(NULL AS DOUBLE) < x` becomes).
+    fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+        if !args.iter().any(always_null) {
+            return Ok(ExprSimplifyResult::Original(args));
+        }
+        // The operation's type: its operands', one of which may be an
+        // untyped NULL.
+        let mut ty = DataType::Null;
+        for a in &args {
+            ty = info.get_data_type(a)?;
+            if ty != DataType::Null {
+                break;
+            }
+        }
+        let null = ScalarValue::try_from(&ty)?;
+        Ok(ExprSimplifyResult::Simplified(Expr::Literal(null, None)))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -256,6 +268,27 @@ impl ScalarUDFImpl for CheckedOp {
         } else {
             Ok(ColumnarValue::Array(out))
         }
+    }
+}
+
+/// Whether `e` is NULL for every row: a NULL constant, or a `CASE` none of
+/// whose arms can be taken.
+fn always_null(e: &Expr) -> bool {
+    match e {
+        Expr::Literal(v, _) => v.is_null(),
+        Expr::Case(c) => {
+            c.when_then_expr.iter().all(|(when, _)| {
+                matches!(
+                    when.as_ref(),
+                    Expr::Literal(
+                        ScalarValue::Boolean(None | Some(false)) | ScalarValue::Null,
+                        _
+                    )
+                )
+            }) && c.else_expr.as_deref().is_none_or(always_null)
+        }
+        Expr::Cast(c) => always_null(&c.expr),
+        _ => false,
     }
 }
 

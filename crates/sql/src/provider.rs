@@ -15,8 +15,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{Schema as ArrowSchema, SchemaRef};
 use datafusion::catalog::Session;
-use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{Column, DFSchema, DataFusionError, Result, SchemaExt};
+use datafusion::common::{DFSchema, DataFusionError, Result, SchemaExt};
 use datafusion::datasource::sink::DataSinkExec;
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::logical_expr::dml::InsertOp;
@@ -30,6 +29,7 @@ use crate::cached_scan::{self, StrataIndexCacheExec};
 use crate::convert::{arrow_schema, nullable};
 use crate::dml::{DmlExec, InsertSink};
 use crate::options::StrataOptions;
+use crate::pushdown::unqualified;
 use crate::pushdown::{Pushed, classify_for};
 use crate::scan_exec::{ScanRequest, StrataScanExec};
 use crate::stats::TableStats;
@@ -91,20 +91,6 @@ impl std::fmt::Debug for StrataTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "StrataTable({})", self.name)
     }
-}
-
-/// `expr` with table qualifiers removed (the scan's schema is unqualified).
-pub(crate) fn unqualified(expr: &Expr) -> Result<Expr> {
-    expr.clone()
-        .transform(|e| {
-            Ok(match e {
-                Expr::Column(c) if c.relation.is_some() => {
-                    Transformed::yes(Expr::Column(Column::new_unqualified(c.name)))
-                }
-                e => Transformed::no(e),
-            })
-        })
-        .map(|t| t.data)
 }
 
 #[async_trait]

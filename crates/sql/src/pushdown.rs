@@ -15,8 +15,10 @@
 //! operator out from between a Sort and the scan, so an `ORDER BY` on the index
 //! key can be satisfied by the ordered Smooth Scan.
 
+use datafusion::common::Column;
+use datafusion::common::Result;
 use datafusion::common::ScalarValue;
-use datafusion::common::tree_node::TreeNode;
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
 use strata_access::predicate::{CmpOp, Comparison};
 use strata_storage::row::{DataType, Schema, Value};
@@ -199,6 +201,21 @@ fn rescale(x: i128, from: i32, to: i32) -> Option<i128> {
         let d = 10i128.checked_pow((from - to) as u32)?;
         (x % d == 0).then_some(x / d)
     }
+}
+
+/// `expr` with table qualifiers removed: a residual as the scan evaluates
+/// it (the scan's schema is unqualified).
+pub(crate) fn unqualified(expr: &Expr) -> Result<Expr> {
+    expr.clone()
+        .transform(|e| {
+            Ok(match e {
+                Expr::Column(c) if c.relation.is_some() => {
+                    Transformed::yes(Expr::Column(Column::new_unqualified(c.name)))
+                }
+                e => Transformed::no(e),
+            })
+        })
+        .map(|t| t.data)
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ use datafusion::physical_plan::{
 };
 use strata_access::ordered_plan::{SortOptions, open_ordered};
 use strata_access::predicate::{CmpOp, Comparison};
-use strata_access::smooth::page_order::SharedWalk;
+use strata_access::smooth::shared_walk::SharedWalk;
 use strata_access::{PageCosts, PathChoice, Predicate, ScanSpec, SmoothOptions, TupleBatch};
 use strata_storage::Table;
 use strata_storage::device::{Device, IoCounters};

@@ -244,6 +244,22 @@ impl Engine {
             // Integer `+ - *` and negation raise "out of range" instead of
             // wrapping (`crate::overflow`), after type coercion.
             .with_analyzer_rule(Arc::new(crate::overflow::CheckedArithmetic))
+            // `-0.0 = 0.0` and `NULL = NULL` as SQL has them where DataFusion
+            // compares otherwise (`crate::equality`).
+            .with_analyzer_rule(Arc::new(crate::equality::SqlEquality))
+            // EXCEPT ALL and INTERSECT ALL count copies (`crate::set_all`).
+            .with_analyzer_rule(Arc::new(crate::set_all::SetAll))
+            // A CAST that rounds or overflows is not unwrapped from a
+            // comparison (`crate::lossy_cast`).
+            .with_analyzer_rule(Arc::new(crate::lossy_cast::LossyCast))
+            // A DOUBLE compared with a DECIMAL is compared as a DOUBLE
+            // (`crate::float_compare`).
+            .with_analyzer_rule(Arc::new(crate::float_compare::FloatCompare))
+            // A number cast to an integer is rounded (`crate::integer_cast`).
+            .with_analyzer_rule(Arc::new(crate::integer_cast::RoundedIntegerCast))
+            // A scalar subquery finding no row is NULL even over a NOT NULL
+            // column (`crate::scalar_subquery`).
+            .with_analyzer_rule(Arc::new(crate::scalar_subquery::NullableScalarSubquery))
             .with_query_planner(Arc::new(crate::skipper::SkipperPlanner::new(db.clone())))
             .build();
         let ctx = SessionContext::new_with_state(state);
@@ -312,6 +328,7 @@ impl Engine {
                 let dialect = state.config().options().sql_parser.dialect;
                 let parsed = state
                     .sql_to_statement(sql, &dialect)
+                    .map(crate::exponent_literal::exponents_as_double)
                     .map_err(SqlError::from);
                 let classified = parsed.and_then(|stmt| {
                     depth::check(&stmt)?;

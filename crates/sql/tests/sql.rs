@@ -1,7 +1,9 @@
-//! SQL over strata against a model: every access path setting returns what a
-//! plain Rust evaluation of the query over the same rows returns; ORDER BY on an
-//! index key needs no Sort; EXPLAIN ANALYZE shows strata's counters; the
-//! optimizer follows its (possibly stale) statistics; bad SQL fails clearly.
+//! SQL over strata against a model: the flash paper's ordered plans return
+//! the rows in key order; EXPLAIN ANALYZE shows strata's counters; a scan split
+//! into parts reads each page once and answers what a model of the rows
+//! answers; the optimizer follows its (possibly stale) statistics. (Every
+//! access path's answers and plans over an indexed table, and bad statements'
+//! errors, are `tests/slt/access_paths.slt`.)
 
 use crate::common;
 
@@ -10,7 +12,7 @@ use std::sync::Arc;
 use common::{counter, query};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use strata_sql::{SqlError, SqlSession};
+use strata_sql::SqlSession;
 use strata_storage::Database;
 use strata_storage::db::{IndexSpec, NoProgress, TableOptions};
 use strata_storage::row::{Schema, Value, days_from_civil};
@@ -103,98 +105,6 @@ fn count_and_sum(data: &[Row], group: impl Fn(&Row) -> Option<i32>) -> Vec<Vec<S
     by.into_iter()
         .map(|(g, (n, c))| vec![g.to_string(), n.to_string(), money(c)])
         .collect()
-}
-
-const PATHS: [&str; 6] = ["smooth", "optimizer", "full", "index", "sort", "switch"];
-
-#[test]
-fn every_access_path_returns_the_models_rows() {
-    let (_d, data, db) = setup(20_000);
-    let s = SqlSession::new(db).unwrap();
-    s.execute("ANALYZE").unwrap();
-    let d0 = days_from_civil(1995, 3, 1);
-    let d1 = days_from_civil(1995, 3, 20);
-    for path in PATHS {
-        s.set("strata.access_path", path).unwrap();
-        // index range + residual on another column, ordered by a non-key column
-        let got = query(
-            &s,
-            "SELECT id, price FROM t WHERE grp BETWEEN 100 AND 130 AND price < 500.00 ORDER BY id",
-        );
-        let mut want: Vec<&Row> = data
-            .iter()
-            .filter(|r| (100..=130).contains(&r.grp) && r.cents < 50_000)
-            .collect();
-        want.sort_by_key(|r| r.id);
-        let want: Vec<Vec<String>> = want
-            .iter()
-            .map(|r| vec![r.id.to_string(), money(r.cents)])
-            .collect();
-        assert_eq!(got, want, "path {path}");
-
-        // date range on the other index, residual LIKE and IS NOT NULL, aggregates
-        let got = query(
-            &s,
-            "SELECT grp % 10 AS g, count(*), sum(price) FROM t \
-             WHERE day >= DATE '1995-03-01' AND day < DATE '1995-03-20' AND name LIKE '%3' \
-             GROUP BY grp % 10 ORDER BY g",
-        );
-        let mut groups = std::collections::BTreeMap::<i32, (u64, i64)>::new();
-        for r in data.iter().filter(|r| {
-            r.day >= d0 && r.day < d1 && r.name.as_deref().is_some_and(|n| n.ends_with('3'))
-        }) {
-            let e = groups.entry(r.grp % 10).or_default();
-            e.0 += 1;
-            e.1 += r.cents;
-        }
-        let want: Vec<Vec<String>> = groups
-            .iter()
-            .map(|(g, (n, c))| vec![g.to_string(), n.to_string(), money(*c)])
-            .collect();
-        assert_eq!(got, want, "path {path}");
-
-        // ORDER BY the index key with LIMIT: the first rows in (grp, id) order
-        let got = query(
-            &s,
-            "SELECT grp, id FROM t WHERE grp >= 990 ORDER BY grp, id LIMIT 25",
-        );
-        let mut want: Vec<&Row> = data.iter().filter(|r| r.grp >= 990).collect();
-        want.sort_by_key(|r| (r.grp, r.id));
-        let want: Vec<Vec<String>> = want
-            .iter()
-            .take(25)
-            .map(|r| vec![r.grp.to_string(), r.id.to_string()])
-            .collect();
-        assert_eq!(got, want, "path {path}");
-    }
-}
-
-#[test]
-fn order_by_the_index_key_needs_no_sort() {
-    let (_d, data, db) = setup(20_000);
-    let s = SqlSession::new(db).unwrap();
-    let sql = "SELECT grp, id FROM t WHERE grp BETWEEN 10 AND 400 ORDER BY grp";
-    for path in PATHS {
-        s.set("strata.access_path", path).unwrap();
-        let p = plan_text(&s, sql);
-        assert!(!p.contains("SortExec"), "{path}: a Sort remained:\n{p}");
-        assert!(
-            p.contains("ordered"),
-            "{path}: the scan is not ordered:\n{p}"
-        );
-        let got = query(&s, sql);
-        let keys: Vec<i32> = got.iter().map(|r| r[0].parse().unwrap()).collect();
-        assert!(
-            keys.windows(2).all(|w| w[0] <= w[1]),
-            "{path}: not in key order"
-        );
-        let want = data.iter().filter(|r| (10..=400).contains(&r.grp)).count();
-        assert_eq!(got.len(), want, "{path}");
-    }
-    // A descending order is not the index's: DataFusion sorts.
-    s.set("strata.access_path", "smooth").unwrap();
-    let p = plan_text(&s, "SELECT grp FROM t WHERE grp < 10 ORDER BY grp DESC");
-    assert!(p.contains("SortExec"), "{p}");
 }
 
 #[test]
@@ -399,36 +309,4 @@ fn the_optimizer_follows_its_statistics_even_when_stale() {
     let p = plan_text(&s, "SELECT * FROM t WHERE grp >= 5000");
     assert!(p.contains("optimizer chose full"), "{p}");
     assert!(p.contains("of 120000 rows"), "{p}");
-}
-
-#[test]
-fn bad_statements_fail_clearly() {
-    let (_d, _data, db) = setup(1000);
-    let s = SqlSession::new(db).unwrap();
-    let err = |sql: &str| match s.execute(sql) {
-        Err(e) => e,
-        Ok(_) => panic!("{sql} succeeded"),
-    };
-    let e = err("SELEC 1");
-    assert!(matches!(e, SqlError::Query(_)), "{e:?}");
-    assert!(e.to_string().contains("SELEC"), "{e}");
-    let e = err("SELECT * FROM nosuch");
-    assert!(
-        matches!(e, SqlError::Query(_)) && e.to_string().contains("nosuch"),
-        "{e}"
-    );
-    let e = err("SELECT nosuch FROM t");
-    assert!(
-        matches!(e, SqlError::Query(_)) && e.to_string().contains("nosuch"),
-        "{e}"
-    );
-    let e = err("SELECT id FROM t WHERE day = 'not a date'");
-    assert!(e.to_string().contains("not a date"), "{e}");
-    let e = err("SET strata.access_path = 'fastest'");
-    assert!(
-        matches!(e, SqlError::Query(_)) && e.to_string().contains("unknown access path 'fastest'"),
-        "{e}"
-    );
-    let e = err("ANALYZE nosuch");
-    assert!(e.to_string().contains("nosuch"), "{e}");
 }

@@ -47,6 +47,7 @@ use strata_storage::row::Tid;
 
 mod options;
 pub mod page_order;
+pub mod shared_walk;
 
 pub use options::{PageCosts, Policy, SmoothOptions, Trigger};
 use page_order::{PageOrderScan, PageSet};
@@ -217,6 +218,10 @@ impl SmoothScan {
             ));
         }
         let heap = spec.table.heap();
+        // Regions are read from the device, past the buffer pool: pages the
+        // session wrote and the pool holds dirty must be on it first (a heap
+        // filled after its index was made has none on the device yet).
+        heap.pool().flush_file(heap.file_id())?;
         let mut opts = opts;
         if opts.io_depth == 0 {
             opts.io_depth = heap.pool().device().parallelism().max(1);

@@ -44,7 +44,7 @@
 //! (or the bound) has been read, as with a sort scan. Ordered output and the
 //! Optimizer/SLA triggers keep the region operator ([`super::SmoothScan`]).
 //!
-//! **Split among threads** ([`SharedWalk`], `ScanSpec::part_of`): the index
+//! **Split among threads** ([`super::shared_walk::SharedWalk`], `ScanSpec::part_of`): the index
 //! walk and the morph decision are made once, by whichever part gets to them
 //! first while the others wait; then each part reads its share of what was
 //! decided — the k-th of n equal stretches of the heap for a sweep, of the
@@ -53,7 +53,6 @@
 //! their tuples on threads of their own.
 
 use std::ops::Bound;
-use std::sync::{Arc, Mutex};
 
 use strata_storage::btree::RangeCursor;
 use strata_storage::row::Tid;
@@ -64,6 +63,7 @@ use crate::error::Result;
 use crate::full::StreamedPages;
 use crate::report::{Mode, ModeChange, ScanReport};
 use crate::scan::{AccessPath, ScanSpec};
+use crate::smooth::shared_walk::{Decided, SplitPart};
 
 /// A set of heap pages: one bit per page.
 #[derive(Clone, Debug)]
@@ -350,81 +350,6 @@ impl Entries {
     }
 }
 
-/// What the index walk decided: the heap pages to read, in page order.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Decided {
-    /// Every heap page in `[from, to)`: the whole heap as it was when the
-    /// scan began, or a part's stretch of it.
-    Sweep { from: u64, to: u64 },
-    /// These runs (first page, pages), ascending.
-    Runs(Vec<(u64, usize)>),
-}
-
-impl Decided {
-    /// The share of part `k` of `n`: about a `n`-th of the pages, the
-    /// shares in page order and together exactly the pages decided.
-    pub fn share(&self, k: usize, n: usize) -> Decided {
-        let n = n.max(1) as u64;
-        let k = (k as u64).min(n - 1);
-        match self {
-            &Decided::Sweep { from, to } => {
-                let span = to - from;
-                Decided::Sweep {
-                    from: from + span * k / n,
-                    to: from + span * (k + 1) / n,
-                }
-            }
-            Decided::Runs(runs) => {
-                let total: u64 = runs.iter().map(|r| r.1 as u64).sum();
-                let (from, to) = (total * k / n, total * (k + 1) / n);
-                // `at`: pages of the runs before this one.
-                let mut at = 0u64;
-                let mut out = Vec::new();
-                for &(first, len) in runs {
-                    let (lo, hi) = (at.max(from), (at + len as u64).min(to));
-                    if lo < hi {
-                        out.push((first + (lo - at), (hi - lo) as usize));
-                    }
-                    at += len as u64;
-                }
-                Decided::Runs(out)
-            }
-        }
-    }
-}
-
-/// The one index walk of a page-ordered Smooth Scan split into parts: the
-/// first part to need it walks the index and decides; the others wait for
-/// that, then each reads its own share ([`Decided::share`]).
-#[derive(Debug)]
-pub struct SharedWalk {
-    parts: usize,
-    /// The decision, and which parts have taken their share of it (a part
-    /// that finds its own share taken is running the scan again, and walks
-    /// afresh: the table may have changed since).
-    state: Mutex<Option<(Decided, Vec<bool>)>>,
-}
-
-impl SharedWalk {
-    pub fn new(parts: usize) -> Arc<SharedWalk> {
-        Arc::new(SharedWalk {
-            parts: parts.max(1),
-            state: Mutex::new(None),
-        })
-    }
-
-    pub fn parts(&self) -> usize {
-        self.parts
-    }
-}
-
-/// One part of a split scan: the walk its parts share, and which part.
-#[derive(Clone, Debug)]
-pub struct SplitPart {
-    pub walk: Arc<SharedWalk>,
-    pub part: usize,
-}
-
 pub struct PageOrderScan {
     spec: ScanSpec,
     entries: Entries,
@@ -592,18 +517,8 @@ impl PageOrderScan {
             let decided = self.walk()?;
             return self.start(decided, None);
         };
-        let mut state = walk.state.lock().unwrap_or_else(|p| p.into_inner());
-        if state.as_ref().is_none_or(|(_, taken)| taken[part]) {
-            // Nothing decided for this run of the scan yet: decide for all.
-            *state = None;
-            let decided = self.walk()?;
-            *state = Some((decided, vec![false; walk.parts]));
-        }
-        let (decided, taken) = state.as_mut().expect("decided above");
-        taken[part] = true;
-        let share = decided.share(part, walk.parts);
-        drop(state);
-        self.start(share, Some((part, walk.parts)))
+        let share = walk.share_of(part, || self.walk())?;
+        self.start(share, Some((part, walk.parts())))
     }
 
     /// Reads index entries until the range ends or the bound says to sweep,
@@ -787,44 +702,6 @@ mod tests {
         sequential_ms: 0.1,
         request_ms: 1.0,
     };
-
-    #[test]
-    fn shares_cover_what_was_decided_once_in_page_order() {
-        let sweep = Decided::Sweep { from: 0, to: 10 };
-        let shares: Vec<Decided> = (0..3).map(|k| sweep.share(k, 3)).collect();
-        assert_eq!(
-            shares,
-            vec![
-                Decided::Sweep { from: 0, to: 3 },
-                Decided::Sweep { from: 3, to: 6 },
-                Decided::Sweep { from: 6, to: 10 },
-            ]
-        );
-        // 12 pages in three runs, in 4 shares of 3: runs cut where a share ends.
-        let runs = Decided::Runs(vec![(5, 2), (20, 7), (100, 3)]);
-        let shares: Vec<Decided> = (0..4).map(|k| runs.share(k, 4)).collect();
-        assert_eq!(
-            shares,
-            vec![
-                Decided::Runs(vec![(5, 2), (20, 1)]),
-                Decided::Runs(vec![(21, 3)]),
-                Decided::Runs(vec![(24, 3)]),
-                Decided::Runs(vec![(100, 3)]),
-            ]
-        );
-        // More parts than pages: some shares are empty, none overlap.
-        let one = Decided::Runs(vec![(7, 1)]);
-        let pages: Vec<Decided> = (0..3).map(|k| one.share(k, 3)).collect();
-        assert_eq!(
-            pages,
-            vec![
-                Decided::Runs(vec![]),
-                Decided::Runs(vec![]),
-                Decided::Runs(vec![(7, 1)])
-            ]
-        );
-        assert_eq!(runs.share(0, 1), runs);
-    }
 
     #[test]
     fn page_sets_iterate_in_order_and_count_once() {

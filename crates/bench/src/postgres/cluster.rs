@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use anyhow::{Context, Result, bail};
 use postgres::{Client, NoTls};
 
-use super::quote_literal;
+use super::options::quote_literal;
 
 /// The first port tried for the private cluster on 127.0.0.1 (when it is
 /// taken, the first free one of the next 19).

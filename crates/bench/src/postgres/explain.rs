@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use postgres::error::SqlState;
 use serde::Deserialize;
 
-use super::trim_sql;
+use super::options::trim_sql;
 
 /// One element of EXPLAIN's JSON array (it prints exactly one). Fields not
 /// named here are ignored.

@@ -13,7 +13,7 @@ use strata_storage::row::{DataType, Schema, Value, format_date, format_decimal};
 use strata_storage::{Database, DbOptions, StorageError, Table};
 
 use super::cluster::Cluster;
-use super::{quote_ident, quote_literal};
+use super::options::{quote_ident, quote_literal};
 
 /// The PostgreSQL type of a strata column type.
 pub fn pg_type(ty: &DataType) -> String {

@@ -4,8 +4,8 @@
 use anyhow::{Context, Result, bail};
 
 use super::load::StrataSource;
+use super::options::{PgConfig, PgQueryOptions, timeout_ms, trim_sql, validate_common};
 use super::session::Session;
-use super::{PgConfig, PgQueryOptions, timeout_ms, trim_sql, validate_common};
 use crate::{ResultRow, ResultSet, Samples};
 
 /// Loads `opts.tables` (see the module documentation) and runs every query
@@ -131,7 +131,7 @@ fn validate_queries(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::postgres::PgMethod;
+    use crate::postgres::options::PgMethod;
     use strata_storage::row::Value;
     use strata_storage::{Database, DbOptions};
 

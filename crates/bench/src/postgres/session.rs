@@ -12,7 +12,7 @@ use postgres::Client;
 use super::cluster::{Cluster, Owner, PgBins, ServerConfig};
 use super::explain::{ExplainStats, explain_sql, is_statement_timeout, parse_explain_json};
 use super::load::{StrataSource, load_tables, row_values};
-use super::{PLAN_LIMIT, PgConfig, trim_sql};
+use super::options::{PLAN_LIMIT, PgConfig, trim_sql};
 use crate::ResultRow;
 
 /// The server's version and the settings the notes mention.

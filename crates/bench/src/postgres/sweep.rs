@@ -6,8 +6,8 @@ use strata_storage::Table;
 use strata_storage::row::DataType;
 
 use super::load::StrataSource;
+use super::options::{PgConfig, PgMethod, PgOptions, quote_ident, timeout_ms, validate_common};
 use super::session::Session;
-use super::{PgConfig, PgMethod, PgOptions, quote_ident, timeout_ms, validate_common};
 use crate::{ResultRow, ResultSet, Samples};
 
 /// The indexed column Q1 ranges over.

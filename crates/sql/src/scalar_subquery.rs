@@ -1,0 +1,140 @@
+//! A scalar subquery that finds no row is NULL, whatever its column.
+//!
+//! DataFusion 55 gives `(SELECT id FROM n)` the nullability of `n.id`; when
+//! `id` is NOT NULL and `n` has no row, the value is NULL all the same, and
+//! the batch that carries it failed arrow's check ("Column 'id' is declared
+//! as non-nullable but contains null values") where PostgreSQL and DuckDB
+//! answer NULL. Found by the `.slt` tests of issue 55.
+//!
+//! [`NullableScalarSubquery`] is an analyzer rule: a scalar subquery whose
+//! one column is NOT NULL gets a projection on top that passes the value
+//! through [`nullable`], a function that returns its argument as a nullable
+//! column (and prints as it, so names do not change).
+
+use std::sync::{Arc, LazyLock};
+
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::common::{DataFusionError, Result};
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, LogicalPlan, LogicalPlanBuilder, ReturnFieldArgs, ScalarFunctionArgs,
+    ScalarUDF, ScalarUDFImpl, Signature, Subquery, Volatility,
+};
+use datafusion::optimizer::AnalyzerRule;
+
+/// The analyzer rule (see the module docs).
+#[derive(Debug, Default)]
+pub struct NullableScalarSubquery;
+
+impl AnalyzerRule for NullableScalarSubquery {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        plan.transform_up_with_subqueries(|plan| {
+            let t = plan.map_expressions(|e| {
+                e.transform_up(|e| match e {
+                    Expr::ScalarSubquery(sq) if not_null(&sq) => Ok(Transformed::yes(
+                        Expr::ScalarSubquery(nullable_subquery(sq)?),
+                    )),
+                    e => Ok(Transformed::no(e)),
+                })
+            })?;
+            if t.transformed {
+                t.map_data(|p| p.recompute_schema())
+            } else {
+                Ok(t)
+            }
+        })
+        .data()
+    }
+
+    fn name(&self) -> &str {
+        "strata_nullable_scalar_subquery"
+    }
+}
+
+fn not_null(sq: &Subquery) -> bool {
+    let fields = sq.subquery.schema().fields();
+    fields.len() == 1 && !fields[0].is_nullable()
+}
+
+/// `sq` with its column passed through [`nullable`].
+fn nullable_subquery(sq: Subquery) -> Result<Subquery> {
+    let plan = sq.subquery.as_ref().clone();
+    let (qualifier, field) = plan.schema().qualified_field(0);
+    let column = Expr::Column(datafusion::common::Column::new(
+        qualifier.cloned(),
+        field.name(),
+    ));
+    let value = Expr::ScalarFunction(ScalarFunction::new_udf(nullable(), vec![column]))
+        .alias_qualified(qualifier.cloned(), field.name());
+    let plan = LogicalPlanBuilder::from(plan)
+        .project(vec![value])?
+        .build()?;
+    Ok(Subquery {
+        subquery: Arc::new(plan),
+        ..sq
+    })
+}
+
+const NAME: &str = "strata_nullable";
+
+static NULLABLE: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
+    Arc::new(ScalarUDF::new_from_impl(Nullable {
+        signature: Signature::any(1, Volatility::Immutable),
+    }))
+});
+
+/// The function that returns its argument as a nullable column.
+pub fn nullable() -> Arc<ScalarUDF> {
+    NULLABLE.clone()
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Nullable {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for Nullable {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn display_name(&self, args: &[Expr]) -> Result<String> {
+        Ok(args.first().map(|a| a.to_string()).unwrap_or_default())
+    }
+
+    fn schema_name(&self, args: &[Expr]) -> Result<String> {
+        Ok(args
+            .first()
+            .map(|a| a.schema_name().to_string())
+            .unwrap_or_default())
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(arg_types[0].clone())
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        let f = &args.arg_fields[0];
+        Ok(Arc::new(Field::new(
+            self.name(),
+            f.data_type().clone(),
+            true,
+        )))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        match <[ColumnarValue; 1]>::try_from(args.args) {
+            Ok([v]) => Ok(v),
+            Err(v) => Err(DataFusionError::Internal(format!(
+                "{NAME} called with {} arguments",
+                v.len()
+            ))),
+        }
+    }
+}
