@@ -14,11 +14,9 @@
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, Result};
 use datafusion::logical_expr::expr::{Between, Cast, InList};
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
-use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator};
 use datafusion::optimizer::AnalyzerRule;
 
@@ -28,23 +26,7 @@ pub struct FloatCompare;
 
 impl AnalyzerRule for FloatCompare {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        plan.transform_up_with_subqueries(|plan| {
-            let mut schema = merge_schema(&plan.inputs());
-            if let LogicalPlan::TableScan(scan) = &plan {
-                schema.merge(scan.projected_schema.as_ref());
-            }
-            let names = NamePreserver::new(&plan);
-            let t = plan.map_expressions(|e| {
-                let name = names.save(&e);
-                Ok(float_comparisons(e, &schema)?.update_data(|e| name.restore(e)))
-            })?;
-            if t.transformed {
-                t.map_data(|p| p.recompute_schema())
-            } else {
-                Ok(t)
-            }
-        })
-        .data()
+        crate::expr_rule::rewrite_expressions(plan, float_comparisons)
     }
 
     fn name(&self) -> &str {

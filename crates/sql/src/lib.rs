@@ -17,6 +17,7 @@ pub mod dml;
 pub mod equality;
 pub mod error;
 pub mod exponent_literal;
+pub mod expr_rule;
 pub mod float_compare;
 pub mod format;
 pub mod index_join;

@@ -24,11 +24,9 @@ use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, DataFusionError, Result};
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
-use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
     ColumnarValue, Expr, ExprSchemable, LogicalPlan, ReturnFieldArgs, ScalarFunctionArgs,
     ScalarUDF, ScalarUDFImpl, Signature, Volatility,
@@ -41,23 +39,7 @@ pub struct LossyCast;
 
 impl AnalyzerRule for LossyCast {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        plan.transform_up_with_subqueries(|plan| {
-            let mut schema = merge_schema(&plan.inputs());
-            if let LogicalPlan::TableScan(scan) = &plan {
-                schema.merge(scan.projected_schema.as_ref());
-            }
-            let names = NamePreserver::new(&plan);
-            let t = plan.map_expressions(|e| {
-                let name = names.save(&e);
-                Ok(kept_casts(e, &schema)?.update_data(|e| name.restore(e)))
-            })?;
-            if t.transformed {
-                t.map_data(|p| p.recompute_schema())
-            } else {
-                Ok(t)
-            }
-        })
-        .data()
+        crate::expr_rule::rewrite_expressions(plan, kept_casts)
     }
 
     fn name(&self) -> &str {

@@ -28,13 +28,11 @@ use datafusion::arrow::array::{ArrayRef, Datum, Scalar};
 use datafusion::arrow::compute::kernels::numeric;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
-use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
     ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ReturnFieldArgs, ScalarFunctionArgs,
     ScalarUDF, ScalarUDFImpl, Signature, Volatility,
@@ -49,23 +47,7 @@ pub struct CheckedArithmetic;
 
 impl AnalyzerRule for CheckedArithmetic {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        plan.transform_up_with_subqueries(|plan| {
-            let mut schema = merge_schema(&plan.inputs());
-            if let LogicalPlan::TableScan(scan) = &plan {
-                schema.merge(scan.projected_schema.as_ref());
-            }
-            let names = NamePreserver::new(&plan);
-            let t = plan.map_expressions(|e| {
-                let name = names.save(&e);
-                Ok(checked(e, &schema)?.update_data(|e| name.restore(e)))
-            })?;
-            if t.transformed {
-                t.map_data(|p| p.recompute_schema())
-            } else {
-                Ok(t)
-            }
-        })
-        .data()
+        crate::expr_rule::rewrite_expressions(plan, checked)
     }
 
     fn name(&self) -> &str {
