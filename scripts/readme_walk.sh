@@ -5,21 +5,22 @@
 # not run is the test suite's own command (`bash scripts/test`), which runs this
 # script.
 #
-# The blocks run in a scratch copy of the checkout (the files git tracks, plus
-# a link to this checkout's target/), so what they create (databases, CSV
-# files) never lands in the checkout and the build they ask for reuses what is
-# built. A failing command fails the walk and names the block and the line.
+# The blocks run in a scratch directory inside the checkout's target/
+# (target/readme-walk, made afresh), where `target` links back to the
+# checkout's target/: cargo finds the workspace from there, so the build the
+# README asks for is the checkout's own build and reuses what is built (a copy
+# of the checkout elsewhere would be another workspace, compiled again), and
+# what the blocks create (databases, CSV files) stays out of the checkout. A
+# failing command fails the walk and names the block.
 #
-#   bash scripts/readme_walk.sh            # from the checkout's root
+#   bash scripts/readme_walk.sh            # from anywhere
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-
-git ls-files -z | (cd "$root" && xargs -0 cp --parents -t "$scratch")
-mkdir -p "$root/target"
-ln -s "$root/target" "$scratch/target"
+scratch="$root/target/readme-walk"
+rm -rf "$scratch"
+mkdir -p "$scratch"
+ln -s .. "$scratch/target"
 
 # The blocks, numbered, with their first line in the README.
 python3 - "$root/README.md" "$scratch/walk.sh" <<'PY'
