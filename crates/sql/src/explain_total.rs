@@ -50,6 +50,7 @@ pub fn with_total_time(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datafusion::arrow::array::AsArray;
     use datafusion::arrow::datatypes::{Field, Schema};
 
     #[test]
@@ -60,8 +61,8 @@ mod tests {
         ]));
         let out = with_total_time(&schema, vec![], Duration::from_micros(12_345));
         assert_eq!(out.len(), 1);
-        let plan = out[0].column(1).as_any().downcast_ref::<StringArray>();
-        assert!(plan.unwrap().value(0).starts_with("12.345 ms"));
+        let plan = out[0].column(1).as_string::<i32>();
+        assert!(plan.value(0).starts_with("12.345 ms"), "{}", plan.value(0));
         let other = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]));
         assert!(with_total_time(&other, vec![], Duration::ZERO).is_empty());
     }
