@@ -352,7 +352,8 @@ impl Engine {
                     describe::described(&stmt).and_then(|n| describe::find(&self.db, &n))
                 {
                     self.keep(settings, state);
-                    let (schema, batches) = describe::table(&self.db.table(&table)?)?;
+                    let table = self.db.table(&table)?;
+                    let (schema, batches) = describe::table(&table)?;
                     return Ok(Some(QueryResult {
                         schema,
                         batches,
