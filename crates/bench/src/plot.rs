@@ -33,6 +33,16 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+/// Set by [`label_quick_run`]: every plot's title ends "(quick run)".
+static QUICK_RUN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Marks the plots this process draws from now on as a quick run's (small
+/// sizes, few points: `--quick`), in their titles, so that a picture is never
+/// taken for a full run's.
+pub fn label_quick_run() {
+    QUICK_RUN.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// How an axis maps values to positions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scale {
@@ -620,8 +630,13 @@ impl Plot {
         };
 
         let mut area = root.margin(PAD / 2, 0, 0, 0);
-        if !self.title.is_empty() {
-            area = area.titled(&self.title, font(TITLE_FONT))?;
+        let title = match QUICK_RUN.load(std::sync::atomic::Ordering::Relaxed) {
+            true if self.title.is_empty() => "quick run".to_string(),
+            true => format!("{} (quick run)", self.title),
+            false => self.title.clone(),
+        };
+        if !title.is_empty() {
+            area = area.titled(&title, font(TITLE_FONT))?;
         }
 
         // Legend entries and size.

@@ -5,7 +5,12 @@ use clap::{Parser, Subcommand};
 use crate::context::Global;
 
 #[derive(Parser)]
-#[command(name = "strata", version, about = "A storage-aware relational engine")]
+#[command(
+    name = "strata",
+    bin_name = "strata",
+    version,
+    about = "A storage-aware relational engine"
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,

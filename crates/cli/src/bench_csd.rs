@@ -5,8 +5,9 @@
 //! (Fig. 12's skewed layout under the four policies, and a seeded random
 //! mix over layouts and client counts); and `pull`: Figs. 4 and 5 for real —
 //! `strata-sql` clients over TPC-H tables on a running CSD service
-//! (`strata_bench::csd_pull`). Results go to `results/csd/` as a
-//! CSV of the standard columns and a markdown summary with provenance.
+//! (`strata_bench::csd_pull`). Results go to `--out DIR` (by default a new
+//! `./strata-bench-<time>/csd/`) as a CSV of the standard columns and a
+//! markdown summary with provenance.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -52,9 +53,9 @@ pub struct BenchCsdArgs {
     /// pull: which of fig4, fig5.
     #[arg(long, value_delimiter = ',', default_value = "fig4,fig5")]
     pub pull_figures: Vec<String>,
-    /// Where results go.
-    #[arg(long, default_value = "results/csd")]
-    pub out: PathBuf,
+    /// Where results go (default: a new ./strata-bench-<time>/csd).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Modeled group switch time, seconds (Fig. 4, Fig. 12, the mixes).
     #[arg(long, default_value_t = 10.0)]
     pub switch_s: f64,
@@ -85,9 +86,9 @@ pub struct BenchCsdArgs {
     pub mix_clients: Vec<usize>,
 }
 
-pub fn run(a: &BenchCsdArgs) -> Result<()> {
+pub fn run(cli: &crate::context::Global, a: &BenchCsdArgs) -> Result<()> {
     let figures: Vec<&str> = match a.figure.as_str() {
-        "pull" => return pull(a),
+        "pull" => return pull(cli, a),
         "all" => FIGURES.to_vec(),
         f if FIGURES.contains(&f) => vec![f],
         f => {
@@ -119,19 +120,20 @@ pub fn run(a: &BenchCsdArgs) -> Result<()> {
     if a.seeds.is_empty() {
         return Err(usage("--seeds: at least one"));
     }
+    let out = crate::bench_out::results_dir(a.out.as_deref(), "csd")?;
     for f in figures {
         let summary = match f {
-            "pull-model" => pull_model(a)?,
-            _ => schedulers(a)?,
+            "pull-model" => pull_model(a, &out)?,
+            _ => schedulers(a, &out)?,
         };
         println!("{summary}");
     }
-    println!("results in {}", a.out.display());
+    println!("results in {}", out.display());
     Ok(())
 }
 
 /// Figs. 4 and 5 on the real service (see `strata_bench::csd_pull`).
-fn pull(a: &BenchCsdArgs) -> Result<()> {
+fn pull(cli: &crate::context::Global, a: &BenchCsdArgs) -> Result<()> {
     let sf = strata_load::parse_scale_factor(&a.sf).map_err(|e| usage(e.to_string()))?;
     let object_bytes = strata_storage::util::parse_size(&a.object_size)
         .map_err(|e| usage(format!("--object-size: {e}")))?;
@@ -145,9 +147,15 @@ fn pull(a: &BenchCsdArgs) -> Result<()> {
             "--clients: counts from 1 to 16 (each is a strata-sql process)",
         ));
     }
+    crate::bench_out::db_not_used(
+        cli,
+        "bench csd pull",
+        "its databases and the CSD's data go under --bench-db DIR",
+    );
+    let out = crate::bench_out::results_dir(a.out.as_deref(), "csd")?;
     let opts = PullOptions {
         bench_db: a.bench_db.clone(),
-        out: a.out.clone(),
+        out: out.clone(),
         sf,
         clients: a.clients.clone(),
         fig4_switch_s: a.switch_s,
@@ -162,7 +170,7 @@ fn pull(a: &BenchCsdArgs) -> Result<()> {
     let figs: Vec<&str> = a.pull_figures.iter().map(String::as_str).collect();
     let md = run_pull(&opts, &figs, &mut |m| eprintln!("{m}"))?;
     println!("{}", std::fs::read_to_string(&md)?);
-    println!("results in {}", a.out.display());
+    println!("results in {}", out.display());
     Ok(())
 }
 
@@ -185,7 +193,7 @@ fn write(out: &Path, name: &str, rows: &ResultSet, summary: &Summary) -> Result<
 /// FCFS (the query-agnostic CSD of the paper's Swift emulation), beside the
 /// same clients with all data in one group (the HDD capacity tier) and the
 /// model C × S × D.
-fn pull_model(a: &BenchCsdArgs) -> Result<String> {
+fn pull_model(a: &BenchCsdArgs, out: &Path) -> Result<String> {
     let mut rows = ResultSet::new();
     let params = |clients: usize, switch_s: f64, layout: LayoutSpec| {
         let mut p = PullParams::paper(clients);
@@ -325,7 +333,7 @@ fn pull_model(a: &BenchCsdArgs) -> Result<String> {
             num(csd.mean_query_ns / hdd.mean_query_ns)
         ))
     ));
-    write(&a.out, "pull-model", &rows, &sum)?;
+    write(out, "pull-model", &rows, &sum)?;
     Ok(format!(
         "pull-model: {}",
         fig4.iter()
@@ -357,7 +365,7 @@ fn policy_row(figure: &str, x: f64, variant: &str, r: &SimResult, wall_ms: f64) 
 /// Fig. 12 (5 Skipper clients, skewed layout 2/2/1, each running the same
 /// query `repeats` times) under the four policies, and seeded random mixes
 /// over layouts and client counts.
-fn schedulers(a: &BenchCsdArgs) -> Result<String> {
+fn schedulers(a: &BenchCsdArgs, out: &Path) -> Result<String> {
     let mut rows = ResultSet::new();
     let mut p = SkewParams::paper();
     p.repeats = a.repeats;
@@ -524,7 +532,7 @@ fn schedulers(a: &BenchCsdArgs) -> Result<String> {
         ],
         table,
     );
-    write(&a.out, "schedulers", &rows, &sum)?;
+    write(out, "schedulers", &rows, &sum)?;
     Ok(format!(
         "schedulers (Fig. 12): {}; rank < query-fcfs in switches: {}; rank < max-queries in max stretch: {}",
         fig12

@@ -42,15 +42,16 @@ pub struct FlashArgs {
     /// Buffer pool per user (N real users share N times it).
     #[arg(long, default_value = "4MiB")]
     pub pool_per_user: String,
-    /// Database for the benchmark tables (kept between runs).
-    #[arg(long, default_value = "strata-flash.db")]
-    pub bench_db: PathBuf,
-    /// Where results go.
-    #[arg(long, default_value = "results/flash")]
-    pub out: PathBuf,
+    /// Database for the benchmark tables (kept between runs; default: the
+    /// global --db when given, else strata-flash.db).
+    #[arg(long)]
+    pub bench_db: Option<PathBuf>,
+    /// Where results go (default: a new ./strata-bench-<time>/flash).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
-pub fn run(_cli: &Global, a: &FlashArgs) -> Result<()> {
+pub fn run(cli: &Global, a: &FlashArgs) -> Result<()> {
     let (figures, devices) =
         crate::bench_smooth::figures_and_devices(&a.figure, FIGURES, &a.devices)?;
     if devices.is_empty() {
@@ -59,14 +60,15 @@ pub fn run(_cli: &Global, a: &FlashArgs) -> Result<()> {
     if a.sidx_depth == 0 {
         return Err(usage("--sidx-depth must be at least 1"));
     }
+    crate::bench_out::label_quick(a.quick);
     let opts = FlashOptions {
-        db_dir: a.bench_db.clone(),
+        db_dir: crate::bench_out::bench_db(cli, a.bench_db.as_deref(), "strata-flash.db"),
         rows: a.rows.unwrap_or(if a.quick { 20_000 } else { 1_000_000 }),
         real_rows: a.real_rows.unwrap_or(if a.quick { 5_000 } else { 100_000 }),
         devices,
         pool_bytes: parse_size(&a.pool_per_user).map_err(usage)? as usize,
         repeat: a.repeat,
-        out: a.out.clone(),
+        out: crate::bench_out::results_dir(a.out.as_deref(), "flash")?,
         quick: a.quick,
         sidx_depth: a.sidx_depth,
         sort_memory: parse_size(&a.sort_memory).map_err(usage)? as usize,

@@ -62,9 +62,9 @@ pub struct IndexCacheArgs {
     /// Passes per variant of 2c, runs per workload of wiki (median reported).
     #[arg(long, default_value_t = 5)]
     pub passes: usize,
-    /// Where results go.
-    #[arg(long, default_value = "results/index-cache")]
-    pub out: PathBuf,
+    /// Where results go (default: a new ./strata-bench-<time>/index-cache).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// 2b: rows of its table (about 200 bytes each).
     #[arg(long, default_value_t = 2_000_000)]
     pub heap_rows: u64,
@@ -90,12 +90,13 @@ pub struct IndexCacheArgs {
     /// 2b: opens per device and line (median reported).
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
-    /// 2b: the database holding its table (kept between runs).
-    #[arg(long, default_value = "strata-index-cache.db")]
-    pub bench_db: PathBuf,
+    /// 2b: the database holding its table (kept between runs; default: the
+    /// global --db when given, else strata-index-cache.db).
+    #[arg(long)]
+    pub bench_db: Option<PathBuf>,
 }
 
-pub fn run(_cli: &Global, a: &IndexCacheArgs) -> Result<()> {
+pub fn run(cli: &Global, a: &IndexCacheArgs) -> Result<()> {
     if a.figure == "wiki" {
         return wiki(a);
     }
@@ -125,33 +126,38 @@ pub fn run(_cli: &Global, a: &IndexCacheArgs) -> Result<()> {
         return Err(usage("--exponents: zipf exponents in 0..=4"));
     }
     let tmp = std::env::temp_dir().join(format!("strata-index-cache-{}", std::process::id()));
-    let c = Fig2cOptions {
+    let mut c = Fig2cOptions {
         items: a.items,
         lookups: a.lookups.min(a.items),
         passes: a.passes,
-        out: a.out.clone(),
+        out: PathBuf::new(),
         tmp: tmp.clone(),
         seed: a.seed,
     };
-    let o = Fig2aOptions {
+    let mut o = Fig2aOptions {
         items: a.items,
         lookups: a.lookups,
         capacities: a.capacities.clone(),
         exponents: a.exponents.clone(),
-        out: a.out.clone(),
+        out: PathBuf::new(),
         tmp,
         seed: a.seed,
     };
-    let fill = FillOptions {
+    let mut fill = FillOptions {
         items: a.items,
         lookups: a.lookups,
         fills: a.fills.clone(),
         exponents: a.exponents.clone(),
-        out: a.out.clone(),
+        out: PathBuf::new(),
         tmp: o.tmp.clone(),
         seed: a.seed,
     };
-    let mut b = Fig2bOptions::new(a.bench_db.clone(), a.out.clone());
+    let bench_db = if figures.iter().any(|f| f == "2b") {
+        crate::bench_out::bench_db(cli, a.bench_db.as_deref(), "strata-index-cache.db")
+    } else {
+        PathBuf::from("strata-index-cache.db")
+    };
+    let mut b = Fig2bOptions::new(bench_db, PathBuf::new());
     b.rows = a.heap_rows;
     b.devices = crate::bench_smooth::parse_devices(&a.devices)?;
     b.hit_rates = a.hit_rates.clone();
@@ -162,14 +168,20 @@ pub fn run(_cli: &Global, a: &IndexCacheArgs) -> Result<()> {
     b.rounds = a.rounds;
     b.seed = a.seed;
     b.check().map_err(|e| usage(e.to_string()))?;
-    let out = crate::bench_smooth::run_figures(&figures, &o.out, |f, log| match f {
+    // Checked: now the results directory.
+    let out = crate::bench_out::results_dir(a.out.as_deref(), "index-cache")?;
+    c.out = out.clone();
+    o.out = out.clone();
+    fill.out = out.clone();
+    b.out = out;
+    let done = crate::bench_smooth::run_figures(&figures, &o.out, |f, log| match f {
         "2a" => run_fig2a(&o, log),
         "2b" => run_fig2b(&b, log),
         "fill" => run_fill(&fill, log),
         _ => run_fig2c(&c, log),
     });
     let _ = std::fs::remove_dir_all(&o.tmp);
-    out
+    done
 }
 
 /// `strata bench index-cache wiki` (the work is in
@@ -177,7 +189,7 @@ pub fn run(_cli: &Global, a: &IndexCacheArgs) -> Result<()> {
 /// there too.
 fn wiki(a: &IndexCacheArgs) -> Result<()> {
     let tmp = std::env::temp_dir().join(format!("strata-index-cache-wiki-{}", std::process::id()));
-    let mut o = strata_bench::index_cache_wiki::WikiOptions::new(&a.out, &tmp);
+    let mut o = strata_bench::index_cache_wiki::WikiOptions::new(PathBuf::new(), &tmp);
     o.rows = a.rows.clone();
     o.lookups = a.lookups;
     o.warmup = a.warmup;
@@ -188,9 +200,10 @@ fn wiki(a: &IndexCacheArgs) -> Result<()> {
     o.postgres = !a.no_postgres;
     o.shared_buffers = a.shared_buffers.clone();
     o.check().map_err(|e| usage(e.to_string()))?;
-    let out = crate::bench_smooth::run_figures(&["wiki".to_string()], &o.out, |_, log| {
+    o.out = crate::bench_out::results_dir(a.out.as_deref(), "index-cache")?;
+    let done = crate::bench_smooth::run_figures(&["wiki".to_string()], &o.out, |_, log| {
         strata_bench::index_cache_wiki::run_wiki(&o, log)
     });
     let _ = std::fs::remove_dir_all(&tmp);
-    out
+    done
 }

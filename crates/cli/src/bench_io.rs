@@ -6,10 +6,11 @@
 //! * single-page (8 KiB) random reads per second at depth 1 and, with io_uring, at
 //!   depth 32;
 //! * fio on the same file with the same request sizes and depths, as the disk's own
-//!   figures (fio is installed from Debian's packages when missing and we are root).
+//!   figures (when fio is missing it is not run, and the output says how to
+//!   get it; `--install-fio` installs it from Debian's packages, as root).
 //!
 //! Each strata figure is the median of `--repeat` runs. Results go to
-//! `results/storage/io.csv` and `results/storage/io.md`.
+//! `<--out>/io.csv` and `io.md` (by default a new `./strata-bench-<time>/storage/`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -53,9 +54,13 @@ pub struct IoArgs {
     /// Do not run fio.
     #[arg(long)]
     pub no_fio: bool,
-    /// Where results go.
-    #[arg(long, default_value = "results/storage")]
-    pub out: PathBuf,
+    /// Install fio with apt-get when it is missing (as root); without it a
+    /// missing fio is only reported.
+    #[arg(long, conflicts_with = "no_fio")]
+    pub install_fio: bool,
+    /// Where results go (default: a new ./strata-bench-<time>/storage).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 struct Row {
@@ -93,10 +98,11 @@ pub fn run(cli: &Global, a: &IoArgs) -> Result<()> {
         pages,
         (pages * PAGE_SIZE as u64) as f64 / 1048576.0
     );
+    let out = crate::bench_out::results_dir(a.out.as_deref(), "storage")?;
     let fio_file = if a.no_fio {
         None
     } else {
-        match ensure_fio() {
+        match ensure_fio(a.install_fio) {
             Ok(()) => Some(segment_path(
                 &db.dir().join(&db.catalog().table(&a.table)?.heap_file),
                 0,
@@ -240,7 +246,7 @@ pub fn run(cli: &Global, a: &IoArgs) -> Result<()> {
             summary += &line;
         }
     }
-    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let mut csv = String::from(
         "figure,device,variant,x,wall_ms,modeled_ms,pages_read,io_requests,rows_out,mib_s,iops\n",
     );
@@ -250,9 +256,9 @@ pub fn run(cli: &Global, a: &IoArgs) -> Result<()> {
             r.variant, pages, r.wall_ms, r.pages, r.requests, r.mib_s, r.iops
         );
     }
-    std::fs::write(a.out.join("io.csv"), csv)?;
-    std::fs::write(a.out.join("io.md"), summary)?;
-    println!("wrote {}/io.csv and io.md", a.out.display());
+    std::fs::write(out.join("io.csv"), csv)?;
+    std::fs::write(out.join("io.md"), summary)?;
+    println!("wrote {}/io.csv and io.md", out.display());
     Ok(())
 }
 
@@ -383,7 +389,9 @@ fn run_fio(file: &Path, args: &[String]) -> Result<(f64, f64, f64)> {
     ))
 }
 
-fn ensure_fio() -> Result<()> {
+/// Whether fio can run; `install`: install it with apt-get when missing
+/// (`--install-fio`). Nothing is installed unless asked.
+fn ensure_fio(install: bool) -> Result<()> {
     if Command::new("fio")
         .arg("--version")
         .output()
@@ -391,9 +399,16 @@ fn ensure_fio() -> Result<()> {
     {
         return Ok(());
     }
+    if !install {
+        bail!(
+            "fio is not installed, so the disk's own figures are missing; install it \
+             (`apt-get install fio`, `dnf install fio`, `brew install fio`) or rerun with \
+             --install-fio (apt-get, as root)"
+        );
+    }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        bail!("fio is not installed (apt-get install fio)");
+        bail!("--install-fio: installing fio with apt-get needs root (sudo apt-get install fio)");
     }
     println!("installing fio from Debian's packages...");
     let ok = Command::new("apt-get")

@@ -2,8 +2,9 @@
 //! real CSD service (§5: Figs. 7–12 and Table 3) — `strata-sql` clients over
 //! TPC-H tables on a CSD started here, through MJoin (`strata.skipper=true`)
 //! against the pull baseline and local tables (`strata_bench::csd_skipper`).
-//! Results go to `results/skipper/<figure>.md`, `.csv` and plots, with the
-//! command and commit that made them.
+//! Results go to `<--out>/<figure>.md`, `.csv` and plots (by default a new
+//! `./strata-bench-<time>/skipper/`), with the command and commit that made
+//! them.
 
 use std::path::PathBuf;
 
@@ -34,9 +35,9 @@ pub struct BenchSkipperArgs {
     /// Where the databases, the CSD's data and MJoin's reports go.
     #[arg(long, default_value = "bench-skipper")]
     pub bench_db: PathBuf,
-    /// Where results go.
-    #[arg(long, default_value = "results/skipper")]
-    pub out: PathBuf,
+    /// Where results go (default: a new ./strata-bench-<time>/skipper).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Fig. 7's client counts; the largest is Figs. 9, 10 and 11b's.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5")]
     pub clients: Vec<usize>,
@@ -60,7 +61,7 @@ pub struct BenchSkipperArgs {
     pub evict: String,
 }
 
-pub fn run(a: &BenchSkipperArgs) -> Result<()> {
+pub fn run(cli: &crate::context::Global, a: &BenchSkipperArgs) -> Result<()> {
     let figures: Vec<&str> = match a.figure.as_str() {
         "all" => FIGURES.to_vec(),
         f if FIGURES.contains(&f) => vec![f],
@@ -114,9 +115,15 @@ pub fn run(a: &BenchSkipperArgs) -> Result<()> {
             a.evict
         )));
     }
+    crate::bench_out::db_not_used(
+        cli,
+        "bench skipper",
+        "its databases and the CSD's data go under --bench-db DIR",
+    );
+    let out = crate::bench_out::results_dir(a.out.as_deref(), "skipper")?;
     let opts = SkipperOptions {
         bench_db: a.bench_db.clone(),
-        out: a.out.clone(),
+        out: out.clone(),
         sf,
         object_bytes,
         repeat: a.repeat,
@@ -135,6 +142,6 @@ pub fn run(a: &BenchSkipperArgs) -> Result<()> {
     for md in written {
         println!("{}", std::fs::read_to_string(&md)?);
     }
-    println!("results in {}", a.out.display());
+    println!("results in {}", out.display());
     Ok(())
 }

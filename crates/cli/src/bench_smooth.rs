@@ -9,6 +9,7 @@ use strata_bench::smooth_scan::robustness::{self, RobustnessOptions};
 use strata_bench::smooth_scan::{BenchOptions, FIGURES, postgres_figure, prepare, run_figure};
 use strata_storage::util::parse_size;
 
+use crate::bench_out;
 use crate::context::Global;
 use crate::context::usage;
 use crate::progress::Bars;
@@ -36,12 +37,18 @@ pub struct SmoothArgs {
     /// Stop a run after this many seconds and record it as censored.
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,
-    /// Database for the benchmark tables (kept between runs).
-    #[arg(long, default_value = "strata-bench.db")]
-    pub bench_db: PathBuf,
-    /// Where results go.
-    #[arg(long, default_value = "results/smooth-scan")]
-    pub out: PathBuf,
+    /// Database for the benchmark tables (kept between runs; default: the
+    /// global --db when given, else strata-bench.db).
+    #[arg(long)]
+    pub bench_db: Option<PathBuf>,
+    /// Where results go (default: a new ./strata-bench-<time>/smooth-scan).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// postgres: drop the OS page cache before every PostgreSQL query
+    /// (writes /proc/sys/vm/drop_caches; root only). Without it the
+    /// PostgreSQL runs are warm-OS-cache, and their rows say so.
+    #[arg(long)]
+    pub drop_caches: bool,
     /// robustness: table sizes in rows, comma-separated (default
     /// 100000,1000000,10000000; 100000 with --quick).
     #[arg(long, value_delimiter = ',')]
@@ -56,19 +63,25 @@ pub struct SmoothArgs {
 }
 
 fn options(cli: &Global, a: &SmoothArgs, devices: Vec<String>) -> Result<BenchOptions> {
+    bench_out::label_quick(a.quick);
     Ok(BenchOptions {
-        db_dir: a.bench_db.clone(),
+        db_dir: bench_out::bench_db(cli, a.bench_db.as_deref(), "strata-bench.db"),
         rows: a.rows.unwrap_or(if a.quick { 200_000 } else { 10_000_000 }),
         devices,
         pool_bytes: parse_size(&cli.buffer_pool).map_err(usage)? as usize,
         repeat: a.repeat,
         timeout_s: a.timeout,
-        out: a.out.clone(),
+        out: bench_out::results_dir(a.out.as_deref(), "smooth-scan")?,
         quick: a.quick,
     })
 }
 
 pub fn run(cli: &Global, a: &SmoothArgs) -> Result<()> {
+    if a.drop_caches && !a.figure.starts_with("postgres") {
+        return Err(usage(
+            "--drop-caches is for the postgres figures only".to_string(),
+        ));
+    }
     if a.figure == robustness::FIGURE {
         return run_robustness(cli, a);
     }
@@ -83,12 +96,24 @@ pub fn run(cli: &Global, a: &SmoothArgs) -> Result<()> {
     }
     if a.figure == "postgres" || a.figure == "postgres-ordered" {
         let opts = options(cli, a, vec!["real".into()])?;
+        if a.drop_caches {
+            println!("PostgreSQL runs: the OS page cache is dropped before every query");
+        } else {
+            println!(
+                "PostgreSQL runs are warm-cache: the server restarts before every query, \
+                 but the OS page cache is not dropped (rows say os_cache = warm; \
+                 --drop-caches drops it, as root)"
+            );
+        }
         let bars = Bars::new();
         prepare(&opts, false, &bars)?;
         bars.finish();
-        let summary = postgres_figure(&opts, a.figure == "postgres-ordered", &mut |line| {
-            eprintln!("{line}")
-        })?;
+        let summary = postgres_figure(
+            &opts,
+            a.figure == "postgres-ordered",
+            a.drop_caches,
+            &mut |line| eprintln!("{line}"),
+        )?;
         println!("{summary}");
         return Ok(());
     }

@@ -58,19 +58,19 @@ pub struct WasteArgs {
     /// Where the generated tables and their clustered copies live (kept).
     #[arg(long, default_value = "strata-waste-bench")]
     pub work_dir: PathBuf,
-    /// Where results go.
-    #[arg(long, default_value = "results/waste")]
-    pub out: PathBuf,
+    /// Where results go (default: a new ./strata-bench-<time>/waste).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
-pub fn run(_cli: &Global, a: &WasteArgs) -> Result<()> {
+pub fn run(cli: &Global, a: &WasteArgs) -> Result<()> {
     if !["fig3", "counting", "ids", "split"].contains(&a.figure.as_str()) {
         return Err(usage(format!(
             "unknown figure {}: waste has fig3, counting, ids and split",
             a.figure
         )));
     }
-    let o = Fig3Options {
+    let mut o = Fig3Options {
         rows: a.rows.clone(),
         devices: a.devices.clone(),
         lookups: a.lookups,
@@ -82,10 +82,16 @@ pub fn run(_cli: &Global, a: &WasteArgs) -> Result<()> {
         rounds: a.rounds,
         ids: a.ids.clone(),
         work_dir: a.work_dir.clone(),
-        out: a.out.join(&a.figure),
+        out: PathBuf::new(),
         seed: a.seed,
     };
     o.check().map_err(|e| usage(e.to_string()))?;
+    crate::bench_out::db_not_used(
+        cli,
+        "bench waste",
+        "its tables and their clustered copies go under --work-dir DIR",
+    );
+    o.out = crate::bench_out::results_dir(a.out.as_deref(), "waste")?.join(&a.figure);
     let summary = if a.figure == "fig3" {
         run_fig3(&o, &mut |m| eprintln!("{m}"))?
     } else if a.figure == "ids" {

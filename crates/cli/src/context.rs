@@ -27,6 +27,10 @@ pub struct Global {
     /// most this many bytes of whole objects, least recently used out first.
     #[arg(long, global = true, default_value = "512MiB")]
     pub cold_cache: String,
+    /// Whether the command line gave `--db` (not its default): benchmarks
+    /// then generate their tables there ([`crate::bench_out::bench_db`]).
+    #[arg(skip)]
+    pub db_given: bool,
 }
 
 /// A mistake in the command line that clap cannot see (exit code 2).

@@ -7,6 +7,24 @@ use strata_storage::util::format_bytes;
 use crate::context::{Global, chosen_tables, open_db};
 use crate::progress::Bars;
 
+/// A table's columns as `CREATE TABLE` declares them: `c1 INT NOT NULL,
+/// name VARCHAR(20)` (SQL's type names, the ones `\d` and `DESCRIBE` show).
+fn sql_columns(schema: &strata_storage::row::Schema) -> String {
+    schema
+        .columns
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}{}",
+                c.name,
+                c.ty.sql_name(),
+                if c.nullable { "" } else { " NOT NULL" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
     let db = open_db(cli, true)?;
     let names = chosen_tables(&db, only)?;
@@ -35,7 +53,7 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
         let mut entry = serde_json::json!({
             "table": name,
             "tier": tier,
-            "schema": t.schema().to_string(),
+            "schema": sql_columns(t.schema()),
             "rows": t.rows(),
             "pages": pages,
             "bytes": pages * page,

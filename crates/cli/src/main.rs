@@ -15,6 +15,7 @@ mod bench_csd;
 mod bench_flash;
 mod bench_index_cache;
 mod bench_io;
+mod bench_out;
 mod bench_skipper;
 mod bench_smooth;
 mod bench_waste;
@@ -39,14 +40,17 @@ mod waste;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use strata_storage::Database;
 
 use crate::args::{BenchCommand, Cli, Command, CsdCommand, IndexCommand};
 use crate::context::db_options;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    cli.global.db_given =
+        matches.value_source("db") == Some(clap::parser::ValueSource::CommandLine);
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -119,13 +123,13 @@ fn run(args: &Cli) -> Result<()> {
         } => bench_index_cache::run(cli, a),
         Command::Bench {
             which: BenchCommand::Csd(a),
-        } => bench_csd::run(a),
+        } => bench_csd::run(cli, a),
         Command::Bench {
             which: BenchCommand::Waste(a),
         } => bench_waste::run(cli, a),
         Command::Bench {
             which: BenchCommand::Skipper(a),
-        } => bench_skipper::run(a),
+        } => bench_skipper::run(cli, a),
         Command::Csd {
             which: CsdCommand::Cost(a),
         } => csd_cost::run(a),

@@ -22,12 +22,15 @@ use crate::context::usage;
 
 #[derive(Args, Clone)]
 pub struct ModelArgs {
-    /// Where the CSVs, plots and markdown go.
-    #[arg(long, default_value = DEFAULT_OUT_DIR)]
-    pub out: PathBuf,
+    /// Where the CSVs, plots and markdown go (default: a new
+    /// ./strata-bench-<time>/smooth-scan; `--out results/smooth-scan`
+    /// regenerates the committed ones).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// A measured sweep (e.g. results/smooth-scan/15b.csv from `strata bench
     /// smooth-scan 15b`) to set the model beside (Fig. 24). Without it, the
-    /// analytical figures are written and OUT is searched for a sweep. The
+    /// analytical figures are written and --out (default: results/smooth-scan,
+    /// read only) is searched for a sweep. The
     /// global --device picks the modeled device (hdd, ssd or a JSON profile;
     /// the default, real, models every hdd/ssd row).
     #[arg(long)]
@@ -58,18 +61,24 @@ pub fn run(cli: &Global, a: &ModelArgs) -> Result<()> {
                     path.display()
                 )));
             }
-            fig24(cli, a, path, smooth)
+            let out = crate::bench_out::results_dir(a.out.as_deref(), "smooth-scan")?;
+            fig24(cli, a, path, &out, smooth)
         }
         None => {
-            analytical(&a.out)?;
+            let out = crate::bench_out::results_dir(a.out.as_deref(), "smooth-scan")?;
+            analytical(&out)?;
             println!();
-            match model::find_measured(&a.out) {
+            let search = a
+                .out
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_OUT_DIR));
+            match model::find_measured(&search) {
                 Some(path) => {
                     println!(
                         "Fig. 24: model vs the measured sweep {} (name another with --measured FILE)",
                         path.display()
                     );
-                    if let Err(e) = fig24(cli, a, &path, smooth) {
+                    if let Err(e) = fig24(cli, a, &path, &out, smooth) {
                         println!("  not compared: {e:#}");
                     }
                 }
@@ -77,7 +86,7 @@ pub fn run(cli: &Global, a: &ModelArgs) -> Result<()> {
                     println!(
                         "Fig. 24 (model vs measured): no measured sweep given (--measured FILE) \
                          or found in {}.",
-                        a.out.display()
+                        search.display()
                     );
                     println!("{MEASURED_HINT}");
                 }
@@ -182,7 +191,13 @@ fn db_shape(cli: &Global, table: &str) -> Result<Option<TableShape>> {
     Ok(None)
 }
 
-fn fig24(cli: &Global, a: &ModelArgs, path: &Path, smooth: SmoothModelChoice) -> Result<()> {
+fn fig24(
+    cli: &Global,
+    a: &ModelArgs,
+    path: &Path,
+    out: &Path,
+    smooth: SmoothModelChoice,
+) -> Result<()> {
     let measured = ResultSet::read_csv(path)
         .map_err(|e| usage(format!("{}: {e}\n{MEASURED_HINT}", path.display())))?;
     let (table, notes) = model::choose_table_shape(
@@ -194,7 +209,7 @@ fn fig24(cli: &Global, a: &ModelArgs, path: &Path, smooth: SmoothModelChoice) ->
     let source = path.display().to_string();
     let f = model::predicted_vs_measured(&measured, &table, &profiles(cli)?, smooth, &source)
         .map_err(|e| usage(format!("{}: {e}", path.display())))?;
-    let files = model::write_fig24(&a.out, &f)?;
+    let files = model::write_fig24(out, &f)?;
 
     for n in &notes {
         println!("  note: {n}");

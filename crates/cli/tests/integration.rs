@@ -6,6 +6,7 @@
 //! `every_test_file_of_the_workspace_is_built` checks every crate).
 
 mod bench;
+mod bench_defaults;
 mod bench_skipper;
 mod cluster;
 mod cold_tier_cli;

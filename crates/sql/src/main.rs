@@ -18,7 +18,14 @@ use strata_storage::db::DbOptions;
 use strata_storage::util::parse_size;
 
 #[derive(Parser)]
-#[command(name = "strata sql", version, about = "SQL over a strata database")]
+// `strata sql` runs this binary as `strata-sql … sql …`: usage lines say
+// `strata sql`, the command a user types, not the binary's own name.
+#[command(
+    name = "strata sql",
+    bin_name = "strata",
+    version,
+    about = "SQL over a strata database"
+)]
 struct Cli {
     /// Database directory.
     #[arg(long, global = true, default_value = "./strata.db")]

@@ -16,7 +16,8 @@
 //!   Sort.
 //! * EXPLAIN ANALYZE shows the operator's own counters: heap pages, index
 //!   entries, I/O requests, pages read, sequential and random reads, modeled I/O
-//!   time, Smooth Scan's mode changes and last region size, Result Cache spills.
+//!   time (on a modeled device only: a real device's I/O is not modeled),
+//!   Smooth Scan's mode changes and last region size, Result Cache spills.
 
 use std::fmt;
 use std::sync::Arc;
@@ -614,7 +615,7 @@ impl ExecutionPlan for StrataScanExec {
             )));
         }
         let split = self.split.clone();
-        let counters = Counters::new(&self.metrics, partition);
+        let counters = Counters::new(&self.metrics, partition, self.req.modeled_clock);
         let req = self.req.clone();
         let path = self.path.clone();
         let io = self.io.clone();
@@ -692,14 +693,16 @@ struct Counters {
     sequential_reads: datafusion::physical_plan::metrics::Count,
     random_reads: datafusion::physical_plan::metrics::Count,
     pages_written: datafusion::physical_plan::metrics::Count,
-    modeled_io: datafusion::physical_plan::metrics::Time,
+    /// On a modeled device only (`--device hdd|ssd|profile`): a real
+    /// device's modeled time is always zero.
+    modeled_io: Option<datafusion::physical_plan::metrics::Time>,
     mode_changes: datafusion::physical_plan::metrics::Count,
     region_pages: datafusion::physical_plan::metrics::Gauge,
     spilled_bytes: datafusion::physical_plan::metrics::Count,
 }
 
 impl Counters {
-    fn new(m: &ExecutionPlanMetricsSet, partition: usize) -> Counters {
+    fn new(m: &ExecutionPlanMetricsSet, partition: usize, modeled: bool) -> Counters {
         let c = |name: &'static str| MetricBuilder::new(m).counter(name, partition);
         Counters {
             output_rows: MetricBuilder::new(m).output_rows(partition),
@@ -711,7 +714,8 @@ impl Counters {
             sequential_reads: c("sequential_reads"),
             random_reads: c("random_reads"),
             pages_written: c("pages_written"),
-            modeled_io: MetricBuilder::new(m).subset_time("modeled_io_time", partition),
+            modeled_io: modeled
+                .then(|| MetricBuilder::new(m).subset_time("modeled_io_time", partition)),
             mode_changes: c("mode_changes"),
             region_pages: MetricBuilder::new(m).gauge("last_region_pages", partition),
             spilled_bytes: c("result_cache_spilled_bytes"),
@@ -764,8 +768,9 @@ impl Drop for InPeriod<'_> {
         c.sequential_reads.add(io.sequential_reads as usize);
         c.random_reads.add(io.random_reads as usize);
         c.pages_written.add(io.pages_written as usize);
-        c.modeled_io
-            .add_duration(Duration::from_nanos(io.modeled_ns));
+        if let Some(t) = &c.modeled_io {
+            t.add_duration(Duration::from_nanos(io.modeled_ns));
+        }
     }
 }
 

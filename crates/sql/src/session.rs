@@ -27,8 +27,10 @@ pub use crate::error::SqlError;
 
 use crate::ddl;
 use crate::depth;
+use crate::describe;
 use crate::direct_dml;
 use crate::dml;
+use crate::explain_total;
 use crate::options::StrataOptions;
 use crate::provider::StrataTable;
 use crate::script::analyze_targets;
@@ -110,7 +112,7 @@ impl SqlSession {
 
     /// Tables and their columns and indexes, for `\d`.
     pub fn describe(&self, table: Option<&str>) -> Result<String, SqlError> {
-        self.engine.describe(table)
+        crate::describe::text(&self.engine.db, table)
     }
 
     /// Runs a statement on a statement thread.
@@ -321,6 +323,7 @@ impl Engine {
         device.stats().forget_position();
         let before = device.stats().snapshot();
         let start = Instant::now();
+        let mut explain_analyze = false;
         let (schema, batches) = match analyze_targets(sql) {
             Some(tables) => self.analyze(&tables)?,
             None => {
@@ -342,6 +345,22 @@ impl Engine {
                         return Err(e);
                     }
                 };
+                explain_analyze = explain_total::is_explain_analyze(&stmt);
+                // `DESCRIBE t` of a strata table: its SQL types, from the
+                // catalog (Arrow's would say Utf8 for CHAR(n) and VARCHAR(n)).
+                if let Some(table) =
+                    describe::described(&stmt).and_then(|n| describe::find(&self.db, &n))
+                {
+                    self.keep(settings, state);
+                    let table = self.db.table(&table)?;
+                    let (schema, batches) = describe::table(&table)?;
+                    return Ok(Some(QueryResult {
+                        schema,
+                        batches,
+                        elapsed: start.elapsed(),
+                        io: device.stats().snapshot() - before,
+                    }));
+                }
                 // What does not plan with DataFusion gives the state back.
                 let state = match kind {
                     Kind::Write(_) | Kind::Other => Some(state),
@@ -432,6 +451,11 @@ impl Engine {
                 }
             }
         };
+        let batches = if explain_analyze {
+            explain_total::with_total_time(&schema, batches, start.elapsed())
+        } else {
+            batches
+        };
         Ok(Some(QueryResult {
             schema,
             batches,
@@ -450,6 +474,10 @@ impl Engine {
     ) -> Result<Option<(SchemaRef, Vec<RecordBatch>)>, SqlError> {
         let work = async {
             let plan = state.statement_to_plan(stmt).await?;
+            // DataFusion's DESCRIBE (of a query, a view) in SQL's type names.
+            if let LogicalPlan::DescribeTable(d) = &plan {
+                return describe::arrow_schema(&d.schema);
+            }
             let df = match plan {
                 // Runs in `state`, which may be `unoptimized`.
                 LogicalPlan::Dml(_) | LogicalPlan::Explain(_) | LogicalPlan::Analyze(_) => {
@@ -530,56 +558,6 @@ impl Engine {
             .map_err(|e| SqlError::Execution(e.to_string()))?;
         Ok((schema, vec![batch]))
     }
-
-    fn describe(&self, table: Option<&str>) -> Result<String, SqlError> {
-        let mut out = String::new();
-        match table {
-            None => {
-                for name in self.db.table_names() {
-                    let t = self.db.table(&name)?;
-                    let idx: Vec<String> = t.indexes().iter().map(|i| i.def.name.clone()).collect();
-                    out.push_str(&format!(
-                        "{name}: {} rows, {} pages; indexes: {}\n",
-                        t.rows(),
-                        t.heap().num_pages(),
-                        if idx.is_empty() {
-                            "none".into()
-                        } else {
-                            idx.join(", ")
-                        }
-                    ));
-                }
-            }
-            Some(name) => {
-                let t = self.db.table(name)?;
-                for c in &t.schema().columns {
-                    out.push_str(&format!(
-                        "  {} {}{}\n",
-                        c.name,
-                        type_name(&c.ty),
-                        if c.nullable { "" } else { " NOT NULL" }
-                    ));
-                }
-                for i in t.indexes() {
-                    out.push_str(&format!(
-                        "  index {} ({}){}\n",
-                        i.def.name,
-                        i.def.columns.join(", "),
-                        if i.def.cache.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" caches ({})", i.def.cache.join(", "))
-                        }
-                    ));
-                }
-                match self.db.table_stats(name)? {
-                    Some(_) => out.push_str("  statistics: analyzed\n"),
-                    None => out.push_str("  statistics: none (run ANALYZE)\n"),
-                }
-            }
-        }
-        Ok(out)
-    }
 }
 
 /// `state` without logical optimizer rules (the analyzer, which coerces
@@ -606,18 +584,4 @@ fn register(ctx: &SessionContext, writes: &Arc<Writes>, name: &str) -> Result<()
 /// The result of a statement that answers nothing (DDL, BEGIN, COMMIT).
 fn nothing() -> (SchemaRef, Vec<RecordBatch>) {
     (Arc::new(Schema::empty()), Vec::new())
-}
-
-fn type_name(t: &strata_storage::row::DataType) -> String {
-    use strata_storage::row::DataType as T;
-    match t {
-        T::Int32 => "INT".into(),
-        T::Int64 => "BIGINT".into(),
-        T::Float64 => "DOUBLE".into(),
-        T::Decimal { precision, scale } => format!("DECIMAL({precision},{scale})"),
-        T::Date => "DATE".into(),
-        T::Char { len } => format!("CHAR({len})"),
-        T::Varchar { len } => format!("VARCHAR({len})"),
-        T::Bool => "BOOL".into(),
-    }
 }

@@ -22,6 +22,7 @@ mod hot_sql;
 mod index_cache_sql;
 mod index_join;
 mod overflow;
+mod repl_session;
 mod semantic_id;
 mod skipper_faults;
 mod slt;

@@ -59,8 +59,9 @@
 //! # Cold runs
 //!
 //! Every run is cold: the client disconnects, the server is stopped, the OS
-//! page cache is dropped (where permitted; the notes say when it was not,
-//! and the rows say `os_cache = warm`), and the server is started again
+//! page cache is dropped (only when `drop_caches` asks for it, and where
+//! permitted; the notes say when it was not, and the rows say `os_cache =
+//! warm`), and the server is started again
 //! before the query runs as `EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT
 //! JSON)` under a [`PgConfig`]: PostgreSQL's own plan, or one scan method
 //! forced by the `enable_*` settings. Its "Execution Time" is the row's

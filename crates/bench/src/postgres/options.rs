@@ -41,6 +41,10 @@ pub struct PgOptions {
     /// Per query; a query over it is cancelled (`statement_timeout`) and
     /// recorded as censored. 0 or less: no timeout.
     pub timeout_s: f64,
+    /// Drop the OS page cache before every query (writes
+    /// `/proc/sys/vm/drop_caches`; root only). Off: the runs are
+    /// warm-OS-cache, and the rows and notes say so.
+    pub drop_caches: bool,
 }
 
 impl PgOptions {
@@ -56,6 +60,7 @@ impl PgOptions {
             repeat: 3,
             shared_buffers: "64MB".to_string(),
             timeout_s: 600.0,
+            drop_caches: false,
         }
     }
 }
@@ -81,6 +86,9 @@ pub struct PgQueryOptions {
     pub timeout_s: f64,
     /// The rows' `figure`.
     pub figure: String,
+    /// Drop the OS page cache before every query, as
+    /// [`PgOptions::drop_caches`].
+    pub drop_caches: bool,
 }
 
 impl PgQueryOptions {
@@ -98,6 +106,9 @@ impl PgQueryOptions {
             shared_buffers: "256MB".to_string(),
             timeout_s: 600.0,
             figure: "tpch".to_string(),
+            // As before the flag: `strata bench tpch --with-postgres` has no
+            // --drop-caches of its own yet.
+            drop_caches: true,
         }
     }
 }

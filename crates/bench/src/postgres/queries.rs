@@ -35,6 +35,7 @@ pub fn run_postgres_queries(
         progress,
         &mut notes,
     )?;
+    session.cache.allowed = opts.drop_caches;
     notes.push(
         "PostgreSQL wall_ms is EXPLAIN ANALYZE's Execution Time (TIMING OFF): server side, \
          planning excluded (planning_ms), rows not sent to a client; pages_read = shared hit \

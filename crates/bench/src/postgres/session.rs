@@ -218,9 +218,12 @@ impl Session {
     }
 }
 
-/// Dropping the OS page cache: how often it worked, and the first failure.
+/// Dropping the OS page cache: whether it is asked for (it writes
+/// `/proc/sys/vm/drop_caches`, so only when the caller says so), how often
+/// it worked, and the first failure.
 #[derive(Default)]
 pub(super) struct CacheDrop {
+    pub(super) allowed: bool,
     dropped: usize,
     failure: Option<String>,
 }
@@ -229,7 +232,7 @@ impl CacheDrop {
     /// Tries once per run until it has failed once; returns "dropped" or
     /// "warm".
     fn drop_os_cache(&mut self, progress: &mut dyn FnMut(&str)) -> &'static str {
-        if self.failure.is_some() {
+        if !self.allowed || self.failure.is_some() {
             return "warm";
         }
         // SAFETY: sync(2) takes no arguments and cannot fail.
@@ -252,6 +255,14 @@ impl CacheDrop {
 
     /// What the notes say about it.
     pub(super) fn note(&self) -> Option<String> {
+        if !self.allowed {
+            return Some(
+                "warm-cache runs: PostgreSQL restarted before every query (cold shared_buffers) \
+                 but the OS page cache was not dropped (os_cache = warm); dropping it before \
+                 every query (root only) is asked for with --drop-caches"
+                    .to_string(),
+            );
+        }
         match &self.failure {
             None if self.dropped > 0 => Some(
                 "cold runs: PostgreSQL restarted and the OS page cache dropped before every query"
@@ -272,7 +283,16 @@ mod tests {
 
     #[test]
     fn cache_drop_notes() {
+        // Not asked for: nothing is written, and the notes say the runs are warm.
         let mut c = CacheDrop::default();
+        let mut said = Vec::new();
+        assert_eq!(c.drop_os_cache(&mut |m| said.push(m.to_string())), "warm");
+        assert!(said.is_empty() && c.dropped == 0);
+        assert!(c.note().unwrap().starts_with("warm-cache runs"));
+        let mut c = CacheDrop {
+            allowed: true,
+            ..CacheDrop::default()
+        };
         assert_eq!(c.note(), None);
         c.dropped = 2;
         assert!(c.note().unwrap().starts_with("cold runs"));

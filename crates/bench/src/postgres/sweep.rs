@@ -95,6 +95,7 @@ pub fn run_postgres_sweep(
         progress,
         &mut notes,
     )?;
+    session.cache.allowed = opts.drop_caches;
     notes.push(
         "PostgreSQL wall_ms is EXPLAIN ANALYZE's Execution Time (TIMING OFF): server side, \
          planning excluded, rows not sent to a client; pages_read = shared hit + read blocks \

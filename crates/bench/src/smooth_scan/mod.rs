@@ -697,6 +697,7 @@ pub fn run_all(opts: &BenchOptions, log: &mut dyn FnMut(&str)) -> Result<()> {
 pub fn postgres_figure(
     opts: &BenchOptions,
     ordered: bool,
+    drop_caches: bool,
     log: &mut dyn FnMut(&str),
 ) -> Result<String> {
     let mut pg = crate::postgres::PgOptions::new(
@@ -708,6 +709,7 @@ pub fn postgres_figure(
     pg.repeat = opts.repeat.max(1);
     pg.shared_buffers = format!("{}MB", (opts.pool_bytes >> 20).max(1));
     pg.timeout_s = opts.timeout_s;
+    pg.drop_caches = drop_caches;
     let (pg_rows, notes) = crate::postgres::run_postgres_sweep(&pg, &mut |l| log(l))?;
     let strata_fig = if ordered { "15a" } else { "15b" };
     let mut set = ResultSet::new();
@@ -723,7 +725,7 @@ pub fn postgres_figure(
                 }),
         ),
         Err(_) => log(&format!(
-            "no strata results for figure {strata_fig} in {}: run `strata bench smooth-scan {strata_fig} --devices real` first to see both side by side",
+            "no strata results for figure {strata_fig} in {}: run `strata bench smooth-scan {strata_fig} --devices real` with the same --out first to see both side by side",
             opts.out.display()
         )),
     }

@@ -233,7 +233,7 @@ impl ExecutionPlan for IndexJoinExec {
         let batch_rows = context.session_config().batch_size().max(1);
         let outer = self.outer.execute(0, context)?;
         let handle = tokio::runtime::Handle::current();
-        let counters = Counters::new(&self.metrics);
+        let counters = Counters::new(&self.metrics, self.join.inner.modeled_clock);
         let join = self.join.clone();
         let schema = self.schema.clone();
         let outer_schema = self.outer.schema();
@@ -258,12 +258,13 @@ struct Counters {
     reread_pages: Count,
     io_requests: Count,
     pages_read: Count,
-    modeled_io: Time,
+    /// On a modeled device only (a real device's I/O is not modeled).
+    modeled_io: Option<Time>,
     mode_changes: Count,
 }
 
 impl Counters {
-    fn new(m: &ExecutionPlanMetricsSet) -> Counters {
+    fn new(m: &ExecutionPlanMetricsSet, modeled: bool) -> Counters {
         let c = |name: &'static str| MetricBuilder::new(m).counter(name, 0);
         Counters {
             output_rows: MetricBuilder::new(m).output_rows(0),
@@ -274,7 +275,8 @@ impl Counters {
             reread_pages: c("heap_pages_read_twice"),
             io_requests: c("inner_io_requests"),
             pages_read: c("inner_pages_read"),
-            modeled_io: MetricBuilder::new(m).subset_time("inner_modeled_io_time", 0),
+            modeled_io: modeled
+                .then(|| MetricBuilder::new(m).subset_time("inner_modeled_io_time", 0)),
             mode_changes: c("mode_changes"),
         }
     }
@@ -492,9 +494,9 @@ impl<'a> Run<'a> {
         self.counters.mode_changes.add(report.mode_changes.len());
         self.counters.io_requests.add(io.read_requests as usize);
         self.counters.pages_read.add(io.pages_read as usize);
-        self.counters
-            .modeled_io
-            .add_duration(Duration::from_nanos(io.modeled_ns));
+        if let Some(t) = &self.counters.modeled_io {
+            t.add_duration(Duration::from_nanos(io.modeled_ns));
+        }
         Ok(open)
     }
 

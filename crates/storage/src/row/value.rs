@@ -127,6 +127,22 @@ impl DataType {
         }
     }
 
+    /// The type's SQL name, as `CREATE TABLE` takes it and `\d`, `DESCRIBE`
+    /// and `strata info` show it (the one place a type gets its user-facing
+    /// name; [`DataType::parse`] reads every name back).
+    pub fn sql_name(&self) -> String {
+        match self {
+            DataType::Int32 => "INT".into(),
+            DataType::Int64 => "BIGINT".into(),
+            DataType::Float64 => "DOUBLE".into(),
+            DataType::Decimal { precision, scale } => format!("DECIMAL({precision},{scale})"),
+            DataType::Date => "DATE".into(),
+            DataType::Char { len } => format!("CHAR({len})"),
+            DataType::Varchar { len } => format!("VARCHAR({len})"),
+            DataType::Bool => "BOOLEAN".into(),
+        }
+    }
+
     /// Largest number of bytes a value takes in a row.
     pub fn max_width(&self) -> usize {
         match self {
@@ -436,4 +452,34 @@ fn split_top_level(text: &str) -> Vec<&str> {
     }
     parts.push(&text[start..]);
     parts
+}
+
+#[cfg(test)]
+mod sql_name_tests {
+    use super::DataType;
+
+    #[test]
+    fn every_sql_name_parses_back_to_its_type() {
+        for t in [
+            DataType::Int32,
+            DataType::Int64,
+            DataType::Float64,
+            DataType::Decimal {
+                precision: 15,
+                scale: 2,
+            },
+            DataType::Date,
+            DataType::Char { len: 3 },
+            DataType::Varchar { len: 40 },
+            DataType::Bool,
+        ] {
+            assert_eq!(
+                DataType::parse(&t.sql_name()).unwrap(),
+                t,
+                "{}",
+                t.sql_name()
+            );
+        }
+        assert_eq!(DataType::Int64.sql_name(), "BIGINT");
+    }
 }

@@ -20,8 +20,9 @@ pub const MEASURED_HINT: &str = "A measured sweep is the CSV `strata bench smoot
 for Fig. 15b (Q1 over selectivity: variants `full`, `index`, `sort`, `smooth (elastic, eager)`; \
 x = selectivity in %), e.g.\n  \
 strata bench smooth-scan 15b --devices hdd,ssd      # or --quick for a 200K-row table\n\
-which writes results/smooth-scan/15b.csv (its table goes to ./strata-bench.db); then\n  \
-strata --device hdd model --measured results/smooth-scan/15b.csv";
+which writes 15b.csv into the results directory it prints (--out DIR chooses it; its table \
+goes to ./strata-bench.db); then\n  \
+strata --device hdd model --measured DIR/15b.csv";
 
 /// The measured sweeps `strata model` looks for in its output directory when
 /// none is named, best first: Fig. 15b (unordered Q1), then Fig. 23 (Q1 on
