@@ -42,7 +42,7 @@ impl sqllogictest::DB for Strata {
         let is_query = {
             let head = sql.trim_start().to_ascii_lowercase();
             [
-                "select", "with", "explain", "values", "show", "describe", "(",
+                "select", "with", "explain", "values", "show", "describe", "desc ", "(",
             ]
             .iter()
             .any(|w| head.starts_with(w))
