@@ -5,9 +5,8 @@
 
 use crate::common;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use strata_storage::Database;
 
@@ -31,25 +30,12 @@ fn run(db: &Path, sql: &str) -> Output {
 
 /// Runs `strata-sql sql` with `input` on its standard input (a pipe).
 fn piped(db: &Path, extra: &[&str], input: &str) -> Output {
-    let mut child = command(db)
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    let mut c = command(db);
+    c.args(extra);
+    common::with_stdin(c, input)
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use common::lossy as text;
 
 #[test]
 fn value_errors_exit_3_whichever_layer_finds_them() {

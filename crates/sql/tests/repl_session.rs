@@ -5,9 +5,8 @@
 
 use crate::common;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use strata_storage::Database;
 
@@ -20,27 +19,14 @@ fn db() -> (tempfile::TempDir, std::path::PathBuf) {
 
 /// `strata-sql sql` (table format) with `input` on its standard input.
 fn session(db: &Path, cwd: &Path, input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata-sql"))
-        .args(["sql", "--device", "buffered", "--db"])
+    let mut c = Command::new(env!("CARGO_BIN_EXE_strata-sql"));
+    c.args(["sql", "--device", "buffered", "--db"])
         .arg(db)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+        .current_dir(cwd);
+    common::with_stdin(c, input)
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use common::lossy as text;
 
 const SETUP: &str = "CREATE TABLE t (id INT NOT NULL, name VARCHAR(10));\n\
                      INSERT INTO t VALUES (1, 'ada'), (2, NULL);\n";
