@@ -20,12 +20,12 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
-use strata_csd::cold_device::{ColdConfig, ColdTier};
+use strata_cold::device::{ColdConfig, ColdTier};
+use strata_cold::manifest::Manifest;
+use strata_cold::tier::{TierOptions, to_cold};
 use strata_csd::config::CsdConfig;
-use strata_csd::manifest::Manifest;
 use strata_csd::schedule::{Metrics, QueryMetrics};
 use strata_csd::server::{RunningServer, spawn};
-use strata_csd::tier::{TierOptions, to_cold};
 use strata_load::{TpchSpec, generate_tpch};
 use strata_storage::Database;
 use strata_storage::catalog::Catalog;

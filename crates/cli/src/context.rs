@@ -67,20 +67,19 @@ pub fn db_options(cli: &Global, read_only: bool) -> Result<DbOptions> {
 /// The process's cold tier (one per process, so that its counters cover
 /// every database handle the command opens): every database the `strata`
 /// binary opens reads tables on the cold tier through it.
-pub fn cold_tier(cli: &Global) -> Result<strata_csd::cold_device::ColdTier> {
-    static TIER: std::sync::OnceLock<strata_csd::cold_device::ColdTier> =
-        std::sync::OnceLock::new();
+pub fn cold_tier(cli: &Global) -> Result<strata_cold::device::ColdTier> {
+    static TIER: std::sync::OnceLock<strata_cold::device::ColdTier> = std::sync::OnceLock::new();
     if let Some(t) = TIER.get() {
         return Ok(t.clone());
     }
     let cache_bytes =
         parse_size(&cli.cold_cache).map_err(|e| usage(format!("--cold-cache: {e}")))?;
-    let config = strata_csd::cold_device::ColdConfig {
+    let config = strata_cold::device::ColdConfig {
         cache_bytes,
-        ..strata_csd::cold_device::ColdConfig::from_env().map_err(usage)?
+        ..strata_cold::device::ColdConfig::from_env().map_err(usage)?
     };
     Ok(TIER
-        .get_or_init(|| strata_csd::cold_device::ColdTier::new(config))
+        .get_or_init(|| strata_cold::device::ColdTier::new(config))
         .clone())
 }
 

@@ -49,7 +49,7 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
                 })),
             }));
         }
-        let tier = strata_csd::tier::table_tier(db.dir(), def)?;
+        let tier = strata_cold::tier::table_tier(db.dir(), def)?;
         let mut entry = serde_json::json!({
             "table": name,
             "tier": tier,
@@ -109,7 +109,7 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
             t["fill_factor"].as_f64().unwrap(),
             t["rows_per_page"].as_f64().unwrap()
         );
-        let tier: strata_csd::tier::TableTier = serde_json::from_value(t["tier"].clone())?;
+        let tier: strata_cold::tier::TableTier = serde_json::from_value(t["tier"].clone())?;
         println!("  tier: {tier}");
         println!("  columns: {}", t["schema"].as_str().unwrap());
         if let Some(m) = t["stored_as"].as_array() {

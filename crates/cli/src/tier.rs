@@ -1,11 +1,11 @@
 //! `strata tier cold TABLE --endpoint URL` and `strata tier local TABLE`: move
 //! a table's files to the cold storage device (Skipper's CSD, `strata csd
 //! serve` or any S3 endpoint) and back. The moves themselves, and why a crash
-//! at any point loses nothing, are in `strata_csd::tier`.
+//! at any point loses nothing, are in `strata_cold::tier`.
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use strata_csd::tier::{self, TierOptions};
+use strata_cold::tier::{self, TierOptions};
 use strata_storage::util::{format_bytes, parse_size};
 
 use crate::context::{Global, cold_tier, open_db, usage};

@@ -6,9 +6,6 @@
 //! `every_test_file_of_the_workspace_is_built` checks every crate).
 
 mod boto3;
-mod cold_tier;
-mod cold_tier_down;
-mod cold_tier_server;
 mod common;
 mod server;
 mod soak;

@@ -1,5 +1,5 @@
 //! The engine under test: a strata database in a temporary directory with an
-//! in-process cold tier (`strata_csd::client::memory_factory`, as
+//! in-process cold tier (`strata_cold::client::memory_factory`, as
 //! crates/sql/tests/cold_tier_sql.rs moves tables), one SQL session over it,
 //! each statement run under `catch_unwind` so that a panic is a finding and
 //! not the end of the run, and its Arrow answer read into the comparator's
@@ -12,9 +12,9 @@ use std::sync::Arc;
 use arrow::array::Array;
 use arrow::datatypes::DataType as ArrowType;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
-use strata_csd::client::memory_factory;
-use strata_csd::cold_device::{ColdConfig, ColdTier};
-use strata_csd::tier::{self, TierOptions};
+use strata_cold::client::memory_factory;
+use strata_cold::device::{ColdConfig, ColdTier};
+use strata_cold::tier::{self, TierOptions};
 use strata_sql::{QueryResult, SqlSession};
 use strata_storage::Database;
 use strata_storage::db::DbOptions;

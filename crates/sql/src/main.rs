@@ -84,9 +84,9 @@ fn open(cli: &Cli) -> anyhow::Result<Arc<Database>> {
     let pool = parse_size(&cli.buffer_pool).map_err(|e| Usage(format!("--buffer-pool: {e}")))?;
     let cache_bytes =
         parse_size(&cli.cold_cache).map_err(|e| Usage(format!("--cold-cache: {e}")))?;
-    let cold = strata_csd::cold_device::ColdTier::new(strata_csd::cold_device::ColdConfig {
+    let cold = strata_cold::device::ColdTier::new(strata_cold::device::ColdConfig {
         cache_bytes,
-        ..strata_csd::cold_device::ColdConfig::from_env().map_err(Usage)?
+        ..strata_cold::device::ColdConfig::from_env().map_err(Usage)?
     });
     let opts = DbOptions {
         buffer_pool_bytes: pool as usize,

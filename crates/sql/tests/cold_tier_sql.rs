@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use strata_csd::client::memory_factory;
-use strata_csd::cold_device::{ColdConfig, ColdTier};
-use strata_csd::tier::{self, TierOptions};
+use strata_cold::client::memory_factory;
+use strata_cold::device::{ColdConfig, ColdTier};
+use strata_cold::tier::{self, TierOptions};
 use strata_load::{TpchSpec, generate_tpch};
 use strata_sql::SqlSession;
 use strata_sql::format::{Format, render};

@@ -10,13 +10,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use strata_csd::client::RetryPolicy;
-use strata_csd::cold_device::{ColdConfig, ColdTier};
+use strata_cold::client::RetryPolicy;
+use strata_cold::device::{ColdConfig, ColdTier};
+use strata_cold::tier::{self, TierOptions};
 use strata_csd::config::CsdConfig;
 use strata_csd::layout::LayoutSpec;
 use strata_csd::schedule::Policy;
 use strata_csd::server::{self, RunningServer};
-use strata_csd::tier::{self, TierOptions};
 use strata_load::{TpchSpec, generate_tpch};
 use strata_sql::SqlSession;
 use strata_sql::format::{Format, render};

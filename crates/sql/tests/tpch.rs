@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use strata_csd::cold_device::{ColdConfig, ColdTier};
+use strata_cold::device::{ColdConfig, ColdTier};
+use strata_cold::tier::{TierOptions, to_cold};
 use strata_csd::config::CsdConfig;
-use strata_csd::tier::{TierOptions, to_cold};
 use strata_load::{TpchSpec, generate_tpch, load_tpch_history_then_recent};
 use strata_sql::SqlSession;
 use strata_sql::format::{Format, render};

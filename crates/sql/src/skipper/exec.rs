@@ -6,7 +6,7 @@
 //! 2. lists the objects of every cold input from its table's manifest and
 //!    makes the subplans (one per combination of objects, [`Subplans`]);
 //! 3. asks the cold storage device for every object at once through the
-//!    client proxy, tagged with the query (`strata_csd::proxy`);
+//!    client proxy, tagged with the query (`strata_cold::proxy`);
 //! 4. as each object arrives — in whatever order the device chooses — counts
 //!    it as the statement's I/O (one read request of its pages in the
 //!    database device's counters, as the cold tier counts its own fetches),
@@ -50,9 +50,9 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, PlanProperties,
     SendableRecordBatchStream, collect,
 };
-use strata_csd::cold_device::{ColdTier, count_fetch};
-use strata_csd::manifest::Manifest;
-use strata_csd::proxy::{ClientProxy, ObjectRef};
+use strata_cold::device::{ColdTier, count_fetch};
+use strata_cold::manifest::Manifest;
+use strata_cold::proxy::{ClientProxy, ObjectRef};
 use strata_storage::Database;
 use strata_storage::device::{FileId, cold_manifest_path};
 

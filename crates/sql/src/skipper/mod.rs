@@ -9,7 +9,7 @@
 //!   reissues, pruning), [`subplans`] its bookkeeping and eviction policies,
 //!   [`join`] the n-ary join operator, [`object_scan`] the decoding of one
 //!   object;
-//! * the client proxy is `strata_csd::proxy`.
+//! * the client proxy is `strata_cold::proxy`.
 //!
 //! [`SkipperPlanner`] is the session's query planner: with `strata.skipper`
 //! on (the default) it rewrites the plan, then plans it with DataFusion's

@@ -32,7 +32,7 @@ pub struct DbOptions {
     pub checkpoint_log_bytes: u64,
     /// The cold tier: a layer over the device stack that reads files with a
     /// cold-tier manifest from the cold storage device (see
-    /// [`crate::device::layer`]; `strata-csd` makes one). Without it, opening
+    /// [`crate::device::layer`]; `strata-cold` makes one). Without it, opening
     /// a table on the cold tier fails saying so.
     pub cold_tier: Option<Arc<dyn DeviceLayer>>,
 }

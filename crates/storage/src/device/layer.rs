@@ -2,7 +2,7 @@
 //! and the one fact about the cold tier storage has to know.
 //!
 //! Why a hook rather than a device here: the cold tier (Skipper's cold storage
-//! device, crate `strata-csd`) needs an HTTP client, an async runtime and a
+//! device's client, crate `strata-cold`) needs an HTTP client, an async runtime and a
 //! local object cache, none of which belong in the storage crate every other
 //! crate links. Storage only offers [`DeviceLayer`] — "wrap the stack
 //! real → fault → modeled in this" — through `DbOptions::cold_tier`, and knows

@@ -30,7 +30,7 @@ use strata_storage::catalog::{TableDef, sync_dir};
 use strata_storage::device::{AlignedBuf, PAGE_SIZE, cold_manifest_path, segment_path};
 use strata_storage::{Database, Result, StorageError};
 
-use crate::cold_device::ColdTier;
+use crate::device::ColdTier;
 use crate::manifest::{MANIFEST_FORMAT, Manifest, ObjectEntry};
 
 /// Object size unless configured (`--object-size`): the paper's 1 GB segments.

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 use strata_storage::StorageError;
 
-use crate::cold_stats::ColdStats;
+use crate::stats::ColdStats;
 
 /// An object in the cache, open for reading.
 pub type CachedObject = Arc<File>;

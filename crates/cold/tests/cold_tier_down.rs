@@ -8,8 +8,8 @@
 use std::time::{Duration, Instant};
 
 use strata_access::{PathChoice, Predicate, ScanSpec, run_scan};
-use strata_csd::cold_device::{ColdConfig, ColdTier};
-use strata_csd::tier::{self, TableTier, TierOptions};
+use strata_cold::device::{ColdConfig, ColdTier};
+use strata_cold::tier::{self, TableTier, TierOptions};
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};
 use strata_storage::exit;

@@ -37,7 +37,7 @@ use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
 use parking_lot::Mutex;
 use strata_storage::StorageError;
 
-use crate::cold_stats::ColdStats;
+use crate::stats::ColdStats;
 use crate::transit;
 
 /// The header that names the query (or client) a request belongs to.

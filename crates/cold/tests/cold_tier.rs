@@ -20,9 +20,9 @@ use object_store::{
     ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
 use strata_access::{PathChoice, Policy, Predicate, ScanSpec, SmoothOptions, Trigger, run_scan};
-use strata_csd::client::{RetryPolicy, StoreFactory};
-use strata_csd::cold_device::{ColdConfig, ColdTier};
-use strata_csd::tier::{self, TableTier, TierOptions};
+use strata_cold::client::{RetryPolicy, StoreFactory};
+use strata_cold::device::{ColdConfig, ColdTier};
+use strata_cold::tier::{self, TableTier, TierOptions};
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};
 use strata_storage::device::{PAGE_SIZE, cold_manifest_path, segment_path};

@@ -29,8 +29,8 @@ use strata_storage::StorageError;
 use tokio::sync::Semaphore;
 
 use crate::client::{ColdClient, RetryPolicy, StoreFactory, object_error, transient};
-use crate::cold_device::ColdTier;
-use crate::cold_stats::ColdStats;
+use crate::device::ColdTier;
+use crate::stats::ColdStats;
 use crate::transit;
 
 /// GETs one proxy keeps open at once. The device queues what it is sent, so
@@ -275,7 +275,7 @@ fn check(o: &ObjectRef, name: &str, b: Bytes) -> Result<Bytes, StorageError> {
 mod tests {
     use super::*;
     use crate::client::memory_factory;
-    use crate::cold_device::ColdConfig;
+    use crate::device::ColdConfig;
 
     fn put(tier: &ColdTier, key: &str, data: &[u8]) -> ObjectRef {
         let c = tier.client().unwrap();

@@ -38,9 +38,9 @@ use strata_storage::device::{
 use strata_storage::{Result, StorageError};
 
 use crate::client::{ColdClient, RetryPolicy, StoreFactory, default_query_tag};
-use crate::cold_cache::{CacheError, ObjectCache};
-use crate::cold_stats::{ColdCounters, ColdStats};
 use crate::manifest::Manifest;
+use crate::object_cache::{CacheError, ObjectCache};
+use crate::stats::{ColdCounters, ColdStats};
 
 /// The local cache's size unless configured (`--cold-cache`).
 pub const DEFAULT_CACHE_BYTES: u64 = 512 << 20;

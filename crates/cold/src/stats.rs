@@ -4,7 +4,7 @@
 //! (Skipper §3.2), which benches and `strata info` report.
 //!
 //! One set of counters is shared by the client, the cache and the device of a
-//! [`crate::cold_device::ColdTier`], cheap atomics as `IoStats`; subtract two
+//! [`crate::device::ColdTier`], cheap atomics as `IoStats`; subtract two
 //! snapshots to get what a query did.
 
 use std::sync::atomic::{AtomicU64, Ordering};

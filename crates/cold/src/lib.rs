@@ -1,0 +1,17 @@
+//! strata's cold tier, the client side of Skipper (§3.2, §4.3): tables moved
+//! to a cold storage device (any S3 endpoint; `strata-csd` is one) as
+//! page-aligned objects, read back through a bounded local cache of whole
+//! objects, or all of a query's objects at once through the client proxy.
+//!
+//! It speaks to the device only over S3 and does not link the device crate.
+
+pub mod client;
+pub mod device;
+pub mod manifest;
+pub mod object_cache;
+pub mod proxy;
+pub mod stats;
+pub mod tier;
+pub mod transit;
+
+pub use device::{ColdConfig, ColdTier};
