@@ -26,8 +26,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, ensure};
 use strata_bench::bench_db::copy_dir;
-use strata_bench::results::{ResultRow, ResultSet, median};
-use strata_bench::summary::{Summary, num, provenance};
+use strata_bench::report::results::{ResultRow, ResultSet, median};
+use strata_bench::report::summary::{Summary, num, provenance};
 use strata_sql::SqlSession;
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};

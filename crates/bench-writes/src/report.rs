@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use strata_bench::summary::num;
+use strata_bench::report::summary::num;
 use strata_bench::{ResultRow, ResultSet, Summary};
 
 use crate::workload::Workload;

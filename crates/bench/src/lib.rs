@@ -1,51 +1,40 @@
-//! Experiments, result files and plots.
+//! Experiments, result files and plots, one folder per paper.
 //!
 //! Every strata experiment leaves the same four kinds of file in
 //! `results/<experiment>/`: a CSV per figure with the standard columns
-//! ([`results::STANDARD_COLUMNS`]) so any figure can be re-plotted or
+//! ([`report::results::STANDARD_COLUMNS`]) so any figure can be re-plotted or
 //! compared without re-running it, an SVG and a PNG of each figure, and a
-//! short markdown summary that puts our numbers beside the paper's. This
-//! crate holds the pieces those files are made with:
+//! short markdown summary that puts our numbers beside the paper's.
 //!
-//! - [`results`]: [`ResultRow`], [`ResultSet`] (CSV out and back in),
-//!   [`Samples`] (medians of repeated runs) and [`median`];
-//! - [`plot`]: [`Plot`] line and grouped-bar charts, linear or log axes,
-//!   written as SVG and PNG without system libraries;
-//! - [`heatmap`]: a heat map of ratios (rows × columns of coloured cells),
-//!   SVG and PNG through plotters;
-//! - [`summary`]: the markdown [`Summary`] with its [`Comparison`] table;
+//! - [`report`]: what those files are made with: [`ResultRow`],
+//!   [`ResultSet`] (CSV out and back in), [`Samples`] (medians of repeated
+//!   runs) and [`median`]; [`Plot`] line and grouped-bar charts and a heat
+//!   map, SVG and PNG without system libraries; the markdown [`Summary`]
+//!   with its [`Comparison`] table;
+//! - [`smooth_scan`]: Smooth Scan's figures (`strata bench smooth`) and its
+//!   cost model's analytical figures and predictions (`strata model`);
 //! - [`flash`]: the flash paper's figures (`strata bench flash`);
-//! - [`index_cache`]: No Bits Left Behind's index caches, Fig. 2a
-//!   (`strata bench index-cache`); [`index_cache_2b`]: its Fig. 2b,
-//!   lookup throughput against the cache's and the pool's hit rates;
-//!   [`index_cache_wiki`]: the Wikipedia `page` example beside PostgreSQL's
-//!   covering index (`strata bench index-cache wiki`);
-//! - [`model`]: the Smooth Scan cost model's analytical figures and its
-//!   predictions beside measured times (`strata model`);
+//! - [`nblb`]: No Bits Left Behind — the index cache's Figs. 2a–2c and the
+//!   Wikipedia example beside PostgreSQL (`strata bench index-cache`), and
+//!   the wasted-space Fig. 3 with its semantic ids and split variants
+//!   (`strata bench waste`);
+//! - [`skipper`]: Skipper on the real cold storage device — the pull
+//!   baseline's Figs. 4/5 (`strata bench csd pull`) and §5's Figs. 7–12
+//!   (`strata bench skipper`);
 //! - [`postgres`]: PostgreSQL beside strata — strata tables copied with
 //!   their indexes into a private cluster, queries run cold under the
 //!   planner's choice or forced scan methods
-//!   ([`postgres::run_postgres_queries`], [`postgres::run_postgres_sweep`]).
+//!   ([`postgres::run_postgres_queries`], [`postgres::run_postgres_sweep`]);
+//! - [`bench_db`]: the benchmark databases the experiments share.
 
 pub mod bench_db;
-pub mod cache_reference;
-pub mod csd_fleet;
-pub mod csd_pull;
-pub mod csd_skipper;
 pub mod flash;
-pub mod heatmap;
-pub mod index_cache;
-pub mod index_cache_2b;
-pub mod index_cache_wiki;
-pub mod plot;
+pub mod nblb;
 pub mod postgres;
-pub mod results;
+pub mod report;
+pub mod skipper;
 pub mod smooth_scan;
-pub mod summary;
-pub mod waste_fig3;
-pub mod waste_ids;
-pub mod waste_split;
 
-pub use plot::{Axis, Legend, Plot, Scale, Series};
-pub use results::{ResultRow, ResultSet, Samples, median};
-pub use summary::{Comparison, Summary};
+pub use report::plot::{Axis, Legend, Plot, Scale, Series};
+pub use report::results::{ResultRow, ResultSet, Samples, median};
+pub use report::summary::{Comparison, Summary};

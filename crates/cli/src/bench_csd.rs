@@ -5,7 +5,7 @@
 //! (Fig. 12's skewed layout under the four policies, and a seeded random
 //! mix over layouts and client counts); and `pull`: Figs. 4 and 5 for real —
 //! `strata-sql` clients over TPC-H tables on a running CSD service
-//! (`strata_bench::csd_pull`). Results go to `--out DIR` (by default a new
+//! (`strata_bench::skipper::pull`). Results go to `--out DIR` (by default a new
 //! `./strata-bench-<time>/csd/`) as a CSV of the standard columns and a
 //! markdown summary with provenance.
 
@@ -14,9 +14,9 @@ use std::time::Instant;
 
 use anyhow::Result;
 use clap::Args;
-use strata_bench::csd_pull::{PullOptions, run_pull};
-use strata_bench::results::{ResultRow, ResultSet};
-use strata_bench::summary::{Summary, num};
+use strata_bench::report::results::{ResultRow, ResultSet};
+use strata_bench::report::summary::{Summary, num};
+use strata_bench::skipper::pull::{PullOptions, run_pull};
 use strata_csd::layout::LayoutSpec;
 use strata_csd::schedule::Policy;
 use strata_csd::sim::{
@@ -132,7 +132,7 @@ pub fn run(cli: &crate::context::Global, a: &BenchCsdArgs) -> Result<()> {
     Ok(())
 }
 
-/// Figs. 4 and 5 on the real service (see `strata_bench::csd_pull`).
+/// Figs. 4 and 5 on the real service (see `strata_bench::skipper::pull`).
 fn pull(cli: &crate::context::Global, a: &BenchCsdArgs) -> Result<()> {
     let sf = strata_load::parse_scale_factor(&a.sf).map_err(|e| usage(e.to_string()))?;
     let object_bytes = strata_storage::util::parse_size(&a.object_size)

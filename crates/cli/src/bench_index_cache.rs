@@ -1,14 +1,14 @@
 //! `strata bench index-cache <figure>`: No Bits Left Behind §2.1's index
-//! caches (the work is in `strata_bench::index_cache`).
+//! caches (the work is in `strata_bench::nblb::index_cache`).
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use strata_bench::index_cache::{
+use strata_bench::nblb::index_cache::{
     FIGURES, Fig2aOptions, Fig2cOptions, FillOptions, run_fig2a, run_fig2c, run_fill,
 };
-use strata_bench::index_cache_2b::{Fig2bOptions, run_fig2b};
+use strata_bench::nblb::index_cache_2b::{Fig2bOptions, run_fig2b};
 
 use crate::context::{Global, usage};
 
@@ -185,11 +185,11 @@ pub fn run(cli: &Global, a: &IndexCacheArgs) -> Result<()> {
 }
 
 /// `strata bench index-cache wiki` (the work is in
-/// `strata_bench::index_cache_wiki`). `--exponents` defaults to 2a's list
+/// `strata_bench::nblb::index_cache_wiki`). `--exponents` defaults to 2a's list
 /// there too.
 fn wiki(a: &IndexCacheArgs) -> Result<()> {
     let tmp = std::env::temp_dir().join(format!("strata-index-cache-wiki-{}", std::process::id()));
-    let mut o = strata_bench::index_cache_wiki::WikiOptions::new(PathBuf::new(), &tmp);
+    let mut o = strata_bench::nblb::index_cache_wiki::WikiOptions::new(PathBuf::new(), &tmp);
     o.rows = a.rows.clone();
     o.lookups = a.lookups;
     o.warmup = a.warmup;
@@ -202,7 +202,7 @@ fn wiki(a: &IndexCacheArgs) -> Result<()> {
     o.check().map_err(|e| usage(e.to_string()))?;
     o.out = crate::bench_out::results_dir(a.out.as_deref(), "index-cache")?;
     let done = crate::bench_smooth::run_figures(&["wiki".to_string()], &o.out, |_, log| {
-        strata_bench::index_cache_wiki::run_wiki(&o, log)
+        strata_bench::nblb::index_cache_wiki::run_wiki(&o, log)
     });
     let _ = std::fs::remove_dir_all(&tmp);
     done

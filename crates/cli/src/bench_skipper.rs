@@ -1,7 +1,7 @@
 //! `strata bench skipper <figure>`: Skipper's out-of-order execution on the
 //! real CSD service (§5: Figs. 7–12 and Table 3) — `strata-sql` clients over
 //! TPC-H tables on a CSD started here, through MJoin (`strata.skipper=true`)
-//! against the pull baseline and local tables (`strata_bench::csd_skipper`).
+//! against the pull baseline and local tables (`strata_bench::skipper::figures`).
 //! Results go to `<--out>/<figure>.md`, `.csv` and plots (by default a new
 //! `./strata-bench-<time>/skipper/`), with the command and commit that made
 //! them.
@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use strata_bench::csd_skipper::{FIGURES, SkipperOptions, TimeScale, run_skipper};
+use strata_bench::skipper::figures::{FIGURES, SkipperOptions, TimeScale, run_skipper};
 
 use crate::context::usage;
 
@@ -95,7 +95,7 @@ pub fn run(cli: &crate::context::Global, a: &BenchSkipperArgs) -> Result<()> {
         ));
     }
     for q in &a.queries {
-        strata_bench::csd_skipper::tpch_query(*q).map_err(|e| usage(e.to_string()))?;
+        strata_bench::skipper::figures::tpch_query(*q).map_err(|e| usage(e.to_string()))?;
     }
     let seconds_ok = |v: f64| v.is_finite() && v >= 0.0;
     if !seconds_ok(a.switch_s)

@@ -1,11 +1,11 @@
 //! `strata bench waste <figure>`: No Bits Left Behind §3–4 (the work is in
-//! `strata_bench::waste_fig3`).
+//! `strata_bench::nblb::waste_fig3`).
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use strata_bench::waste_fig3::{Fig3Options, run_counting, run_fig3};
+use strata_bench::nblb::waste_fig3::{Fig3Options, run_counting, run_fig3};
 
 use crate::context::{Global, usage};
 
@@ -95,9 +95,9 @@ pub fn run(cli: &Global, a: &WasteArgs) -> Result<()> {
     let summary = if a.figure == "fig3" {
         run_fig3(&o, &mut |m| eprintln!("{m}"))?
     } else if a.figure == "ids" {
-        strata_bench::waste_ids::run_ids(&o, &mut |m| eprintln!("{m}"))?
+        strata_bench::nblb::waste_ids::run_ids(&o, &mut |m| eprintln!("{m}"))?
     } else if a.figure == "split" {
-        strata_bench::waste_split::run_split(&o, &mut |m| eprintln!("{m}"))?
+        strata_bench::nblb::waste_split::run_split(&o, &mut |m| eprintln!("{m}"))?
     } else {
         run_counting(&o, &mut |m| eprintln!("{m}"))?
     };

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
+use strata_bench::report::summary::num;
 use strata_bench::smooth_scan::model::{
     self, BENCH_DB, DEFAULT_OUT_DIR, MEASURED_HINT, SmoothModelChoice, TableShape,
 };
-use strata_bench::summary::num;
 use strata_bench::{Comparison, ResultSet};
 use strata_storage::Database;
 use strata_storage::db::DbOptions;

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::Result;
-use strata_bench::plot::{Axis, Plot};
+use strata_bench::report::plot::{Axis, Plot};
 use strata_storage::maintenance::waste::{MAX_DICTIONARY, TableWaste, analyze};
 use strata_storage::util::format_bytes;
 

@@ -46,7 +46,7 @@ fn quick_smooth_scan_figure_writes_csv_plots_and_summary() {
     let csv = std::fs::read_to_string(out.join("15b.csv")).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     // (Header names have no commas; the rows are read with the CSV reader below.)
-    for c in strata_bench::results::STANDARD_COLUMNS {
+    for c in strata_bench::report::results::STANDARD_COLUMNS {
         assert!(header.contains(&c), "column {c} missing: {header:?}");
     }
     // Every path returns the same number of rows at each (device, x).

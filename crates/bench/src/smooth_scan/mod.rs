@@ -658,7 +658,7 @@ fn write_figure(
                 cells.push(format!(
                     "{}: {}{}",
                     r.variant,
-                    crate::summary::num(c),
+                    crate::report::summary::num(c),
                     if censored {
                         " (>, timed out)".to_string()
                     } else if best.is_finite() && !classical(r) {

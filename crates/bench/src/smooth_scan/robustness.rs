@@ -51,8 +51,8 @@ use super::{
     BenchOptions, Limit, Variant, cost, page_costs, q1, row_of, run_limited, smooth_opts, sweep,
     variant,
 };
-use crate::heatmap::Heatmap;
-use crate::summary::num;
+use crate::report::heatmap::Heatmap;
+use crate::report::summary::num;
 use crate::{ResultRow, ResultSet, Samples, Summary};
 
 /// The figure's name (files `robustness.csv`, `.md`, `-<device>.png`).
@@ -581,7 +581,7 @@ pub fn write(o: &RobustnessOptions, set: &ResultSet, took_s: f64) -> Result<Stri
                 }));
                 vrow.push(w.as_ref().map(|w| w.ratio));
                 trow.push(match &w {
-                    Some(w) if w.censored => format!(">{}", crate::heatmap::label(w.ratio)),
+                    Some(w) if w.censored => format!(">{}", crate::report::heatmap::label(w.ratio)),
                     _ => String::new(),
                 });
             }

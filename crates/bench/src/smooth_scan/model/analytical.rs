@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use crate::smooth_scan::competitive::{self, FigureData};
 use crate::smooth_scan::cost_model::IoCosts;
 
-use crate::plot::{Axis, Legend, Plot};
-use crate::results::{ResultRow, ResultSet};
-use crate::summary::{Comparison, Summary, num};
+use crate::report::plot::{Axis, Legend, Plot};
+use crate::report::results::{ResultRow, ResultSet};
+use crate::report::summary::{Comparison, Summary, num};
 
 /// Where `strata model` writes by default.
 pub const DEFAULT_OUT_DIR: &str = "results/smooth-scan";

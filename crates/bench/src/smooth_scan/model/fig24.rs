@@ -10,9 +10,9 @@ use crate::smooth_scan::cost_model::{
 };
 use strata_storage::device::DeviceProfile;
 
-use crate::plot::{Axis, Plot};
-use crate::results::{ResultRow, ResultSet, median};
-use crate::summary::{Summary, num};
+use crate::report::plot::{Axis, Plot};
+use crate::report::results::{ResultRow, ResultSet, median};
+use crate::report::summary::{Summary, num};
 
 /// How to get a measured sweep for Fig. 24 (printed when none is given or
 /// found).

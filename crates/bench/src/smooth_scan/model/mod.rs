@@ -33,7 +33,7 @@ pub use fig24::*;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{ResultRow, ResultSet};
+    use crate::report::results::{ResultRow, ResultSet};
     use crate::smooth_scan::competitive;
     use crate::smooth_scan::cost_model::{self, MorphPolicy, SmoothAssumptions};
     use strata_storage::device::DeviceProfile;

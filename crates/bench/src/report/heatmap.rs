@@ -15,7 +15,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::plot::{FAMILY, INK, encode_png, io_error, register_font};
+use crate::report::plot::{FAMILY, INK, encode_png, io_error, register_font};
 
 const GREY: RGBColor = RGBColor(225, 225, 225);
 const GREEN: RGBColor = RGBColor(120, 200, 120);

@@ -40,7 +40,7 @@ use strata_storage::db::DbOptions;
 use strata_storage::device::trace::{Stream, User, replay};
 use strata_storage::device::{DeviceProfile, IoKind, Trace};
 
-use crate::summary::num;
+use crate::report::summary::num;
 use crate::{Axis, Comparison, Plot, ResultRow, ResultSet, Summary, median};
 
 /// Figures this module reproduces.

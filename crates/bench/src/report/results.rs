@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::plot::Series;
+use crate::report::plot::Series;
 
 /// The columns every result CSV starts with, in this order.
 pub const STANDARD_COLUMNS: [&str; 9] = [

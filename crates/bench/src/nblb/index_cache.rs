@@ -30,10 +30,10 @@ use strata_storage::buffer::BufferPool;
 use strata_storage::device::{Device, FileDevice};
 use strata_storage::row::{DataType, Tid, Value, encode_key};
 
-use crate::cache_reference::{Reference, Rule};
-use crate::plot::{Axis, Legend, Plot};
-use crate::results::{ResultRow, ResultSet};
-use crate::summary::{Summary, num, provenance};
+use crate::nblb::cache_reference::{Reference, Rule};
+use crate::report::plot::{Axis, Legend, Plot};
+use crate::report::results::{ResultRow, ResultSet};
+use crate::report::summary::{Summary, num, provenance};
 
 pub const FIGURES: &[&str] = &["2a", "2c", "fill"];
 
@@ -872,7 +872,7 @@ pub fn run_fig2c(o: &Fig2cOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
             ));
         }
     }
-    let med = |v: usize| crate::results::median(&ns[v]).unwrap_or(f64::NAN);
+    let med = |v: usize| crate::report::results::median(&ns[v]).unwrap_or(f64::NAN);
     let (index_only, none_lookup, off, miss, hit) = (med(0), med(1), med(2), med(3), med(4));
     let (hit_found, valid_miss, valid_fill) = (med(5), med(6), med(7));
     let (auto_hit, auto_miss, plain_api) = (med(8), med(9), med(10));
@@ -911,7 +911,7 @@ pub fn run_fig2c(o: &Fig2cOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
     // governor's cost between rounds), then the median of the rounds'.
     let paired = |v: usize, base: &dyn Fn(usize) -> f64| {
         let r: Vec<f64> = (0..ns[v].len()).map(|i| ns[v][i] / base(i) - 1.0).collect();
-        crate::results::median(&r).unwrap_or(f64::NAN)
+        crate::report::results::median(&r).unwrap_or(f64::NAN)
     };
     let none_in = |i: usize| ns[1][i].min(ns[2][i]);
     let overhead_paired = paired(3, &none_in);
@@ -1060,49 +1060,57 @@ pub fn run_fig2c(o: &Fig2cOptions, log: &mut dyn FnMut(&str)) -> Result<String> 
         ],
     );
     s.comparisons(&[
-        crate::summary::Comparison::new("overhead at 0% hits (µs)", (miss - none) / 1000.0, 0.3)
-            .note("paper: 0.3 µs"),
-        crate::summary::Comparison::new("overhead at 0% hits (%)", 100.0 * overhead, 5.0)
+        crate::report::summary::Comparison::new(
+            "overhead at 0% hits (µs)",
+            (miss - none) / 1000.0,
+            0.3,
+        )
+        .note("paper: 0.3 µs"),
+        crate::report::summary::Comparison::new("overhead at 0% hits (%)", 100.0 * overhead, 5.0)
             .note("the issue's target: ≤ 5%"),
-        crate::summary::Comparison::new("break-even hit rate (%)", 100.0 * break_even, 35.0)
-            .note("paper: 35%"),
-        crate::summary::Comparison::new("speedup at 100% hits", speedup, 2.7)
+        crate::report::summary::Comparison::new(
+            "break-even hit rate (%)",
+            100.0 * break_even,
+            35.0,
+        )
+        .note("paper: 35%"),
+        crate::report::summary::Comparison::new("speedup at 100% hits", speedup, 2.7)
             .note("paper: 2.7x, simulated with arrays"),
-        crate::summary::Comparison::new("bound: no cache / index descent only", bound, 2.7)
+        crate::report::summary::Comparison::new("bound: no cache / index descent only", bound, 2.7)
             .note("the most a hit can save with strata's costs"),
-        crate::summary::Comparison::new(
+        crate::report::summary::Comparison::new(
             "bound: no cache / (descent + values returned)",
             bound_answered,
             2.7,
         )
         .note("the same, paying for the answer a hit still returns"),
-        crate::summary::Comparison::new(
+        crate::report::summary::Comparison::new(
             "auto: overhead at 0% hits (%)",
             100.0 * auto_overhead,
             5.0,
         )
         .note("the issue's target: ≤ 5%"),
-        crate::summary::Comparison::new(
+        crate::report::summary::Comparison::new(
             "auto: overhead at 0% hits over Table::lookup_plain (%)",
             100.0 * governor_overhead,
             5.0,
         )
         .note("the governor and its exploring, over the same answer without a cache"),
-        crate::summary::Comparison::new("auto: speedup at 100% hits", auto_speedup, 2.7)
+        crate::report::summary::Comparison::new("auto: speedup at 100% hits", auto_speedup, 2.7)
             .note("the governor takes the cache only where it pays"),
-        crate::summary::Comparison::new(
+        crate::report::summary::Comparison::new(
             "overhead at 0% hits, paired by round (%)",
             100.0 * overhead_paired,
             5.0,
         )
         .note("the median of each round's own overhead; the issue's target: ≤ 5%"),
-        crate::summary::Comparison::new(
+        crate::report::summary::Comparison::new(
             "auto: overhead at 0% hits, paired by round (%)",
             100.0 * auto_overhead_paired,
             5.0,
         )
         .note("the median of each round's own overhead; the issue's target: ≤ 5%"),
-        crate::summary::Comparison::new(
+        crate::report::summary::Comparison::new(
             "auto: overhead over Table::lookup_plain, paired by round (%)",
             100.0 * governor_overhead_paired,
             5.0,

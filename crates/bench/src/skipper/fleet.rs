@@ -10,8 +10,8 @@
 //! callers. The fleet is parameterized — the device's configuration (layout,
 //! policy, switch time, bandwidth, time scale), which tables go cold, the
 //! clients' `--set` settings and environment, per-client query text — so the
-//! pull baseline (`csd_pull`) and Skipper's figures (`csd_skipper`) drive the
-//! same code.
+//! pull baseline ([`pull`](super::pull)) and Skipper's figures
+//! ([`figures`](super::figures)) drive the same code.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

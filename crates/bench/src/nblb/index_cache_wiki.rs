@@ -56,10 +56,10 @@ use strata_storage::db::{CachedLookups, Index, NoProgress};
 use strata_storage::row::{Value, encode_key};
 use strata_storage::{Database, DbOptions, Table};
 
-use crate::plot::{Axis, Legend, Plot};
 use crate::postgres::{PgServer, ServerConfig, copy_text_line, create_table_sql, explain_sql};
-use crate::results::{ResultRow, ResultSet, median};
-use crate::summary::{Comparison, Summary, num, provenance};
+use crate::report::plot::{Axis, Legend, Plot};
+use crate::report::results::{ResultRow, ResultSet, median};
+use crate::report::summary::{Comparison, Summary, num, provenance};
 
 /// The table's name in both engines.
 const TABLE: &str = "page";

@@ -54,9 +54,9 @@ use strata_storage::page::PAGE_SIZE;
 use strata_storage::row::{DataType, Value, encode_key};
 use strata_storage::{Database, Table};
 
-use crate::plot::{Axis, Legend, Plot};
-use crate::results::{ResultRow, ResultSet, median};
-use crate::summary::{Comparison, Summary, num, provenance};
+use crate::report::plot::{Axis, Legend, Plot};
+use crate::report::results::{ResultRow, ResultSet, median};
+use crate::report::summary::{Comparison, Summary, num, provenance};
 
 const TABLE: &str = "revision";
 const INDEX: &str = "revision_rev_id";
@@ -266,7 +266,7 @@ struct Workload {
 
 impl Workload {
     fn new(truth: &Truth, alpha: f64, hot_pct: f64, seed: u64) -> Workload {
-        let cdf = crate::index_cache_wiki::zipf_cdf(truth.latest.len(), alpha);
+        let cdf = crate::nblb::index_cache_wiki::zipf_cdf(truth.latest.len(), alpha);
         let mut perm = truth.latest.clone();
         let mut rng = CacheRng::new(seed ^ 0xF163);
         for i in (1..perm.len()).rev() {

@@ -51,9 +51,9 @@ use strata_storage::page::PAGE_SIZE;
 use strata_storage::row::{DataType, Schema, Tid, Value, decode_key, encode_key};
 use strata_storage::{Database, IndexSpec, TableOptions};
 
-use crate::plot::{Axis, Legend, Plot};
-use crate::results::{ResultRow, ResultSet, median};
-use crate::summary::{Comparison, Summary, num, provenance};
+use crate::report::plot::{Axis, Legend, Plot};
+use crate::report::results::{ResultRow, ResultSet, median};
+use crate::report::summary::{Comparison, Summary, num, provenance};
 
 /// The table's name in the bench database.
 pub const TABLE: &str = "page2b";

@@ -8,7 +8,7 @@
 //! an embedded font (see `FONT` below), so no system font is needed.
 //!
 //! ```no_run
-//! use strata_bench::plot::{Axis, Plot};
+//! use strata_bench::report::plot::{Axis, Plot};
 //! let plot = Plot::lines(
 //!     "Q1: time vs selectivity",
 //!     Axis::log10("selectivity (%)"),

@@ -29,10 +29,10 @@ use strata_storage::maintenance::compact::CompactOptions;
 use strata_storage::row::{DataType, Value, encode_key};
 use strata_storage::{Database, Table};
 
-use crate::results::{ResultRow, ResultSet, median};
-use crate::summary::{Summary, num, provenance};
-use crate::waste_fig3::{Fig3Options, open_on, prepare};
-use crate::waste_ids::{make_copies, timed};
+use crate::nblb::waste_fig3::{Fig3Options, open_on, prepare};
+use crate::nblb::waste_ids::{make_copies, timed};
+use crate::report::results::{ResultRow, ResultSet, median};
+use crate::report::summary::{Summary, num, provenance};
 
 const TABLE: &str = "revision";
 const INDEX: &str = "revision_rev_id";

@@ -6,10 +6,11 @@
 //! (`strata.skipper = false`) and the same queries over local tables.
 //!
 //! Why it is built this way:
-//! - The fleet, the clients and the device are `csd_fleet`'s, as for Figs. 4/5
-//!   (`csd_pull`), so both baselines run the same code and differ only in the
-//!   session setting, the scheduler (object FCFS for the query-agnostic
-//!   device of the pull baseline, rank for Skipper) and the layout.
+//! - The fleet, the clients and the device are [`fleet`](super::fleet)'s, as
+//!   for Figs. 4/5 ([`pull`](super::pull)), so both baselines run the same code
+//!   and differ only in the session setting, the scheduler (object FCFS for
+//!   the query-agnostic device of the pull baseline, rank for Skipper) and
+//!   the layout.
 //! - **Scaling.** Modeled time is in the paper's seconds: a switch is 10 s
 //!   and an object's transfer 550 s / 57 objects ≈ 9.65 s (Table 3's network
 //!   time for Q12's 57 segments; switch / transfer ≈ 1), whatever the object
@@ -38,13 +39,13 @@ use strata_csd::config::CsdConfig;
 use strata_csd::layout::LayoutSpec;
 use strata_csd::schedule::{Metrics, Policy};
 
-use crate::csd_fleet::{
+use crate::report::plot::{Axis, Plot};
+use crate::report::results::{ResultRow, ResultSet, median};
+use crate::report::summary::{Summary, num};
+use crate::skipper::fleet::{
     Fleet, FleetSpec, SqlRun, base_db, cold_keys, fresh_dir, local_copies, queries_of, run_clients,
     run_sql,
 };
-use crate::plot::{Axis, Plot};
-use crate::results::{ResultRow, ResultSet, median};
-use crate::summary::{Summary, num};
 
 /// The figures, in the order `all` runs them.
 pub const FIGURES: [&str; 7] = ["fig7", "fig9", "fig10", "fig11a", "fig11b", "fig8", "fig12"];
@@ -68,29 +69,29 @@ pub struct TpchQuery {
 const QUERIES: [TpchQuery; 5] = [
     TpchQuery {
         number: 3,
-        sql: include_str!("../../sql/queries/q03.sql"),
+        sql: include_str!("../../../sql/queries/q03.sql"),
         tables: &["customer", "orders", "lineitem"],
     },
     TpchQuery {
         number: 5,
-        sql: include_str!("../../sql/queries/q05.sql"),
+        sql: include_str!("../../../sql/queries/q05.sql"),
         tables: &[
             "customer", "orders", "lineitem", "supplier", "nation", "region",
         ],
     },
     TpchQuery {
         number: 10,
-        sql: include_str!("../../sql/queries/q10.sql"),
+        sql: include_str!("../../../sql/queries/q10.sql"),
         tables: &["customer", "orders", "lineitem", "nation"],
     },
     TpchQuery {
         number: 12,
-        sql: include_str!("../../sql/queries/q12.sql"),
+        sql: include_str!("../../../sql/queries/q12.sql"),
         tables: &["orders", "lineitem"],
     },
     TpchQuery {
         number: 14,
-        sql: include_str!("../../sql/queries/q14.sql"),
+        sql: include_str!("../../../sql/queries/q14.sql"),
         tables: &["lineitem", "part"],
     },
 ];

@@ -25,16 +25,16 @@ use strata_csd::config::CsdConfig;
 use strata_csd::layout::LayoutSpec;
 use strata_csd::schedule::Policy;
 
-use crate::csd_fleet::{
+use crate::report::plot::{Axis, Plot};
+use crate::report::results::{ResultRow, ResultSet, median};
+use crate::report::summary::{Comparison, Summary, num};
+use crate::skipper::fleet::{
     Fleet, FleetSpec, SqlRun, base_db, local_copies, query_requests, run_clients, run_sql,
 };
-use crate::plot::{Axis, Plot};
-use crate::results::{ResultRow, ResultSet, median};
-use crate::summary::{Comparison, Summary, num};
 
 /// TPC-H Q12 (the paper's query for Figs. 4, 5, 10 and 12): a join of the two
 /// largest tables, `orders` and `lineitem`.
-pub const Q12: &str = include_str!("../../sql/queries/q12.sql");
+pub const Q12: &str = include_str!("../../../sql/queries/q12.sql");
 /// The tables Q12 reads: the ones shipped to the CSD.
 pub const COLD_TABLES: [&str; 2] = ["orders", "lineitem"];
 
