@@ -18,6 +18,7 @@ pub mod run;
 pub mod scan;
 pub mod smooth;
 pub mod sort_scan;
+mod spill_file;
 pub mod switch;
 
 pub use batch::TupleBatch;

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use strata_bench::nblb::index_cache::{
-    FIGURES, Fig2aOptions, Fig2cOptions, FillOptions, run_fig2a, run_fig2c, run_fill,
-};
-use strata_bench::nblb::index_cache_2b::{Fig2bOptions, run_fig2b};
+use strata_bench::nblb::index_cache::{FIGURES, Fig2aOptions, FillOptions, run_fig2a, run_fill};
+use strata_bench::nblb::index_cache_2b::Fig2bOptions;
+use strata_bench::nblb::index_cache_2b_figure::run_fig2b;
+use strata_bench::nblb::index_cache_2c::{Fig2cOptions, run_fig2c};
 
 use crate::context::{Global, usage};
 
@@ -202,7 +202,7 @@ fn wiki(a: &IndexCacheArgs) -> Result<()> {
     o.check().map_err(|e| usage(e.to_string()))?;
     o.out = crate::bench_out::results_dir(a.out.as_deref(), "index-cache")?;
     let done = crate::bench_smooth::run_figures(&["wiki".to_string()], &o.out, |_, log| {
-        strata_bench::nblb::index_cache_wiki::run_wiki(&o, log)
+        strata_bench::nblb::index_cache_wiki_run::run_wiki(&o, log)
     });
     let _ = std::fs::remove_dir_all(&tmp);
     done

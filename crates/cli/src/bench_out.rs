@@ -107,7 +107,7 @@ pub fn db_not_used(cli: &Global, bench: &str, instead: &str) {
 /// Titles the plots this process draws as a quick run's when `quick`.
 pub fn label_quick(quick: bool) {
     if quick {
-        strata_bench::plot::label_quick_run();
+        strata_bench::report::plot::label_quick_run();
     }
 }
 

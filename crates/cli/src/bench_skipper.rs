@@ -10,7 +10,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use strata_bench::skipper::figures::{FIGURES, SkipperOptions, TimeScale, run_skipper};
+use strata_bench::skipper::figures::{FIGURES, run_skipper};
+use strata_bench::skipper::options::{SkipperOptions, TimeScale};
 
 use crate::context::usage;
 
@@ -95,7 +96,7 @@ pub fn run(cli: &crate::context::Global, a: &BenchSkipperArgs) -> Result<()> {
         ));
     }
     for q in &a.queries {
-        strata_bench::skipper::figures::tpch_query(*q).map_err(|e| usage(e.to_string()))?;
+        strata_bench::skipper::options::tpch_query(*q).map_err(|e| usage(e.to_string()))?;
     }
     let seconds_ok = |v: f64| v.is_finite() && v >= 0.0;
     if !seconds_ok(a.switch_s)

@@ -23,14 +23,13 @@ mod import;
 pub mod layout;
 mod parquet;
 mod tpch;
+mod wikipedia;
 
 pub use crate::csv::{CsvOptions, CsvReport, load_csv};
 pub use crate::error::{LoadError, RowError, RowPosition};
 pub use crate::generator::{
-    GenKind, GenReport, GenSpec, MICROBENCH_MAX, PAGE_CACHED, PAGE_KEY, PAGE_NAMESPACES,
-    PAGE_TITLE_MAX, REVISION_KEY, REVISION_ONCE, REVISION_PARETO, REVISION_TEXT_MAX, SkewedCounts,
-    flash_schema, generate, microbench_schema, page_schema, revision_pages, revision_schema,
-    skewed_counts,
+    GenKind, GenReport, GenSpec, MICROBENCH_MAX, SkewedCounts, flash_schema, generate,
+    microbench_schema, skewed_counts,
 };
 pub use crate::import::{LoadReport, LoadTarget};
 pub use crate::parquet::{ParquetOptions, ParquetReport, load_parquet};
@@ -38,4 +37,8 @@ pub use crate::tpch::{
     BATCH_ROWS, MAX_SCALE_FACTOR, MIN_SCALE_FACTOR, TPCH_INDEXES, TpchIndex, TpchSpec, TpchTable,
     TpchTableReport, append_tpch_rows, generate_tpch, load_tpch_history_then_recent,
     parse_scale_factor,
+};
+pub use crate::wikipedia::{
+    PAGE_CACHED, PAGE_KEY, PAGE_NAMESPACES, PAGE_TITLE_MAX, REVISION_KEY, REVISION_ONCE,
+    REVISION_PARETO, REVISION_TEXT_MAX, page_schema, revision_pages, revision_schema,
 };

@@ -56,13 +56,12 @@ use strata_access::batch::BATCH_ROWS;
 use strata_access::predicate::{Comparison, KeyRange, Predicate};
 use strata_access::{PageCosts, TupleBatch};
 use strata_storage::Table;
-use strata_storage::btree::MAX_KEY;
-use strata_storage::page::MAX_TUPLE;
-use strata_storage::row::{Column, DataType, Schema, Tid, Value};
+use strata_storage::row::{Schema, Tid, Value};
 
 use crate::convert::{BatchConverter, arrow_schema, arrow_values, nullable};
 use crate::pushdown::unqualified;
 use crate::pushdown::{Pushed, classify_for};
+use crate::row_check::{check_row, row_text, shown};
 use crate::session::SqlError;
 use crate::txn::Writes;
 
@@ -99,88 +98,6 @@ fn arrow_error(e: impl fmt::Display) -> SqlError {
     SqlError::Execution(e.to_string())
 }
 
-/// A value as it appears in an error message (long strings cut short).
-fn shown(v: &Value, ty: &DataType) -> String {
-    match v {
-        Value::Str(s) if s.chars().count() > 40 => {
-            format!("'{}…'", s.chars().take(40).collect::<String>())
-        }
-        Value::Str(s) => format!("'{s}'"),
-        v => v.display(ty),
-    }
-}
-
-/// Why `v` cannot be stored in column `c`, naming the column and the value.
-pub(crate) fn check_value(c: &Column, v: &Value) -> Result<(), String> {
-    let col = || {
-        format!(
-            "column '{}' ({}{})",
-            c.name,
-            c.ty,
-            if c.nullable { "" } else { " NOT NULL" }
-        )
-    };
-    if v.is_null() {
-        return if c.nullable {
-            Ok(())
-        } else {
-            Err(format!("{}: NULL in a NOT NULL column", col()))
-        };
-    }
-    if c.ty.check(v).is_ok() {
-        return Ok(());
-    }
-    Err(match (&c.ty, v) {
-        (DataType::Char { len } | DataType::Varchar { len }, Value::Str(s)) => format!(
-            "{}: {} is {} bytes, longer than {len}",
-            col(),
-            shown(v, &c.ty),
-            s.len()
-        ),
-        (DataType::Decimal { scale, .. }, Value::Decimal(d)) => format!(
-            "{}: {} is out of range",
-            col(),
-            strata_storage::row::format_decimal(*d, *scale)
-        ),
-        _ => format!(
-            "{}: a {} value {} does not fit",
-            col(),
-            v.type_name(),
-            shown(v, &c.ty)
-        ),
-    })
-}
-
-/// Checks that `row` can be stored in `table`: every value fits its column,
-/// the row fits a page and every index key fits an index entry. `scratch`
-/// receives the encoded row.
-fn check_row(table: &Table, row: &[Value], scratch: &mut Vec<u8>) -> Result<(), String> {
-    let schema = table.schema();
-    for (i, (c, v)) in schema.columns.iter().zip(row).enumerate() {
-        if !table.layout().is_address(i) {
-            check_value(c, v)?;
-        }
-    }
-    let size = table
-        .encode_checked(row, scratch)
-        .map_err(|e| e.to_string())?;
-    if size > MAX_TUPLE {
-        return Err(format!(
-            "the row takes {size} bytes, more than a page holds ({MAX_TUPLE})"
-        ));
-    }
-    for i in table.indexes() {
-        let key = i.key_of_row(row).len();
-        if key > MAX_KEY {
-            return Err(format!(
-                "index '{}' cannot hold its key of {key} bytes (at most {MAX_KEY})",
-                i.def.name
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// The rows of `batch`, whose columns are the table's, in order.
 fn rows_of(batch: &RecordBatch, schema: &Schema) -> Result<Vec<Vec<Value>>, SqlError> {
     let mut rows = vec![Vec::with_capacity(schema.len()); batch.num_rows()];
@@ -193,20 +110,6 @@ fn rows_of(batch: &RecordBatch, schema: &Schema) -> Result<Vec<Vec<Value>>, SqlE
         }
     }
     Ok(rows)
-}
-
-/// A row for an error message: its first values.
-fn row_text(row: &[Value], schema: &Schema) -> String {
-    let mut parts: Vec<String> = row
-        .iter()
-        .zip(&schema.columns)
-        .take(6)
-        .map(|(v, c)| shown(v, &c.ty))
-        .collect();
-    if row.len() > 6 {
-        parts.push("…".into());
-    }
-    format!("({})", parts.join(", "))
 }
 
 /// Writes `INSERT`'s rows into a strata table.

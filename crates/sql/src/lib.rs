@@ -31,6 +31,7 @@ pub mod overflow;
 pub mod process;
 pub mod provider;
 pub mod pushdown;
+pub mod row_check;
 pub mod scalar_subquery;
 pub mod scan_exec;
 pub mod script;

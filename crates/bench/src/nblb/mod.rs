@@ -14,7 +14,11 @@
 pub mod cache_reference;
 pub mod index_cache;
 pub mod index_cache_2b;
+pub mod index_cache_2b_figure;
+pub mod index_cache_2c;
 pub mod index_cache_wiki;
+pub mod index_cache_wiki_run;
 pub mod waste_fig3;
 pub mod waste_ids;
 pub mod waste_split;
+pub mod waste_states;

@@ -29,8 +29,9 @@ use strata_storage::maintenance::compact::CompactOptions;
 use strata_storage::row::{DataType, Value, encode_key};
 use strata_storage::{Database, Table};
 
-use crate::nblb::waste_fig3::{Fig3Options, open_on, prepare};
+use crate::nblb::waste_fig3::Fig3Options;
 use crate::nblb::waste_ids::{make_copies, timed};
+use crate::nblb::waste_states::{open_on, prepare};
 use crate::report::results::{ResultRow, ResultSet, median};
 use crate::report::summary::{Summary, num, provenance};
 
