@@ -76,7 +76,7 @@ pub fn cold_tier(cli: &Global) -> Result<strata_cold::device::ColdTier> {
         parse_size(&cli.cold_cache).map_err(|e| usage(format!("--cold-cache: {e}")))?;
     let config = strata_cold::device::ColdConfig {
         cache_bytes,
-        ..strata_cold::device::ColdConfig::from_env().map_err(usage)?
+        ..strata_cold::device::ColdConfig::from_env()?
     };
     Ok(TIER
         .get_or_init(|| strata_cold::device::ColdTier::new(config))

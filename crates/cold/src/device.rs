@@ -38,6 +38,7 @@ use strata_storage::device::{
 use strata_storage::{Result, StorageError};
 
 use crate::client::{ColdClient, RetryPolicy, StoreFactory, default_query_tag};
+use crate::error::ColdError;
 use crate::manifest::Manifest;
 use crate::object_cache::{CacheError, ObjectCache};
 use crate::stats::{ColdCounters, ColdStats};
@@ -66,7 +67,7 @@ pub use crate::transit::RETRY_ENV;
 impl ColdConfig {
     /// The defaults, with the query tag from `STRATA_CSD_QUERY` and the
     /// retry bound from `STRATA_CSD_RETRY_SECS` when they are set.
-    pub fn from_env() -> std::result::Result<ColdConfig, String> {
+    pub fn from_env() -> std::result::Result<ColdConfig, ColdError> {
         let mut c = ColdConfig::default();
         if let Ok(v) = std::env::var(RETRY_ENV) {
             let secs: f64 = v
@@ -74,7 +75,11 @@ impl ColdConfig {
                 .parse()
                 .ok()
                 .filter(|s: &f64| s.is_finite() && *s >= 0.0)
-                .ok_or_else(|| format!("{RETRY_ENV}={v:?} is not a number of seconds"))?;
+                .ok_or_else(|| ColdError::Setting {
+                    var: RETRY_ENV,
+                    value: v.clone(),
+                    expected: "a number of seconds",
+                })?;
             c.retry.retry_for = std::time::Duration::from_secs_f64(secs);
         }
         Ok(c)

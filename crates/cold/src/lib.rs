@@ -7,6 +7,7 @@
 
 pub mod client;
 pub mod device;
+pub mod error;
 pub mod manifest;
 pub mod object_cache;
 pub mod proxy;
@@ -15,3 +16,4 @@ pub mod tier;
 pub mod transit;
 
 pub use device::{ColdConfig, ColdTier};
+pub use error::ColdError;

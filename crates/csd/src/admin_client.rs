@@ -6,6 +6,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
+use strata_storage::exit;
 use tokio::net::TcpStream;
 
 /// What went wrong talking to a server, naming the endpoint.
@@ -22,6 +23,23 @@ pub enum AdminError {
         status: StatusCode,
         body: String,
     },
+}
+
+impl AdminError {
+    /// This error's exit code (`strata_storage::exit`): an endpoint that is
+    /// not one is bad usage; a server that cannot be reached or refuses is
+    /// an operational failure.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            AdminError::BadEndpoint(_) => exit::USAGE,
+            AdminError::Request { .. } | AdminError::Status { .. } => exit::FAILURE,
+        }
+    }
+
+    /// An [`exit::Classifier`] for this type.
+    pub fn classify(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
+        e.downcast_ref::<AdminError>().map(AdminError::exit_code)
+    }
 }
 
 fn authority(endpoint: &str) -> Result<&str, AdminError> {

@@ -387,7 +387,9 @@ fn store_error(e: StoreError) -> S3Error {
         StoreError::InvalidBucketName { .. } => S3ErrorCode::InvalidBucketName,
         StoreError::InvalidKey { .. } | StoreError::Unplaced { .. } => S3ErrorCode::InvalidArgument,
         StoreError::KeyTooLong { .. } => S3ErrorCode::KeyTooLongError,
-        StoreError::Io { .. } | StoreError::BadMeta { .. } => S3ErrorCode::InternalError,
+        StoreError::Io { .. } | StoreError::BadMeta { .. } | StoreError::GroupsChanged { .. } => {
+            S3ErrorCode::InternalError
+        }
     };
     S3Error::with_message(code, e.to_string())
 }

@@ -37,6 +37,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
+use strata_storage::exit;
 
 use crate::layout::{LayoutSpec, Placement};
 
@@ -78,8 +79,49 @@ pub enum StoreError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The metadata file does not read (not JSON, another format).
     #[error("{}: {why}", path.display())]
     BadMeta { path: PathBuf, why: String },
+    /// The data directory's objects are placed on another number of groups
+    /// than the configuration asks for.
+    #[error(
+        "{}: its objects are placed on {placed} groups but the configuration asks for {asked}; \
+         start with groups = {placed} or a fresh data directory",
+        path.display()
+    )]
+    GroupsChanged {
+        path: PathBuf,
+        placed: u32,
+        asked: u32,
+    },
+}
+
+impl StoreError {
+    /// This error's exit code (`strata_storage::exit`): what a client or the
+    /// configuration asked for that the store cannot do is bad usage, a
+    /// metadata file that does not read is corruption, I/O is an operational
+    /// failure.
+    pub fn exit_code(&self) -> u8 {
+        use StoreError as E;
+        match self {
+            E::NoSuchBucket(_)
+            | E::NoSuchKey { .. }
+            | E::BucketExists(_)
+            | E::BucketNotEmpty { .. }
+            | E::InvalidBucketName { .. }
+            | E::InvalidKey { .. }
+            | E::KeyTooLong { .. }
+            | E::Unplaced { .. }
+            | E::GroupsChanged { .. } => exit::USAGE,
+            E::BadMeta { .. } => exit::CORRUPT,
+            E::Io { .. } => exit::FAILURE,
+        }
+    }
+
+    /// An [`exit::Classifier`] for this type.
+    pub fn classify(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
+        e.downcast_ref::<StoreError>().map(StoreError::exit_code)
+    }
 }
 
 fn io_at(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -194,13 +236,10 @@ impl Store {
                     });
                 }
                 if meta.groups != groups {
-                    return Err(StoreError::BadMeta {
+                    return Err(StoreError::GroupsChanged {
                         path: meta_path,
-                        why: format!(
-                            "its objects are placed on {} groups but the configuration asks for {groups}; \
-                             start with groups = {} or a fresh data directory",
-                            meta.groups, meta.groups
-                        ),
+                        placed: meta.groups,
+                        asked: groups,
                     });
                 }
                 meta
@@ -871,5 +910,43 @@ mod tests {
         assert!(page.next_token.is_some());
         let err = list_page(&objs, "", None, 3, None, Some("zz")).unwrap_err();
         assert!(err.to_string().contains("\"zz\""), "{err}");
+    }
+
+    #[test]
+    fn another_group_count_is_refused_as_bad_usage_and_bad_metadata_as_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(Store::open(dir.path(), LayoutSpec::Striped, 3).unwrap());
+        let Err(err) = Store::open(dir.path(), LayoutSpec::Striped, 2) else {
+            panic!("a store on 3 groups opened with 2");
+        };
+        assert!(matches!(
+            err,
+            StoreError::GroupsChanged {
+                placed: 3,
+                asked: 2,
+                ..
+            }
+        ));
+        let msg = err.to_string();
+        assert!(
+            msg.contains(META_FILE)
+                && msg.contains("placed on 3 groups")
+                && msg.contains("asks for 2"),
+            "{msg}"
+        );
+        assert_eq!(StoreError::classify(&err), Some(exit::USAGE));
+
+        std::fs::write(dir.path().join(META_FILE), b"not json").unwrap();
+        let Err(err) = Store::open(dir.path(), LayoutSpec::Striped, 3) else {
+            panic!("unreadable metadata accepted");
+        };
+        assert!(matches!(err, StoreError::BadMeta { .. }), "{err}");
+        assert_eq!(err.exit_code(), exit::CORRUPT);
+        let missing = StoreError::NoSuchKey {
+            bucket: "b".into(),
+            key: "k".into(),
+        };
+        assert_eq!(missing.exit_code(), exit::USAGE);
+        assert_eq!(StoreError::classify(&std::io::Error::other("x")), None);
     }
 }

@@ -86,7 +86,7 @@ fn open(cli: &Cli) -> anyhow::Result<Arc<Database>> {
         parse_size(&cli.cold_cache).map_err(|e| Usage(format!("--cold-cache: {e}")))?;
     let cold = strata_cold::device::ColdTier::new(strata_cold::device::ColdConfig {
         cache_bytes,
-        ..strata_cold::device::ColdConfig::from_env().map_err(Usage)?
+        ..strata_cold::device::ColdConfig::from_env()?
     });
     let opts = DbOptions {
         buffer_pool_bytes: pool as usize,
