@@ -22,7 +22,8 @@ pub struct LoadArgs {
     /// csv or parquet (default: from the file extension).
     #[arg(long)]
     pub format: Option<String>,
-    /// Schema of a new table: "name TYPE [NULL], ...".
+    /// Schema of a new table: "name TYPE [NULL], ..." (default for a CSV
+    /// file: the types inferred from its values, printed to stderr).
     #[arg(long, conflicts_with = "schema_file")]
     pub schema: Option<String>,
     /// File holding the schema of a new table.
@@ -105,12 +106,33 @@ pub fn run(cli: &Global, a: &LoadArgs) -> Result<()> {
             if !a.delimiter.is_ascii() {
                 return Err(usage("--delimiter must be one ASCII character"));
             }
-            let opts = strata_load::CsvOptions {
+            let dialect = strata_load::CsvDialect {
                 header: !a.no_header,
                 delimiter: a.delimiter as u8,
+                ..Default::default()
+            };
+            // A new table without --schema: its types from the data.
+            let schema = match schema {
+                Some(s) => Some(s),
+                None if db.table(&a.table).is_err() => {
+                    let inferred = strata_load::infer_csv_schema(&a.file, &dialect)?;
+                    eprintln!(
+                        "inferred from {} ({} rows): CREATE TABLE {} ({})",
+                        a.file.display(),
+                        inferred.records,
+                        a.table,
+                        strata_load::sql_column_list(&inferred.schema)
+                    );
+                    Some(inferred.schema)
+                }
+                None => None,
+            };
+            let opts = strata_load::CsvOptions {
+                header: dialect.header,
+                delimiter: dialect.delimiter,
+                null_string: dialect.null_string,
                 schema,
                 target,
-                ..Default::default()
             };
             strata_load::load_csv(&db, &a.table, &a.file, &opts, &bars)?
         }

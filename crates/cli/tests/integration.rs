@@ -17,6 +17,7 @@ mod errors;
 mod flash;
 mod golden;
 mod index_cache;
+mod load_infer;
 mod scan;
 mod tpch;
 mod waste;

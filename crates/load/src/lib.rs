@@ -1,6 +1,7 @@
 //! strata's loaders: typed CSV ([`load_csv`]) and Parquet ([`load_parquet`])
-//! import, native generators for the papers' synthetic data ([`generate`]), and
-//! the TPC-H tables ([`generate_tpch`]).
+//! import, CSV column types inferred from the data ([`infer_csv_schema`]),
+//! native generators for the papers' synthetic data ([`generate`]), and the
+//! TPC-H tables ([`generate_tpch`]).
 //!
 //! Every loader appends through one [`TableLoad`]
 //! and commits it at the very end, so a load is atomic: it either adds every good
@@ -20,6 +21,7 @@ mod error;
 #[path = "gen.rs"]
 mod generator;
 mod import;
+mod infer;
 pub mod layout;
 mod parquet;
 mod tpch;
@@ -32,6 +34,9 @@ pub use crate::generator::{
     microbench_schema, skewed_counts,
 };
 pub use crate::import::{LoadReport, LoadTarget};
+pub use crate::infer::{
+    CsvDialect, CsvRowReader, InferredSchema, infer_csv_schema, sql_column_list, sql_type,
+};
 pub use crate::parquet::{ParquetOptions, ParquetReport, load_parquet};
 pub use crate::tpch::{
     BATCH_ROWS, MAX_SCALE_FACTOR, MIN_SCALE_FACTOR, TPCH_INDEXES, TpchIndex, TpchSpec, TpchTable,

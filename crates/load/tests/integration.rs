@@ -10,6 +10,7 @@ mod csv;
 mod fuzz;
 mod gen_page;
 mod generators;
+mod infer;
 mod parquet;
 mod revision;
 mod tpch;

@@ -166,6 +166,9 @@ fn logical(state: &SessionState, e: &ast::Expr, schema: &DFSchema) -> Option<Exp
             schema,
         )
         .ok()?;
+    // A DATE compared with a number goes to DataFusion's path, whose
+    // analyzer refuses it (`crate::date_compare`).
+    crate::date_compare::check(&e, schema).ok()?;
     let e = e.rewrite(&mut TypeCoercionRewriter::new(schema)).ok()?.data;
     // Integer arithmetic checked for overflow, as the analyzer's
     // `crate::overflow::CheckedArithmetic` does on the DataFusion path.

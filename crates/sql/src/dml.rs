@@ -162,14 +162,33 @@ impl DataSink for InsertSink {
         }
         // On this thread: handing the write to another one costs two thread
         // switches, more than a one-row statement's work.
-        tokio::task::block_in_place(|| insert(&self.writes, &self.table, &batches))
+        tokio::task::block_in_place(|| insert(&self.writes, &self.table, &batches, None))
+            .map(|(n, _)| n)
             .map_err(external)
     }
 }
 
+impl InsertSink {
+    /// The table the rows go into.
+    pub(crate) fn table(&self) -> &str {
+        &self.table
+    }
+}
+
+/// What a statement with `RETURNING` makes of the rows it changes (their
+/// values as Arrow batches of the table's columns), computed before it
+/// changes any so that a failure changes nothing ([`crate::returning`]).
+pub(crate) type Returning<'a> = &'a dyn Fn(&[RecordBatch]) -> Result<Vec<RecordBatch>, SqlError>;
+
 /// Inserts the rows of `batches` (the table's columns, in order) into `table`
-/// in one transaction, after checking every one.
-fn insert(writes: &Writes, table: &str, batches: &[RecordBatch]) -> Result<u64, SqlError> {
+/// in one transaction, after checking every one; with `returning`, also
+/// what it makes of the rows.
+pub(crate) fn insert(
+    writes: &Writes,
+    table: &str,
+    batches: &[RecordBatch],
+    returning: Option<Returning<'_>>,
+) -> Result<(u64, Vec<RecordBatch>), SqlError> {
     writes.apply("INSERT", |db| {
         let t = db.table(table)?;
         let mut scratch = Vec::new();
@@ -191,12 +210,16 @@ fn insert(writes: &Writes, table: &str, batches: &[RecordBatch]) -> Result<u64, 
                     .map_err(|e| SqlError::Data(format!("INSERT into '{table}', row {n}: {e}")))?;
             }
         }
+        let out = match returning {
+            Some(f) => f(batches)?,
+            None => Vec::new(),
+        };
         // Batched: each heap page pinned once for the rows it takes, each
         // index leaf descended to once for its entries.
         for b in batches {
             t.insert_rows(&rows_of(b, t.schema())?)?;
         }
-        Ok(n)
+        Ok((n, out))
     })
 }
 
@@ -655,6 +678,24 @@ impl DmlExec {
 
     /// Runs the statement in one transaction; the number of rows changed.
     pub fn run(&self) -> Result<u64, SqlError> {
+        self.run_with(None).map(|(n, _)| n)
+    }
+
+    /// Runs the statement in one transaction, handing the rows it changes
+    /// (the new rows of an UPDATE, the old ones of a DELETE) to `returning`
+    /// before it changes any; the number of rows changed and what
+    /// `returning` made of them.
+    pub(crate) fn run_returning(
+        &self,
+        returning: Returning<'_>,
+    ) -> Result<(u64, Vec<RecordBatch>), SqlError> {
+        self.run_with(Some(returning))
+    }
+
+    fn run_with(
+        &self,
+        returning: Option<Returning<'_>>,
+    ) -> Result<(u64, Vec<RecordBatch>), SqlError> {
         let what = match self.op {
             Op::Delete => "DELETE",
             Op::Update(_) => "UPDATE",
@@ -679,19 +720,32 @@ impl DmlExec {
                 };
                 match &self.op {
                     Op::Delete => {
-                        let tids = match find_tids_on_bytes(&t, &self.filter, index, &costs)? {
+                        // RETURNING needs the old rows as Arrow.
+                        let on_bytes = match returning {
+                            None => find_tids_on_bytes(&t, &self.filter, index, &costs)?,
+                            Some(_) => None,
+                        };
+                        let mut old_rows = Vec::new();
+                        let tids = match on_bytes {
                             Some(tids) => tids,
                             None => {
                                 let mut tids = Vec::new();
-                                find(&t, &self.filter, index, &costs, &mut |found, _| {
+                                find(&t, &self.filter, index, &costs, &mut |found, old| {
                                     tids.extend(found);
+                                    if returning.is_some() {
+                                        old_rows.push(old);
+                                    }
                                     Ok(())
                                 })?;
                                 tids
                             }
                         };
+                        let out = match returning {
+                            Some(f) => f(&old_rows)?,
+                            None => Vec::new(),
+                        };
                         t.delete_rows(&tids)?;
-                        Ok(tids.len() as u64)
+                        Ok((tids.len() as u64, out))
                     }
                     Op::Update(set) => {
                         let mut changes: Vec<(Vec<Tid>, RecordBatch)> = Vec::new();
@@ -710,6 +764,14 @@ impl DmlExec {
                             changes.push((tids, new));
                             Ok(())
                         })?;
+                        let out = match returning {
+                            Some(f) => {
+                                let new: Vec<RecordBatch> =
+                                    changes.iter().map(|(_, b)| b.clone()).collect();
+                                f(&new)?
+                            }
+                            None => Vec::new(),
+                        };
                         let mut n = 0u64;
                         for (tids, new) in &changes {
                             for (&tid, row) in tids.iter().zip(rows_of(new, t.schema())?) {
@@ -719,7 +781,7 @@ impl DmlExec {
                                 n += 1;
                             }
                         }
-                        Ok(n)
+                        Ok((n, out))
                     }
                 }
             })

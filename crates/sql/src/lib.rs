@@ -10,6 +10,8 @@
 
 pub mod cached_scan;
 pub mod convert;
+pub mod copy;
+pub mod date_compare;
 pub mod ddl;
 pub mod depth;
 pub mod describe;
@@ -20,6 +22,7 @@ pub mod error;
 pub mod explain_total;
 pub mod exponent_literal;
 pub mod expr_rule;
+pub mod files;
 pub mod float_compare;
 pub mod format;
 pub mod index_join;
@@ -32,6 +35,7 @@ pub mod process;
 pub mod provider;
 pub mod pushdown;
 pub mod row_check;
+pub mod returning;
 pub mod scalar_subquery;
 pub mod scan_exec;
 pub mod script;

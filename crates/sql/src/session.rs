@@ -243,6 +243,9 @@ impl Engine {
             .with_config(config)
             .with_default_features()
             .with_physical_optimizer_rules(rules)
+            // A DATE compared with a number is refused before type coercion
+            // makes the number a DATE (`crate::date_compare`).
+            .with_analyzer_rules(analyzer_rules())
             // Integer `+ - *` and negation raise "out of range" instead of
             // wrapping (`crate::overflow`), after type coercion.
             .with_analyzer_rule(Arc::new(crate::overflow::CheckedArithmetic))
@@ -264,13 +267,17 @@ impl Engine {
             .with_analyzer_rule(Arc::new(crate::scalar_subquery::NullableScalarSubquery))
             .with_query_planner(Arc::new(crate::skipper::SkipperPlanner::new(db.clone())))
             .build();
-        let ctx = SessionContext::new_with_state(state);
+        // `SELECT * FROM 'x.csv'` reads the file (`crate::files`).
+        let ctx = crate::files::with_file_tables(SessionContext::new_with_state(state));
         // `sum` of integers is exact (DECIMAL(38,0)), not a wrapping BIGINT.
         ctx.register_udaf(crate::wide_sum::WideSum::udaf());
         ctx.register_udtf(
             "strata_waste",
             Arc::new(crate::waste::WasteFunction::new(db.clone())),
         );
+        // Files read in a query (`crate::files`).
+        ctx.register_udtf("read_csv", Arc::new(crate::files::ReadCsv));
+        ctx.register_udtf("read_parquet", Arc::new(crate::files::ReadParquet));
         let writes = Writes::new(db.clone());
         for name in db.table_names() {
             register(&ctx, &writes, &name)?;
@@ -324,6 +331,27 @@ impl Engine {
         let before = device.stats().snapshot();
         let start = Instant::now();
         let mut explain_analyze = false;
+        // `COPY … TO 'file'`: strata writes the file (`crate::copy`).
+        if let Some(copy) = crate::copy::parse(sql) {
+            let copy = copy?;
+            let (_settings, state) = self.state();
+            let (_snapshot, _own);
+            if self.writes.in_transaction() {
+                _own = self.db.read_own_writes();
+            } else {
+                _snapshot = self.db.read_snapshot();
+            }
+            let Some(n) = crate::copy::run(&copy, state, &self.ctx, &self.runtime, limit)? else {
+                return Ok(None);
+            };
+            let count = dml::count_batch(n)?;
+            return Ok(Some(QueryResult {
+                schema: count.schema(),
+                batches: vec![count],
+                elapsed: start.elapsed(),
+                io: device.stats().snapshot() - before,
+            }));
+        }
         let (schema, batches) = match analyze_targets(sql) {
             Some(tables) => self.analyze(&tables)?,
             None => {
@@ -386,6 +414,32 @@ impl Engine {
                             .extensions
                             .get::<StrataOptions>()
                             .is_none_or(|o| o.direct_dml);
+                        if crate::returning::has_returning(&stmt) {
+                            let state = match verb {
+                                "INSERT" => state,
+                                _ => unoptimized(state),
+                            };
+                            let _own = self
+                                .writes
+                                .in_transaction()
+                                .then(|| self.db.read_own_writes());
+                            let (schema, batches) = crate::returning::run(
+                                &stmt,
+                                state,
+                                &self.writes,
+                                &self.runtime,
+                                direct,
+                            )
+                            .map_err(|e| {
+                                statement::values_null(&stmt, &self.db, &e).unwrap_or(e)
+                            })?;
+                            return Ok(Some(QueryResult {
+                                schema,
+                                batches,
+                                elapsed: start.elapsed(),
+                                io: device.stats().snapshot() - before,
+                            }));
+                        }
                         if direct && let Some(exec) = direct_dml::plan(&stmt, &state, &self.writes)
                         {
                             self.keep(settings, state);
@@ -571,6 +625,15 @@ fn unoptimized(state: SessionState) -> SessionState {
     SessionStateBuilder::new_from_existing(state)
         .with_optimizer_rules(vec![])
         .build()
+}
+
+/// DataFusion's analyzer rules, after strata's checks that must see the
+/// plan's types before coercion changes them.
+fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + Sync>> {
+    let mut rules: Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + Sync>> =
+        vec![Arc::new(crate::date_compare::DateCompare)];
+    rules.extend(datafusion::optimizer::Analyzer::new().rules);
+    rules
 }
 
 /// Makes table `name` visible to the session's queries.

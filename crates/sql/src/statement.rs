@@ -113,9 +113,6 @@ fn classify_sql(s: &Statement) -> Result<Kind, SqlError> {
         }
         Statement::Insert(i) => {
             const V: &str = "INSERT";
-            if i.returning.is_some() {
-                return refuse(V, "RETURNING");
-            }
             if i.on.is_some() || i.or.is_some() || i.ignore || i.replace_into || i.overwrite {
                 return refuse(V, "a conflict clause, IGNORE, REPLACE or OVERWRITE");
             }
@@ -123,9 +120,6 @@ fn classify_sql(s: &Statement) -> Result<Kind, SqlError> {
         }
         Statement::Update(u) => {
             const V: &str = "UPDATE";
-            if u.returning.is_some() {
-                return refuse(V, "RETURNING");
-            }
             if u.from.is_some() || !u.table.joins.is_empty() {
                 return refuse(V, "FROM or a join (UPDATE changes one table)");
             }
@@ -144,9 +138,6 @@ fn classify_sql(s: &Statement) -> Result<Kind, SqlError> {
         }
         Statement::Delete(d) => {
             const V: &str = "DELETE";
-            if d.returning.is_some() {
-                return refuse(V, "RETURNING");
-            }
             let from = match &d.from {
                 FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
             };

@@ -545,7 +545,7 @@ fn updates_and_deletes_whose_rows_datafusion_would_not_describe_are_refused() {
         "UPDATE t SET v = (SELECT max(v) FROM t)",
         "DELETE FROM t WHERE k < 5 LIMIT 1",
         "EXPLAIN ANALYZE DELETE FROM t WHERE k IN (SELECT 1)",
-        "INSERT INTO t VALUES (1, 1, 'x') RETURNING k",
+        "INSERT INTO t VALUES (1, 1, 'x') RETURNING nope",
     ] {
         let e = error(&s, sql);
         assert_eq!(e.exit_code(), 2, "{sql}: {e}");

@@ -17,6 +17,7 @@ mod ddl;
 mod deep_sql;
 mod difftest_findings;
 mod dml;
+mod file_io;
 mod fuzz_sql;
 mod hot_sql;
 mod index_cache_sql;

@@ -46,6 +46,8 @@ impl sqllogictest::DB for Strata {
             ]
             .iter()
             .any(|w| head.starts_with(w))
+                // INSERT, UPDATE and DELETE … RETURNING answer rows.
+                || head.split_whitespace().any(|w| w == "returning")
         };
         if !is_query {
             let count = common::text(&r)
