@@ -5,8 +5,8 @@
 //! does for a new table (`strata_load::infer_csv_schema`: BOOLEAN, BIGINT,
 //! DECIMAL(p,s), DOUBLE, DATE or VARCHAR(n), nullable where a field is
 //! empty), then reads the rows with the same parser, so a query reads a
-//! file exactly as a load of it would. Options, DuckDB's way:
-//! `read_csv('x.csv', header = false, delim = ';', nullstr = '\N')`.
+//! file exactly as a load of it would. Options come as strings:
+//! `read_csv('x.csv', 'header=false', 'delim=;', 'nullstr=NA')`.
 //! `read_parquet` takes the file's own schema and reads it with the
 //! `parquet` crate (DataFusion's Parquet support is not built).
 //!
@@ -31,7 +31,7 @@ use datafusion::catalog::{
 use datafusion::common::{DataFusionError, Result, ScalarValue};
 use datafusion::execution::context::SessionContext;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
+use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -69,24 +69,22 @@ fn path_arg(function: &str, args: &[Expr]) -> Result<PathBuf> {
     }
 }
 
-/// A named option `name = value` (DuckDB's syntax for table function options).
-fn option(function: &str, e: &Expr) -> Result<(String, ScalarValue)> {
-    if let Expr::BinaryExpr(BinaryExpr {
-        left,
-        op: Operator::Eq,
-        right,
-    }) = e
-        && let (Expr::Column(c), Expr::Literal(v, _)) = (left.as_ref(), right.as_ref())
+/// An option `'name=value'` (a string: DataFusion plans a table function's
+/// arguments before the function sees them, so DuckDB's `name = value`
+/// does not reach it).
+fn option(function: &str, e: &Expr) -> Result<(String, String)> {
+    if let Expr::Literal(ScalarValue::Utf8(Some(s)), _) = e
+        && let Some((name, value)) = s.split_once('=')
     {
-        return Ok((c.name.to_ascii_lowercase(), v.clone()));
+        return Ok((name.trim().to_ascii_lowercase(), value.to_string()));
     }
     Err(usage(
         function,
-        format!("after the file's name come options as name = value, not {e}"),
+        format!("after the file's name come options as strings 'name=value', not {e}"),
     ))
 }
 
-/// `read_csv(file [, header = …] [, delim = …] [, nullstr = …])`.
+/// `read_csv(file [, 'header=…'] [, 'delim=…'] [, 'nullstr=…'])`.
 #[derive(Debug, Default)]
 pub struct ReadCsv;
 
@@ -98,20 +96,19 @@ impl TableFunctionImpl for ReadCsv {
         let mut dialect = CsvDialect::default();
         for a in &args[1..] {
             let (name, value) = option(F, a)?;
-            match (name.as_str(), &value) {
-                ("header", ScalarValue::Boolean(Some(b))) => dialect.header = *b,
-                ("delim" | "delimiter" | "sep", ScalarValue::Utf8(Some(d)))
-                    if d.len() == 1 && d.is_ascii() =>
-                {
-                    dialect.delimiter = d.as_bytes()[0]
+            match name.as_str() {
+                "header" if value.eq_ignore_ascii_case("true") => dialect.header = true,
+                "header" if value.eq_ignore_ascii_case("false") => dialect.header = false,
+                "delim" | "delimiter" | "sep" if value.len() == 1 && value.is_ascii() => {
+                    dialect.delimiter = value.as_bytes()[0]
                 }
-                ("nullstr" | "null", ScalarValue::Utf8(Some(n))) => dialect.null_string = n.clone(),
+                "nullstr" | "null" => dialect.null_string = value,
                 _ => {
                     return Err(usage(
                         F,
                         format!(
-                            "option {name} = {value} is not one of header = true|false, \
-                             delim = 'c' (one ASCII character), nullstr = 'text'"
+                            "option '{name}={value}' is not one of 'header=true|false', \
+                             'delim=c' (one ASCII character), 'nullstr=text'"
                         ),
                     ));
                 }
