@@ -182,7 +182,7 @@ impl Predicate {
                     },
                     (
                         Some((offset, FixedKind::Plain(8))),
-                        DataType::Int64 | DataType::Decimal { .. },
+                        DataType::Int64 | DataType::Decimal { .. } | DataType::Timestamp,
                         Some(v),
                     ) => Check::I64 {
                         offset,

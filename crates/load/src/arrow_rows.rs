@@ -13,10 +13,11 @@
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Date32Type, Decimal32Type, Decimal64Type, Decimal128Type, Float32Type, Float64Type, Int8Type,
-    Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+    Int16Type, Int32Type, Int64Type, TimestampMicrosecondType, TimestampMillisecondType,
+    TimestampNanosecondType, TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
-use arrow_schema::DataType as Arrow;
+use arrow_schema::{DataType as Arrow, TimeUnit};
 use strata_storage::row::{DataType, Schema, Value};
 
 use crate::error::LoadError;
@@ -68,6 +69,7 @@ pub(crate) fn creation_type(t: &Arrow) -> Option<Option<DataType>> {
             }
         }
         Arrow::Date32 => DataType::Date,
+        Arrow::Timestamp(_, None) => DataType::Timestamp,
         Arrow::Boolean => DataType::Bool,
         Arrow::Utf8 | Arrow::LargeUtf8 | Arrow::Utf8View => return Some(None),
         _ => return None,
@@ -82,11 +84,12 @@ pub(crate) fn unsupported(file: &str, i: usize, name: &str, t: &Arrow) -> LoadEr
         | Arrow::Decimal256(..) => {
             " (strata's DECIMAL holds at most 18 digits and a scale of 0..=precision)"
         }
+        Arrow::Timestamp(_, Some(_)) => " (strata's TIMESTAMP has no time zone)",
         _ => "",
     };
     LoadError::Mismatch(format!(
         "{file}: column {} ({name}) has type {t}, which strata does not support{why}; supported: integers, \
-         Float32/64, Decimal(p<=18,s), Date32, Utf8, Boolean",
+         Float32/64, Decimal(p<=18,s), Date32, Timestamp without a time zone, Utf8, Boolean",
         i + 1
     ))
 }
@@ -110,6 +113,7 @@ fn convertible(from: &Arrow, to: &DataType) -> bool {
             _ => false,
         },
         Arrow::Date32 => matches!(to, S::Date),
+        Arrow::Timestamp(_, None) => matches!(to, S::Timestamp),
         Arrow::Boolean => matches!(to, S::Bool),
         Arrow::Utf8 | Arrow::LargeUtf8 | Arrow::Utf8View => true,
         _ => false,
@@ -176,6 +180,9 @@ pub(crate) enum Col<'a> {
     Float(&'a ArrayRef, fn(&ArrayRef, usize) -> f64),
     Decimal(&'a ArrayRef, fn(&ArrayRef, usize) -> i128, i8),
     Date(&'a arrow_array::Date32Array),
+    /// A timestamp of any unit, as microseconds (`None`: a nanosecond
+    /// value that microseconds cannot hold exactly, or out of range).
+    Timestamp(&'a ArrayRef, fn(&ArrayRef, usize) -> Option<i64>),
     Str(&'a arrow_array::StringArray),
     LargeStr(&'a arrow_array::LargeStringArray),
     View(&'a arrow_array::StringViewArray),
@@ -214,6 +221,28 @@ impl<'a> Col<'a> {
                 Col::Decimal(a, |a, i| a.as_primitive::<Decimal128Type>().value(i), *s)
             }
             Arrow::Date32 => Col::Date(a.as_primitive::<Date32Type>()),
+            Arrow::Timestamp(unit, None) => Col::Timestamp(
+                a,
+                match unit {
+                    TimeUnit::Second => |a, i| {
+                        a.as_primitive::<TimestampSecondType>()
+                            .value(i)
+                            .checked_mul(1_000_000)
+                    },
+                    TimeUnit::Millisecond => |a, i| {
+                        a.as_primitive::<TimestampMillisecondType>()
+                            .value(i)
+                            .checked_mul(1_000)
+                    },
+                    TimeUnit::Microsecond => {
+                        |a, i| Some(a.as_primitive::<TimestampMicrosecondType>().value(i))
+                    }
+                    TimeUnit::Nanosecond => |a, i| {
+                        let ns = a.as_primitive::<TimestampNanosecondType>().value(i);
+                        (ns % 1_000 == 0).then_some(ns / 1_000)
+                    },
+                },
+            ),
             Arrow::Utf8 => Col::Str(a.as_string::<i32>()),
             Arrow::LargeUtf8 => Col::LargeStr(a.as_string::<i64>()),
             Arrow::Utf8View => Col::View(a.as_string_view()),
@@ -224,7 +253,9 @@ impl<'a> Col<'a> {
 
     fn array(&self) -> &dyn Array {
         match self {
-            Col::Int(a, _) | Col::Float(a, _) | Col::Decimal(a, _, _) => a.as_ref(),
+            Col::Int(a, _) | Col::Float(a, _) | Col::Decimal(a, _, _) | Col::Timestamp(a, _) => {
+                a.as_ref()
+            }
             Col::Date(a) => *a,
             Col::Str(a) => *a,
             Col::LargeStr(a) => *a,
@@ -251,6 +282,11 @@ impl<'a> Col<'a> {
             }
             Col::Float(a, get) => Value::Float64(get(a, i)),
             Col::Date(a) => Value::Date(a.value(i)),
+            Col::Timestamp(a, get) => Value::Timestamp(get(a, i).ok_or_else(|| {
+                "a timestamp with a fraction of a microsecond, or out of range: \
+                 TIMESTAMP holds whole microseconds"
+                    .to_string()
+            })?),
             Col::Bool(a) => Value::Bool(a.value(i)),
             Col::Str(a) => ty.parse_value(a.value(i))?,
             Col::LargeStr(a) => ty.parse_value(a.value(i))?,

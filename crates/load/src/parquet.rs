@@ -9,11 +9,12 @@
 //! | Float32, Float64                       | FLOAT64                  |
 //! | Decimal32/64/128(p, s), p <= 18, s >= 0| DECIMAL(p,s)             |
 //! | Date32                                 | DATE                     |
+//! | Timestamp(unit, no time zone)          | TIMESTAMP (microseconds; a nanosecond value must be whole microseconds) |
 //! | Utf8, LargeUtf8, Utf8View              | VARCHAR(n), see below    |
 //! | Boolean                                | BOOL                     |
 //!
-//! Anything else (lists, structs, timestamps, binary, ...) is rejected up front with
-//! the column's name and type.
+//! Anything else (lists, structs, timestamps with a time zone, binary, ...) is
+//! rejected up front with the column's name and type.
 //!
 //! Strings: strata's VARCHAR has a declared maximum, which Parquet does not record.
 //! Unless [`ParquetOptions::varchar_len`] fixes it, a first pass reads only the

@@ -371,3 +371,47 @@ fn missing_file_is_named() {
         .to_string();
     assert!(e.starts_with(&format!("{}: ", p.display())), "{e}");
 }
+
+/// TIMESTAMP columns: `YYYY-MM-DD HH:MM:SS[.ffffff]`, with a space or `T`,
+/// or a date alone (midnight), as microseconds; a bad value is located by
+/// file, line and column.
+#[test]
+fn timestamps_load_as_microseconds_and_bad_ones_are_located() {
+    let (dir, db) = db();
+    let f = write(
+        dir.path(),
+        "ts.csv",
+        b"id,at\n1,2024-01-03 10:00:00\n2,2024-01-03T10:00:00.25\n3,1969-12-31 23:59:59.999999\n4,2024-02-29\n",
+    );
+    load_csv(&db, "t", &f, &opts("id INT, at TIMESTAMP"), &NoProgress).unwrap();
+    let day = days_from_civil(2024, 1, 3) as i64 * 86_400_000_000;
+    let at = |r: &Vec<Value>| r[1].clone();
+    let got: Vec<Value> = rows(&db, "t").iter().map(at).collect();
+    assert_eq!(
+        got,
+        vec![
+            Value::Timestamp(day + 10 * 3_600_000_000),
+            Value::Timestamp(day + 10 * 3_600_000_000 + 250_000),
+            Value::Timestamp(-1),
+            Value::Timestamp(days_from_civil(2024, 2, 29) as i64 * 86_400_000_000),
+        ]
+    );
+    let s = "a INT, t TIMESTAMP";
+    let (e, _) = bad_row(s, "a,t", b"1,2024-01-03 10:00:00\n2,2024-01-03 25:00:00\n");
+    assert_eq!(
+        e,
+        "3: column 2 (t): '2024-01-03 25:00:00' is not a valid timestamp (25 is out of range)"
+    );
+    let (e, _) = bad_row(s, "a,t", b"1,2023-02-29 10:00:00\n");
+    assert_eq!(
+        e,
+        "2: column 2 (t): '2023-02-29 10:00:00' is not a valid timestamp (no date 2023-02-29)"
+    );
+    let (e, _) = bad_row(s, "a,t", b"1,10:00 2024-01-03\n");
+    assert_eq!(
+        e,
+        "2: column 2 (t): '10:00 2024-01-03' is not a timestamp (expected YYYY-MM-DD HH:MM:SS[.ffffff])"
+    );
+    let (e, _) = bad_row(s, "a,t", b"1,2024-01-03 10:00:00.1234567\n");
+    assert!(e.contains("is not a timestamp"), "{e}");
+}

@@ -422,3 +422,54 @@ fn a_given_schema_is_the_new_tables_schema_and_its_not_null_is_checked() {
     );
     assert_eq!(rows(&db, "t").len(), 3);
 }
+
+/// Timestamps without a time zone load as TIMESTAMP (microseconds, from any
+/// unit); a nanosecond value that is not whole microseconds is refused, and
+/// a timestamp with a time zone is not a strata type.
+#[test]
+fn timestamps_load_from_every_unit() {
+    use arrow_array::{TimestampMillisecondArray, TimestampNanosecondArray};
+    let (dir, db) = db();
+    let ms: ArrayRef = Arc::new(TimestampMillisecondArray::from(vec![
+        Some(1_000),
+        None,
+        Some(-1),
+    ]));
+    let ns: ArrayRef = Arc::new(TimestampNanosecondArray::from(vec![
+        2_000_000_000i64,
+        3_000,
+        -1_000,
+    ]));
+    let f = write(
+        dir.path(),
+        "ts.parquet",
+        vec![("ms", ms, true), ("ns", ns, false)],
+    );
+    load_parquet(&db, "t", &f, &ParquetOptions::default(), &NoProgress).unwrap();
+    let t = db.table("t").unwrap();
+    assert_eq!(
+        t.schema().types(),
+        vec![DataType::Timestamp, DataType::Timestamp]
+    );
+    assert_eq!(
+        rows(&db, "t"),
+        vec![
+            vec![Value::Timestamp(1_000_000), Value::Timestamp(2_000_000)],
+            vec![Value::Null, Value::Timestamp(3)],
+            vec![Value::Timestamp(-1_000), Value::Timestamp(-1)],
+        ]
+    );
+    let bad: ArrayRef = Arc::new(TimestampNanosecondArray::from(vec![1i64, 2, 3]));
+    let f = write(dir.path(), "ns.parquet", vec![("at", bad, false)]);
+    let e = load_parquet(&db, "u", &f, &ParquetOptions::default(), &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("whole microseconds"), "{e}");
+    let tz: ArrayRef =
+        Arc::new(TimestampMillisecondArray::from(vec![1i64, 2, 3]).with_timezone("UTC"));
+    let f = write(dir.path(), "tz.parquet", vec![("at", tz, false)]);
+    let e = load_parquet(&db, "v", &f, &ParquetOptions::default(), &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no time zone"), "{e}");
+}

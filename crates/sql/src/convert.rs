@@ -6,20 +6,26 @@
 //! DECIMAL(p,s) → Decimal128(p,s) (strata stores the scaled i64, so no value
 //! changes), DATE → Date32 (both count days since 1970-01-01), CHAR(n) and
 //! VARCHAR(n) → Utf8 (CHAR's padding is not significant in strata, so it is
-//! trimmed, as PostgreSQL does when it compares `bpchar`), BOOL → Boolean.
+//! trimmed, as PostgreSQL does when it compares `bpchar`), TEXT → Utf8,
+//! TIMESTAMP → Timestamp(Microsecond, no time zone) (both count microseconds
+//! since 1970), BOOL → Boolean.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, BooleanBuilder, Date32Array, Date32Builder,
     Decimal128Array, Decimal128Builder, Float64Array, Float64Builder, Int32Array, Int32Builder,
-    Int64Array, Int64Builder, StringArray, StringBuilder,
+    Int64Array, Int64Builder, StringArray, StringBuilder, TimestampMicrosecondArray,
+    TimestampMicrosecondBuilder,
 };
 use datafusion::arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use datafusion::arrow::datatypes::{
     DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef,
 };
-use datafusion::arrow::datatypes::{Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type};
+use datafusion::arrow::datatypes::{
+    Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type, TimeUnit,
+    TimestampMicrosecondType,
+};
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use strata_access::TupleBatch;
@@ -36,6 +42,7 @@ pub fn arrow_type(ty: &DataType) -> ArrowType {
         DataType::Float64 => ArrowType::Float64,
         DataType::Decimal { precision, scale } => ArrowType::Decimal128(precision, scale as i8),
         DataType::Date => ArrowType::Date32,
+        DataType::Timestamp => ArrowType::Timestamp(TimeUnit::Microsecond, None),
         DataType::Char { .. } | DataType::Varchar { .. } => ArrowType::Utf8,
         DataType::Bool => ArrowType::Boolean,
     }
@@ -72,6 +79,7 @@ enum Builder {
     F64(Float64Builder),
     Dec(Decimal128Builder),
     Date(Date32Builder),
+    Ts(TimestampMicrosecondBuilder),
     /// `true`: CHAR, whose trailing spaces are padding; a VARCHAR's are data.
     Str(StringBuilder, bool),
     Bool(BooleanBuilder),
@@ -89,6 +97,7 @@ impl Builder {
                     .expect("strata decimals have precision <= 18"),
             ),
             DataType::Date => Builder::Date(Date32Builder::with_capacity(rows)),
+            DataType::Timestamp => Builder::Ts(TimestampMicrosecondBuilder::with_capacity(rows)),
             DataType::Char { len } | DataType::Varchar { len } => Builder::Str(
                 StringBuilder::with_capacity(rows, rows * (len as usize).min(64)),
                 matches!(ty, DataType::Char { .. }),
@@ -107,6 +116,7 @@ impl Builder {
                 Builder::I32(b) => b.append_value(x as i32),
                 Builder::Date(b) => b.append_value(x as i32),
                 Builder::I64(b) => b.append_value(x),
+                Builder::Ts(b) => b.append_value(x),
                 Builder::Dec(b) => b.append_value(x as i128),
                 // Only integer-like columns have integer encodings.
                 _ => self.push(Stored::Null),
@@ -129,6 +139,7 @@ impl Builder {
             (Builder::I32(b), f) => b.append_option(f.map(i32_of)),
             (Builder::Date(b), f) => b.append_option(f.map(i32_of)),
             (Builder::I64(b), f) => b.append_option(f.map(i64_of)),
+            (Builder::Ts(b), f) => b.append_option(f.map(i64_of)),
             (Builder::Dec(b), f) => b.append_option(f.map(|x| i64_of(x) as i128)),
             (Builder::F64(b), f) => {
                 b.append_option(f.map(|x| f64::from_le_bytes(x[..8].try_into().unwrap())))
@@ -150,6 +161,7 @@ impl Builder {
             (Builder::I32(b), Value::Int32(x)) => b.append_value(*x),
             (Builder::Date(b), Value::Date(x)) => b.append_value(*x),
             (Builder::I64(b), Value::Int64(x)) => b.append_value(*x),
+            (Builder::Ts(b), Value::Timestamp(x)) => b.append_value(*x),
             (Builder::Dec(b), Value::Decimal(x)) => b.append_value(*x as i128),
             (Builder::F64(b), Value::Float64(x)) => b.append_value(*x),
             (Builder::Bool(b), Value::Bool(x)) => b.append_value(*x),
@@ -158,6 +170,7 @@ impl Builder {
             (Builder::I32(b), Value::Null) => b.append_null(),
             (Builder::Date(b), Value::Null) => b.append_null(),
             (Builder::I64(b), Value::Null) => b.append_null(),
+            (Builder::Ts(b), Value::Null) => b.append_null(),
             (Builder::Dec(b), Value::Null) => b.append_null(),
             (Builder::F64(b), Value::Null) => b.append_null(),
             (Builder::Bool(b), Value::Null) => b.append_null(),
@@ -178,6 +191,7 @@ impl Builder {
             Builder::F64(b) => Arc::new(b.finish()),
             Builder::Dec(b) => Arc::new(b.finish()),
             Builder::Date(b) => Arc::new(b.finish()),
+            Builder::Ts(b) => Arc::new(b.finish()),
             Builder::Str(b, _) => Arc::new(b.finish()),
             Builder::Bool(b) => Arc::new(b.finish()),
         }
@@ -489,6 +503,7 @@ fn fixed_array(
         (_, DataType::Int32) => Arc::new(Int32Array::from(ints!(i32, i32))),
         (_, DataType::Date) => Arc::new(Date32Array::from(ints!(i32, i32))),
         (_, DataType::Int64) => Arc::new(Int64Array::from(ints!(i64, i64))),
+        (_, DataType::Timestamp) => Arc::new(TimestampMicrosecondArray::from(ints!(i64, i64))),
         (_, DataType::Decimal { precision, scale }) => Arc::new(
             Decimal128Array::from(ints!(i64, i128))
                 .with_precision_and_scale(*precision, *scale as i8)
@@ -629,6 +644,12 @@ pub fn arrow_values(array: &dyn Array, ty: &DataType) -> Result<Vec<Value>, Stri
         }
         (DataType::Date, ArrowType::Date32) => {
             each!(array.as_primitive::<Date32Type>(), Value::Date)
+        }
+        (DataType::Timestamp, ArrowType::Timestamp(TimeUnit::Microsecond, None)) => {
+            each!(
+                array.as_primitive::<TimestampMicrosecondType>(),
+                Value::Timestamp
+            )
         }
         (DataType::Bool, ArrowType::Boolean) => each!(array.as_boolean(), Value::Bool),
         (DataType::Decimal { scale, .. }, ArrowType::Decimal128(_, s)) if *s == *scale as i8 => {

@@ -145,8 +145,12 @@ pub fn text(db: &Database, table: Option<&str>) -> Result<String, SqlError> {
                     }
                 ));
             }
+            out.push_str(&crate::view::list(db));
         }
         Some(name) => {
+            if let Some(view) = crate::view::describe(db, name) {
+                return Ok(view);
+            }
             let t = db.table(name)?;
             for c in &t.schema().columns {
                 out.push_str(&format!(
@@ -158,7 +162,8 @@ pub fn text(db: &Database, table: Option<&str>) -> Result<String, SqlError> {
             }
             for i in t.indexes() {
                 out.push_str(&format!(
-                    "  index {} ({}){}\n",
+                    "  {}index {} ({}){}\n",
+                    if i.def.unique { "unique " } else { "" },
                     i.def.name,
                     i.def.columns.join(", "),
                     if i.def.cache.is_empty() {

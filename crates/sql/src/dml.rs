@@ -214,6 +214,13 @@ pub(crate) fn insert(
             Some(f) => f(batches)?,
             None => Vec::new(),
         };
+        if t.indexes().iter().any(|i| i.def.unique) {
+            let mut rows = Vec::new();
+            for b in batches {
+                rows.extend(rows_of(b, t.schema())?);
+            }
+            crate::unique::check_insert(&t, rows.iter().map(Vec::as_slice))?;
+        }
         // Batched: each heap page pinned once for the rows it takes, each
         // index leaf descended to once for its entries.
         for b in batches {
@@ -772,6 +779,13 @@ impl DmlExec {
                             }
                             None => Vec::new(),
                         };
+                        if !set.is_empty() && t.indexes().iter().any(|i| i.def.unique) {
+                            let mut rows = Vec::new();
+                            for (tids, new) in &changes {
+                                rows.extend(tids.iter().copied().zip(rows_of(new, t.schema())?));
+                            }
+                            crate::unique::check_update(&t, &rows)?;
+                        }
                         let mut n = 0u64;
                         for (tids, new) in &changes {
                             for (&tid, row) in tids.iter().zip(rows_of(new, t.schema())?) {

@@ -8,10 +8,14 @@
 //! DataFusion is a large dependency; it lives in this crate only, so the rest
 //! of strata (and `strata demo`) builds without it.
 
+pub mod alter;
 pub mod cached_scan;
+pub mod column;
+pub mod constraint;
 pub mod convert;
 pub mod copy;
 pub mod date_compare;
+pub mod ctas;
 pub mod ddl;
 pub mod depth;
 pub mod describe;
@@ -28,6 +32,7 @@ pub mod format;
 pub mod index_join;
 pub mod integer_cast;
 pub mod lossy_cast;
+pub mod object;
 pub mod optimizer;
 pub mod options;
 pub mod overflow;
@@ -46,6 +51,8 @@ pub mod statement;
 pub mod stats;
 pub mod tpch;
 pub mod txn;
+pub mod unique;
+pub mod view;
 pub mod waste;
 pub mod wide_sum;
 

@@ -175,6 +175,10 @@ pub fn literal(v: &ScalarValue, ty: &DataType) -> Option<Value> {
             ScalarValue::Date32(Some(d)) => Some(Value::Date(*d)),
             _ => None,
         },
+        DataType::Timestamp => match v {
+            ScalarValue::TimestampMicrosecond(Some(t), None) => Some(Value::Timestamp(*t)),
+            _ => None,
+        },
         DataType::Char { .. } | DataType::Varchar { .. } => match v {
             ScalarValue::Utf8(Some(s))
             | ScalarValue::LargeUtf8(Some(s))

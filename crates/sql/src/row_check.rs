@@ -74,8 +74,20 @@ pub(crate) fn check_row(table: &Table, row: &[Value], scratch: &mut Vec<u8>) -> 
         .encode_checked(row, scratch)
         .map_err(|e| e.to_string())?;
     if size > MAX_TUPLE {
+        // Name the longest string: a TEXT value is as long as a page allows.
+        let widest = schema
+            .columns
+            .iter()
+            .zip(row)
+            .filter_map(|(c, v)| match v {
+                Value::Str(s) => Some((c, s.len())),
+                _ => None,
+            })
+            .max_by_key(|(_, n)| *n)
+            .map(|(c, n)| format!("; column '{}' ({}) holds {n} of them", c.name, c.ty))
+            .unwrap_or_default();
         return Err(format!(
-            "the row takes {size} bytes, more than a page holds ({MAX_TUPLE})"
+            "the row takes {size} bytes, more than a page holds ({MAX_TUPLE}){widest}"
         ));
     }
     for i in table.indexes() {

@@ -288,6 +288,8 @@ impl Engine {
             .enable_all()
             .build()
             .map_err(|e| SqlError::Execution(format!("cannot start the runtime: {e}")))?;
+        // The catalog's views, planned over the tables (`crate::view`).
+        crate::view::register_all(&ctx, &runtime, &db)?;
         Ok(Engine {
             db,
             writes,
@@ -564,7 +566,7 @@ impl Engine {
                 d.verb()
             )));
         }
-        let changed = ddl::run(&self.db, d)?;
+        let changed = ddl::run_in_session(&self.ctx, &self.runtime, &self.db, d)?;
         for name in &changed.dropped {
             self.ctx
                 .deregister_table(name.as_str())
@@ -573,7 +575,8 @@ impl Engine {
         for name in &changed.created {
             register(&self.ctx, &self.writes, name)?;
         }
-        Ok(())
+        // Views are planned again over the tables as they are now.
+        crate::view::register_all(&self.ctx, &self.runtime, &self.db)
     }
 
     /// `ANALYZE [t, ...]`: collects statistics of the tables (all when none is

@@ -50,7 +50,7 @@ impl Bound {
         Some(match v {
             Value::Null => return None,
             Value::Int32(x) | Value::Date(x) => Bound::Num(*x as f64),
-            Value::Int64(x) | Value::Decimal(x) => Bound::Num(*x as f64),
+            Value::Int64(x) | Value::Decimal(x) | Value::Timestamp(x) => Bound::Num(*x as f64),
             Value::Float64(x) => Bound::Num(*x),
             Value::Bool(b) => Bound::Num(*b as u8 as f64),
             Value::Str(s) => Bound::Text(s.clone()),

@@ -14,6 +14,7 @@ mod cold_tier_sql;
 mod common;
 mod crash_loop_sql;
 mod ddl;
+mod ddl_persist;
 mod deep_sql;
 mod difftest_findings;
 mod dml;

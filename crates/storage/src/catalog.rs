@@ -32,6 +32,27 @@ pub struct Catalog {
     /// Counter that makes every data file name unique.
     pub next_file: u64,
     pub tables: BTreeMap<String, TableDef>,
+    /// Views, by name: their SQL text (the SQL layer plans it when a session
+    /// starts; storage keeps it only). Absent in catalogs written before.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub views: BTreeMap<String, ViewDef>,
+}
+
+/// A view: a name for a query, kept as its SQL text.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ViewDef {
+    pub name: String,
+    /// The query (`SELECT ...`), as the SQL layer normalized it.
+    pub query: String,
+    /// The names the view gives its columns (`CREATE VIEW v (a, b) AS ...`);
+    /// empty: the query's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<String>,
+    /// The names of the view's columns when it was created: what a query of
+    /// the view can still name after its query stopped planning (a table it
+    /// reads was dropped), so that the query fails saying so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -110,6 +131,10 @@ pub struct IndexDef {
     /// `strata cluster --hot --partition` made one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hot: Option<HotDef>,
+    /// A unique index: no two rows have the same key (keys with a NULL
+    /// aside). Loads and the SQL layer's writes check it; absent: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unique: bool,
 }
 
 /// The index of a hot partition: the entries of the hot tuples only, in a file
@@ -127,6 +152,7 @@ impl Default for Catalog {
             format: FORMAT,
             next_file: 1,
             tables: BTreeMap::new(),
+            views: BTreeMap::new(),
         }
     }
 }
@@ -201,6 +227,16 @@ impl Catalog {
             }
             Ok(())
         };
+        for (key, v) in &self.views {
+            let what = format!("view '{key}'");
+            if v.name != *key {
+                return Err(format!("{what} is named '{}' inside", v.name));
+            }
+            validate_name(key, "view").map_err(|e| e.to_string())?;
+            if self.tables.keys().any(|t| t.eq_ignore_ascii_case(key)) {
+                return Err(format!("{what} has the name of a table"));
+            }
+        }
         for (key, t) in &self.tables {
             let what = format!("table '{key}'");
             if t.name != *key {

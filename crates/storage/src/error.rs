@@ -83,6 +83,20 @@ pub enum StorageError {
     Profile(String),
     #[error("index '{index}': {reason}")]
     Index { index: String, reason: String },
+    /// A unique index (a PRIMARY KEY or UNIQUE constraint) would hold a key
+    /// twice (SQLSTATE 23505).
+    #[error(
+        "duplicate key value violates unique constraint '{index}' of table '{table}' \
+         (SQLSTATE 23505): key ({columns})=({key}) {why}"
+    )]
+    Unique {
+        index: String,
+        table: String,
+        columns: String,
+        key: String,
+        /// "already exists" or "appears twice".
+        why: String,
+    },
     #[error("changing table '{table}' needs a write transaction (Database::begin_write)")]
     NoTransaction { table: String },
     /// A table on the cold tier was written to, or opened without a cold tier

@@ -54,7 +54,7 @@ impl StorageError {
             | E::Profile(_)
             | E::NoTransaction { .. }
             | E::ColdTier { .. } => USAGE,
-            E::Value { .. } => BAD_INPUT,
+            E::Value { .. } | E::Unique { .. } => BAD_INPUT,
             E::CorruptPage { .. }
             | E::Truncated { .. }
             | E::Catalog { .. }

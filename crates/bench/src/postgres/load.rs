@@ -23,7 +23,11 @@ pub fn pg_type(ty: &DataType) -> String {
         DataType::Float64 => "double precision".into(),
         DataType::Decimal { precision, scale } => format!("numeric({precision},{scale})"),
         DataType::Date => "date".into(),
+        DataType::Timestamp => "timestamp".into(),
         DataType::Char { len } => format!("char({len})"),
+        DataType::Varchar {
+            len: strata_storage::row::TEXT_LEN,
+        } => "text".into(),
         DataType::Varchar { len } => format!("varchar({len})"),
         DataType::Bool => "boolean".into(),
     }
@@ -114,6 +118,9 @@ pub fn copy_text_line(row: &[Value], types: &[DataType], out: &mut Vec<u8>) {
                 out.write_all(format_decimal(*x, scale).as_bytes())
             }
             Value::Date(d) => out.write_all(format_date(*d).as_bytes()),
+            Value::Timestamp(t) => {
+                out.write_all(strata_storage::row::format_timestamp_micros(*t).as_bytes())
+            }
             Value::Bool(b) => out.write_all(if *b { b"t" } else { b"f" }),
             Value::Str(s) => {
                 for &b in s.as_bytes() {
@@ -224,6 +231,7 @@ impl FingerprintSum {
                 Value::Int32(v) => *v as i128,
                 Value::Int64(v) | Value::Decimal(v) => *v as i128,
                 Value::Date(d) => *d as i128,
+                Value::Timestamp(_) => 0,
                 Value::Bool(b) => *b as i128,
                 Value::Str(s) => s.len() as i128,
                 Value::Null | Value::Float64(_) => 0,

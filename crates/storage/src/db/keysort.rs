@@ -113,6 +113,32 @@ impl SortedEntries {
         &arena[it.off as usize..][..it.len as usize]
     }
 
+    /// Checks that no key repeats (keys holding a NULL aside, as SQL's
+    /// UNIQUE has them); the error of the first that does is `dup(key as
+    /// text)`.
+    pub fn check_unique(
+        &self,
+        types: &[DataType],
+        dup: impl Fn(String) -> StorageError,
+    ) -> Result<()> {
+        let mut last: Option<Vec<u8>> = None;
+        for (key, _) in self.iter() {
+            if last.as_ref() == Some(&key) {
+                let (values, _) = crate::row::decode_key(types, &key);
+                if !values.iter().any(|v| v.is_null()) {
+                    let text: Vec<String> = values
+                        .iter()
+                        .zip(types)
+                        .map(|(v, t)| v.display(t))
+                        .collect();
+                    return Err(dup(text.join(", ")));
+                }
+            }
+            last = Some(key);
+        }
+        Ok(())
+    }
+
     pub fn len(&self) -> usize {
         self.items.len()
     }

@@ -315,6 +315,7 @@ impl<'a> TableLoad<'a> {
                 columns: i.columns.clone(),
                 leaf_fill: i.leaf_fill,
                 cache: i.cache.clone(),
+                unique: i.unique,
             })
             .collect();
         specs.extend(self.new_indexes.iter().cloned());
@@ -328,6 +329,15 @@ impl<'a> TableLoad<'a> {
             let (key_cols, key_types) = resolve_columns(&self.def, &spec.columns)?;
             let entries =
                 SortedEntries::collect(&self.heap, &self.layout, &key_cols, &key_types, progress)?;
+            if spec.unique {
+                entries.check_unique(&key_types, |key| StorageError::Unique {
+                    index: spec.name.clone(),
+                    table: self.def.name.clone(),
+                    columns: spec.columns.join(", "),
+                    key,
+                    why: "appears in more than one row".into(),
+                })?;
+            }
             let btree = BTree::create(
                 db.pool.clone(),
                 &db.dir.join(&file),
@@ -349,6 +359,7 @@ impl<'a> TableLoad<'a> {
                 // A load rebuilds the indexes and drops hot partitions (its rows
                 // may repeat a hot key); the next clustering makes them again.
                 hot: None,
+                unique: spec.unique,
             });
             built.push(btree);
         }
@@ -564,6 +575,11 @@ impl Database {
             let mut cat = self.catalog.lock();
             if cat.tables.contains_key(name) {
                 return Err(StorageError::TableExists(name.to_string()));
+            }
+            if let Some(v) = cat.views.keys().find(|v| v.eq_ignore_ascii_case(name)) {
+                return Err(StorageError::Schema(format!(
+                    "'{v}' is a view; a table cannot have its name"
+                )));
             }
             cat.new_file_name(&format!("{name}.heap"))
         };

@@ -26,8 +26,10 @@
 //! The files, bottom up: `options.rs` (how things are opened), `lock.rs`,
 //! `heat.rs` (sampled access counts), `keysort.rs` (sorting index entries),
 //! `index.rs`, `table.rs` (rows and the point lookup), `database.rs`,
-//! `txn.rs` (write transactions) and `load.rs` (loads and index builds).
+//! `txn.rs` (write transactions), `load.rs` (loads and index builds),
+//! `alter.rs` (ALTER TABLE) and `views.rs` (views in the catalog).
 
+pub mod alter;
 pub mod database;
 pub mod heat;
 pub mod index;
@@ -37,7 +39,9 @@ pub(crate) mod lock;
 pub mod options;
 pub mod table;
 pub mod txn;
+pub mod views;
 
+pub use alter::TableChange;
 pub use database::Database;
 pub use index::{CachedLookups, HotPartition, Index};
 pub use load::{LoadSummary, TableLoad};

@@ -113,6 +113,9 @@ pub struct IndexSpec {
     /// Columns cached in the leaves' free space (default none; see
     /// [`Database::set_index_cache`]).
     pub cache: Vec<String>,
+    /// Whether no two rows may have the same key (a PRIMARY KEY or UNIQUE
+    /// constraint; keys with a NULL are never equal to another).
+    pub unique: bool,
 }
 
 impl IndexSpec {
@@ -122,7 +125,14 @@ impl IndexSpec {
             columns: columns.iter().map(|c| c.to_string()).collect(),
             leaf_fill: DEFAULT_LEAF_FILL,
             cache: Vec::new(),
+            unique: false,
         }
+    }
+
+    /// The same index, enforcing that no two rows have the same key.
+    pub fn unique(mut self) -> IndexSpec {
+        self.unique = true;
+        self
     }
 
     /// The same index, caching `columns` in its leaves' free space; a leaf

@@ -391,7 +391,7 @@ impl Acc {
                 self.int(*x as i64);
                 key.extend_from_slice(&x.to_le_bytes());
             }
-            Value::Int64(x) | Value::Decimal(x) => {
+            Value::Int64(x) | Value::Decimal(x) | Value::Timestamp(x) => {
                 self.stored += 8;
                 self.int(*x);
                 key.extend_from_slice(&x.to_le_bytes());

@@ -69,6 +69,77 @@ pub fn format_date(days: i32) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// Microseconds since 1970-01-01 00:00:00 of a TIMESTAMP written
+/// `YYYY-MM-DD HH:MM:SS[.ffffff]` (or with `T` between date and time, or a
+/// date alone: its midnight). The error says what is wrong.
+pub(crate) fn parse_timestamp(s: &str) -> std::result::Result<i64, String> {
+    let bad = || format!("'{s}' is not a timestamp (expected YYYY-MM-DD HH:MM:SS[.ffffff])");
+    let (date, time) = match s.find([' ', 'T']) {
+        Some(i) => (&s[..i], s[i + 1..].trim_start()),
+        None => (s, "00:00:00"),
+    };
+    let days = parse_date(date).map_err(|e| {
+        if e.contains("not a valid date") {
+            format!("'{s}' is not a valid timestamp (no date {date})")
+        } else {
+            bad()
+        }
+    })?;
+    let (hms, frac) = match time.split_once('.') {
+        Some((hms, f)) => (hms, Some(f)),
+        None => (time, None),
+    };
+    let mut parts = hms.split(':');
+    let mut field = |max: i64| -> std::result::Result<i64, String> {
+        let p = parts.next().ok_or_else(bad)?;
+        if p.is_empty() || p.len() > 2 || !p.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let v: i64 = p.parse().map_err(|_| bad())?;
+        if v > max {
+            return Err(format!(
+                "'{s}' is not a valid timestamp ({p} is out of range)"
+            ));
+        }
+        Ok(v)
+    };
+    let (h, m) = (field(23)?, field(59)?);
+    let sec = if hms.matches(':').count() == 2 {
+        field(59)?
+    } else {
+        0
+    };
+    if parts.next().is_some() {
+        return Err(bad());
+    }
+    let micros = match frac {
+        None => 0,
+        Some(f) if !f.is_empty() && f.len() <= 6 && f.bytes().all(|b| b.is_ascii_digit()) => {
+            f.parse::<i64>().map_err(|_| bad())? * 10i64.pow(6 - f.len() as u32)
+        }
+        Some(_) => return Err(bad()),
+    };
+    Ok(((days as i64 * 86_400 + h * 3600 + m * 60 + sec) * 1_000_000) + micros)
+}
+
+/// Formats microseconds since 1970 as `YYYY-MM-DD HH:MM:SS`, with
+/// `.ffffff` (trailing zeros dropped) when there is a fraction.
+pub fn format_timestamp_micros(t: i64) -> String {
+    let secs = t.div_euclid(1_000_000);
+    let micros = t.rem_euclid(1_000_000);
+    let days = secs.div_euclid(86_400);
+    let tod = secs.rem_euclid(86_400);
+    // Any stored i64 has a text (days clamped into i32's range).
+    let date = format_date(days.clamp(i32::MIN as i64, i32::MAX as i64) as i32);
+    let (h, m, sec) = (tod / 3600, tod % 3600 / 60, tod % 60);
+    if micros == 0 {
+        format!("{date} {h:02}:{m:02}:{sec:02}")
+    } else {
+        let f = format!("{micros:06}");
+        format!("{date} {h:02}:{m:02}:{sec:02}.{}", f.trim_end_matches('0'))
+    }
+}
+
 /// Seconds since 1970 of a `YYYYMMDDHHMMSS` timestamp (a valid date and
 /// time of day), else `None`.
 pub fn timestamp_seconds(s: &str) -> Option<i64> {

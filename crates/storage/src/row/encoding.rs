@@ -575,6 +575,7 @@ pub(crate) fn int_value(ty: &DataType, x: i64) -> Value {
         DataType::Int32 => Value::Int32(x as i32),
         DataType::Date => Value::Date(x as i32),
         DataType::Decimal { .. } => Value::Decimal(x),
+        DataType::Timestamp => Value::Timestamp(x),
         _ => Value::Int64(x),
     }
 }

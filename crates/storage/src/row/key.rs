@@ -65,7 +65,7 @@ pub fn encode_key_value(ty: &DataType, v: &Value, out: &mut Vec<u8>) {
         Value::Int32(x) | Value::Date(x) => {
             out.extend_from_slice(&((*x as u32) ^ 0x8000_0000).to_be_bytes())
         }
-        Value::Int64(x) | Value::Decimal(x) => {
+        Value::Int64(x) | Value::Decimal(x) | Value::Timestamp(x) => {
             out.extend_from_slice(&((*x as u64) ^ 0x8000_0000_0000_0000).to_be_bytes())
         }
         Value::Float64(x) => {
@@ -125,6 +125,10 @@ pub fn decode_key(types: &[DataType], b: &[u8]) -> (Vec<Value>, usize) {
             }
             DataType::Decimal { .. } => {
                 out.push(Value::Decimal((u64_at(pos) ^ (1 << 63)) as i64));
+                pos += 8;
+            }
+            DataType::Timestamp => {
+                out.push(Value::Timestamp((u64_at(pos) ^ (1 << 63)) as i64));
                 pos += 8;
             }
             DataType::Float64 => {

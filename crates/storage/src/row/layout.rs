@@ -634,9 +634,9 @@ fn encode_plain(ty: &DataType, v: &Value, out: &mut Vec<u8>) {
         (DataType::Int32, Value::Int32(x)) | (DataType::Date, Value::Date(x)) => {
             out.extend_from_slice(&x.to_le_bytes())
         }
-        (DataType::Int64, Value::Int64(x)) | (DataType::Decimal { .. }, Value::Decimal(x)) => {
-            out.extend_from_slice(&x.to_le_bytes())
-        }
+        (DataType::Int64, Value::Int64(x))
+        | (DataType::Decimal { .. }, Value::Decimal(x))
+        | (DataType::Timestamp, Value::Timestamp(x)) => out.extend_from_slice(&x.to_le_bytes()),
         (DataType::Float64, Value::Float64(x)) => out.extend_from_slice(&x.to_le_bytes()),
         (DataType::Bool, Value::Bool(b)) => out.push(*b as u8),
         (DataType::Char { len }, Value::Str(s)) => {
@@ -676,6 +676,7 @@ pub(super) fn decode_value(ty: &DataType, b: &[u8]) -> (Value, usize) {
         DataType::Date => (Value::Date(i32_at()), 4),
         DataType::Int64 => (Value::Int64(i64_at()), 8),
         DataType::Decimal { .. } => (Value::Decimal(i64_at()), 8),
+        DataType::Timestamp => (Value::Timestamp(i64_at()), 8),
         DataType::Float64 => (
             Value::Float64(f64::from_le_bytes(b[..8].try_into().unwrap())),
             8,

@@ -13,11 +13,11 @@ mod layout_encoded;
 pub mod shape;
 pub mod value;
 
-pub use date::{civil_from_days, days_from_civil, format_date};
+pub use date::{civil_from_days, days_from_civil, format_date, format_timestamp_micros};
 pub use decimal::format_decimal;
 pub use key::{Tid, decode_key, encode_key, encode_key_value};
 pub use layout::{Field, FixedColumn, FixedKind, RowLayout};
-pub use value::{Column, DataType, Schema, Value};
+pub use value::{Column, DataType, MAX_DECLARED_LEN, Schema, TEXT_LEN, Value};
 
 #[cfg(test)]
 mod tests {

@@ -411,6 +411,7 @@ mod tests {
                     crate::row::DataType::Int32 => Value::Int32(x as i32),
                     crate::row::DataType::Date => Value::Date((x % 100_000) as i32),
                     crate::row::DataType::Int64 => Value::Int64(x as i64),
+                    crate::row::DataType::Timestamp => Value::Timestamp(x as i64),
                     crate::row::DataType::Decimal { .. } => Value::Decimal((x % 1_000_000) as i64),
                     crate::row::DataType::Float64 => Value::Float64(x as f64),
                     crate::row::DataType::Bool => Value::Bool(x & 1 == 1),

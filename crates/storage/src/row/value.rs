@@ -5,9 +5,17 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::date::{format_date, parse_date};
+use super::date::{format_date, format_timestamp_micros, parse_date, parse_timestamp};
 use super::decimal::{format_decimal, parse_decimal};
 use crate::error::{Result, StorageError};
+
+/// The length of a `TEXT` column: a VARCHAR of this length holds a string of
+/// any length that fits a row on a page (its 2-byte length can say 65,535;
+/// a row must fit [`crate::page::MAX_TUPLE`]). It prints as `TEXT`.
+pub const TEXT_LEN: u16 = u16::MAX;
+
+/// The longest declared CHAR or VARCHAR length (bytes); TEXT aside.
+pub const MAX_DECLARED_LEN: u16 = 4000;
 
 /// A column type. DECIMAL is a scaled 64-bit integer, so precision is at most 18.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -22,11 +30,14 @@ pub enum DataType {
     },
     /// Days since 1970-01-01.
     Date,
+    /// Microseconds since 1970-01-01 00:00:00, without a time zone.
+    Timestamp,
     /// Fixed length in bytes, space padded; trailing spaces are not significant.
     Char {
         len: u16,
     },
-    /// At most `len` bytes.
+    /// At most `len` bytes; `len` [`TEXT_LEN`] is `TEXT`, whose values are
+    /// as long as a row on a page allows.
     Varchar {
         len: u16,
     },
@@ -36,7 +47,8 @@ pub enum DataType {
 impl DataType {
     /// Parses a type name as written in a schema: `INT`, `INT32`, `INTEGER`,
     /// `BIGINT`, `INT64`, `DOUBLE`, `FLOAT64`, `DECIMAL(p,s)`, `DATE`, `CHAR(n)`,
-    /// `VARCHAR(n)`, `BOOL`, `BOOLEAN` (case-insensitive).
+    /// `VARCHAR(n)`, `TEXT` (or `VARCHAR` without a length), `BOOL`, `BOOLEAN`
+    /// (case-insensitive).
     pub fn parse(text: &str) -> Result<DataType> {
         let t = text.trim().to_ascii_uppercase();
         let args = |name: &str| -> Option<Vec<u32>> {
@@ -55,7 +67,9 @@ impl DataType {
                 DataType::Float64
             }
             "DATE" => DataType::Date,
+            "TIMESTAMP" | "DATETIME" | "TIMESTAMP WITHOUT TIME ZONE" => DataType::Timestamp,
             "BOOL" | "BOOLEAN" => DataType::Bool,
+            "TEXT" | "STRING" | "VARCHAR" => DataType::Varchar { len: TEXT_LEN },
             _ if t.starts_with("DECIMAL") || t.starts_with("NUMERIC") => {
                 let name = if t.starts_with("DECIMAL") {
                     "DECIMAL"
@@ -109,7 +123,10 @@ impl DataType {
                     "DECIMAL({precision},{scale}): precision must be 1..=18 and scale at most the precision"
                 ))
             }
-            DataType::Char { len } | DataType::Varchar { len } if len == 0 || len > 4000 => {
+            DataType::Varchar { len: TEXT_LEN } => Ok(()),
+            DataType::Char { len } | DataType::Varchar { len }
+                if len == 0 || len > MAX_DECLARED_LEN =>
+            {
                 Err(format!("{self}: length must be 1..=4000 bytes"))
             }
             _ => Ok(()),
@@ -120,7 +137,10 @@ impl DataType {
     pub fn fixed_width(&self) -> Option<usize> {
         match self {
             DataType::Int32 | DataType::Date => Some(4),
-            DataType::Int64 | DataType::Float64 | DataType::Decimal { .. } => Some(8),
+            DataType::Int64
+            | DataType::Float64
+            | DataType::Decimal { .. }
+            | DataType::Timestamp => Some(8),
             DataType::Bool => Some(1),
             DataType::Char { len } => Some(*len as usize),
             DataType::Varchar { .. } => None,
@@ -138,7 +158,9 @@ impl DataType {
             DataType::Decimal { precision, scale } => format!("DECIMAL({precision},{scale})"),
             DataType::Date => "DATE".into(),
             DataType::Char { len } => format!("CHAR({len})"),
+            DataType::Varchar { len: TEXT_LEN } => "TEXT".into(),
             DataType::Varchar { len } => format!("VARCHAR({len})"),
+            DataType::Timestamp => "TIMESTAMP".into(),
             DataType::Bool => "BOOLEAN".into(),
         }
     }
@@ -146,7 +168,8 @@ impl DataType {
     /// Largest number of bytes a value takes in a row.
     pub fn max_width(&self) -> usize {
         match self {
-            DataType::Varchar { len } => 2 + *len as usize,
+            // TEXT: no row holds more than a page does.
+            DataType::Varchar { len } => 2 + (*len as usize).min(crate::page::MAX_TUPLE),
             t => t.fixed_width().unwrap_or(0),
         }
     }
@@ -172,6 +195,7 @@ impl DataType {
                 parse_decimal(s, *precision, *scale).map(Value::Decimal)
             }
             DataType::Date => parse_date(s).map(Value::Date),
+            DataType::Timestamp => parse_timestamp(s).map(Value::Timestamp),
             DataType::Bool => match s.to_ascii_lowercase().as_str() {
                 "true" | "t" | "1" | "yes" | "y" => Ok(Value::Bool(true)),
                 "false" | "f" | "0" | "no" | "n" => Ok(Value::Bool(false)),
@@ -205,6 +229,7 @@ impl DataType {
             | (DataType::Int64, Value::Int64(_))
             | (DataType::Float64, Value::Float64(_))
             | (DataType::Date, Value::Date(_))
+            | (DataType::Timestamp, Value::Timestamp(_))
             | (DataType::Bool, Value::Bool(_)) => true,
             (DataType::Decimal { precision, .. }, Value::Decimal(d)) => {
                 return if d.unsigned_abs() < 10u64.pow(*precision as u32) {
@@ -244,7 +269,9 @@ impl fmt::Display for DataType {
             DataType::Float64 => write!(f, "FLOAT64"),
             DataType::Decimal { precision, scale } => write!(f, "DECIMAL({precision},{scale})"),
             DataType::Date => write!(f, "DATE"),
+            DataType::Timestamp => write!(f, "TIMESTAMP"),
             DataType::Char { len } => write!(f, "CHAR({len})"),
+            DataType::Varchar { len: TEXT_LEN } => write!(f, "TEXT"),
             DataType::Varchar { len } => write!(f, "VARCHAR({len})"),
             DataType::Bool => write!(f, "BOOL"),
         }
@@ -260,6 +287,8 @@ pub enum Value {
     Float64(f64),
     Decimal(i64),
     Date(i32),
+    /// Microseconds since 1970-01-01 00:00:00.
+    Timestamp(i64),
     Str(String),
     Bool(bool),
 }
@@ -273,6 +302,7 @@ impl Value {
             Value::Float64(_) => "FLOAT64",
             Value::Decimal(_) => "DECIMAL",
             Value::Date(_) => "DATE",
+            Value::Timestamp(_) => "TIMESTAMP",
             Value::Str(_) => "string",
             Value::Bool(_) => "BOOL",
         }
@@ -283,11 +313,11 @@ impl Value {
     }
 
     /// The value as an i64 when it is an integer-like value (INT32, INT64, DATE,
-    /// scaled DECIMAL, BOOL).
+    /// scaled DECIMAL, TIMESTAMP microseconds, BOOL).
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             Value::Int32(v) | Value::Date(v) => Some(*v as i64),
-            Value::Int64(v) | Value::Decimal(v) => Some(*v),
+            Value::Int64(v) | Value::Decimal(v) | Value::Timestamp(v) => Some(*v),
             Value::Bool(b) => Some(*b as i64),
             _ => None,
         }
@@ -299,6 +329,7 @@ impl Value {
             (Value::Null, _) => "NULL".to_string(),
             (Value::Decimal(d), DataType::Decimal { scale, .. }) => format_decimal(*d, *scale),
             (Value::Date(d), _) => format_date(*d),
+            (Value::Timestamp(t), _) => format_timestamp_micros(*t),
             (Value::Int32(v), _) => v.to_string(),
             (Value::Int64(v), _) | (Value::Decimal(v), _) => v.to_string(),
             (Value::Float64(v), _) => v.to_string(),

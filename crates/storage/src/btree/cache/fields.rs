@@ -135,7 +135,9 @@ impl CachedFields {
         let start = out.len();
         match v {
             Value::Int32(x) | Value::Date(x) => out.extend_from_slice(&x.to_le_bytes()),
-            Value::Int64(x) | Value::Decimal(x) => out.extend_from_slice(&x.to_le_bytes()),
+            Value::Int64(x) | Value::Decimal(x) | Value::Timestamp(x) => {
+                out.extend_from_slice(&x.to_le_bytes())
+            }
             Value::Float64(x) => out.extend_from_slice(&x.to_le_bytes()),
             Value::Bool(b) => out.push(*b as u8),
             Value::Str(s) => {
@@ -174,6 +176,7 @@ impl CachedFields {
                 DataType::Date => Value::Date(i32_()),
                 DataType::Int64 => Value::Int64(i64_()),
                 DataType::Decimal { .. } => Value::Decimal(i64_()),
+                DataType::Timestamp => Value::Timestamp(i64_()),
                 DataType::Float64 => Value::Float64(f64::from_bits(i64_() as u64)),
                 DataType::Bool => Value::Bool(v[0] != 0),
                 DataType::Char { .. } | DataType::Varchar { .. } => {
