@@ -139,6 +139,10 @@ pub struct BenchOptions {
     /// The `--device` name, for the rows.
     pub device: String,
     pub with_postgres: bool,
+    /// With `with_postgres`: drop the OS page cache before every PostgreSQL
+    /// query (root only). Off by default: a benchmark does not change the
+    /// machine unless asked to.
+    pub drop_caches: bool,
 }
 
 const STALE_FILE: &str = "stats-stale.json";
@@ -427,6 +431,7 @@ pub fn run(
             PgQueryOptions::new(&opts.bench_db, &tables, opts.bench_db.with_extension("pg"));
         o.repeat = opts.repeat;
         o.timeout_s = opts.timeout.as_secs_f64();
+        o.drop_caches = opts.drop_caches;
         let pg_queries: Vec<(String, String)> = queries
             .iter()
             .map(|(n, s)| (n.clone(), s.to_string()))

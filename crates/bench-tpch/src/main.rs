@@ -58,6 +58,12 @@ struct TpchArgs {
     /// Also run the queries in PostgreSQL (set up by scripts/setup_postgres.sh), loaded from the same tables, cold where permitted.
     #[arg(long)]
     with_postgres: bool,
+    /// With --with-postgres: drop the OS page cache before every PostgreSQL
+    /// query (writes /proc/sys/vm/drop_caches; root only). Without it,
+    /// PostgreSQL's runs after the first read through the page cache and the
+    /// results file says so.
+    #[arg(long, requires = "with_postgres")]
+    drop_caches: bool,
     /// Instead of the runs: Fig. 14, Q1 once under full, index and smooth with
     /// the device's trace on (fig14-<path>.csv, .png, fig14.md); each run stops
     /// at --timeout.
@@ -140,6 +146,7 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
         .device(&cli.device)?,
         device: cli.device.clone(),
         with_postgres: a.with_postgres,
+        drop_caches: a.drop_caches,
     };
     if a.fig14 {
         strata_bench_tpch::trace::fig14(&opts, a.trace_max_events, &mut |l| eprintln!("{l}"))?;

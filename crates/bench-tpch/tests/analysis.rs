@@ -25,6 +25,7 @@ fn options(name: &str) -> BenchOptions {
         db_options: DbOptions::default().device("ssd").unwrap(),
         device: "ssd".into(),
         with_postgres: false,
+        drop_caches: false,
     }
 }
 
