@@ -11,8 +11,8 @@ use strata_storage::Database;
 use strata_storage::db::{NoProgress, TableChange};
 use strata_storage::row::Column;
 
+use crate::error::SqlError;
 use crate::object::{Changed, Name, find_table, object_name, storage};
-use crate::session::SqlError;
 
 /// An `ALTER TABLE` statement.
 #[derive(Clone, Debug, PartialEq)]

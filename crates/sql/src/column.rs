@@ -8,8 +8,8 @@ use datafusion::sql::sqlparser::ast::{
 use strata_storage::row::{Column, DataType, TEXT_LEN};
 
 use crate::constraint::Key;
+use crate::error::SqlError;
 use crate::object::Name;
-use crate::session::SqlError;
 
 fn query(msg: String) -> SqlError {
     SqlError::Query(msg)

@@ -12,8 +12,8 @@ use datafusion::sql::sqlparser::ast::{
 use strata_storage::db::IndexSpec;
 use strata_storage::row::Column;
 
+use crate::error::SqlError;
 use crate::object::Name;
-use crate::session::SqlError;
 
 /// A key a table is created with.
 #[derive(Clone, Debug, PartialEq)]

@@ -22,8 +22,8 @@ use strata_storage::db::{NoProgress, TableOptions};
 use strata_storage::row::{Column, DataType, Schema, TEXT_LEN};
 
 use crate::convert::{arrow_type, arrow_values};
+use crate::error::SqlError;
 use crate::object::{Changed, storage};
-use crate::session::SqlError;
 
 /// The strata type of a query column; the error says why there is none.
 fn column_type(f: &Field) -> Result<DataType, String> {

@@ -25,9 +25,9 @@ use strata_storage::row::Schema;
 use crate::alter::Alter;
 use crate::column::column;
 use crate::constraint::Key;
+use crate::error::SqlError;
 pub use crate::object::{Changed, Name};
 pub(crate) use crate::object::{find_table, object_name, storage};
-use crate::session::SqlError;
 use crate::view::ViewSpec;
 
 fn query(msg: String) -> SqlError {

@@ -27,7 +27,7 @@ use std::ops::ControlFlow;
 use datafusion::sql::parser::{CopyToSource, Statement};
 use datafusion::sql::sqlparser::ast::{Expr, Visit, Visitor};
 
-use crate::session::SqlError;
+use crate::error::SqlError;
 
 /// Deepest expression nesting a statement may have (operators, function
 /// arguments, CASE arms and subqueries all count one level each).

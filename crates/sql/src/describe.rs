@@ -15,7 +15,7 @@ use datafusion::sql::sqlparser::ast::{DescribeAlias, Statement};
 use strata_storage::{Database, Table};
 
 use crate::ddl::{Name, object_name};
-use crate::session::SqlError;
+use crate::error::SqlError;
 
 /// The table a `DESCRIBE t` / `DESC t` names, as written; `None` for any
 /// other statement (`DESCRIBE SELECT …` included) or a name with a schema.

@@ -59,10 +59,10 @@ use strata_storage::Table;
 use strata_storage::row::{Schema, Tid, Value};
 
 use crate::convert::{BatchConverter, arrow_schema, arrow_values, nullable};
+use crate::error::SqlError;
 use crate::pushdown::unqualified;
 use crate::pushdown::{Pushed, classify_for};
 use crate::row_check::{check_row, row_text, shown};
-use crate::session::SqlError;
 use crate::txn::Writes;
 
 /// Heap pages a scan for DELETE and UPDATE reads per request (1 MiB).

@@ -6,7 +6,7 @@
 use datafusion::sql::sqlparser::ast::{Ident, ObjectName, ObjectNamePart};
 use strata_storage::{Database, StorageError};
 
-use crate::session::SqlError;
+use crate::error::SqlError;
 
 fn query(msg: String) -> SqlError {
     SqlError::Query(msg)

@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use parking_lot::Mutex;
 use strata_storage::{Database, StorageError};
 
-use crate::session::SqlError;
+use crate::error::SqlError;
 
 /// How the session's open transaction ends.
 enum End {

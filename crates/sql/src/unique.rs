@@ -12,9 +12,9 @@ use std::collections::HashSet;
 use strata_storage::row::{Tid, Value};
 use strata_storage::{StorageError, Table};
 
-use crate::session::SqlError;
+use crate::error::SqlError;
 
-fn violation(table: &Table, index: usize, row: &[Value], why: &str) -> SqlError {
+fn violation(table: &Table, index: usize, row: &[Value], why: &'static str) -> SqlError {
     let ix = &table.indexes()[index];
     let schema = table.schema();
     let key: Vec<String> = ix
@@ -27,7 +27,7 @@ fn violation(table: &Table, index: usize, row: &[Value], why: &str) -> SqlError 
         table: table.name().to_string(),
         columns: ix.def.columns.join(", "),
         key: key.join(", "),
-        why: why.into(),
+        why,
     })
 }
 

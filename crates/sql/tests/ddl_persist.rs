@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use common::query;
 use strata_sql::{SqlError, SqlSession};
-use strata_storage::Database;
 use strata_storage::db::NoProgress;
 use strata_storage::maintenance::check::check_database;
 

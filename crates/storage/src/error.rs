@@ -95,7 +95,7 @@ pub enum StorageError {
         columns: String,
         key: String,
         /// "already exists" or "appears twice".
-        why: String,
+        why: &'static str,
     },
     #[error("changing table '{table}' needs a write transaction (Database::begin_write)")]
     NoTransaction { table: String },

@@ -189,6 +189,7 @@ fn field_value(ty: &DataType, f: Field<'_>) -> Value {
             DataType::Int32 => Value::Int32(i32::from_le_bytes(b.try_into().unwrap())),
             DataType::Date => Value::Date(i32::from_le_bytes(b.try_into().unwrap())),
             DataType::Int64 => Value::Int64(i64::from_le_bytes(b.try_into().unwrap())),
+            DataType::Timestamp => Value::Timestamp(i64::from_le_bytes(b.try_into().unwrap())),
             DataType::Decimal { .. } => Value::Decimal(i64::from_le_bytes(b.try_into().unwrap())),
             DataType::Float64 => Value::Float64(f64::from_le_bytes(b.try_into().unwrap())),
             DataType::Bool => Value::Bool(b[0] != 0),
@@ -1020,6 +1021,9 @@ fn random_value(rng: &mut SmallRng, ty: &DataType, enc: &Encoding, nullable: boo
             Value::Str(cut(s, len))
         }
         DataType::Bool => Value::Bool(rng.random()),
+        // Stored plain (8 bytes); the model draws no TIMESTAMP column type,
+        // the arm only keeps the match whole.
+        DataType::Timestamp => Value::Timestamp(rng.random()),
         DataType::Float64 => match rng.random_range(0..4) {
             0 => Value::Float64(-0.0),
             1 => Value::Float64(f64::MAX),

@@ -54,7 +54,8 @@ pub struct Fig2aOptions {
     pub seed: u64,
 }
 
-fn key(i: u64) -> Vec<u8> {
+/// The index key of item `i` (an Int64 key), shared by the 2a/2b/2c figures.
+pub(super) fn key(i: u64) -> Vec<u8> {
     let mut k = Vec::new();
     encode_key(&[DataType::Int64], &[Value::Int64(i as i64)], &mut k);
     k

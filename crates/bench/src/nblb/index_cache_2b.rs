@@ -47,14 +47,16 @@ use strata_storage::btree::{Filled, Probe};
 use strata_storage::db::{CachedLookups, DbOptions, NoProgress};
 use strata_storage::device::DeviceProfile;
 use strata_storage::page::PAGE_SIZE;
-use strata_storage::row::{DataType, Schema, Tid, Value, decode_key, encode_key};
+use strata_storage::row::{DataType, Schema, Tid, Value, decode_key};
 use strata_storage::{Database, IndexSpec, TableOptions};
+
+use super::index_cache::key;
 
 /// The table's name in the bench database.
 pub const TABLE: &str = "page2b";
 pub(super) const INDEX: &str = "page2b_id";
 /// Characters of the `body` column: rows of about 200 bytes.
-const BODY: usize = 150;
+pub(super) const BODY: usize = 150;
 /// The index's leaf fill (the paper: B+-tree pages are 68% full on average).
 pub(super) const LEAF_FILL: f64 = 0.7;
 
@@ -155,12 +157,6 @@ pub fn cached_values(i: u64) -> Vec<Value> {
         Value::Int32(i as i32),
         Value::Str(format!("t{i:09}")),
     ]
-}
-
-fn key(i: u64) -> Vec<u8> {
-    let mut k = Vec::with_capacity(9);
-    encode_key(&[DataType::Int64], &[Value::Int64(i as i64)], &mut k);
-    k
 }
 
 /// Makes the table unless the bench database holds it with `rows` rows.

@@ -10,7 +10,7 @@ use anyhow::Result;
 use strata_storage::page::PAGE_SIZE;
 use strata_storage::{Database, DbOptions};
 
-use super::index_cache_2b::{Fig2bOptions, INDEX, LEAF_FILL, Point, TABLE, run_points};
+use super::index_cache_2b::{BODY, Fig2bOptions, INDEX, LEAF_FILL, Point, TABLE, run_points};
 use crate::report::plot::{Axis, Legend, Plot};
 use crate::report::results::{ResultRow, ResultSet, median};
 use crate::report::summary::{Comparison, Summary, num, provenance};

@@ -11,6 +11,8 @@ use strata_storage::btree::Found;
 use strata_storage::btree::cache::leaf::CacheRng;
 use strata_storage::row::Value;
 
+use super::index_cache::key;
+
 use crate::report::plot::{Axis, Plot};
 use crate::report::results::{ResultRow, ResultSet};
 use crate::report::summary::{Summary, num, provenance};

@@ -50,18 +50,18 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use postgres::Client;
 use postgres::types::{FromSql, Type};
+use strata_storage::Table;
 use strata_storage::btree::BTree;
 use strata_storage::btree::cache::leaf::CacheRng;
 use strata_storage::db::{CachedLookups, Index};
 use strata_storage::row::{Value, encode_key};
-use strata_storage::Table;
 
 use crate::postgres::{PgServer, ServerConfig, copy_text_line, create_table_sql, explain_sql};
 
 /// The table's name in both engines.
 pub(super) const TABLE: &str = "page";
 /// PostgreSQL's covering index.
-const PG_INDEX: &str = "page_name_title";
+pub(super) const PG_INDEX: &str = "page_name_title";
 pub(super) const PAGE: u64 = strata_storage::page::PAGE_SIZE as u64;
 
 /// What `strata bench index-cache wiki` runs.

@@ -7,11 +7,11 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 use strata_storage::db::{CachedLookups, Index, NoProgress};
-use strata_storage::{Database, DbOptions, Table};
+use strata_storage::{Database, DbOptions};
 
 use super::index_cache_wiki::{
-    Key, PAGE, PgSide, Sums, TABLE, Through, WikiOptions, check_rows, keys_of, pg_run, shares,
-    strata_cached, strata_plain, workloads,
+    Key, PAGE, PG_INDEX, PgSide, Sums, TABLE, Through, WikiOptions, check_rows, keys_of, pg_run,
+    shares, strata_cached, strata_plain, workloads,
 };
 use crate::postgres::PgServer;
 use crate::report::plot::{Axis, Legend, Plot};

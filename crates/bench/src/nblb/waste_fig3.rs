@@ -47,7 +47,6 @@ use anyhow::{Result, ensure};
 use strata_storage::btree::cache::leaf::CacheRng;
 use strata_storage::maintenance::cluster::ClusterReport;
 use strata_storage::page::PAGE_SIZE;
-use strata_storage::Database;
 
 use super::waste_states::{
     Finder, ID_STATES, INDEX, STATES, TABLE, Truth, Workload, addresses, key, lookup, make_state,

@@ -8,6 +8,7 @@ use anyhow::Result;
 use strata_csd::layout::LayoutSpec;
 use strata_csd::schedule::Policy;
 
+use super::fleet::local_copies;
 use super::options::{PAPER_TRANSFER_S, tpch_query};
 use super::round::{
     Ctx, Mode, Point, device, make_fleet, max_clients, plans, ratio, round, scaling, tune, verdict,

@@ -335,7 +335,7 @@ impl<'a> TableLoad<'a> {
                     table: self.def.name.clone(),
                     columns: spec.columns.join(", "),
                     key,
-                    why: "appears in more than one row".into(),
+                    why: "appears in more than one row",
                 })?;
             }
             let btree = BTree::create(
