@@ -47,8 +47,8 @@ fn a_new_table_gets_the_types_of_its_values() {
     assert_eq!(rows(&db, "sales"), Some(3));
     assert_eq!(
         schema_of(&db, "sales").unwrap(),
-        "id INT64, region VARCHAR(10) NULL, amount DECIMAL(5,3), day DATE NULL, paid BOOL, \
-         ratio FLOAT64"
+        "id BIGINT NOT NULL, region VARCHAR(10), amount DECIMAL(5,3) NOT NULL, day DATE, \
+         paid BOOLEAN NOT NULL, ratio DOUBLE NOT NULL"
     );
     // Loading again appends to the table as it is: nothing is inferred.
     let o = strata(&db, &["load", "sales", csv.to_str().unwrap()]);
@@ -74,7 +74,7 @@ fn a_new_table_gets_the_types_of_its_values() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         schema_of(&db, "plain").unwrap(),
-        "column0 INT64, column1 VARCHAR(2)"
+        "column0 BIGINT NOT NULL, column1 VARCHAR(2) NOT NULL"
     );
 }
 

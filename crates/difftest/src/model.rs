@@ -6,8 +6,8 @@
 
 use std::fmt;
 
-/// A column type strata stores (crates/storage/src/row/value.rs): INT32, INT64,
-/// FLOAT64, DECIMAL(p ≤ 18, s), DATE, CHAR(n), VARCHAR(n), BOOL.
+/// A column type strata stores (crates/storage/src/row/value.rs): INT, BIGINT,
+/// DOUBLE, DECIMAL(p ≤ 18, s), DATE, CHAR(n), VARCHAR(n), BOOLEAN.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ty {
     Int,

@@ -54,7 +54,7 @@ fn microbench_shape_ranges_and_index() {
     let t = db.table("microbench").unwrap();
     assert_eq!(
         t.schema().to_string(),
-        "c1 INT32, c2 INT32, c3 INT32, c4 INT32, c5 INT32, c6 INT32, c7 INT32, c8 INT32, c9 INT32, c10 INT32"
+        "c1 INT, c2 INT, c3 INT, c4 INT, c5 INT, c6 INT, c7 INT, c8 INT, c9 INT, c10 INT"
     );
     let idx = t.index("microbench_c2").unwrap();
     assert_eq!(idx.btree.len(), n);

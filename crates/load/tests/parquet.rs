@@ -105,7 +105,7 @@ fn creates_a_table_from_the_file_schema_and_loads_it() {
     assert_eq!(
         t.schema(),
         &Schema::parse(
-            "id INT32, big INT64 NULL, f FLOAT64, g FLOAT64, dec DECIMAL(10,2), d DATE, s VARCHAR(12) NULL, b BOOL"
+            "id INT, big BIGINT NULL, f DOUBLE, g DOUBLE, dec DECIMAL(10,2), d DATE, s VARCHAR(12) NULL, b BOOLEAN"
         )
         .unwrap()
     );
@@ -224,7 +224,7 @@ fn loads_into_an_existing_table_by_name_with_conversions() {
     assert_eq!(
         e.row_error().unwrap().to_string(),
         format!(
-            "{}: row 3: column 2 (big): -5000000000 is out of range for INT32",
+            "{}: row 3: column 2 (big): -5000000000 is out of range for INT",
             f.display()
         )
     );
@@ -281,7 +281,7 @@ fn nulls_in_not_null_columns_and_unsigned_overflow_are_row_errors() {
     assert_eq!(
         msgs,
         vec![format!(
-            "{}: row 3: column 1 (u): 18446744073709551615 is out of range for INT64",
+            "{}: row 3: column 1 (u): 18446744073709551615 is out of range for BIGINT",
             f.display()
         )]
     );

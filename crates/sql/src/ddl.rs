@@ -511,8 +511,8 @@ mod tests {
         assert_eq!(name, "orders");
         assert_eq!(
             schema.to_string(),
-            "a INT32, b VARCHAR(20) NULL, c DECIMAL(15,2) NULL, d DATE NULL, e INT64 NULL, \
-             f FLOAT64 NULL, g CHAR(1) NULL, h BOOL NULL, i DECIMAL(9,0) NULL, J FLOAT64 NULL"
+            "a INT, b VARCHAR(20) NULL, c DECIMAL(15,2) NULL, d DATE NULL, e BIGINT NULL, \
+             f DOUBLE NULL, g CHAR(1) NULL, h BOOLEAN NULL, i DECIMAL(9,0) NULL, J DOUBLE NULL"
         );
     }
 
@@ -527,7 +527,7 @@ mod tests {
         };
         assert_eq!(
             schema.to_string(),
-            "id INT32, body TEXT NULL, tag TEXT NULL, at TIMESTAMP NULL, s TEXT NULL, u INT32 NULL"
+            "id INT, body TEXT NULL, tag TEXT NULL, at TIMESTAMP NULL, s TEXT NULL, u INT NULL"
         );
         assert_eq!(
             keys.iter()

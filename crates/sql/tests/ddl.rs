@@ -299,6 +299,6 @@ fn the_binary_runs_the_sql_pages_example_and_exits_by_error_kind() {
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("column 'id'"), "{err}");
-    let out = binary(&path, "CREATE TABLE x (a TEXT)");
+    let out = binary(&path, "CREATE TABLE x (a BYTEA)");
     assert_eq!(out.status.code(), Some(2));
 }

@@ -12,12 +12,13 @@ use std::sync::Arc;
 
 use strata_sql::SqlSession;
 
-/// Runs a DuckDB query (Python's `duckdb.sql(sql).fetchall()`), each row
+/// Runs a DuckDB statement (Python's `duckdb.sql(sql)`), each row it answers
 /// printed as its values joined by `|`.
 fn duckdb(sql: &str) -> Vec<String> {
     let script = r#"
 import duckdb, sys
-for row in duckdb.sql(sys.argv[1]).fetchall():
+r = duckdb.sql(sys.argv[1])  # None for a statement without rows (COPY)
+for row in (r.fetchall() if r is not None else []):
     print("|".join("NULL" if v is None else str(v) for v in row))
 "#;
     let out = Command::new("python3")

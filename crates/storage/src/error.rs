@@ -37,6 +37,10 @@ pub enum StorageError {
     UnknownTable(String),
     #[error("table '{0}' already exists")]
     TableExists(String),
+    /// A table and a view share one name space (SQLSTATE 42P07, as
+    /// PostgreSQL's "relation already exists").
+    #[error("'{0}' is a view; a table cannot have its name (SQLSTATE 42P07)")]
+    ViewExists(String),
     #[error("unknown index '{0}'")]
     UnknownIndex(String),
     #[error("index '{0}' already exists")]

@@ -49,6 +49,7 @@ impl StorageError {
             | E::UnknownColumn { .. }
             | E::UnknownIndex(_)
             | E::TableExists(_)
+            | E::ViewExists(_)
             | E::IndexExists(_)
             | E::Schema(_)
             | E::Profile(_)

@@ -85,9 +85,7 @@ impl Database {
                     return Err(StorageError::TableExists(t.clone()));
                 }
                 if let Some(v) = cat.views.keys().find(|v| v.eq_ignore_ascii_case(to)) {
-                    return Err(StorageError::Schema(format!(
-                        "'{v}' is a view; a table cannot have its name"
-                    )));
+                    return Err(StorageError::ViewExists(v.clone()));
                 }
                 next.name = to.clone();
                 return self.swap_def(table, next, &old);

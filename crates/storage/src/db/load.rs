@@ -577,9 +577,7 @@ impl Database {
                 return Err(StorageError::TableExists(name.to_string()));
             }
             if let Some(v) = cat.views.keys().find(|v| v.eq_ignore_ascii_case(name)) {
-                return Err(StorageError::Schema(format!(
-                    "'{v}' is a view; a table cannot have its name"
-                )));
+                return Err(StorageError::ViewExists(v.clone()));
             }
             cat.new_file_name(&format!("{name}.heap"))
         };

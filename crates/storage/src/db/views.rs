@@ -26,9 +26,8 @@ impl Database {
             .keys()
             .find(|t| t.eq_ignore_ascii_case(&def.name))
         {
-            return Err(StorageError::Schema(format!(
-                "'{t}' is a table; a view cannot have its name"
-            )));
+            // As PostgreSQL: a view and a table share one name space.
+            return Err(StorageError::TableExists(t.clone()));
         }
         let existing = cat
             .views

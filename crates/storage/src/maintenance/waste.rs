@@ -591,12 +591,24 @@ impl Acc {
     }
 }
 
+/// A declared type in the report's vocabulary of widths (INT8..INT64,
+/// FLOAT32/FLOAT64, BOOL), in which the narrower types it proposes are named.
+fn width_name(ty: DataType) -> String {
+    match ty {
+        DataType::Int32 => "INT32".into(),
+        DataType::Int64 => "INT64".into(),
+        DataType::Float64 => "FLOAT64".into(),
+        DataType::Bool => "BOOL".into(),
+        t => t.to_string(),
+    }
+}
+
 /// The narrowest type of [`ColumnWaste::tightest_type`]; the declared type
 /// when there are no values.
 fn tightest_type(ty: DataType, ints: Option<(i64, i64)>, acc: &Acc, text: bool) -> String {
     let int_type = |(lo, hi): (i64, i64)| format!("INT{}", int_bytes(lo, hi).unwrap_or(8) * 8);
     if acc.values == 0 {
-        return ty.to_string();
+        return width_name(ty);
     }
     match (ty, ints) {
         (DataType::Int32 | DataType::Int64, Some(r)) => int_type(r),
@@ -620,7 +632,7 @@ fn tightest_type(ty: DataType, ints: Option<(i64, i64)>, acc: &Acc, text: bool) 
                 format!("VARCHAR({})", acc.max_len)
             }
         }
-        _ => ty.to_string(),
+        _ => width_name(ty),
     }
 }
 

@@ -151,18 +151,7 @@ impl DataType {
     /// and `strata info` show it (the one place a type gets its user-facing
     /// name; [`DataType::parse`] reads every name back).
     pub fn sql_name(&self) -> String {
-        match self {
-            DataType::Int32 => "INT".into(),
-            DataType::Int64 => "BIGINT".into(),
-            DataType::Float64 => "DOUBLE".into(),
-            DataType::Decimal { precision, scale } => format!("DECIMAL({precision},{scale})"),
-            DataType::Date => "DATE".into(),
-            DataType::Char { len } => format!("CHAR({len})"),
-            DataType::Varchar { len: TEXT_LEN } => "TEXT".into(),
-            DataType::Varchar { len } => format!("VARCHAR({len})"),
-            DataType::Timestamp => "TIMESTAMP".into(),
-            DataType::Bool => "BOOLEAN".into(),
-        }
+        self.to_string()
     }
 
     /// Largest number of bytes a value takes in a row.
@@ -261,19 +250,21 @@ impl DataType {
     }
 }
 
+/// A type shows as its SQL name everywhere: in `\d`, `strata info`,
+/// `DESCRIBE` and in error messages.
 impl fmt::Display for DataType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DataType::Int32 => write!(f, "INT32"),
-            DataType::Int64 => write!(f, "INT64"),
-            DataType::Float64 => write!(f, "FLOAT64"),
+            DataType::Int32 => write!(f, "INT"),
+            DataType::Int64 => write!(f, "BIGINT"),
+            DataType::Float64 => write!(f, "DOUBLE"),
             DataType::Decimal { precision, scale } => write!(f, "DECIMAL({precision},{scale})"),
             DataType::Date => write!(f, "DATE"),
             DataType::Timestamp => write!(f, "TIMESTAMP"),
             DataType::Char { len } => write!(f, "CHAR({len})"),
             DataType::Varchar { len: TEXT_LEN } => write!(f, "TEXT"),
             DataType::Varchar { len } => write!(f, "VARCHAR({len})"),
-            DataType::Bool => write!(f, "BOOL"),
+            DataType::Bool => write!(f, "BOOLEAN"),
         }
     }
 }
@@ -297,14 +288,14 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Null => "NULL",
-            Value::Int32(_) => "INT32",
-            Value::Int64(_) => "INT64",
-            Value::Float64(_) => "FLOAT64",
+            Value::Int32(_) => "INT",
+            Value::Int64(_) => "BIGINT",
+            Value::Float64(_) => "DOUBLE",
             Value::Decimal(_) => "DECIMAL",
             Value::Date(_) => "DATE",
             Value::Timestamp(_) => "TIMESTAMP",
             Value::Str(_) => "string",
-            Value::Bool(_) => "BOOL",
+            Value::Bool(_) => "BOOLEAN",
         }
     }
 
