@@ -9,6 +9,7 @@ use strata_bench::ResultSet;
 use strata_bench_writes::workload::Workload;
 use strata_bench_writes::{Options, PgMode, report, run};
 use strata_storage::DbOptions;
+use strata_storage::util::note_skip;
 
 #[test]
 fn quick_run_counts_changes_and_checks_the_tables() {
@@ -141,20 +142,4 @@ fn a_database_with_other_tables_is_refused() {
     assert!(format!("{e:#}").contains("precious"), "{e:#}");
     let db = strata_storage::Database::open(&path, DbOptions::default()).unwrap();
     assert_eq!(db.table_names(), vec!["precious".to_string()]);
-}
-
-/// Says, where the test runner's summary shows it (`$STRATA_SKIP_LOG`, which
-/// `scripts/test` lists at the end), that part of a test did not run.
-fn note_skip(test: &str, why: &str) {
-    eprintln!("skipped in {test}: {why}");
-    if let Ok(path) = std::env::var("STRATA_SKIP_LOG") {
-        use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-        {
-            let _ = writeln!(f, "{test}: {why}");
-        }
-    }
 }

@@ -31,7 +31,7 @@ async fn boto3_speaks_to_the_server() {
         if std::env::var("STRATA_REQUIRE_BOTO3").as_deref() == Ok("1") {
             panic!("STRATA_REQUIRE_BOTO3=1 but {why} (python3 -m pip install boto3)");
         }
-        eprintln!("skipping the boto3 client test: {why}");
+        strata_storage::util::note_skip("boto3_speaks_to_the_server", &why);
         return;
     }
     let dir = tempfile::tempdir().unwrap();

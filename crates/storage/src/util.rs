@@ -56,6 +56,24 @@ pub fn proptest_cases(default: u32) -> u32 {
         .unwrap_or(default)
 }
 
+/// For a test that cannot run all it checks here and passes anyway: says so
+/// on stderr and appends `test: why` to the file `$STRATA_SKIP_LOG` names,
+/// which `scripts/test` lists at the end of a run, so an `ok` that did not
+/// run is never silent.
+pub fn note_skip(test: &str, why: &str) {
+    eprintln!("skipped in {test}: {why}");
+    if let Ok(path) = std::env::var("STRATA_SKIP_LOG") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(f, "{test}: {why}");
+        }
+    }
+}
+
 /// Asks the CPU to start loading the cache line holding `addr` (a hint:
 /// nothing is read into the program, nothing can fault, whatever the
 /// address; other architectures do nothing).
