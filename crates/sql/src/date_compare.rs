@@ -54,7 +54,9 @@ impl AnalyzerRule for DateCompare {
 pub fn check(e: &Expr, schema: &DFSchema) -> Result<()> {
     e.apply(|e| {
         match e {
-            Expr::BinaryExpr(BinaryExpr { left, op, right }) if comparison(*op) => {
+            Expr::BinaryExpr(BinaryExpr { left, op, right })
+                if crate::expr_rule::is_comparison(*op) =>
+            {
                 pair(left, *op, right, schema)?;
             }
             Expr::Between(Between {
@@ -81,20 +83,6 @@ pub fn check(e: &Expr, schema: &DFSchema) -> Result<()> {
         Ok(TreeNodeRecursion::Continue)
     })
     .map(|_| ())
-}
-
-fn comparison(op: Operator) -> bool {
-    matches!(
-        op,
-        Operator::Eq
-            | Operator::NotEq
-            | Operator::Lt
-            | Operator::LtEq
-            | Operator::Gt
-            | Operator::GtEq
-            | Operator::IsDistinctFrom
-            | Operator::IsNotDistinctFrom
-    )
 }
 
 /// Refuses `left op right` when one side is a date or timestamp and the

@@ -7,7 +7,7 @@ use datafusion::common::tree_node::{Transformed, TransformedResult};
 use datafusion::common::{DFSchema, Result};
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::utils::merge_schema;
-use datafusion::logical_expr::{Expr, LogicalPlan};
+use datafusion::logical_expr::{Expr, LogicalPlan, Operator};
 
 /// `plan` with `rewrite` applied to every expression of every node.
 pub fn rewrite_expressions(
@@ -31,4 +31,20 @@ pub fn rewrite_expressions(
         }
     })
     .data()
+}
+
+/// Whether `op` compares its operands (=, <>, <, <=, >, >=, IS [NOT] DISTINCT
+/// FROM): the operators the comparison rules check the types of.
+pub(crate) fn is_comparison(op: Operator) -> bool {
+    matches!(
+        op,
+        Operator::Eq
+            | Operator::NotEq
+            | Operator::Lt
+            | Operator::LtEq
+            | Operator::Gt
+            | Operator::GtEq
+            | Operator::IsDistinctFrom
+            | Operator::IsNotDistinctFrom
+    )
 }

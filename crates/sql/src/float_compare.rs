@@ -17,7 +17,7 @@ use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, Result};
 use datafusion::logical_expr::expr::{Between, Cast, InList};
-use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator};
+use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, LogicalPlan};
 use datafusion::optimizer::AnalyzerRule;
 
 /// The analyzer rule (see the module docs).
@@ -38,7 +38,7 @@ impl AnalyzerRule for FloatCompare {
 pub fn float_comparisons(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     e.transform_up(|e| {
         Ok(match e {
-            Expr::BinaryExpr(b) if comparison(b.op) => {
+            Expr::BinaryExpr(b) if crate::expr_rule::is_comparison(b.op) => {
                 let BinaryExpr { left, op, right } = b;
                 match (uncoerced(&left, schema), uncoerced(&right, schema)) {
                     (Some((f, ty)), None) if is_decimal(&right, schema) => {
@@ -83,20 +83,6 @@ pub fn float_comparisons(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>
             e => Transformed::no(e),
         })
     })
-}
-
-fn comparison(op: Operator) -> bool {
-    matches!(
-        op,
-        Operator::Eq
-            | Operator::NotEq
-            | Operator::Lt
-            | Operator::LtEq
-            | Operator::Gt
-            | Operator::GtEq
-            | Operator::IsDistinctFrom
-            | Operator::IsNotDistinctFrom
-    )
 }
 
 fn is_decimal(e: &Expr, schema: &DFSchema) -> bool {

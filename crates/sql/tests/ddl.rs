@@ -7,6 +7,7 @@
 //! `tests/slt/ddl.slt` and `tests/slt/transactions.slt`.
 
 use crate::common;
+use crate::common::{error, run};
 
 use std::sync::Arc;
 
@@ -21,17 +22,6 @@ fn session() -> (tempfile::TempDir, Arc<Database>, SqlSession) {
     let db = Arc::new(db);
     let s = SqlSession::new(db.clone()).unwrap();
     (dir, db, s)
-}
-
-fn run(s: &SqlSession, sql: &str) {
-    s.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-}
-
-fn error(s: &SqlSession, sql: &str) -> SqlError {
-    match s.execute(sql) {
-        Err(e) => e,
-        Ok(_) => panic!("{sql} succeeded"),
-    }
 }
 
 fn strs(rows: &[&[&str]]) -> Vec<Vec<String>> {

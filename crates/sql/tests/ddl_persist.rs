@@ -5,12 +5,13 @@
 //! its errors are the `ddl_*.slt` and `types_timestamp.slt` files.
 
 use crate::common;
+use crate::common::{error, run};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::query;
-use strata_sql::{SqlError, SqlSession};
+use strata_sql::SqlSession;
 use strata_storage::db::NoProgress;
 use strata_storage::maintenance::check::check_database;
 
@@ -26,17 +27,6 @@ fn close(s: SqlSession) {
     let db = s.database().clone();
     drop(s);
     drop(Arc::into_inner(db).expect("the session let the database go"));
-}
-
-fn run(s: &SqlSession, sql: &str) {
-    s.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-}
-
-fn error(s: &SqlSession, sql: &str) -> SqlError {
-    match s.execute(sql) {
-        Err(e) => e,
-        Ok(_) => panic!("{sql} succeeded"),
-    }
 }
 
 fn rows(r: &[&[&str]]) -> Vec<Vec<String>> {

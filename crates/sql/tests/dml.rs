@@ -9,6 +9,7 @@
 //! `tests/slt/dml.slt`.
 
 use crate::common;
+use crate::common::error;
 
 use std::sync::Arc;
 
@@ -343,13 +344,6 @@ fn a_delete_removes_exactly_what_a_select_with_its_where_counts() {
         );
     }
     consistent(&db);
-}
-
-fn error(s: &SqlSession, sql: &str) -> SqlError {
-    match s.execute(sql) {
-        Err(e) => e,
-        Ok(_) => panic!("{sql} succeeded"),
-    }
 }
 
 /// A statement failing on a value (the messages naming row, column and value

@@ -7,6 +7,7 @@
 //! the next SELECT; a transaction sees its own writes; EXPLAIN names the path.
 
 use crate::common;
+use crate::common::run;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -67,10 +68,6 @@ fn setup(data: &[Page]) -> (tempfile::TempDir, Arc<Database>) {
         }),
     );
     (dir, Arc::new(db))
-}
-
-fn run(s: &SqlSession, sql: &str) {
-    s.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
 fn plan_text(s: &SqlSession, sql: &str) -> String {

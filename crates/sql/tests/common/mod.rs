@@ -1,7 +1,7 @@
 //! Helpers shared by the SQL tests.
 #![allow(dead_code)]
 
-use strata_sql::{QueryResult, SqlSession};
+use strata_sql::{QueryResult, SqlError, SqlSession};
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, IndexSpec, NoProgress, TableOptions};
 use strata_storage::row::{Schema, Value};
@@ -105,4 +105,17 @@ pub fn with_stdin(mut cmd: std::process::Command, input: &str) -> std::process::
 /// A process's output as text.
 pub fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs a statement that must succeed.
+pub fn run(s: &SqlSession, sql: &str) {
+    s.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// Runs a statement that must fail, and gives its error.
+pub fn error(s: &SqlSession, sql: &str) -> SqlError {
+    match s.execute(sql) {
+        Err(e) => e,
+        Ok(_) => panic!("{sql} succeeded"),
+    }
 }

@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use crate::catalog::{TableDef, validate_name};
 use crate::error::{Result, StorageError};
-use crate::heap::HeapFile;
 use crate::progress::Progress;
 use crate::row::encoding::Encoding;
 use crate::row::{Column, Schema, Value};
@@ -191,14 +190,7 @@ impl Database {
         for i in &mut next.indexes {
             i.hot = None;
         }
-        let heap = Arc::new(HeapFile::create(
-            self.pool().clone(),
-            &self.dir().join(&next.heap_file),
-            &def.name,
-            next.segment_pages,
-            next.fill_factor,
-        )?);
-        let mut load = TableLoad::replacing(self, writer, next, heap, old.clone())?;
+        let mut load = TableLoad::replacing(self, writer, next, old.clone())?;
         progress.phase(&format!("rewrite {table}"), def.rows);
         old.scan_rows(|_, row| {
             let new: Vec<Value> = sources

@@ -102,15 +102,22 @@ impl<'a> TableLoad<'a> {
         Ok(load)
     }
 
-    /// A load that writes `def`'s rows into `heap`, a new heap that replaces
-    /// `old`'s at commit (`compact.rs`).
+    /// A load that writes `def`'s rows into a new heap (`def.heap_file`,
+    /// created here) that replaces `old`'s at commit: the rewrite of compact,
+    /// split and ALTER TABLE.
     pub(crate) fn replacing(
         db: &'a Database,
         lock: parking_lot::MutexGuard<'a, ()>,
         def: TableDef,
-        heap: Arc<HeapFile>,
         old: Arc<Table>,
     ) -> Result<TableLoad<'a>> {
+        let heap = Arc::new(HeapFile::create(
+            db.pool().clone(),
+            &db.dir().join(&def.heap_file),
+            &def.name,
+            def.segment_pages,
+            def.fill_factor,
+        )?);
         let mut load = TableLoad::new(db, lock, def, heap, false, vec![])?;
         load.replaces = Some(old);
         Ok(load)

@@ -195,14 +195,7 @@ impl Database {
         for i in &mut next.indexes {
             i.hot = None;
         }
-        let heap = Arc::new(HeapFile::create(
-            self.pool().clone(),
-            &self.dir().join(&next.heap_file),
-            &def.name,
-            next.segment_pages,
-            next.fill_factor,
-        )?);
-        let mut load = TableLoad::replacing(self, writer, next, heap, old.clone())?;
+        let mut load = TableLoad::replacing(self, writer, next, old.clone())?;
         if let Some(s) = old.side_table() {
             let mut side_def = self.catalog().table(s.name())?.clone();
             side_def.heap_file = self.new_file_name(&format!("{}.heap", side_def.name));

@@ -144,14 +144,7 @@ impl Database {
             main_enc
         };
         next.side = (!side_cols.is_empty()).then(|| side_name.clone());
-        let heap = Arc::new(HeapFile::create(
-            self.pool().clone(),
-            &self.dir().join(&next.heap_file),
-            &def.name,
-            next.segment_pages,
-            next.fill_factor,
-        )?);
-        let mut load = TableLoad::replacing(self, writer, next, heap, old.clone())?;
+        let mut load = TableLoad::replacing(self, writer, next, old.clone())?;
         if !side_cols.is_empty() {
             let side_schema = crate::row::Schema::new(
                 side_cols
