@@ -137,7 +137,7 @@ fn run_query(
     session.set("strata.access_path", &path.to_string())?;
     session.set("strata.scan_partitions", parts)?;
     let r = session.execute(sql)?;
-    let answer = strata_sql::format::render(strata_sql::Format::Csv, &r.schema, &r.batches)?;
+    let answer = strata_sql::shell::format::render(strata_sql::Format::Csv, &r.schema, &r.batches)?;
     Ok((
         r.elapsed.as_secs_f64() * 1e3,
         r.io.modeled_ms(),

@@ -262,7 +262,7 @@ struct Run {
 /// joins, from EXPLAIN ([`plan_in`]).
 fn plan_of(session: &SqlSession, sql: &str) -> Result<String> {
     let r = session.execute(&format!("EXPLAIN {sql}"))?;
-    let text = strata_sql::format::render(strata_sql::Format::Csv, &r.schema, &r.batches)?;
+    let text = strata_sql::shell::format::render(strata_sql::Format::Csv, &r.schema, &r.batches)?;
     Ok(plan_in(&text))
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use strata_sql::process::Usage;
+use strata_sql::shell::process::Usage;
 use strata_storage::db::DbOptions;
 use strata_storage::util::parse_size;
 
@@ -92,7 +92,7 @@ struct TpchArgs {
 }
 
 fn main() -> ExitCode {
-    strata_sql::process::finish(run(&Cli::parse()))
+    strata_sql::shell::process::finish(run(&Cli::parse()))
 }
 
 fn run(cli: &Cli) -> anyhow::Result<()> {

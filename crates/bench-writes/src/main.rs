@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use strata_bench_writes::{Options, PgMode};
-use strata_sql::process::Usage;
+use strata_sql::shell::process::Usage;
 use strata_storage::db::DbOptions;
 use strata_storage::util::parse_size;
 
@@ -68,7 +68,7 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    strata_sql::process::finish(run(&Cli::parse()))
+    strata_sql::shell::process::finish(run(&Cli::parse()))
 }
 
 fn run(cli: &Cli) -> anyhow::Result<()> {

@@ -244,7 +244,7 @@ pub fn summary(report: &Report) -> Summary {
          runs, one key at a time, each statement and step in turn (so that a busy moment of \
          the shared disk or CPUs affects all of them alike): the storage-level change and \
          its commit are what the SQL update does below SQL; the rest of the SQL update's \
-         time is parsing, planning (`strata_sql::direct_dml`: from the syntax tree, not as \
+         time is parsing, planning (`strata_sql::dml::direct_dml`: from the syntax tree, not as \
          a DataFusion query) and running the statement, handing it to the session's \
          statement thread, and reading the row's heap page and index leaf, which the \
          storage-level change, on the same key right after, finds in the pool. \

@@ -60,7 +60,7 @@ pub fn single_integer(r: &QueryResult) -> Result<i128> {
     if let Some(a) = col.as_any().downcast_ref::<Int64Array>() {
         return Ok(a.value(0) as i128);
     }
-    // `sum` of integers is an exact DECIMAL(38,0) (strata_sql::wide_sum).
+    // `sum` of integers is an exact DECIMAL(38,0) (strata_sql::rules::wide_sum).
     if let Some(a) = col.as_any().downcast_ref::<Decimal128Array>()
         && a.scale() == 0
     {

@@ -68,7 +68,7 @@ impl Known {
 /// compute.
 pub const UNCOMPUTED_OVERFLOW: Known = Known {
     name: "an integer overflow DuckDB raises in an expression strata does not compute",
-    reason: "strata's integer + - * and negation are checked (crates/sql/src/overflow.rs, which raises \"out of range\"; a wrapped sum would show in TLP), so an answer where DuckDB overflowed is one where strata did not compute that expression for that row: its optimizer simplified it away as PostgreSQL's does (count(DISTINCT e) IS NULL is false, x % 1 is 0, e IS NOT NULL of a NOT NULL e is true, a CASE arm that cannot be taken), or computed it only for the rows that need it (a subquery condition on outer columns, for the rows with a partner; a LEFT JOIN's WHERE, after the join). SQL leaves the order and extent of evaluation to the engine.",
+    reason: "strata's integer + - * and negation are checked (crates/sql/src/rules/overflow.rs, which raises \"out of range\"; a wrapped sum would show in TLP), so an answer where DuckDB overflowed is one where strata did not compute that expression for that row: its optimizer simplified it away as PostgreSQL's does (count(DISTINCT e) IS NULL is false, x % 1 is 0, e IS NOT NULL of a NOT NULL e is true, a CASE arm that cannot be taken), or computed it only for the rows that need it (a subquery condition on outer columns, for the rows with a partner; a LEFT JOIN's WHERE, after the join). SQL leaves the order and extent of evaluation to the engine.",
     status: Status::Difference,
 };
 

@@ -487,7 +487,7 @@ impl<'a> Round<'a> {
                 let class = if why.starts_with(tlp::WRAPPED) {
                     Class::unexplained(
                         "TLP: an integer sum wrapped",
-                        "the whole's sum and its partitions' differ by a multiple of 2^64: a sum wrapped in one of them (integer sums are exact DECIMAL(38,0), crates/sql/src/wide_sum.rs)",
+                        "the whole's sum and its partitions' differ by a multiple of 2^64: a sum wrapped in one of them (integer sums are exact DECIMAL(38,0), crates/sql/src/rules/wide_sum.rs)",
                     )
                 } else {
                     Class::unexplained(

@@ -77,7 +77,7 @@ pub fn aggregate(g: &mut ExprGen) -> Sql2 {
 }
 
 /// `sum(e)`, the same in both engines: over integers DuckDB's is a HUGEINT
-/// and strata's a DECIMAL(38,0) (`strata_sql::wide_sum`), neither of which
+/// and strata's a DECIMAL(38,0) (`strata_sql::rules::wide_sum`), neither of which
 /// overflows (a wrap shows as a TLP partition sum off by 2^64).
 pub fn sum(e: &Sql2) -> Sql2 {
     f2!("sum({})", e)

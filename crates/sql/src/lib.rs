@@ -5,58 +5,35 @@
 //! tables and indexes, transactions), and the 22 TPC-H queries (their
 //! benchmark is `strata-bench-tpch`).
 //!
+//! The folders: `scan/` (strata tables as DataFusion providers and scans,
+//! Arrow conversion, index joins), `rules/` (analyzer and optimizer rules that
+//! give SQL's answers where DataFusion 55 gives others), `ddl/` and `dml/`
+//! (the statements strata runs itself), `files/` (reading and writing CSV
+//! and Parquet in a query), `skipper/` (MJoin over the cold tier), `shell/`
+//! (scripts, result formats, the process's errors); the REPL is the
+//! `strata-sql` binary's own (`main.rs`, `repl.rs`).
+//!
 //! DataFusion is a large dependency; it lives in this crate only, so the rest
 //! of strata (and `strata demo`) builds without it.
 
-pub mod alter;
-pub mod cached_scan;
-pub mod column;
-pub mod constraint;
-pub mod convert;
-pub mod copy;
-pub mod ctas;
-pub mod date_compare;
 pub mod ddl;
-pub mod depth;
-pub mod describe;
-pub mod direct_dml;
 pub mod dml;
-pub mod equality;
 pub mod error;
 pub mod explain_total;
-pub mod exponent_literal;
-pub mod expr_rule;
 pub mod files;
-pub mod float_compare;
-pub mod format;
-pub mod index_join;
-pub mod integer_cast;
-pub mod lossy_cast;
-pub mod object;
 pub mod optimizer;
 pub mod options;
-pub mod overflow;
-pub mod process;
-pub mod provider;
-pub mod pushdown;
-pub mod returning;
-pub mod row_check;
-pub mod scalar_subquery;
-pub mod scan_exec;
-pub mod script;
+pub mod rules;
+pub mod scan;
 pub mod session;
-pub mod set_all;
+pub mod shell;
 pub mod skipper;
 pub mod statement;
 pub mod stats;
 pub mod tpch;
-pub mod txn;
-pub mod unique;
-pub mod view;
 pub mod waste;
-pub mod wide_sum;
 
-pub use format::Format;
 pub use options::{AccessPathSetting, StrataOptions};
-pub use script::split_statements;
 pub use session::{QueryResult, SqlError, SqlSession};
+pub use shell::format::Format;
+pub use shell::script::split_statements;

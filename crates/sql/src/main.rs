@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use strata_sql::process::Usage;
+use strata_sql::shell::process::Usage;
 use strata_sql::{Format, SqlSession, split_statements};
 use strata_storage::Database;
 use strata_storage::db::DbOptions;
@@ -72,7 +72,7 @@ struct SqlArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    strata_sql::process::finish(match &cli.command {
+    strata_sql::shell::process::finish(match &cli.command {
         Command::Sql(args) => sql(&cli, args),
     })
 }
@@ -142,7 +142,7 @@ fn sql(cli: &Cli, args: &SqlArgs) -> anyhow::Result<()> {
             let r = session.execute(&stmt)?;
             print!(
                 "{}",
-                strata_sql::format::render(format, &r.schema, &r.batches)?
+                strata_sql::shell::format::render(format, &r.schema, &r.batches)?
             );
             if args.timing {
                 eprintln!("{}", repl::summary(&r));

@@ -8,12 +8,12 @@
 //! | `strata.result_cache` | a size such as `64MiB` (ordered Smooth Scan's budget) | `64MiB` |
 //! | `strata.ordered_plan` | `auto`, `idx`, `sidx+ps`, `sidx+es`, `fts+ps`, `fts+es` | `auto` |
 //! | `strata.sort_memory` | a size (the sorts' memory budget) | `32MiB` |
-//! | `strata.direct_dml` | `true`, `false`: plain single-table UPDATE/DELETE planned from the syntax tree ([`crate::direct_dml`]) | `true` |
-//! | `strata.index_cache` | `auto`, `on` (`true`), `off` (`false`): answer full-key lookups that need only an index's key and cached columns from its leaves ([`crate::cached_scan`]); `auto` lets each index's governor answer them without the cache while it finds the cache does not pay (`strata_storage::btree::cache::governor`) | `auto` |
+//! | `strata.direct_dml` | `true`, `false`: plain single-table UPDATE/DELETE planned from the syntax tree ([`crate::dml::direct_dml`]) | `true` |
+//! | `strata.index_cache` | `auto`, `on` (`true`), `off` (`false`): answer full-key lookups that need only an index's key and cached columns from its leaves ([`crate::scan::cached_scan`]); `auto` lets each index's governor answer them without the cache while it finds the cache does not pay (`strata_storage::btree::cache::governor`) | `auto` |
 //! | `strata.skipper` | `true`, `false`: run joins and scans over cold tables out of order through MJoin ([`crate::skipper`]); `false` is the pull-based baseline | `true` |
 //! | `strata.skipper_cache` | a size: MJoin's object cache, counted in the on-device bytes of the objects it holds | `4GiB` |
 //! | `strata.skipper_evict` | `max-progress`, `max-pending`: MJoin's eviction policy (Skipper §4.2) | `max-progress` |
-//! | `strata.scan_partitions` | `auto` or a number from 1 to 256: the parts an unordered full scan or page-ordered Smooth Scan (without a LIMIT) is split into, each read and converted by a thread of its own ([`crate::scan_exec`]); `auto` takes DataFusion's `target_partitions` (the cores), no more than the device serves at once and no more than one part per 8 MiB of heap | `auto` |
+//! | `strata.scan_partitions` | `auto` or a number from 1 to 256: the parts an unordered full scan or page-ordered Smooth Scan (without a LIMIT) is split into, each read and converted by a thread of its own ([`crate::scan::scan_exec`]); `auto` takes DataFusion's `target_partitions` (the cores), no more than the device serves at once and no more than one part per 8 MiB of heap | `auto` |
 //!
 //! `strata.ordered_plan` chooses the flash paper's plan for a scan that must
 //! produce index-key order (an `ORDER BY` on the key pushed into it); `auto`
@@ -112,7 +112,7 @@ pub struct StrataOptions {
     /// When a hash join becomes an index nested-loop join.
     pub index_join: IndexJoinSetting,
     /// The parts a full scan or a page-ordered Smooth Scan is split into; `None` is `auto`
-    /// ([`crate::scan_exec`]).
+    /// ([`crate::scan::scan_exec`]).
     pub scan_partitions: Option<usize>,
 }
 
@@ -133,7 +133,7 @@ fn parse_partitions(value: &str) -> std::result::Result<Option<usize>, String> {
 }
 
 /// When the planner replaces a hash join by an index nested-loop join
-/// ([`crate::index_join`]).
+/// ([`crate::scan::index_join`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum IndexJoinSetting {
     /// Where its estimated cost is lower, under `strata.access_path` =

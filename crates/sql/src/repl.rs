@@ -231,7 +231,7 @@ impl Repl<'_> {
                 let text = if self.expanded && self.format == Format::Table {
                     expanded::render(&r.schema, &r.batches)
                 } else {
-                    strata_sql::format::render(self.format, &r.schema, &r.batches)
+                    strata_sql::shell::format::render(self.format, &r.schema, &r.batches)
                 };
                 match text {
                     Ok(t) => self.emit(&t),

@@ -2,7 +2,7 @@
 //! registered, strata's settings, and the statements DataFusion does not have
 //! or that strata runs itself: `ANALYZE`, `CREATE`/`DROP` of tables and
 //! indexes ([`crate::ddl`]), and `BEGIN`/`COMMIT`/`ROLLBACK`
-//! ([`crate::txn`]). `INSERT`, `UPDATE` and `DELETE` are planned by DataFusion
+//! ([`crate::dml::txn`]). `INSERT`, `UPDATE` and `DELETE` are planned by DataFusion
 //! and run by the tables' providers ([`crate::dml`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,17 +26,17 @@ use strata_storage::device::IoCounters;
 pub use crate::error::SqlError;
 
 use crate::ddl;
-use crate::depth;
-use crate::describe;
-use crate::direct_dml;
+use crate::ddl::describe;
 use crate::dml;
+use crate::dml::direct_dml;
+use crate::dml::txn::Writes;
 use crate::explain_total;
 use crate::options::StrataOptions;
-use crate::provider::StrataTable;
-use crate::script::analyze_targets;
+use crate::rules::depth;
+use crate::scan::provider::StrataTable;
+use crate::shell::script::analyze_targets;
 use crate::statement::{self, Kind};
 use crate::stats;
-use crate::txn::Writes;
 
 /// One statement's result.
 pub struct QueryResult {
@@ -112,7 +112,7 @@ impl SqlSession {
 
     /// Tables and their columns and indexes, for `\d`.
     pub fn describe(&self, table: Option<&str>) -> Result<String, SqlError> {
-        crate::describe::text(&self.engine.db, table)
+        crate::ddl::describe::text(&self.engine.db, table)
     }
 
     /// Runs a statement on a statement thread.
@@ -219,7 +219,7 @@ struct Engine {
     /// with the settings version it was copied at: copying DataFusion's
     /// state (its function registries and settings) and dropping the copy
     /// cost a one-row UPDATE a tenth of its time. Statements that only parse
-    /// with it or plan directly ([`crate::direct_dml`]) give it back.
+    /// with it or plan directly ([`crate::dml::direct_dml`]) give it back.
     kept: Mutex<Option<(u64, SessionState)>>,
     /// Bumped after every statement DataFusion runs itself (`SET` among
     /// them), which may change the settings.
@@ -238,46 +238,48 @@ impl Engine {
         // `strata.skipper` is on; the planner decides per statement.
         // DataFusion's physical optimizer rules, then strata's index joins.
         let mut rules = datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules;
-        rules.push(Arc::new(crate::index_join::IndexJoinRule));
+        rules.push(Arc::new(crate::scan::index_join::IndexJoinRule));
         let state = SessionStateBuilder::new()
             .with_config(config)
             .with_default_features()
             .with_physical_optimizer_rules(rules)
             // A DATE compared with a number is refused before type coercion
-            // makes the number a DATE (`crate::date_compare`).
+            // makes the number a DATE (`crate::rules::date_compare`).
             .with_analyzer_rules(analyzer_rules())
             // Integer `+ - *` and negation raise "out of range" instead of
-            // wrapping (`crate::overflow`), after type coercion.
-            .with_analyzer_rule(Arc::new(crate::overflow::CheckedArithmetic))
+            // wrapping (`crate::rules::overflow`), after type coercion.
+            .with_analyzer_rule(Arc::new(crate::rules::overflow::CheckedArithmetic))
             // `-0.0 = 0.0` and `NULL = NULL` as SQL has them where DataFusion
-            // compares otherwise (`crate::equality`).
-            .with_analyzer_rule(Arc::new(crate::equality::SqlEquality))
-            // EXCEPT ALL and INTERSECT ALL count copies (`crate::set_all`).
-            .with_analyzer_rule(Arc::new(crate::set_all::SetAll))
+            // compares otherwise (`crate::rules::equality`).
+            .with_analyzer_rule(Arc::new(crate::rules::equality::SqlEquality))
+            // EXCEPT ALL and INTERSECT ALL count copies (`crate::rules::set_all`).
+            .with_analyzer_rule(Arc::new(crate::rules::set_all::SetAll))
             // A CAST that rounds or overflows is not unwrapped from a
-            // comparison (`crate::lossy_cast`).
-            .with_analyzer_rule(Arc::new(crate::lossy_cast::LossyCast))
+            // comparison (`crate::rules::lossy_cast`).
+            .with_analyzer_rule(Arc::new(crate::rules::lossy_cast::LossyCast))
             // A DOUBLE compared with a DECIMAL is compared as a DOUBLE
-            // (`crate::float_compare`).
-            .with_analyzer_rule(Arc::new(crate::float_compare::FloatCompare))
-            // A number cast to an integer is rounded (`crate::integer_cast`).
-            .with_analyzer_rule(Arc::new(crate::integer_cast::RoundedIntegerCast))
+            // (`crate::rules::float_compare`).
+            .with_analyzer_rule(Arc::new(crate::rules::float_compare::FloatCompare))
+            // A number cast to an integer is rounded (`crate::rules::integer_cast`).
+            .with_analyzer_rule(Arc::new(crate::rules::integer_cast::RoundedIntegerCast))
             // A scalar subquery finding no row is NULL even over a NOT NULL
-            // column (`crate::scalar_subquery`).
-            .with_analyzer_rule(Arc::new(crate::scalar_subquery::NullableScalarSubquery))
+            // column (`crate::rules::scalar_subquery`).
+            .with_analyzer_rule(Arc::new(
+                crate::rules::scalar_subquery::NullableScalarSubquery,
+            ))
             .with_query_planner(Arc::new(crate::skipper::SkipperPlanner::new(db.clone())))
             .build();
-        // `SELECT * FROM 'x.csv'` reads the file (`crate::files`).
-        let ctx = crate::files::with_file_tables(SessionContext::new_with_state(state));
+        // `SELECT * FROM 'x.csv'` reads the file (`crate::files::read`).
+        let ctx = crate::files::read::with_file_tables(SessionContext::new_with_state(state));
         // `sum` of integers is exact (DECIMAL(38,0)), not a wrapping BIGINT.
-        ctx.register_udaf(crate::wide_sum::WideSum::udaf());
+        ctx.register_udaf(crate::rules::wide_sum::WideSum::udaf());
         ctx.register_udtf(
             "strata_waste",
             Arc::new(crate::waste::WasteFunction::new(db.clone())),
         );
-        // Files read in a query (`crate::files`).
-        ctx.register_udtf("read_csv", Arc::new(crate::files::ReadCsv));
-        ctx.register_udtf("read_parquet", Arc::new(crate::files::ReadParquet));
+        // Files read in a query (`crate::files::read`).
+        ctx.register_udtf("read_csv", Arc::new(crate::files::read::ReadCsv));
+        ctx.register_udtf("read_parquet", Arc::new(crate::files::read::ReadParquet));
         let writes = Writes::new(db.clone());
         for name in db.table_names() {
             register(&ctx, &writes, &name)?;
@@ -288,8 +290,8 @@ impl Engine {
             .enable_all()
             .build()
             .map_err(|e| SqlError::Execution(format!("cannot start the runtime: {e}")))?;
-        // The catalog's views, planned over the tables (`crate::view`).
-        crate::view::register_all(&ctx, &runtime, &db)?;
+        // The catalog's views, planned over the tables (`crate::ddl::view`).
+        crate::ddl::view::register_all(&ctx, &runtime, &db)?;
         Ok(Engine {
             db,
             writes,
@@ -333,8 +335,8 @@ impl Engine {
         let before = device.stats().snapshot();
         let start = Instant::now();
         let mut explain_analyze = false;
-        // `COPY … TO 'file'`: strata writes the file (`crate::copy`).
-        if let Some(copy) = crate::copy::parse(sql) {
+        // `COPY … TO 'file'`: strata writes the file (`crate::files::copy`).
+        if let Some(copy) = crate::files::copy::parse(sql) {
             let copy = copy?;
             let (_settings, state) = self.state();
             let (_snapshot, _own);
@@ -343,7 +345,8 @@ impl Engine {
             } else {
                 _snapshot = self.db.read_snapshot();
             }
-            let Some(n) = crate::copy::run(&copy, state, &self.ctx, &self.runtime, limit)? else {
+            let Some(n) = crate::files::copy::run(&copy, state, &self.ctx, &self.runtime, limit)?
+            else {
                 return Ok(None);
             };
             let count = dml::count_batch(n)?;
@@ -361,7 +364,7 @@ impl Engine {
                 let dialect = state.config().options().sql_parser.dialect;
                 let parsed = state
                     .sql_to_statement(sql, &dialect)
-                    .map(crate::exponent_literal::exponents_as_double)
+                    .map(crate::rules::exponent_literal::exponents_as_double)
                     .map_err(SqlError::from);
                 let classified = parsed.and_then(|stmt| {
                     depth::check(&stmt)?;
@@ -416,7 +419,7 @@ impl Engine {
                             .extensions
                             .get::<StrataOptions>()
                             .is_none_or(|o| o.direct_dml);
-                        if crate::returning::has_returning(&stmt) {
+                        if crate::dml::returning::has_returning(&stmt) {
                             let state = match verb {
                                 "INSERT" => state,
                                 _ => unoptimized(state),
@@ -425,7 +428,7 @@ impl Engine {
                                 .writes
                                 .in_transaction()
                                 .then(|| self.db.read_own_writes());
-                            let (schema, batches) = crate::returning::run(
+                            let (schema, batches) = crate::dml::returning::run(
                                 &stmt,
                                 state,
                                 &self.writes,
@@ -576,7 +579,7 @@ impl Engine {
             register(&self.ctx, &self.writes, name)?;
         }
         // Views are planned again over the tables as they are now.
-        crate::view::register_all(&self.ctx, &self.runtime, &self.db)
+        crate::ddl::view::register_all(&self.ctx, &self.runtime, &self.db)
     }
 
     /// `ANALYZE [t, ...]`: collects statistics of the tables (all when none is
@@ -634,7 +637,7 @@ fn unoptimized(state: SessionState) -> SessionState {
 /// plan's types before coercion changes them.
 fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + Sync>> {
     let mut rules: Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + Sync>> =
-        vec![Arc::new(crate::date_compare::DateCompare)];
+        vec![Arc::new(crate::rules::date_compare::DateCompare)];
     rules.extend(datafusion::optimizer::Analyzer::new().rules);
     rules
 }

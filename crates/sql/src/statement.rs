@@ -18,8 +18,8 @@ use datafusion::sql::sqlparser::ast::{
 use strata_storage::Database;
 
 use crate::ddl::{self, Ddl, Name};
+use crate::dml::row_check::check_value;
 use crate::error::SqlError;
-use crate::row_check::check_value;
 
 /// What kind of statement the session is given.
 #[derive(Debug)]

@@ -310,8 +310,8 @@ pub fn expr_selectivity(
                 let (a, b) = (sel(left), sel(right));
                 a + b - a * b
             }
-            _ => match crate::pushdown::classify(expr, schema) {
-                crate::pushdown::Pushed::Strata(c) => selectivity(stats, &c, &names),
+            _ => match crate::scan::pushdown::classify(expr, schema) {
+                crate::scan::pushdown::Pushed::Strata(c) => selectivity(stats, &c, &names),
                 _ => match op {
                     Operator::Eq => DEFAULT_EQ,
                     Operator::NotEq => 1.0 - DEFAULT_EQ,
@@ -346,8 +346,8 @@ pub fn expr_selectivity(
                 DEFAULT_MATCH
             }
         }
-        Expr::Between(_) => match crate::pushdown::classify(expr, schema) {
-            crate::pushdown::Pushed::Strata(c) => selectivity(stats, &c, &names),
+        Expr::Between(_) => match crate::scan::pushdown::classify(expr, schema) {
+            crate::scan::pushdown::Pushed::Strata(c) => selectivity(stats, &c, &names),
             _ => DEFAULT_INEQ * DEFAULT_INEQ,
         },
         _ => 1.0,

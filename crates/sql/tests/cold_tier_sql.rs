@@ -11,7 +11,7 @@ use strata_cold::device::{ColdConfig, ColdTier};
 use strata_cold::tier::{self, TierOptions};
 use strata_load::{TpchSpec, generate_tpch};
 use strata_sql::SqlSession;
-use strata_sql::format::{Format, render};
+use strata_sql::shell::format::{Format, render};
 use strata_sql::tpch::QUERIES;
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};

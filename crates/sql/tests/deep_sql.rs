@@ -7,7 +7,7 @@ use crate::common;
 
 use std::sync::Arc;
 
-use strata_sql::depth::MAX_EXPR_DEPTH;
+use strata_sql::rules::depth::MAX_EXPR_DEPTH;
 use strata_sql::{SqlError, SqlSession};
 use strata_storage::Database;
 use strata_storage::row::Value;

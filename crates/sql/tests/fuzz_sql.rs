@@ -103,7 +103,7 @@ fn answer(s: &SqlSession) -> Vec<String> {
     let r = s
         .execute("select a, count(*) from t where a < 4 group by a order by a")
         .unwrap();
-    strata_sql::format::render(strata_sql::Format::Csv, &r.schema, &r.batches)
+    strata_sql::shell::format::render(strata_sql::Format::Csv, &r.schema, &r.batches)
         .unwrap()
         .lines()
         .map(str::to_string)

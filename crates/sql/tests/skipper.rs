@@ -14,7 +14,7 @@ use strata_cold::device::{ColdConfig, ColdTier};
 use strata_cold::tier::{self, TierOptions};
 use strata_load::{TpchSpec, generate_tpch};
 use strata_sql::SqlSession;
-use strata_sql::format::{Format, render};
+use strata_sql::shell::format::{Format, render};
 use strata_sql::skipper::exec::REPORT_ENV;
 use strata_sql::tpch::QUERIES;
 use strata_storage::Database;

@@ -19,7 +19,7 @@ use strata_csd::schedule::Policy;
 use strata_csd::server::{self, RunningServer};
 use strata_load::{TpchSpec, generate_tpch};
 use strata_sql::SqlSession;
-use strata_sql::format::{Format, render};
+use strata_sql::shell::format::{Format, render};
 use strata_sql::tpch::QUERIES;
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};

@@ -221,7 +221,7 @@ fn a_full_scan_split_into_parts_reads_every_page_once_and_answers_the_same() {
     let plan = plan_text(&s, "SELECT grp FROM t WHERE grp < 500 ORDER BY grp");
     assert!(!plan.contains("parts split"), "{plan}");
     // Under auto, a table of fewer than two parts' worth of pages is one.
-    assert!(pages < 2 * strata_sql::scan_exec::MIN_PART_PAGES);
+    assert!(pages < 2 * strata_sql::scan::scan_exec::MIN_PART_PAGES);
     s.set("strata.scan_partitions", "auto").unwrap();
     let plan = plan_text(&s, "SELECT id FROM t WHERE grp < 500");
     assert!(!plan.contains("parts split"), "{plan}");

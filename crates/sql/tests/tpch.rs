@@ -28,7 +28,7 @@ use strata_cold::tier::{TierOptions, to_cold};
 use strata_csd::config::CsdConfig;
 use strata_load::{TpchSpec, generate_tpch, load_tpch_history_then_recent};
 use strata_sql::SqlSession;
-use strata_sql::format::{Format, render};
+use strata_sql::shell::format::{Format, render};
 use strata_sql::tpch::QUERIES;
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use strata_load::{TpchSpec, generate_tpch};
 use strata_sql::SqlSession;
-use strata_sql::format::{Format, render};
+use strata_sql::shell::format::{Format, render};
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};
 use strata_storage::maintenance::waste::{MAX_DICTIONARY, analyze};

@@ -61,7 +61,7 @@ use super::object_scan;
 use super::rewrite::describe;
 use super::subplans::{Cache, Obj, Subplans, interleave};
 use crate::options::StrataOptions;
-use crate::scan_exec::{ScanRequest, StrataScanExec, thread_stream};
+use crate::scan::scan_exec::{ScanRequest, StrataScanExec, thread_stream};
 
 /// The environment variable naming a file each MJoin appends its report to
 /// (one JSON object per line).

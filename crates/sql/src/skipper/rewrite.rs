@@ -29,7 +29,7 @@ use datafusion::logical_expr::{
     utils::conjunction,
 };
 
-use crate::provider::StrataTable;
+use crate::scan::provider::StrataTable;
 
 /// An equality between key expressions of two leaves.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd)]

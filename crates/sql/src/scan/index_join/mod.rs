@@ -44,7 +44,7 @@ pub use exec::{IndexJoin, IndexJoinExec, InnerPath};
 
 use crate::optimizer::cardenas;
 use crate::options::{AccessPathSetting, IndexJoinSetting, StrataOptions};
-use crate::scan_exec::StrataScanExec;
+use crate::scan::scan_exec::StrataScanExec;
 
 /// The physical optimizer rule; see the module docs.
 #[derive(Debug, Default)]

@@ -24,8 +24,8 @@ use datafusion::sql::sqlparser::ast::CreateView;
 use strata_storage::Database;
 use strata_storage::catalog::ViewDef;
 
+use crate::ddl::object::{Name, object_name};
 use crate::error::SqlError;
-use crate::object::{Name, object_name};
 
 fn query(msg: String) -> SqlError {
     SqlError::Query(msg)

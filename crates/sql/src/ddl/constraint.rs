@@ -1,6 +1,6 @@
 //! `PRIMARY KEY` and `UNIQUE` in `CREATE TABLE` (on a column or as a table
 //! constraint), as the unique indexes that enforce them
-//! ([`crate::unique`]): a PRIMARY KEY's index is named `<table>_pkey`, a
+//! ([`crate::ddl::unique`]): a PRIMARY KEY's index is named `<table>_pkey`, a
 //! UNIQUE's `<table>_<columns>_key` (PostgreSQL's names), or the
 //! constraint's own name (`CONSTRAINT name ...`). A PRIMARY KEY's columns
 //! are NOT NULL.
@@ -12,8 +12,8 @@ use datafusion::sql::sqlparser::ast::{
 use strata_storage::db::IndexSpec;
 use strata_storage::row::Column;
 
+use crate::ddl::object::Name;
 use crate::error::SqlError;
-use crate::object::Name;
 
 /// A key a table is created with.
 #[derive(Clone, Debug, PartialEq)]

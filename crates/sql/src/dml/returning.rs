@@ -8,7 +8,7 @@
 //! the table's columns (qualified by the table's name or alias, type-coerced
 //! and checked as the analyzer checks a query's expressions), the rest is
 //! planned as usual (straight from the syntax tree for a plain UPDATE or
-//! DELETE, [`crate::direct_dml`], else by DataFusion), and the write runs
+//! DELETE, [`crate::dml::direct_dml`], else by DataFusion), and the write runs
 //! with a hook ([`crate::dml::Returning`]) that evaluates the list on the
 //! rows the statement is about to change, before it changes any. A value
 //! that cannot be computed (a division by zero in the list) therefore fails
@@ -33,9 +33,9 @@ use datafusion::sql::sqlparser::ast::{
 };
 
 use crate::ddl;
+use crate::dml::txn::Writes;
 use crate::dml::{DmlExec, InsertSink, physical, table_schema};
 use crate::error::SqlError;
-use crate::txn::Writes;
 
 /// Whether `stmt` is an INSERT, UPDATE or DELETE with RETURNING.
 pub fn has_returning(stmt: &DfStatement) -> bool {
@@ -243,7 +243,7 @@ fn output_name(e: &ast::Expr) -> String {
 
 /// `e` as a logical expression over `schema`, type-coerced and checked as
 /// strata's analyzer rules coerce and check a query's (see
-/// `crate::direct_dml`, which does the same for SET and WHERE).
+/// `crate::dml::direct_dml`, which does the same for SET and WHERE).
 fn logical(state: &SessionState, e: &ast::Expr, schema: &DFSchema) -> DfResult<Expr> {
     let e = state.create_logical_expr_from_sql_expr(
         ExprWithAlias {
@@ -252,13 +252,13 @@ fn logical(state: &SessionState, e: &ast::Expr, schema: &DFSchema) -> DfResult<E
         },
         schema,
     )?;
-    crate::date_compare::check(&e, schema)?;
+    crate::rules::date_compare::check(&e, schema)?;
     let e = e.rewrite(&mut TypeCoercionRewriter::new(schema))?.data;
-    let e = crate::overflow::checked(e, schema)?.data;
-    let e = crate::equality::sql_equality(e, schema)?.data;
-    let e = crate::lossy_cast::kept_casts(e, schema)?.data;
-    let e = crate::float_compare::float_comparisons(e, schema)?.data;
-    let e = crate::integer_cast::rounded_casts(e, schema)?.data;
+    let e = crate::rules::overflow::checked(e, schema)?.data;
+    let e = crate::rules::equality::sql_equality(e, schema)?.data;
+    let e = crate::rules::lossy_cast::kept_casts(e, schema)?.data;
+    let e = crate::rules::float_compare::float_comparisons(e, schema)?.data;
+    let e = crate::rules::integer_cast::rounded_casts(e, schema)?.data;
     Ok(e)
 }
 
@@ -320,7 +320,7 @@ pub(crate) fn run(
         crate::dml::insert(writes, into.table(), &rows, Some(hook))?.1
     } else {
         let exec = match direct
-            .then(|| crate::direct_dml::plan(&statement, &state, writes))
+            .then(|| crate::dml::direct_dml::plan(&statement, &state, writes))
             .flatten()
         {
             Some(exec) => exec,

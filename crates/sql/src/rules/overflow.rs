@@ -17,7 +17,7 @@
 //! (and an overflowing one fails there). Division and remainder already
 //! fail on overflow and on zero in DataFusion. Decimals, floats, dates and
 //! intervals keep DataFusion's arithmetic. `sum` over integers is the other
-//! place that wrapped; [`crate::wide_sum`] sums them as DECIMAL(38,0).
+//! place that wrapped; [`crate::rules::wide_sum`] sums them as DECIMAL(38,0).
 //!
 //! The error is [`SqlError::Data`] (exit code 3, like a value strata's own
 //! row check refuses), naming the type and the operation.
@@ -47,7 +47,7 @@ pub struct CheckedArithmetic;
 
 impl AnalyzerRule for CheckedArithmetic {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        crate::expr_rule::rewrite_expressions(plan, checked)
+        crate::rules::expr_rule::rewrite_expressions(plan, checked)
     }
 
     fn name(&self) -> &str {

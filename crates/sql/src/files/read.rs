@@ -38,8 +38,8 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use strata_load::{CsvDialect, CsvRowReader, infer_csv_schema};
 use strata_storage::row::{Schema, Value};
 
-use crate::convert::{ValueBatchBuilder, arrow_schema};
 use crate::error::SqlError;
+use crate::scan::convert::{ValueBatchBuilder, arrow_schema};
 
 /// Rows per batch a file is read in.
 const BATCH_ROWS: usize = 8192;
@@ -153,8 +153,8 @@ pub struct FileTables;
 impl UrlTableFactory for FileTables {
     async fn try_new(&self, url: &str) -> Result<Option<Arc<dyn TableProvider>>> {
         let path = PathBuf::from(url);
-        match crate::copy::FileFormat::of_path(&path) {
-            Some(crate::copy::FileFormat::Csv) => {
+        match crate::files::copy::FileFormat::of_path(&path) {
+            Some(crate::files::copy::FileFormat::Csv) => {
                 let tsv = path
                     .extension()
                     .is_some_and(|e| e.eq_ignore_ascii_case("tsv"));
@@ -164,7 +164,7 @@ impl UrlTableFactory for FileTables {
                 };
                 csv_table(path, dialect).map(Some)
             }
-            Some(crate::copy::FileFormat::Parquet) => parquet_table(path).map(Some),
+            Some(crate::files::copy::FileFormat::Parquet) => parquet_table(path).map(Some),
             None => Ok(None),
         }
     }

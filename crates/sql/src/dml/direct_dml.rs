@@ -38,8 +38,8 @@ use datafusion::sql::sqlparser::ast::{
     TableFactor, TableWithJoins,
 };
 
+use crate::dml::txn::Writes;
 use crate::dml::{DmlExec, table_schema};
-use crate::txn::Writes;
 
 /// The [`DmlExec`] of `stmt` when it is a plain single-table `UPDATE` or
 /// `DELETE`; `None` leaves it to DataFusion.
@@ -167,18 +167,18 @@ fn logical(state: &SessionState, e: &ast::Expr, schema: &DFSchema) -> Option<Exp
         )
         .ok()?;
     // A DATE compared with a number goes to DataFusion's path, whose
-    // analyzer refuses it (`crate::date_compare`).
-    crate::date_compare::check(&e, schema).ok()?;
+    // analyzer refuses it (`crate::rules::date_compare`).
+    crate::rules::date_compare::check(&e, schema).ok()?;
     let e = e.rewrite(&mut TypeCoercionRewriter::new(schema)).ok()?.data;
     // Integer arithmetic checked for overflow, as the analyzer's
-    // `crate::overflow::CheckedArithmetic` does on the DataFusion path.
-    let e = crate::overflow::checked(e, schema).ok()?.data;
-    // And SQL's equality, as `crate::equality::SqlEquality` makes it.
-    let e = crate::equality::sql_equality(e, schema).ok()?.data;
-    // And lossy CASTs kept in comparisons (`crate::lossy_cast::LossyCast`).
-    let e = crate::lossy_cast::kept_casts(e, schema).ok()?.data;
-    // And DOUBLEs compared as DOUBLEs (`crate::float_compare::FloatCompare`).
-    let e = crate::float_compare::float_comparisons(e, schema)
+    // `crate::rules::overflow::CheckedArithmetic` does on the DataFusion path.
+    let e = crate::rules::overflow::checked(e, schema).ok()?.data;
+    // And SQL's equality, as `crate::rules::equality::SqlEquality` makes it.
+    let e = crate::rules::equality::sql_equality(e, schema).ok()?.data;
+    // And lossy CASTs kept in comparisons (`crate::rules::lossy_cast::LossyCast`).
+    let e = crate::rules::lossy_cast::kept_casts(e, schema).ok()?.data;
+    // And DOUBLEs compared as DOUBLEs (`crate::rules::float_compare::FloatCompare`).
+    let e = crate::rules::float_compare::float_comparisons(e, schema)
         .ok()?
         .data;
     Some(e)

@@ -1,7 +1,7 @@
-//! `CREATE TABLE` (with `PRIMARY KEY` and `UNIQUE`, [`crate::constraint`]),
-//! `CREATE TABLE ... AS SELECT` ([`crate::ctas`]), `CREATE [UNIQUE] INDEX`,
-//! `DROP TABLE`, `DROP INDEX`, `ALTER TABLE` ([`crate::alter`]) and `CREATE`
-//! / `DROP VIEW` ([`crate::view`]) on the strata database, recognized on the
+//! `CREATE TABLE` (with `PRIMARY KEY` and `UNIQUE`, [`crate::ddl::constraint`]),
+//! `CREATE TABLE ... AS SELECT` ([`crate::ddl::ctas`]), `CREATE [UNIQUE] INDEX`,
+//! `DROP TABLE`, `DROP INDEX`, `ALTER TABLE` ([`crate::ddl::alter`]) and `CREATE`
+//! / `DROP VIEW` ([`crate::ddl::view`]) on the strata database, recognized on the
 //! statement's syntax tree before DataFusion plans it (DataFusion's own
 //! CREATE TABLE would make an in-memory table, its views would not outlive
 //! the session).
@@ -15,6 +15,15 @@
 //! PRIMARY KEY), as in SQL. Unquoted names are folded to lower case, as
 //! DataFusion folds them in queries.
 
+pub mod alter;
+pub mod column;
+pub mod constraint;
+pub mod ctas;
+pub mod describe;
+pub mod object;
+pub mod unique;
+pub mod view;
+
 use datafusion::sql::sqlparser::ast::{
     CreateIndex, CreateTable, Expr, ObjectName, ObjectType, Statement,
 };
@@ -22,13 +31,13 @@ use strata_storage::Database;
 use strata_storage::db::{IndexSpec, NoProgress, TableOptions};
 use strata_storage::row::Schema;
 
-use crate::alter::Alter;
-use crate::column::column;
-use crate::constraint::Key;
+use crate::ddl::alter::Alter;
+use crate::ddl::column::column;
+use crate::ddl::constraint::Key;
+pub use crate::ddl::object::{Changed, Name};
+pub(crate) use crate::ddl::object::{find_table, object_name, storage};
+use crate::ddl::view::ViewSpec;
 use crate::error::SqlError;
-pub use crate::object::{Changed, Name};
-pub(crate) use crate::object::{find_table, object_name, storage};
-use crate::view::ViewSpec;
 
 fn query(msg: String) -> SqlError {
     SqlError::Query(msg)
@@ -98,8 +107,8 @@ pub fn parse(stmt: &Statement) -> Option<Result<Ddl, SqlError>> {
     match stmt {
         Statement::CreateTable(c) => Some(create_table(c)),
         Statement::CreateIndex(c) => Some(create_index(c)),
-        Statement::CreateView(v) => Some(crate::view::parse_create(v).map(Ddl::CreateView)),
-        Statement::AlterTable(a) => Some(crate::alter::parse(a).map(Ddl::AlterTable)),
+        Statement::CreateView(v) => Some(crate::ddl::view::parse_create(v).map(Ddl::CreateView)),
+        Statement::AlterTable(a) => Some(crate::ddl::alter::parse(a).map(Ddl::AlterTable)),
         Statement::Drop {
             object_type: ObjectType::View,
             if_exists,
@@ -171,15 +180,15 @@ fn create_table(c: &CreateTable) -> Result<Ddl, SqlError> {
         keys.extend(key);
     }
     for k in &c.constraints {
-        let (key, written) = crate::constraint::table_key(&name.text, k)?;
-        keys.push(crate::constraint::resolve(
+        let (key, written) = crate::ddl::constraint::table_key(&name.text, k)?;
+        keys.push(crate::ddl::constraint::resolve(
             &name.text,
             key,
             &written,
             &mut columns,
         )?);
     }
-    crate::constraint::finish(&name.text, &keys, &mut columns)?;
+    crate::ddl::constraint::finish(&name.text, &keys, &mut columns)?;
     let schema =
         Schema::new(columns).map_err(|e| query(format!("CREATE TABLE {}: {e}", name.text)))?;
     Ok(Ddl::CreateTable {
@@ -446,7 +455,7 @@ pub fn run(db: &Database, ddl: &Ddl) -> Result<Changed, SqlError> {
                 db.drop_index(&t, &i).map_err(|e| storage(verb, e))?;
             }
         }
-        Ddl::AlterTable(a) => return crate::alter::run(db, a),
+        Ddl::AlterTable(a) => return crate::ddl::alter::run(db, a),
         Ddl::CreateTableAs { .. } | Ddl::CreateView(_) | Ddl::DropView { .. } => {
             return Err(SqlError::Execution(format!(
                 "{verb} runs in a session (it plans a query)"
@@ -465,15 +474,17 @@ pub(crate) fn run_in_session(
     ddl: &Ddl,
 ) -> Result<Changed, SqlError> {
     match ddl {
-        Ddl::CreateView(v) => crate::view::create(ctx, runtime, db, v).map(|()| Changed::default()),
+        Ddl::CreateView(v) => {
+            crate::ddl::view::create(ctx, runtime, db, v).map(|()| Changed::default())
+        }
         Ddl::DropView { names, if_exists } => {
-            crate::view::drop(ctx, db, names, *if_exists).map(|()| Changed::default())
+            crate::ddl::view::drop(ctx, db, names, *if_exists).map(|()| Changed::default())
         }
         Ddl::CreateTableAs {
             name,
             query,
             if_not_exists,
-        } => crate::ctas::run(ctx, runtime, db, name, query, *if_not_exists),
+        } => crate::ddl::ctas::run(ctx, runtime, db, name, query, *if_not_exists),
         _ => run(db, ddl),
     }
 }

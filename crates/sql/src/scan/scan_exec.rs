@@ -48,9 +48,9 @@ use strata_access::{PageCosts, PathChoice, Predicate, ScanSpec, SmoothOptions, T
 use strata_storage::Table;
 use strata_storage::device::{Device, IoCounters};
 
-use crate::convert::{BatchConverter, value_text};
 use crate::optimizer::{self, Chosen, Estimate};
 use crate::options::{AccessPathSetting, StrataOptions};
+use crate::scan::convert::{BatchConverter, value_text};
 use crate::stats::{TableStats, selectivity};
 
 /// Everything a scan needs that does not depend on the chosen path.

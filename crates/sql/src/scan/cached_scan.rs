@@ -9,7 +9,7 @@
 //! in its other conjuncts — is answered by [`Table::lookup_cached`] for each
 //! key: every entry's cached values come from the leaf on a hit, from the heap
 //! tuple on a miss, which then fills the leaf. The key columns' values are the
-//! key's. Every other query keeps the scan of [`crate::scan_exec`].
+//! key's. Every other query keeps the scan of [`crate::scan::scan_exec`].
 //!
 //! The other conjuncts (ranges, `LIKE`, a second equality on a key column)
 //! are evaluated on the rows, as a residual. Keys are looked up in key order,
@@ -65,12 +65,12 @@ use strata_storage::db::CachedLookups;
 use strata_storage::row::{DataType, Schema, Value, decode_key, encode_key_value};
 use strata_storage::{Database, Table};
 
-use crate::convert::{ValueBatchBuilder, value_text};
+use crate::dml::txn::Writes;
 use crate::options::{IndexCacheSetting, StrataOptions};
-use crate::pushdown::literal;
-use crate::pushdown::unqualified;
+use crate::scan::convert::{ValueBatchBuilder, value_text};
+use crate::scan::pushdown::literal;
+use crate::scan::pushdown::unqualified;
 use crate::stats::{TableStats, selectivity};
-use crate::txn::Writes;
 
 /// The most keys one scan looks up; a longer list (or product of lists)
 /// leaves the query to the ordinary scan.
@@ -629,7 +629,7 @@ fn run(
     let send = |builder: &mut ValueBatchBuilder, produced: &mut usize| -> Result<bool> {
         let mut rb = builder.finish()?;
         if let Some((_, expr)) = &s.residual {
-            rb = crate::scan_exec::filter_by(rb, expr)?;
+            rb = crate::scan::scan_exec::filter_by(rb, expr)?;
         }
         let mut rb = rb.project(&s.output)?;
         if let Some(limit) = s.limit

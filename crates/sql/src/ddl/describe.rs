@@ -145,10 +145,10 @@ pub fn text(db: &Database, table: Option<&str>) -> Result<String, SqlError> {
                     }
                 ));
             }
-            out.push_str(&crate::view::list(db));
+            out.push_str(&crate::ddl::view::list(db));
         }
         Some(name) => {
-            if let Some(view) = crate::view::describe(db, name) {
+            if let Some(view) = crate::ddl::view::describe(db, name) {
                 return Ok(view);
             }
             let t = db.table(name)?;

@@ -26,7 +26,7 @@ pub struct FloatCompare;
 
 impl AnalyzerRule for FloatCompare {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        crate::expr_rule::rewrite_expressions(plan, float_comparisons)
+        crate::rules::expr_rule::rewrite_expressions(plan, float_comparisons)
     }
 
     fn name(&self) -> &str {
@@ -38,7 +38,7 @@ impl AnalyzerRule for FloatCompare {
 pub fn float_comparisons(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     e.transform_up(|e| {
         Ok(match e {
-            Expr::BinaryExpr(b) if crate::expr_rule::is_comparison(b.op) => {
+            Expr::BinaryExpr(b) if crate::rules::expr_rule::is_comparison(b.op) => {
                 let BinaryExpr { left, op, right } = b;
                 match (uncoerced(&left, schema), uncoerced(&right, schema)) {
                     (Some((f, ty)), None) if is_decimal(&right, schema) => {

@@ -39,7 +39,7 @@ pub struct LossyCast;
 
 impl AnalyzerRule for LossyCast {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        crate::expr_rule::rewrite_expressions(plan, kept_casts)
+        crate::rules::expr_rule::rewrite_expressions(plan, kept_casts)
     }
 
     fn name(&self) -> &str {

@@ -21,9 +21,9 @@ use strata_storage::Database;
 use strata_storage::db::{NoProgress, TableOptions};
 use strata_storage::row::{Column, DataType, Schema, TEXT_LEN};
 
-use crate::convert::{arrow_type, arrow_values};
+use crate::ddl::object::{Changed, storage};
 use crate::error::SqlError;
-use crate::object::{Changed, storage};
+use crate::scan::convert::{arrow_type, arrow_values};
 
 /// The strata type of a query column; the error says why there is none.
 fn column_type(f: &Field) -> Result<DataType, String> {

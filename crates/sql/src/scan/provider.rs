@@ -1,11 +1,11 @@
 //! A strata table as a DataFusion [`TableProvider`].
 //!
 //! Every WHERE conjunct that mentions only this table is taken into the scan
-//! ([`crate::pushdown`]): comparisons with literals become strata predicates
+//! ([`crate::scan::pushdown`]): comparisons with literals become strata predicates
 //! (index ranges where an index exists), the rest is evaluated on the scan's
 //! Arrow output. The scan reads only the columns the query uses. A query an
 //! index cache can answer (equality on a full index key, only key and cached
-//! columns used) gets the index-cache path instead ([`crate::cached_scan`]).
+//! columns used) gets the index-cache path instead ([`crate::scan::cached_scan`]).
 //!
 //! `INSERT`, `UPDATE` and `DELETE` are planned here and run by [`crate::dml`].
 
@@ -25,15 +25,15 @@ use datafusion::physical_plan::ExecutionPlan;
 use strata_access::PageCosts;
 use strata_storage::{Database, Table};
 
-use crate::cached_scan::{self, StrataIndexCacheExec};
-use crate::convert::{arrow_schema, nullable};
+use crate::dml::txn::Writes;
 use crate::dml::{DmlExec, InsertSink};
 use crate::options::StrataOptions;
-use crate::pushdown::unqualified;
-use crate::pushdown::{Pushed, classify_for};
-use crate::scan_exec::{ScanRequest, StrataScanExec};
+use crate::scan::cached_scan::{self, StrataIndexCacheExec};
+use crate::scan::convert::{arrow_schema, nullable};
+use crate::scan::pushdown::unqualified;
+use crate::scan::pushdown::{Pushed, classify_for};
+use crate::scan::scan_exec::{ScanRequest, StrataScanExec};
 use crate::stats::TableStats;
-use crate::txn::Writes;
 
 pub struct StrataTable {
     db: Arc<Database>,

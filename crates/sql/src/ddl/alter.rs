@@ -11,8 +11,8 @@ use strata_storage::Database;
 use strata_storage::db::{NoProgress, TableChange};
 use strata_storage::row::Column;
 
+use crate::ddl::object::{Changed, Name, find_table, object_name, storage};
 use crate::error::SqlError;
-use crate::object::{Changed, Name, find_table, object_name, storage};
 
 /// An `ALTER TABLE` statement.
 #[derive(Clone, Debug, PartialEq)]
@@ -60,7 +60,7 @@ pub(crate) fn parse(a: &AlterTable) -> Result<Alter, SqlError> {
             if column_position.is_some() {
                 return refuse("FIRST or AFTER (a new column is the last)".into());
             }
-            let (column, key) = crate::column::column(&table.text, column_def)
+            let (column, key) = crate::ddl::column::column(&table.text, column_def)
                 .map_err(|e| query(e.to_string().replace("CREATE TABLE", "ALTER TABLE")))?;
             if key.is_some() {
                 return refuse(

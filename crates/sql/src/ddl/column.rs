@@ -1,15 +1,15 @@
 //! Column definitions of `CREATE TABLE` and `ALTER TABLE ... ADD COLUMN`:
 //! SQL types as strata types (see [`crate::ddl`] for the mapping), NULL /
-//! NOT NULL, and a column's PRIMARY KEY or UNIQUE ([`crate::constraint`]).
+//! NOT NULL, and a column's PRIMARY KEY or UNIQUE ([`crate::ddl::constraint`]).
 
 use datafusion::sql::sqlparser::ast::{
     CharacterLength, ColumnDef, ColumnOption, DataType as SqlType, ExactNumberInfo, TimezoneInfo,
 };
 use strata_storage::row::{Column, DataType, TEXT_LEN};
 
-use crate::constraint::Key;
+use crate::ddl::constraint::Key;
+use crate::ddl::object::Name;
 use crate::error::SqlError;
-use crate::object::Name;
 
 fn query(msg: String) -> SqlError {
     SqlError::Query(msg)
@@ -26,12 +26,20 @@ pub(crate) fn column(table: &str, c: &ColumnDef) -> Result<(Column, Option<Key>)
             ColumnOption::Null => nullable = true,
             ColumnOption::NotNull => nullable = false,
             ColumnOption::PrimaryKey(p) if key.is_none() => {
-                crate::constraint::plain_primary(table, p)?;
-                key = Some(crate::constraint::column_key(&name, o.name.as_ref(), true));
+                crate::ddl::constraint::plain_primary(table, p)?;
+                key = Some(crate::ddl::constraint::column_key(
+                    &name,
+                    o.name.as_ref(),
+                    true,
+                ));
             }
             ColumnOption::Unique(u) if key.is_none() => {
-                crate::constraint::plain_unique(table, u)?;
-                key = Some(crate::constraint::column_key(&name, o.name.as_ref(), false));
+                crate::ddl::constraint::plain_unique(table, u)?;
+                key = Some(crate::ddl::constraint::column_key(
+                    &name,
+                    o.name.as_ref(),
+                    false,
+                ));
             }
             other => {
                 return Err(query(format!(

@@ -394,8 +394,8 @@ pub(crate) fn run(
     let dialect = state.config().options().sql_parser.dialect;
     let stmt = state
         .sql_to_statement(&sql, &dialect)
-        .map(crate::exponent_literal::exponents_as_double)?;
-    crate::depth::check(&stmt)?;
+        .map(crate::rules::exponent_literal::exponents_as_double)?;
+    crate::rules::depth::check(&stmt)?;
     let tmp = temporary(&copy.path);
     let target = copy.path.display().to_string();
     let io = |e: String| SqlError::Execution(format!("COPY to '{target}': {e}"));

@@ -10,14 +10,14 @@
 //!    every new row, checking each one against the table (NULLs, lengths,
 //!    ranges, the size of the row and of every index key). Qualifying rows
 //!    come from an index when a conjunct `column op literal` bounds the first
-//!    column of one ([`crate::pushdown`]) and the heap pages its entries name
+//!    column of one ([`crate::scan::pushdown`]) and the heap pages its entries name
 //!    cost less to read, in page order, than the whole heap — decided while
 //!    the index range is read, from where the rows actually are, so a range
 //!    of keys stored in heap order (a load in key order, an append-only date)
 //!    takes the index however many rows it names; otherwise from a scan of
 //!    the heap. Either way the whole WHERE is evaluated on the rows, with
 //!    DataFusion's own physical expressions on Arrow batches
-//!    ([`crate::convert`]), as are the SET expressions.
+//!    ([`crate::scan::convert`]), as are the SET expressions.
 //! 2. *Apply*: only when every row passed, insert, update or delete them
 //!    through [`Table`]'s batched row methods (`insert_rows`, `delete_rows`:
 //!    each heap page pinned once, each index leaf descended to once) or
@@ -28,45 +28,43 @@
 //! already moved (the Halloween problem), and `INSERT INTO t SELECT … FROM t`
 //! reads only the rows that were there before.
 
+pub mod direct_dml;
+mod filter;
+pub mod returning;
+pub mod row_check;
+pub mod txn;
+
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt64Array};
-use datafusion::arrow::compute::{CastOptions, cast_with_options, filter_record_batch};
+use datafusion::arrow::array::{Array, ArrayRef, RecordBatch, UInt64Array};
+use datafusion::arrow::compute::{CastOptions, cast_with_options};
 use datafusion::arrow::datatypes::{
     DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef,
 };
 use datafusion::catalog::Session;
-use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DFSchema, DataFusionError, Result};
 use datafusion::datasource::sink::DataSink;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
-use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
-use datafusion::logical_expr::utils::conjunction;
-use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use futures::StreamExt;
-use strata_access::batch::BATCH_ROWS;
-use strata_access::predicate::{Comparison, KeyRange, Predicate};
-use strata_access::{PageCosts, TupleBatch};
+use strata_access::PageCosts;
 use strata_storage::Table;
 use strata_storage::row::{Schema, Tid, Value};
 
-use crate::convert::{BatchConverter, arrow_schema, arrow_values, nullable};
+use crate::dml::row_check::{check_row, row_text, shown};
+use crate::dml::txn::Writes;
 use crate::error::SqlError;
-use crate::pushdown::unqualified;
-use crate::pushdown::{Pushed, classify_for};
-use crate::row_check::{check_row, row_text, shown};
-use crate::txn::Writes;
-
-/// Heap pages a scan for DELETE and UPDATE reads per request (1 MiB).
-const SCAN_RUN_PAGES: usize = 128;
+use crate::scan::convert::arrow_values;
+use crate::scan::pushdown::unqualified;
+use filter::*;
+pub(crate) use filter::{physical, table_schema};
 
 /// The schema of a statement's result: the number of rows it changed, as
 /// DataFusion's own INSERT answers.
@@ -78,12 +76,6 @@ fn count_schema() -> SchemaRef {
     )]))
 }
 
-/// The Arrow schema of batches of `table`'s rows (nullable: new rows are
-/// checked by [`check_row`]).
-pub(crate) fn table_schema(table: &Table) -> SchemaRef {
-    nullable(&arrow_schema(table.schema()))
-}
-
 /// A statement's result: the number of rows it changed.
 pub fn count_batch(n: u64) -> Result<RecordBatch, SqlError> {
     let count: ArrayRef = Arc::new(UInt64Array::from(vec![n]));
@@ -92,10 +84,6 @@ pub fn count_batch(n: u64) -> Result<RecordBatch, SqlError> {
 
 fn external(e: SqlError) -> DataFusionError {
     DataFusionError::External(Box::new(e))
-}
-
-fn arrow_error(e: impl fmt::Display) -> SqlError {
-    SqlError::Execution(e.to_string())
 }
 
 /// The rows of `batch`, whose columns are the table's, in order.
@@ -177,7 +165,7 @@ impl InsertSink {
 
 /// What a statement with `RETURNING` makes of the rows it changes (their
 /// values as Arrow batches of the table's columns), computed before it
-/// changes any so that a failure changes nothing ([`crate::returning`]).
+/// changes any so that a failure changes nothing ([`crate::dml::returning`]).
 pub(crate) type Returning<'a> = &'a dyn Fn(&[RecordBatch]) -> Result<Vec<RecordBatch>, SqlError>;
 
 /// Inserts the rows of `batches` (the table's columns, in order) into `table`
@@ -219,7 +207,7 @@ pub(crate) fn insert(
             for b in batches {
                 rows.extend(rows_of(b, t.schema())?);
             }
-            crate::unique::check_insert(&t, rows.iter().map(Vec::as_slice))?;
+            crate::ddl::unique::check_insert(&t, rows.iter().map(Vec::as_slice))?;
         }
         // Batched: each heap page pinned once for the rows it takes, each
         // index leaf descended to once for its entries.
@@ -228,361 +216,6 @@ pub(crate) fn insert(
         }
         Ok((n, out))
     })
-}
-
-/// The WHERE of an `UPDATE` or `DELETE`.
-#[derive(Clone)]
-struct Filter {
-    /// Conjuncts `column op literal`, which may pick an index.
-    conjuncts: Vec<Comparison>,
-    /// Whether `conjuncts` are the whole WHERE, so that strata's evaluation
-    /// of them on the stored bytes answers it (as a scan's pushed-down
-    /// conjuncts do) without making the rows Arrow.
-    on_bytes: bool,
-    /// The whole WHERE (none: every row), evaluated on every candidate row.
-    expr: Option<Arc<dyn PhysicalExpr>>,
-    text: Option<String>,
-}
-
-impl Filter {
-    fn new(
-        table: &Table,
-        schema: &DFSchema,
-        state: &dyn Session,
-        filters: Vec<Expr>,
-    ) -> Result<Filter> {
-        let mut conjuncts = Vec::new();
-        let mut on_bytes = true;
-        for f in &filters {
-            match classify_for(f, table) {
-                Pushed::Strata(c) => conjuncts.extend(c),
-                Pushed::Residual => on_bytes = false,
-                Pushed::No => {
-                    return Err(DataFusionError::Plan(format!(
-                        "the condition {f} cannot be evaluated on the rows of '{}' alone \
-                         (subqueries, other tables and volatile functions are not supported in \
-                         the WHERE of UPDATE and DELETE)",
-                        table.name()
-                    )));
-                }
-            }
-        }
-        let filters = filters
-            .iter()
-            .map(unqualified)
-            .collect::<Result<Vec<_>>>()?;
-        let (expr, text) = match conjunction(filters) {
-            Some(e) => (
-                Some(physical(state, e.clone(), schema)?),
-                Some(e.to_string()),
-            ),
-            None => (None, None),
-        };
-        Ok(Filter {
-            conjuncts,
-            on_bytes,
-            expr,
-            text,
-        })
-    }
-
-    /// The rows of `batch` (and their `tids`) that satisfy the filter.
-    fn select(
-        &self,
-        tids: Vec<Tid>,
-        batch: RecordBatch,
-    ) -> Result<(Vec<Tid>, RecordBatch), SqlError> {
-        let Some(expr) = &self.expr else {
-            return Ok((tids, batch));
-        };
-        let values = expr
-            .evaluate(&batch)
-            .and_then(|v| v.into_array(batch.num_rows()))
-            .map_err(SqlError::from)?;
-        let mask = values
-            .as_any()
-            .downcast_ref::<BooleanArray>()
-            .ok_or_else(|| SqlError::Query(format!("WHERE is not a boolean condition: {expr}")))?;
-        let keep: Vec<Tid> = tids
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| mask.is_valid(*i) && mask.value(*i))
-            .map(|(_, t)| t)
-            .collect();
-        // NULL is not true: filter_record_batch drops rows whose mask is NULL.
-        let batch = filter_record_batch(&batch, mask).map_err(arrow_error)?;
-        Ok((keep, batch))
-    }
-}
-
-/// The index (position in `table.indexes()`) an `UPDATE` or `DELETE` tries
-/// first, if any: of those whose first key column the conjuncts bound, the one
-/// whose range names the fewest rows. Whether it is used is decided while it
-/// is read ([`tids_by_index`]), from where its rows are.
-fn choose_index(table: &Table, conjuncts: &[Comparison]) -> Result<Option<usize>, SqlError> {
-    let pred = Predicate {
-        conjuncts: conjuncts.to_vec(),
-    };
-    let mut best: Option<(usize, f64)> = None;
-    for (i, index) in table.indexes().iter().enumerate() {
-        let range = pred.range_on(index.key_cols[0]);
-        if range == KeyRange::all() {
-            continue;
-        }
-        let (lo, hi) = range.encoded(&index.key_types[0]);
-        let estimate = index.btree.estimate_range(&lo, &hi)?;
-        if best.is_none_or(|(_, b)| estimate < b) {
-            best = Some((i, estimate));
-        }
-    }
-    Ok(best.map(|(i, _)| i))
-}
-
-/// The heap pages a set of rows lies on, as the rows' tids arrive in index
-/// order: how many distinct pages and how many runs of neighbouring pages,
-/// kept up to date one tid at a time with a bitmap of the heap's pages.
-struct PagesHit {
-    pages: u64,
-    bits: Vec<u64>,
-    distinct: u64,
-    runs: u64,
-}
-
-impl PagesHit {
-    fn new(pages: u64) -> PagesHit {
-        PagesHit {
-            pages,
-            bits: vec![0; pages.div_ceil(64) as usize],
-            distinct: 0,
-            runs: 0,
-        }
-    }
-
-    fn is_set(&self, page: u64) -> bool {
-        self.bits
-            .get((page / 64) as usize)
-            .is_some_and(|w| w & (1 << (page % 64)) != 0)
-    }
-
-    /// Adds `page`. A page past the heap's end (a corrupt index; reading it
-    /// fails later with an error naming it) counts as a new run each time.
-    fn add(&mut self, page: u64) {
-        if page >= self.pages {
-            self.distinct += 1;
-            self.runs += 1;
-            return;
-        }
-        let w = &mut self.bits[(page / 64) as usize];
-        if *w & (1 << (page % 64)) != 0 {
-            return;
-        }
-        *w |= 1 << (page % 64);
-        self.distinct += 1;
-        let left = page > 0 && self.is_set(page - 1);
-        let right = page + 1 < self.pages && self.is_set(page + 1);
-        match (left, right) {
-            (false, false) => self.runs += 1,
-            (true, true) => self.runs -= 1,
-            _ => {}
-        }
-    }
-
-    /// What reading the pages in page order costs: a random read to start
-    /// each run, the rest of a run sequentially.
-    fn cost(&self, costs: &PageCosts) -> f64 {
-        self.runs as f64 * costs.random_ms
-            + (self.distinct - self.runs) as f64 * costs.sequential_ms
-    }
-}
-
-/// The tids in index `index`'s range for `conjuncts`, sorted, when fetching
-/// their heap pages (each once, in page order) costs less than reading the
-/// whole heap by the device's page costs; `None` as soon as it would cost
-/// more — the index is read only that far. Rows clustered in heap order
-/// (keys loaded in order, a date range of an append-only table) read a few
-/// runs of pages; rows spread over the heap stop the walk after about as many
-/// entries as the heap's pages times the sequential-to-random cost ratio.
-fn tids_by_index(
-    table: &Table,
-    index: &strata_storage::db::Index,
-    conjuncts: &[Comparison],
-    costs: &PageCosts,
-) -> Result<Option<Vec<Tid>>, SqlError> {
-    let pred = Predicate {
-        conjuncts: conjuncts.to_vec(),
-    };
-    let (lo, hi) = pred
-        .range_on(index.key_cols[0])
-        .encoded(&index.key_types[0]);
-    let pages = table.heap().num_pages();
-    let scan = pages as f64 * costs.sequential_ms;
-    let mut hit = PagesHit::new(pages);
-    let mut tids = Vec::new();
-    for entry in index.btree.range(lo, hi)? {
-        let tid = entry?.1;
-        hit.add(tid.page as u64);
-        if hit.cost(costs) > scan {
-            return Ok(None);
-        }
-        tids.push(tid);
-    }
-    // Each heap page once, in order.
-    tids.sort_unstable();
-    Ok(Some(tids))
-}
-
-/// Visits the rows of `table` that satisfy `filter`, in batches of their tids
-/// and their values as Arrow (every column), reading them through index
-/// `index` when [`tids_by_index`] finds that cheaper than the heap by `costs`,
-/// otherwise reading the whole heap.
-fn find(
-    table: &Table,
-    filter: &Filter,
-    index: Option<usize>,
-    costs: &PageCosts,
-    each: &mut dyn FnMut(Vec<Tid>, RecordBatch) -> Result<(), SqlError>,
-) -> Result<(), SqlError> {
-    let all: Vec<usize> = (0..table.schema().len()).collect();
-    let converter = BatchConverter::new(table, all, table_schema(table));
-    candidates(table, filter, index, costs, &mut |batch| {
-        let arrow = converter.convert(batch).map_err(arrow_error)?;
-        let tids = batch.iter().map(|(t, _)| t).collect();
-        let (tids, rows) = filter.select(tids, arrow)?;
-        if tids.is_empty() {
-            Ok(())
-        } else {
-            each(tids, rows)
-        }
-    })
-}
-
-/// The tids of the rows of `table` that satisfy `filter` when the whole WHERE
-/// is comparisons strata evaluates on the stored bytes
-/// ([`Filter::on_bytes`]): no row becomes Arrow. `None` otherwise.
-fn find_tids_on_bytes(
-    table: &Table,
-    filter: &Filter,
-    index: Option<usize>,
-    costs: &PageCosts,
-) -> Result<Option<Vec<Tid>>, SqlError> {
-    if !filter.on_bytes {
-        return Ok(None);
-    }
-    let check = Predicate {
-        conjuncts: filter.conjuncts.clone(),
-    }
-    .compile(table.schema(), table.layout());
-    let mut tids = Vec::new();
-    candidates(table, filter, index, costs, &mut |batch| {
-        tids.extend(
-            batch
-                .iter()
-                .filter(|(tid, t)| check.eval(t, *tid))
-                .map(|(tid, _)| tid),
-        );
-        Ok(())
-    })?;
-    Ok(Some(tids))
-}
-
-/// Visits, in batches of at most [`BATCH_ROWS`], the tuples that may satisfy
-/// `filter`: those index `index` names in its range when [`tids_by_index`]
-/// finds reading them cheaper than the heap by `costs` (each page once, in
-/// page order, neighbouring pages in one request), otherwise every tuple of
-/// the heap.
-fn candidates(
-    table: &Table,
-    filter: &Filter,
-    index: Option<usize>,
-    costs: &PageCosts,
-    each: &mut dyn FnMut(&TupleBatch) -> Result<(), SqlError>,
-) -> Result<(), SqlError> {
-    let mut batch = TupleBatch::new();
-    let by_index = match index {
-        Some(i) => tids_by_index(table, &table.indexes()[i], &filter.conjuncts, costs)?
-            .map(|tids| (i, tids)),
-        None => None,
-    };
-    match by_index {
-        Some((i, tids)) => {
-            let index = &table.indexes()[i];
-            let heap = table.heap();
-            let mut start = 0;
-            while start < tids.len() {
-                // A run of neighbouring pages (at most SCAN_RUN_PAGES), read in
-                // one request, then its tuples, each page pinned once.
-                let first = tids[start].page as u64;
-                let mut last = first;
-                let mut end = start;
-                while let Some(t) = tids.get(end) {
-                    let p = t.page as u64;
-                    if p > last + 1 || p - first >= SCAN_RUN_PAGES as u64 {
-                        break;
-                    }
-                    last = p;
-                    end += 1;
-                }
-                heap.pool()
-                    .prefetch(heap.file_id(), first, (last - first + 1) as usize)?;
-                // In batches of BATCH_ROWS tuples (a page that straddles two
-                // is pinned twice).
-                for chunk in tids[start..end].chunks(BATCH_ROWS) {
-                    heap.with_tuples(chunk, |tid, t| match t {
-                        Some(t) => {
-                            batch.push(tid, t);
-                            Ok(())
-                        }
-                        None => Err(strata_storage::StorageError::NoSuchTuple {
-                            table: table.name().to_string(),
-                            page: tid.page,
-                            slot: tid.slot,
-                        }),
-                    })
-                    .map_err(|e| match e {
-                        strata_storage::StorageError::NoSuchTuple { page, slot, .. } => {
-                            SqlError::Corrupt(format!(
-                                "index '{}' of table '{}' names tuple {}, which does not \
-                                 exist (run `strata check`)",
-                                index.def.name,
-                                table.name(),
-                                Tid::new(page, slot)
-                            ))
-                        }
-                        e => SqlError::from(e),
-                    })?;
-                    each(&batch)?;
-                    batch.clear();
-                }
-                start = end;
-            }
-            Ok(())
-        }
-        None => {
-            let mut failed = None;
-            table.heap().scan_pages(SCAN_RUN_PAGES, 2, |page, view| {
-                for (slot, t) in view.tuples() {
-                    batch.push(Tid::new(page as u32, slot), t);
-                    if batch.is_full() {
-                        let done = each(&batch);
-                        batch.clear();
-                        if let Err(e) = done {
-                            failed = Some(e);
-                            return Ok(std::ops::ControlFlow::Break(()));
-                        }
-                    }
-                }
-                Ok(std::ops::ControlFlow::Continue(()))
-            })?;
-            if let Some(e) = failed {
-                return Err(e);
-            }
-            if batch.is_empty() {
-                Ok(())
-            } else {
-                each(&batch)
-            }
-        }
-    }
 }
 
 /// What a [`DmlExec`] does.
@@ -784,7 +417,7 @@ impl DmlExec {
                             for (tids, new) in &changes {
                                 rows.extend(tids.iter().copied().zip(rows_of(new, t.schema())?));
                             }
-                            crate::unique::check_update(&t, &rows)?;
+                            crate::ddl::unique::check_update(&t, &rows)?;
                         }
                         let mut n = 0u64;
                         for (tids, new) in &changes {
@@ -834,7 +467,7 @@ fn assign(
             })?;
         if value.data_type() != want {
             // Rounded, not truncated, into an integer column.
-            value = crate::integer_cast::rounded_for(value, want);
+            value = crate::rules::integer_cast::rounded_for(value, want);
             let strict = CastOptions {
                 safe: false,
                 ..CastOptions::default()
@@ -952,50 +585,6 @@ impl ExecutionPlan for DmlExec {
             stream,
         )))
     }
-}
-
-/// A physical expression for a SET value or WHERE condition, simplified
-/// first. The expressions a plain UPDATE or DELETE is planned with from its
-/// syntax tree ([`crate::direct_dml`]) have not been through DataFusion's
-/// optimizer, and some functions run only once its simplifier has rewritten
-/// them: `coalesce` and `nvl` refused with "coalesce should have been
-/// simplified to case" (found by the differential tester, crates/difftest).
-pub(crate) fn physical(
-    state: &dyn Session,
-    e: Expr,
-    schema: &DFSchema,
-) -> Result<Arc<dyn PhysicalExpr>> {
-    let info = SimplifyContext::builder()
-        .with_schema(Arc::new(schema.clone()))
-        .with_config_options(Arc::new(state.config_options().clone()))
-        .build();
-    // A constant that cannot be computed (a cast out of range) is left to
-    // fail when the rows are evaluated, as DataFusion's optimizer leaves it,
-    // so the error names the statement, table and column like every other
-    // value that does not fit. The functions that run only simplified are
-    // still rewritten, each by its own rule, which computes no constant.
-    let e = match ExprSimplifier::new(info.clone()).simplify(e.clone()) {
-        Ok(e) => e,
-        Err(_) => functions_simplified(e, &info)?,
-    };
-    state.create_physical_expr(e, schema)
-}
-
-/// `e` with each function call replaced by what the function's own
-/// `simplify` makes of it (`coalesce` a `CASE`, `arrow_cast` a `CAST`).
-fn functions_simplified(e: Expr, info: &SimplifyContext) -> Result<Expr> {
-    e.transform_up(|e| match e {
-        Expr::ScalarFunction(ScalarFunction { func, args }) => {
-            Ok(match func.simplify(args, info)? {
-                ExprSimplifyResult::Simplified(e) => Transformed::yes(e),
-                ExprSimplifyResult::Original(args) => {
-                    Transformed::no(Expr::ScalarFunction(ScalarFunction { func, args }))
-                }
-            })
-        }
-        e => Ok(Transformed::no(e)),
-    })
-    .map(|t| t.data)
 }
 
 #[cfg(test)]

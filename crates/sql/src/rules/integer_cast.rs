@@ -32,7 +32,7 @@ pub struct RoundedIntegerCast;
 
 impl AnalyzerRule for RoundedIntegerCast {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        crate::expr_rule::rewrite_expressions(plan, rounded_casts)
+        crate::rules::expr_rule::rewrite_expressions(plan, rounded_casts)
     }
 
     fn name(&self) -> &str {

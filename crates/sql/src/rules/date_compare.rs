@@ -55,7 +55,7 @@ pub fn check(e: &Expr, schema: &DFSchema) -> Result<()> {
     e.apply(|e| {
         match e {
             Expr::BinaryExpr(BinaryExpr { left, op, right })
-                if crate::expr_rule::is_comparison(*op) =>
+                if crate::rules::expr_rule::is_comparison(*op) =>
             {
                 pair(left, *op, right, schema)?;
             }

@@ -1,0 +1,19 @@
+//! SQL's semantics where DataFusion 55 computes something else: analyzer and
+//! optimizer rules (checked integer arithmetic, SQL's equality, casts that
+//! round, DATE against a number refused, `EXCEPT ALL`/`INTERSECT ALL` as
+//! multisets, sums that cannot wrap), the expression walk they share, and the
+//! depth limit that turns deep SQL into an error instead of a stack overflow.
+//! The session installs them (`crate::session`).
+
+pub mod date_compare;
+pub mod depth;
+pub mod equality;
+pub mod exponent_literal;
+pub mod expr_rule;
+pub mod float_compare;
+pub mod integer_cast;
+pub mod lossy_cast;
+pub mod overflow;
+pub mod scalar_subquery;
+pub mod set_all;
+pub mod wide_sum;

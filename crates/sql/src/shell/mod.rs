@@ -1,0 +1,7 @@
+//! What the programs over the SQL layer share: scripts split into
+//! statements, result formats, and the process's usage errors and exit codes
+//! (the interactive session itself is the `strata-sql` binary's `repl.rs`).
+
+pub mod format;
+pub mod process;
+pub mod script;
