@@ -35,21 +35,19 @@
 
 use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::array::{Array, Float32Array, Float64Array};
-use datafusion::arrow::compute::kernels::arity::unary;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::common::{DFSchema, Result, ScalarValue};
-use datafusion::error::DataFusionError;
 use datafusion::logical_expr::expr::{Case, InList, ScalarFunction, WindowFunction};
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
-    BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ReturnFieldArgs,
-    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, SortExpr, Volatility,
+    BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator, ScalarUDF, SortExpr,
 };
 use datafusion::optimizer::AnalyzerRule;
+
+use super::transparent::{self, Nulls};
 
 /// The analyzer rule (see the module docs).
 #[derive(Debug, Default)]
@@ -229,8 +227,10 @@ fn is_positive_zero(e: &Expr) -> bool {
 const NAME: &str = "strata_positive_zero";
 
 static POSITIVE_ZERO: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
-    Arc::new(ScalarUDF::new_from_impl(PositiveZero {
-        signature: Signature::any(1, Volatility::Immutable),
+    // Adding +0.0 turns -0.0 into 0.0 (IEEE round to nearest) and keeps
+    // every other value, NaN and the infinities included.
+    Arc::new(transparent::udf(NAME, Nulls::AsArgument, |v| {
+        transparent::map_floats(v, |v| v + 0.0, |v| v + 0.0)
     }))
 });
 
@@ -240,77 +240,12 @@ pub fn positive_zero() -> Arc<ScalarUDF> {
     POSITIVE_ZERO.clone()
 }
 
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct PositiveZero {
-    signature: Signature,
-}
-
-impl ScalarUDFImpl for PositiveZero {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn display_name(&self, args: &[Expr]) -> Result<String> {
-        Ok(args.first().map(|a| a.to_string()).unwrap_or_default())
-    }
-
-    fn schema_name(&self, args: &[Expr]) -> Result<String> {
-        Ok(args
-            .first()
-            .map(|a| a.schema_name().to_string())
-            .unwrap_or_default())
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        Ok(arg_types[0].clone())
-    }
-
-    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
-        let f = &args.arg_fields[0];
-        Ok(Arc::new(Field::new(
-            self.name(),
-            f.data_type().clone(),
-            f.is_nullable(),
-        )))
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let [arg] = &args.args[..] else {
-            return Err(DataFusionError::Internal(format!(
-                "{NAME} called with {} arguments",
-                args.args.len()
-            )));
-        };
-        // Adding +0.0 turns -0.0 into 0.0 (IEEE round to nearest) and keeps
-        // every other value, NaN and the infinities included.
-        Ok(match arg {
-            ColumnarValue::Scalar(s) => ColumnarValue::Scalar(match s {
-                ScalarValue::Float64(v) => ScalarValue::Float64(v.map(|v| v + 0.0)),
-                ScalarValue::Float32(v) => ScalarValue::Float32(v.map(|v| v + 0.0)),
-                other => other.clone(),
-            }),
-            ColumnarValue::Array(a) => {
-                let any = a.as_any();
-                let out: Arc<dyn Array> = if let Some(a) = any.downcast_ref::<Float64Array>() {
-                    Arc::new(unary::<_, _, _>(a, |v: f64| v + 0.0) as Float64Array)
-                } else if let Some(a) = any.downcast_ref::<Float32Array>() {
-                    Arc::new(unary::<_, _, _>(a, |v: f32| v + 0.0) as Float32Array)
-                } else {
-                    a.clone()
-                };
-                ColumnarValue::Array(out)
-            }
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datafusion::arrow::array::{Array, Float64Array};
+    use datafusion::arrow::datatypes::Field;
+    use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};
 
     #[test]
     fn negative_zero_becomes_zero_and_the_rest_stays() {

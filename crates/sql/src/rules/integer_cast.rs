@@ -15,16 +15,15 @@ use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Array, ArrayRef, Decimal128Array, Float32Array, Float64Array};
 use datafusion::arrow::compute::kernels::arity::unary;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{DFSchema, DataFusionError, Result, ScalarValue};
+use datafusion::common::{DFSchema, Result};
 use datafusion::logical_expr::expr::{Cast, ScalarFunction};
-use datafusion::logical_expr::{
-    ColumnarValue, Expr, ExprSchemable, LogicalPlan, ReturnFieldArgs, ScalarFunctionArgs,
-    ScalarUDF, ScalarUDFImpl, Signature, Volatility,
-};
+use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, ScalarUDF};
 use datafusion::optimizer::AnalyzerRule;
+
+use super::transparent::{self, Nulls};
 
 /// The analyzer rule (see the module docs).
 #[derive(Debug, Default)]
@@ -68,8 +67,8 @@ pub fn rounded_casts(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
 const NAME: &str = "strata_round_ties_even";
 
 static ROUND_TIES_EVEN: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
-    Arc::new(ScalarUDF::new_from_impl(RoundTiesEven {
-        signature: Signature::any(1, Volatility::Immutable),
+    Arc::new(transparent::udf(NAME, Nulls::AsArgument, |v| {
+        transparent::map_floats(v, f64::round_ties_even, f32::round_ties_even)
     }))
 });
 
@@ -77,72 +76,6 @@ static ROUND_TIES_EVEN: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
 /// even one (PostgreSQL's `rint`); it prints as its argument.
 pub fn round_ties_even() -> Arc<ScalarUDF> {
     ROUND_TIES_EVEN.clone()
-}
-
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct RoundTiesEven {
-    signature: Signature,
-}
-
-impl ScalarUDFImpl for RoundTiesEven {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn display_name(&self, args: &[Expr]) -> Result<String> {
-        Ok(args.first().map(|a| a.to_string()).unwrap_or_default())
-    }
-
-    fn schema_name(&self, args: &[Expr]) -> Result<String> {
-        Ok(args
-            .first()
-            .map(|a| a.schema_name().to_string())
-            .unwrap_or_default())
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        Ok(arg_types[0].clone())
-    }
-
-    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
-        let f = &args.arg_fields[0];
-        Ok(Arc::new(Field::new(
-            self.name(),
-            f.data_type().clone(),
-            f.is_nullable(),
-        )))
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let [arg] = &args.args[..] else {
-            return Err(DataFusionError::Internal(format!(
-                "{NAME} called with {} arguments",
-                args.args.len()
-            )));
-        };
-        Ok(match arg {
-            ColumnarValue::Scalar(s) => ColumnarValue::Scalar(match s {
-                ScalarValue::Float64(v) => ScalarValue::Float64(v.map(f64::round_ties_even)),
-                ScalarValue::Float32(v) => ScalarValue::Float32(v.map(f32::round_ties_even)),
-                other => other.clone(),
-            }),
-            ColumnarValue::Array(a) => {
-                let any = a.as_any();
-                let out: Arc<dyn Array> = if let Some(a) = any.downcast_ref::<Float64Array>() {
-                    Arc::new(unary::<_, _, _>(a, f64::round_ties_even) as Float64Array)
-                } else if let Some(a) = any.downcast_ref::<Float32Array>() {
-                    Arc::new(unary::<_, _, _>(a, f32::round_ties_even) as Float32Array)
-                } else {
-                    a.clone()
-                };
-                ColumnarValue::Array(out)
-            }
-        })
-    }
 }
 
 /// `value` rounded as a CAST to the integer type `want` rounds it (see the

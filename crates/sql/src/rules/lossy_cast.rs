@@ -22,16 +22,15 @@
 
 use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{DFSchema, DataFusionError, Result};
+use datafusion::common::{DFSchema, Result};
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::{
-    ColumnarValue, Expr, ExprSchemable, LogicalPlan, ReturnFieldArgs, ScalarFunctionArgs,
-    ScalarUDF, ScalarUDFImpl, Signature, Volatility,
-};
+use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, ScalarUDF};
 use datafusion::optimizer::AnalyzerRule;
+
+use super::transparent::{self, Nulls};
 
 /// The analyzer rule (see the module docs).
 #[derive(Debug, Default)]
@@ -91,66 +90,19 @@ fn lossy(from: &DataType, to: &DataType) -> bool {
 
 const NAME: &str = "strata_kept";
 
+// Nullable: otherwise `kept(CAST(c AS …)) IS NULL` of a NOT NULL `c` is
+// simplified to false without the CAST, which may fail.
 static KEPT: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
-    Arc::new(ScalarUDF::new_from_impl(Kept {
-        signature: Signature::any(1, Volatility::Immutable),
-    }))
+    Arc::new(transparent::udf(
+        NAME,
+        Nulls::Possible,
+        transparent::identity,
+    ))
 });
 
 /// The function that returns its argument as it is, and prints as it.
 pub fn kept() -> Arc<ScalarUDF> {
     KEPT.clone()
-}
-
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct Kept {
-    signature: Signature,
-}
-
-impl ScalarUDFImpl for Kept {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn display_name(&self, args: &[Expr]) -> Result<String> {
-        Ok(args.first().map(|a| a.to_string()).unwrap_or_default())
-    }
-
-    fn schema_name(&self, args: &[Expr]) -> Result<String> {
-        Ok(args
-            .first()
-            .map(|a| a.schema_name().to_string())
-            .unwrap_or_default())
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        Ok(arg_types[0].clone())
-    }
-
-    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
-        // Nullable: otherwise `kept(CAST(c AS …)) IS NULL` of a NOT NULL `c`
-        // is simplified to false without the CAST, which may fail.
-        let f = &args.arg_fields[0];
-        Ok(Arc::new(Field::new(
-            self.name(),
-            f.data_type().clone(),
-            true,
-        )))
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        match <[ColumnarValue; 1]>::try_from(args.args) {
-            Ok([v]) => Ok(v),
-            Err(v) => Err(DataFusionError::Internal(format!(
-                "{NAME} called with {} arguments",
-                v.len()
-            ))),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -16,4 +16,5 @@ pub mod lossy_cast;
 pub mod overflow;
 pub mod scalar_subquery;
 pub mod set_all;
+pub mod transparent;
 pub mod wide_sum;

@@ -13,16 +13,14 @@
 
 use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
-use datafusion::common::{DataFusionError, Result};
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::{
-    ColumnarValue, Expr, LogicalPlan, LogicalPlanBuilder, ReturnFieldArgs, ScalarFunctionArgs,
-    ScalarUDF, ScalarUDFImpl, Signature, Subquery, Volatility,
-};
+use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, ScalarUDF, Subquery};
 use datafusion::optimizer::AnalyzerRule;
+
+use super::transparent::{self, Nulls};
 
 /// The analyzer rule (see the module docs).
 #[derive(Debug, Default)]
@@ -80,61 +78,14 @@ fn nullable_subquery(sq: Subquery) -> Result<Subquery> {
 const NAME: &str = "strata_nullable";
 
 static NULLABLE: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
-    Arc::new(ScalarUDF::new_from_impl(Nullable {
-        signature: Signature::any(1, Volatility::Immutable),
-    }))
+    Arc::new(transparent::udf(
+        NAME,
+        Nulls::Possible,
+        transparent::identity,
+    ))
 });
 
 /// The function that returns its argument as a nullable column.
 pub fn nullable() -> Arc<ScalarUDF> {
     NULLABLE.clone()
-}
-
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct Nullable {
-    signature: Signature,
-}
-
-impl ScalarUDFImpl for Nullable {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn display_name(&self, args: &[Expr]) -> Result<String> {
-        Ok(args.first().map(|a| a.to_string()).unwrap_or_default())
-    }
-
-    fn schema_name(&self, args: &[Expr]) -> Result<String> {
-        Ok(args
-            .first()
-            .map(|a| a.schema_name().to_string())
-            .unwrap_or_default())
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        Ok(arg_types[0].clone())
-    }
-
-    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
-        let f = &args.arg_fields[0];
-        Ok(Arc::new(Field::new(
-            self.name(),
-            f.data_type().clone(),
-            true,
-        )))
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        match <[ColumnarValue; 1]>::try_from(args.args) {
-            Ok([v]) => Ok(v),
-            Err(v) => Err(DataFusionError::Internal(format!(
-                "{NAME} called with {} arguments",
-                v.len()
-            ))),
-        }
-    }
 }
