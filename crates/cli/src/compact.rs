@@ -25,6 +25,12 @@ pub struct CompactArgs {
     /// moves; `WHERE col = x` reads one tuple, without an index.
     #[arg(long, value_name = "COLUMN")]
     pub semantic_id: Option<String>,
+    /// Convert the table: rows (heap pages) or columns (Parquet row
+    /// groups; the columns a query needs are all it reads). A columnar
+    /// table asked for columns again merges its delta, the rows inserted
+    /// since, into new column files.
+    #[arg(long, value_name = "rows|columns", conflicts_with_all = ["plain", "no_dictionary", "semantic_id"])]
+    pub format: Option<strata_columns::Format>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -32,6 +38,29 @@ pub struct CompactArgs {
 
 pub fn run(cli: &Global, a: &CompactArgs) -> Result<()> {
     let db = open_db(cli, false)?;
+    if let Some(format) = a.format {
+        let rep = {
+            let bars = Bars::new();
+            strata_columns::rewrite(&db, &a.table, format, &bars)?
+        };
+        if a.json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "table": rep.table,
+                    "format": rep.format.to_string(),
+                    "rows": rep.rows,
+                    "heap_pages_before": rep.heap_pages_before,
+                    "column_bytes_before": rep.column_bytes_before,
+                    "heap_pages_after": rep.heap_pages_after,
+                    "column_bytes_after": rep.column_bytes_after,
+                })
+            );
+        } else {
+            println!("{}", rewrite_text(&rep));
+        }
+        return Ok(());
+    }
     let opts = CompactOptions {
         plain: a.plain,
         no_dictionary: a.no_dictionary,
@@ -66,6 +95,33 @@ pub fn after_load(db: &strata_storage::Database, table: &str) -> Result<()> {
         r.columns.len()
     );
     Ok(())
+}
+
+/// `--table-format columns` of `strata load` and `strata gen tpch`:
+/// converts `table` just loaded to columns and prints one line.
+pub fn to_columns_after_load(db: &strata_storage::Database, table: &str) -> Result<()> {
+    let r = {
+        let bars = Bars::new();
+        strata_columns::rewrite(db, table, strata_columns::Format::Columns, &bars)?
+    };
+    println!("{}", rewrite_text(&r));
+    Ok(())
+}
+
+/// A conversion's report as one line.
+fn rewrite_text(r: &strata_columns::RewriteReport) -> String {
+    let page = strata_storage::page::PAGE_SIZE as u64;
+    let before = r.heap_pages_before * page + r.column_bytes_before;
+    let after = r.heap_pages_after * page + r.column_bytes_after;
+    format!(
+        "table {}: {} rows now in {}; {:.1} MiB -> {:.1} MiB ({:.1}%)",
+        r.table,
+        r.rows,
+        r.format,
+        before as f64 / 1048576.0,
+        after as f64 / 1048576.0,
+        100.0 * after as f64 / before.max(1) as f64
+    )
 }
 
 /// The report as text.

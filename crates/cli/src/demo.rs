@@ -29,6 +29,7 @@ pub fn run(cli: &Global, rows: u64, repeat: usize) -> Result<()> {
             parquet: None,
             parquet_only: false,
             compact: false,
+            table_format: None,
         };
         crate::generate::run(cli, &args)?;
     }

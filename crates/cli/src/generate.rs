@@ -50,8 +50,13 @@ pub struct GenArgs {
     pub parquet_only: bool,
     /// Then store each column in the narrowest encoding its values allow
     /// (types as hints; `strata compact` of every generated table).
-    #[arg(long, conflicts_with = "parquet_only")]
+    #[arg(long, conflicts_with_all = ["parquet_only", "table_format"])]
     pub compact: bool,
+    /// How the TPC-H tables store their rows: rows (heap pages with the
+    /// spec's key indexes, the default) or columns (Parquet row groups, no
+    /// indexes: a columnar table has none yet). tpch only.
+    #[arg(long, value_name = "rows|columns", conflicts_with = "parquet_only")]
+    pub table_format: Option<strata_columns::Format>,
 }
 
 pub fn run(cli: &Global, a: &GenArgs) -> Result<()> {
@@ -63,6 +68,7 @@ pub fn run(cli: &Global, a: &GenArgs) -> Result<()> {
         (a.sf.is_some(), "--sf"),
         (a.parquet.is_some(), "--parquet"),
         (a.parquet_only, "--parquet-only"),
+        (a.table_format.is_some(), "--table-format"),
     ] {
         if given {
             return Err(usage(format!("{flag} is for tpch, not {kind}")));
@@ -147,6 +153,8 @@ fn tpch(cli: &Global, a: &GenArgs) -> Result<()> {
     let mut spec = strata_load::TpchSpec::new(strata_load::parse_scale_factor(sf_text)?);
     spec.options = table_options(a.fill_factor, &a.segment_size)?;
     spec.parquet_dir = a.parquet.clone();
+    let columnar = a.table_format == Some(strata_columns::Format::Columns);
+    spec.indexes = !columnar;
     let db = if a.parquet_only {
         None
     } else {
@@ -205,6 +213,11 @@ fn tpch(cli: &Global, a: &GenArgs) -> Result<()> {
     if let (true, Some(db)) = (a.compact, &db) {
         for t in strata_load::TpchTable::ALL {
             crate::compact::after_load(db, t.name())?;
+        }
+    }
+    if let (true, Some(db)) = (columnar, &db) {
+        for t in strata_load::TpchTable::ALL {
+            crate::compact::to_columns_after_load(db, t.name())?;
         }
     }
     Ok(())

@@ -54,7 +54,8 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
             "table": name,
             "tier": tier,
             "schema": sql_columns(t.schema()),
-            "rows": t.rows(),
+            "rows": t.live_rows(),
+            "format": if t.columns().is_some() { "columns" } else { "rows" },
             "pages": pages,
             "bytes": pages * page,
             "fill_factor": def.fill_factor,
@@ -65,6 +66,16 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
             "hot_region_first_page": def.hot_region,
             "tuples_with_access_counts": t.heat().len(),
         });
+        // A columnar table: its column files; the heap is its delta.
+        if let Some(c) = t.columns() {
+            entry["column_files"] = c
+                .files
+                .iter()
+                .map(|f| serde_json::json!({"file": f.file, "rows": f.rows, "bytes": f.bytes}))
+                .collect::<Vec<_>>()
+                .into();
+            entry["delta_rows"] = t.rows().into();
+        }
         // Vertical partitioning (`strata split`): the side table.
         if let Some(side) = t.side_table() {
             let sp = side.heap().num_pages();
@@ -112,6 +123,16 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
         let tier: strata_cold::tier::TableTier = serde_json::from_value(t["tier"].clone())?;
         println!("  tier: {tier}");
         println!("  columns: {}", t["schema"].as_str().unwrap());
+        if let Some(files) = t["column_files"].as_array() {
+            let bytes: u64 = files.iter().filter_map(|f| f["bytes"].as_u64()).sum();
+            let rows: u64 = files.iter().filter_map(|f| f["rows"].as_u64()).sum();
+            println!(
+                "  format: columns, {rows} rows in {} Parquet file(s) ({}); {} rows in the delta (the heap above)",
+                files.len(),
+                format_bytes(bytes),
+                t["delta_rows"]
+            );
+        }
         if let Some(m) = t["stored_as"].as_array() {
             let cols: Vec<String> = m
                 .iter()

@@ -49,8 +49,13 @@ pub struct LoadArgs {
     pub indexes: Vec<String>,
     /// Then store each column in the narrowest encoding its values allow
     /// (types as hints; the same as `strata compact TABLE` after the load).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "table_format")]
     pub compact: bool,
+    /// How a new table stores its rows: rows (heap pages) or columns
+    /// (Parquet row groups; `strata compact --format columns` after the
+    /// load). `--format` names the input file's format.
+    #[arg(long, value_name = "rows|columns")]
+    pub table_format: Option<strata_columns::Format>,
 }
 
 fn parse_index(spec: &str) -> Result<IndexSpec> {
@@ -175,6 +180,9 @@ pub fn run(cli: &Global, a: &LoadArgs) -> Result<()> {
     );
     if a.compact {
         crate::compact::after_load(&db, &a.table)?;
+    }
+    if a.table_format == Some(strata_columns::Format::Columns) {
+        crate::compact::to_columns_after_load(&db, &a.table)?;
     }
     Ok(())
 }

@@ -229,6 +229,15 @@ pub fn to_cold(
     opts: &TierOptions,
 ) -> Result<TierReport> {
     let def = table_def(db, table)?;
+    if def.columns.is_some() {
+        return Err(StorageError::Columnar {
+            table: table.to_string(),
+            message: format!(
+                "table {table} is columnar and the cold tier moves heap pages only (SQLSTATE 0A000); \
+                 `strata compact --format rows {table}` converts it back"
+            ),
+        });
+    }
     if def.side.is_some() || def.side_of.is_some() {
         return Err(StorageError::ColdTier {
             table: table.to_string(),

@@ -4,7 +4,7 @@
 //! must give a script the same code for the same failure
 //! (`strata_storage::exit`: 1 operational, 2 usage, 3 bad input, 4 corrupt).
 //! Each library crate's error types say their own code; this crate sits above
-//! every library crate (storage, load, access, csd, cold) and below both
+//! every library crate (storage, load, access, columns, csd, cold) and below both
 //! binaries, so the list of every library error's classifier lives here,
 //! once. A binary adds only what is its own (its usage error; for SQL,
 //! `SqlError`).
@@ -23,13 +23,14 @@ use strata_csd::store::StoreError;
 /// (`strata_csd::server::ServeError` its `StoreError` or `CsdError`) is
 /// classified by the cause it wraps; one that none of these recognize is an
 /// operational failure.
-pub const LIBRARIES: [Classifier; 6] = [
+pub const LIBRARIES: [Classifier; 7] = [
     CsdError::classify,
     StoreError::classify,
     AdminError::classify,
     ColdError::classify,
     strata_load::LoadError::classify,
     strata_access::AccessError::classify,
+    strata_columns::ColumnsError::classify,
 ];
 
 /// The exit code of `err`: the first cause in its chain that `own` (the

@@ -382,6 +382,9 @@ pub struct TpchSpec {
     pub parquet_dir: Option<PathBuf>,
     /// Rows per generated batch (default [`BATCH_ROWS`]).
     pub batch_rows: usize,
+    /// Build the spec's key indexes (default); without them, for tables
+    /// converted to columns after the load (a columnar table has none yet).
+    pub indexes: bool,
 }
 
 impl TpchSpec {
@@ -391,6 +394,7 @@ impl TpchSpec {
             options: TableOptions::default(),
             parquet_dir: None,
             batch_rows: BATCH_ROWS,
+            indexes: true,
         }
     }
 }
@@ -480,7 +484,7 @@ fn generate_table(
             t.name(),
             schema.clone(),
             spec.options.clone(),
-            t.indexes(),
+            if spec.indexes { t.indexes() } else { vec![] },
         )?),
         None => None,
     };

@@ -74,64 +74,111 @@ pub struct TableStats {
     pub columns: Vec<ColumnStats>,
 }
 
+/// A sampled row: a heap tuple (decoded when its columns are needed) or a
+/// columnar table's row, decoded already.
+enum Sampled {
+    Tuple(Tid, Vec<u8>),
+    Row(Vec<Value>),
+}
+
 /// Reads `table` and computes its statistics.
-pub fn analyze(table: &std::sync::Arc<Table>, seed: u64) -> strata_access::Result<TableStats> {
+pub fn analyze(
+    table: &std::sync::Arc<Table>,
+    dir: &std::path::Path,
+    seed: u64,
+) -> strata_access::Result<TableStats> {
     let spec = ScanSpec::new(table.clone(), Predicate::all());
     let mut path = open_path(spec, &PathChoice::Full, &SortOptions::default())?;
     let mut batch = TupleBatch::new();
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut sample: Vec<(Tid, Vec<u8>)> = Vec::new();
+    let mut sample: Vec<Sampled> = Vec::new();
     let mut rows = 0u64;
+    // Reservoir sampling: the row `rows` takes a place with probability
+    // SAMPLE_ROWS / rows.
+    let place = |rows: u64, rng: &mut SmallRng, sample: &mut Vec<Sampled>| -> Option<usize> {
+        if sample.len() < SAMPLE_ROWS {
+            return Some(usize::MAX);
+        }
+        let j = rng.random_range(0..rows);
+        ((j as usize) < SAMPLE_ROWS).then_some(j as usize)
+    };
+    let put = |sample: &mut Vec<Sampled>, at: usize, s: Sampled| {
+        if at == usize::MAX {
+            sample.push(s);
+        } else {
+            sample[at] = s;
+        }
+    };
+    // A columnar table's column part first (its delta is the heap).
+    if let Some(part) = strata_columns::ColumnPart::of(table, dir)
+        .map_err(|e| strata_access::AccessError::Config(e.to_string()))?
+    {
+        let all: Vec<usize> = (0..table.schema().len()).collect();
+        let types = table.schema().types();
+        part.read_all(&all, |b| {
+            let cols: Vec<Vec<Value>> = b
+                .columns()
+                .iter()
+                .zip(&types)
+                .map(|(a, t)| strata_columns::convert::arrow_values(a.as_ref(), t))
+                .collect::<Result<_, String>>()
+                .map_err(|reason| strata_columns::ColumnsError::Convert {
+                    table: table.name().to_string(),
+                    reason,
+                })?;
+            for i in 0..b.num_rows() {
+                rows += 1;
+                if let Some(at) = place(rows, &mut rng, &mut sample) {
+                    put(
+                        &mut sample,
+                        at,
+                        Sampled::Row(cols.iter().map(|c| c[i].clone()).collect()),
+                    );
+                }
+            }
+            Ok(true)
+        })
+        .map_err(|e| strata_access::AccessError::Config(e.to_string()))?;
+    }
     while path.next_batch(&mut batch)? {
         for (tid, t) in batch.iter() {
             rows += 1;
-            if sample.len() < SAMPLE_ROWS {
-                sample.push((tid, t.to_vec()));
-            } else {
-                let j = rng.random_range(0..rows);
-                if (j as usize) < SAMPLE_ROWS {
-                    sample[j as usize] = (tid, t.to_vec());
-                }
+            if let Some(at) = place(rows, &mut rng, &mut sample) {
+                put(&mut sample, at, Sampled::Tuple(tid, t.to_vec()));
             }
         }
     }
     let layout = table.layout().clone();
-    // A split table's side columns (`strata split`) are in the side rows the
-    // sampled rows point to.
-    let side_rows: Vec<Vec<Value>> = if table.side_table().is_some() {
-        sample
-            .iter()
-            .map(|(tid, t)| {
+    // Each sampled row, decoded; a split table's side columns (`strata
+    // split`) are in the side rows the sampled tuples point to.
+    let decoded: Vec<Vec<Value>> = sample
+        .iter()
+        .map(|s| match s {
+            Sampled::Row(r) => Ok(r.clone()),
+            Sampled::Tuple(tid, t) => {
                 let mut row = layout.decode(t, *tid);
-                table.join_side(t, *tid, &mut row)?;
+                if table.side_table().is_some() {
+                    table.join_side(t, *tid, &mut row)?;
+                }
                 Ok(row)
-            })
-            .collect::<Result<_, strata_storage::StorageError>>()?
-    } else {
-        vec![]
-    };
+            }
+        })
+        .collect::<Result<_, strata_storage::StorageError>>()?;
     let columns = table
         .schema()
         .columns
         .iter()
         .enumerate()
         .map(|(c, col)| {
-            let mut vals: Vec<Bound> = if table.side_columns().contains(&c) {
-                side_rows.iter().filter_map(|r| Bound::of(&r[c])).collect()
-            } else {
-                sample
-                    .iter()
-                    .filter_map(|(tid, t)| Bound::of(&layout.decode_column(t, c, *tid)))
-                    .collect()
-            };
-            let nulls = sample.len() - vals.len();
+            let mut vals: Vec<Bound> = decoded.iter().filter_map(|r| Bound::of(&r[c])).collect();
+            let nulls = decoded.len() - vals.len();
             vals.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
             ColumnStats {
                 name: col.name.clone(),
-                null_frac: if sample.is_empty() {
+                null_frac: if decoded.is_empty() {
                     0.0
                 } else {
-                    nulls as f64 / sample.len() as f64
+                    nulls as f64 / decoded.len() as f64
                 },
                 distinct: distinct_estimate(&vals, rows),
                 histogram: equi_depth(&vals),

@@ -90,6 +90,36 @@ pub struct TableDef {
     /// listings, changed only through that table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub side_of: Option<String>,
+    /// A columnar table (`strata-columns`): its rows as of the last
+    /// conversion, in Parquet files of column row groups; the heap holds the
+    /// rows inserted since (the delta). Absent: a row table, all in the heap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub columns: Option<ColumnsDef>,
+}
+
+/// The column part of a columnar table: immutable Parquet files, replaced
+/// whole by a catalog swap (a conversion or a merge of the delta), never
+/// changed in place.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ColumnsDef {
+    pub files: Vec<ColumnFile>,
+}
+
+/// One Parquet file of a columnar table.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ColumnFile {
+    /// Its path, relative to the database directory (`data/<name>.parquet`).
+    pub file: String,
+    pub rows: u64,
+    /// Its size: a file of another size is not the one the catalog committed.
+    pub bytes: u64,
+}
+
+impl ColumnsDef {
+    /// Rows in all its files.
+    pub fn rows(&self) -> u64 {
+        self.files.iter().map(|f| f.rows).sum()
+    }
 }
 
 /// The name of table `table`'s side table: not a name a user can give a
@@ -408,6 +438,7 @@ mod tests {
                 name: "t".into(),
                 side: None,
                 side_of: None,
+                columns: None,
                 schema: Schema::parse("a INT, b VARCHAR(3) NULL").unwrap(),
                 heap_file: f,
                 segment_pages: 8,

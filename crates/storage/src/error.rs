@@ -107,6 +107,10 @@ pub enum StorageError {
     /// (the message says which and what to do).
     #[error("{message}")]
     ColdTier { table: String, message: String },
+    /// What a columnar table does not do (yet): the message says what and
+    /// how to convert the table back.
+    #[error("{message}")]
+    Columnar { table: String, message: String },
     /// An object (or bucket) of the cold tier could not be read or was not
     /// what its manifest says (`corrupt`: its checksum or size is wrong).
     /// `object` says which: `object <bucket>/<key>` or `bucket <bucket>`.

@@ -54,7 +54,8 @@ impl StorageError {
             | E::Schema(_)
             | E::Profile(_)
             | E::NoTransaction { .. }
-            | E::ColdTier { .. } => USAGE,
+            | E::ColdTier { .. }
+            | E::Columnar { .. } => USAGE,
             E::Value { .. } | E::Unique { .. } => BAD_INPUT,
             E::CorruptPage { .. }
             | E::Truncated { .. }

@@ -23,7 +23,7 @@ use strata_storage::row::{Column, DataType, Schema, TEXT_LEN};
 
 use crate::ddl::object::{Changed, storage};
 use crate::error::SqlError;
-use crate::scan::convert::{arrow_type, arrow_values};
+use strata_columns::convert::{arrow_type, arrow_values};
 
 /// The strata type of a query column; the error says why there is none.
 fn column_type(f: &Field) -> Result<DataType, String> {

@@ -4,7 +4,6 @@
 //! candidates' tuple ids.
 
 use crate::error::SqlError;
-use crate::scan::convert::{BatchConverter, arrow_schema, nullable};
 use crate::scan::pushdown::unqualified;
 use crate::scan::pushdown::{Pushed, classify_for};
 use datafusion::arrow::array::{Array, BooleanArray, RecordBatch};
@@ -24,6 +23,7 @@ use std::sync::Arc;
 use strata_access::batch::BATCH_ROWS;
 use strata_access::predicate::{Comparison, KeyRange, Predicate};
 use strata_access::{PageCosts, TupleBatch};
+use strata_columns::convert::{BatchConverter, arrow_schema, nullable};
 use strata_storage::Table;
 use strata_storage::row::Tid;
 

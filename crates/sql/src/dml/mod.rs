@@ -61,10 +61,10 @@ use strata_storage::row::{Schema, Tid, Value};
 use crate::dml::row_check::{check_row, row_text, shown};
 use crate::dml::txn::Writes;
 use crate::error::SqlError;
-use crate::scan::convert::arrow_values;
 use crate::scan::pushdown::unqualified;
 use filter::*;
 pub(crate) use filter::{physical, table_schema};
+use strata_columns::convert::arrow_values;
 
 /// The schema of a statement's result: the number of rows it changed, as
 /// DataFusion's own INSERT answers.

@@ -39,7 +39,7 @@ use strata_load::{CsvDialect, CsvRowReader, infer_csv_schema};
 use strata_storage::row::{Schema, Value};
 
 use crate::error::SqlError;
-use crate::scan::convert::{ValueBatchBuilder, arrow_schema};
+use strata_columns::convert::{ValueBatchBuilder, arrow_schema};
 
 /// Rows per batch a file is read in.
 const BATCH_ROWS: usize = 8192;

@@ -67,10 +67,10 @@ use strata_storage::{Database, Table};
 
 use crate::dml::txn::Writes;
 use crate::options::{IndexCacheSetting, StrataOptions};
-use crate::scan::convert::{ValueBatchBuilder, value_text};
 use crate::scan::pushdown::literal;
 use crate::scan::pushdown::unqualified;
 use crate::stats::{TableStats, selectivity};
+use strata_columns::convert::{ValueBatchBuilder, value_text};
 
 /// The most keys one scan looks up; a longer list (or product of lists)
 /// leaves the query to the ordinary scan.

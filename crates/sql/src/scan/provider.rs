@@ -29,11 +29,12 @@ use crate::dml::txn::Writes;
 use crate::dml::{DmlExec, InsertSink};
 use crate::options::StrataOptions;
 use crate::scan::cached_scan::{self, StrataIndexCacheExec};
-use crate::scan::convert::{arrow_schema, nullable};
+use crate::scan::columns::{ColumnScanRequest, StrataColumnScanExec};
 use crate::scan::pushdown::unqualified;
 use crate::scan::pushdown::{Pushed, classify_for};
 use crate::scan::scan_exec::{ScanRequest, StrataScanExec};
 use crate::stats::TableStats;
+use strata_columns::convert::{arrow_schema, nullable};
 
 pub struct StrataTable {
     db: Arc<Database>,
@@ -170,6 +171,17 @@ impl TableProvider for StrataTable {
                 Some(why) => note = Some(format!("{why}; index {}", plan.index_name(&table))),
             }
         }
+        if table.columns().is_some() {
+            return self.scan_columnar(
+                state,
+                &table,
+                filters,
+                conjuncts,
+                &output_cols,
+                limit,
+                stats,
+            );
+        }
         let mut scan_columns = output_cols.clone();
         for e in &residual {
             for c in e.column_refs() {
@@ -244,6 +256,7 @@ impl TableProvider for StrataTable {
         state: &dyn Session,
         filters: Vec<Expr>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        refuse_columnar_change(&self.db, &self.name, "DELETE")?;
         Ok(Arc::new(DmlExec::delete(
             self.writes.clone(),
             &self.name,
@@ -253,6 +266,7 @@ impl TableProvider for StrataTable {
     }
 
     async fn truncate(&self, state: &dyn Session) -> Result<Arc<dyn ExecutionPlan>> {
+        refuse_columnar_change(&self.db, &self.name, "TRUNCATE")?;
         Ok(Arc::new(DmlExec::delete(
             self.writes.clone(),
             &self.name,
@@ -267,6 +281,7 @@ impl TableProvider for StrataTable {
         assignments: Vec<(String, Expr)>,
         filters: Vec<Expr>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        refuse_columnar_change(&self.db, &self.name, "UPDATE")?;
         Ok(Arc::new(DmlExec::update(
             self.writes.clone(),
             &self.name,
@@ -274,6 +289,140 @@ impl TableProvider for StrataTable {
             assignments,
             filters,
         )?))
+    }
+}
+
+impl StrataTable {
+    /// The scan of a columnar table: its column part's scan, and beside it
+    /// (a union) the heap's scan of its delta, when the delta has rows.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_columnar(
+        &self,
+        state: &dyn Session,
+        table: &Arc<Table>,
+        filters: &[Expr],
+        conjuncts: Vec<strata_access::predicate::Comparison>,
+        output_cols: &[usize],
+        limit: Option<usize>,
+        stats: Option<TableStats>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let part = strata_columns::ColumnPart::of(table, self.db.dir())
+            .map_err(|e| DataFusionError::External(Box::new(e)))?
+            .expect("a columnar table has a column part");
+        let filters: Vec<Expr> = filters.iter().map(unqualified).collect::<Result<_>>()?;
+        let mut read: Vec<usize> = output_cols.to_vec();
+        for e in &filters {
+            for c in e.column_refs() {
+                read.push(self.schema.index_of(&c.name)?);
+            }
+        }
+        read.sort_unstable();
+        read.dedup();
+        let read_schema = Arc::new(self.schema.project(&read)?);
+        let selectivity = filters
+            .iter()
+            .map(|e| crate::stats::expr_selectivity(stats.as_ref(), e, table.schema()))
+            .product();
+        let filter = match conjunction(filters.clone()) {
+            Some(e) => {
+                let df_schema = DFSchema::try_from(read_schema.as_ref().clone())?;
+                let physical = crate::dml::physical(state, e.clone(), &df_schema)?;
+                Some((e.to_string(), physical))
+            }
+            None => None,
+        };
+        let output_schema: SchemaRef = Arc::new(ArrowSchema::new(
+            output_cols
+                .iter()
+                .map(|&i| self.schema.field(i).clone())
+                .collect::<Vec<_>>(),
+        ));
+        let columns: Arc<dyn ExecutionPlan> =
+            Arc::new(StrataColumnScanExec::new(ColumnScanRequest {
+                table: table.clone(),
+                part,
+                scan_columns: read,
+                output_cols: output_cols.to_vec(),
+                conjuncts: conjuncts.clone(),
+                filter,
+                output_schema: output_schema.clone(),
+                limit,
+                partitions: state.config().target_partitions(),
+                selectivity,
+            }));
+        if table.rows() == 0 && table.heap().num_pages() == 0 {
+            return Ok(columns);
+        }
+        // The delta: the heap's full scan, as for a row table.
+        let mut residual = Vec::new();
+        let mut strata = Vec::new();
+        for f in &filters {
+            match classify_for(f, table) {
+                Pushed::Strata(c) => strata.extend(c),
+                _ => residual.push(f.clone()),
+            }
+        }
+        let mut scan_columns = output_cols.to_vec();
+        for e in &residual {
+            for c in e.column_refs() {
+                let i = self.schema.index_of(&c.name)?;
+                if !scan_columns.contains(&i) {
+                    scan_columns.push(i);
+                }
+            }
+        }
+        let scan_schema = Arc::new(self.schema.project(&scan_columns)?);
+        let residual = match conjunction(residual) {
+            Some(e) => {
+                let df_schema = DFSchema::try_from(scan_schema.as_ref().clone())?;
+                let physical = crate::dml::physical(state, e.clone(), &df_schema)?;
+                Some((e.to_string(), physical))
+            }
+            None => None,
+        };
+        let settings = state
+            .config_options()
+            .extensions
+            .get::<StrataOptions>()
+            .cloned()
+            .unwrap_or_default();
+        let (page_costs, modeled_clock) = self.page_costs();
+        let req = ScanRequest {
+            table: table.clone(),
+            conjuncts: strata,
+            residual,
+            output: (0..output_cols.len()).collect(),
+            scan_columns,
+            output_schema,
+            scan_schema,
+            limit,
+            settings,
+            stats,
+            page_costs,
+            modeled_clock,
+            temp_dir: temp_dir(&self.db),
+            note: Some("the delta of a columnar table".into()),
+            residual_selectivity: selectivity,
+            target_partitions: 1,
+        };
+        let delta: Arc<dyn ExecutionPlan> = Arc::new(StrataScanExec::new(req, None));
+        datafusion::physical_plan::union::UnionExec::try_new(vec![columns, delta])
+    }
+}
+
+/// Refuses a change of rows of a columnar table's column part (its rows
+/// cannot be deleted or updated in place yet).
+fn refuse_columnar_change(db: &Database, name: &str, what: &str) -> Result<()> {
+    let table = db.table(name).map_err(external)?;
+    match table.columns() {
+        Some(c) if c.rows() > 0 => Err(external(strata_storage::StorageError::Columnar {
+            table: name.to_string(),
+            message: format!(
+                "{what} of table {name}: its rows are in columns, which take inserts only \
+                 (SQLSTATE 0A000); `strata compact --format rows {name}` converts it back"
+            ),
+        })),
+        _ => Ok(()),
     }
 }
 

@@ -50,8 +50,8 @@ use strata_storage::device::{Device, IoCounters};
 
 use crate::optimizer::{self, Chosen, Estimate};
 use crate::options::{AccessPathSetting, StrataOptions};
-use crate::scan::convert::{BatchConverter, value_text};
 use crate::stats::{TableStats, selectivity};
+use strata_columns::convert::{BatchConverter, value_text};
 
 /// Everything a scan needs that does not depend on the chosen path.
 #[derive(Clone)]

@@ -17,8 +17,8 @@ use strata_access::{Predicate, TupleBatch};
 use strata_storage::page::{PAGE_SIZE, PageView, verify_shape};
 use strata_storage::row::Tid;
 
-use crate::scan::convert::BatchConverter;
 use crate::scan::scan_exec::{ScanRequest, filter_by};
+use strata_columns::convert::BatchConverter;
 
 /// The rows of the pages in `bytes` (pages `first_page..`, the object
 /// `name`) that `req` produces, as one batch of its output schema.

@@ -275,6 +275,9 @@ impl Database {
         let mut live = BTreeSet::new();
         for t in cat.tables.values() {
             live.insert(t.heap_file.clone());
+            for c in t.columns.iter().flat_map(|c| &c.files) {
+                live.insert(c.file.clone());
+            }
             for i in &t.indexes {
                 live.insert(i.file.clone());
                 if let Some(h) = &i.hot {
@@ -376,6 +379,9 @@ impl Database {
                 remove_files(&self.dir, &h.file)?;
             }
         }
+        for c in def.columns.iter().flat_map(|c| &c.files) {
+            remove_column_file(&self.dir, &c.file)?;
+        }
         Ok(())
     }
 
@@ -451,6 +457,12 @@ impl Database {
         }
         if let Some(owner) = &self.catalog.lock().table(name)?.side_of {
             return Err(side_table_refused(name, owner));
+        }
+        if t.columns.is_some() {
+            return Err(super::load::columnar_refused(
+                name,
+                "rewriting its heap (compact, split, cluster, ALTER TABLE)",
+            ));
         }
         Ok(t)
     }
@@ -748,6 +760,7 @@ impl Table {
         Ok(Table {
             side,
             heat,
+            columns: def.columns,
             layout,
             name: def.name,
             schema: def.schema,
@@ -771,6 +784,16 @@ pub(super) fn bring_counts_forward(def: &mut TableDef, t: &Table) {
         if let (Some(dh), Some(h)) = (d.hot.as_mut(), i.hot()) {
             dh.entries = h.btree.len();
         }
+    }
+}
+
+/// Removes a columnar table's Parquet file (gone already: nothing to do).
+pub(super) fn remove_column_file(dir: &Path, file: &str) -> Result<()> {
+    let p = dir.join(file);
+    match std::fs::remove_file(&p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StorageError::io(p, e)),
     }
 }
 

@@ -123,6 +123,32 @@ impl<'a> TableLoad<'a> {
         Ok(load)
     }
 
+    /// The column part the table has after this load's commit (set by a
+    /// rewrite, [`Database::begin_rewrite`], once its files are durable).
+    pub fn set_columns(&mut self, columns: Option<crate::catalog::ColumnsDef>) {
+        self.def.columns = columns;
+    }
+
+    /// The table this load creates is columnar (`strata-columns`): its rows
+    /// go to the heap, the delta, until a conversion moves them to columns.
+    /// A columnar table has no indexes yet.
+    pub fn columnar(&mut self) -> Result<()> {
+        if !self.new_table {
+            return Err(StorageError::Schema(format!(
+                "table {} exists; `strata compact --format columns {}` converts it",
+                self.def.name, self.def.name
+            )));
+        }
+        if let Some(i) = self.new_indexes.first() {
+            return Err(columnar_refused(
+                &self.def.name,
+                &format!("index {}", i.name),
+            ));
+        }
+        self.def.columns = Some(Default::default());
+        Ok(())
+    }
+
     /// The table's side columns go to `heap`, the heap of side table `def`
     /// (appending after its committed pages, or a new heap).
     pub(crate) fn set_side(&mut self, def: TableDef, heap: Arc<HeapFile>) -> Result<()> {
@@ -157,6 +183,12 @@ impl<'a> TableLoad<'a> {
 
     /// Also build this index at commit.
     pub fn add_index(&mut self, spec: IndexSpec) -> Result<()> {
+        if self.def.columns.is_some() {
+            return Err(columnar_refused(
+                &self.def.name,
+                &format!("index {}", spec.name),
+            ));
+        }
         validate_name(&spec.name, "index")?;
         if spec.columns.is_empty() {
             return Err(StorageError::Index {
@@ -431,6 +463,7 @@ impl<'a> TableLoad<'a> {
                     cold: false,
                     heat,
                     side: None,
+                    columns: None,
                 });
                 db.tables.lock().insert(d.name.clone(), t.clone());
                 Some(SidePart::of(&self.layout, t))
@@ -479,7 +512,13 @@ impl<'a> TableLoad<'a> {
             cold: false,
             heat,
             side,
+            columns: def.columns.clone(),
         });
+        let old_columns = db
+            .tables
+            .lock()
+            .get(&def.name)
+            .and_then(|t| t.columns.clone());
         if let Some(old) = db.tables.lock().insert(def.name.clone(), table) {
             for i in old.trees() {
                 db.pool.discard_file(i.btree().file_id())?;
@@ -502,6 +541,17 @@ impl<'a> TableLoad<'a> {
             let old_heap = db.dir.join(&old.heap_file);
             remove_files(&db.dir, &old.heap_file)?;
             let _ = std::fs::remove_file(super::heat::AccessCounts::path_of(&old_heap));
+        }
+        // A conversion or a merge of the delta replaced the column files.
+        for f in old_columns.iter().flat_map(|c| &c.files) {
+            if !def
+                .columns
+                .iter()
+                .flat_map(|c| &c.files)
+                .any(|n| n.file == f.file)
+            {
+                super::database::remove_column_file(&db.dir, &f.file)?;
+            }
         }
         for i in &old_indexes {
             remove_files(&db.dir, &i.file)?;
@@ -546,7 +596,60 @@ impl Drop for TableLoad<'_> {
     }
 }
 
+/// What a columnar table refuses in this version: `what` (an index, a
+/// vertical split, a move to the cold tier) needs the row heap.
+pub(crate) fn columnar_refused(table: &str, what: &str) -> StorageError {
+    StorageError::Columnar {
+        table: table.to_string(),
+        message: format!(
+            "table {table} is columnar and {what} needs a row table (SQLSTATE 0A000); \
+             `strata compact --format rows {table}` converts it back"
+        ),
+    }
+}
+
 impl Database {
+    /// Starts the rewrite of table `name` into a new, empty heap — the
+    /// catalog swap of a conversion (`strata-columns`): to a columnar table
+    /// (`columnar`), whose new column files the caller writes (durably) and
+    /// names with [`TableLoad::set_columns`], or to a row table, whose rows
+    /// the caller appends. The old heap and the old column files not kept go
+    /// at commit; until then the table reads as before.
+    pub fn begin_rewrite(&self, name: &str, columnar: bool) -> Result<(TableLoad<'_>, Arc<Table>)> {
+        self.writable()?;
+        let writer = self.writer.lock();
+        self.checkpoint_locked()?;
+        let table = self.table(name)?;
+        if table.is_cold() {
+            return Err(cold_read_only(name));
+        }
+        let mut def = self.catalog.lock().table(name)?.clone();
+        if let Some(owner) = &def.side_of {
+            return Err(side_table_refused(name, owner));
+        }
+        if columnar {
+            if let Some(i) = def.indexes.first() {
+                return Err(columnar_refused(name, &format!("its index {}", i.name)));
+            }
+            if def.side.is_some() {
+                return Err(columnar_refused(name, "its side table (`strata split`)"));
+            }
+        }
+        def.heap_file = self.catalog.lock().new_file_name(&format!("{name}.heap"));
+        def.pages = 0;
+        def.rows = 0;
+        def.hot_region = None;
+        def.columns = columnar.then(Default::default);
+        let load = TableLoad::replacing(self, writer, def, table.clone())?;
+        Ok((load, table))
+    }
+
+    /// A new file name for a column file of table `table` (`data/…`, to which
+    /// the caller adds its extension).
+    pub fn new_column_file_name(&self, table: &str) -> String {
+        self.catalog.lock().new_file_name(&format!("{table}.cols"))
+    }
+
     /// Creates an empty table and commits it.
     pub fn create_table(&self, name: &str, schema: Schema, opts: TableOptions) -> Result<()> {
         let load = self.begin_create_load(name, schema, opts, vec![])?;
@@ -602,6 +705,7 @@ impl Database {
             encodings: vec![],
             side: None,
             side_of: None,
+            columns: None,
         };
         let heap = Arc::new(HeapFile::create(
             self.pool.clone(),

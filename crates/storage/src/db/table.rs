@@ -80,6 +80,9 @@ pub struct Table {
     /// The side table holding its side columns (vertical partitioning,
     /// `split.rs`), and where those columns are in this table's rows.
     pub(super) side: Option<SidePart>,
+    /// A columnar table's column part (`strata-columns` reads it); its heap
+    /// is then the delta of rows inserted since.
+    pub(super) columns: Option<crate::catalog::ColumnsDef>,
 }
 
 /// Rows a joined scan of a split table decodes before it reads their side
@@ -255,8 +258,20 @@ impl Table {
     pub fn indexes(&self) -> &[Index] {
         &self.indexes
     }
-    /// Live rows — for a reader while a write transaction runs, as of the last
-    /// commit.
+    /// A columnar table's column part: Parquet files of the rows as of its
+    /// last conversion (the heap holds the rows inserted since); `None` for
+    /// a row table.
+    pub fn columns(&self) -> Option<&crate::catalog::ColumnsDef> {
+        self.columns.as_ref()
+    }
+
+    /// Live rows of the table, its column part and its heap.
+    pub fn live_rows(&self) -> u64 {
+        self.rows() + self.columns.as_ref().map_or(0, |c| c.rows())
+    }
+
+    /// Live rows of the heap (of a columnar table: the delta) — for a reader
+    /// while a write transaction runs, as of the last commit.
     pub fn rows(&self) -> u64 {
         if self.heap.pool().reads_committed() {
             self.committed.lock().1

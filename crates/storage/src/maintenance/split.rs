@@ -171,6 +171,7 @@ impl Database {
                 },
                 side: None,
                 side_of: Some(def.name.clone()),
+                columns: None,
             };
             let side_heap = Arc::new(HeapFile::create(
                 self.pool().clone(),

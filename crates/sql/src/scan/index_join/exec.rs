@@ -51,9 +51,9 @@ use strata_access::sort_scan::SortScan;
 use strata_access::{AccessPath, Predicate, ScanSpec, SmoothOptions, TupleBatch};
 use strata_storage::row::encode_key_value;
 
-use crate::scan::convert::BatchConverter;
 use crate::scan::pushdown::literal;
 use crate::scan::scan_exec::{ScanRequest, filter_by, thread_stream};
+use strata_columns::convert::BatchConverter;
 
 /// How the inner side is read.
 #[derive(Clone, Debug)]

@@ -12,22 +12,20 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
+use arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, BooleanBuilder, Date32Array, Date32Builder,
     Decimal128Array, Decimal128Builder, Float64Array, Float64Builder, Int32Array, Int32Builder,
     Int64Array, Int64Builder, StringArray, StringBuilder, TimestampMicrosecondArray,
     TimestampMicrosecondBuilder,
 };
-use datafusion::arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
-use datafusion::arrow::datatypes::{
-    DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef,
-};
-use datafusion::arrow::datatypes::{
+use arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+use arrow::datatypes::{DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef};
+use arrow::datatypes::{
     Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type, TimeUnit,
     TimestampMicrosecondType,
 };
-use datafusion::arrow::error::ArrowError;
-use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use arrow::error::ArrowError;
+use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use strata_access::TupleBatch;
 use strata_storage::Table;
 use strata_storage::row::{
@@ -778,26 +776,25 @@ mod tests {
                     db.compact("t", &Default::default(), &NoProgress).unwrap();
                 }
                 "escaped" => {
-                    let s = crate::SqlSession::new(db.clone()).unwrap();
-                    let lit = |v: &Value, ty: &DataType| match v {
-                        Value::Str(x) => format!("'{x}'"),
-                        Value::Date(_) => format!("DATE '{}'", v.display(ty)),
-                        v => v.display(ty),
-                    };
-                    let vals: Vec<String> = escaped
-                        .iter()
-                        .zip(&schema.columns)
-                        .map(|(v, c)| lit(v, &c.ty))
-                        .collect();
-                    s.execute(&format!("INSERT INTO t VALUES ({})", vals.join(", ")))
-                        .unwrap();
+                    let txn = db.begin_write().unwrap();
+                    let t = txn.table("t").unwrap();
+                    t.insert_row(&escaped).unwrap();
                     if nullable {
-                        s.execute(
-                            "INSERT INTO t VALUES (5, NULL, DATE '2000-01-01', 1.5, \
-                                   0.5, false, 'A', 'ab', NULL, NULL)",
-                        )
+                        t.insert_row(&[
+                            Value::Int64(5),
+                            Value::Null,
+                            Value::Date(10_957),
+                            Value::Decimal(150),
+                            Value::Float64(0.5),
+                            Value::Bool(false),
+                            Value::Str("A".into()),
+                            Value::Str("ab".into()),
+                            Value::Null,
+                            Value::Null,
+                        ])
                         .unwrap();
                     }
+                    txn.commit().unwrap();
                 }
                 _ => {}
             }

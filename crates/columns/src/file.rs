@@ -1,0 +1,232 @@
+//! One column file: a Parquet file of a table's rows in column row groups.
+//!
+//! Why Parquet: it already is what the format needs — each column of a row
+//! group stored apart (a scan reads only the columns it projects), the
+//! lightweight encodings types-as-hints chooses for the row heap
+//! (dictionaries, run-length and bit-packed levels and codes, plain narrow
+//! values), min/max per row group and, in the page index, per page with each
+//! page's first row (a scan skips the pages no row of its comparisons can be
+//! on) — and every Parquet reader (DuckDB, DataFusion, pyarrow) reads the
+//! files as they are. Its costs are in docs/layers/columns.md.
+//!
+//! Files are written once, fsynced with their directory before the catalog
+//! names them, and never changed: a merge writes new files.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use bytes::Bytes;
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::basic::Compression;
+use parquet::file::metadata::PageIndexPolicy;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::file::reader::{ChunkReader, Length};
+use strata_storage::catalog::{ColumnFile, sync_dir};
+
+use crate::error::{ColumnsError, Result};
+
+/// Rows per row group: the unit a scan is split into across threads and the
+/// coarsest unit it skips. DuckDB's row group size; at 8 KiB of a narrow
+/// column per page it is a few dozen pages per column, enough for one long
+/// read per column, and a table of 10^5 rows still has a row group or more
+/// per core to share.
+pub const ROW_GROUP_ROWS: usize = 122_880;
+
+/// Rows per data page at most: the unit of the page index, and so the finest
+/// unit a scan skips (a page also ends at 1 MiB).
+pub const PAGE_ROWS: usize = 8_192;
+
+/// The writer's settings for every column file.
+fn properties() -> WriterProperties {
+    WriterProperties::builder()
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .set_data_page_row_count_limit(PAGE_ROWS)
+        // Checked per batch of this many values: pages end near PAGE_ROWS.
+        .set_write_batch_size(1024)
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_compression(Compression::SNAPPY)
+        .set_created_by("strata".to_string())
+        .build()
+}
+
+/// Writes one column file at `path` (relative: `dir.join(path)`), durably.
+pub struct FileWriter {
+    dir: PathBuf,
+    file: String,
+    writer: ArrowWriter<File>,
+    rows: u64,
+}
+
+impl FileWriter {
+    /// A new file `file` (the catalog's name, relative to `dir`) of batches
+    /// of `schema`.
+    pub fn create(dir: &Path, file: String, schema: SchemaRef) -> Result<FileWriter> {
+        let path = dir.join(&file);
+        let f = File::create(&path).map_err(|e| strata_storage::StorageError::io(&path, e))?;
+        let writer = ArrowWriter::try_new(f, schema, Some(properties()))
+            .map_err(|e| ColumnsError::parquet(&path, e))?;
+        Ok(FileWriter {
+            dir: dir.to_path_buf(),
+            file,
+            writer,
+            rows: 0,
+        })
+    }
+
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.writer
+            .write(batch)
+            .map_err(|e| ColumnsError::parquet(self.dir.join(&self.file), e))?;
+        self.rows += batch.num_rows() as u64;
+        Ok(())
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Finishes the file (its footer and page index), fsyncs it and its
+    /// directory, and says what the catalog records of it.
+    pub fn finish(self) -> Result<ColumnFile> {
+        let path = self.dir.join(&self.file);
+        let f = self
+            .writer
+            .into_inner()
+            .map_err(|e| ColumnsError::parquet(&path, e))?;
+        f.sync_all()
+            .map_err(|e| strata_storage::StorageError::io(&path, e))?;
+        let bytes = f
+            .metadata()
+            .map_err(|e| strata_storage::StorageError::io(&path, e))?
+            .len();
+        if let Some(parent) = path.parent() {
+            sync_dir(parent)?;
+        }
+        Ok(ColumnFile {
+            file: self.file,
+            rows: self.rows,
+            bytes,
+        })
+    }
+}
+
+/// Bytes and requests a scan's reads of column files took.
+#[derive(Debug, Default)]
+pub struct ReadCounters {
+    pub bytes: AtomicU64,
+    pub requests: AtomicU64,
+}
+
+impl ReadCounters {
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+}
+
+/// An open column file whose reads are counted: the Parquet reader's
+/// [`ChunkReader`] over a file, reading at offsets (no shared seek position,
+/// so threads may share one).
+#[derive(Clone)]
+pub struct CountedFile {
+    file: Arc<File>,
+    len: u64,
+    counters: Arc<ReadCounters>,
+}
+
+impl CountedFile {
+    /// Opens column file `c` of the database at `dir` and checks that it is
+    /// the size the catalog committed.
+    pub fn open(dir: &Path, c: &ColumnFile, counters: Arc<ReadCounters>) -> Result<CountedFile> {
+        let path = dir.join(&c.file);
+        let file = File::open(&path).map_err(|e| strata_storage::StorageError::io(&path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| strata_storage::StorageError::io(&path, e))?
+            .len();
+        if len != c.bytes {
+            return Err(ColumnsError::Corrupt {
+                file: path,
+                reason: format!(
+                    "{len} bytes where the catalog committed {} (truncated or replaced)",
+                    c.bytes
+                ),
+            });
+        }
+        Ok(CountedFile {
+            file: Arc::new(file),
+            len,
+            counters,
+        })
+    }
+
+    /// Reads its footer and page index (one read each, counted).
+    pub fn metadata(&self, path: &Path) -> Result<ArrowReaderMetadata> {
+        ArrowReaderMetadata::load(
+            self,
+            ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional),
+        )
+        .map_err(|e| ColumnsError::parquet(path, e))
+    }
+}
+
+impl Length for CountedFile {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+/// A reader from an offset on, counting what it reads.
+pub struct CountedRead {
+    inner: BufReader<File>,
+    counters: Arc<ReadCounters>,
+}
+
+impl Read for CountedRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let before = self.inner.buffer().len();
+        let n = self.inner.read(buf)?;
+        // A refill of the buffer is one request of the buffer's fill.
+        if before == 0 && n > 0 {
+            self.counters.requests.fetch_add(1, Ordering::Relaxed);
+            let filled = n + self.inner.buffer().len();
+            self.counters
+                .bytes
+                .fetch_add(filled as u64, Ordering::Relaxed);
+        }
+        Ok(n)
+    }
+}
+
+impl ChunkReader for CountedFile {
+    type T = CountedRead;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<CountedRead> {
+        let mut f = self.file.try_clone()?;
+        f.seek(SeekFrom::Start(start))?;
+        Ok(CountedRead {
+            inner: BufReader::new(f),
+            counters: self.counters.clone(),
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let mut buf = vec![0u8; length];
+        self.file.read_exact_at(&mut buf, start)?;
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .bytes
+            .fetch_add(length as u64, Ordering::Relaxed);
+        Ok(buf.into())
+    }
+}

@@ -1,0 +1,24 @@
+//! strata's columnar table format.
+//!
+//! A columnar table keeps its rows as of its last conversion in Parquet files
+//! of column row groups ([`file`]), committed by the catalog like a heap
+//! (`TableDef::columns`); the rows inserted since go to its heap, the delta,
+//! through the log as in a row table. A scan of the column part reads only
+//! the columns a query needs, and only the row groups and pages whose
+//! min/max statistics can hold a row the query's comparisons keep
+//! ([`prune`], [`read`]). [`rewrite`] converts a table between the two
+//! formats (and merges a columnar table's delta into new column files).
+//! [`convert`] turns stored rows into Arrow batches and back, for the
+//! column files and for strata-sql's operators. docs/layers/columns.md says
+//! why Parquet and what a columnar table does not do yet.
+
+pub mod convert;
+pub mod error;
+pub mod file;
+pub mod prune;
+pub mod read;
+pub mod rewrite;
+
+pub use error::{ColumnsError, Result};
+pub use read::ColumnPart;
+pub use rewrite::{Format, RewriteReport, rewrite};

@@ -1,0 +1,298 @@
+//! `StrataColumnScanExec`: the scan of a columnar table's column part
+//! (`strata_columns`), a DataFusion leaf beside the heap's scan of its delta.
+//!
+//! It reads only the columns the query uses (its output and the columns its
+//! WHERE conjuncts name), and of those only the row groups and pages the
+//! conjuncts that compare a column with a literal can be true on; every row
+//! read is then tested with all the conjuncts. The row groups left are split
+//! into parts of about equal rows, one partition (and thread) each.
+//! EXPLAIN shows the row groups and rows kept; EXPLAIN ANALYZE the bytes and
+//! read requests the scan took and the rows it read.
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, BooleanArray};
+use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, Result, Statistics};
+use datafusion::execution::TaskContext;
+use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
+};
+use strata_access::predicate::Comparison;
+use strata_columns::read::{Plan, Unit, split};
+use strata_columns::{ColumnPart, ColumnsError};
+use strata_storage::Table;
+
+use crate::scan::scan_exec::thread_stream;
+
+/// A scan of a columnar table's column part.
+pub struct StrataColumnScanExec {
+    table: Arc<Table>,
+    part: Arc<ColumnPart>,
+    /// The units of each partition.
+    parts: Vec<Vec<Unit>>,
+    plan: Plan,
+    /// Table columns read, in table order (the order the reader gives).
+    read_columns: Vec<usize>,
+    /// Positions in `read_columns` of the output columns, in output order.
+    output: Vec<usize>,
+    /// Every conjunct, over the read columns' schema, as text and compiled.
+    filter: Option<(String, Arc<dyn PhysicalExpr>)>,
+    conjuncts: Vec<Comparison>,
+    output_schema: SchemaRef,
+    limit: Option<usize>,
+    estimated_rows: usize,
+    metrics: ExecutionPlanMetricsSet,
+    props: Arc<PlanProperties>,
+}
+
+/// What the column scan is asked for.
+pub struct ColumnScanRequest {
+    pub table: Arc<Table>,
+    pub part: ColumnPart,
+    /// Table columns the scan reads: the output's and the filter's.
+    pub scan_columns: Vec<usize>,
+    /// Table columns of the output, in output order.
+    pub output_cols: Vec<usize>,
+    /// Comparisons with literals the pruning tests.
+    pub conjuncts: Vec<Comparison>,
+    /// Every conjunct compiled over `read_schema` (the scan columns in table
+    /// order), with its text.
+    pub filter: Option<(String, Arc<dyn PhysicalExpr>)>,
+    pub output_schema: SchemaRef,
+    pub limit: Option<usize>,
+    pub partitions: usize,
+    /// The fraction of the rows the filter keeps, estimated.
+    pub selectivity: f64,
+}
+
+impl StrataColumnScanExec {
+    pub fn new(r: ColumnScanRequest) -> StrataColumnScanExec {
+        let mut read_columns = r.scan_columns.clone();
+        read_columns.sort_unstable();
+        read_columns.dedup();
+        let output = r
+            .output_cols
+            .iter()
+            .map(|c| {
+                read_columns
+                    .iter()
+                    .position(|x| x == c)
+                    .expect("output is read")
+            })
+            .collect();
+        let plan = r.part.plan(&r.conjuncts);
+        let parts = split(&plan.units, r.partitions);
+        let estimated_rows = (plan.rows() as f64 * r.selectivity).ceil() as usize;
+        let props = PlanProperties::new(
+            EquivalenceProperties::new(r.output_schema.clone()),
+            Partitioning::UnknownPartitioning(parts.len()),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        StrataColumnScanExec {
+            table: r.table,
+            part: Arc::new(r.part),
+            parts,
+            plan,
+            read_columns,
+            output,
+            filter: r.filter,
+            conjuncts: r.conjuncts,
+            output_schema: r.output_schema,
+            limit: r.limit,
+            estimated_rows,
+            metrics: ExecutionPlanMetricsSet::new(),
+            props: Arc::new(props),
+        }
+    }
+}
+
+impl fmt::Debug for StrataColumnScanExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "StrataColumnScanExec({})", self.table.name())
+    }
+}
+
+impl DisplayAs for StrataColumnScanExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self
+            .read_columns
+            .iter()
+            .map(|&c| self.table.schema().columns[c].name.as_str())
+            .collect();
+        write!(
+            f,
+            "StrataColumnScanExec: table={}, columns [{}], row groups {} of {}, rows {} of {}",
+            self.table.name(),
+            names.join(", "),
+            self.plan.units.len(),
+            self.plan.row_groups_total,
+            self.plan.rows(),
+            self.plan.rows_total,
+        )?;
+        if let Some((text, _)) = &self.filter {
+            write!(f, ", filter=[{text}]")?;
+        }
+        if !self.conjuncts.is_empty() {
+            write!(
+                f,
+                ", {} comparison(s) tested on min/max of row groups and pages",
+                self.conjuncts.len()
+            )?;
+        }
+        if let Some(l) = self.limit {
+            write!(f, ", limit={l}")?;
+        }
+        if self.parts.len() > 1 {
+            write!(f, ", {} parts", self.parts.len())?;
+        }
+        Ok(())
+    }
+}
+
+impl ExecutionPlan for StrataColumnScanExec {
+    fn name(&self) -> &str {
+        "StrataColumnScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.props
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        match &self.filter {
+            Some((_, e)) => f(e),
+            None => Ok(TreeNodeRecursion::Continue),
+        }
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if children.is_empty() {
+            Ok(self)
+        } else {
+            Err(DataFusionError::Internal(
+                "StrataColumnScanExec is a leaf and takes no children".into(),
+            ))
+        }
+    }
+
+    fn partition_statistics(&self, _partition: Option<usize>) -> Result<Arc<Statistics>> {
+        let mut s = Statistics::new_unknown(&self.output_schema);
+        s.num_rows = datafusion::common::stats::Precision::Inexact(self.estimated_rows);
+        Ok(Arc::new(s))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let Some(units) = self.parts.get(partition).cloned() else {
+            return Err(DataFusionError::Internal(format!(
+                "StrataColumnScanExec has {} partition(s), asked for {partition}",
+                self.parts.len()
+            )));
+        };
+        let m = |name: &'static str| MetricBuilder::new(&self.metrics).counter(name, partition);
+        let (bytes, requests, rows_read) = (m("bytes_read"), m("read_requests"), m("rows_read"));
+        let part = self.part.clone();
+        let read_columns = self.read_columns.clone();
+        let output = self.output.clone();
+        let filter = self.filter.clone().map(|(_, e)| e);
+        let schema = self.output_schema.clone();
+        let mut left = self.limit;
+        let name = format!("columns {} {partition}", self.table.name());
+        let table = self.table.name().to_string();
+        Ok(thread_stream(name, self.output_schema.clone(), move |tx| {
+            let (b0, r0) = (part.counters().bytes(), part.counters().requests());
+            let mut run = || -> Result<()> {
+                for u in &units {
+                    let mut go = true;
+                    part.read(u, &read_columns, |batch| {
+                        rows_read.add(batch.num_rows());
+                        let kept =
+                            keep(&batch, filter.as_ref(), &output, &schema).map_err(|e| {
+                                ColumnsError::Convert {
+                                    table: table.clone(),
+                                    reason: e.to_string(),
+                                }
+                            })?;
+                        let mut kept = kept;
+                        if let Some(l) = left.as_mut() {
+                            if kept.num_rows() >= *l {
+                                kept = kept.slice(0, *l);
+                                go = false;
+                            }
+                            *l -= kept.num_rows();
+                        }
+                        if kept.num_rows() > 0 && tx.blocking_send(Ok(kept)).is_err() {
+                            go = false;
+                        }
+                        Ok(go)
+                    })
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                    if !go {
+                        break;
+                    }
+                }
+                Ok(())
+            };
+            let r = run();
+            // Shared counters: a part's share is approximate when parts
+            // run at once; their sum is the scan's.
+            bytes.add((part.counters().bytes() - b0) as usize);
+            requests.add((part.counters().requests() - r0) as usize);
+            r
+        }))
+    }
+}
+
+/// The rows of `batch` (the read columns) the filter keeps, projected to the
+/// output columns.
+fn keep(
+    batch: &RecordBatch,
+    filter: Option<&Arc<dyn PhysicalExpr>>,
+    output: &[usize],
+    schema: &SchemaRef,
+) -> Result<RecordBatch> {
+    let batch = match filter {
+        None => batch.clone(),
+        Some(f) => {
+            let mask = f.evaluate(batch)?.into_array(batch.num_rows())?;
+            let mask = mask
+                .as_any()
+                .downcast_ref::<BooleanArray>()
+                .ok_or_else(|| DataFusionError::Internal("a filter that is not boolean".into()))?;
+            filter_record_batch(batch, mask)?
+        }
+    };
+    let columns = output.iter().map(|&i| batch.column(i).clone()).collect();
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &datafusion::arrow::record_batch::RecordBatchOptions::new()
+            .with_row_count(Some(batch.num_rows())),
+    )?)
+}
