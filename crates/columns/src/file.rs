@@ -14,7 +14,7 @@
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -136,20 +136,75 @@ impl ReadCounters {
 
 /// An open column file whose reads are counted: the Parquet reader's
 /// [`ChunkReader`] over a file, reading at offsets (no shared seek position,
-/// so threads may share one).
+/// so threads may share one). Opened with `O_DIRECT` when the database reads
+/// so (`DbOptions::direct_io`), as the heap's files are: every read then goes
+/// to the device, and a run is cold without dropping the OS page cache.
 #[derive(Clone)]
 pub struct CountedFile {
     file: Arc<File>,
     len: u64,
+    direct: bool,
     counters: Arc<ReadCounters>,
+}
+
+/// `O_DIRECT` reads start and end on this boundary.
+const DIRECT_ALIGN: u64 = 4096;
+
+/// Bytes a reader from an offset on (`ChunkReader::get_read`) reads at once
+/// under `O_DIRECT`.
+const DIRECT_CHUNK: usize = 1 << 20;
+
+/// `len` bytes at `start` of a file opened with `O_DIRECT`: the aligned
+/// range around them read into an aligned buffer, then copied out. Fewer
+/// bytes when the file ends first.
+fn read_direct(file: &File, start: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    let a_start = start / DIRECT_ALIGN * DIRECT_ALIGN;
+    let end = start + len as u64;
+    let a_end = end.div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
+    let n = (a_end - a_start) as usize;
+    let mut buf =
+        strata_storage::device::AlignedBuf::new(n.div_ceil(strata_storage::page::PAGE_SIZE));
+    let mut got = 0usize;
+    while (got as u64) < end - a_start {
+        let r = file.read_at(&mut buf[got..n], a_start + got as u64)?;
+        if r == 0 {
+            break;
+        }
+        got += r;
+    }
+    let from = (start - a_start) as usize;
+    let to = got.min(from + len).max(from);
+    Ok(buf[from..to].to_vec())
 }
 
 impl CountedFile {
     /// Opens column file `c` of the database at `dir` and checks that it is
     /// the size the catalog committed.
-    pub fn open(dir: &Path, c: &ColumnFile, counters: Arc<ReadCounters>) -> Result<CountedFile> {
+    pub fn open(
+        dir: &Path,
+        c: &ColumnFile,
+        direct: bool,
+        counters: Arc<ReadCounters>,
+    ) -> Result<CountedFile> {
         let path = dir.join(&c.file);
-        let file = File::open(&path).map_err(|e| strata_storage::StorageError::io(&path, e))?;
+        let opened = if direct {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(&path)
+        } else {
+            File::open(&path)
+        };
+        // EINVAL: this filesystem does not do O_DIRECT; read through the
+        // page cache (the heap's files do the same).
+        let (file, direct) = match opened {
+            Ok(f) => (f, direct),
+            Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => (
+                File::open(&path).map_err(|e| strata_storage::StorageError::io(&path, e))?,
+                false,
+            ),
+            Err(e) => return Err(strata_storage::StorageError::io(&path, e).into()),
+        };
         let len = file
             .metadata()
             .map_err(|e| strata_storage::StorageError::io(&path, e))?
@@ -166,11 +221,17 @@ impl CountedFile {
         Ok(CountedFile {
             file: Arc::new(file),
             len,
+            direct,
             counters,
         })
     }
 
     /// Reads its footer and page index (one read each, counted).
+    /// Whether its reads go around the page cache (`O_DIRECT`).
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+
     pub fn metadata(&self, path: &Path) -> Result<ArrowReaderMetadata> {
         ArrowReaderMetadata::load(
             self,
@@ -187,22 +248,54 @@ impl Length for CountedFile {
 }
 
 /// A reader from an offset on, counting what it reads.
-pub struct CountedRead {
-    inner: BufReader<File>,
-    counters: Arc<ReadCounters>,
+pub enum CountedRead {
+    Buffered {
+        inner: BufReader<File>,
+        counters: Arc<ReadCounters>,
+    },
+    /// Under `O_DIRECT`: aligned chunks of [`DIRECT_CHUNK`] bytes.
+    Direct {
+        file: Arc<File>,
+        pos: u64,
+        chunk: Vec<u8>,
+        at: usize,
+        counters: Arc<ReadCounters>,
+    },
 }
 
 impl Read for CountedRead {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let before = self.inner.buffer().len();
-        let n = self.inner.read(buf)?;
+        let (inner, counters) = match self {
+            CountedRead::Buffered { inner, counters } => (inner, counters),
+            CountedRead::Direct {
+                file,
+                pos,
+                chunk,
+                at,
+                counters,
+            } => {
+                if *at == chunk.len() {
+                    *chunk = read_direct(file, *pos, DIRECT_CHUNK)?;
+                    *at = 0;
+                    *pos += chunk.len() as u64;
+                    counters.requests.fetch_add(1, Ordering::Relaxed);
+                    counters
+                        .bytes
+                        .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                }
+                let n = buf.len().min(chunk.len() - *at);
+                buf[..n].copy_from_slice(&chunk[*at..*at + n]);
+                *at += n;
+                return Ok(n);
+            }
+        };
+        let before = inner.buffer().len();
+        let n = inner.read(buf)?;
         // A refill of the buffer is one request of the buffer's fill.
         if before == 0 && n > 0 {
-            self.counters.requests.fetch_add(1, Ordering::Relaxed);
-            let filled = n + self.inner.buffer().len();
-            self.counters
-                .bytes
-                .fetch_add(filled as u64, Ordering::Relaxed);
+            counters.requests.fetch_add(1, Ordering::Relaxed);
+            let filled = n + inner.buffer().len();
+            counters.bytes.fetch_add(filled as u64, Ordering::Relaxed);
         }
         Ok(n)
     }
@@ -212,17 +305,38 @@ impl ChunkReader for CountedFile {
     type T = CountedRead;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<CountedRead> {
+        if self.direct {
+            return Ok(CountedRead::Direct {
+                file: self.file.clone(),
+                pos: start,
+                chunk: Vec::new(),
+                at: 0,
+                counters: self.counters.clone(),
+            });
+        }
         let mut f = self.file.try_clone()?;
         f.seek(SeekFrom::Start(start))?;
-        Ok(CountedRead {
+        Ok(CountedRead::Buffered {
             inner: BufReader::new(f),
             counters: self.counters.clone(),
         })
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        let mut buf = vec![0u8; length];
-        self.file.read_exact_at(&mut buf, start)?;
+        let buf = if self.direct {
+            let b = read_direct(&self.file, start, length)?;
+            if b.len() != length {
+                return Err(parquet::errors::ParquetError::EOF(format!(
+                    "{length} bytes at {start}: the file ends after {}",
+                    b.len()
+                )));
+            }
+            b
+        } else {
+            let mut buf = vec![0u8; length];
+            self.file.read_exact_at(&mut buf, start)?;
+            buf
+        };
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         self.counters
             .bytes

@@ -17,9 +17,9 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ParquetRecordBatchReaderBuilder, RowSelection,
 };
 use strata_access::predicate::Comparison;
-use strata_storage::Table;
 use strata_storage::catalog::ColumnsDef;
 use strata_storage::row::Schema;
+use strata_storage::{Database, Table};
 
 use crate::convert::arrow_schema;
 use crate::error::{ColumnsError, Result};
@@ -70,23 +70,24 @@ impl Plan {
 }
 
 impl ColumnPart {
-    /// Opens `table`'s column part (`None` for a row table).
-    pub fn of(table: &Table, dir: &Path) -> Result<Option<ColumnPart>> {
+    /// Opens the column part of `table` of `db` (`None` for a row table).
+    pub fn of(db: &Database, table: &Table) -> Result<Option<ColumnPart>> {
         match table.columns() {
             None => Ok(None),
-            Some(def) => ColumnPart::open(dir, def, table.schema()).map(Some),
+            Some(def) => ColumnPart::open(db.dir(), def, table.schema(), db.direct_io()).map(Some),
         }
     }
 
     /// Opens the files of `def` (in the database at `dir`), of a table of
-    /// `schema`, checking each against the catalog.
-    pub fn open(dir: &Path, def: &ColumnsDef, schema: &Schema) -> Result<ColumnPart> {
+    /// `schema`, checking each against the catalog; with `O_DIRECT` when
+    /// `direct`.
+    pub fn open(dir: &Path, def: &ColumnsDef, schema: &Schema, direct: bool) -> Result<ColumnPart> {
         let counters = Arc::new(ReadCounters::default());
         let arrow = arrow_schema(schema);
         let mut files = Vec::with_capacity(def.files.len());
         for c in &def.files {
             let path = dir.join(&c.file);
-            let file = CountedFile::open(dir, c, counters.clone())?;
+            let file = CountedFile::open(dir, c, direct, counters.clone())?;
             let meta = file.metadata(&path)?;
             let rows = meta.metadata().file_metadata().num_rows();
             if rows as u64 != c.rows {

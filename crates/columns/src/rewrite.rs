@@ -78,7 +78,7 @@ pub fn rewrite(
         .columns()
         .map_or(0, |c| c.files.iter().map(|f| f.bytes).sum());
     let pages_before = old.heap().num_pages();
-    let part = ColumnPart::of(&old, db.dir())?;
+    let part = ColumnPart::of(db, &old)?;
     let all: Vec<usize> = (0..old.schema().len()).collect();
     progress.phase(&format!("rewrite {name} as {format}"), total);
     let mut report = RewriteReport {

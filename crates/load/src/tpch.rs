@@ -613,7 +613,12 @@ pub fn load_tpch_history_then_recent<E: From<LoadError>>(
         progress_note(&format!("loading {t} (history)"));
         let col = date_col(t);
         let mut load = db
-            .begin_create_load(t.name(), t.schema(), spec.options.clone(), t.indexes())
+            .begin_create_load(
+                t.name(),
+                t.schema(),
+                spec.options.clone(),
+                if spec.indexes { t.indexes() } else { vec![] },
+            )
             .map_err(LoadError::from)?;
         append_tpch_rows(&mut load, t, sf, &mut |r| old(col, r), progress)?;
         load.commit(progress).map_err(LoadError::from)?;

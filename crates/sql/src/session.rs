@@ -594,7 +594,7 @@ impl Engine {
         for name in names {
             let table = self.db.table(&name)?;
             let start = Instant::now();
-            let s = stats::analyze(&table, self.db.dir(), 42)?;
+            let s = stats::analyze(&table, &self.db, 42)?;
             let json = serde_json::to_value(&s).map_err(|e| SqlError::Execution(e.to_string()))?;
             self.db.set_table_stats(&name, json)?;
             out_names.push(name);

@@ -84,7 +84,7 @@ enum Sampled {
 /// Reads `table` and computes its statistics.
 pub fn analyze(
     table: &std::sync::Arc<Table>,
-    dir: &std::path::Path,
+    db: &strata_storage::Database,
     seed: u64,
 ) -> strata_access::Result<TableStats> {
     let spec = ScanSpec::new(table.clone(), Predicate::all());
@@ -110,7 +110,7 @@ pub fn analyze(
         }
     };
     // A columnar table's column part first (its delta is the heap).
-    if let Some(part) = strata_columns::ColumnPart::of(table, dir)
+    if let Some(part) = strata_columns::ColumnPart::of(db, table)
         .map_err(|e| strata_access::AccessError::Config(e.to_string()))?
     {
         let all: Vec<usize> = (0..table.schema().len()).collect();

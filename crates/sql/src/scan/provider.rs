@@ -306,7 +306,7 @@ impl StrataTable {
         limit: Option<usize>,
         stats: Option<TableStats>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let part = strata_columns::ColumnPart::of(table, self.db.dir())
+        let part = strata_columns::ColumnPart::of(&self.db, table)
             .map_err(|e| DataFusionError::External(Box::new(e)))?
             .expect("a columnar table has a column part");
         let filters: Vec<Expr> = filters.iter().map(unqualified).collect::<Result<_>>()?;

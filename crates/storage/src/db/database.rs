@@ -31,6 +31,8 @@ pub(super) const PREWARM_RUN_PAGES: u64 = 128;
 
 pub struct Database {
     pub(super) dir: PathBuf,
+    /// Whether data files are read with `O_DIRECT` (`DbOptions::direct_io`).
+    pub(super) direct_io: bool,
     pub(super) device: Arc<dyn Device>,
     pub(super) pool: Arc<BufferPool>,
     pub(super) catalog: Mutex<Catalog>,
@@ -146,6 +148,7 @@ impl Database {
             crashed: Default::default(),
             redone_in_memory: in_memory.is_some(),
             _lock: lock,
+            direct_io: opts.direct_io,
         };
         if let Some(r) = recovered
             && r.end != r.redo_lsn
@@ -188,6 +191,12 @@ impl Database {
     /// The cold tier layer the database was opened with (`DbOptions::cold_tier`).
     pub fn cold_tier(&self) -> Option<&Arc<dyn DeviceLayer>> {
         self.cold_tier.as_ref()
+    }
+
+    /// Whether data files are read with `O_DIRECT` (`DbOptions::direct_io`):
+    /// every read goes to the device, so every run is cold.
+    pub fn direct_io(&self) -> bool {
+        self.direct_io
     }
 
     pub fn dir(&self) -> &Path {
