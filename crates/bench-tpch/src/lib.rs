@@ -34,6 +34,7 @@
 
 pub mod analysis;
 pub mod encoding;
+pub mod engines;
 pub mod trace;
 
 use std::path::{Path, PathBuf};

@@ -62,7 +62,8 @@ struct TpchArgs {
     /// query (writes /proc/sys/vm/drop_caches; root only). Without it,
     /// PostgreSQL's runs after the first read through the page cache and the
     /// results file says so.
-    #[arg(long, requires = "with_postgres")]
+    /// With --vs-duckdb: the same, before every run of every engine.
+    #[arg(long)]
     drop_caches: bool,
     /// Instead of the runs: Fig. 14, Q1 once under full, index and smooth with
     /// the device's trace on (fig14-<path>.csv, .png, fig14.md); each run stops
@@ -75,6 +76,15 @@ struct TpchArgs {
     /// each (encoding.md in --out, default results/waste/encoding).
     #[arg(long)]
     encoding: bool,
+    /// Instead of the runs: the 22 queries (or --queries) on strata's row
+    /// tables, on its columnar tables and in DuckDB, interleaved, medians of
+    /// --repeat, cold and warm, with bytes read (engines.md in --out,
+    /// default target/bench/tpch-engines; the databases under --bench-db,
+    /// default tpch-sf<SF>-engines). DuckDB for Python: the one `bash
+    /// scripts/test` installs. With --drop-caches (root) DuckDB's first runs
+    /// are cold too.
+    #[arg(long)]
+    vs_duckdb: bool,
     /// --encoding: devices, comma-separated (real, hdd, ssd).
     #[arg(long, value_delimiter = ',', default_value = "real,ssd,hdd")]
     devices: Vec<String>,
@@ -127,6 +137,9 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
     } else {
         a.queries.clone()
     };
+    if a.drop_caches && !a.with_postgres && !a.vs_duckdb {
+        return Err(Usage("--drop-caches is for --with-postgres or --vs-duckdb".into()).into());
+    }
     let pool = parse_size(&cli.buffer_pool).map_err(|e| Usage(format!("--buffer-pool: {e}")))?;
     let opts = BenchOptions {
         sf,
@@ -151,6 +164,41 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
     if a.fig14 {
         strata_bench_tpch::trace::fig14(&opts, a.trace_max_events, &mut |l| eprintln!("{l}"))?;
         let md = opts.out.join("fig14.md");
+        print!("{}", std::fs::read_to_string(&md)?);
+        eprintln!("wrote {}", md.display());
+        return Ok(());
+    }
+    if a.vs_duckdb {
+        if !a.configs.is_empty() || a.with_postgres || a.fig14 || a.encoding {
+            return Err(Usage(
+                "--vs-duckdb runs the queries on strata's row and columnar tables and in DuckDB; it takes no --configs, --with-postgres, --fig14 or --encoding".into(),
+            )
+            .into());
+        }
+        let o = strata_bench_tpch::engines::EnginesOptions {
+            sf,
+            work: a
+                .bench_db
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(format!("tpch-sf{}-engines", a.sf))),
+            out: if a.out == std::path::Path::new("results/tpch") {
+                PathBuf::from("target/bench/tpch-engines")
+            } else {
+                a.out.clone()
+            },
+            queries: a
+                .queries
+                .iter()
+                .map(|q| match q.parse::<u32>() {
+                    Ok(n) => format!("q{n:02}"),
+                    Err(_) => q.clone(),
+                })
+                .collect(),
+            repeat: a.repeat,
+            drop_caches: a.drop_caches,
+            buffer_pool_bytes: pool as usize,
+        };
+        let md = strata_bench_tpch::engines::run(&o, &mut |l| eprintln!("{l}"))?;
         print!("{}", std::fs::read_to_string(&md)?);
         eprintln!("wrote {}", md.display());
         return Ok(());

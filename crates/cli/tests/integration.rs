@@ -10,6 +10,7 @@ mod bench_defaults;
 mod bench_skipper;
 mod cluster;
 mod cold_tier_cli;
+mod columns;
 mod common;
 mod crash;
 mod csd_serve;

@@ -8,10 +8,12 @@
 //! min/max statistics can hold a row the query's comparisons keep
 //! ([`prune`], [`read`]). [`rewrite`] converts a table between the two
 //! formats (and merges a columnar table's delta into new column files).
+//! [`chunk_cache`] keeps the bytes read, as the buffer pool keeps pages.
 //! [`convert`] turns stored rows into Arrow batches and back, for the
 //! column files and for strata-sql's operators. docs/layers/columns.md says
 //! why Parquet and what a columnar table does not do yet.
 
+pub mod chunk_cache;
 pub mod convert;
 pub mod error;
 pub mod file;

@@ -12,15 +12,19 @@ use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
+use bytes::{Buf, Bytes};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ParquetRecordBatchReaderBuilder, RowSelection,
 };
+use parquet::file::metadata::ParquetMetaData;
+use parquet::file::reader::{ChunkReader, Length};
 use strata_access::predicate::Comparison;
 use strata_storage::catalog::ColumnsDef;
 use strata_storage::row::Schema;
 use strata_storage::{Database, Table};
 
+use crate::chunk_cache::{ChunkCache, Key};
 use crate::convert::arrow_schema;
 use crate::error::{ColumnsError, Result};
 use crate::file::{CountedFile, ReadCounters};
@@ -31,6 +35,8 @@ pub const BATCH_ROWS: usize = 8_192;
 
 /// One open column file.
 struct OpenFile {
+    /// Its name in the catalog (the chunk cache's key).
+    name: String,
     path: PathBuf,
     file: CountedFile,
     meta: ArrowReaderMetadata,
@@ -42,6 +48,8 @@ pub struct ColumnPart {
     schema: Schema,
     arrow: SchemaRef,
     counters: Arc<ReadCounters>,
+    /// The database's cache of column-file bytes, if any.
+    cache: Option<Arc<ChunkCache>>,
 }
 
 /// A row group to read, and which of its rows (`None`: all).
@@ -113,13 +121,19 @@ impl ColumnPart {
                     ),
                 });
             }
-            files.push(OpenFile { path, file, meta });
+            files.push(OpenFile {
+                name: c.file.clone(),
+                path,
+                file,
+                meta,
+            });
         }
         Ok(ColumnPart {
             files,
             schema: schema.clone(),
             arrow,
             counters,
+            cache: None,
         })
     }
 
@@ -174,11 +188,12 @@ impl ColumnPart {
     ) -> Result<()> {
         let of = &self.files[unit.file];
         let mask = ProjectionMask::roots(of.meta.parquet_schema(), columns.iter().copied());
-        let mut b =
-            ParquetRecordBatchReaderBuilder::new_with_metadata(of.file.clone(), of.meta.clone())
-                .with_projection(mask)
-                .with_row_groups(vec![unit.row_group])
-                .with_batch_size(BATCH_ROWS);
+        let fetched = Fetched::fetch(of, self.cache.as_deref(), unit, columns)
+            .map_err(|e| ColumnsError::parquet(&of.path, e))?;
+        let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(fetched, of.meta.clone())
+            .with_projection(mask)
+            .with_row_groups(vec![unit.row_group])
+            .with_batch_size(BATCH_ROWS);
         if let Some(s) = &unit.selection {
             b = b.with_row_selection(s.clone());
         }
@@ -193,6 +208,34 @@ impl ColumnPart {
             }
         }
         Ok(())
+    }
+
+    /// Decodes every column of every row group (what `strata check` runs):
+    /// the rows, which must be the catalog's count (checked when the part
+    /// was opened, per file, from the footers).
+    pub fn verify(&self) -> Result<u64> {
+        let all: Vec<usize> = (0..self.schema.len()).collect();
+        let mut rows = 0u64;
+        self.read_all(&all, |b| {
+            rows += b.num_rows() as u64;
+            Ok(true)
+        })?;
+        let want: u64 = self
+            .files
+            .iter()
+            .map(|f| f.meta.metadata().file_metadata().num_rows() as u64)
+            .sum();
+        if rows != want {
+            return Err(ColumnsError::Corrupt {
+                file: self
+                    .files
+                    .first()
+                    .map(|f| f.path.clone())
+                    .unwrap_or_default(),
+                reason: format!("{rows} rows decoded where the footers say {want}"),
+            });
+        }
+        Ok(rows)
     }
 
     /// Reads every row of columns `columns`, unit after unit.
@@ -213,6 +256,175 @@ impl ColumnPart {
             }
         }
         Ok(())
+    }
+}
+
+/// Ranges of a file closer than this are read as one.
+const COALESCE_GAP: u64 = 64 << 10;
+
+/// The bytes a unit's decoding needs — its projected column chunks, or of
+/// those only the dictionary and the pages holding selected rows — read
+/// before decoding, adjacent ranges in one request: the Parquet reader asks
+/// page by page, and under `O_DIRECT` each of its asks would be a request
+/// of its own. What it asks beyond them is read from the file.
+#[derive(Clone)]
+struct Fetched {
+    file: CountedFile,
+    /// (offset, bytes), by offset.
+    ranges: Arc<Vec<(u64, Bytes)>>,
+}
+
+impl Fetched {
+    /// Fetches what `unit` needs of `columns` of file `of`: from `cache`
+    /// what it holds, the rest read (adjacent ranges in one request) and
+    /// kept there.
+    fn fetch(
+        of: &OpenFile,
+        cache: Option<&ChunkCache>,
+        unit: &Unit,
+        columns: &[usize],
+    ) -> parquet::errors::Result<Fetched> {
+        let mut wanted = needed_ranges(of.meta.metadata(), unit, columns);
+        wanted.sort_unstable();
+        wanted.dedup();
+        let key = |start: u64, len: u64| Key {
+            file: of.name.clone(),
+            start,
+            len,
+        };
+        let mut ranges: Vec<(u64, Bytes)> = Vec::with_capacity(wanted.len());
+        let mut missing: Vec<(u64, u64)> = Vec::new();
+        for &(start, len) in &wanted {
+            match cache.and_then(|c| c.get(&key(start, len))) {
+                Some(b) => ranges.push((start, b)),
+                None => missing.push((start, len)),
+            }
+        }
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for &(start, len) in &missing {
+            match merged.last_mut() {
+                Some((s, l)) if start <= *s + *l + COALESCE_GAP => {
+                    *l = (*l).max(start + len - *s);
+                }
+                _ => merged.push((start, len)),
+            }
+        }
+        let mut pieces = missing.iter().peekable();
+        for (m_start, m_len) in merged {
+            let read = of.file.get_bytes(m_start, m_len as usize)?;
+            while let Some(&&(start, len)) = pieces.peek() {
+                if start >= m_start + m_len {
+                    break;
+                }
+                let at = (start - m_start) as usize;
+                let b = read.slice(at..at + len as usize);
+                if let Some(c) = cache {
+                    c.put(key(start, len), b.clone());
+                }
+                ranges.push((start, b));
+                pieces.next();
+            }
+        }
+        ranges.sort_unstable_by_key(|(s, _)| *s);
+        Ok(Fetched {
+            file: of.file.clone(),
+            ranges: Arc::new(ranges),
+        })
+    }
+
+    /// The fetched bytes from `start` to the end of its range, and the
+    /// range's end.
+    fn range_at(&self, start: u64) -> Option<&(u64, Bytes)> {
+        let i = self.ranges.partition_point(|(s, _)| *s <= start);
+        let r = self.ranges.get(i.checked_sub(1)?)?;
+        (start < r.0 + r.1.len() as u64).then_some(r)
+    }
+}
+
+/// The byte ranges of `unit`'s columns `columns` its reader decodes.
+fn needed_ranges(meta: &ParquetMetaData, unit: &Unit, columns: &[usize]) -> Vec<(u64, u64)> {
+    let rg = meta.row_group(unit.row_group);
+    let rows = rg.num_rows() as usize;
+    // The selected rows as [from, to) ranges.
+    let selected: Option<Vec<(usize, usize)>> = unit.selection.as_ref().map(|sel| {
+        let mut at = 0;
+        let mut out = Vec::new();
+        for s in sel.iter() {
+            if !s.skip {
+                out.push((at, at + s.row_count));
+            }
+            at += s.row_count;
+        }
+        out
+    });
+    let mut out = Vec::new();
+    for &c in columns {
+        let (start, len) = rg.column(c).byte_range();
+        let pages = meta
+            .offset_index()
+            .map(|oi| oi[unit.row_group][c].page_locations());
+        match (&selected, pages) {
+            (Some(selected), Some(pages)) if !pages.is_empty() => {
+                // The dictionary page, before the first data page.
+                let first = pages[0].offset as u64;
+                if first > start {
+                    out.push((start, first - start));
+                }
+                for (i, p) in pages.iter().enumerate() {
+                    let from = p.first_row_index as usize;
+                    let to = pages
+                        .get(i + 1)
+                        .map_or(rows, |n| n.first_row_index as usize);
+                    if selected.iter().any(|&(a, b)| a < to && from < b) {
+                        out.push((p.offset as u64, p.compressed_page_size as u64));
+                    }
+                }
+            }
+            _ => out.push((start, len)),
+        }
+    }
+    out
+}
+
+impl Length for Fetched {
+    fn len(&self) -> u64 {
+        self.file.len()
+    }
+}
+
+/// A reader of fetched bytes, or of the file beyond them.
+enum FetchedRead {
+    Mem(bytes::buf::Reader<Bytes>),
+    File(crate::file::CountedRead),
+}
+
+impl std::io::Read for FetchedRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            FetchedRead::Mem(r) => r.read(buf),
+            FetchedRead::File(r) => r.read(buf),
+        }
+    }
+}
+
+impl ChunkReader for Fetched {
+    type T = FetchedRead;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<FetchedRead> {
+        match self.range_at(start) {
+            Some((s, b)) => Ok(FetchedRead::Mem(b.slice((start - s) as usize..).reader())),
+            None => Ok(FetchedRead::File(self.file.get_read(start)?)),
+        }
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        match self.range_at(start) {
+            Some((s, b)) if (start - s) as usize + length <= b.len() => {
+                let at = (start - s) as usize;
+                Ok(b.slice(at..at + length))
+            }
+            _ => self.file.get_bytes(start, length),
+        }
     }
 }
 

@@ -110,6 +110,7 @@ mod options;
 mod queries;
 mod server;
 mod session;
+pub use session::CacheDrop;
 mod sweep;
 
 pub use cluster::{DEFAULT_PORT, SETUP_SCRIPT, ServerConfig};

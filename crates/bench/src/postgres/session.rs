@@ -222,8 +222,8 @@ impl Session {
 /// `/proc/sys/vm/drop_caches`, so only when the caller says so), how often
 /// it worked, and the first failure.
 #[derive(Default)]
-pub(super) struct CacheDrop {
-    pub(super) allowed: bool,
+pub struct CacheDrop {
+    pub allowed: bool,
     dropped: usize,
     failure: Option<String>,
 }
@@ -231,7 +231,7 @@ pub(super) struct CacheDrop {
 impl CacheDrop {
     /// Tries once per run until it has failed once; returns "dropped" or
     /// "warm".
-    fn drop_os_cache(&mut self, progress: &mut dyn FnMut(&str)) -> &'static str {
+    pub fn drop_os_cache(&mut self, progress: &mut dyn FnMut(&str)) -> &'static str {
         if !self.allowed || self.failure.is_some() {
             return "warm";
         }

@@ -52,6 +52,8 @@ pub enum Ddl {
         if_not_exists: bool,
         /// PRIMARY KEY and UNIQUE constraints, made unique indexes.
         keys: Vec<Key>,
+        /// `WITH (format = 'columns')`: a columnar table (strata-columns).
+        columnar: bool,
     },
     /// `CREATE TABLE name AS query`.
     CreateTableAs {
@@ -189,6 +191,7 @@ fn create_table(c: &CreateTable) -> Result<Ddl, SqlError> {
         )?);
     }
     crate::ddl::constraint::finish(&name.text, &keys, &mut columns)?;
+    let columnar = table_format(&name.text, &c.table_options)?;
     let schema =
         Schema::new(columns).map_err(|e| query(format!("CREATE TABLE {}: {e}", name.text)))?;
     Ok(Ddl::CreateTable {
@@ -196,7 +199,52 @@ fn create_table(c: &CreateTable) -> Result<Ddl, SqlError> {
         schema,
         if_not_exists: c.if_not_exists,
         keys,
+        columnar,
     })
+}
+
+/// `WITH (format = 'rows' | 'columns')` of CREATE TABLE: whether the table is
+/// columnar. Any other option is refused, naming it.
+fn table_format(
+    table: &str,
+    options: &datafusion::sql::sqlparser::ast::CreateTableOptions,
+) -> Result<bool, SqlError> {
+    use datafusion::sql::sqlparser::ast::{CreateTableOptions, SqlOption, Value};
+    let list = match options {
+        CreateTableOptions::None => return Ok(false),
+        CreateTableOptions::With(l) => l,
+        other => {
+            return Err(query(format!(
+                "CREATE TABLE {table}: the options {other} are not supported (strata knows WITH (format = 'rows' | 'columns'))"
+            )));
+        }
+    };
+    let mut columnar = false;
+    for o in list {
+        let format = match o {
+            SqlOption::KeyValue { key, value } if key.value.eq_ignore_ascii_case("format") => {
+                match value {
+                    Expr::Value(v) => match &v.value {
+                        Value::SingleQuotedString(s) => Some(s.clone()),
+                        _ => None,
+                    },
+                    Expr::Identifier(i) => Some(i.value.clone()),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        match format.map(|f| f.parse::<strata_columns::Format>()) {
+            Some(Ok(f)) => columnar = f == strata_columns::Format::Columns,
+            Some(Err(e)) => return Err(query(format!("CREATE TABLE {table}: {e}"))),
+            None => {
+                return Err(query(format!(
+                    "CREATE TABLE {table}: the storage parameter {o} is not supported (strata knows format = 'rows' | 'columns')"
+                )));
+            }
+        }
+    }
+    Ok(columnar)
 }
 
 fn create_index(c: &CreateIndex) -> Result<Ddl, SqlError> {
@@ -349,6 +397,7 @@ pub fn run(db: &Database, ddl: &Ddl) -> Result<Changed, SqlError> {
             schema,
             if_not_exists,
             keys,
+            columnar,
         } => {
             // DataFusion folds unquoted names, so two tables differing only in
             // case could not both be queried.
@@ -364,7 +413,12 @@ pub fn run(db: &Database, ddl: &Ddl) -> Result<Changed, SqlError> {
             }
             let indexes = keys.iter().map(|k| k.index_spec(name)).collect();
             db.begin_create_load(name, schema.clone(), TableOptions::default(), indexes)
-                .and_then(|load| load.commit(&NoProgress))
+                .and_then(|mut load| {
+                    if *columnar {
+                        load.columnar()?;
+                    }
+                    load.commit(&NoProgress)
+                })
                 .map_err(|e| storage(verb, e))?;
             changed.created.push(name.clone());
         }

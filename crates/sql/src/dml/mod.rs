@@ -17,7 +17,7 @@
 //!    takes the index however many rows it names; otherwise from a scan of
 //!    the heap. Either way the whole WHERE is evaluated on the rows, with
 //!    DataFusion's own physical expressions on Arrow batches
-//!    ([`crate::scan::convert`]), as are the SET expressions.
+//!    ([`strata_columns::convert`]), as are the SET expressions.
 //! 2. *Apply*: only when every row passed, insert, update or delete them
 //!    through [`Table`]'s batched row methods (`insert_rows`, `delete_rows`:
 //!    each heap page pinned once, each index leaf descended to once) or

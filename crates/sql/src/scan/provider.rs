@@ -182,56 +182,22 @@ impl TableProvider for StrataTable {
                 stats,
             );
         }
-        let mut scan_columns = output_cols.clone();
-        for e in &residual {
-            for c in e.column_refs() {
-                let i = self.schema.index_of(&c.name)?;
-                if !scan_columns.contains(&i) {
-                    scan_columns.push(i);
-                }
-            }
-        }
-        let scan_schema = Arc::new(self.schema.project(&scan_columns)?);
-        let output_schema: SchemaRef = Arc::new(ArrowSchema::new(
-            output_cols
-                .iter()
-                .map(|&i| self.schema.field(i).clone())
-                .collect::<Vec<_>>(),
-        ));
-        let residual_selectivity = residual
-            .iter()
-            .map(|e| crate::stats::expr_selectivity(stats.as_ref(), e, table.schema()))
-            .product();
-        let residual = match conjunction(residual) {
-            Some(e) => {
-                let df_schema = DFSchema::try_from(scan_schema.as_ref().clone())?;
-                // Simplified first: an UPDATE or DELETE planned from its
-                // syntax tree hands its WHERE here unsimplified.
-                let physical = crate::dml::physical(state, e.clone(), &df_schema)?;
-                Some((e.to_string(), physical))
-            }
-            None => None,
-        };
-        let (page_costs, modeled_clock) = self.page_costs();
-        let req = ScanRequest {
-            table,
-            conjuncts,
-            residual,
-            output: (0..output_cols.len()).collect(),
-            scan_columns,
-            output_schema,
-            scan_schema,
-            limit,
-            settings,
-            stats,
-            page_costs,
-            modeled_clock,
-            temp_dir: temp_dir(&self.db),
-            note,
-            residual_selectivity,
-            target_partitions: state.config().target_partitions(),
-        };
-        Ok(Arc::new(StrataScanExec::new(req, None)))
+        let target = state.config().target_partitions();
+        let scan = self.heap_scan(
+            state,
+            HeapScan {
+                table,
+                conjuncts,
+                residual,
+                output_cols: &output_cols,
+                limit,
+                settings,
+                stats,
+                note,
+                target_partitions: target,
+            },
+        )?;
+        Ok(Arc::new(scan))
     }
 
     async fn insert_into(
@@ -353,7 +319,7 @@ impl StrataTable {
         if table.rows() == 0 && table.heap().num_pages() == 0 {
             return Ok(columns);
         }
-        // The delta: the heap's full scan, as for a row table.
+        // The delta: the heap's scan, as for a row table.
         let mut residual = Vec::new();
         let mut strata = Vec::new();
         for f in &filters {
@@ -362,8 +328,52 @@ impl StrataTable {
                 _ => residual.push(f.clone()),
             }
         }
-        let mut scan_columns = output_cols.to_vec();
-        for e in &residual {
+        let settings = state
+            .config_options()
+            .extensions
+            .get::<StrataOptions>()
+            .cloned()
+            .unwrap_or_default();
+        let delta = self.heap_scan(
+            state,
+            HeapScan {
+                table: table.clone(),
+                conjuncts: strata,
+                residual,
+                output_cols,
+                limit,
+                settings,
+                stats,
+                note: Some("the delta of a columnar table".into()),
+                target_partitions: 1,
+            },
+        )?;
+        let delta: Arc<dyn ExecutionPlan> = Arc::new(delta);
+        datafusion::physical_plan::union::UnionExec::try_new(vec![columns, delta])
+    }
+}
+
+/// A heap scan to plan: the table's rows (a row table's, or a columnar
+/// table's delta) through strata's access paths.
+struct HeapScan<'a> {
+    table: Arc<Table>,
+    /// Conjuncts the access path evaluates.
+    conjuncts: Vec<strata_access::predicate::Comparison>,
+    /// The rest, evaluated on the scan's Arrow output (unqualified).
+    residual: Vec<Expr>,
+    output_cols: &'a [usize],
+    limit: Option<usize>,
+    settings: StrataOptions,
+    stats: Option<TableStats>,
+    note: Option<String>,
+    target_partitions: usize,
+}
+
+impl StrataTable {
+    /// The scan operator of `h`.
+    fn heap_scan(&self, state: &dyn Session, h: HeapScan<'_>) -> Result<StrataScanExec> {
+        let mut scan_columns = h.output_cols.to_vec();
+        for e in &h.residual {
             for c in e.column_refs() {
                 let i = self.schema.index_of(&c.name)?;
                 if !scan_columns.contains(&i) {
@@ -372,41 +382,47 @@ impl StrataTable {
             }
         }
         let scan_schema = Arc::new(self.schema.project(&scan_columns)?);
-        let residual = match conjunction(residual) {
+        let output_schema: SchemaRef = Arc::new(ArrowSchema::new(
+            h.output_cols
+                .iter()
+                .map(|&i| self.schema.field(i).clone())
+                .collect::<Vec<_>>(),
+        ));
+        let residual_selectivity = h
+            .residual
+            .iter()
+            .map(|e| crate::stats::expr_selectivity(h.stats.as_ref(), e, h.table.schema()))
+            .product();
+        let residual = match conjunction(h.residual) {
             Some(e) => {
                 let df_schema = DFSchema::try_from(scan_schema.as_ref().clone())?;
+                // Simplified first: an UPDATE or DELETE planned from its
+                // syntax tree hands its WHERE here unsimplified.
                 let physical = crate::dml::physical(state, e.clone(), &df_schema)?;
                 Some((e.to_string(), physical))
             }
             None => None,
         };
-        let settings = state
-            .config_options()
-            .extensions
-            .get::<StrataOptions>()
-            .cloned()
-            .unwrap_or_default();
         let (page_costs, modeled_clock) = self.page_costs();
         let req = ScanRequest {
-            table: table.clone(),
-            conjuncts: strata,
+            table: h.table,
+            conjuncts: h.conjuncts,
             residual,
-            output: (0..output_cols.len()).collect(),
+            output: (0..h.output_cols.len()).collect(),
             scan_columns,
             output_schema,
             scan_schema,
-            limit,
-            settings,
-            stats,
+            limit: h.limit,
+            settings: h.settings,
+            stats: h.stats,
             page_costs,
             modeled_clock,
             temp_dir: temp_dir(&self.db),
-            note: Some("the delta of a columnar table".into()),
-            residual_selectivity: selectivity,
-            target_partitions: 1,
+            note: h.note,
+            residual_selectivity,
+            target_partitions: h.target_partitions,
         };
-        let delta: Arc<dyn ExecutionPlan> = Arc::new(StrataScanExec::new(req, None));
-        datafusion::physical_plan::union::UnionExec::try_new(vec![columns, delta])
+        Ok(StrataScanExec::new(req, None))
     }
 }
 

@@ -33,6 +33,9 @@ pub struct Database {
     pub(super) dir: PathBuf,
     /// Whether data files are read with `O_DIRECT` (`DbOptions::direct_io`).
     pub(super) direct_io: bool,
+    /// State a layer above keeps per open database, one value per type
+    /// (strata-columns' cache of column chunks).
+    pub(super) extensions: Mutex<HashMap<std::any::TypeId, Arc<dyn std::any::Any + Send + Sync>>>,
     pub(super) device: Arc<dyn Device>,
     pub(super) pool: Arc<BufferPool>,
     pub(super) catalog: Mutex<Catalog>,
@@ -149,6 +152,7 @@ impl Database {
             redone_in_memory: in_memory.is_some(),
             _lock: lock,
             direct_io: opts.direct_io,
+            extensions: Mutex::default(),
         };
         if let Some(r) = recovered
             && r.end != r.redo_lsn
@@ -197,6 +201,19 @@ impl Database {
     /// every read goes to the device, so every run is cold.
     pub fn direct_io(&self) -> bool {
         self.direct_io
+    }
+
+    /// The value of type `T` a layer above keeps for this database, made by
+    /// `make` on first use.
+    pub fn extension<T: std::any::Any + Send + Sync>(&self, make: impl FnOnce() -> T) -> Arc<T> {
+        let any = self
+            .extensions
+            .lock()
+            .entry(std::any::TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(make()))
+            .clone();
+        any.downcast::<T>()
+            .expect("an extension is keyed by its type")
     }
 
     pub fn dir(&self) -> &Path {

@@ -414,3 +414,37 @@ fn direct_reads_give_the_rows_buffered_reads_give() {
     assert_eq!(keys, want);
     assert!(part.counters().bytes() > 0);
 }
+
+/// A second scan of the same columns in the same database reads them from
+/// the cache of column-file bytes: only the files' footers again.
+#[test]
+fn a_second_scan_reads_from_the_chunk_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(&dir.path().join("db"), opts()).unwrap();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(17);
+    let model: Vec<Vec<Value>> = (0..150_000).map(|n| row(n, &mut rng)).collect();
+    load(&db, &model);
+    rewrite(&db, "t", Format::Columns, &NoProgress).unwrap();
+    let t = db.table("t").unwrap();
+    let scan = || {
+        let part = ColumnPart::of(&db, &t).unwrap().unwrap();
+        let before = part.counters().bytes();
+        let mut sum = 0i64;
+        part.read_all(&[0, 3], |b| {
+            for v in arrow_values(b.column(0).as_ref(), &DataType::Int64).unwrap() {
+                if let Value::Int64(k) = v {
+                    sum += k;
+                }
+            }
+            Ok(true)
+        })
+        .unwrap();
+        (part.counters().bytes() - before, sum)
+    };
+    let (first, a) = scan();
+    let (second, b) = scan();
+    assert_eq!(a, b);
+    assert_eq!(a, (0..150_000i64).sum::<i64>());
+    assert!(first > 500_000, "{first} bytes read by the first scan");
+    assert_eq!(second, 0, "the second scan read {second} bytes");
+}

@@ -1,0 +1,372 @@
+//! `strata bench tpch --vs-duckdb`: the 22 TPC-H queries on strata's row
+//! tables, on its columnar tables and in DuckDB, side by side in one run.
+//!
+//! One data set: `strata gen tpch` makes the row database (the spec's key
+//! indexes, then `ANALYZE`) and the Parquet files; the columnar database is
+//! the same generator's rows converted to columns (`strata compact --format
+//! columns`, then `ANALYZE`); DuckDB loads the Parquet files into its own
+//! file (`CREATE TABLE … AS SELECT * FROM read_parquet(…)`). The databases
+//! are built once under `--bench-db` and reused.
+//!
+//! Each repetition runs every query on each engine in turn (interleaved), each
+//! run in a fresh database: strata's opened anew in this process with
+//! `O_DIRECT` (a cold read of every page and column chunk), DuckDB in a new
+//! Python process. DuckDB reads through the OS page cache, so its first run
+//! is cold only when `--drop-caches` drops the cache before it (root only;
+//! the results say which). Each engine then runs the query a second time in
+//! the same session: the warm time. Bytes read are the process's
+//! `/proc/self/io` `read_bytes` over the cold run, for both engines.
+//! Reported: medians of `--repeat` runs, and the geometric mean over the
+//! queries of each engine's time over DuckDB's.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use strata_bench::postgres::CacheDrop;
+use strata_bench::report::summary::{Summary, provenance};
+use strata_load::{TpchSpec, TpchTable, generate_tpch};
+use strata_sql::SqlSession;
+use strata_sql::tpch::QUERIES;
+use strata_storage::Database;
+use strata_storage::db::{DbOptions, NoProgress};
+
+/// What to run.
+pub struct EnginesOptions {
+    pub sf: f64,
+    /// Where the three databases and the Parquet files are (built once).
+    pub work: PathBuf,
+    pub out: PathBuf,
+    /// Query names (`q01` … `q22`).
+    pub queries: Vec<String>,
+    pub repeat: usize,
+    pub drop_caches: bool,
+    pub buffer_pool_bytes: usize,
+}
+
+const ENGINES: [&str; 3] = ["strata rows", "strata columns", "DuckDB"];
+
+/// One run of one query on one engine.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sample {
+    cold: f64,
+    warm: f64,
+    read_bytes: u64,
+    rows: usize,
+}
+
+fn read_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("read_bytes:").map(|v| v.trim().parse().ok()))
+                .flatten()
+        })
+        .unwrap_or(0)
+}
+
+/// The Python with DuckDB: the test tools' (scripts/test installs it,
+/// pinned) or the system's.
+fn python() -> PathBuf {
+    let venv = Path::new(".test-tools/venv/bin/python3");
+    if venv.exists() {
+        venv.to_path_buf()
+    } else {
+        PathBuf::from("python3")
+    }
+}
+
+fn duckdb_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/tpch_duckdb.py")
+}
+
+/// Builds what is missing of the row database, the columnar one, the Parquet
+/// files and DuckDB's file.
+fn prepare(o: &EnginesOptions, progress: &mut dyn FnMut(&str)) -> Result<[PathBuf; 3]> {
+    std::fs::create_dir_all(&o.work)?;
+    let parquet = o.work.join("parquet");
+    let rows = o.work.join("rows.db");
+    let cols = o.work.join("columns.db");
+    let duck = o.work.join("tpch.duckdb");
+    let analyze = |db: Database| -> Result<()> {
+        SqlSession::new(Arc::new(db))?.execute("ANALYZE")?;
+        Ok(())
+    };
+    if !rows.join("catalog.json").exists() {
+        progress(&format!(
+            "generating TPC-H SF {} into {}",
+            o.sf,
+            rows.display()
+        ));
+        let db = Database::create(&rows, DbOptions::default())?;
+        let spec = TpchSpec {
+            parquet_dir: Some(parquet.clone()),
+            ..TpchSpec::new(o.sf)
+        };
+        generate_tpch(Some(&db), &spec, &NoProgress, |_| {})?;
+        analyze(db)?;
+    }
+    if !cols.join("catalog.json").exists() {
+        progress(&format!(
+            "generating TPC-H SF {} as columns into {}",
+            o.sf,
+            cols.display()
+        ));
+        let db = Database::create(&cols, DbOptions::default())?;
+        let spec = TpchSpec {
+            indexes: false,
+            ..TpchSpec::new(o.sf)
+        };
+        generate_tpch(Some(&db), &spec, &NoProgress, |_| {})?;
+        for t in TpchTable::ALL {
+            strata_columns::rewrite(&db, t.name(), strata_columns::Format::Columns, &NoProgress)?;
+        }
+        analyze(db)?;
+    }
+    if !duck.exists() {
+        progress(&format!("loading DuckDB's {}", duck.display()));
+        let out = Command::new(python())
+            .arg(duckdb_script())
+            .arg("load")
+            .arg(&duck)
+            .arg(&parquet)
+            .output()
+            .context("running python3 for DuckDB")?;
+        if !out.status.success() {
+            bail!(
+                "loading DuckDB failed (DuckDB for Python is installed by `bash scripts/test`, \
+                 pinned, into .test-tools/): {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+    }
+    Ok([rows, cols, duck])
+}
+
+fn strata_run(dir: &Path, pool: usize, sql: &str) -> Result<Sample> {
+    let db = Database::open(
+        dir,
+        DbOptions {
+            buffer_pool_bytes: pool,
+            read_only: true,
+            ..DbOptions::default()
+        },
+    )?;
+    let s = SqlSession::new(Arc::new(db))?;
+    let before = read_bytes();
+    let t = Instant::now();
+    let r = s.execute(sql)?;
+    let cold = t.elapsed().as_secs_f64();
+    let read = read_bytes() - before;
+    let t = Instant::now();
+    s.execute(sql)?;
+    Ok(Sample {
+        cold,
+        warm: t.elapsed().as_secs_f64(),
+        read_bytes: read,
+        rows: r.batches.iter().map(|b| b.num_rows()).sum(),
+    })
+}
+
+fn duckdb_run(db: &Path, query_file: &Path) -> Result<Sample> {
+    let out = Command::new(python())
+        .arg(duckdb_script())
+        .arg("run")
+        .arg(db)
+        .arg(query_file)
+        .output()
+        .context("running python3 for DuckDB")?;
+    if !out.status.success() {
+        bail!("DuckDB: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    Ok(Sample {
+        cold: v["cold_s"].as_f64().unwrap_or(f64::NAN),
+        warm: v["warm_s"].as_f64().unwrap_or(f64::NAN),
+        read_bytes: v["read_bytes"].as_u64().unwrap_or(0),
+        rows: v["rows"].as_u64().unwrap_or(0) as usize,
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn geomean(v: &[f64]) -> f64 {
+    (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
+}
+
+/// Runs the comparison and writes `engines.md` and `engines.csv` in `--out`.
+pub fn run(o: &EnginesOptions, progress: &mut dyn FnMut(&str)) -> Result<PathBuf> {
+    let dbs = prepare(o, progress)?;
+    let qdir = o.work.join("queries");
+    std::fs::create_dir_all(&qdir)?;
+    let queries: Vec<(&str, &str)> = QUERIES
+        .iter()
+        .filter(|(n, _)| o.queries.is_empty() || o.queries.iter().any(|q| q == n))
+        .copied()
+        .collect();
+    for (n, sql) in &queries {
+        std::fs::write(qdir.join(format!("{n}.sql")), sql)?;
+    }
+    let mut drops = CacheDrop::default();
+    drops.allowed = o.drop_caches;
+    let mut os_cache = "warm";
+    // samples[query][engine] = runs
+    let mut samples = vec![vec![Vec::<Sample>::new(); ENGINES.len()]; queries.len()];
+    for rep in 0..o.repeat {
+        for (qi, (name, sql)) in queries.iter().enumerate() {
+            for (e, engine) in ENGINES.iter().enumerate() {
+                os_cache = drops.drop_os_cache(progress);
+                let sql = sql.trim().trim_end_matches(';');
+                let s = match e {
+                    0 | 1 => strata_run(&dbs[e], o.buffer_pool_bytes, sql)
+                        .with_context(|| format!("{name} on {engine}"))?,
+                    _ => duckdb_run(&dbs[2], &qdir.join(format!("{name}.sql")))
+                        .with_context(|| format!("{name} on DuckDB"))?,
+                };
+                progress(&format!(
+                    "run {}/{} {name} {engine}: cold {:.3} s, warm {:.3} s, {} MiB read, {} rows",
+                    rep + 1,
+                    o.repeat,
+                    s.cold,
+                    s.warm,
+                    s.read_bytes >> 20,
+                    s.rows
+                ));
+                samples[qi][e].push(s);
+            }
+            let rows: Vec<usize> = samples[qi].iter().map(|r| r[rep].rows).collect();
+            if rows.iter().any(|&r| r != rows[2]) {
+                bail!("{name}: the engines return different row counts {rows:?}");
+            }
+        }
+    }
+    write(o, &queries, &samples, os_cache)
+}
+
+fn write(
+    o: &EnginesOptions,
+    queries: &[(&str, &str)],
+    samples: &[Vec<Vec<Sample>>],
+    os_cache: &str,
+) -> Result<PathBuf> {
+    std::fs::create_dir_all(&o.out)?;
+    let med = |runs: &[Sample], f: fn(&Sample) -> f64| median(runs.iter().map(f).collect());
+    let mut csv = String::from("query,engine,cold_s,warm_s,read_mib\n");
+    let mut table = Vec::new();
+    let (mut ratio_rows, mut ratio_cols, mut warm_cols) = (vec![], vec![], vec![]);
+    let mut sums = [0.0f64; 3];
+    let mut bytes_ratio = vec![];
+    for ((name, _), per) in queries.iter().zip(samples) {
+        let cold: Vec<f64> = per.iter().map(|r| med(r, |s| s.cold)).collect();
+        let warm: Vec<f64> = per.iter().map(|r| med(r, |s| s.warm)).collect();
+        let mib: Vec<f64> = per
+            .iter()
+            .map(|r| med(r, |s| s.read_bytes as f64) / 1048576.0)
+            .collect();
+        for e in 0..3 {
+            sums[e] += cold[e];
+            csv += &format!(
+                "{name},{},{:.4},{:.4},{:.1}\n",
+                ENGINES[e], cold[e], warm[e], mib[e]
+            );
+        }
+        ratio_rows.push(cold[0] / cold[2]);
+        ratio_cols.push(cold[1] / cold[2]);
+        warm_cols.push(warm[1] / warm[2]);
+        if mib[2] > 0.0 {
+            bytes_ratio.push(mib[1] / mib[2]);
+        }
+        table.push(vec![
+            name.to_string(),
+            format!("{:.3}", cold[0]),
+            format!("{:.3}", cold[1]),
+            format!("{:.3}", cold[2]),
+            format!("{:.2}", cold[1] / cold[2]),
+            format!("{:.3}", warm[1]),
+            format!("{:.3}", warm[2]),
+            format!("{:.1}", mib[0]),
+            format!("{:.1}", mib[1]),
+            format!("{:.1}", mib[2]),
+        ]);
+    }
+    let mut s = Summary::new("TPC-H: strata's row and columnar tables beside DuckDB");
+    s.paragraph(&provenance());
+    s.paragraph(&format!(
+        "Scale factor {}, {} queries, medians of {} runs, engines interleaved. strata reads with \
+         O_DIRECT (cold); DuckDB's first run is {} (OS page cache {} before each run). Bytes \
+         read: /proc/self/io read_bytes over the cold run.",
+        o.sf,
+        queries.len(),
+        o.repeat,
+        if os_cache == "dropped" {
+            "cold"
+        } else {
+            "warm-OS-cache"
+        },
+        if os_cache == "dropped" {
+            "dropped"
+        } else {
+            "not dropped: --drop-caches (root) drops it"
+        },
+    ));
+    s.table(
+        &[
+            "",
+            "sum of cold medians (s)",
+            "geomean cold vs DuckDB",
+            "geomean warm vs DuckDB",
+        ],
+        [
+            vec![
+                "strata rows".to_string(),
+                format!("{:.2}", sums[0]),
+                format!("{:.2}x", geomean(&ratio_rows)),
+                String::new(),
+            ],
+            vec![
+                "strata columns".to_string(),
+                format!("{:.2}", sums[1]),
+                format!("{:.2}x", geomean(&ratio_cols)),
+                format!("{:.2}x", geomean(&warm_cols)),
+            ],
+            vec![
+                "DuckDB".to_string(),
+                format!("{:.2}", sums[2]),
+                "1.00x".to_string(),
+                "1.00x".to_string(),
+            ],
+        ],
+    );
+    if !bytes_ratio.is_empty() {
+        s.paragraph(&format!(
+            "Bytes read, strata columns over DuckDB: geomean {:.2}x over the {} queries where DuckDB read from storage.",
+            geomean(&bytes_ratio),
+            bytes_ratio.len()
+        ));
+    }
+    s.table(
+        &[
+            "query",
+            "rows cold s",
+            "columns cold s",
+            "DuckDB cold s",
+            "columns / DuckDB",
+            "columns warm s",
+            "DuckDB warm s",
+            "rows MiB",
+            "columns MiB",
+            "DuckDB MiB",
+        ],
+        table,
+    );
+    std::fs::write(o.out.join("engines.csv"), csv)?;
+    let md = o.out.join("engines.md");
+    s.write(&md)?;
+    Ok(md)
+}

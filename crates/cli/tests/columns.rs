@@ -1,0 +1,86 @@
+//! Columnar tables from the command line: `strata load --table-format
+//! columns`, `strata compact --format columns|rows`, what `strata info` and
+//! `EXPLAIN ANALYZE` say, the delta, and what a columnar table refuses.
+
+use crate::common::{ok, stderr, stdout, strata};
+
+#[test]
+fn a_table_goes_to_columns_and_back_with_the_same_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let csv = dir.path().join("t.csv");
+    let mut text = String::from("id,grp,price,note\n");
+    for i in 0..50_000 {
+        text += &format!(
+            "{i},{},{}.{:02},note {}\n",
+            i % 7,
+            i % 1000,
+            i % 100,
+            i % 300
+        );
+    }
+    std::fs::write(&csv, text).unwrap();
+    ok(
+        &db,
+        &[
+            "load",
+            "t",
+            csv.to_str().unwrap(),
+            "--table-format",
+            "columns",
+        ],
+    );
+    let q = "SELECT grp, count(*), sum(price), min(note) FROM t WHERE id >= 1000 GROUP BY grp ORDER BY grp";
+    let sql = |sql: &str| ok(&db, &["sql", "--format", "csv", "-e", sql]);
+    let columns = sql(q);
+    let info: serde_json::Value =
+        serde_json::from_str(&ok(&db, &["info", "t", "--json"])).expect("JSON");
+    assert_eq!(info[0]["format"], "columns", "{info}");
+    assert_eq!(info[0]["rows"], 50_000);
+    assert_eq!(info[0]["column_files"][0]["rows"], 50_000);
+    let check = ok(&db, &["check"]);
+    assert!(
+        check.contains("ok: table t: column files: 50000 rows in 1 file(s), every column decoded"),
+        "{check}"
+    );
+    // The scan reads the columns the query uses, and of the key range only
+    // the pages that can hold it.
+    let plan = sql("EXPLAIN ANALYZE SELECT sum(price) FROM t WHERE id < 100");
+    assert!(
+        plan.contains("StrataColumnScanExec: table=t, columns [id, price], row groups 1 of 1, rows 8192 of 50000"),
+        "{plan}"
+    );
+    // Inserts go to the delta; the answer has them.
+    sql("INSERT INTO t VALUES (50000, 1, 5.00, 'new')");
+    assert!(sql("SELECT count(*) FROM t").contains("50001"));
+    // UPDATE and DELETE of column rows are refused, naming the way back.
+    let o = strata(&db, &["sql", "-e", "DELETE FROM t WHERE id = 3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("0A000") && stderr(&o).contains("strata compact --format rows t"),
+        "{}",
+        stderr(&o)
+    );
+    // The merge of the delta, then back to rows: the same answers.
+    let merged = ok(&db, &["compact", "--format", "columns", "t"]);
+    assert!(merged.contains("50001 rows now in columns"), "{merged}");
+    let o = strata(&db, &["sql", "-e", "DELETE FROM t WHERE id = 50000"]);
+    assert_eq!(o.status.code(), Some(2));
+    ok(&db, &["compact", "--format", "rows", "t"]);
+    sql("DELETE FROM t WHERE id = 50000");
+    assert_eq!(sql(q), columns);
+    let info: serde_json::Value =
+        serde_json::from_str(&ok(&db, &["info", "t", "--json"])).expect("JSON");
+    assert_eq!(info[0]["format"], "rows");
+    assert_eq!(info[0]["rows"], 50_000);
+    ok(&db, &["check"]);
+    // An unknown format is a usage error naming the choices.
+    let o = strata(&db, &["compact", "--format", "parquet", "t"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("expected 'rows' or 'columns'"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = stdout(&o);
+}
