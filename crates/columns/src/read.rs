@@ -82,7 +82,12 @@ impl ColumnPart {
     pub fn of(db: &Database, table: &Table) -> Result<Option<ColumnPart>> {
         match table.columns() {
             None => Ok(None),
-            Some(def) => ColumnPart::open(db.dir(), def, table.schema(), db.direct_io()).map(Some),
+            Some(def) => {
+                let mut part = ColumnPart::open(db.dir(), def, table.schema(), db.direct_io())?;
+                let budget = (db.pool().capacity() * strata_storage::page::PAGE_SIZE) as u64;
+                part.cache = Some(db.extension(|| ChunkCache::new(budget)));
+                Ok(Some(part))
+            }
         }
     }
 
@@ -363,8 +368,11 @@ fn needed_ranges(meta: &ParquetMetaData, unit: &Unit, columns: &[usize]) -> Vec<
         let pages = meta
             .offset_index()
             .map(|oi| oi[unit.row_group][c].page_locations());
+        // Page by page where the page index says where pages are (the
+        // cache keeps pages, small enough to keep under any budget; reads
+        // coalesce them again), else the whole chunk.
         match (&selected, pages) {
-            (Some(selected), Some(pages)) if !pages.is_empty() => {
+            (selected, Some(pages)) if !pages.is_empty() => {
                 // The dictionary page, before the first data page.
                 let first = pages[0].offset as u64;
                 if first > start {
@@ -375,7 +383,10 @@ fn needed_ranges(meta: &ParquetMetaData, unit: &Unit, columns: &[usize]) -> Vec<
                     let to = pages
                         .get(i + 1)
                         .map_or(rows, |n| n.first_row_index as usize);
-                    if selected.iter().any(|&(a, b)| a < to && from < b) {
+                    let wanted = selected
+                        .as_ref()
+                        .is_none_or(|sel| sel.iter().any(|&(a, b)| a < to && from < b));
+                    if wanted {
                         out.push((p.offset as u64, p.compressed_page_size as u64));
                     }
                 }

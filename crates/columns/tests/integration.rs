@@ -443,6 +443,12 @@ fn a_second_scan_reads_from_the_chunk_cache() {
     };
     let (first, a) = scan();
     let (second, b) = scan();
+    let cache = db.extension(|| strata_columns::chunk_cache::ChunkCache::new(0));
+    let (hits, misses) = cache.hits_misses();
+    assert!(
+        hits > 0 && misses > 0 && hits == misses,
+        "{hits} hits, {misses} misses"
+    );
     assert_eq!(a, b);
     assert_eq!(a, (0..150_000i64).sum::<i64>());
     assert!(first > 500_000, "{first} bytes read by the first scan");

@@ -240,6 +240,25 @@ pub struct DmlExec {
     props: Arc<PlanProperties>,
 }
 
+/// Refuses a change of rows of a columnar table's column part (its rows
+/// cannot be deleted or updated in place yet).
+fn refuse_columnar_change(db: &strata_storage::Database, name: &str, what: &str) -> Result<()> {
+    let table = db.table(name).map_err(|e| external(e.into()))?;
+    match table.columns() {
+        Some(c) if c.rows() > 0 => Err(external(
+            strata_storage::StorageError::Columnar {
+                table: name.to_string(),
+                message: format!(
+                    "{what} of table {name}: its rows are in columns, which take inserts only \
+                 (SQLSTATE 0A000); `strata compact --format rows {name}` converts it back"
+                ),
+            }
+            .into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl DmlExec {
     /// `DELETE FROM table WHERE filters`.
     pub fn delete(
@@ -248,6 +267,7 @@ impl DmlExec {
         state: &dyn Session,
         filters: Vec<Expr>,
     ) -> Result<DmlExec> {
+        refuse_columnar_change(writes.database(), table, "DELETE")?;
         DmlExec::new(writes, table, state, filters, |_, _| Ok(Op::Delete))
     }
 
@@ -259,6 +279,7 @@ impl DmlExec {
         assignments: Vec<(String, Expr)>,
         filters: Vec<Expr>,
     ) -> Result<DmlExec> {
+        refuse_columnar_change(writes.database(), table, "UPDATE")?;
         DmlExec::new(writes, table, state, filters, |t, schema| {
             let mut set = Vec::new();
             for (name, e) in assignments {

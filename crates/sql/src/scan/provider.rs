@@ -222,7 +222,6 @@ impl TableProvider for StrataTable {
         state: &dyn Session,
         filters: Vec<Expr>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        refuse_columnar_change(&self.db, &self.name, "DELETE")?;
         Ok(Arc::new(DmlExec::delete(
             self.writes.clone(),
             &self.name,
@@ -232,7 +231,6 @@ impl TableProvider for StrataTable {
     }
 
     async fn truncate(&self, state: &dyn Session) -> Result<Arc<dyn ExecutionPlan>> {
-        refuse_columnar_change(&self.db, &self.name, "TRUNCATE")?;
         Ok(Arc::new(DmlExec::delete(
             self.writes.clone(),
             &self.name,
@@ -247,7 +245,6 @@ impl TableProvider for StrataTable {
         assignments: Vec<(String, Expr)>,
         filters: Vec<Expr>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        refuse_columnar_change(&self.db, &self.name, "UPDATE")?;
         Ok(Arc::new(DmlExec::update(
             self.writes.clone(),
             &self.name,
@@ -423,22 +420,6 @@ impl StrataTable {
             target_partitions: h.target_partitions,
         };
         Ok(StrataScanExec::new(req, None))
-    }
-}
-
-/// Refuses a change of rows of a columnar table's column part (its rows
-/// cannot be deleted or updated in place yet).
-fn refuse_columnar_change(db: &Database, name: &str, what: &str) -> Result<()> {
-    let table = db.table(name).map_err(external)?;
-    match table.columns() {
-        Some(c) if c.rows() > 0 => Err(external(strata_storage::StorageError::Columnar {
-            table: name.to_string(),
-            message: format!(
-                "{what} of table {name}: its rows are in columns, which take inserts only \
-                 (SQLSTATE 0A000); `strata compact --format rows {name}` converts it back"
-            ),
-        })),
-        _ => Ok(()),
     }
 }
 

@@ -24,7 +24,9 @@ use crate::wal::{self, Wal};
 
 use super::index::{Index, resolve_columns, side_column_in_index};
 use super::options::DbOptions;
-use super::table::{SidePart, Table, TxnOwner, cold_read_only, side_table_refused};
+use super::table::{
+    SidePart, Table, TxnOwner, cold_read_only, columnar_refused, side_table_refused,
+};
 
 /// Pages [`Database::prewarm`] reads per request (1 MiB).
 pub(super) const PREWARM_RUN_PAGES: u64 = 128;
@@ -485,7 +487,7 @@ impl Database {
             return Err(side_table_refused(name, owner));
         }
         if t.columns.is_some() {
-            return Err(super::load::columnar_refused(
+            return Err(columnar_refused(
                 name,
                 "rewriting its heap (compact, split, cluster, ALTER TABLE)",
             ));

@@ -19,7 +19,7 @@ use super::database::{Database, remove_files};
 use super::index::{Index, resolve_columns, side_column_in_index};
 use super::keysort::SortedEntries;
 use super::options::{IndexSpec, TableOptions};
-use super::table::{SidePart, Table, cold_read_only, side_table_refused};
+use super::table::{SidePart, Table, cold_read_only, columnar_refused, side_table_refused};
 
 /// A load in progress: rows appended after the table's committed pages, indexes
 /// rebuilt at commit. Dropping it without committing leaves the table as it was.
@@ -593,18 +593,6 @@ impl Drop for TableLoad<'_> {
             let _ = dev.truncate(s.heap.file_id(), committed);
             s.heap.reset_pages(committed);
         }
-    }
-}
-
-/// What a columnar table refuses in this version: `what` (an index, a
-/// vertical split, a move to the cold tier) needs the row heap.
-pub(crate) fn columnar_refused(table: &str, what: &str) -> StorageError {
-    StorageError::Columnar {
-        table: table.to_string(),
-        message: format!(
-            "table {table} is columnar and {what} needs a row table (SQLSTATE 0A000); \
-             `strata compact --format rows {table}` converts it back"
-        ),
     }
 }
 

@@ -58,6 +58,18 @@ pub(crate) fn side_table_refused(table: &str, owner: &str) -> StorageError {
     ))
 }
 
+/// What a columnar table refuses in this version: `what` (an index, a
+/// vertical split, a move to the cold tier) needs the row heap.
+pub(crate) fn columnar_refused(table: &str, what: &str) -> StorageError {
+    StorageError::Columnar {
+        table: table.to_string(),
+        message: format!(
+            "table {table} is columnar and {what} needs a row table (SQLSTATE 0A000); \
+             `strata compact --format rows {table}` converts it back"
+        ),
+    }
+}
+
 /// An open table: heap, row layout and indexes.
 pub struct Table {
     pub(super) name: String,
