@@ -80,6 +80,28 @@ fn answer(s: &SqlSession, path: &str, queries: &[(&str, &str)], out: &Path, qdir
     }
 }
 
+/// The scale factor of the tests: 0.1, or `STRATA_TPCH_SF`.
+fn scale_factor() -> f64 {
+    std::env::var("STRATA_TPCH_SF")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.1)
+}
+
+/// The TPC-H tables at `sf` as Parquet files in `dir`, for DuckDB.
+fn parquet_for_duckdb(dir: &Path, sf: f64) {
+    generate_tpch(
+        None,
+        &TpchSpec {
+            parquet_dir: Some(dir.to_path_buf()),
+            ..TpchSpec::new(sf)
+        },
+        &NoProgress,
+        |_| {},
+    )
+    .unwrap();
+}
+
 fn check(parquet: &Path, qdir: &Path, results: &Path, what: &str) {
     let out = Command::new("python3")
         .arg(repo().join("scripts/tpch_check.py"))
@@ -106,10 +128,7 @@ fn check(parquet: &Path, qdir: &Path, results: &Path, what: &str) {
 #[test]
 fn tpch_answers_match_duckdb_under_every_access_path() {
     ensure_duckdb();
-    let sf: f64 = std::env::var("STRATA_TPCH_SF")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0.1);
+    let sf = scale_factor();
     let dir = tempfile::tempdir().unwrap();
     let pq = dir.path().join("parquet");
     // The cold tier's cache (16 MiB) is smaller than lineitem: the cold
@@ -127,16 +146,7 @@ fn tpch_answers_match_duckdb_under_every_access_path() {
     // Parquet for DuckDB; strata's database loaded as a warehouse is (its
     // history, ANALYZE, then the recent orders), so that it has both stale
     // and fresh statistics, as `strata bench tpch` does.
-    generate_tpch(
-        None,
-        &TpchSpec {
-            parquet_dir: Some(pq.clone()),
-            ..TpchSpec::new(sf)
-        },
-        &NoProgress,
-        |_| {},
-    )
-    .unwrap();
+    parquet_for_duckdb(&pq, sf);
     let db = Arc::new(Database::create(&dir.path().join("db"), options()).unwrap());
     let snapshot = |db: &Database| -> Vec<(String, serde_json::Value)> {
         db.table_names()
@@ -324,22 +334,10 @@ fn tpch_answers_match_duckdb_under_every_access_path() {
 #[test]
 fn tpch_answers_match_duckdb_on_columnar_tables_with_a_delta() {
     ensure_duckdb();
-    let sf: f64 = std::env::var("STRATA_TPCH_SF")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0.1);
+    let sf = scale_factor();
     let dir = tempfile::tempdir().unwrap();
     let pq = dir.path().join("parquet");
-    generate_tpch(
-        None,
-        &TpchSpec {
-            parquet_dir: Some(pq.clone()),
-            ..TpchSpec::new(sf)
-        },
-        &NoProgress,
-        |_| {},
-    )
-    .unwrap();
+    parquet_for_duckdb(&pq, sf);
     let db = Arc::new(
         Database::create(
             &dir.path().join("db"),
