@@ -62,6 +62,23 @@ fn load(db: &Database, rows: &[Vec<Value>]) {
     l.commit(&NoProgress).unwrap();
 }
 
+/// The values of each column of batch `b`, of column types `types`.
+fn batch_columns(b: &arrow::record_batch::RecordBatch, types: &[DataType]) -> Vec<Vec<Value>> {
+    b.columns()
+        .iter()
+        .zip(types)
+        .map(|(a, ty)| arrow_values(a.as_ref(), ty).unwrap())
+        .collect()
+}
+
+/// The rows of batch `b`.
+fn batch_rows(b: &arrow::record_batch::RecordBatch, types: &[DataType]) -> Vec<Vec<Value>> {
+    let cols = batch_columns(b, types);
+    (0..b.num_rows())
+        .map(|i| cols.iter().map(|c| c[i].clone()).collect())
+        .collect()
+}
+
 /// Every row of the table: its column part's, then its heap's.
 fn contents(db: &Database) -> Vec<Vec<Value>> {
     let t = db.table("t").unwrap();
@@ -70,15 +87,7 @@ fn contents(db: &Database) -> Vec<Vec<Value>> {
         let all: Vec<usize> = (0..t.schema().len()).collect();
         let types = t.schema().types();
         part.read_all(&all, |b| {
-            let cols: Vec<Vec<Value>> = b
-                .columns()
-                .iter()
-                .zip(&types)
-                .map(|(a, ty)| arrow_values(a.as_ref(), ty).unwrap())
-                .collect();
-            for i in 0..b.num_rows() {
-                out.push(cols.iter().map(|c| c[i].clone()).collect());
-            }
+            out.extend(batch_rows(&b, &types));
             Ok(true)
         })
         .unwrap();
@@ -229,12 +238,7 @@ fn pruning_never_drops_a_row_that_passes_and_skips_what_cannot() {
         let all: Vec<usize> = (0..types.len()).collect();
         for u in &plan.units {
             part.read(u, &all, |b| {
-                let cols: Vec<Vec<Value>> = b
-                    .columns()
-                    .iter()
-                    .zip(&types)
-                    .map(|(a, ty)| arrow_values(a.as_ref(), ty).unwrap())
-                    .collect();
+                let cols = batch_columns(&b, &types);
                 got += (0..b.num_rows())
                     .filter(|&i| {
                         conjuncts

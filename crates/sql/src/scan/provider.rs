@@ -126,12 +126,7 @@ impl TableProvider for StrataTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let table = self.db.table(&self.name).map_err(external)?;
-        let settings = state
-            .config_options()
-            .extensions
-            .get::<StrataOptions>()
-            .cloned()
-            .unwrap_or_default();
+        let settings = session_settings(state);
         let mut conjuncts = Vec::new();
         let mut residual = Vec::new();
         for f in filters {
@@ -325,12 +320,7 @@ impl StrataTable {
                 _ => residual.push(f.clone()),
             }
         }
-        let settings = state
-            .config_options()
-            .extensions
-            .get::<StrataOptions>()
-            .cloned()
-            .unwrap_or_default();
+        let settings = session_settings(state);
         let delta = self.heap_scan(
             state,
             HeapScan {
@@ -421,6 +411,16 @@ impl StrataTable {
         };
         Ok(StrataScanExec::new(req, None))
     }
+}
+
+/// The session's `strata.*` settings.
+fn session_settings(state: &dyn Session) -> StrataOptions {
+    state
+        .config_options()
+        .extensions
+        .get::<StrataOptions>()
+        .cloned()
+        .unwrap_or_default()
 }
 
 fn temp_dir(db: &Database) -> PathBuf {

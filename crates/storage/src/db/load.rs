@@ -597,13 +597,14 @@ impl Drop for TableLoad<'_> {
 }
 
 impl Database {
-    /// Starts the rewrite of table `name` into a new, empty heap — the
-    /// catalog swap of a conversion (`strata-columns`): to a columnar table
-    /// (`columnar`), whose new column files the caller writes (durably) and
-    /// names with [`TableLoad::set_columns`], or to a row table, whose rows
-    /// the caller appends. The old heap and the old column files not kept go
-    /// at commit; until then the table reads as before.
-    pub fn begin_rewrite(&self, name: &str, columnar: bool) -> Result<(TableLoad<'_>, Arc<Table>)> {
+    /// Table `name` for a load or a rewrite: the writer lock taken, the log
+    /// checkpointed (the catalog then holds every table's size as of the
+    /// log's end, which the load's catalog swap keeps), the open table and
+    /// its definition; a cold table and a side table are refused.
+    fn table_to_load(
+        &self,
+        name: &str,
+    ) -> Result<(parking_lot::MutexGuard<'_, ()>, Arc<Table>, TableDef)> {
         self.writable()?;
         let writer = self.writer.lock();
         self.checkpoint_locked()?;
@@ -611,10 +612,21 @@ impl Database {
         if table.is_cold() {
             return Err(cold_read_only(name));
         }
-        let mut def = self.catalog.lock().table(name)?.clone();
+        let def = self.catalog.lock().table(name)?.clone();
         if let Some(owner) = &def.side_of {
             return Err(side_table_refused(name, owner));
         }
+        Ok((writer, table, def))
+    }
+
+    /// Starts the rewrite of table `name` into a new, empty heap — the
+    /// catalog swap of a conversion (`strata-columns`): to a columnar table
+    /// (`columnar`), whose new column files the caller writes (durably) and
+    /// names with [`TableLoad::set_columns`], or to a row table, whose rows
+    /// the caller appends. The old heap and the old column files not kept go
+    /// at commit; until then the table reads as before.
+    pub fn begin_rewrite(&self, name: &str, columnar: bool) -> Result<(TableLoad<'_>, Arc<Table>)> {
+        let (writer, table, mut def) = self.table_to_load(name)?;
         if columnar {
             if let Some(i) = def.indexes.first() {
                 return Err(columnar_refused(name, &format!("its index {}", i.name)));
@@ -708,19 +720,7 @@ impl Database {
 
     /// Starts a load that appends to an existing table.
     pub fn begin_load(&self, name: &str) -> Result<TableLoad<'_>> {
-        self.writable()?;
-        let writer = self.writer.lock();
-        // The catalog then holds every table's size as of the log's end, which
-        // the load's catalog swap keeps.
-        self.checkpoint_locked()?;
-        let table = self.table(name)?;
-        if table.is_cold() {
-            return Err(cold_read_only(name));
-        }
-        let def = self.catalog.lock().table(name)?.clone();
-        if let Some(owner) = &def.side_of {
-            return Err(side_table_refused(name, owner));
-        }
+        let (writer, table, def) = self.table_to_load(name)?;
         let mut load = TableLoad::new(self, writer, def, table.heap.clone(), false, vec![])?;
         if let Some(s) = &table.side {
             let side_def = self.catalog.lock().table(s.table.name())?.clone();
