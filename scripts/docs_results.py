@@ -121,6 +121,15 @@ BLOCKS = {
     "writes": [
         E("results/writes/writes.md", tables=[0]),
     ],
+    "serve-pgbench": [
+        E("results/serve/pgbench.md", tables=[0], lines=r"^(Made by|pgbench)"),
+    ],
+    "serve-mixed": [
+        E("results/serve/mixed.md", tables=[0], lines=r"^(Made by|Target)"),
+    ],
+    "serve-crash": [
+        E("results/serve/crash.md", lines=r"^(Made by|\d+ kills)"),
+    ],
     "difftest": [
         E("results/difftest/summary.json", difftest=True),
     ],

@@ -32,6 +32,7 @@ pub mod flash;
 pub mod nblb;
 pub mod postgres;
 pub mod report;
+pub mod serve;
 pub mod skipper;
 pub mod smooth_scan;
 

@@ -99,6 +99,14 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Serve the database to PostgreSQL clients (psql, drivers, pgbench) over
+    /// the PostgreSQL wire protocol (runs the `strata-server` binary):
+    /// `--listen 127.0.0.1:5433`, `--max-connections 100`.
+    #[command(disable_help_flag = true)]
+    Serve {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// The cold storage device (Skipper): `serve` (the S3 endpoint), `metrics`,
     /// `cost` (tier costs, Table 1, Fig. 2, Fig. 3).
     Csd {
@@ -165,6 +173,16 @@ pub enum BenchCommand {
     /// No Bits Left Behind §3–4: fig3 (lookup cost with 0%, 54%, 100% of the
     /// hot tuples clustered and with a hot partition).
     Waste(crate::bench_waste::WasteArgs),
+    /// pgbench (PostgreSQL 15's) against `strata serve` and PostgreSQL side by
+    /// side: select-only and TPC-B-like at 1, 8 and 32 clients.
+    Pgbench(crate::bench_serve::PgbenchArgs),
+    /// Point lookups on one connection of `strata serve` beside TPC-H Q1
+    /// running on another: are readers delayed?
+    ServeMixed(crate::bench_serve::MixedArgs),
+    /// `strata serve` SIGKILLed again and again under pgbench (8 clients):
+    /// after every restart TPC-B's invariant holds and no acknowledged
+    /// transaction is lost.
+    ServeCrash(crate::bench_serve::CrashArgs),
     /// Sequential and random read throughput of a table's heap through the device,
     /// next to fio on the same file.
     Io(crate::bench_io::IoArgs),

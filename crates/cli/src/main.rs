@@ -16,6 +16,7 @@ mod bench_flash;
 mod bench_index_cache;
 mod bench_io;
 mod bench_out;
+mod bench_serve;
 mod bench_skipper;
 mod bench_smooth;
 mod bench_waste;
@@ -109,6 +110,7 @@ fn run(args: &Cli) -> Result<()> {
             which: BenchCommand::SmoothScan(a),
         } => bench_smooth::run(cli, a),
         Command::Sql { args } => sql_forward::run(cli, "strata-sql", &["sql"], args),
+        Command::Serve { args } => sql_forward::run(cli, "strata-server", &["serve"], args),
         Command::Bench {
             which: BenchCommand::Tpch { args },
         } => sql_forward::run(cli, "strata-bench-tpch", &[], args),
@@ -124,6 +126,15 @@ fn run(args: &Cli) -> Result<()> {
         Command::Bench {
             which: BenchCommand::Csd(a),
         } => bench_csd::run(cli, a),
+        Command::Bench {
+            which: BenchCommand::Pgbench(a),
+        } => bench_serve::pgbench(cli, a),
+        Command::Bench {
+            which: BenchCommand::ServeMixed(a),
+        } => bench_serve::mixed(cli, a),
+        Command::Bench {
+            which: BenchCommand::ServeCrash(a),
+        } => bench_serve::crash(cli, a),
         Command::Bench {
             which: BenchCommand::Waste(a),
         } => bench_waste::run(cli, a),

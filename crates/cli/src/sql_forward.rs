@@ -29,7 +29,7 @@ pub fn run(cli: &Global, package: &str, sub: &[&str], args: &[String]) -> Result
         .arg(&cli.db)
         .args(["--buffer-pool", &cli.buffer_pool, "--device", &cli.device])
         .args(match package {
-            "strata-sql" => vec!["--cold-cache", cli.cold_cache.as_str()],
+            "strata-sql" | "strata-server" => vec!["--cold-cache", cli.cold_cache.as_str()],
             _ => vec![],
         })
         .args(sub)

@@ -23,17 +23,24 @@ pub mod explain_total;
 pub mod files;
 pub mod optimizer;
 pub mod options;
+pub mod prepare;
 pub mod rules;
 pub mod scan;
 pub mod session;
 pub mod shell;
 pub mod skipper;
+pub mod sqlstate;
 pub mod statement;
 pub mod stats;
+pub mod stop;
 pub mod tpch;
 pub mod waste;
 
+/// Arrow as the session's results carry it (DataFusion's).
+pub use datafusion::arrow;
+pub use datafusion::sql::sqlparser;
 pub use options::{AccessPathSetting, StrataOptions};
 pub use session::{QueryResult, SqlError, SqlSession};
 pub use shell::format::Format;
 pub use shell::script::split_statements;
+pub use stop::{Cancel, Stop, Stopped};

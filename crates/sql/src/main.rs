@@ -11,11 +11,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use strata_sql::shell::open::OpenArgs;
 use strata_sql::shell::process::Usage;
 use strata_sql::{Format, SqlSession, split_statements};
 use strata_storage::Database;
-use strata_storage::db::DbOptions;
-use strata_storage::util::parse_size;
 
 #[derive(Parser)]
 // `strata sql` runs this binary as `strata-sql … sql …`: usage lines say
@@ -27,19 +26,8 @@ use strata_storage::util::parse_size;
     about = "SQL over a strata database"
 )]
 struct Cli {
-    /// Database directory.
-    #[arg(long, global = true, default_value = "./strata.db")]
-    db: PathBuf,
-    /// Buffer pool size, e.g. 256MiB.
-    #[arg(long, global = true, default_value = "256MiB")]
-    buffer_pool: String,
-    /// Device: `real` (direct I/O), `buffered`, or a modeled profile (`hdd`,
-    /// `ssd`, a JSON file).
-    #[arg(long, global = true, default_value = "real")]
-    device: String,
-    /// Local cache of the cold tier (tables moved by `strata tier cold`).
-    #[arg(long, global = true, default_value = "512MiB")]
-    cold_cache: String,
+    #[command(flatten)]
+    open: OpenArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -81,37 +69,7 @@ fn main() -> ExitCode {
 /// it (ANALYZE stores statistics, writes change it), read-only otherwise (a
 /// write then fails, saying so).
 fn open(cli: &Cli) -> anyhow::Result<Arc<Database>> {
-    let pool = parse_size(&cli.buffer_pool).map_err(|e| Usage(format!("--buffer-pool: {e}")))?;
-    let cache_bytes =
-        parse_size(&cli.cold_cache).map_err(|e| Usage(format!("--cold-cache: {e}")))?;
-    let cold = strata_cold::device::ColdTier::new(strata_cold::device::ColdConfig {
-        cache_bytes,
-        ..strata_cold::device::ColdConfig::from_env()?
-    });
-    let opts = DbOptions {
-        buffer_pool_bytes: pool as usize,
-        cold_tier: Some(cold.layer()),
-        ..DbOptions::default()
-    }
-    .device(&cli.device)?
-    .faults_from_env()?;
-    if !cli.db.join("catalog.json").exists() {
-        return Err(Usage(format!(
-            "{} is not a strata database (create one with `strata create`, `strata demo`, `strata gen` or `strata load`)",
-            cli.db.display()
-        ))
-        .into());
-    }
-    match Database::open(&cli.db, opts.clone()) {
-        Ok(db) => Ok(Arc::new(db)),
-        Err(_) => Ok(Arc::new(Database::open(
-            &cli.db,
-            DbOptions {
-                read_only: true,
-                ..opts
-            },
-        )?)),
-    }
+    Ok(Arc::new(cli.open.open(true)?))
 }
 
 fn sql(cli: &Cli, args: &SqlArgs) -> anyhow::Result<()> {

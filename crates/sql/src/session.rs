@@ -32,11 +32,13 @@ use crate::dml::direct_dml;
 use crate::dml::txn::Writes;
 use crate::explain_total;
 use crate::options::StrataOptions;
+use crate::prepare::Described;
 use crate::rules::depth;
 use crate::scan::provider::StrataTable;
 use crate::shell::script::analyze_targets;
 use crate::statement::{self, Kind};
 use crate::stats;
+use crate::stop::{Stop, Stopped};
 
 /// One statement's result.
 pub struct QueryResult {
@@ -96,8 +98,8 @@ impl SqlSession {
 
     /// Runs one statement.
     pub fn execute(&self, sql: &str) -> Result<QueryResult, SqlError> {
-        self.run(sql, None)?
-            .ok_or_else(|| SqlError::Execution("statement ran out of time".into()))
+        self.run(sql, Stop::never())?
+            .map_err(|_| SqlError::Execution("statement ran out of time".into()))
     }
 
     /// Runs one statement, cancelling it after `limit`; `None` when cancelled.
@@ -107,7 +109,33 @@ impl SqlSession {
         sql: &str,
         limit: Duration,
     ) -> Result<Option<QueryResult>, SqlError> {
-        self.run(sql, Some(limit))
+        Ok(self.run(sql, Stop::after(Some(limit)))?.ok())
+    }
+
+    /// Runs one statement until it ends or `stop` stops it (a query; a write
+    /// always runs to its end): `Err(Stopped)` inside when it was stopped.
+    pub fn execute_until(
+        &self,
+        sql: &str,
+        stop: Stop,
+    ) -> Result<Result<QueryResult, Stopped>, SqlError> {
+        self.run(sql, stop)
+    }
+
+    /// The types of `sql`'s `$n` parameters and the columns of its rows,
+    /// without running it (a client's prepared statement).
+    pub fn describe_statement(&self, sql: &str) -> Result<Described, SqlError> {
+        self.engine.refresh_catalog()?;
+        let (settings, state) = self.engine.state();
+        let described = crate::prepare::describe(&state, &self.engine.runtime, sql);
+        self.engine.keep(settings, state);
+        described
+    }
+
+    /// How long a write waits for another session's transaction to end
+    /// before it fails with SQLSTATE 55P03 (`lock_timeout`); `None` waits.
+    pub fn set_lock_timeout(&self, limit: Option<Duration>) {
+        self.engine.writes.set_lock_timeout(limit);
     }
 
     /// Tables and their columns and indexes, for `\d`.
@@ -116,13 +144,13 @@ impl SqlSession {
     }
 
     /// Runs a statement on a statement thread.
-    fn run(&self, sql: &str, limit: Option<Duration>) -> Result<Option<QueryResult>, SqlError> {
+    fn run(&self, sql: &str, stop: Stop) -> Result<Result<QueryResult, Stopped>, SqlError> {
         if sql.len() > LONG_STATEMENT {
             return std::thread::scope(|s| {
                 std::thread::Builder::new()
                     .name("strata-sql-statement".into())
                     .stack_size(depth::STACK_BYTES)
-                    .spawn_scoped(s, || self.engine.run_here(sql, limit))
+                    .spawn_scoped(s, || self.engine.run_here(sql, &stop))
                     .map_err(|e| {
                         SqlError::Execution(format!("cannot start a statement thread: {e}"))
                     })?
@@ -137,7 +165,7 @@ impl SqlSession {
         };
         let engine = self.engine.clone();
         let sql = sql.to_owned();
-        let answer = worker.run(move || engine.run_here(&sql, limit))?;
+        let answer = worker.run(move || engine.run_here(&sql, &stop))?;
         match answer {
             Ok(result) => {
                 self.idle.lock().push(worker);
@@ -150,7 +178,7 @@ impl SqlSession {
 }
 
 /// What a statement thread answers: the statement's result, or its panic.
-type Answer = std::thread::Result<Result<Option<QueryResult>, SqlError>>;
+type Answer = std::thread::Result<Result<Result<QueryResult, Stopped>, SqlError>>;
 
 /// A statement thread, kept between statements: starting a thread with a
 /// large stack for every statement cost more than planning a small one.
@@ -180,7 +208,7 @@ impl Worker {
     /// Runs `statement` on this thread and waits for its answer.
     fn run(
         &self,
-        statement: impl FnOnce() -> Result<Option<QueryResult>, SqlError> + Send + 'static,
+        statement: impl FnOnce() -> Result<Result<QueryResult, Stopped>, SqlError> + Send + 'static,
     ) -> Result<Answer, SqlError> {
         let (tx, rx) = mpsc::sync_channel::<Answer>(1);
         let job = Box::new(move || {
@@ -224,6 +252,15 @@ struct Engine {
     /// Bumped after every statement DataFusion runs itself (`SET` among
     /// them), which may change the settings.
     settings: AtomicU64,
+    /// The catalog as the context registered it last.
+    known: Mutex<Known>,
+}
+
+/// The tables and views registered in a session's context, and the count of
+/// catalog saves they were read at ([`strata_storage::catalog::Catalog::saves`]).
+struct Known {
+    saves: u64,
+    names: Vec<String>,
 }
 
 impl Engine {
@@ -281,9 +318,12 @@ impl Engine {
         ctx.register_udtf("read_csv", Arc::new(crate::files::read::ReadCsv));
         ctx.register_udtf("read_parquet", Arc::new(crate::files::read::ReadParquet));
         let writes = Writes::new(db.clone());
-        for name in db.table_names() {
-            register(&ctx, &writes, &name)?;
+        let saves = strata_storage::catalog::Catalog::saves();
+        let mut names = db.table_names();
+        for name in &names {
+            register(&ctx, &writes, name)?;
         }
+        names.extend(db.views().into_iter().map(|v| v.name));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_stack_size(depth::STACK_BYTES)
@@ -299,7 +339,33 @@ impl Engine {
             runtime,
             kept: Mutex::new(None),
             settings: AtomicU64::new(0),
+            known: Mutex::new(Known { saves, names }),
         })
+    }
+
+    /// Registers the tables and views again when the catalog changed since
+    /// they were (another session of the server created, dropped or altered
+    /// one, or analyzed a table).
+    fn refresh_catalog(&self) -> Result<(), SqlError> {
+        let saves = strata_storage::catalog::Catalog::saves();
+        let mut known = self.known.lock();
+        if known.saves == saves {
+            return Ok(());
+        }
+        let mut names = self.db.table_names();
+        // The session's own DDL registered some of them already.
+        for name in known.names.iter().chain(&names) {
+            self.ctx
+                .deregister_table(name.as_str())
+                .map_err(SqlError::from)?;
+        }
+        for name in &names {
+            register(&self.ctx, &self.writes, name)?;
+        }
+        crate::ddl::view::register_all(&self.ctx, &self.runtime, &self.db)?;
+        names.extend(self.db.views().into_iter().map(|v| v.name));
+        *known = Known { saves, names };
+        Ok(())
     }
 
     /// A state to parse and plan a statement with: the kept one when its
@@ -325,11 +391,8 @@ impl Engine {
 
     /// Runs a statement on the calling thread, which must have
     /// [`depth::STACK_BYTES`] of stack.
-    fn run_here(
-        &self,
-        sql: &str,
-        limit: Option<Duration>,
-    ) -> Result<Option<QueryResult>, SqlError> {
+    fn run_here(&self, sql: &str, stop: &Stop) -> Result<Result<QueryResult, Stopped>, SqlError> {
+        self.refresh_catalog()?;
         let device = self.db.device().clone();
         device.stats().forget_position();
         let before = device.stats().snapshot();
@@ -340,17 +403,17 @@ impl Engine {
             let copy = copy?;
             let (_settings, state) = self.state();
             let (_snapshot, _own);
-            if self.writes.in_transaction() {
+            if self.writes.writing() {
                 _own = self.db.read_own_writes();
             } else {
                 _snapshot = self.db.read_snapshot();
             }
-            let Some(n) = crate::files::copy::run(&copy, state, &self.ctx, &self.runtime, limit)?
-            else {
-                return Ok(None);
+            let n = match crate::files::copy::run(&copy, state, &self.ctx, &self.runtime, stop)? {
+                Ok(n) => n,
+                Err(stopped) => return Ok(Err(stopped)),
             };
             let count = dml::count_batch(n)?;
-            return Ok(Some(QueryResult {
+            return Ok(Ok(QueryResult {
                 schema: count.schema(),
                 batches: vec![count],
                 elapsed: start.elapsed(),
@@ -387,7 +450,7 @@ impl Engine {
                     self.keep(settings, state);
                     let table = self.db.table(&table)?;
                     let (schema, batches) = describe::table(&table)?;
-                    return Ok(Some(QueryResult {
+                    return Ok(Ok(QueryResult {
                         schema,
                         batches,
                         elapsed: start.elapsed(),
@@ -409,7 +472,13 @@ impl Engine {
                     Kind::Ddl(d) => self.ddl(&d).map(|()| nothing())?,
                     Kind::Write(verb) => {
                         let state = state.expect("a write's state is not kept");
-                        if let Err(e) = self.writes.check_writable(verb) {
+                        // Inside BEGIN, the block's first write takes the
+                        // writer turn before any read guard is held.
+                        if let Err(e) = self
+                            .writes
+                            .check_writable(verb)
+                            .and_then(|()| self.writes.start_writing())
+                        {
                             self.keep(settings, state);
                             return Err(e);
                         }
@@ -424,10 +493,7 @@ impl Engine {
                                 "INSERT" => state,
                                 _ => unoptimized(state),
                             };
-                            let _own = self
-                                .writes
-                                .in_transaction()
-                                .then(|| self.db.read_own_writes());
+                            let _own = self.writes.writing().then(|| self.db.read_own_writes());
                             let (schema, batches) = crate::dml::returning::run(
                                 &stmt,
                                 state,
@@ -438,7 +504,7 @@ impl Engine {
                             .map_err(|e| {
                                 statement::values_null(&stmt, &self.db, &e).unwrap_or(e)
                             })?;
-                            return Ok(Some(QueryResult {
+                            return Ok(Ok(QueryResult {
                                 schema,
                                 batches,
                                 elapsed: start.elapsed(),
@@ -448,15 +514,12 @@ impl Engine {
                         if direct && let Some(exec) = direct_dml::plan(&stmt, &state, &self.writes)
                         {
                             self.keep(settings, state);
-                            let _own = self
-                                .writes
-                                .in_transaction()
-                                .then(|| self.db.read_own_writes());
+                            let _own = self.writes.writing().then(|| self.db.read_own_writes());
                             let n = exec.run().map_err(|e| {
                                 statement::values_null(&stmt, &self.db, &e).unwrap_or(e)
                             })?;
                             let count = dml::count_batch(n)?;
-                            return Ok(Some(QueryResult {
+                            return Ok(Ok(QueryResult {
                                 schema: count.schema(),
                                 batches: vec![count],
                                 elapsed: start.elapsed(),
@@ -471,13 +534,10 @@ impl Engine {
                         // so it is never left half applied.
                         // Inside BEGIN, an INSERT ... SELECT reads the
                         // transaction's own changes.
-                        let _own = self
-                            .writes
-                            .in_transaction()
-                            .then(|| self.db.read_own_writes());
-                        match self.plan_and_run(state, stmt.clone(), None) {
-                            Ok(Some(r)) => r,
-                            Ok(None) => {
+                        let _own = self.writes.writing().then(|| self.db.read_own_writes());
+                        match self.plan_and_run(state, stmt.clone(), &Stop::never()) {
+                            Ok(Ok(r)) => r,
+                            Ok(Err(_)) => {
                                 return Err(SqlError::Execution("a write ran out of time".into()));
                             }
                             Err(e) => {
@@ -494,17 +554,17 @@ impl Engine {
                     Kind::Other => {
                         let state = state.expect("a query's state is not kept");
                         let (_snapshot, _own);
-                        if self.writes.in_transaction() {
+                        if self.writes.writing() {
                             _own = self.db.read_own_writes();
                         } else {
                             _snapshot = self.db.read_snapshot();
                         }
-                        let answer = self.plan_and_run(state, stmt, limit);
+                        let answer = self.plan_and_run(state, stmt, stop);
                         // It may have been a SET: states kept before are stale.
                         self.settings.fetch_add(1, Ordering::AcqRel);
                         match answer? {
-                            Some(r) => r,
-                            None => return Ok(None),
+                            Ok(r) => r,
+                            Err(stopped) => return Ok(Err(stopped)),
                         }
                     }
                 }
@@ -515,7 +575,7 @@ impl Engine {
         } else {
             batches
         };
-        Ok(Some(QueryResult {
+        Ok(Ok(QueryResult {
             schema,
             batches,
             elapsed: start.elapsed(),
@@ -523,15 +583,16 @@ impl Engine {
         }))
     }
 
-    /// Plans and runs a statement with DataFusion, cancelling it after
-    /// `limit`; `None` when cancelled.
+    /// Plans and runs a statement with DataFusion until it ends or `stop`
+    /// stops it.
     fn plan_and_run(
         &self,
         state: SessionState,
         stmt: DfStatement,
-        limit: Option<Duration>,
-    ) -> Result<Option<(SchemaRef, Vec<RecordBatch>)>, SqlError> {
-        let work = async {
+        stop: &Stop,
+    ) -> Result<Result<(SchemaRef, Vec<RecordBatch>), Stopped>, SqlError> {
+        let ctx = self.ctx.clone();
+        let work = async move {
             let plan = state.statement_to_plan(stmt).await?;
             // DataFusion's DESCRIBE (of a query, a view) in SQL's type names.
             if let LogicalPlan::DescribeTable(d) = &plan {
@@ -542,21 +603,24 @@ impl Engine {
                 LogicalPlan::Dml(_) | LogicalPlan::Explain(_) | LogicalPlan::Analyze(_) => {
                     DataFrame::new(state, plan)
                 }
-                plan => self.ctx.execute_logical_plan(plan).await?,
+                plan => ctx.execute_logical_plan(plan).await?,
             };
             let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
             let batches = df.collect().await.map_err(SqlError::from)?;
             Ok::<_, SqlError>((schema, batches))
         };
-        match limit {
-            None => self.runtime.block_on(work).map(Some),
-            Some(l) => match self
-                .runtime
-                .block_on(async { tokio::time::timeout(l, work).await })
-            {
-                Ok(r) => r.map(Some),
-                Err(_) => Ok(None),
-            },
+        if stop.is_never() {
+            return self.runtime.block_on(work).map(Ok);
+        }
+        // The plan runs as a task of its own and this thread only waits: an
+        // operator that computes long between two yields (a nested loop join
+        // over one large batch) cannot hold up the answer to a cancel or a
+        // timeout. The task is aborted, which drops the plan's streams at its
+        // next yield.
+        let task = crate::stop::AbortOnDrop(self.runtime.spawn(work));
+        match self.runtime.block_on(stop.run(task.join())) {
+            Ok(r) => r.map(Ok),
+            Err(stopped) => Ok(Err(stopped)),
         }
     }
 

@@ -26,6 +26,9 @@ pub const LEAF_FILLS: std::ops::RangeInclusive<f64> = 0.1..=1.0;
 /// 2: pages have a 48-byte header (LSN and CSN) and the database a `wal/`.
 const FORMAT: u32 = 2;
 
+/// Catalogs saved by this process ([`Catalog::saves`]).
+static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Catalog {
     pub format: u32,
@@ -363,6 +366,13 @@ impl Catalog {
         Ok(())
     }
 
+    /// How many catalogs this process saved: a reader that registered the
+    /// tables at one count registers them again when it moved (another
+    /// session of a server created, dropped or altered one).
+    pub fn saves() -> u64 {
+        SAVES.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Replaces the catalog atomically (see the module docs).
     pub fn save(&self, dir: &Path) -> Result<()> {
         let path = Self::path(dir);
@@ -381,6 +391,7 @@ impl Catalog {
         }
         drop(f);
         std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        SAVES.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         sync_dir(dir)
     }
 

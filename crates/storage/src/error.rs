@@ -103,6 +103,13 @@ pub enum StorageError {
     },
     #[error("changing table '{table}' needs a write transaction (Database::begin_write)")]
     NoTransaction { table: String },
+    /// A write waited longer than its lock timeout for the transaction
+    /// holding the database's writer turn (SQLSTATE 55P03).
+    #[error(
+        "canceling statement due to lock timeout: another transaction held the writer turn \
+         for more than {waited_ms} ms (SQLSTATE 55P03)"
+    )]
+    LockTimeout { waited_ms: u64 },
     /// A table on the cold tier was written to, or opened without a cold tier
     /// (the message says which and what to do).
     #[error("{message}")]

@@ -186,7 +186,7 @@ pub(super) struct Cluster {
     pub(super) port: u16,
     owner: Option<Owner>,
     /// The role the client logs in as: the cluster's superuser.
-    db_user: String,
+    pub(super) db_user: String,
     running: bool,
     /// Connected while the server runs.
     client: Option<Client>,

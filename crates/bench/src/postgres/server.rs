@@ -78,6 +78,17 @@ impl PgServer {
         self.cluster.port
     }
 
+    /// The role clients log in as (the cluster's superuser).
+    pub fn user(&self) -> &str {
+        &self.cluster.db_user
+    }
+
+    /// The directory of its Unix socket: libpq's `host` for a local client
+    /// such as pgbench.
+    pub fn socket_dir(&self) -> &Path {
+        &self.cluster.work_dir
+    }
+
     /// The current value of a setting, as `SHOW` gives it.
     pub fn setting(&mut self, name: &str) -> Result<String> {
         Ok(self

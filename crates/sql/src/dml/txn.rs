@@ -15,6 +15,7 @@
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use strata_storage::{Database, StorageError};
@@ -35,13 +36,13 @@ struct Transaction {
 }
 
 impl Transaction {
-    fn begin(db: Arc<Database>) -> Result<Transaction, SqlError> {
+    fn begin(db: Arc<Database>, lock_timeout: Option<Duration>) -> Result<Transaction, SqlError> {
         let (end, end_rx) = channel::<End>();
         let (ended_tx, ended) = channel::<Result<(), StorageError>>();
         let thread = std::thread::Builder::new()
             .name("strata-sql-transaction".into())
             .spawn(move || {
-                let txn = match db.begin_write() {
+                let txn = match db.begin_write_within(lock_timeout) {
                     Ok(t) => t,
                     Err(e) => {
                         let _ = ended_tx.send(Err(e));
@@ -116,17 +117,33 @@ impl Drop for Transaction {
     }
 }
 
+/// The session's transaction block (`BEGIN` ... `COMMIT`).
+enum Block {
+    /// No `BEGIN`: every write statement is a transaction of its own.
+    None,
+    /// `BEGIN` ran and nothing was written yet. The writer turn is taken at
+    /// the block's first write, so a block that only reads (as drivers open
+    /// one before every statement) never holds other sessions' writes up.
+    Begun,
+    /// The block wrote: it holds the database's writer turn until it ends.
+    Writing(Transaction),
+}
+
 /// Where a session's writes go: the open transaction, or one per statement.
 pub struct Writes {
     db: Arc<Database>,
-    open: Mutex<Option<Transaction>>,
+    open: Mutex<Block>,
+    /// How long a write waits for another session's transaction to end
+    /// before it fails with SQLSTATE 55P03 (`lock_timeout`); `None` waits.
+    lock_timeout: Mutex<Option<Duration>>,
 }
 
 impl Writes {
     pub fn new(db: Arc<Database>) -> Arc<Writes> {
         Arc::new(Writes {
             db,
-            open: Mutex::new(None),
+            open: Mutex::new(Block::None),
+            lock_timeout: Mutex::new(None),
         })
     }
 
@@ -136,7 +153,33 @@ impl Writes {
 
     /// Whether a `BEGIN` is waiting for its `COMMIT` or `ROLLBACK`.
     pub fn in_transaction(&self) -> bool {
-        self.open.lock().is_some()
+        !matches!(*self.open.lock(), Block::None)
+    }
+
+    /// Whether the open transaction block has written (then its queries read
+    /// its own changes, and it holds the writer turn).
+    pub fn writing(&self) -> bool {
+        matches!(*self.open.lock(), Block::Writing(_))
+    }
+
+    /// Takes the writer turn for the open block before its first write, so
+    /// the turn is never waited for while holding a read guard (a writer
+    /// committing waits for read guards). Nothing outside a block.
+    pub fn start_writing(&self) -> Result<(), SqlError> {
+        let mut open = self.open.lock();
+        if matches!(*open, Block::Begun) {
+            *open = Block::Writing(Transaction::begin(self.db.clone(), self.lock_timeout())?);
+        }
+        Ok(())
+    }
+
+    /// Sets how long a write waits for the writer turn (`lock_timeout`).
+    pub fn set_lock_timeout(&self, limit: Option<Duration>) {
+        *self.lock_timeout.lock() = limit;
+    }
+
+    fn lock_timeout(&self) -> Option<Duration> {
+        *self.lock_timeout.lock()
     }
 
     /// Refuses `what` (e.g. "INSERT") when the database was opened read-only.
@@ -154,12 +197,12 @@ impl Writes {
     pub fn begin(&self) -> Result<(), SqlError> {
         self.check_writable("BEGIN")?;
         let mut open = self.open.lock();
-        if open.is_some() {
+        if !matches!(*open, Block::None) {
             return Err(SqlError::Query(
                 "a transaction is already open (COMMIT or ROLLBACK it first)".into(),
             ));
         }
-        *open = Some(Transaction::begin(self.db.clone())?);
+        *open = Block::Begun;
         Ok(())
     }
 
@@ -174,10 +217,13 @@ impl Writes {
     }
 
     fn end(&self, how: End, what: &str) -> Result<(), SqlError> {
-        let txn = self.open.lock().take().ok_or_else(|| {
-            SqlError::Query(format!("{what} without a transaction (BEGIN starts one)"))
-        })?;
-        txn.finish(how)
+        match std::mem::replace(&mut *self.open.lock(), Block::None) {
+            Block::None => Err(SqlError::Query(format!(
+                "{what} without a transaction (BEGIN starts one)"
+            ))),
+            Block::Begun => Ok(()),
+            Block::Writing(txn) => txn.finish(how),
+        }
     }
 
     /// Runs `apply` (the changes of one statement) inside the open
@@ -191,11 +237,17 @@ impl Writes {
         self.check_writable(what)?;
         // Held while the statement applies, so the transaction cannot end
         // under it.
-        let open = self.open.lock();
-        if open.is_some() {
-            return apply(&self.db);
+        let mut open = self.open.lock();
+        match &*open {
+            Block::Writing(_) => return apply(&self.db),
+            Block::Begun => {
+                *open = Block::Writing(Transaction::begin(self.db.clone(), self.lock_timeout())?);
+                return apply(&self.db);
+            }
+            Block::None => {}
         }
-        let txn = self.db.begin_write()?;
+        drop(open);
+        let txn = self.db.begin_write_within(self.lock_timeout())?;
         let r = apply(&self.db)?;
         txn.commit()?;
         Ok(r)

@@ -22,7 +22,6 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use datafusion::arrow::csv::WriterBuilder;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -43,6 +42,7 @@ use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
 use crate::error::SqlError;
+use crate::stop::{Stop, Stopped};
 
 /// The file formats COPY writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -382,14 +382,14 @@ impl Output {
 
 /// Runs `copy`: plans its query with `state`, runs it in `ctx` on
 /// `runtime` and writes the rows; the number of rows written, or `None` when
-/// `limit` passed first (then no file is left behind).
+/// `stop` stopped it first (then no file is left behind).
 pub(crate) fn run(
     copy: &CopyTo,
     state: SessionState,
     ctx: &SessionContext,
     runtime: &tokio::runtime::Runtime,
-    limit: Option<Duration>,
-) -> Result<Option<u64>, SqlError> {
+    stop: &Stop,
+) -> Result<Result<u64, Stopped>, SqlError> {
     let sql = copy.query_sql();
     let dialect = state.config().options().sql_parser.dialect;
     let stmt = state
@@ -416,14 +416,11 @@ pub(crate) fn run(
         std::fs::rename(&tmp, &copy.path).map_err(|e| io(e.to_string()))?;
         Ok::<_, SqlError>(rows)
     };
-    let answer = match limit {
-        None => runtime.block_on(work).map(Some),
-        Some(l) => match runtime.block_on(async { tokio::time::timeout(l, work).await }) {
-            Ok(r) => r.map(Some),
-            Err(_) => Ok(None),
-        },
+    let answer = match runtime.block_on(stop.run(work)) {
+        Ok(r) => r.map(Ok),
+        Err(stopped) => Ok(Err(stopped)),
     };
-    if !matches!(answer, Ok(Some(_))) {
+    if !matches!(answer, Ok(Ok(_))) {
         let _ = std::fs::remove_file(&tmp);
     }
     answer

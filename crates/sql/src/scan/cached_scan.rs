@@ -278,7 +278,7 @@ pub fn plan(
 /// caches, if it does: it changed a page of the table or of one of its
 /// indexes, and its own reads must see those changes, which no cache holds.
 pub fn own_writes_block(writes: &Writes, db: &Database, table: &Table) -> Option<String> {
-    if !writes.in_transaction() {
+    if !writes.writing() {
         return None;
     }
     let files = db.pool().captured_files();

@@ -3,5 +3,6 @@
 //! (the interactive session itself is the `strata-sql` binary's `repl.rs`).
 
 pub mod format;
+pub mod open;
 pub mod process;
 pub mod script;

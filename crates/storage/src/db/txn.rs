@@ -59,8 +59,23 @@ pub struct Commit {
 impl Database {
     /// Starts a write transaction (waits for the one in progress).
     pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
+        self.begin_write_within(None)
+    }
+
+    /// Starts a write transaction, waiting for the one in progress at most
+    /// `limit` ([`StorageError::LockTimeout`] after that); `None` waits as
+    /// long as it takes.
+    pub fn begin_write_within(&self, limit: Option<std::time::Duration>) -> Result<WriteTxn<'_>> {
         self.writable()?;
-        let guard = self.writer.lock();
+        let guard = match limit {
+            None => self.writer.lock(),
+            Some(l) => self
+                .writer
+                .try_lock_for(l)
+                .ok_or(StorageError::LockTimeout {
+                    waited_ms: l.as_millis() as u64,
+                })?,
+        };
         self.pool.begin_capture();
         self.owner.0.store(true, Ordering::Release);
         Ok(WriteTxn {

@@ -1,0 +1,192 @@
+//! The listening socket: accepts connections, gives each its own handlers
+//! (and so its own SQL session) and a task on the server's runtime, and
+//! refuses connections beyond `--max-connections` with PostgreSQL's
+//! SQLSTATE 53300 after their startup packet, as PostgreSQL does.
+//!
+//! Statements run on blocking threads (`spawn_blocking`), never on the
+//! runtime's workers, so a long query on one connection does not hold up
+//! another connection's messages.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+use pgwire::api::ConnectionManager;
+use pgwire::api::cancel::DefaultCancelHandler;
+use strata_storage::Database;
+use tokio::net::TcpListener;
+
+use crate::connection::Handlers;
+use crate::shared::{Shared, Slot};
+
+/// How the server listens.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    pub listen: SocketAddr,
+    /// Connections served at once; one more is refused (SQLSTATE 53300).
+    pub max_connections: usize,
+    /// Also listen on a Unix socket in this directory, named as
+    /// PostgreSQL's (`.s.PGSQL.<port>`), so libpq clients connect with
+    /// `-h <dir>` as to a local PostgreSQL.
+    pub socket_dir: Option<std::path::PathBuf>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], 5433)),
+            max_connections: 100,
+            socket_dir: None,
+        }
+    }
+}
+
+/// A bound server, ready to serve.
+pub struct Server {
+    listener: std::net::TcpListener,
+    /// The Unix socket and its path (removed when the server ends).
+    unix: Option<(std::os::unix::net::UnixListener, std::path::PathBuf)>,
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Binds `opts.listen` for `db`. Loopback only: strata has no
+    /// authentication yet, so any other address is refused.
+    pub fn bind(db: Arc<Database>, opts: &ServeOptions) -> std::io::Result<Server> {
+        if !opts.listen.ip().is_loopback() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "strata serve listens on loopback only (asked for {}): connections are \
+                     not authenticated",
+                    opts.listen
+                ),
+            ));
+        }
+        if opts.max_connections == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "--max-connections must be at least 1",
+            ));
+        }
+        let listener = std::net::TcpListener::bind(opts.listen)?;
+        listener.set_nonblocking(true)?;
+        let unix = match &opts.socket_dir {
+            None => None,
+            Some(dir) => {
+                let port = listener.local_addr()?.port();
+                let path = dir.join(format!(".s.PGSQL.{port}"));
+                // A socket file left by a server that ended without removing it.
+                if std::os::unix::net::UnixStream::connect(&path).is_err() {
+                    let _ = std::fs::remove_file(&path);
+                }
+                let l = std::os::unix::net::UnixListener::bind(&path).map_err(|e| {
+                    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+                })?;
+                l.set_nonblocking(true)?;
+                Some((l, path))
+            }
+        };
+        let manager = Arc::new(ConnectionManager::new());
+        Ok(Server {
+            listener,
+            unix,
+            shared: Arc::new(Shared {
+                db,
+                max_connections: opts.max_connections,
+                open: AtomicUsize::new(0),
+                cancel: Arc::new(DefaultCancelHandler::new(manager.clone())),
+                manager,
+            }),
+        })
+    }
+
+    /// The address it listens on (the port, when 0 was asked for).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until the process ends or accepting fails.
+    pub fn run(self) -> std::io::Result<()> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .thread_name("strata-serve")
+            .build()?;
+        runtime.block_on(self.accept_loop())
+    }
+
+    async fn accept_loop(self) -> std::io::Result<()> {
+        let listener = TcpListener::from_std(self.listener)?;
+        let shared = self.shared.clone();
+        let unix = match self.unix {
+            Some((l, path)) => Some((tokio::net::UnixListener::from_std(l)?, RemoveOnDrop(path))),
+            None => None,
+        };
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((socket, _)) => {
+                        let _ = socket.set_nodelay(true);
+                        let slot = Slot::take(&shared);
+                        let shared = shared.clone();
+                        tokio::spawn(async move {
+                            let handlers = Handlers::new(shared, slot);
+                            let _ = pgwire::tokio::process_socket(socket, None, handlers).await;
+                        });
+                    }
+                    Err(e) => pause_or_fail(e).await?,
+                },
+                accepted = accept_unix(unix.as_ref().map(|(l, _)| l)) => match accepted {
+                    Ok(socket) => {
+                        let slot = Slot::take(&shared);
+                        let shared = shared.clone();
+                        tokio::spawn(async move {
+                            let handlers = Handlers::new(shared, slot);
+                            let _ = pgwire::tokio::process_socket_unix(socket, handlers).await;
+                        });
+                    }
+                    Err(e) => pause_or_fail(e).await?,
+                },
+            }
+        }
+    }
+}
+
+/// The next connection on the Unix socket, or never without one.
+async fn accept_unix(
+    listener: Option<&tokio::net::UnixListener>,
+) -> std::io::Result<tokio::net::UnixStream> {
+    match listener {
+        Some(l) => l.accept().await.map(|(s, _)| s),
+        None => std::future::pending().await,
+    }
+}
+
+/// After a failed accept: a connection that went away before it was
+/// accepted is nothing; too many open files waits a little for some to
+/// close (instead of spinning); anything else ends the server.
+async fn pause_or_fail(e: std::io::Error) -> std::io::Result<()> {
+    use std::io::ErrorKind as K;
+    if matches!(
+        e.kind(),
+        K::ConnectionAborted | K::ConnectionReset | K::Interrupted
+    ) {
+        return Ok(());
+    }
+    // EMFILE and ENFILE.
+    if matches!(e.raw_os_error(), Some(24) | Some(23)) {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        return Ok(());
+    }
+    Err(e)
+}
+
+/// Removes the Unix socket's file when the server ends.
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

@@ -1,0 +1,168 @@
+//! A statement's result as the protocol answers it: rows (RowDescription and
+//! DataRows, text or binary per column, through `arrow-pg`) or a command tag
+//! (`INSERT 0 3`, `UPDATE 1`, `CREATE TABLE`), and errors with their
+//! SQLSTATE.
+
+use std::sync::Arc;
+
+use futures::stream;
+use pgwire::api::portal::Format;
+use pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use strata_sql::arrow::datatypes::{DataType, Schema};
+use strata_sql::{QueryResult, SqlError};
+
+/// What a statement is, by its leading keywords: the command tag's words.
+pub fn verb(sql: &str) -> String {
+    let words = leading_words(sql, 4);
+    let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
+    match w(0) {
+        "CREATE" => {
+            let mut rest: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+            rest.retain(|x| {
+                !matches!(
+                    *x,
+                    "OR" | "REPLACE" | "UNIQUE" | "TEMP" | "TEMPORARY" | "EXTERNAL"
+                )
+            });
+            format!("CREATE {}", rest.first().copied().unwrap_or(""))
+        }
+        "DROP" | "ALTER" => format!("{} {}", w(0), w(1)),
+        "TRUNCATE" => "TRUNCATE TABLE".into(),
+        "START" => "BEGIN".into(),
+        "END" => "COMMIT".into(),
+        "ABORT" => "ROLLBACK".into(),
+        "(" => "SELECT".into(),
+        v => v.to_owned(),
+    }
+}
+
+/// The first `n` words of `sql`, upper case, past comments and whitespace.
+pub fn leading_words(sql: &str, n: usize) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut rest = sql;
+    while words.len() < n {
+        rest = rest.trim_start();
+        if let Some(r) = rest.strip_prefix("--") {
+            rest = r.split_once('\n').map_or("", |(_, r)| r);
+            continue;
+        }
+        if let Some(r) = rest.strip_prefix("/*") {
+            rest = r.split_once("*/").map_or("", |(_, r)| r);
+            continue;
+        }
+        if let Some(r) = rest.strip_prefix('(') {
+            words.push("(".into());
+            rest = r;
+            continue;
+        }
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        if end == 0 {
+            break;
+        }
+        words.push(rest[..end].to_ascii_uppercase());
+        rest = &rest[end..];
+    }
+    words
+}
+
+/// Whether `result` is the count a write without RETURNING answers.
+fn is_count(result: &QueryResult) -> bool {
+    let f = result.schema.fields();
+    f.len() == 1 && f[0].name() == "count" && *f[0].data_type() == DataType::UInt64
+}
+
+fn count(result: &QueryResult) -> usize {
+    result
+        .batches
+        .iter()
+        .filter(|b| b.num_rows() > 0)
+        .find_map(|b| {
+            b.column(0)
+                .as_any()
+                .downcast_ref::<strata_sql::arrow::array::UInt64Array>()
+                .map(|a| a.value(0) as usize)
+        })
+        .unwrap_or(0)
+}
+
+/// The fields of rows of `schema`, each in the format the client asked.
+pub fn fields(schema: &Schema, format: &Format) -> PgWireResult<Arc<Vec<FieldInfo>>> {
+    arrow_pg::datatypes::arrow_schema_to_pg_fields(schema, format, None).map(Arc::new)
+}
+
+/// The answer to a statement `verb` that gave `result`.
+pub fn response(verb: &str, result: QueryResult, format: &Format) -> PgWireResult<Response> {
+    match verb {
+        "INSERT" if is_count(&result) => {
+            return Ok(Response::Execution(
+                Tag::new("INSERT").with_oid(0).with_rows(count(&result)),
+            ));
+        }
+        "UPDATE" | "DELETE" | "COPY" if is_count(&result) => {
+            return Ok(Response::Execution(
+                Tag::new(verb).with_rows(count(&result)),
+            ));
+        }
+        _ => {}
+    }
+    if result.schema.fields().is_empty() {
+        return Ok(Response::Execution(Tag::new(verb)));
+    }
+    let fields = fields(&result.schema, format)?;
+    let rows = result.batches.into_iter().flat_map({
+        let fields = fields.clone();
+        move |b| arrow_pg::datatypes::encode_recordbatch(fields.clone(), b)
+    });
+    let mut answer = QueryResponse::new(fields, stream::iter(rows));
+    if matches!(verb, "INSERT" | "UPDATE" | "DELETE") {
+        answer.set_command_tag(verb);
+    }
+    Ok(Response::Query(answer))
+}
+
+/// An error to the client: `code` is its SQLSTATE.
+pub fn error(code: &str, message: impl Into<String>) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "ERROR".to_owned(),
+        code.to_owned(),
+        message.into(),
+    )))
+}
+
+/// A fatal error: the server closes the connection after sending it.
+pub fn fatal(code: &str, message: impl Into<String>) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "FATAL".to_owned(),
+        code.to_owned(),
+        message.into(),
+    )))
+}
+
+/// A SQL session's error, with its SQLSTATE.
+pub fn sql_error(e: &SqlError) -> PgWireError {
+    error(e.sqlstate(), e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verbs_are_postgresql_command_tags() {
+        for (sql, tag) in [
+            ("select 1", "SELECT"),
+            ("  -- c\n/* x */ insert into t values (1)", "INSERT"),
+            ("CREATE UNIQUE INDEX i ON t (a)", "CREATE INDEX"),
+            ("create or replace view v as select 1", "CREATE VIEW"),
+            ("drop table t", "DROP TABLE"),
+            ("truncate t", "TRUNCATE TABLE"),
+            ("end", "COMMIT"),
+            ("(select 1) union (select 2)", "SELECT"),
+        ] {
+            assert_eq!(verb(sql), tag, "{sql}");
+        }
+    }
+}
