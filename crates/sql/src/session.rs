@@ -559,6 +559,20 @@ impl Engine {
                         } else {
                             _snapshot = self.db.read_snapshot();
                         }
+                        // A point query by a unique key skips DataFusion's
+                        // planning (`crate::dml::direct_select`).
+                        if let Some(point) =
+                            crate::dml::direct_select::plan(&stmt, &state, &self.writes)
+                        {
+                            self.keep(settings, state);
+                            let (schema, batches) = point.run(&self.writes)?;
+                            return Ok(Ok(QueryResult {
+                                schema,
+                                batches,
+                                elapsed: start.elapsed(),
+                                io: device.stats().snapshot() - before,
+                            }));
+                        }
                         let answer = self.plan_and_run(state, stmt, stop);
                         // It may have been a SET: states kept before are stale.
                         self.settings.fetch_add(1, Ordering::AcqRel);

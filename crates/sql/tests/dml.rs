@@ -648,3 +648,69 @@ fn varchar_trailing_spaces_are_data_and_char_padding_is_not() {
         assert_eq!(count(&s, "SELECT count(*) FROM w WHERE c = 'x'"), 2);
     }
 }
+
+/// A point query by a unique key is answered without DataFusion's planning
+/// (`dml::direct_select`), with the rows, column names and types DataFusion
+/// gives; every other SELECT still plans through DataFusion.
+#[test]
+fn point_queries_by_a_unique_key_answer_as_datafusion_does() {
+    use std::sync::atomic::Ordering;
+    use strata_sql::dml::direct_select::TAKEN;
+    let mut rng = SmallRng::seed_from_u64(11);
+    let rows: Vec<Row> = (0..500)
+        .map(|i| {
+            let mut r = random_row(&mut rng);
+            r.0 = i * 2;
+            r
+        })
+        .collect();
+    let (_d1, db) = setup(&rows);
+    let direct = SqlSession::new(db.clone()).unwrap();
+    direct
+        .execute("CREATE UNIQUE INDEX t_k_unique ON t (k)")
+        .unwrap();
+    let planned = SqlSession::new(db).unwrap();
+    planned.set("strata.direct_dml", "false").unwrap();
+    let answer = |s: &SqlSession, sql: &str| match s.execute(sql) {
+        Ok(r) => Ok((
+            r.schema
+                .fields()
+                .iter()
+                .map(|f| (f.name().clone(), f.data_type().clone()))
+                .collect::<Vec<_>>(),
+            common::text(&r),
+        )),
+        Err(e) => Err((e.exit_code(), e.to_string())),
+    };
+    let taken = || TAKEN.load(Ordering::Relaxed);
+    for (sql, point) in [
+        ("SELECT v FROM t WHERE k = 42", true),
+        ("SELECT * FROM t WHERE k = 42", true),
+        ("select S, v from T where K = 998", true),
+        ("SELECT v, k FROM t WHERE 42 = k", true),
+        ("SELECT v, k, v FROM t WHERE 42 = k", false),
+        ("SELECT s FROM t WHERE k = 43", true),
+        ("SELECT s FROM t WHERE k = 42 AND v > 1000000", false),
+        ("SELECT s FROM t WHERE k = 42 AND v IS NULL", false),
+        ("SELECT s FROM t WHERE k = 42 AND k >= 40", true),
+        ("SELECT s FROM t WHERE k = 42 AND k > 50", true),
+        ("SELECT v FROM t WHERE k = NULL", false),
+        ("SELECT v FROM t WHERE k < 10", false),
+        ("SELECT v FROM t WHERE v = 7", false),
+        ("SELECT v + 1 FROM t WHERE k = 42", false),
+        ("SELECT v FROM t WHERE k = 42 ORDER BY v", false),
+        ("SELECT v FROM t WHERE k = 42 OR k = 44", false),
+        ("SELECT nope FROM t WHERE k = 42", false),
+        ("SELECT v FROM t WHERE k = 'x'", false),
+    ] {
+        let before = taken();
+        let got = answer(&direct, sql);
+        assert_eq!(taken() - before, point as u64, "{sql}: direct path taken?");
+        assert_eq!(got, answer(&planned, sql), "{sql}");
+    }
+    // A forced full scan is honoured.
+    direct.set("strata.access_path", "full").unwrap();
+    let before = taken();
+    direct.execute("SELECT v FROM t WHERE k = 42").unwrap();
+    assert_eq!(taken(), before);
+}

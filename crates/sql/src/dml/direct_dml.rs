@@ -105,7 +105,7 @@ pub fn plan(stmt: &DfStatement, state: &SessionState, writes: &Arc<Writes>) -> O
 
 /// The name of a table given plainly: one name part, no alias, no joins or
 /// table modifiers.
-fn plain_table(t: &TableWithJoins) -> Option<String> {
+pub(super) fn plain_table(t: &TableWithJoins) -> Option<String> {
     if !t.joins.is_empty() {
         return None;
     }
@@ -132,18 +132,18 @@ fn plain_table(t: &TableWithJoins) -> Option<String> {
 
 /// A one-part name as DataFusion resolves it: unquoted names in lower case.
 fn single(name: &ObjectName) -> Option<String> {
-    let [
-        ObjectNamePart::Identifier(Ident {
-            value, quote_style, ..
-        }),
-    ] = &name.0[..]
-    else {
+    let [ObjectNamePart::Identifier(i)] = &name.0[..] else {
         return None;
     };
-    Some(match quote_style {
-        Some(_) => value.clone(),
-        None => value.to_lowercase(),
-    })
+    Some(ident_name(i))
+}
+
+/// An identifier as DataFusion resolves it: unquoted in lower case.
+pub(super) fn ident_name(i: &Ident) -> String {
+    match i.quote_style {
+        Some(_) => i.value.clone(),
+        None => i.value.to_lowercase(),
+    }
 }
 
 /// The table's rows as DataFusion sees them (qualified by the table's name,
@@ -186,7 +186,11 @@ fn logical(state: &SessionState, e: &ast::Expr, schema: &DFSchema) -> Option<Exp
 
 /// The WHERE's conjuncts (none without a WHERE); `None` for a WHERE that is
 /// not a condition, which DataFusion refuses with its own message.
-fn filters(state: &SessionState, w: Option<&ast::Expr>, schema: &DFSchema) -> Option<Vec<Expr>> {
+pub(super) fn filters(
+    state: &SessionState,
+    w: Option<&ast::Expr>,
+    schema: &DFSchema,
+) -> Option<Vec<Expr>> {
     let Some(w) = w else {
         return Some(Vec::new());
     };

@@ -29,6 +29,7 @@
 //! reads only the rows that were there before.
 
 pub mod direct_dml;
+pub mod direct_select;
 mod filter;
 pub mod returning;
 pub mod row_check;

@@ -1,0 +1,201 @@
+//! A point query planned straight from the syntax tree: `SELECT` of plain
+//! columns (or `*`) from one table, under a WHERE that pins the leading key
+//! column of a UNIQUE index to one value, with conjuncts strata evaluates on
+//! the stored bytes and nothing else (no grouping, ordering, limit, join or
+//! subquery).
+//!
+//! Such a query has one plan whatever the statistics say — a lookup of one
+//! key, at most one row — yet DataFusion plans it as a whole query (a
+//! logical plan, the analyzer, the optimizer's passes, a physical plan),
+//! which costs many times the lookup: the point queries of an OLTP client
+//! (pgbench's `SELECT abalance FROM pgbench_accounts WHERE aid = 42`) spent
+//! most of their time planning. Here the WHERE becomes the same filter
+//! `UPDATE` and `DELETE` use ([`super::filter`]), its rows are found through
+//! the index by the same finder, and the named columns are returned.
+//!
+//! Anything else returns `None` and DataFusion plans the query, as do
+//! `EXPLAIN`, columnar and cold tables, and sessions whose
+//! `strata.access_path` forces a full or sort scan. `strata.direct_dml =
+//! false` turns this path off as well (the tests compare both).
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::DFSchema;
+use datafusion::execution::SessionState;
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::{
+    GroupByExpr, SelectItem, SetExpr, Statement, WildcardAdditionalOptions,
+};
+use strata_access::PageCosts;
+use strata_access::predicate::CmpOp;
+
+use super::direct_dml::{filters, ident_name, plain_table};
+use super::filter::{Filter, find, table_schema};
+use super::txn::Writes;
+use crate::error::SqlError;
+use crate::options::{AccessPathSetting, StrataOptions};
+
+/// Point queries this process answered by this path (tests assert it was
+/// taken).
+pub static TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A point query, planned.
+pub struct DirectSelect {
+    table: String,
+    filter: Filter,
+    index: usize,
+    /// The table's columns returned, in order.
+    columns: Vec<usize>,
+    schema: SchemaRef,
+}
+
+/// The plan of `stmt` when it is a point query of the form above; `None`
+/// leaves it to DataFusion.
+pub fn plan(
+    stmt: &DfStatement,
+    state: &SessionState,
+    writes: &Arc<Writes>,
+) -> Option<DirectSelect> {
+    let options = state.config().options().extensions.get::<StrataOptions>();
+    if options.is_some_and(|o| {
+        !o.direct_dml
+            || matches!(
+                o.access_path,
+                AccessPathSetting::Full | AccessPathSetting::Sort
+            )
+    }) {
+        return None;
+    }
+    let DfStatement::Statement(s) = stmt else {
+        return None;
+    };
+    let Statement::Query(q) = s.as_ref() else {
+        return None;
+    };
+    if q.with.is_some()
+        || q.order_by.is_some()
+        || q.limit_clause.is_some()
+        || q.fetch.is_some()
+        || !q.locks.is_empty()
+        || q.for_clause.is_some()
+        || q.settings.is_some()
+        || q.format_clause.is_some()
+        || !q.pipe_operators.is_empty()
+    {
+        return None;
+    }
+    let SetExpr::Select(sel) = q.body.as_ref() else {
+        return None;
+    };
+    let plain_groups =
+        matches!(&sel.group_by, GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty());
+    if sel.distinct.is_some()
+        || sel.top.is_some()
+        || sel.into.is_some()
+        || !sel.lateral_views.is_empty()
+        || sel.prewhere.is_some()
+        || !plain_groups
+        || !sel.cluster_by.is_empty()
+        || !sel.distribute_by.is_empty()
+        || !sel.sort_by.is_empty()
+        || sel.having.is_some()
+        || !sel.named_window.is_empty()
+        || sel.qualify.is_some()
+        || sel.value_table_mode.is_some()
+        || !sel.connect_by.is_empty()
+        || sel.from.len() != 1
+    {
+        return None;
+    }
+    let name = plain_table(&sel.from[0])?;
+    let table = writes.database().table(&name).ok()?;
+    if table.columns().is_some() || table.is_cold() {
+        return None;
+    }
+    let full = table_schema(&table);
+    let mut columns = Vec::new();
+    for item in &sel.projection {
+        match item {
+            SelectItem::Wildcard(WildcardAdditionalOptions {
+                opt_ilike: None,
+                opt_exclude: None,
+                opt_except: None,
+                opt_replace: None,
+                opt_rename: None,
+                ..
+            }) => columns.extend(0..full.fields().len()),
+            SelectItem::UnnamedExpr(datafusion::sql::sqlparser::ast::Expr::Identifier(i)) => {
+                let c = table.schema().index_of(&ident_name(i))?;
+                // DataFusion refuses a column named twice; so it answers.
+                if columns.contains(&c) {
+                    return None;
+                }
+                columns.push(c);
+            }
+            _ => return None,
+        }
+    }
+    let qualified = DFSchema::try_from_qualified_schema(name.as_str(), full.as_ref()).ok()?;
+    let conditions = filters(state, sel.selection.as_ref(), &qualified)?;
+    if conditions.is_empty() {
+        return None;
+    }
+    let unqualified = DFSchema::try_from(full.as_ref().clone()).ok()?;
+    let filter = Filter::new(&table, &unqualified, state, conditions).ok()?;
+    if !filter.on_bytes {
+        return None;
+    }
+    // A unique index on one column that an equality pins: at most one row.
+    let index = table.indexes().iter().position(|i| {
+        i.def.unique
+            && i.key_cols.len() == 1
+            && filter
+                .conjuncts
+                .iter()
+                .any(|c| c.op == CmpOp::Eq && c.column == i.key_cols[0])
+    })?;
+    let schema = Arc::new(Schema::new(
+        columns
+            .iter()
+            .map(|&c| full.field(c).clone())
+            .collect::<Vec<_>>(),
+    ));
+    Some(DirectSelect {
+        table: name,
+        filter,
+        index,
+        columns,
+        schema,
+    })
+}
+
+impl DirectSelect {
+    /// Runs the lookup (the caller holds the statement's read guard): the
+    /// rows' schema and batches.
+    pub fn run(&self, writes: &Writes) -> Result<(SchemaRef, Vec<RecordBatch>), SqlError> {
+        TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let db = writes.database();
+        let table = db.table(&self.table)?;
+        let costs = PageCosts::modeled(db).unwrap_or_default();
+        let mut batches = Vec::new();
+        find(
+            &table,
+            &self.filter,
+            Some(self.index),
+            &costs,
+            &mut |_, rows| {
+                let rows = rows
+                    .project(&self.columns)
+                    .map_err(|e| SqlError::Execution(e.to_string()))?;
+                batches.push(
+                    RecordBatch::try_new(self.schema.clone(), rows.columns().to_vec())
+                        .map_err(|e| SqlError::Execution(e.to_string()))?,
+                );
+                Ok(())
+            },
+        )?;
+        Ok((self.schema.clone(), batches))
+    }
+}
