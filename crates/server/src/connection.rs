@@ -3,7 +3,7 @@
 //!
 //! Each connection owns a [`SqlSession`] (its own `SET strata.…` settings and
 //! its own transaction); the sessions share the server's one `Database`. A
-//! statement runs on a blocking thread under a [`Stop`]: the connection's
+//! statement runs on the session's statement thread under a [`Stop`]: the connection's
 //! `statement_timeout` and its cancel signal, raised by a CancelRequest (the
 //! protocol layer drops the statement's future; [`CancelOnDrop`] turns that
 //! into the signal the running plan watches) — so a cancelled scan stops
@@ -383,11 +383,10 @@ impl Connection {
                 };
                 let session = self.session.get().await.map_err(|e| sql_error(&e))?;
                 let probe = format!("SELECT {wanted} FROM {table}");
-                let described =
-                    tokio::task::spawn_blocking(move || session.describe_statement(&probe))
-                        .await
-                        .map_err(|e| error("XX000", format!("COPY: {e}")))?
-                        .map_err(|e| sql_error(&e))?;
+                let described = on_session(&session, move |s| s.describe_statement(&probe))
+                    .await
+                    .and_then(|d| d)
+                    .map_err(|e| sql_error(&e))?;
                 let schema = described
                     .columns
                     .ok_or_else(|| error("42P01", format!("COPY: {table} has no columns")))?;
@@ -508,7 +507,8 @@ impl Connection {
         }
     }
 
-    /// Runs `sql` on a blocking thread under the connection's stop.
+    /// Runs `sql` on the session's statement thread under the connection's
+    /// stop.
     async fn run(&self, sql: String) -> Result<Result<QueryResult, Stopped>, SqlError> {
         let session = self.session.get().await?;
         // A session made by this statement takes the settings made before.
@@ -519,12 +519,9 @@ impl Connection {
             cancel: Some(self.cancel.clone()),
         };
         let guard = CancelOnDrop(Some(self.cancel.clone()));
-        let joined = tokio::task::spawn_blocking(move || session.execute_until(&sql, stop)).await;
+        let answer = on_session(&session, move |s| s.execute_until(&sql, stop)).await;
         guard.disarm();
-        match joined {
-            Ok(r) => r,
-            Err(e) => Err(SqlError::Execution(format!("the statement failed: {e}"))),
-        }
+        answer?
     }
 
     /// After a statement that leaves a transaction block open: when the
@@ -562,6 +559,24 @@ impl Connection {
             .await;
         });
     }
+}
+
+/// Runs `job` with `session` on one of the session's statement threads
+/// and waits for its answer without taking a thread of the server's: one
+/// thread wake-up to start it, one to answer.
+async fn on_session<T: Send + 'static>(
+    session: &Arc<SqlSession>,
+    job: impl FnOnce(&SqlSession) -> T + Send + 'static,
+) -> Result<T, SqlError> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    session.spawn(move |s| {
+        let _ = tx.send(job(s));
+    })?;
+    rx.await.map_err(|_| {
+        SqlError::Execution(
+            "the statement failed: its thread panicked (see the server's log)".into(),
+        )
+    })
 }
 
 /// `SHOW name` of a connection setting: one text row.
@@ -653,9 +668,9 @@ impl QueryParser for Parser {
             },
             (Some(session), None) => {
                 let text = sql.to_owned();
-                tokio::task::spawn_blocking(move || session.describe_statement(&text))
+                on_session(&session, move |s| s.describe_statement(&text))
                     .await
-                    .map_err(|e| error("XX000", format!("the statement failed: {e}")))?
+                    .and_then(|d| d)
                     .map_err(|e| sql_error(&e))?
             }
             _ => strata_sql::prepare::Described {

@@ -3,9 +3,9 @@
 //! refuses connections beyond `--max-connections` with PostgreSQL's
 //! SQLSTATE 53300 after their startup packet, as PostgreSQL does.
 //!
-//! Statements run on blocking threads (`spawn_blocking`), never on the
-//! runtime's workers, so a long query on one connection does not hold up
-//! another connection's messages.
+//! Statements run on their session's statement thread
+//! (`SqlSession::spawn`), never on the runtime's workers, so a long query on
+//! one connection does not hold up another connection's messages.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -31,6 +31,7 @@ pub mod shell;
 pub mod skipper;
 pub mod sqlstate;
 pub mod statement;
+pub mod statement_thread;
 pub mod stats;
 pub mod stop;
 pub mod tpch;

@@ -5,8 +5,8 @@
 //! ([`crate::dml::txn`]). `INSERT`, `UPDATE` and `DELETE` are planned by DataFusion
 //! and run by the tables' providers ([`crate::dml`]).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, mpsc};
 
 use parking_lot::Mutex;
 use std::time::{Duration, Instant};
@@ -37,6 +37,7 @@ use crate::rules::depth;
 use crate::scan::provider::StrataTable;
 use crate::shell::script::analyze_targets;
 use crate::statement::{self, Kind};
+use crate::statement_thread::{Worker, on_statement_thread};
 use crate::stats;
 use crate::stop::{Stop, Stopped};
 
@@ -143,6 +144,32 @@ impl SqlSession {
         crate::ddl::describe::text(&self.engine.db, table)
     }
 
+    /// Starts `job` with this session on one of the session's statement
+    /// threads and returns at once; the statements the job runs run on that
+    /// thread directly. The job reports its own outcome — a server sends it
+    /// to the connection's task, so a statement costs one thread wake-up
+    /// each way instead of a blocking thread that waits for the statement
+    /// thread. A panic in the job is printed (by the panic hook) and the
+    /// thread is kept; what the job would have reported is never sent.
+    pub fn spawn(
+        self: &Arc<Self>,
+        job: impl FnOnce(&SqlSession) + Send + 'static,
+    ) -> Result<(), SqlError> {
+        let idle = self.idle.lock().pop();
+        let worker = match idle {
+            Some(w) => w,
+            None => Worker::start()?,
+        };
+        let me = Arc::clone(self);
+        worker.hand_over(move |worker| {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&me)));
+            me.idle.lock().push(worker);
+            // `me` may be the session's last reference: it ends here, on its
+            // own statement thread (which `Worker`'s drop allows for).
+            drop(me);
+        })
+    }
+
     /// Runs a statement on a statement thread.
     fn run(&self, sql: &str, stop: Stop) -> Result<Result<QueryResult, Stopped>, SqlError> {
         if sql.len() > LONG_STATEMENT {
@@ -157,6 +184,10 @@ impl SqlSession {
                     .join()
                     .unwrap_or_else(|p| std::panic::resume_unwind(p))
             });
+        }
+        // Already on one (a job of `spawn`): the statement runs here.
+        if on_statement_thread() {
+            return self.engine.run_here(sql, &stop);
         }
         let idle = self.idle.lock().pop();
         let worker = match idle {
@@ -173,64 +204,6 @@ impl SqlSession {
             }
             // The worker is dropped (its thread ends); the panic goes on here.
             Err(panic) => std::panic::resume_unwind(panic),
-        }
-    }
-}
-
-/// What a statement thread answers: the statement's result, or its panic.
-type Answer = std::thread::Result<Result<Result<QueryResult, Stopped>, SqlError>>;
-
-/// A statement thread, kept between statements: starting a thread with a
-/// large stack for every statement cost more than planning a small one.
-struct Worker {
-    jobs: Option<mpsc::Sender<Box<dyn FnOnce() + Send>>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Worker {
-    fn start() -> Result<Worker, SqlError> {
-        let (jobs, inbox) = mpsc::channel::<Box<dyn FnOnce() + Send>>();
-        let thread = std::thread::Builder::new()
-            .name("strata-sql-statement".into())
-            .stack_size(depth::STACK_BYTES)
-            .spawn(move || {
-                while let Ok(job) = inbox.recv() {
-                    job();
-                }
-            })
-            .map_err(|e| SqlError::Execution(format!("cannot start a statement thread: {e}")))?;
-        Ok(Worker {
-            jobs: Some(jobs),
-            thread: Some(thread),
-        })
-    }
-
-    /// Runs `statement` on this thread and waits for its answer.
-    fn run(
-        &self,
-        statement: impl FnOnce() -> Result<Result<QueryResult, Stopped>, SqlError> + Send + 'static,
-    ) -> Result<Answer, SqlError> {
-        let (tx, rx) = mpsc::sync_channel::<Answer>(1);
-        let job = Box::new(move || {
-            let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(statement));
-            let _ = tx.send(answer);
-        });
-        let gone = || SqlError::Execution("the statement thread ended unexpectedly".into());
-        self.jobs
-            .as_ref()
-            .ok_or_else(gone)?
-            .send(job)
-            .map_err(|_| gone())?;
-        rx.recv().map_err(|_| gone())
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        // Closing the channel ends the thread's loop.
-        self.jobs = None;
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
         }
     }
 }

@@ -690,7 +690,8 @@ fn point_queries_by_a_unique_key_answer_as_datafusion_does() {
         ("SELECT v, k FROM t WHERE 42 = k", true),
         ("SELECT v, k, v FROM t WHERE 42 = k", false),
         ("SELECT s FROM t WHERE k = 43", true),
-        ("SELECT s FROM t WHERE k = 42 AND v > 1000000", false),
+        ("SELECT s FROM t WHERE k = 42 AND v > 1000000", true),
+        ("SELECT s FROM t WHERE k = 42 AND v > 5000000000", false),
         ("SELECT s FROM t WHERE k = 42 AND v IS NULL", false),
         ("SELECT s FROM t WHERE k = 42 AND k >= 40", true),
         ("SELECT s FROM t WHERE k = 42 AND k > 50", true),
@@ -702,6 +703,30 @@ fn point_queries_by_a_unique_key_answer_as_datafusion_does() {
         ("SELECT v FROM t WHERE k = 42 OR k = 44", false),
         ("SELECT nope FROM t WHERE k = 42", false),
         ("SELECT v FROM t WHERE k = 'x'", false),
+    ] {
+        let before = taken();
+        let got = answer(&direct, sql);
+        assert_eq!(taken() - before, point as u64, "{sql}: direct path taken?");
+        assert_eq!(got, answer(&planned, sql), "{sql}");
+    }
+    // An INT key compared with a BIGINT literal (type coercion widens the
+    // column, `CAST(id AS BIGINT) = 7`) is still a lookup of its key; a
+    // literal no INT can equal is left to DataFusion.
+    direct
+        .execute("CREATE TABLE u (id INT NOT NULL PRIMARY KEY, w INT)")
+        .unwrap();
+    direct
+        .execute("INSERT INTO u SELECT value, value * 3 FROM generate_series(1, 300)")
+        .unwrap();
+    for (sql, point) in [
+        ("SELECT w FROM u WHERE id = 7", true),
+        ("SELECT w, id FROM u WHERE 300 = id", true),
+        ("SELECT w FROM u WHERE id = 301", true),
+        ("SELECT w FROM u WHERE id = -7", true),
+        ("SELECT w FROM u WHERE id = 5000000000", false),
+        ("SELECT w FROM u WHERE id = 7 AND id < 5000000000", false),
+        ("SELECT w FROM u WHERE id = 7 AND id BETWEEN 1 AND 9", true),
+        ("SELECT w FROM u WHERE id = 7 AND id BETWEEN 8 AND 9", true),
     ] {
         let before = taken();
         let got = answer(&direct, sql);

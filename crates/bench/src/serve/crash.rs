@@ -149,7 +149,7 @@ pub fn run(opts: &CrashOptions, progress: &mut dyn FnMut(&str)) -> Result<Vec<Ki
 pub fn report(opts: &CrashOptions, kills: &[Kill]) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# strata serve SIGKILLed under pgbench\n");
-    let _ = writeln!(md, "Made by `{}`.\n", provenance());
+    let _ = writeln!(md, "{}\n", provenance());
     let acked: u64 = kills.iter().map(|k| k.acknowledged).sum();
     let gained: u64 = kills.iter().map(|k| k.history_gained).sum();
     let _ = writeln!(

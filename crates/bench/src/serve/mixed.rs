@@ -135,7 +135,7 @@ pub fn report(opts: &MixedOptions, m: &Mixed) -> String {
         md,
         "# Point lookups beside a running TPC-H Q1 (strata serve)\n"
     );
-    let _ = writeln!(md, "Made by `{}`.\n", provenance());
+    let _ = writeln!(md, "{}\n", provenance());
     let _ = writeln!(
         md,
         "{} timed lookups per phase (`SELECT o_totalprice FROM orders WHERE o_orderkey = $1`, prepared, random keys) \

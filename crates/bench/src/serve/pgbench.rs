@@ -400,7 +400,7 @@ fn check_invariant(strata: &StrataServer) -> Result<()> {
 pub fn report(opts: &PgbenchOptions, points: &[Point], pg_version: &str) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# pgbench: strata serve beside PostgreSQL\n");
-    let _ = writeln!(md, "Made by `{}`.\n", provenance());
+    let _ = writeln!(md, "{}\n", provenance());
     let _ = writeln!(
         md,
         "pgbench (PostgreSQL 15's) at scale {} ({} accounts), {} s per run, medians of {} runs interleaved; \

@@ -15,11 +15,12 @@
 //! operator out from between a Sort and the scan, so an `ORDER BY` on the index
 //! key can be satisfied by the ordered Smooth Scan.
 
+use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::Column;
 use datafusion::common::Result;
 use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
+use datafusion::logical_expr::{Between, BinaryExpr, Cast, Expr, Operator};
 use strata_access::predicate::{CmpOp, Comparison};
 use strata_storage::row::{DataType, Schema, Value};
 
@@ -74,12 +75,11 @@ fn comparisons(expr: &Expr, schema: &Schema) -> Option<Vec<Comparison>> {
     match expr {
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
             let op = cmp_op(*op)?;
-            let (col, lit, op) = match (left.as_ref(), right.as_ref()) {
-                (Expr::Column(c), Expr::Literal(v, _)) => (c, v, op),
-                (Expr::Literal(v, _), Expr::Column(c)) => (c, v, flip(op)),
+            let (column, lit, op) = match (left.as_ref(), right.as_ref()) {
+                (c, Expr::Literal(v, _)) => (stored_column(c, schema)?, v, op),
+                (Expr::Literal(v, _), c) => (stored_column(c, schema)?, v, flip(op)),
                 _ => return None,
             };
-            let column = schema.index_of(&col.name)?;
             let value = literal(lit, &schema.columns[column].ty)?;
             Some(vec![Comparison { column, op, value }])
         }
@@ -89,10 +89,7 @@ fn comparisons(expr: &Expr, schema: &Schema) -> Option<Vec<Comparison>> {
             low,
             high,
         }) => {
-            let Expr::Column(c) = expr.as_ref() else {
-                return None;
-            };
-            let column = schema.index_of(&c.name)?;
+            let column = stored_column(expr, schema)?;
             let ty = &schema.columns[column].ty;
             let (Expr::Literal(lo, _), Expr::Literal(hi, _)) = (low.as_ref(), high.as_ref()) else {
                 return None;
@@ -109,6 +106,25 @@ fn comparisons(expr: &Expr, schema: &Schema) -> Option<Vec<Comparison>> {
                     value: literal(hi, ty)?,
                 },
             ])
+        }
+        _ => None,
+    }
+}
+
+/// The table column `e` is: the column itself, or an INT column widened to
+/// BIGINT, as type coercion makes `int_col = 5` (a BIGINT literal) before
+/// DataFusion's optimizer unwraps it again. The widening is exact and keeps
+/// order, so comparing the stored INT with the literal as an INT (when it is
+/// one; [`literal`] refuses one out of range) is the same comparison.
+fn stored_column(e: &Expr, schema: &Schema) -> Option<usize> {
+    match e {
+        Expr::Column(c) => schema.index_of(&c.name),
+        Expr::Cast(Cast { expr, field }) if *field.data_type() == ArrowType::Int64 => {
+            let Expr::Column(c) = expr.as_ref() else {
+                return None;
+            };
+            let column = schema.index_of(&c.name)?;
+            (schema.columns[column].ty == DataType::Int32).then_some(column)
         }
         _ => None,
     }
@@ -225,7 +241,7 @@ pub(crate) fn unqualified(expr: &Expr) -> Result<Expr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::logical_expr::{col, lit};
+    use datafusion::logical_expr::{cast, col, lit};
 
     fn schema() -> Schema {
         Schema::parse("a INT, d DECIMAL(15,2), s CHAR(10), t DATE, f DOUBLE NULL").unwrap()
@@ -277,6 +293,33 @@ mod tests {
                 op: CmpOp::Lt,
                 value: Value::Date(9000)
             }])
+        );
+        // an INT column widened to BIGINT by type coercion
+        let widened = || cast(col("a"), ArrowType::Int64);
+        assert_eq!(
+            classify(&widened().eq(lit(7i64)), &s),
+            Pushed::Strata(vec![Comparison {
+                column: 0,
+                op: CmpOp::Eq,
+                value: Value::Int32(7)
+            }])
+        );
+        assert_eq!(
+            classify(&lit(7i64).lt_eq(widened()), &s),
+            Pushed::Strata(vec![Comparison {
+                column: 0,
+                op: CmpOp::Ge,
+                value: Value::Int32(7)
+            }])
+        );
+        // a literal no INT is stays a residual, and so does a narrowing cast
+        assert_eq!(
+            classify(&widened().eq(lit(1i64 << 40)), &s),
+            Pushed::Residual
+        );
+        assert_eq!(
+            classify(&cast(col("a"), ArrowType::Int16).eq(lit(7i16)), &s),
+            Pushed::Residual
         );
     }
 
