@@ -128,8 +128,10 @@ pub struct CrashArgs {
     /// pgbench's scale factor.
     #[arg(long, default_value_t = 1)]
     pub scale: u32,
+    /// strata's buffer pool.
     #[arg(long, default_value = "256MiB")]
     pub memory: String,
+    /// Seed of the kill times (each SIGKILL lands 0.3-2 s into its pgbench run).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Where the database lives (made fresh).

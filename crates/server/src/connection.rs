@@ -26,17 +26,16 @@ use futures::stream;
 use futures::{Sink, SinkExt};
 use parking_lot::Mutex;
 use pgwire::api::auth::StartupHandler;
-use pgwire::api::auth::noop::NoopStartupHandler;
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{CopyResponse, FieldInfo, Response, Tag};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::store::PortalStore;
-use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionManager, PgWireServerHandlers, Type};
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, Type};
 use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
-use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use strata_sql::arrow::array::StringArray;
 use strata_sql::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use strata_sql::arrow::record_batch::RecordBatch;
@@ -46,6 +45,7 @@ use strata_storage::Database;
 use crate::reply::{self, error, fatal, sql_error, verb};
 use crate::settings::{Intercepted, Settings};
 use crate::shared::{Shared, Slot};
+use crate::startup::Startup;
 
 /// A statement prepared by Parse: its text, its parameters' types and the
 /// columns of its rows (`None`: it returns none).
@@ -174,10 +174,11 @@ impl Handlers {
                 copy_in: Mutex::new(None),
                 _slot: slot,
             }),
-            startup: Arc::new(Startup {
-                manager: shared.manager.clone(),
-                refuse: refuse.map(|m| ("53300".to_owned(), m)),
-            }),
+            startup: Arc::new(Startup::new(
+                shared.manager.clone(),
+                shared.passwords.clone(),
+                refuse,
+            )),
             shared,
         }
     }
@@ -202,37 +203,6 @@ impl PgWireServerHandlers for Handlers {
 
     fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
         self.shared.cancel.clone()
-    }
-}
-
-/// Startup: no password on loopback; a connection over the limit is refused
-/// with its startup packet's answer.
-pub struct Startup {
-    manager: Arc<ConnectionManager>,
-    /// SQLSTATE and message of the refusal, when refused.
-    refuse: Option<(String, String)>,
-}
-
-#[async_trait]
-impl NoopStartupHandler for Startup {
-    fn connection_manager(&self) -> Option<Arc<ConnectionManager>> {
-        Some(self.manager.clone())
-    }
-
-    async fn post_startup<C>(
-        &self,
-        _client: &mut C,
-        _message: PgWireFrontendMessage,
-    ) -> PgWireResult<()>
-    where
-        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        match &self.refuse {
-            None => Ok(()),
-            Some((code, msg)) => Err(fatal(code, msg.clone())),
-        }
     }
 }
 

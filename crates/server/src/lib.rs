@@ -2,6 +2,10 @@
 //! frontend/backend protocol (v3) to any number of connections, so psql,
 //! drivers (libpq, psycopg, JDBC, tokio-postgres) and pgbench reach strata.
 //!
+//! - [`auth`]: who may connect — the password file (SCRAM-SHA-256) and the
+//!   TLS certificate.
+//! - [`startup`]: a connection's startup — the refusal over the limit, then
+//!   no authentication or SCRAM.
 //! - [`listen`]: the listening sockets (TCP, and a Unix socket named as
 //!   PostgreSQL's), one task per connection on the server's runtime.
 //! - [`shared`]: what the connections share — the database, the connection
@@ -21,6 +25,7 @@
 //! `pgwire` crate's; Arrow batches become rows through `arrow-pg`.
 //! docs/layers/server.md says why the server is shaped as it is.
 
+pub mod auth;
 pub mod connection;
 pub mod copy;
 pub mod listen;
@@ -28,5 +33,6 @@ pub mod params;
 pub mod reply;
 pub mod settings;
 pub mod shared;
+pub mod startup;
 
 pub use listen::{ServeOptions, Server};

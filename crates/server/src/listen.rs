@@ -20,7 +20,7 @@ use crate::connection::Handlers;
 use crate::shared::{Shared, Slot};
 
 /// How the server listens.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ServeOptions {
     pub listen: SocketAddr,
     /// Connections served at once; one more is refused (SQLSTATE 53300).
@@ -29,6 +29,23 @@ pub struct ServeOptions {
     /// PostgreSQL's (`.s.PGSQL.<port>`), so libpq clients connect with
     /// `-h <dir>` as to a local PostgreSQL.
     pub socket_dir: Option<std::path::PathBuf>,
+    /// Logins checked by SCRAM-SHA-256 against these users; without them
+    /// nobody is asked for a password, and only loopback is served.
+    pub passwords: Option<Arc<crate::auth::Passwords>>,
+    /// TLS offered on TCP connections (a client's `sslmode` decides).
+    pub tls: Option<pgwire::tokio::TlsAcceptor>,
+}
+
+impl std::fmt::Debug for ServeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeOptions")
+            .field("listen", &self.listen)
+            .field("max_connections", &self.max_connections)
+            .field("socket_dir", &self.socket_dir)
+            .field("passwords", &self.passwords)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
 }
 
 impl Default for ServeOptions {
@@ -37,6 +54,8 @@ impl Default for ServeOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], 5433)),
             max_connections: 100,
             socket_dir: None,
+            passwords: None,
+            tls: None,
         }
     }
 }
@@ -47,18 +66,19 @@ pub struct Server {
     /// The Unix socket and its path (removed when the server ends).
     unix: Option<(std::os::unix::net::UnixListener, std::path::PathBuf)>,
     shared: Arc<Shared>,
+    tls: Option<pgwire::tokio::TlsAcceptor>,
 }
 
 impl Server {
-    /// Binds `opts.listen` for `db`. Loopback only: strata has no
-    /// authentication yet, so any other address is refused.
+    /// Binds `opts.listen` for `db`. Any address but loopback needs a
+    /// password file: without one connections are not authenticated.
     pub fn bind(db: Arc<Database>, opts: &ServeOptions) -> std::io::Result<Server> {
-        if !opts.listen.ip().is_loopback() {
+        if !opts.listen.ip().is_loopback() && opts.passwords.is_none() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::PermissionDenied,
                 format!(
-                    "strata serve listens on loopback only (asked for {}): connections are \
-                     not authenticated",
+                    "strata serve listens on {} only with --password-file: without one \
+                     connections are not authenticated (loopback needs none)",
                     opts.listen
                 ),
             ));
@@ -97,7 +117,9 @@ impl Server {
                 open: AtomicUsize::new(0),
                 cancel: Arc::new(DefaultCancelHandler::new(manager.clone())),
                 manager,
+                passwords: opts.passwords.clone(),
             }),
+            tls: opts.tls.clone(),
         })
     }
 
@@ -130,9 +152,10 @@ impl Server {
                         let _ = socket.set_nodelay(true);
                         let slot = Slot::take(&shared);
                         let shared = shared.clone();
+                        let tls = self.tls.clone();
                         tokio::spawn(async move {
                             let handlers = Handlers::new(shared, slot);
-                            let _ = pgwire::tokio::process_socket(socket, None, handlers).await;
+                            let _ = pgwire::tokio::process_socket(socket, tls, handlers).await;
                         });
                     }
                     Err(e) => pause_or_fail(e).await?,

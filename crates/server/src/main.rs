@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use strata_server::auth::{Passwords, tls_acceptor};
 use strata_server::{ServeOptions, Server};
 use strata_sql::shell::open::OpenArgs;
 use strata_sql::shell::process::Usage;
@@ -36,10 +37,22 @@ enum Command {
 
 #[derive(clap::Args)]
 struct ServeArgs {
-    /// Address to listen on (loopback only: connections are not
-    /// authenticated).
+    /// Address to listen on. Any address but loopback needs
+    /// --password-file.
     #[arg(long, default_value = "127.0.0.1:5433")]
     listen: SocketAddr,
+    /// Users and passwords, one `user:password` per line, readable by its
+    /// owner only (chmod 600): every login then proves its password by
+    /// SCRAM-SHA-256. Without it nobody is asked for one.
+    #[arg(long)]
+    password_file: Option<std::path::PathBuf>,
+    /// TLS certificate chain (PEM), offered on TCP connections; with
+    /// --tls-key.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// TLS private key (PEM) of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
     /// Connections served at once; one more is refused (SQLSTATE 53300).
     #[arg(long, default_value_t = 100)]
     max_connections: usize,
@@ -57,19 +70,29 @@ fn main() -> ExitCode {
 }
 
 fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
+    if !args.listen.ip().is_loopback() && args.password_file.is_none() {
+        return Err(Usage(format!(
+            "--listen {}: an address other than loopback (127.0.0.1 or ::1) needs \
+             --password-file FILE: without one connections are not authenticated",
+            args.listen
+        ))
+        .into());
+    }
+    let passwords = match &args.password_file {
+        Some(path) => Some(Arc::new(Passwords::load(path).map_err(Usage)?)),
+        None => None,
+    };
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tls_acceptor(cert, key).map_err(Usage)?),
+        _ => None,
+    };
     let opts = ServeOptions {
         listen: args.listen,
         max_connections: args.max_connections,
         socket_dir: args.socket_dir.clone(),
+        passwords,
+        tls,
     };
-    if !opts.listen.ip().is_loopback() {
-        return Err(Usage(format!(
-            "--listen {}: strata serve listens on loopback only (127.0.0.1 or ::1): \
-             connections are not authenticated",
-            opts.listen
-        ))
-        .into());
-    }
     if opts.max_connections == 0 {
         return Err(Usage("--max-connections must be at least 1".into()).into());
     }
@@ -78,9 +101,18 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.listen))?;
     let addr = server.local_addr()?;
     // Scripts wait for this line before they connect.
+    let user = match &opts.passwords {
+        Some(p) => format!("-U <user>; {} user(s), SCRAM-SHA-256", p.len()),
+        None => "-U strata".to_owned(),
+    };
     eprintln!(
-        "strata serve: {} on {addr} (psql -h {} -p {} -U strata strata)",
+        "strata serve: {} on {addr}{} (psql -h {} -p {} {user} strata)",
         cli.open.db.display(),
+        if opts.tls.is_some() {
+            ", TLS offered"
+        } else {
+            ""
+        },
         addr.ip(),
         addr.port()
     );

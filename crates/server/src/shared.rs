@@ -1,5 +1,6 @@
 //! What every connection of a server shares: the database, the connection
-//! count and its limit, and the cancel keys of running connections.
+//! count and its limit, the cancel keys of running connections, and the
+//! password file.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,6 +18,8 @@ pub struct Shared {
     /// Connections by cancel key, for CancelRequest.
     pub manager: Arc<ConnectionManager>,
     pub cancel: Arc<DefaultCancelHandler>,
+    /// `--password-file`: logins by SCRAM-SHA-256; none without one.
+    pub passwords: Option<Arc<crate::auth::Passwords>>,
 }
 
 /// One open connection, counted while it lives.

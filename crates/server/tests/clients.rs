@@ -18,6 +18,7 @@ pub fn serve(dir: &Path) -> SocketAddr {
         listen: "127.0.0.1:0".parse().unwrap(),
         max_connections: 64,
         socket_dir: Some(dir.to_path_buf()),
+        ..ServeOptions::default()
     };
     let server = Server::bind(db, &opts).unwrap();
     let addr = server.local_addr().unwrap();
@@ -26,7 +27,7 @@ pub fn serve(dir: &Path) -> SocketAddr {
 }
 
 /// Whether `program` runs here.
-fn have(program: &str) -> bool {
+pub fn have(program: &str) -> bool {
     Command::new(program)
         .arg("--version")
         .stdout(Stdio::null())

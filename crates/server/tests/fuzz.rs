@@ -20,6 +20,7 @@ fn serve(dir: &std::path::Path) -> SocketAddr {
         listen: "127.0.0.1:0".parse().unwrap(),
         max_connections: 1000,
         socket_dir: None,
+        ..ServeOptions::default()
     };
     let server = Server::bind(db, &opts).unwrap();
     let addr = server.local_addr().unwrap();

@@ -1,7 +1,8 @@
 //! strata serve, reached by PostgreSQL clients nobody here wrote: the
 //! `postgres` crate (libpq's protocol in Rust), PostgreSQL 15's psql and
-//! pgbench, and psycopg 3 (Python). One test binary (each links DataFusion).
+//! pgbench, and psycopg 3 (Python); logins by password and TLS. One test binary (each links DataFusion).
 
+mod auth;
 mod clients;
 mod fuzz;
 mod psycopg;

@@ -21,6 +21,7 @@ fn serve(max_connections: usize) -> (SocketAddr, tempfile::TempDir) {
         listen: "127.0.0.1:0".parse().unwrap(),
         max_connections,
         socket_dir: None,
+        ..ServeOptions::default()
     };
     let server = Server::bind(db, &opts).unwrap();
     let addr = server.local_addr().unwrap();

@@ -44,7 +44,9 @@ fn history_and_sums(server: &StrataServer) -> Result<(u64, Vec<Option<String>>)>
     let n: i64 = c
         .query_one("SELECT count(*) FROM pgbench_history", &[])?
         .get(0);
-    let sum = |t: &str, col: &str| format!("(SELECT CAST(sum({col}) AS VARCHAR) FROM {t})");
+    // An empty history sums to NULL; the invariant counts it as 0.
+    let sum =
+        |t: &str, col: &str| format!("(SELECT CAST(coalesce(sum({col}), 0) AS VARCHAR) FROM {t})");
     let row = c.query_one(
         &format!(
             "SELECT {}, {}, {}, {}",
