@@ -683,7 +683,17 @@ fn point_queries_by_a_unique_key_answer_as_datafusion_does() {
         Err(e) => Err((e.exit_code(), e.to_string())),
     };
     let taken = || TAKEN.load(Ordering::Relaxed);
-    for (sql, point) in [
+    // Each statement's answer is DataFusion's, and the direct path is taken
+    // exactly when it should be.
+    let check = |cases: &[(&str, bool)]| {
+        for &(sql, point) in cases {
+            let before = taken();
+            let got = answer(&direct, sql);
+            assert_eq!(taken() - before, point as u64, "{sql}: direct path taken?");
+            assert_eq!(got, answer(&planned, sql), "{sql}");
+        }
+    };
+    check(&[
         ("SELECT v FROM t WHERE k = 42", true),
         ("SELECT * FROM t WHERE k = 42", true),
         ("select S, v from T where K = 998", true),
@@ -703,12 +713,7 @@ fn point_queries_by_a_unique_key_answer_as_datafusion_does() {
         ("SELECT v FROM t WHERE k = 42 OR k = 44", false),
         ("SELECT nope FROM t WHERE k = 42", false),
         ("SELECT v FROM t WHERE k = 'x'", false),
-    ] {
-        let before = taken();
-        let got = answer(&direct, sql);
-        assert_eq!(taken() - before, point as u64, "{sql}: direct path taken?");
-        assert_eq!(got, answer(&planned, sql), "{sql}");
-    }
+    ]);
     // An INT key compared with a BIGINT literal (type coercion widens the
     // column, `CAST(id AS BIGINT) = 7`) is still a lookup of its key; a
     // literal no INT can equal is left to DataFusion.
@@ -718,7 +723,7 @@ fn point_queries_by_a_unique_key_answer_as_datafusion_does() {
     direct
         .execute("INSERT INTO u SELECT value, value * 3 FROM generate_series(1, 300)")
         .unwrap();
-    for (sql, point) in [
+    check(&[
         ("SELECT w FROM u WHERE id = 7", true),
         ("SELECT w, id FROM u WHERE 300 = id", true),
         ("SELECT w FROM u WHERE id = 301", true),
@@ -727,12 +732,7 @@ fn point_queries_by_a_unique_key_answer_as_datafusion_does() {
         ("SELECT w FROM u WHERE id = 7 AND id < 5000000000", false),
         ("SELECT w FROM u WHERE id = 7 AND id BETWEEN 1 AND 9", true),
         ("SELECT w FROM u WHERE id = 7 AND id BETWEEN 8 AND 9", true),
-    ] {
-        let before = taken();
-        let got = answer(&direct, sql);
-        assert_eq!(taken() - before, point as u64, "{sql}: direct path taken?");
-        assert_eq!(got, answer(&planned, sql), "{sql}");
-    }
+    ]);
     // A forced full scan is honoured.
     direct.set("strata.access_path", "full").unwrap();
     let before = taken();

@@ -129,6 +129,10 @@ impl StrataServer {
     /// Starts `bin serve` on `db`, listening in `socket_dir` too.
     pub fn start(bin: &Path, db: &Path, memory: &str, socket_dir: &Path) -> Result<StrataServer> {
         let port = free_port()?;
+        // A server SIGKILLed on this port left its socket file; until the new
+        // one replaces it, connecting there is refused.
+        let socket = socket_dir.join(format!(".s.PGSQL.{port}"));
+        let _ = std::fs::remove_file(&socket);
         let log = std::fs::File::create(socket_dir.join("strata-serve.log"))?;
         let child = Command::new(bin)
             .arg("--db")
@@ -152,7 +156,6 @@ impl StrataServer {
             socket_dir: socket_dir.to_path_buf(),
             port,
         };
-        let socket = socket_dir.join(format!(".s.PGSQL.{port}"));
         let started = Instant::now();
         while !socket.exists() {
             if started.elapsed() > Duration::from_secs(60) {
