@@ -362,7 +362,9 @@ pub(super) fn candidates(
         }
         None => {
             let mut failed = None;
-            table.heap().scan_pages(SCAN_RUN_PAGES, 2, |page, view| {
+            let visit = |page: u64,
+                         view: strata_storage::page::PageView<'_>|
+             -> strata_storage::error::Result<std::ops::ControlFlow<()>> {
                 for (slot, t) in view.tuples() {
                     batch.push(Tid::new(page as u32, slot), t);
                     if batch.is_full() {
@@ -375,7 +377,15 @@ pub(super) fn candidates(
                     }
                 }
                 Ok(std::ops::ControlFlow::Continue(()))
-            })?;
+            };
+            // A heap of one request's worth of pages is read through the
+            // pool (no reader thread, no write-back, cached pages free).
+            let heap = table.heap();
+            if heap.num_pages() <= SCAN_RUN_PAGES as u64 {
+                heap.scan_cached(visit)?;
+            } else {
+                heap.scan_pages(SCAN_RUN_PAGES, 2, visit)?;
+            }
             if let Some(e) = failed {
                 return Err(e);
             }

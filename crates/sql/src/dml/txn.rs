@@ -7,9 +7,9 @@
 //!
 //! A [`WriteTxn`] borrows the [`Database`] it writes, so the session cannot
 //! keep one in a field next to its `Arc<Database>`. The open transaction lives
-//! instead on a thread of its own ([`Transaction`]), which holds an
-//! `Arc<Database>` and the transaction and waits to be told to commit or roll
-//! back. The statements in between change rows through the database's tables
+//! instead on a thread of the session's ([`Holder`], kept between
+//! transactions), which holds an `Arc<Database>` and the transaction and
+//! waits to be told to commit or roll back. The statements in between change rows through the database's tables
 //! as usual: changes made while the transaction lives belong to it.
 
 use std::sync::Arc;
@@ -22,59 +22,73 @@ use strata_storage::{Database, StorageError};
 
 use crate::error::SqlError;
 
-/// How the session's open transaction ends.
-enum End {
+/// What the holder thread is asked to do.
+enum Request {
+    Begin(Option<Duration>),
     Commit,
     Rollback,
 }
 
-/// A write transaction held open on its own thread.
-struct Transaction {
-    end: Sender<End>,
-    ended: Receiver<Result<(), StorageError>>,
+/// The thread that holds a session's open transaction. It is kept between
+/// transactions: a TPC-B-like transaction spent a twentieth of its time
+/// starting a fresh one.
+struct Holder {
+    requests: Option<Sender<Request>>,
+    answers: Receiver<Result<(), StorageError>>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl Transaction {
-    fn begin(db: Arc<Database>, lock_timeout: Option<Duration>) -> Result<Transaction, SqlError> {
-        let (end, end_rx) = channel::<End>();
-        let (ended_tx, ended) = channel::<Result<(), StorageError>>();
+impl Holder {
+    fn start(db: Arc<Database>) -> Result<Holder, SqlError> {
+        let (requests, inbox) = channel::<Request>();
+        let (answer, answers) = channel::<Result<(), StorageError>>();
         let thread = std::thread::Builder::new()
             .name("strata-sql-transaction".into())
             .spawn(move || {
-                let txn = match db.begin_write_within(lock_timeout) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        let _ = ended_tx.send(Err(e));
-                        return;
-                    }
-                };
-                let _ = ended_tx.send(Ok(()));
-                // A session dropped without COMMIT closes the channel: abort.
-                let result = match end_rx.recv() {
-                    Ok(End::Commit) => txn.commit().map(|_| ()),
-                    Ok(End::Rollback) | Err(_) => {
-                        drop(txn);
-                        Ok(())
-                    }
-                };
-                let _ = ended_tx.send(result);
+                while let Ok(request) = inbox.recv() {
+                    let Request::Begin(limit) = request else {
+                        // An end without a transaction: nothing to end.
+                        let _ = answer.send(Ok(()));
+                        continue;
+                    };
+                    let txn = match db.begin_write_within(limit) {
+                        Ok(t) => t,
+                        Err(e) => {
+                            let _ = answer.send(Err(e));
+                            continue;
+                        }
+                    };
+                    let _ = answer.send(Ok(()));
+                    // A session dropped without COMMIT closes the channel:
+                    // abort, and end.
+                    let result = match inbox.recv() {
+                        Ok(Request::Commit) => txn.commit().map(|_| ()),
+                        Ok(Request::Rollback) | Ok(Request::Begin(_)) => {
+                            drop(txn);
+                            Ok(())
+                        }
+                        Err(_) => return,
+                    };
+                    let _ = answer.send(result);
+                }
             })
             .map_err(|e| SqlError::Execution(format!("cannot start a transaction thread: {e}")))?;
-        let mut t = Transaction {
-            end,
-            ended,
+        Ok(Holder {
+            requests: Some(requests),
+            answers,
             thread: Some(thread),
-        };
-        t.wait()?;
-        Ok(t)
+        })
     }
 
-    /// The thread's answer to the last request.
-    fn wait(&mut self) -> Result<(), SqlError> {
-        match self.ended.recv() {
-            Ok(r) => r.map_err(SqlError::from),
-            Err(_) => {
+    /// Asks the thread and waits for its answer.
+    fn ask(&mut self, request: Request) -> Result<(), SqlError> {
+        let sent = self
+            .requests
+            .as_ref()
+            .is_some_and(|r| r.send(request).is_ok());
+        match sent.then(|| self.answers.recv()) {
+            Some(Ok(r)) => r.map_err(SqlError::from),
+            _ => {
                 self.join();
                 Err(SqlError::Execution(
                     "the transaction thread ended unexpectedly".into(),
@@ -83,22 +97,11 @@ impl Transaction {
         }
     }
 
-    fn finish(mut self, how: End) -> Result<(), SqlError> {
-        if self.end.send(how).is_err() {
-            self.join();
-            return Err(SqlError::Execution(
-                "the transaction thread ended unexpectedly".into(),
-            ));
-        }
-        let r = self.wait();
-        self.join();
-        r
-    }
-
     fn join(&mut self) {
+        self.requests = None;
         if let Some(t) = self.thread.take() {
-            // The thread only waits for and runs commit or rollback; a panic
-            // there is a bug to report, not to hide.
+            // The thread only begins, commits and rolls back; a panic there
+            // is a bug to report, not to hide.
             if let Err(p) = t.join() {
                 std::panic::resume_unwind(p);
             }
@@ -106,15 +109,20 @@ impl Transaction {
     }
 }
 
-impl Drop for Transaction {
-    /// Rolls back a transaction that was never ended (the session went away).
+impl Drop for Holder {
+    /// Closing the requests ends the thread, rolling back a transaction
+    /// that was never ended (the session went away).
     fn drop(&mut self) {
-        if self.thread.is_some() {
-            let _ = self.end.send(End::Rollback);
-            let _ = self.ended.recv();
-            self.join();
+        self.requests = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
+}
+
+/// An open write transaction, held by its session's holder thread.
+struct Transaction {
+    holder: Holder,
 }
 
 /// The session's transaction block (`BEGIN` ... `COMMIT`).
@@ -136,6 +144,8 @@ pub struct Writes {
     /// How long a write waits for another session's transaction to end
     /// before it fails with SQLSTATE 55P03 (`lock_timeout`); `None` waits.
     lock_timeout: Mutex<Option<Duration>>,
+    /// The holder thread between transactions.
+    kept: Mutex<Option<Holder>>,
 }
 
 impl Writes {
@@ -144,6 +154,7 @@ impl Writes {
             db,
             open: Mutex::new(Block::None),
             lock_timeout: Mutex::new(None),
+            kept: Mutex::new(None),
         })
     }
 
@@ -168,7 +179,7 @@ impl Writes {
     pub fn start_writing(&self) -> Result<(), SqlError> {
         let mut open = self.open.lock();
         if matches!(*open, Block::Begun) {
-            *open = Block::Writing(Transaction::begin(self.db.clone(), self.lock_timeout())?);
+            *open = Block::Writing(self.begin_transaction()?);
         }
         Ok(())
     }
@@ -208,21 +219,46 @@ impl Writes {
 
     /// `COMMIT`: makes the open transaction's changes durable.
     pub fn commit(&self) -> Result<(), SqlError> {
-        self.end(End::Commit, "COMMIT")
+        self.end(Request::Commit, "COMMIT")
     }
 
     /// `ROLLBACK`: abandons the open transaction.
     pub fn rollback(&self) -> Result<(), SqlError> {
-        self.end(End::Rollback, "ROLLBACK")
+        self.end(Request::Rollback, "ROLLBACK")
     }
 
-    fn end(&self, how: End, what: &str) -> Result<(), SqlError> {
+    fn end(&self, how: Request, what: &str) -> Result<(), SqlError> {
         match std::mem::replace(&mut *self.open.lock(), Block::None) {
             Block::None => Err(SqlError::Query(format!(
                 "{what} without a transaction (BEGIN starts one)"
             ))),
             Block::Begun => Ok(()),
-            Block::Writing(txn) => txn.finish(how),
+            Block::Writing(Transaction { mut holder }) => {
+                let ended = holder.ask(how);
+                if holder.thread.is_some() {
+                    *self.kept.lock() = Some(holder);
+                }
+                ended
+            }
+        }
+    }
+
+    /// Opens the block's transaction on the kept holder thread (started the
+    /// first time, or again after it ended).
+    fn begin_transaction(&self) -> Result<Transaction, SqlError> {
+        let kept = self.kept.lock().take();
+        let mut holder = match kept {
+            Some(h) => h,
+            None => Holder::start(self.db.clone())?,
+        };
+        match holder.ask(Request::Begin(self.lock_timeout())) {
+            Ok(()) => Ok(Transaction { holder }),
+            Err(e) => {
+                if holder.thread.is_some() {
+                    *self.kept.lock() = Some(holder);
+                }
+                Err(e)
+            }
         }
     }
 
@@ -241,7 +277,7 @@ impl Writes {
         match &*open {
             Block::Writing(_) => return apply(&self.db),
             Block::Begun => {
-                *open = Block::Writing(Transaction::begin(self.db.clone(), self.lock_timeout())?);
+                *open = Block::Writing(self.begin_transaction()?);
                 return apply(&self.db);
             }
             Block::None => {}
