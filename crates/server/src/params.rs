@@ -12,6 +12,7 @@ use pgwire::api::Type;
 use pgwire::api::portal::Portal;
 use pgwire::error::{ErrorInfo, PgWireError};
 use rust_decimal::Decimal;
+use strata_sql::literal::{self, BindError, quoted};
 
 /// A parameter that cannot be bound (SQLSTATE 22P02 or 08P01).
 fn bad(code: &str, msg: String) -> PgWireError {
@@ -39,29 +40,10 @@ pub fn bind<S: Clone>(
         let ty = types.get(i).cloned().unwrap_or(Type::TEXT);
         literals.push(literal(portal, i, &ty)?);
     }
-    let mut out = String::with_capacity(sql.len() + 16 * literals.len());
-    let mut at = 0;
-    for (range, n) in places {
-        let lit = literals.get(n - 1).ok_or_else(|| {
-            bad(
-                "08P01",
-                format!(
-                    "the statement uses ${n} but {} parameter(s) were bound",
-                    literals.len()
-                ),
-            )
-        })?;
-        out.push_str(&sql[at..range.start]);
-        out.push_str(lit);
-        at = range.end;
-    }
-    out.push_str(&sql[at..]);
-    Ok(out)
-}
-
-/// `s` as a quoted SQL string.
-pub fn quoted(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
+    literal::substitute(sql, &places, &literals).map_err(|e| match e {
+        BindError::Syntax(e) => bad("42601", e.to_string()),
+        missing @ BindError::Missing { .. } => bad("08P01", missing.to_string()),
+    })
 }
 
 /// Parameter `i` of `portal`, of type `ty`, as a SQL literal.
@@ -124,13 +106,13 @@ pub fn text_literal(text: &str, ty: &Type) -> Result<String, String> {
     Ok(match *ty {
         Type::INT2 | Type::INT4 | Type::INT8 | Type::OID => {
             t.parse::<i64>().map_err(|e| invalid(ty.name(), &e))?;
-            paren_negative(t)
+            literal::number(t)
         }
         Type::NUMERIC => {
             t.parse::<Decimal>()
                 .or_else(|_| Decimal::from_scientific(t))
                 .map_err(|e| invalid("numeric", &e))?;
-            paren_negative(t)
+            literal::number(t)
         }
         Type::FLOAT4 | Type::FLOAT8 => {
             float(Some(t.parse::<f64>().map_err(|e| invalid(ty.name(), &e))?))
@@ -150,25 +132,9 @@ pub fn text_literal(text: &str, ty: &Type) -> Result<String, String> {
 }
 
 fn number<T: ToString>(v: Option<T>) -> String {
-    v.map_or_else(|| "NULL".to_owned(), |v| paren_negative(&v.to_string()))
+    v.map_or_else(|| "NULL".to_owned(), |v| literal::number(&v.to_string()))
 }
 
-/// A negative number in parentheses, so `- $1` never becomes `--` (a comment).
-fn paren_negative(t: &str) -> String {
-    if t.starts_with('-') {
-        format!("({t})")
-    } else {
-        t.to_owned()
-    }
-}
-
-/// A DOUBLE literal (strata reads `1.5` as an exact DECIMAL).
 fn float(v: Option<f64>) -> String {
-    match v {
-        None => "NULL".into(),
-        Some(f) if f.is_nan() => "CAST('NaN' AS DOUBLE)".into(),
-        Some(f) if f.is_infinite() && f > 0.0 => "CAST('Infinity' AS DOUBLE)".into(),
-        Some(f) if f.is_infinite() => "CAST('-Infinity' AS DOUBLE)".into(),
-        Some(f) => format!("CAST({} AS DOUBLE)", paren_negative(&format!("{f:?}"))),
-    }
+    v.map_or_else(|| "NULL".to_owned(), literal::double)
 }

@@ -144,6 +144,50 @@ impl SqlSession {
         crate::ddl::describe::text(&self.engine.db, table)
     }
 
+    /// Makes `batches` a table of this session named `name` (a client's
+    /// data: a Python DataFrame, an Arrow table), read by its queries until
+    /// [`SqlSession::unregister`]; the database does not store it. The name
+    /// of a table or view of the database is refused.
+    pub fn register_batches(
+        &self,
+        name: &str,
+        schema: SchemaRef,
+        batches: Vec<RecordBatch>,
+    ) -> Result<(), SqlError> {
+        self.engine.refresh_catalog()?;
+        let db = &self.engine.db;
+        let stored = db
+            .table_names()
+            .into_iter()
+            .chain(db.views().into_iter().map(|v| v.name));
+        if let Some(n) = stored.into_iter().find(|n| n.eq_ignore_ascii_case(name)) {
+            return Err(SqlError::Query(format!(
+                "{n} is a table of the database; register the data under another name"
+            )));
+        }
+        let table = datafusion::datasource::MemTable::try_new(schema, vec![batches])?;
+        self.engine.ctx.deregister_table(name)?;
+        self.engine.ctx.register_table(name, Arc::new(table))?;
+        self.engine.settings.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Forgets a table made by [`SqlSession::register_batches`]; whether
+    /// there was one. A table of the database is not touched.
+    pub fn unregister(&self, name: &str) -> Result<bool, SqlError> {
+        let db = &self.engine.db;
+        if db
+            .table_names()
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case(name))
+        {
+            return Ok(false);
+        }
+        let had = self.engine.ctx.deregister_table(name)?.is_some();
+        self.engine.settings.fetch_add(1, Ordering::AcqRel);
+        Ok(had)
+    }
+
     /// Starts `job` with this session on one of the session's statement
     /// threads and returns at once; the statements the job runs run on that
     /// thread directly. The job reports its own outcome — a server sends it

@@ -79,6 +79,9 @@ fn query(m: &str) -> &'static str {
     ) && !says(&m, &["expected type"])
     {
         "42601"
+    } else if says(&m, &["unknown setting", "unrecognized configuration"]) {
+        // PostgreSQL's "unrecognized configuration parameter".
+        "42704"
     } else if says(&m, &["is not supported", "not implemented", "unsupported"]) {
         "0A000"
     } else if m.contains("table") && says(&m, &["not found", "does not exist", "unknown table"]) {
@@ -210,6 +213,12 @@ mod tests {
             (
                 SqlError::Execution("database opened read-only: INSERT cannot run".into()),
                 "25006",
+            ),
+            (
+                SqlError::Query(
+                    "Invalid or Unsupported Configuration: unknown setting 'strata.x'".into(),
+                ),
+                "42704",
             ),
             (SqlError::Execution("disk on fire".into()), "XX000"),
         ];
