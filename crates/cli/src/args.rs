@@ -192,6 +192,14 @@ pub enum BenchCommand {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The Python package beside DuckDB's Python API (a full-table `.arrow()`
+    /// and an aggregate, cold and warm) and the memory of `.arrow()` (runs
+    /// crates/python/bench/python_bench.py with $STRATA_PYTHON or python3).
+    #[command(disable_help_flag = true)]
+    Python {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Write throughput beside PostgreSQL: single-row UPDATEs by 1 and 8 clients,
     /// INSERT ... SELECT, range DELETE (runs the `strata-bench-writes` binary).
     #[command(disable_help_flag = true)]

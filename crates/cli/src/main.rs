@@ -16,6 +16,7 @@ mod bench_flash;
 mod bench_index_cache;
 mod bench_io;
 mod bench_out;
+mod bench_python;
 mod bench_serve;
 mod bench_skipper;
 mod bench_smooth;
@@ -117,6 +118,9 @@ fn run(args: &Cli) -> Result<()> {
         Command::Bench {
             which: BenchCommand::Writes { args },
         } => sql_forward::run(cli, "strata-bench-writes", &[], args),
+        Command::Bench {
+            which: BenchCommand::Python { args },
+        } => bench_python::run(args),
         Command::Bench {
             which: BenchCommand::Flash(a),
         } => bench_flash::run(cli, a),

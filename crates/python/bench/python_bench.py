@@ -2,8 +2,8 @@
 """strata from Python beside DuckDB's Python API, on the same Parquet-loaded
 table, and the memory an Arrow result costs.
 
-    python3 crates/python/bench/python_bench.py --work-dir /tmp/pybench \\
-        [--rows 10000000] [--runs 3] [--out results/python]
+    strata bench python --work-dir /tmp/pybench [--rows 10000000] [--runs 3] [--out results/python]
+    (or: python3 crates/python/bench/python_bench.py ...)
 
 Needs the strata package (pip install ./crates/python), pyarrow and DuckDB.
 
@@ -221,7 +221,8 @@ def main():
             for e in dbs:
                 times[(e, w)].append(measure(e, dbs[e], w, args.buffer_pool))
 
-    cmd = "python3 crates/python/bench/python_bench.py " + " ".join(sys.argv[1:])
+    launcher = os.environ.get("STRATA_BENCH_COMMAND", "python3 crates/python/bench/python_bench.py")
+    cmd = " ".join([launcher] + sys.argv[1:])
     lines = [
         "# strata from Python beside DuckDB's Python API",
         "",

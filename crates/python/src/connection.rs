@@ -29,6 +29,7 @@ use strata_storage::Database;
 use strata_storage::db::DbOptions;
 
 use crate::errors;
+use crate::maintenance;
 use crate::params;
 use crate::result::Result as PyResultSet;
 
@@ -44,6 +45,9 @@ pub struct Connection {
     read_only: bool,
     /// A temporary database's directory, removed when the connection closes.
     temporary: Mutex<Option<tempfile::TempDir>>,
+    /// The cold tier the database reads cold tables through (`tier()`
+    /// moves tables to it).
+    cold: strata_cold::device::ColdTier,
 }
 
 impl Connection {
@@ -112,16 +116,20 @@ impl Connection {
     }
 }
 
-/// The database's options: buffer pool, device and cold cache as `strata
-/// sql` takes them.
-fn options(path: &std::path::Path, buffer_pool: &str, device: &str) -> anyhow::Result<DbOptions> {
+/// The database's options (buffer pool, device and cold cache as `strata
+/// sql` takes them) and its cold tier.
+fn options(
+    path: &std::path::Path,
+    buffer_pool: &str,
+    device: &str,
+) -> anyhow::Result<(DbOptions, strata_cold::device::ColdTier)> {
     OpenArgs {
         db: path.to_path_buf(),
         buffer_pool: buffer_pool.to_owned(),
         device: device.to_owned(),
         cold_cache: "512MiB".to_owned(),
     }
-    .options()
+    .options_and_tier()
 }
 
 /// Opens (or creates) the database at `path`.
@@ -182,8 +190,8 @@ impl Connection {
                 (dir.path().join("db"), Some(dir))
             }
         };
-        let opts = options(&path, buffer_pool, device)
-            .map_err(|e| errors::raise(py, "ProgrammingError", &format!("{e:#}"), "22023"))?;
+        let (opts, cold) = options(&path, buffer_pool, device)
+            .map_err(|e| errors::argument(py, &format!("{e:#}")))?;
         let db = py
             .detach(|| open(&path, read_only, opts))
             .map_err(|m| errors::raise(py, "OperationalError", &m, "58030"))?;
@@ -193,6 +201,7 @@ impl Connection {
             path,
             read_only,
             temporary: Mutex::new(temporary),
+            cold,
         })
     }
 
@@ -240,6 +249,48 @@ impl Connection {
         self.session(py)?
             .unregister(name)
             .map_err(|e| errors::sql(py, &e))
+    }
+
+    /// Rewrites `table` as `strata compact` does (narrowest encodings;
+    /// `plain=True` as declared; `format="columns"` or `"rows"` converts it);
+    /// its report as a dict.
+    #[pyo3(signature = (table, format=None, plain=false))]
+    fn compact<'py>(
+        &self,
+        py: Python<'py>,
+        table: &str,
+        format: Option<&str>,
+        plain: bool,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        maintenance::compact(py, &*self.session(py)?, table, format, plain)
+    }
+
+    /// Moves `table` to the cold tier (`to="cold"`, objects on the cold
+    /// storage device at `endpoint`) or back (`to="local"`), as `strata
+    /// tier` does; its report as a dict.
+    #[pyo3(signature = (table, to="cold", endpoint=None, bucket=None, object_size="1GiB", delete_objects=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn tier<'py>(
+        &self,
+        py: Python<'py>,
+        table: &str,
+        to: &str,
+        endpoint: Option<&str>,
+        bucket: Option<String>,
+        object_size: &str,
+        delete_objects: bool,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        maintenance::tier(
+            py,
+            &*self.session(py)?,
+            &self.cold,
+            table,
+            to,
+            endpoint,
+            bucket,
+            object_size,
+            delete_objects,
+        )
     }
 
     /// Whether a BEGIN is waiting for its COMMIT or ROLLBACK.

@@ -47,6 +47,12 @@ pub fn interface(py: Python<'_>, message: &str) -> PyErr {
     raise(py, "InterfaceError", message, "08003")
 }
 
+/// A bad argument of an API call (an unknown format, a missing endpoint):
+/// ProgrammingError, SQLSTATE 22023 (invalid parameter value).
+pub fn argument(py: Python<'_>, message: &str) -> PyErr {
+    raise(py, "ProgrammingError", message, "22023")
+}
+
 /// A value the binding cannot use (a parameter of an unsupported type).
 pub fn programming(py: Python<'_>, message: &str, sqlstate: &str) -> PyErr {
     raise(py, class_of(sqlstate), message, sqlstate)

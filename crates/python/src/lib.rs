@@ -20,6 +20,7 @@ use pyo3::prelude::*;
 
 mod connection;
 mod errors;
+mod maintenance;
 mod params;
 mod result;
 mod values;

@@ -181,9 +181,12 @@ impl Result {
     /// The result as a `pyarrow.Table` (its buffers are the result's own).
     fn arrow<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
+        // Through a RecordBatchReader: `pyarrow.table(obj)` first asks
+        // whether obj is a pandas DataFrame, which imports pandas (40 MiB).
         needs(py, "pyarrow", "arrow()")?
-            .getattr("table")?
-            .call1((slf,))
+            .getattr("RecordBatchReader")?
+            .call_method1("from_stream", (slf,))?
+            .call_method0("read_all")
     }
 
     /// The result as a pandas DataFrame (through pyarrow).

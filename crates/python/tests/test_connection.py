@@ -235,3 +235,69 @@ def test_settings_explain_and_counters(con):
     assert waste.returns_rows and "table_name" in waste.columns
     assert {r[0] for r in waste.fetchall()} == {"t"}
     assert con.describe("t").fetchall()[0][0] == "a"
+
+
+def test_compact_and_columns_keep_the_answers(con):
+    con.sql("CREATE TABLE t (k BIGINT, grade VARCHAR(40), n INT)")
+    con.register("src", pa.table({
+        "k": list(range(5000)),
+        "grade": [("low", "mid", "high")[i % 3] for i in range(5000)],
+        "n": [i % 100 for i in range(5000)],
+    }))
+    con.sql("INSERT INTO t SELECT * FROM src")
+    query = "SELECT grade, count(*), sum(k), max(n) FROM t GROUP BY grade ORDER BY grade"
+    before = con.sql(query).fetchall()
+    r = con.compact("t")
+    assert r["rows"] == 5000 and r["pages_after"] < r["pages_before"], r
+    assert any(c[0] == "k" for c in r["columns_changed"]), r
+    assert con.sql(query).fetchall() == before
+    r = con.compact("t", format="columns")
+    assert r["format"] == "columns" and r["rows"] == 5000 and r["column_bytes_after"] > 0, r
+    assert con.sql(query).fetchall() == before
+    with pytest.raises(strata.ProgrammingError, match="expected 'rows' or 'columns'"):
+        con.compact("t", format="diagonal")
+    con.begin()
+    with pytest.raises(strata.InternalError, match="inside a transaction"):
+        con.compact("t")
+    con.rollback()
+
+
+def test_a_table_moved_to_the_cold_tier_and_back_answers_the_same(con, tmp_path):
+    import socket
+    import subprocess
+    import time
+
+    from conftest import strata_binary
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    csd = subprocess.Popen(
+        [str(strata_binary()), "csd", "serve", "--data", str(tmp_path / "csd"),
+         "--listen", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert csd.poll() is None, csd.stderr.read().decode()
+                assert time.monotonic() < deadline, "strata csd serve did not listen"
+                time.sleep(0.05)
+        con.sql("CREATE TABLE t AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), (3, 'c')) AS v(k, s)")
+        query = "SELECT k, s FROM t ORDER BY k"
+        before = con.sql(query).fetchall()
+        r = con.tier("t", "cold", endpoint=f"http://127.0.0.1:{port}")
+        assert r["objects"] >= 1 and r["bytes"] > 0, r
+        assert con.sql(query).fetchall() == before
+        r = con.tier("t", "local")
+        assert r["files"] >= 1, r
+        assert con.sql(query).fetchall() == before
+        with pytest.raises(strata.ProgrammingError, match="needs endpoint"):
+            con.tier("t", "cold")
+    finally:
+        csd.terminate()
+        csd.wait()

@@ -328,6 +328,23 @@ class Connection:
         arg = "" if table is None else _quoted(_identifier(table))
         return self._native.execute(f"SELECT * FROM strata_waste({arg})")
 
+    def compact(self, table, format=None, plain=False):
+        """Rewrites ``table`` as ``strata compact`` does: each column in the
+        narrowest encoding its values allow (``plain=True``: as declared
+        again), or converted with ``format="columns"`` (Parquet row groups: a
+        scan reads only the columns it uses) or ``"rows"``. Returns the
+        report as a dict."""
+        return self._native.compact(_identifier(table), format, plain)
+
+    def tier(self, table, to="cold", endpoint=None, bucket=None, object_size="1GiB",
+             delete_objects=False):
+        """Moves ``table`` to the cold tier (``to="cold"``: objects on the cold
+        storage device at ``endpoint``, e.g. ``strata csd serve``'s) or back
+        to local files (``to="local"``), as ``strata tier`` does. Queries
+        read a cold table as any other. Returns the report as a dict."""
+        return self._native.tier(_identifier(table), to, endpoint, bucket, object_size,
+                                 delete_objects)
+
     def __repr__(self):
         state = "closed" if self.closed else ("read-only" if self.read_only else "read-write")
         return f"<strata.Connection {self.database!r} {state}>"

@@ -32,6 +32,12 @@ pub struct OpenArgs {
 impl OpenArgs {
     /// The database's options from these arguments.
     pub fn options(&self) -> anyhow::Result<DbOptions> {
+        Ok(self.options_and_tier()?.0)
+    }
+
+    /// The database's options and the cold tier they read cold tables
+    /// through (for a program that also moves tables to it).
+    pub fn options_and_tier(&self) -> anyhow::Result<(DbOptions, strata_cold::device::ColdTier)> {
         let pool =
             parse_size(&self.buffer_pool).map_err(|e| Usage(format!("--buffer-pool: {e}")))?;
         let cache_bytes =
@@ -40,13 +46,14 @@ impl OpenArgs {
             cache_bytes,
             ..strata_cold::device::ColdConfig::from_env()?
         });
-        Ok(DbOptions {
+        let opts = DbOptions {
             buffer_pool_bytes: pool as usize,
             cold_tier: Some(cold.layer()),
             ..DbOptions::default()
         }
         .device(&self.device)?
-        .faults_from_env()?)
+        .faults_from_env()?;
+        Ok((opts, cold))
     }
 
     /// Opens the database read-write; with `or_read_only`, read-only when
