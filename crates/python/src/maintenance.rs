@@ -20,6 +20,19 @@ fn storage(py: Python<'_>, e: impl Into<strata_sql::SqlError>) -> PyErr {
     errors::sql(py, &e.into())
 }
 
+/// Refuses `what` while the session has a transaction open.
+fn outside_transaction(py: Python<'_>, session: &SqlSession, what: &str) -> PyResult<()> {
+    if session.in_transaction() {
+        return Err(errors::raise(
+            py,
+            "InternalError",
+            &format!("{what} cannot run inside a transaction: COMMIT or ROLLBACK first"),
+            "25000",
+        ));
+    }
+    Ok(())
+}
+
 /// Rewrites `table`: each column in the narrowest encoding its values
 /// allow (`strata compact`), as declared again with `plain=True`, or
 /// converted to `format="columns"` (Parquet row groups) or `"rows"`.
@@ -30,14 +43,7 @@ pub fn compact<'py>(
     format: Option<&str>,
     plain: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    if session.in_transaction() {
-        return Err(errors::raise(
-            py,
-            "InternalError",
-            "compact cannot run inside a transaction: COMMIT or ROLLBACK first",
-            "25000",
-        ));
-    }
+    outside_transaction(py, session, "compact")?;
     let db = session.database().clone();
     let d = PyDict::new(py);
     if let Some(f) = format {
@@ -91,14 +97,7 @@ pub fn tier<'py>(
     delete_objects: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     use strata_cold::tier::{self, TierOptions};
-    if session.in_transaction() {
-        return Err(errors::raise(
-            py,
-            "InternalError",
-            "tier cannot run inside a transaction: COMMIT or ROLLBACK first",
-            "25000",
-        ));
-    }
+    outside_transaction(py, session, "tier")?;
     let db = session.database().clone();
     let cold = cold.clone();
     let report = match to {

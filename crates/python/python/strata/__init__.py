@@ -19,7 +19,7 @@ import os as _os
 import re as _re
 import time as _time
 
-from . import _strata
+from . import _strata, errors
 from ._strata import Result
 from .errors import (
     DatabaseError,
@@ -486,16 +486,7 @@ __all__ = [
     "Connection",
     "Cursor",
     "Result",
-    "Warning",
-    "Error",
-    "InterfaceError",
-    "DatabaseError",
-    "DataError",
-    "OperationalError",
-    "IntegrityError",
-    "InternalError",
-    "ProgrammingError",
-    "NotSupportedError",
+    *errors.__all__,
     "apilevel",
     "threadsafety",
     "paramstyle",
