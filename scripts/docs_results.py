@@ -121,6 +121,9 @@ BLOCKS = {
     "writes": [
         E("results/writes/writes.md", tables=[0]),
     ],
+    "python-bench": [
+        E("results/python/python.md", tables=[0, 1], lines=r"^(Made by|Table:|Peak RSS)"),
+    ],
     "serve-pgbench": [
         E("results/serve/pgbench.md", tables=[0], lines=r"^(Made by|pgbench)"),
     ],
