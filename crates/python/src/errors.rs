@@ -57,19 +57,3 @@ pub fn argument(py: Python<'_>, message: &str) -> PyErr {
 pub fn programming(py: Python<'_>, message: &str, sqlstate: &str) -> PyErr {
     raise(py, class_of(sqlstate), message, sqlstate)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sqlstate_classes_map_to_pep_249_classes() {
-        assert_eq!(class_of("22003"), "DataError");
-        assert_eq!(class_of("23505"), "IntegrityError");
-        assert_eq!(class_of("42P01"), "ProgrammingError");
-        assert_eq!(class_of("0A000"), "NotSupportedError");
-        assert_eq!(class_of("57014"), "OperationalError");
-        assert_eq!(class_of("XX001"), "InternalError");
-        assert_eq!(class_of(""), "InternalError");
-    }
-}

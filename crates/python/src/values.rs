@@ -211,18 +211,3 @@ pub fn decimal_text(v: i128, scale: i8) -> String {
     let sign = if v < 0 { "-" } else { "" };
     format!("{sign}{int}.{frac}")
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decimals_keep_their_scale_and_sign() {
-        assert_eq!(decimal_text(12345, 2), "123.45");
-        assert_eq!(decimal_text(-5, 2), "-0.05");
-        assert_eq!(decimal_text(0, 3), "0.000");
-        assert_eq!(decimal_text(7, 0), "7");
-        assert_eq!(decimal_text(7, -2), "700");
-        assert_eq!(decimal_text(i128::MIN + 1, 0).len(), 40);
-    }
-}

@@ -301,3 +301,26 @@ def test_a_table_moved_to_the_cold_tier_and_back_answers_the_same(con, tmp_path)
     finally:
         csd.terminate()
         csd.wait()
+
+
+def test_decimals_keep_scale_and_sign_and_each_sqlstate_class_has_its_exception(con):
+    got = con.sql(
+        "SELECT CAST(-0.05 AS DECIMAL(5,2)), CAST(0 AS DECIMAL(6,3)), CAST(7 AS DECIMAL(3,0)), "
+        "CAST(123.45 AS DECIMAL(18,2)), CAST(-999999999999999.999 AS DECIMAL(18,3))"
+    ).fetchone()
+    assert [str(v) for v in got] == ["-0.05", "0.000", "7", "123.45", "-999999999999999.999"]
+    assert [type(v) for v in got] == [decimal.Decimal] * 5
+    con.sql("CREATE TABLE k (a INT PRIMARY KEY)")
+    con.begin()
+    # 25000 (a transaction state): InternalError, as psycopg classes class 25.
+    with pytest.raises(strata.InternalError) as e:
+        con.sql("CREATE TABLE x (a INT)")
+    assert e.value.sqlstate == "25000"
+    con.rollback()
+    # 0A000: NotSupportedError; 42704 (unknown setting): ProgrammingError.
+    with pytest.raises(strata.NotSupportedError) as e:
+        con.execute("SELECT $1", [b"bytes"])
+    assert e.value.sqlstate == "0A000"
+    with pytest.raises(strata.ProgrammingError) as e:
+        con.set("strata.nothing", "1")
+    assert e.value.sqlstate == "42704"
