@@ -20,9 +20,10 @@ pub fn bind(py: Python<'_>, sql: &str, params: &Bound<'_, PyAny>) -> PyResult<St
             "42601",
         ));
     }
+    let kinds = Kinds::new(py)?;
     let mut literals = Vec::new();
     for (i, v) in params.try_iter()?.enumerate() {
-        literals.push(literal_of(py, &v?, i + 1)?);
+        literals.push(literal_of(py, &kinds, &v?, i + 1)?);
     }
     literal::bind(sql, &literals).map_err(|e| match e {
         literal::BindError::Syntax(e) => errors::sql(py, &e),
@@ -30,8 +31,32 @@ pub fn bind(py: Python<'_>, sql: &str, params: &Bound<'_, PyAny>) -> PyResult<St
     })
 }
 
+/// The Python classes with literals that are not builtins, looked up once
+/// per statement.
+struct Kinds<'py> {
+    decimal: Bound<'py, PyAny>,
+    datetime: Bound<'py, PyAny>,
+    date: Bound<'py, PyAny>,
+}
+
+impl<'py> Kinds<'py> {
+    fn new(py: Python<'py>) -> PyResult<Kinds<'py>> {
+        let datetime = py.import("datetime")?;
+        Ok(Kinds {
+            decimal: py.import("decimal")?.getattr("Decimal")?,
+            datetime: datetime.getattr("datetime")?,
+            date: datetime.getattr("date")?,
+        })
+    }
+}
+
 /// Parameter `n`'s value as a SQL literal.
-fn literal_of(py: Python<'_>, v: &Bound<'_, PyAny>, n: usize) -> PyResult<String> {
+fn literal_of(
+    py: Python<'_>,
+    kinds: &Kinds<'_>,
+    v: &Bound<'_, PyAny>,
+    n: usize,
+) -> PyResult<String> {
     if v.is_none() {
         return Ok("NULL".into());
     }
@@ -54,9 +79,7 @@ fn literal_of(py: Python<'_>, v: &Bound<'_, PyAny>, n: usize) -> PyResult<String
     if v.is_instance_of::<PyString>() {
         return Ok(literal::quoted(&v.extract::<String>()?));
     }
-    let datetime = py.import("datetime")?;
-    let decimal = py.import("decimal")?;
-    if v.is_instance(&decimal.getattr("Decimal")?)? {
+    if v.is_instance(&kinds.decimal)? {
         if !v.call_method0("is_finite")?.extract::<bool>()? {
             return Err(errors::programming(
                 py,
@@ -72,7 +95,7 @@ fn literal_of(py: Python<'_>, v: &Bound<'_, PyAny>, n: usize) -> PyResult<String
         return Ok(literal::number(&text));
     }
     // datetime before date: a datetime is a date in Python.
-    if v.is_instance(&datetime.getattr("datetime")?)? {
+    if v.is_instance(&kinds.datetime)? {
         if !v.getattr("tzinfo")?.is_none() {
             return Err(errors::programming(
                 py,
@@ -86,7 +109,7 @@ fn literal_of(py: Python<'_>, v: &Bound<'_, PyAny>, n: usize) -> PyResult<String
         let text: String = v.call_method1("isoformat", (" ",))?.extract()?;
         return Ok(format!("TIMESTAMP {}", literal::quoted(&text)));
     }
-    if v.is_instance(&datetime.getattr("date")?)? {
+    if v.is_instance(&kinds.date)? {
         let text: String = v.call_method0("isoformat")?.extract()?;
         return Ok(format!("DATE {}", literal::quoted(&text)));
     }

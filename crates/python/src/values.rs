@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
 use arrow_array::cast::AsArray;
+use arrow_array::types::DecimalType;
 use arrow_array::types::{
     Date32Type, Date64Type, Decimal128Type, Float16Type, Float32Type, Float64Type, Int8Type,
     Int16Type, Int32Type, Int64Type, TimestampMicrosecondType, TimestampMillisecondType,
@@ -133,10 +134,12 @@ fn column<'py>(
                 .map(|v| v.into_any()))
         }
         DataType::Float64 => primitive!(Float64Type),
-        DataType::Decimal128(_, scale) => {
+        DataType::Decimal128(precision, scale) => {
             let a = array.as_primitive::<Decimal128Type>();
-            let scale = *scale;
-            each!(|i| m.decimal.call1((decimal_text(a.value(i), scale),)))
+            let (p, s) = (*precision, *scale);
+            each!(|i| m
+                .decimal
+                .call1((Decimal128Type::format_decimal(a.value(i), p, s),)))
         }
         DataType::Date32 => {
             let a = array.as_primitive::<Date32Type>();
@@ -196,18 +199,4 @@ fn column<'py>(
         }
     }
     Ok(out)
-}
-
-/// An unscaled DECIMAL as text with `scale` digits after the point.
-pub fn decimal_text(v: i128, scale: i8) -> String {
-    if scale <= 0 {
-        let zeros = "0".repeat(usize::from(scale.unsigned_abs()));
-        return format!("{v}{zeros}");
-    }
-    let scale = usize::from(scale.unsigned_abs());
-    let digits = v.unsigned_abs().to_string();
-    let digits = format!("{digits:0>width$}", width = scale + 1);
-    let (int, frac) = digits.split_at(digits.len() - scale);
-    let sign = if v < 0 { "-" } else { "" };
-    format!("{sign}{int}.{frac}")
 }
