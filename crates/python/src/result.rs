@@ -38,33 +38,15 @@ impl Result {
     /// `r`, the result of statement `sql`.
     pub fn new(sql: &str, r: QueryResult) -> Result {
         let rows = r.rows();
-        let first = sql
-            .trim_start()
-            .split(|c: char| !c.is_ascii_alphabetic())
-            .next()
-            .unwrap_or("")
-            .to_ascii_uppercase();
-        let counts = matches!(
-            first.as_str(),
-            "INSERT" | "UPDATE" | "DELETE" | "TRUNCATE" | "COPY"
-        );
-        let fields = r.schema.fields();
-        let written = (counts
-            && fields.len() == 1
-            && fields[0].name() == "count"
-            && fields[0].data_type() == &arrow_schema::DataType::UInt64
-            && rows == 1)
-            .then(|| {
-                r.batches
-                    .iter()
-                    .find(|b| b.num_rows() == 1)
-                    .and_then(|b| {
-                        b.column(0)
-                            .as_any()
-                            .downcast_ref::<arrow_array::UInt64Array>()
-                    })
-                    .map_or(0, |a| a.value(0))
-            });
+        // A write's one `count` row is a count, not a result set (a query
+        // may name a column `count` too: the statement's verb decides).
+        let verb = strata_sql::statement::leading_words(sql, 1);
+        let written = matches!(
+            verb.first().map(String::as_str),
+            Some("INSERT" | "UPDATE" | "DELETE" | "TRUNCATE" | "COPY")
+        )
+        .then(|| r.written())
+        .flatten();
         Result {
             schema: r.schema,
             batches: r.batches.into_iter().filter(|b| b.num_rows() > 0).collect(),

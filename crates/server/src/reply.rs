@@ -9,7 +9,8 @@ use futures::stream;
 use pgwire::api::portal::Format;
 use pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use strata_sql::arrow::datatypes::{DataType, Schema};
+use strata_sql::arrow::datatypes::Schema;
+pub use strata_sql::statement::leading_words;
 use strata_sql::{QueryResult, SqlError};
 
 /// What a statement is, by its leading keywords: the command tag's words.
@@ -37,57 +38,6 @@ pub fn verb(sql: &str) -> String {
     }
 }
 
-/// The first `n` words of `sql`, upper case, past comments and whitespace.
-pub fn leading_words(sql: &str, n: usize) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut rest = sql;
-    while words.len() < n {
-        rest = rest.trim_start();
-        if let Some(r) = rest.strip_prefix("--") {
-            rest = r.split_once('\n').map_or("", |(_, r)| r);
-            continue;
-        }
-        if let Some(r) = rest.strip_prefix("/*") {
-            rest = r.split_once("*/").map_or("", |(_, r)| r);
-            continue;
-        }
-        if let Some(r) = rest.strip_prefix('(') {
-            words.push("(".into());
-            rest = r;
-            continue;
-        }
-        let end = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
-        if end == 0 {
-            break;
-        }
-        words.push(rest[..end].to_ascii_uppercase());
-        rest = &rest[end..];
-    }
-    words
-}
-
-/// Whether `result` is the count a write without RETURNING answers.
-fn is_count(result: &QueryResult) -> bool {
-    let f = result.schema.fields();
-    f.len() == 1 && f[0].name() == "count" && *f[0].data_type() == DataType::UInt64
-}
-
-fn count(result: &QueryResult) -> usize {
-    result
-        .batches
-        .iter()
-        .filter(|b| b.num_rows() > 0)
-        .find_map(|b| {
-            b.column(0)
-                .as_any()
-                .downcast_ref::<strata_sql::arrow::array::UInt64Array>()
-                .map(|a| a.value(0) as usize)
-        })
-        .unwrap_or(0)
-}
-
 /// The fields of rows of `schema`, each in the format the client asked.
 pub fn fields(schema: &Schema, format: &Format) -> PgWireResult<Arc<Vec<FieldInfo>>> {
     arrow_pg::datatypes::arrow_schema_to_pg_fields(schema, format, None).map(Arc::new)
@@ -96,15 +46,13 @@ pub fn fields(schema: &Schema, format: &Format) -> PgWireResult<Arc<Vec<FieldInf
 /// The answer to a statement `verb` that gave `result`.
 pub fn response(verb: &str, result: QueryResult, format: &Format) -> PgWireResult<Response> {
     match verb {
-        "INSERT" if is_count(&result) => {
+        "INSERT" if let Some(n) = result.written() => {
             return Ok(Response::Execution(
-                Tag::new("INSERT").with_oid(0).with_rows(count(&result)),
+                Tag::new("INSERT").with_oid(0).with_rows(n as usize),
             ));
         }
-        "UPDATE" | "DELETE" | "COPY" if is_count(&result) => {
-            return Ok(Response::Execution(
-                Tag::new(verb).with_rows(count(&result)),
-            ));
+        "UPDATE" | "DELETE" | "COPY" if let Some(n) = result.written() => {
+            return Ok(Response::Execution(Tag::new(verb).with_rows(n as usize)));
         }
         _ => {}
     }

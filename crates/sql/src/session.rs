@@ -54,6 +54,25 @@ impl QueryResult {
     pub fn rows(&self) -> usize {
         self.batches.iter().map(|b| b.num_rows()).sum()
     }
+
+    /// The rows an INSERT, UPDATE, DELETE or COPY without RETURNING wrote:
+    /// its one `count` row ([`dml::count_batch`]); `None` for any other
+    /// result.
+    pub fn written(&self) -> Option<u64> {
+        let f = self.schema.fields();
+        if f.len() != 1 || f[0].name() != "count" || *f[0].data_type() != DataType::UInt64 {
+            return None;
+        }
+        self.batches
+            .iter()
+            .find(|b| b.num_rows() > 0)
+            .and_then(|b| {
+                b.column(0)
+                    .as_any()
+                    .downcast_ref::<UInt64Array>()
+                    .map(|a| a.value(0))
+            })
+    }
 }
 
 /// A SQL session: statements run one at a time per caller, each on a

@@ -222,3 +222,33 @@ pub fn values_null(stmt: &DfStatement, db: &Database, err: &SqlError) -> Option<
         None => format!("INSERT into '{table}': {reason}"),
     }))
 }
+/// The first `n` words of `sql`, upper case, past comments and whitespace.
+pub fn leading_words(sql: &str, n: usize) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut rest = sql;
+    while words.len() < n {
+        rest = rest.trim_start();
+        if let Some(r) = rest.strip_prefix("--") {
+            rest = r.split_once('\n').map_or("", |(_, r)| r);
+            continue;
+        }
+        if let Some(r) = rest.strip_prefix("/*") {
+            rest = r.split_once("*/").map_or("", |(_, r)| r);
+            continue;
+        }
+        if let Some(r) = rest.strip_prefix('(') {
+            words.push("(".into());
+            rest = r;
+            continue;
+        }
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        if end == 0 {
+            break;
+        }
+        words.push(rest[..end].to_ascii_uppercase());
+        rest = &rest[end..];
+    }
+    words
+}
