@@ -77,10 +77,10 @@ fn psql(addr: SocketAddr, script: &str) -> String {
 }
 
 #[test]
-fn psql_runs_ddl_dml_copy_timing_and_a_transaction() {
+fn psql_runs_ddl_dml_copy_timing_a_transaction_and_describes() {
     if !have("psql") {
         note_skip(
-            "psql_runs_ddl_dml_copy_timing_and_a_transaction",
+            "psql_runs_ddl_dml_copy_timing_a_transaction_and_describes",
             "psql is not installed",
         );
         return;
@@ -102,7 +102,15 @@ fn psql_runs_ddl_dml_copy_timing_and_a_transaction() {
              \\timing off\n\
              \\copy t FROM '{}' WITH (FORMAT csv, HEADER)\n\
              \\copy (SELECT k, name FROM t ORDER BY k) TO '{}' WITH (FORMAT csv)\n\
-             SELECT k, name FROM t ORDER BY k;\n",
+             SELECT k, name FROM t ORDER BY k;\n\
+             CREATE INDEX t_name ON t (name);\n\
+             CREATE VIEW v AS SELECT k FROM t;\n\
+             \\pset format unaligned\n\
+             \\dt\n\
+             \\di\n\
+             \\dv\n\
+             \\d t\n\
+             \\d t_name\n",
             csv.display(),
             copied.display()
         ),
@@ -120,6 +128,19 @@ fn psql_runs_ddl_dml_copy_timing_and_a_transaction() {
         assert!(out.contains(want), "no {want:?} in:\n{out}");
     }
     assert!(out.contains(" 11 | el,even"), "{out}");
+    // psql's describe commands, over strata's pg_catalog.
+    for want in [
+        "List of relations\nSchema|Name|Type|Owner\npublic|t|table|strata\n(1 row)",
+        "Schema|Name|Type|Owner|Table\npublic|t_name|index|strata|t\npublic|t_pkey|index|strata|t\n(2 rows)",
+        "Schema|Name|Type|Owner\npublic|v|view|strata\n(1 row)",
+        "Table \"public.t\"\nColumn|Type|Collation|Nullable|Default\n\
+         k|integer||not null|\nname|character varying(20)|||\nIndexes:\n    \
+         \"t_name\" btree (name)\n    \"t_pkey\" UNIQUE, btree (k)",
+        "Index \"public.t_name\"\nColumn|Type|Key?|Definition\n\
+         name|character varying(20)|yes|name\nbtree, for table \"public.t\"",
+    ] {
+        assert!(out.contains(want), "no {want:?} in:\n{out}");
+    }
     assert_eq!(
         std::fs::read_to_string(&copied).unwrap(),
         "1,one\n2,two\n10,ten\n11,\"el,even\"\n"

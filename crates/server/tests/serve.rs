@@ -14,7 +14,7 @@ use strata_server::{ServeOptions, Server};
 use strata_storage::{Database, DbOptions};
 
 /// A server on a fresh database, serving from a thread of its own.
-fn serve(max_connections: usize) -> (SocketAddr, tempfile::TempDir) {
+pub fn serve(max_connections: usize) -> (SocketAddr, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let db = Arc::new(Database::create(&dir.path().join("db"), DbOptions::default()).unwrap());
     let opts = ServeOptions {

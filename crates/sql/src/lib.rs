@@ -24,6 +24,7 @@ pub mod files;
 pub mod literal;
 pub mod optimizer;
 pub mod options;
+pub mod pg_catalog;
 pub mod prepare;
 pub mod rules;
 pub mod scan;

@@ -353,6 +353,9 @@ impl Engine {
         // Files read in a query (`crate::files::read`).
         ctx.register_udtf("read_csv", Arc::new(crate::files::read::ReadCsv));
         ctx.register_udtf("read_parquet", Arc::new(crate::files::read::ReadParquet));
+        // PostgreSQL's system catalog, for clients written for PostgreSQL
+        // (`crate::pg_catalog`).
+        crate::pg_catalog::register(&ctx, &db)?;
         let writes = Writes::new(db.clone());
         let saves = strata_storage::catalog::Catalog::saves();
         let mut names = db.table_names();
@@ -464,6 +467,7 @@ impl Engine {
                 let parsed = state
                     .sql_to_statement(sql, &dialect)
                     .map(crate::rules::exponent_literal::exponents_as_double)
+                    .map(crate::pg_catalog::rewrite::for_postgres)
                     .map_err(SqlError::from);
                 let classified = parsed.and_then(|stmt| {
                     depth::check(&stmt)?;
