@@ -20,5 +20,6 @@ mod golden;
 mod index_cache;
 mod load_infer;
 mod scan;
+mod sql_beside_serve;
 mod tpch;
 mod waste;

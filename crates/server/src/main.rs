@@ -100,6 +100,9 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
     let server = Server::bind(db, &opts)
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.listen))?;
     let addr = server.local_addr()?;
+    // `strata sql` beside this server goes through it (shell/served.rs).
+    let _served = strata_sql::shell::served::record(&cli.open.db, addr)
+        .map_err(|e| anyhow::anyhow!("{}: cannot write SERVER: {e}", cli.open.db.display()))?;
     // Scripts wait for this line before they connect.
     let user = match &opts.passwords {
         Some(p) => format!("-U <user>; {} user(s), SCRAM-SHA-256", p.len()),

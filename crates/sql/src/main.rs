@@ -13,6 +13,8 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use strata_sql::shell::open::OpenArgs;
 use strata_sql::shell::process::Usage;
+use strata_sql::shell::remote::Remote;
+use strata_sql::shell::served;
 use strata_sql::{Format, SqlSession, split_statements};
 use strata_storage::Database;
 
@@ -74,20 +76,22 @@ fn open(cli: &Cli) -> anyhow::Result<Arc<Database>> {
 
 fn sql(cli: &Cli, args: &SqlArgs) -> anyhow::Result<()> {
     let format: Format = args.format.parse().map_err(Usage)?;
-    let session = SqlSession::new(open(cli)?)?;
+    // A `strata serve` owns it: the statements go through the server (without
+    // first waiting a second for a LOCK the server never lets go).
+    if let Some(addr) = served::server_of(&cli.open.db)
+        && let Ok(remote) = Remote::connect(addr)
+    {
+        return through_server(remote, addr, &cli.open.db, args, format);
+    }
+    let db = open(cli)?;
+    let session = SqlSession::new(db)?;
     for s in &args.settings {
         let (k, v) = s
             .split_once('=')
             .ok_or_else(|| Usage(format!("--set {s}: expected KEY=VALUE")))?;
         session.set(k.trim(), v.trim())?;
     }
-    let mut scripts = args.execute.clone();
-    if let Some(f) = &args.file {
-        scripts.push(
-            std::fs::read_to_string(f)
-                .map_err(|e| Usage(format!("cannot read {}: {e}", f.display())))?,
-        );
-    }
+    let scripts = scripts(args)?;
     if scripts.is_empty() {
         return repl::run(&session, format, args.timing);
     }
@@ -108,5 +112,71 @@ fn sql(cli: &Cli, args: &SqlArgs) -> anyhow::Result<()> {
         }
     }
     repl::warn_open_transaction(&session);
+    Ok(())
+}
+
+/// The scripts of -e and -f, in order.
+fn scripts(args: &SqlArgs) -> anyhow::Result<Vec<String>> {
+    let mut scripts = args.execute.clone();
+    if let Some(f) = &args.file {
+        scripts.push(
+            std::fs::read_to_string(f)
+                .map_err(|e| Usage(format!("cannot read {}: {e}", f.display())))?,
+        );
+    }
+    Ok(scripts)
+}
+
+/// Runs the statements of -e and -f through the `strata serve` at `addr`
+/// that holds the database `db`.
+fn through_server(
+    mut remote: Remote,
+    addr: std::net::SocketAddr,
+    db: &std::path::Path,
+    args: &SqlArgs,
+    format: Format,
+) -> anyhow::Result<()> {
+    let scripts = scripts(args)?;
+    if scripts.is_empty() {
+        return Err(anyhow::anyhow!(
+            "{} is served by strata serve at {addr}: run statements through it \
+             with `strata sql -e` or `-f`, or connect interactively with \
+             `psql -h {} -p {} -U strata strata`",
+            db.display(),
+            addr.ip(),
+            addr.port()
+        ));
+    }
+    if args.timing {
+        eprintln!("(through strata serve at {addr})");
+    }
+    for s in &args.settings {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| Usage(format!("--set {s}: expected KEY=VALUE")))?;
+        remote.execute(&format!(
+            "SET {} = '{}'",
+            k.trim(),
+            v.trim().replace('\'', "''")
+        ))?;
+    }
+    for script in scripts {
+        let (mut stmts, rest) = split_statements(&script);
+        if !rest.is_empty() {
+            stmts.push(rest);
+        }
+        for stmt in stmts {
+            let start = std::time::Instant::now();
+            let (schema, batches) = remote.execute(&stmt)?;
+            print!(
+                "{}",
+                strata_sql::shell::format::render(format, &schema, &batches)?
+            );
+            if args.timing {
+                let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+                eprintln!("{rows} row(s) in {:.3} s", start.elapsed().as_secs_f64());
+            }
+        }
+    }
     Ok(())
 }

@@ -1,0 +1,106 @@
+//! `strata sql` beside a running `strata serve`: the server owns the
+//! database (its LOCK), so `strata sql -e/-f` goes through it (the address
+//! from `<db>/SERVER`) and answers what a local run answers; errors keep
+//! their exit codes and name the SQLSTATE; an interactive session is told
+//! where the server is. Checked against the same statements run locally once
+//! the server is gone.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{ok, stderr, stdout, strata};
+
+/// `strata serve` on `db` at a port the system picks, waited for until its
+/// `SERVER` record names it.
+fn serve(db: &Path) -> Child {
+    let child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--db")
+        .arg(db)
+        .args(["--device", "buffered", "serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run strata serve");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !db.join("SERVER").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "strata serve wrote no SERVER record"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+#[test]
+fn strata_sql_goes_through_the_server_and_answers_as_a_local_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    ok(&db, &["create"]);
+    let mut server = serve(&db);
+
+    let wrote = ok(
+        &db,
+        &[
+            "sql",
+            "-e",
+            "CREATE TABLE t (k INT NOT NULL, name VARCHAR(10), x DECIMAL(10,2), d DATE, b BOOLEAN, big BIGINT, f DOUBLE, at TIMESTAMP); \
+             INSERT INTO t VALUES (1, 'one', 1.50, DATE '2026-01-01', true, 9000000000, 0.25, TIMESTAMP '2026-01-01 10:00:00'), \
+             (2, NULL, -3.00, NULL, false, NULL, NULL, NULL)",
+        ],
+    );
+    assert!(wrote.contains('2'), "the INSERT's count: {wrote}");
+    let query = "SELECT * FROM t ORDER BY k";
+    let mut through = Vec::new();
+    for format in ["csv", "json", "table"] {
+        through.push(ok(&db, &["sql", "--format", format, "-e", query]));
+    }
+    assert_eq!(
+        through[0],
+        "k,name,x,d,b,big,f,at\n1,one,1.50,2026-01-01,true,9000000000,0.25,2026-01-01T10:00:00\n2,,-3.00,,false,,,\n",
+        "{}",
+        through[0]
+    );
+
+    // Errors keep their exit codes and say what the server said.
+    let bad = strata(&db, &["sql", "-e", "SELECT * FROM nosuch"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("42P01"), "{}", stderr(&bad));
+    let out_of_range = strata(&db, &["sql", "-e", "SELECT CAST(9000000000 AS INT)"]);
+    assert_eq!(
+        out_of_range.status.code(),
+        Some(3),
+        "{}",
+        stderr(&out_of_range)
+    );
+
+    // An interactive session cannot go through: it is told where to go.
+    let interactive = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--db")
+        .arg(&db)
+        .args(["--device", "buffered", "sql"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!interactive.status.success());
+    let said = stderr(&interactive);
+    assert!(
+        said.contains("served by strata serve at 127.0.0.1:"),
+        "{said}"
+    );
+    assert!(said.contains("psql -h 127.0.0.1 -p "), "{said}");
+
+    // The second opinion: the same query once the server is gone, run here.
+    server.kill().unwrap();
+    server.wait().unwrap();
+    for (format, remote) in ["csv", "json", "table"].iter().zip(&through) {
+        let local = strata(&db, &["sql", "--format", format, "-e", query]);
+        assert!(local.status.success(), "{}", stderr(&local));
+        assert_eq!(
+            &stdout(&local),
+            remote,
+            "{format}: local and through the server differ"
+        );
+    }
+}
