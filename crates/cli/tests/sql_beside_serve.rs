@@ -104,3 +104,38 @@ fn strata_sql_goes_through_the_server_and_answers_as_a_local_run() {
         );
     }
 }
+
+#[test]
+fn sigterm_stops_the_server_cleanly_and_the_database_opens_here_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    ok(&db, &["create"]);
+    for signal in ["TERM", "INT"] {
+        let mut server = serve(&db);
+        ok(
+            &db,
+            &["sql", "-e", &format!("CREATE TABLE t_{signal} (k INT)")],
+        );
+        let killed = Command::new("kill")
+            .args([&format!("-{signal}"), &server.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = server.wait().unwrap();
+        assert!(status.success(), "SIG{signal}: {status}");
+        assert!(!db.join("SERVER").exists(), "SIG{signal}: SERVER is left");
+        // The database is this process's again, with what went through.
+        let tables = ok(
+            &db,
+            &[
+                "sql",
+                "--format",
+                "csv",
+                "-e",
+                "SELECT count(*) AS n FROM pg_tables",
+            ],
+        );
+        let want = if signal == "TERM" { "n\n1\n" } else { "n\n2\n" };
+        assert_eq!(tables, want, "after SIG{signal}");
+    }
+}

@@ -130,12 +130,29 @@ impl Server {
 
     /// Serves until the process ends or accepting fails.
     pub fn run(self) -> std::io::Result<()> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .thread_name("strata-serve")
-            .build()?;
-        runtime.block_on(self.accept_loop())
+        runtime()?.block_on(self.accept_loop())
+    }
+
+    /// Serves until SIGINT (Ctrl-C) or SIGTERM, then returns, dropping every
+    /// connection (an open block is rolled back, as when its client goes
+    /// away), so that the caller can end cleanly; or until accepting fails.
+    /// `strata serve`'s own loop: the handlers are the process's, which a
+    /// server inside another program (a test) must not take.
+    pub fn run_until_stopped(self) -> std::io::Result<()> {
+        let runtime = runtime()?;
+        let served = runtime.block_on(async {
+            use tokio::signal::unix::{SignalKind, signal};
+            let mut term = signal(SignalKind::terminate())?;
+            let mut int = signal(SignalKind::interrupt())?;
+            tokio::select! {
+                r = self.accept_loop() => r,
+                _ = term.recv() => Ok(()),
+                _ = int.recv() => Ok(()),
+            }
+        });
+        // A statement still running on its own thread is not waited for.
+        runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+        served
     }
 
     async fn accept_loop(self) -> std::io::Result<()> {
@@ -174,6 +191,14 @@ impl Server {
             }
         }
     }
+}
+
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("strata-serve")
+        .build()
 }
 
 /// The next connection on the Unix socket, or never without one.

@@ -119,6 +119,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
         addr.ip(),
         addr.port()
     );
-    server.run()?;
+    server.run_until_stopped()?;
+    eprintln!("strata serve: stopped");
     Ok(())
 }

@@ -2,8 +2,8 @@
 //! run beside it goes through it instead of being refused.
 //!
 //! The server writes the file when it listens (its address and process id)
-//! and removes it when it ends normally. A server killed by a signal leaves
-//! it behind; a reader believes it only while that process still lives and
+//! and removes it when it ends, on SIGINT and SIGTERM too. A server killed by
+//! SIGKILL leaves it behind; a reader believes it only while that process still lives and
 //! the database's `LOCK` is held (the open that failed says so), and then
 //! only as far as a connection to the address succeeds.
 
