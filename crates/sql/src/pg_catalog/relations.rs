@@ -75,6 +75,8 @@ pub struct IndexOf {
 #[derive(Clone, Debug, Default)]
 pub struct Relations {
     pub all: Vec<Relation>,
+    /// The oids of the tables that have an index.
+    pub indexed: std::collections::HashSet<i64>,
 }
 
 impl Relations {
@@ -178,7 +180,11 @@ impl Relations {
             });
         }
         all.sort_by_key(|r| r.oid);
-        Relations { all }
+        let indexed = all
+            .iter()
+            .filter_map(|r| r.index.as_ref().map(|i| i.table))
+            .collect();
+        Relations { all, indexed }
     }
 
     pub fn by_oid(&self, oid: i64) -> Option<&Relation> {

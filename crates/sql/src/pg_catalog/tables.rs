@@ -583,10 +583,7 @@ fn rows(name: &str, rel: &Relations) -> Vec<Vec<V>> {
             .all
             .iter()
             .map(|r| {
-                let has_index = rel
-                    .all
-                    .iter()
-                    .any(|i| i.index.as_ref().is_some_and(|x| x.table == r.oid));
+                let has_index = rel.indexed.contains(&r.oid);
                 vec![
                     N(r.oid),
                     t(&r.name),
@@ -777,10 +774,7 @@ fn rows(name: &str, rel: &Relations) -> Vec<Vec<V>> {
             .iter()
             .filter(|r| r.kind == 'r')
             .map(|r| {
-                let has_index = rel
-                    .all
-                    .iter()
-                    .any(|i| i.index.as_ref().is_some_and(|x| x.table == r.oid));
+                let has_index = rel.indexed.contains(&r.oid);
                 vec![
                     t("public"),
                     t(&r.name),
