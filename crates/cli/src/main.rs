@@ -36,6 +36,7 @@ mod scan;
 mod scan_cached;
 mod split;
 mod sql_forward;
+mod through_server;
 mod tier;
 mod waste;
 
@@ -63,13 +64,14 @@ fn main() -> ExitCode {
 }
 
 /// The process exit code of a failed command: the one classifier both
-/// binaries share (`strata_exit`), with this binary's usage error.
+/// binaries share (`strata_exit`), with this binary's usage error and the
+/// errors a server answered with (`through_server.rs`).
 fn exit_code(e: &anyhow::Error) -> u8 {
     fn usage(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
         e.is::<context::UsageError>()
             .then_some(strata_storage::exit::USAGE)
     }
-    strata_exit::code_of(e.as_ref(), &[usage])
+    strata_exit::code_of(e.as_ref(), &[usage, through_server::ServerError::classify])
 }
 
 /// Runs the parsed command.

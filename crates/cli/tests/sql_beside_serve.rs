@@ -1,9 +1,9 @@
-//! `strata sql` beside a running `strata serve`: the server owns the
-//! database (its LOCK), so `strata sql -e/-f` goes through it (the address
-//! from `<db>/SERVER`) and answers what a local run answers; errors keep
-//! their exit codes and name the SQLSTATE; an interactive session is told
-//! where the server is. Checked against the same statements run locally once
-//! the server is gone.
+//! `strata sql`, `strata info` and `strata check` beside a running `strata
+//! serve`: the server owns the database (its LOCK), so they go through it
+//! (the address from `<db>/SERVER`) and answer what a local run answers;
+//! errors keep their exit codes and name the SQLSTATE; an interactive
+//! session is told where the server is. Checked against the same commands
+//! run locally once the server is gone.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -138,4 +138,57 @@ fn sigterm_stops_the_server_cleanly_and_the_database_opens_here_again() {
         let want = if signal == "TERM" { "n\n1\n" } else { "n\n2\n" };
         assert_eq!(tables, want, "after SIG{signal}");
     }
+}
+
+#[test]
+fn info_and_check_go_through_the_server_and_answer_as_a_local_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    ok(&db, &["create"]);
+    let mut server = serve(&db);
+    ok(
+        &db,
+        &[
+            "sql",
+            "-e",
+            "CREATE TABLE t (k INT NOT NULL, v VARCHAR(8)); \
+             INSERT INTO t SELECT v, 'x' || CAST(v AS VARCHAR) FROM generate_series(1, 500) AS g(v); \
+             CREATE INDEX t_k ON t (k); CREATE TABLE u (a BIGINT)",
+        ],
+    );
+    let info = ok(&db, &["info"]);
+    assert!(info.contains("table t: 500 rows"), "{info}");
+    assert!(info.contains("index t_k on (k)"), "{info}");
+    assert!(info.contains("table u: 0 rows"), "{info}");
+    let one = ok(&db, &["info", "t", "--json"]);
+    let parsed: serde_json::Value = serde_json::from_str(&one).unwrap();
+    assert_eq!(parsed.as_array().map(Vec::len), Some(1), "{one}");
+    assert_eq!(parsed[0]["rows"], 500, "{one}");
+    let check = ok(&db, &["check"]);
+    assert!(
+        check.contains("ok: table t: ") && check.contains("t_k (500 entries)"),
+        "{check}"
+    );
+    assert!(check.contains("check passed: 2 table(s)"), "{check}");
+    // An unknown table: the local run's exit code, the server's SQLSTATE.
+    let bad = strata(&db, &["info", "nosuch"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("SQLSTATE 42P01, through strata serve at 127.0.0.1:"),
+        "{}",
+        stderr(&bad)
+    );
+
+    // The second opinion: the same commands once the server is gone.
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert_eq!(
+        ok(&db, &["info"]),
+        info,
+        "info: local and through the server differ"
+    );
+    assert_eq!(ok(&db, &["info", "t", "--json"]), one);
+    assert_eq!(ok(&db, &["check"]), check);
+    let local_bad = strata(&db, &["info", "nosuch"]);
+    assert_eq!(local_bad.status.code(), bad.status.code());
 }

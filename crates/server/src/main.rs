@@ -101,7 +101,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.listen))?;
     let addr = server.local_addr()?;
     // `strata sql` beside this server goes through it (shell/served.rs).
-    let _served = strata_sql::shell::served::record(&cli.open.db, addr)
+    let _served = strata_storage::db::served::record(&cli.open.db, addr)
         .map_err(|e| anyhow::anyhow!("{}: cannot write SERVER: {e}", cli.open.db.display()))?;
     // Scripts wait for this line before they connect.
     let user = match &opts.passwords {

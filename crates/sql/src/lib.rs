@@ -21,6 +21,7 @@ pub mod dml;
 pub mod error;
 pub mod explain_total;
 pub mod files;
+pub mod inspect;
 pub mod literal;
 pub mod optimizer;
 pub mod options;

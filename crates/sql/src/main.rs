@@ -14,9 +14,9 @@ use clap::{Parser, Subcommand};
 use strata_sql::shell::open::OpenArgs;
 use strata_sql::shell::process::Usage;
 use strata_sql::shell::remote::Remote;
-use strata_sql::shell::served;
 use strata_sql::{Format, SqlSession, split_statements};
 use strata_storage::Database;
+use strata_storage::db::served;
 
 #[derive(Parser)]
 // `strata sql` runs this binary as `strata-sql … sql …`: usage lines say

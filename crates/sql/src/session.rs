@@ -357,6 +357,15 @@ impl Engine {
         // (`crate::pg_catalog`).
         crate::pg_catalog::register(&ctx, &db)?;
         let writes = Writes::new(db.clone());
+        // `strata info` and `strata check` as SQL (`crate::inspect`).
+        ctx.register_udtf(
+            "strata_info",
+            Arc::new(crate::inspect::InfoFunction::new(db.clone())),
+        );
+        ctx.register_udtf(
+            "strata_check",
+            Arc::new(crate::inspect::CheckFunction::new(writes.clone())),
+        );
         let saves = strata_storage::catalog::Catalog::saves();
         let mut names = db.table_names();
         for name in &names {

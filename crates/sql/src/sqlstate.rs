@@ -14,8 +14,8 @@ use strata_storage::StorageError;
 use crate::error::SqlError;
 
 /// Codes strata's messages state themselves, as "(SQLSTATE 23505)".
-const STATED: [&str; 7] = [
-    "23505", "55P03", "42883", "0A000", "42P07", "22003", "23502",
+const STATED: [&str; 8] = [
+    "23505", "55P03", "42883", "0A000", "42P07", "22003", "23502", "25001",
 ];
 
 impl SqlError {

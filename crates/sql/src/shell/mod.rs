@@ -8,4 +8,3 @@ pub mod open;
 pub mod process;
 pub mod remote;
 pub mod script;
-pub mod served;

@@ -1,5 +1,5 @@
 //! Statements run through the `strata serve` that owns a database
-//! ([`super::served`]), for `strata sql -e/-f` beside it: the same results,
+//! (`strata_storage::db::served`), for `strata sql -e/-f` beside it: the same results,
 //! rendered the same way, as when `strata sql` opens the database itself.
 //!
 //! The server is reached as any client reaches it, by the PostgreSQL

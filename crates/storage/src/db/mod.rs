@@ -22,8 +22,11 @@
 //! `LOCK`, a read-only open a shared one (`lock.rs`, which also says who holds
 //! it when an open is refused). A read-only open of a database that was not
 //! closed cleanly redoes the log in memory and writes nothing (`recovery.rs`).
+//! A database that `strata serve` owns names the server in `<db>/SERVER`
+//! (`served.rs`), so the commands that would be refused go through it.
 //!
 //! The files, bottom up: `options.rs` (how things are opened), `lock.rs`,
+//! `served.rs`,
 //! `heat.rs` (sampled access counts), `keysort.rs` (sorting index entries),
 //! `index.rs`, `table.rs` (rows and the point lookup), `database.rs`,
 //! `txn.rs` (write transactions), `load.rs` (loads and index builds),
@@ -37,6 +40,7 @@ pub mod keysort;
 pub mod load;
 pub(crate) mod lock;
 pub mod options;
+pub mod served;
 pub mod table;
 pub mod txn;
 pub mod views;

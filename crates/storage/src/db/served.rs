@@ -1,5 +1,6 @@
-//! `<db>/SERVER`: which `strata serve` owns a database, so that `strata sql`
-//! run beside it goes through it instead of being refused.
+//! `<db>/SERVER`: which `strata serve` owns a database, so that `strata sql`,
+//! `strata info` and `strata check` run beside it go through it instead of
+//! being refused by its `LOCK` (`lock.rs`).
 //!
 //! The server writes the file when it listens (its address and process id)
 //! and removes it when it ends, on SIGINT and SIGTERM too. A server killed by
