@@ -1,8 +1,8 @@
 //! `strata sql`, `strata info` and `strata check` beside a running `strata
 //! serve`: the server owns the database (its LOCK), so they go through it
 //! (the address from `<db>/SERVER`) and answer what a local run answers;
-//! errors keep their exit codes and name the SQLSTATE; an interactive
-//! session is told where the server is. Checked against the same commands
+//! errors keep their exit codes and name the SQLSTATE; a session reading
+//! stdin (or a terminal) runs through it with its backslash commands. Checked against the same commands
 //! run locally once the server is gone.
 
 use std::path::Path;
@@ -75,25 +75,52 @@ fn strata_sql_goes_through_the_server_and_answers_as_a_local_run() {
         stderr(&out_of_range)
     );
 
-    // An interactive session cannot go through: it is told where to go.
-    let interactive = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .arg("--db")
-        .arg(&db)
-        .args(["--device", "buffered", "sql"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!interactive.status.success());
-    let said = stderr(&interactive);
+    // A session reading statements (and backslash commands) from stdin goes
+    // through too; a failed statement sets its exit code.
+    let session = |input: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .arg("--db")
+            .arg(&db)
+            .args(["--device", "buffered", "sql", "--format", "csv"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let piped = session("SELECT k, name FROM t\n  ORDER BY k;\n\\d t\n");
+    assert!(piped.status.success(), "{}", stderr(&piped));
+    let said = stdout(&piped);
+    assert!(said.starts_with("k,name\n1,one\n2,\n"), "{said}");
     assert!(
-        said.contains("served by strata serve at 127.0.0.1:"),
-        "{said}"
+        said.contains("k INT NOT NULL"),
+        "\\d t through the server: {said}"
     );
-    assert!(said.contains("psql -h 127.0.0.1 -p "), "{said}");
+    let failed = session("SELECT 1;\nSELECT * FROM nosuch;\nSELECT 2;\n");
+    assert_eq!(failed.status.code(), Some(2), "{}", stderr(&failed));
+    assert_eq!(stdout(&failed), "Int64(1)\n1\nInt64(2)\n2\n");
+    assert!(stderr(&failed).contains("42P01"), "{}", stderr(&failed));
+    let piped_d = piped;
 
     // The second opinion: the same query once the server is gone, run here.
     server.kill().unwrap();
     server.wait().unwrap();
+    let local_d = ok(&db, &["sql", "-e", "DESCRIBE t"]);
+    assert!(!local_d.is_empty());
+    let local_piped = session("SELECT k, name FROM t\n  ORDER BY k;\n\\d t\n");
+    assert_eq!(
+        stdout(&local_piped),
+        stdout(&piped_d),
+        "a piped session: local and through the server differ"
+    );
     for (format, remote) in ["csv", "json", "table"].iter().zip(&through) {
         let local = strata(&db, &["sql", "--format", format, "-e", query]);
         assert!(local.status.success(), "{}", stderr(&local));

@@ -13,6 +13,9 @@
 //!   info --json` prints for it.
 //! - `strata_check()`: one row per `line` of `strata check`'s report; a
 //!   problem found is the statement's error, naming where it is.
+//! - `strata_describe(['table'])`: one row per `line` of what `\d` shows in
+//!   `strata sql` (the tables, or one table's columns and indexes), for the
+//!   interactive `strata sql` beside a server.
 
 use std::sync::Arc;
 
@@ -33,6 +36,23 @@ type Failure = Box<dyn std::error::Error + Send + Sync>;
 /// `strata_info(['table'])`.
 pub struct InfoFunction {
     db: Arc<Database>,
+}
+
+/// `strata_describe(['table'])`.
+pub struct DescribeFunction {
+    db: Arc<Database>,
+}
+
+impl std::fmt::Debug for DescribeFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DescribeFunction")
+    }
+}
+
+impl DescribeFunction {
+    pub fn new(db: Arc<Database>) -> DescribeFunction {
+        DescribeFunction { db }
+    }
 }
 
 /// `strata_check()`.
@@ -76,8 +96,8 @@ pub fn info_schema() -> SchemaRef {
     ]))
 }
 
-/// The column of `strata_check()`.
-pub fn check_schema() -> SchemaRef {
+/// The column of `strata_check()` and `strata_describe()`.
+pub fn lines_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![Field::new("line", DataType::Utf8, false)]))
 }
 
@@ -85,17 +105,29 @@ fn failed(e: Failure) -> DataFusionError {
     DataFusionError::External(e)
 }
 
+/// A table of one text column, `line`.
+fn lines(lines: Vec<String>) -> Result<Arc<dyn TableProvider>> {
+    let batch = RecordBatch::try_new(lines_schema(), vec![Arc::new(StringArray::from(lines))])?;
+    Ok(Arc::new(MemTable::try_new(
+        lines_schema(),
+        vec![vec![batch]],
+    )?))
+}
+
+/// The one optional argument of `function`: a table name.
+fn table_argument<'a>(function: &str, args: &'a TableFunctionArgs) -> Result<Option<&'a str>> {
+    match args.exprs() {
+        [] => Ok(None),
+        [Expr::Literal(ScalarValue::Utf8(Some(t)), _)] => Ok(Some(t.as_str())),
+        _ => plan_err!(
+            "{function} takes no argument or one table name as a string literal, e.g. {function}('lineitem')"
+        ),
+    }
+}
+
 impl TableFunctionImpl for InfoFunction {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let only = match args.exprs() {
-            [] => None,
-            [Expr::Literal(ScalarValue::Utf8(Some(t)), _)] => Some(t.as_str()),
-            _ => {
-                return plan_err!(
-                    "strata_info takes no argument or one table name as a string literal, e.g. strata_info('lineitem')"
-                );
-            }
-        };
+        let only = table_argument("strata_info", &args)?;
         let tables = strata_inspect::info::tables::<Failure>(&self.db, only).map_err(failed)?;
         let text = |key: &str| -> ArrayRef {
             Arc::new(StringArray::from(
@@ -147,12 +179,18 @@ impl TableFunctionImpl for CheckFunction {
                 "strata_check() checks the committed database and cannot run inside a transaction block that has written: COMMIT or ROLLBACK first (SQLSTATE 25001)"
             );
         }
-        let lines = strata_inspect::check::database::<Failure>(self.writes.database(), &NoProgress)
-            .map_err(failed)?;
-        let batch = RecordBatch::try_new(check_schema(), vec![Arc::new(StringArray::from(lines))])?;
-        Ok(Arc::new(MemTable::try_new(
-            check_schema(),
-            vec![vec![batch]],
-        )?))
+        lines(
+            strata_inspect::check::database::<Failure>(self.writes.database(), &NoProgress)
+                .map_err(failed)?,
+        )
+    }
+}
+
+impl TableFunctionImpl for DescribeFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let table = table_argument("strata_describe", &args)?;
+        let text = crate::ddl::describe::text(&self.db, table)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        lines(text.lines().map(str::to_string).collect())
     }
 }

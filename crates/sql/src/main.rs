@@ -93,7 +93,7 @@ fn sql(cli: &Cli, args: &SqlArgs) -> anyhow::Result<()> {
     }
     let scripts = scripts(args)?;
     if scripts.is_empty() {
-        return repl::run(&session, format, args.timing);
+        return repl::run(repl::Backend::Local(&session), format, args.timing);
     }
     for script in scripts {
         let (mut stmts, rest) = split_statements(&script);
@@ -127,8 +127,8 @@ fn scripts(args: &SqlArgs) -> anyhow::Result<Vec<String>> {
     Ok(scripts)
 }
 
-/// Runs the statements of -e and -f through the `strata serve` at `addr`
-/// that holds the database `db`.
+/// Runs the statements of -e and -f, or the interactive session, through the
+/// `strata serve` at `addr` that holds the database `db`.
 fn through_server(
     mut remote: Remote,
     addr: std::net::SocketAddr,
@@ -137,19 +137,6 @@ fn through_server(
     format: Format,
 ) -> anyhow::Result<()> {
     let scripts = scripts(args)?;
-    if scripts.is_empty() {
-        return Err(anyhow::anyhow!(
-            "{} is served by strata serve at {addr}: run statements through it \
-             with `strata sql -e` or `-f`, or connect interactively with \
-             `psql -h {} -p {} -U strata strata`",
-            db.display(),
-            addr.ip(),
-            addr.port()
-        ));
-    }
-    if args.timing {
-        eprintln!("(through strata serve at {addr})");
-    }
     for s in &args.settings {
         let (k, v) = s
             .split_once('=')
@@ -159,6 +146,17 @@ fn through_server(
             k.trim(),
             v.trim().replace('\'', "''")
         ))?;
+    }
+    if scripts.is_empty() {
+        let backend = repl::Backend::Served {
+            remote: Box::new(remote),
+            addr,
+            db: db.to_path_buf(),
+        };
+        return repl::run(backend, format, args.timing);
+    }
+    if args.timing {
+        eprintln!("(through strata serve at {addr})");
     }
     for script in scripts {
         let (mut stmts, rest) = split_statements(&script);

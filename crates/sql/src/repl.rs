@@ -11,6 +11,7 @@
 //! history, and a statement that failed makes the process exit with its
 //! error's code once the others have run.
 
+mod backend;
 mod complete;
 mod expanded;
 
@@ -24,7 +25,8 @@ use rustyline::history::DefaultHistory;
 use strata_sql::{Format, QueryResult, SqlSession, split_statements};
 use strata_storage::util::format_bytes;
 
-use complete::{Names, SqlHelper};
+pub use backend::Backend;
+use complete::SqlHelper;
 
 const HELP: &str = "\
   any SQL statement, ended by ;     e.g. SELECT count(*) FROM lineitem;
@@ -62,11 +64,12 @@ pub fn summary(r: &QueryResult) -> String {
     )
 }
 
-/// Runs the session; `timing`: the timing line from the start even when the
-/// statements are piped in (`--timing`).
-pub fn run(session: &SqlSession, format: Format, timing: bool) -> anyhow::Result<()> {
+/// Runs the session over `backend` (this process's session, or the server
+/// that owns the database); `timing`: the timing line from the start even
+/// when the statements are piped in (`--timing`).
+pub fn run(mut backend: Backend<'_>, format: Format, timing: bool) -> anyhow::Result<()> {
     let mut editor: Editor<SqlHelper, DefaultHistory> = Editor::new()?;
-    editor.set_helper(Some(SqlHelper::new(Names::read(session.database()))));
+    editor.set_helper(Some(SqlHelper::new(backend.names())));
     let history =
         std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".strata_history"));
     if let Some(h) = &history {
@@ -75,12 +78,12 @@ pub fn run(session: &SqlSession, format: Format, timing: bool) -> anyhow::Result
     let interactive = std::io::stdin().is_terminal();
     if interactive {
         println!(
-            "strata SQL on {} — statements end with ;  \\? for help, \\q to quit",
-            session.database().dir().display()
+            "{} — statements end with ;  \\? for help, \\q to quit",
+            backend.banner()
         );
     }
     let mut repl = Repl {
-        session,
+        backend,
         format,
         timing: interactive || timing,
         expanded: false,
@@ -118,7 +121,7 @@ pub fn run(session: &SqlSession, format: Format, timing: bool) -> anyhow::Result
         if std::mem::take(&mut repl.catalog_changed)
             && let Some(h) = editor.helper_mut()
         {
-            h.names = Names::read(session.database());
+            h.names = repl.backend.names();
         }
         if matches!(flow, Flow::Quit) {
             break;
@@ -127,7 +130,7 @@ pub fn run(session: &SqlSession, format: Format, timing: bool) -> anyhow::Result
     if interactive && let Some(h) = &history {
         let _ = editor.save_history(h);
     }
-    warn_open_transaction(session);
+    repl.backend.warn_open_transaction();
     match repl.failures.first {
         Some(first) if !interactive => Err(StatementsFailed {
             failed: repl.failures.count,
@@ -180,7 +183,7 @@ impl Sink {
 
 /// The session's state between lines.
 struct Repl<'a> {
-    session: &'a SqlSession,
+    backend: Backend<'a>,
     format: Format,
     timing: bool,
     /// `\x`: results as records (in the table format).
@@ -226,7 +229,7 @@ impl Repl<'_> {
     /// Runs one statement and shows its result; a bad statement ends only
     /// itself, not the session.
     fn statement(&mut self, stmt: &str) {
-        match self.session.execute(stmt) {
+        match self.backend.execute(stmt) {
             Ok(r) => {
                 let text = if self.expanded && self.format == Format::Table {
                     expanded::render(&r.schema, &r.batches)
@@ -238,7 +241,7 @@ impl Repl<'_> {
                     Err(e) => eprintln!("error: cannot format the result: {e}"),
                 }
                 if self.timing {
-                    eprintln!("{}", summary(&r));
+                    eprintln!("{}", r.summary);
                 }
                 if changes_catalog(stmt) {
                     self.catalog_changed = true;
@@ -298,7 +301,7 @@ impl Repl<'_> {
                 Err(e) => eprintln!("error: {e}"),
             },
             ("\\format", None) => eprintln!("error: \\format takes table, csv or json"),
-            ("\\d", t) => match self.session.describe(t) {
+            ("\\d", t) => match self.backend.describe(t) {
                 Ok(text) => self.emit(&text),
                 Err(e) => eprintln!("error: {e}"),
             },

@@ -363,6 +363,10 @@ impl Engine {
             Arc::new(crate::inspect::InfoFunction::new(db.clone())),
         );
         ctx.register_udtf(
+            "strata_describe",
+            Arc::new(crate::inspect::DescribeFunction::new(db.clone())),
+        );
+        ctx.register_udtf(
             "strata_check",
             Arc::new(crate::inspect::CheckFunction::new(writes.clone())),
         );

@@ -129,6 +129,11 @@ impl Names {
         Names { tables }
     }
 
+    /// These tables' names, each with its columns' (a server's catalog).
+    pub fn new(tables: Vec<(String, Vec<String>)>) -> Names {
+        Names { tables }
+    }
+
     #[cfg(test)]
     fn of(tables: &[(&str, &[&str])]) -> Names {
         Names {
