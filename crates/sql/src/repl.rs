@@ -22,10 +22,9 @@ use std::path::{Path, PathBuf};
 use rustyline::Editor;
 use rustyline::error::ReadlineError;
 use rustyline::history::DefaultHistory;
-use strata_sql::{Format, QueryResult, SqlSession, split_statements};
-use strata_storage::util::format_bytes;
+use strata_sql::{Format, split_statements};
 
-pub use backend::Backend;
+pub use backend::{Backend, summary, warn_open_transaction};
 use complete::SqlHelper;
 
 const HELP: &str = "\
@@ -45,24 +44,6 @@ const HELP: &str = "\
 
 /// How deep `\i` may nest (a file that includes itself stops there).
 const MAX_INCLUDE_DEPTH: usize = 16;
-
-/// The line printed after a result: rows, time, and the device's I/O.
-pub fn summary(r: &QueryResult) -> String {
-    format!(
-        "({} row{}, {:.1} ms; I/O: {} requests, {} read, {} written{})",
-        r.rows(),
-        if r.rows() == 1 { "" } else { "s" },
-        r.elapsed.as_secs_f64() * 1e3,
-        r.io.read_requests,
-        format_bytes(r.io.bytes_read()),
-        format_bytes(r.io.bytes_written()),
-        if r.io.modeled_ns > 0 {
-            format!(", modeled {:.1} ms", r.io.modeled_ms())
-        } else {
-            String::new()
-        }
-    )
-}
 
 /// Runs the session over `backend` (this process's session, or the server
 /// that owns the database); `timing`: the timing line from the start even
@@ -399,15 +380,6 @@ pub struct StatementsFailed {
     failed: usize,
     #[source]
     first: strata_sql::SqlError,
-}
-
-/// Says so when the session ends inside a transaction, which is rolled back.
-pub fn warn_open_transaction(session: &SqlSession) {
-    if session.in_transaction() {
-        eprintln!(
-            "warning: the session ended inside a transaction (BEGIN without COMMIT); it is rolled back"
-        );
-    }
 }
 
 #[cfg(test)]

@@ -15,8 +15,10 @@ use strata_sql::arrow::record_batch::RecordBatch;
 use strata_sql::shell::remote::Remote;
 use strata_sql::{SqlError, SqlSession};
 
+use strata_sql::QueryResult;
+use strata_storage::util::format_bytes;
+
 use super::complete::Names;
-use super::summary;
 
 /// A statement's result and the line the timing shows for it.
 pub struct Answer {
@@ -134,7 +136,34 @@ impl Backend<'_> {
     /// protocol's client here does not say whether one is open.)
     pub fn warn_open_transaction(&self) {
         if let Backend::Local(session) = self {
-            super::warn_open_transaction(session);
+            warn_open_transaction(session);
         }
+    }
+}
+
+/// The line printed after a result: rows, time, and the device's I/O.
+pub fn summary(r: &QueryResult) -> String {
+    format!(
+        "({} row{}, {:.1} ms; I/O: {} requests, {} read, {} written{})",
+        r.rows(),
+        if r.rows() == 1 { "" } else { "s" },
+        r.elapsed.as_secs_f64() * 1e3,
+        r.io.read_requests,
+        format_bytes(r.io.bytes_read()),
+        format_bytes(r.io.bytes_written()),
+        if r.io.modeled_ns > 0 {
+            format!(", modeled {:.1} ms", r.io.modeled_ms())
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// Says so when the session ends inside a transaction, which is rolled back.
+pub fn warn_open_transaction(session: &SqlSession) {
+    if session.in_transaction() {
+        eprintln!(
+            "warning: the session ended inside a transaction (BEGIN without COMMIT); it is rolled back"
+        );
     }
 }
