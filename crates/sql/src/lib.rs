@@ -30,6 +30,7 @@ pub mod prepare;
 pub mod rules;
 pub mod scan;
 pub mod session;
+pub mod shared_result;
 pub mod shell;
 pub mod skipper;
 pub mod sqlstate;

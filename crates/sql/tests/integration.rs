@@ -26,6 +26,7 @@ mod index_join;
 mod overflow;
 mod repl_session;
 mod semantic_id;
+mod shared_result;
 mod skipper_faults;
 mod slt;
 mod split;

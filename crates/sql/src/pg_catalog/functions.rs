@@ -7,6 +7,7 @@
 //! (`pg_get_constraintdef` of a foreign key, comments) return NULL, as
 //! PostgreSQL does for an oid it does not know.
 
+use std::cell::OnceCell;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -57,13 +58,32 @@ enum Out {
     Bool,
 }
 
-type Body = dyn Fn(&[Cell]) -> Cell + Send + Sync;
+/// A function's body: its arguments of one row, and the catalog it may read.
+type Body = dyn Fn(&[Cell], &Catalog<'_>) -> Cell + Send + Sync;
+
+/// Reads the database's relations.
+type ReadRelations = dyn Fn() -> Relations + Send + Sync;
+
+/// The relations a call reads: read at the first row that asks, then kept
+/// for the rest of the call's rows (psql's `\d` calls `pg_get_indexdef` and
+/// `pg_relation_size` once per row of `pg_class`).
+struct Catalog<'a> {
+    read: &'a ReadRelations,
+    read_once: OnceCell<Relations>,
+}
+
+impl Catalog<'_> {
+    fn get(&self) -> &Relations {
+        self.read_once.get_or_init(|| (self.read)())
+    }
+}
 
 struct PgFunction {
     name: &'static str,
     out: Out,
     signature: Signature,
     body: Arc<Body>,
+    relations: Arc<ReadRelations>,
 }
 
 impl std::fmt::Debug for PgFunction {
@@ -106,6 +126,10 @@ impl ScalarUDFImpl for PgFunction {
             .iter()
             .map(|a| a.to_array(rows))
             .collect::<Result<_>>()?;
+        let catalog = Catalog {
+            read: self.relations.as_ref(),
+            read_once: OnceCell::new(),
+        };
         let mut cells = vec![Cell::Null; arrays.len()];
         let mut text = StringBuilder::new();
         let mut int = Int64Builder::new();
@@ -114,7 +138,7 @@ impl ScalarUDFImpl for PgFunction {
             for (c, a) in cells.iter_mut().zip(&arrays) {
                 *c = cell(a, row)?;
             }
-            match ((self.body)(&cells), self.out) {
+            match ((self.body)(&cells, &catalog), self.out) {
                 (Cell::T(s), Out::Text) => text.append_value(s),
                 (Cell::I(n), Out::Int) => int.append_value(n),
                 (Cell::B(b), Out::Bool) => boolean.append_value(b),
@@ -172,7 +196,7 @@ pub fn register(ctx: &SessionContext, db: &Arc<Database>) {
         let db = db.clone();
         move || Relations::read(&db, &|_| Vec::new())
     };
-    let rel = Arc::new(relations);
+    let rel: Arc<ReadRelations> = Arc::new(relations);
     let any = |n: usize| TypeSignature::Any(n);
     let add = |name: &'static str, arities: &[usize], out: Out, body: Arc<Body>| {
         let signature = Signature::one_of(
@@ -184,10 +208,11 @@ pub fn register(ctx: &SessionContext, db: &Arc<Database>) {
             out,
             signature,
             body,
+            relations: rel.clone(),
         }));
     };
     let constant = |c: Cell| -> Arc<Body> {
-        Arc::new(move |args: &[Cell]| {
+        Arc::new(move |args: &[Cell], _: &Catalog<'_>| {
             if args.first() == Some(&Cell::Null) {
                 Cell::Null
             } else {
@@ -257,7 +282,7 @@ pub fn register(ctx: &SessionContext, db: &Arc<Database>) {
         "format_type",
         &[2],
         Out::Text,
-        Arc::new(|a: &[Cell]| match a[0].int() {
+        Arc::new(|a: &[Cell], _: &Catalog<'_>| match a[0].int() {
             Some(oid) => format_type(oid, a[1].int()).map_or(Cell::Null, Cell::T),
             None => Cell::Null,
         }),
@@ -268,21 +293,20 @@ pub fn register(ctx: &SessionContext, db: &Arc<Database>) {
         "pg_get_expr",
         &[2, 3],
         Out::Text,
-        Arc::new(|a: &[Cell]| match &a[0] {
+        Arc::new(|a: &[Cell], _: &Catalog<'_>| match &a[0] {
             Cell::T(s) => Cell::T(s.clone()),
             _ => Cell::Null,
         }),
     );
-    let r = rel.clone();
     add(
         "pg_get_indexdef",
         &[1, 3],
         Out::Text,
-        Arc::new(move |a: &[Cell]| {
+        Arc::new(move |a: &[Cell], c: &Catalog<'_>| {
             let Some(oid) = a[0].int() else {
                 return Cell::Null;
             };
-            let all = r();
+            let all = c.get();
             let Some(ix) = all
                 .by_oid(oid)
                 .and_then(|i| i.index.as_ref().map(|x| (i, x)))
@@ -300,13 +324,12 @@ pub fn register(ctx: &SessionContext, db: &Arc<Database>) {
             }
         }),
     );
-    let r = rel.clone();
     add(
         "pg_get_viewdef",
         &[1, 2],
         Out::Text,
-        Arc::new(move |a: &[Cell]| {
-            let all = r();
+        Arc::new(move |a: &[Cell], c: &Catalog<'_>| {
+            let all = c.get();
             let found = match &a[0] {
                 Cell::T(name) if name.parse::<i64>().is_err() => all.by_name(name),
                 c => c.int().and_then(|oid| all.by_oid(oid)),
@@ -323,14 +346,13 @@ pub fn register(ctx: &SessionContext, db: &Arc<Database>) {
         ("pg_indexes_size", Size::Indexes),
         ("pg_total_relation_size", Size::Total),
     ] {
-        let r = rel.clone();
         add(
             name,
             &[1, 2],
             Out::Int,
-            Arc::new(move |a: &[Cell]| {
-                let all = r();
-                let Some(target) = relation(&all, &a[0]) else {
+            Arc::new(move |a: &[Cell], c: &Catalog<'_>| {
+                let all = c.get();
+                let Some(target) = relation(all, &a[0]) else {
                     return Cell::Null;
                 };
                 let indexes: u64 = all
@@ -351,7 +373,9 @@ pub fn register(ctx: &SessionContext, db: &Arc<Database>) {
         "pg_size_pretty",
         &[1],
         Out::Text,
-        Arc::new(|a: &[Cell]| a[0].int().map_or(Cell::Null, |n| Cell::T(size_pretty(n)))),
+        Arc::new(|a: &[Cell], _: &Catalog<'_>| {
+            a[0].int().map_or(Cell::Null, |n| Cell::T(size_pretty(n)))
+        }),
     );
     // `array_to_string` of an array in its text form (`{a,b}`), which is how
     // pg_catalog's array columns are stored.
@@ -359,7 +383,7 @@ pub fn register(ctx: &SessionContext, db: &Arc<Database>) {
         "array_to_string",
         &[2, 3],
         Out::Text,
-        Arc::new(|a: &[Cell]| match (&a[0], &a[1]) {
+        Arc::new(|a: &[Cell], _: &Catalog<'_>| match (&a[0], &a[1]) {
             (Cell::T(array), Cell::T(sep)) => Cell::T(array_elements(array).join(sep)),
             _ => Cell::Null,
         }),
@@ -369,7 +393,7 @@ pub fn register(ctx: &SessionContext, db: &Arc<Database>) {
         "strata_any_equal",
         &[2],
         Out::Bool,
-        Arc::new(|a: &[Cell]| match (&a[0], &a[1]) {
+        Arc::new(|a: &[Cell], _: &Catalog<'_>| match (&a[0], &a[1]) {
             (Cell::Null, _) | (_, Cell::Null) => Cell::Null,
             (x, Cell::T(array)) => {
                 let x = match x {
@@ -385,19 +409,20 @@ pub fn register(ctx: &SessionContext, db: &Arc<Database>) {
     );
     // `'t'::regclass`: the oid of a relation named by text (or given as a
     // number); an unknown name is an error, as in PostgreSQL.
-    let r = rel.clone();
     add(
         "strata_regclass",
         &[1],
         Out::Int,
-        Arc::new(move |a: &[Cell]| match &a[0] {
+        Arc::new(move |a: &[Cell], c: &Catalog<'_>| match &a[0] {
             Cell::Null => Cell::Null,
-            Cell::T(name) if name.trim().parse::<i64>().is_err() => match relation(&r(), &a[0]) {
-                Some(t) => Cell::I(t.oid),
-                None => Cell::Fail(format!(
-                    "relation \"{name}\" does not exist (no table, view or index of that name)"
-                )),
-            },
+            Cell::T(name) if name.trim().parse::<i64>().is_err() => {
+                match relation(c.get(), &a[0]) {
+                    Some(t) => Cell::I(t.oid),
+                    None => Cell::Fail(format!(
+                        "relation \"{name}\" does not exist (no table, view or index of that name)"
+                    )),
+                }
+            }
             // A number is an oid as it is, as in PostgreSQL.
             c => c.int().map_or(Cell::Null, Cell::I),
         }),

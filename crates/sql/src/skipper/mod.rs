@@ -73,17 +73,22 @@ impl QueryPlanner for SkipperPlanner {
         session: &dyn datafusion::catalog::Session,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let settings = settings(session);
-        let planner =
-            DefaultPhysicalPlanner::with_extension_planners(vec![Arc::new(MJoinPlanner {
+        let planner = DefaultPhysicalPlanner::with_extension_planners(vec![
+            Arc::new(MJoinPlanner {
                 db: self.db.clone(),
                 settings: settings.clone(),
-            })]);
-        if settings.skipper && self.db.cold_tier().is_some() {
-            let rewritten = rewrite::rewrite(logical_plan)?;
-            planner.create_physical_plan(&rewritten, session).await
+            }),
+            Arc::new(crate::shared_result::SharedPlanner::default()),
+        ]);
+        let plan = if settings.skipper && self.db.cold_tier().is_some() {
+            rewrite::rewrite(logical_plan)?
         } else {
-            planner.create_physical_plan(logical_plan, session).await
-        }
+            logical_plan.clone()
+        };
+        // An aggregate a statement names twice (a CTE read twice) is
+        // computed once (`crate::shared_result`).
+        let plan = crate::shared_result::rewrite(&plan)?;
+        planner.create_physical_plan(&plan, session).await
     }
 }
 
