@@ -66,15 +66,7 @@ impl Server {
     /// database itself, and a held `LOCK` says who holds it).
     pub fn of(db: &Path) -> Option<Server> {
         let addr = served::server_of(db)?;
-        let client = Client::connect(
-            &format!(
-                "host={} port={} user=strata dbname=strata connect_timeout=5",
-                addr.ip(),
-                addr.port()
-            ),
-            NoTls,
-        )
-        .ok()?;
+        let client = Client::connect(&served::conninfo(addr), NoTls).ok()?;
         Some(Server { client, addr })
     }
 

@@ -19,6 +19,29 @@ pub fn strata(db: &Path, args: &[&str]) -> Output {
     c.args(args).output().expect("run strata")
 }
 
+/// Runs strata on `db` (as [`strata`] does) with `input` on its stdin.
+pub fn strata_with_stdin(db: &Path, args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--db")
+        .arg(db)
+        .args(["--device", "buffered"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run strata");
+    // A process that exits without reading all of it is its own answer.
+    let _ = child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes());
+    child.wait_with_output().expect("wait for strata")
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{ok, stderr, stdout, strata};
+use crate::common::{ok, stderr, stdout, strata, strata_with_stdin};
 
 /// `strata serve` on `db` at a port the system picks, waited for until its
 /// `SERVER` record names it.
@@ -77,25 +77,7 @@ fn strata_sql_goes_through_the_server_and_answers_as_a_local_run() {
 
     // A session reading statements (and backslash commands) from stdin goes
     // through too; a failed statement sets its exit code.
-    let session = |input: &str| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-            .arg("--db")
-            .arg(&db)
-            .args(["--device", "buffered", "sql", "--format", "csv"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    };
+    let session = |input: &str| strata_with_stdin(&db, &["sql", "--format", "csv"], input);
     let piped = session("SELECT k, name FROM t\n  ORDER BY k;\n\\d t\n");
     assert!(piped.status.success(), "{}", stderr(&piped));
     let said = stdout(&piped);

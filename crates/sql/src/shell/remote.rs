@@ -32,17 +32,10 @@ impl Remote {
     /// Connects to `addr` as user `strata` (a loopback server without a
     /// password file asks none).
     pub fn connect(addr: SocketAddr) -> Result<Remote, SqlError> {
-        let client = Client::connect(
-            &format!(
-                "host={} port={} user=strata dbname=strata connect_timeout=5",
-                addr.ip(),
-                addr.port()
-            ),
-            NoTls,
-        )
-        .map_err(|e| {
-            SqlError::Execution(format!("cannot connect to strata serve at {addr}: {e}"))
-        })?;
+        let client =
+            Client::connect(&strata_storage::db::served::conninfo(addr), NoTls).map_err(|e| {
+                SqlError::Execution(format!("cannot connect to strata serve at {addr}: {e}"))
+            })?;
         Ok(Remote { client, addr })
     }
 

@@ -36,6 +36,17 @@ impl Drop for Served {
     }
 }
 
+/// The connection string a client of the server at `addr` uses: user
+/// `strata` (a loopback server without a password file asks none), and a
+/// connect that gives up after 5 s.
+pub fn conninfo(addr: SocketAddr) -> String {
+    format!(
+        "host={} port={} user=strata dbname=strata connect_timeout=5",
+        addr.ip(),
+        addr.port()
+    )
+}
+
 /// The address of the live server that owns the database in `dir`, if the
 /// file names one whose process still runs.
 pub fn server_of(dir: &Path) -> Option<SocketAddr> {
