@@ -118,6 +118,13 @@ pub const DECIMAL_MUL: Known = Known {
     status: Status::Difference,
 };
 
+/// DuckDB rounds DECIMALs to fit its 38 digits where strata keeps them.
+pub const DECIMAL_ROUNDED: Known = Known {
+    name: "DuckDB rounds a DECIMAL whose type would pass 38 digits",
+    reason: "Where the exact type of a result would need more than 38 digits (a UNION of DECIMAL(25,24) and DECIMAL(17,1) needs 16 integer and 24 fraction digits), DuckDB lowers its scale and rounds every value (0.000000000000251577480625 becomes 0.0000000000002515774806); strata keeps the values' scale, as PostgreSQL's numeric does. The answers agree once strata's are rounded to DuckDB's scale.",
+    status: Status::Difference,
+};
+
 /// DuckDB coerces DECIMAL operands to one 18-digit type that may not hold
 /// them.
 pub const DECIMAL_COERCION: Known = Known {
@@ -263,6 +270,85 @@ fn leading_zero(a: &Answer) -> Answer {
     }
 }
 
+/// The fraction digits of an exact number's text.
+fn scale(t: &str) -> usize {
+    t.split_once('.').map_or(0, |(_, f)| f.len())
+}
+
+/// `t` (an exact number's normalized text) rounded half away from zero to
+/// `to` fraction digits, normalized again; `None` past 38 digits.
+fn round_exact(t: &str, to: usize) -> Option<String> {
+    let from = scale(t);
+    if from <= to {
+        return Some(t.to_string());
+    }
+    let negative = t.starts_with('-');
+    let digits: String = t.chars().filter(char::is_ascii_digit).collect();
+    let n: i128 = digits.parse().ok()?;
+    let cut = 10i128.checked_pow(u32::try_from(from - to).ok()?)?;
+    let mut q = n / cut;
+    if (n % cut) * 2 >= cut {
+        q += 1;
+    }
+    let text = q.to_string();
+    let text = if to == 0 {
+        text
+    } else {
+        let padded = format!("{text:0>width$}", width = to + 1);
+        let (whole, fraction) = padded.split_at(padded.len() - to);
+        let fraction = fraction.trim_end_matches('0');
+        if fraction.is_empty() {
+            whole.to_string()
+        } else {
+            format!("{whole}.{fraction}")
+        }
+    };
+    Some(
+        if negative && text.chars().any(|c| ('1'..='9').contains(&c)) {
+            format!("-{text}")
+        } else {
+            text
+        },
+    )
+}
+
+/// strata's answer `a` with every exact number of a column rounded to the
+/// largest scale DuckDB's answer `b` shows in that column, when that is
+/// smaller than strata's somewhere; `None` when no column is.
+fn rounded_to_scales_of(a: &Answer, b: &Answer) -> Option<Answer> {
+    let widest = |x: &Answer, col: usize| {
+        x.rows
+            .iter()
+            .filter_map(|r| match r.get(col) {
+                Some(Cell::Exact(t)) => Some(scale(t)),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let scales: Vec<usize> = (0..a.columns).map(|c| widest(b, c)).collect();
+    if (0..a.columns).all(|c| widest(a, c) <= scales[c]) {
+        return None;
+    }
+    let rows = a
+        .rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .zip(&scales)
+                .map(|(c, &to)| match c {
+                    Cell::Exact(t) => round_exact(t, to).map(Cell::Exact),
+                    c => Some(c.clone()),
+                })
+                .collect::<Option<Vec<_>>>()
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Answer {
+        columns: a.columns,
+        rows,
+    })
+}
+
 /// Whether the statement sums or averages (or windows over) something: the
 /// places where doubles are added in an order the engine picks.
 fn sums_floats(sql: &str) -> bool {
@@ -375,6 +461,11 @@ pub fn classify(
                 Verdict::Finding(DECIMAL_TEXT.class())
             } else if sums_floats(duck_sql) && answers_agree_within(a, b, ordered, 1e-6) {
                 Verdict::Finding(FLOAT_SUM_ORDER.class())
+            } else if duck_sql.contains("DECIMAL")
+                && let Some(rounded) = rounded_to_scales_of(a, b)
+                && answers_agree(&rounded, b, ordered)
+            {
+                Verdict::Finding(DECIMAL_ROUNDED.class())
             } else {
                 finding(
                     format!("different answers: {family}"),
@@ -508,6 +599,36 @@ mod tests {
         };
         assert!(changed_nothing(&count, "DELETE FROM t0 WHERE x"));
         assert!(!changed_nothing(&count, "SELECT count(*) FROM t0"));
+    }
+
+    #[test]
+    fn exact_numbers_round_half_away_from_zero_to_a_scale() {
+        assert_eq!(
+            round_exact("0.000000000000251577480625", 22).as_deref(),
+            Some("0.0000000000002515774806")
+        );
+        assert_eq!(
+            round_exact("0.000000000000475457137156", 22).as_deref(),
+            Some("0.0000000000004754571372")
+        );
+        assert_eq!(
+            round_exact("0.999999999998000000000001", 22).as_deref(),
+            Some("0.999999999998")
+        );
+        assert_eq!(round_exact("-2.5", 0).as_deref(), Some("-3"));
+        assert_eq!(round_exact("-0.04", 1).as_deref(), Some("0"));
+        assert_eq!(round_exact("12.345", 5).as_deref(), Some("12.345"));
+        // Rounded, the answers agree; not rounded (or a real difference), not.
+        let one = |t: &str| Answer {
+            columns: 1,
+            rows: vec![vec![Cell::Exact(t.into())], vec![Cell::Null]],
+        };
+        let strata = one("0.000000000000475457137156");
+        let r = rounded_to_scales_of(&strata, &one("0.0000000000004754571372")).unwrap();
+        assert!(answers_agree(&r, &one("0.0000000000004754571372"), false));
+        let r = rounded_to_scales_of(&strata, &one("0.0000000000004754571373")).unwrap();
+        assert!(!answers_agree(&r, &one("0.0000000000004754571373"), false));
+        assert!(rounded_to_scales_of(&one("1.5"), &one("1.25")).is_none());
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! 53 names (projections with arithmetic, comparison, casts, CASE, IN, LIKE
 //! and BETWEEN; aggregates with and without GROUP BY; DISTINCT; ORDER BY
 //! with LIMIT; joins; IN, EXISTS and scalar subqueries; window functions;
-//! set operations) and DML (INSERT … VALUES, INSERT … SELECT, UPDATE with
+//! set operations; a grouped aggregate named twice, which strata computes
+//! once: `strata_sql::shared_result`) and DML (INSERT … VALUES, INSERT … SELECT, UPDATE with
 //! expressions, DELETE).
 //!
 //! An ORDER BY always names every output column, so the order is total up
@@ -135,7 +136,7 @@ pub fn random_query(rng: &mut SmallRng, tables: &[Table]) -> Query {
     let t = tables.choose(rng).unwrap().clone();
     let u = tables.choose(rng).unwrap().clone();
     let single = Scope::of(&t, None);
-    match rng.random_range(0..20) {
+    match rng.random_range(0..21) {
         0..=3 => {
             let mut g = ExprGen {
                 rng,
@@ -184,8 +185,26 @@ pub fn random_query(rng: &mut SmallRng, tables: &[Table]) -> Query {
         12 | 13 => join(rng, &t, &u),
         14 | 15 => subquery(rng, &t, &u),
         16 | 17 => window(rng, &t, &single),
-        _ => set_operation(rng, &t, &u),
+        18 | 19 => set_operation(rng, &t, &u),
+        _ => cte_twice(rng, &t, &single),
     }
+}
+
+/// A grouped aggregate named twice in one statement: a CTE read by both
+/// sides of a UNION ALL, or joined with itself. strata computes it once and
+/// reads it twice (`strata_sql::shared_result`); the answer must be that of
+/// computing it twice.
+fn cte_twice(rng: &mut SmallRng, t: &Table, scope: &Scope) -> Query {
+    let inner = group_by(rng, t, scope).sql;
+    let sql = if rng.random_bool(0.5) {
+        f2!(
+            "WITH c AS ({}) SELECT * FROM c UNION ALL SELECT * FROM c",
+            inner
+        )
+    } else {
+        f2!("WITH c AS ({}) SELECT count(*) FROM c AS a, c AS b", inner)
+    };
+    query(sql, false, "CTE read twice")
 }
 
 fn group_by(rng: &mut SmallRng, t: &Table, scope: &Scope) -> Query {
