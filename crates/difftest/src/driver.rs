@@ -244,6 +244,15 @@ impl<'a> Round<'a> {
 
     fn apply(&mut self, s: Setting) -> Result<(), String> {
         self.strata.set("strata.access_path", s.path.name())?;
+        // Under the index path every join that can probe an index does
+        // (inner, semi and anti index joins get DuckDB's opinion too); the
+        // other paths keep the planner's own choice.
+        let index_join = if s.path == AccessPathSetting::Index {
+            "on"
+        } else {
+            "auto"
+        };
+        self.strata.set("strata.index_join", index_join)?;
         if let Some(k) = s.skipper {
             self.strata
                 .set("strata.skipper", if k { "true" } else { "false" })?;

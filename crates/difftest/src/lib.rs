@@ -2,7 +2,9 @@
 //! tables — every strata column type, NULLs, values at the types' edges,
 //! some columns indexed — with the same DDL and INSERTs in a fresh strata
 //! database and in DuckDB, then runs random queries through strata under
-//! every `strata.access_path` and through DuckDB and compares the answers
+//! every `strata.access_path` (under `index` with `strata.index_join = on`,
+//! so every join that can probe an index does) and through DuckDB and
+//! compares the answers
 //! (as multisets unless an ORDER BY makes the order total; floats within a
 //! tolerance; both refusing is agreement), runs random DML on both and
 //! compares the changed table, checks strata against itself by ternary logic

@@ -5,6 +5,8 @@
 //! Smooth Scan as the inner never reads a heap page twice and, on keys with
 //! many matches, reads fewer pages than the plain probes; the optimizer picks
 //! the index join from stale statistics and the hash join from fresh ones.
+//! `EXISTS`, `NOT EXISTS` and `IN` become index semi / anti joins whose rows
+//! equal the hash join's and the model's; `NOT IN` stays a hash join.
 
 use crate::common;
 
@@ -161,6 +163,100 @@ fn index_joins_answer_as_the_hash_join_and_the_model() {
     assert!(
         plan.contains("HashJoinExec") && !plan.contains("IndexJoinExec"),
         "{plan}"
+    );
+}
+
+/// `EXISTS`, `NOT EXISTS` and `IN` over `item`, each with the rows of
+/// `ord` it must return: `(sql, is_anti, test(outer row, item row))`.
+type Tested = (&'static str, bool, fn(OrdRow, ItemRow) -> bool);
+
+const TESTED: &[Tested] = &[
+    (
+        "SELECT o.k, o.a FROM ord o WHERE EXISTS (SELECT 1 FROM item i WHERE i.k = o.k)",
+        false,
+        |_, _| true,
+    ),
+    (
+        "SELECT o.k, o.a FROM ord o WHERE NOT EXISTS (SELECT 1 FROM item i WHERE i.k = o.k)",
+        true,
+        |_, _| true,
+    ),
+    (
+        "SELECT o.k, o.a FROM ord o WHERE EXISTS (SELECT 1 FROM item i WHERE i.k = o.k AND i.v > o.a)",
+        false,
+        |(_, a), (_, v)| v > a,
+    ),
+    (
+        "SELECT o.k, o.a FROM ord o WHERE NOT EXISTS (SELECT 1 FROM item i WHERE i.k = o.k AND i.v > o.a)",
+        true,
+        |(_, a), (_, v)| v > a,
+    ),
+    (
+        "SELECT o.k, o.a FROM ord o WHERE o.k IN (SELECT k FROM item WHERE v > 900)",
+        false,
+        |_, (_, v)| v > 900,
+    ),
+];
+
+#[test]
+fn semi_and_anti_index_joins_answer_as_the_hash_join_and_the_model() {
+    let (_dir, db, ord, item) = setup(3000, 12_000, 3000, 17);
+    for &(sql, anti, test) in TESTED {
+        // The model: each outer row once, if some item of its key passes
+        // (semi), or if none does (anti; a NULL key matches nothing).
+        let model = sorted(
+            ord.iter()
+                .filter(|&&(k, a)| {
+                    let found = item.iter().any(|&it| Some(it.0) == k && test((k, a), it));
+                    found != anti
+                })
+                .map(|&(k, a)| {
+                    vec![
+                        k.map_or("NULL".to_string(), |k| k.to_string()),
+                        a.to_string(),
+                    ]
+                })
+                .collect(),
+        );
+        assert!(!model.is_empty(), "{sql}");
+        let reference = sorted(query(&session(&db, "full", "off"), sql));
+        assert_eq!(reference, model, "the hash join: {sql}");
+        let kind = if anti { "Anti" } else { "Semi" };
+        for path in ["index", "smooth", "optimizer"] {
+            let s = session(&db, path, "on");
+            let plan = explain(&s, sql, false);
+            let inner = if path == "smooth" { "smooth" } else { "index" };
+            assert!(
+                plan.contains(&format!(
+                    "IndexJoinExec: inner=item via item_k, inner_path={inner}"
+                )) && plan.contains(kind)
+                    && !plan.contains("HashJoinExec"),
+                "{path}: {sql}\n{plan}"
+            );
+            assert_eq!(sorted(query(&s, sql)), model, "{path}: {sql}");
+        }
+    }
+    // Small batches: a semi join's outer rows are decided chunk by chunk,
+    // and a chunk stops reading once all of its rows have matched.
+    let s = session(&db, "index", "on");
+    s.execute("SET datafusion.execution.batch_size = 100")
+        .unwrap();
+    for &(sql, _, _) in TESTED {
+        let reference = sorted(query(&session(&db, "full", "off"), sql));
+        assert_eq!(sorted(query(&s, sql)), reference, "batch_size 100: {sql}");
+    }
+    // NOT IN is null-aware (one NULL in the subquery empties the answer):
+    // it stays a hash join, and answers as one.
+    let sql = "SELECT o.k, o.a FROM ord o WHERE o.k NOT IN (SELECT k FROM item WHERE v > 900)";
+    let s = session(&db, "index", "on");
+    let plan = explain(&s, sql, false);
+    assert!(
+        plan.contains("HashJoinExec") && !plan.contains("IndexJoinExec"),
+        "{plan}"
+    );
+    assert_eq!(
+        sorted(query(&s, sql)),
+        sorted(query(&session(&db, "full", "off"), sql))
     );
 }
 

@@ -20,6 +20,11 @@
 //! join filter is applied, then the hash join's projection, so the operator
 //! is a drop-in for the [`HashJoinExec`](datafusion::physical_plan::joins::HashJoinExec)
 //! it replaces.
+//!
+//! A semi or anti join marks, per chunk of outer rows, the rows some pair
+//! passed for (a marked row's later pairs are skipped, and the chunk's
+//! reading stops once every row with a key is marked); at the chunk's end it
+//! returns the marked rows (semi) or the others (anti).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -27,12 +32,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, UInt32Array};
-use datafusion::arrow::compute::{concat_batches, filter_record_batch, take};
+use datafusion::arrow::compute::{
+    concat_batches, filter as filter_array, filter_record_batch, take,
+};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{DataFusionError, JoinSide, JoinType, Result, ScalarValue};
+use datafusion::common::{DataFusionError, JoinSide, JoinType, Result, ScalarValue, Statistics};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExprRef};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
@@ -41,6 +48,7 @@ use datafusion::physical_plan::joins::utils::{JoinFilter, build_join_schema};
 use datafusion::physical_plan::metrics::{
     Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
 };
+use datafusion::physical_plan::statistics::StatisticsArgs;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
     SendableRecordBatchStream,
@@ -77,6 +85,10 @@ impl InnerPath {
 /// What an index join joins: the planner's choices.
 #[derive(Clone)]
 pub struct IndexJoin {
+    /// `Inner`, or a semi / anti join that returns the outer side's rows
+    /// (`LeftSemi` / `LeftAnti` with the inner on the right, `RightSemi` /
+    /// `RightAnti` with it on the left).
+    pub join_type: JoinType,
     /// The inner scan (table, predicate, residual, columns).
     pub inner: Arc<ScanRequest>,
     /// Position of the probed index in the inner table's indexes; its first
@@ -91,7 +103,8 @@ pub struct IndexJoin {
     /// the joined columns are inner ++ outer, as the hash join's were, and the
     /// filter's left columns are the inner's.
     pub inner_left: bool,
-    /// Columns of the joined columns the join outputs, as the hash join's.
+    /// Columns the join outputs, as the hash join's: of the joined columns
+    /// (inner join) or of the outer side's (semi / anti join).
     pub projection: Option<Vec<usize>>,
     pub path: InnerPath,
     /// Why the planner chose it (estimates and costs), for EXPLAIN.
@@ -102,6 +115,9 @@ pub struct IndexJoinExec {
     outer: Arc<dyn ExecutionPlan>,
     join: Arc<IndexJoin>,
     schema: SchemaRef,
+    /// The estimate of the rows it returns: the replaced hash join's (the
+    /// same rows), so the joins planned above it see one.
+    stats: Arc<Statistics>,
     props: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -130,10 +146,17 @@ impl IndexJoinExec {
         IndexJoinExec {
             outer,
             join: Arc::new(join),
+            stats: Arc::new(Statistics::new_unknown(&schema)),
             schema,
             props: Arc::new(props),
             metrics: ExecutionPlanMetricsSet::new(),
         }
+    }
+
+    /// The same join, estimated to return what `stats` says.
+    pub fn with_statistics(mut self, stats: Arc<Statistics>) -> Self {
+        self.stats = stats;
+        self
     }
 
     pub fn join(&self) -> &IndexJoin {
@@ -154,6 +177,9 @@ impl DisplayAs for IndexJoinExec {
             j.path.name(),
             on.join(", ")
         )?;
+        if j.join_type != JoinType::Inner {
+            write!(f, ", join_type={}", j.join_type)?;
+        }
         if !j.inner.conjuncts.is_empty() {
             write!(f, ", inner_predicate=[{}]", j.inner.predicate_text())?;
         }
@@ -209,11 +235,23 @@ impl ExecutionPlan for IndexJoinExec {
                 "IndexJoinExec takes one child (its outer side)".into(),
             ));
         }
-        Ok(Arc::new(IndexJoinExec::new(
-            children.remove(0),
-            (*self.join).clone(),
-            self.schema.clone(),
-        )))
+        Ok(Arc::new(
+            IndexJoinExec::new(
+                children.remove(0),
+                (*self.join).clone(),
+                self.schema.clone(),
+            )
+            .with_statistics(self.stats.clone()),
+        ))
+    }
+
+    fn statistics_from_inputs(
+        &self,
+        _input_stats: &[Arc<Statistics>],
+        _args: &StatisticsArgs,
+    ) -> Result<Arc<Statistics>> {
+        // One partition: its statistics are the whole join's.
+        Ok(self.stats.clone())
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
@@ -435,8 +473,12 @@ impl<'a> Run<'a> {
         probe_keys.sort_unstable();
         probe_keys.dedup();
         self.counters.probes.add(probe_keys.len());
+        // Semi / anti join: which outer rows some inner row matched, and how
+        // many of those with a key are still unmatched.
+        let mut matched = (join.join_type != JoinType::Inner).then(|| vec![false; n]);
+        let mut unmatched: usize = by_key.values().map(Vec::len).sum();
         if probe_keys.is_empty() {
-            return Ok(true);
+            return self.emit_tested(&outer, matched.as_deref(), tx);
         }
         let device = join.inner.table.heap().pool().device().clone();
         let before = device.stats().snapshot();
@@ -474,10 +516,21 @@ impl<'a> Run<'a> {
         let mut open = true;
         while access.next_batch(&mut tuples).map_err(external)? {
             let inner = self.inner_batch(&tuples)?;
-            let out = self.pair(&outer, &by_key, &inner)?;
-            if out.num_rows() == 0 {
+            let (rows, out) = self.pair(&outer, &by_key, &inner, matched.as_deref())?;
+            if let Some(m) = matched.as_mut() {
+                for &i in rows.values() {
+                    if !std::mem::replace(&mut m[i as usize], true) {
+                        unmatched -= 1;
+                    }
+                }
+                if unmatched == 0 {
+                    break; // every outer row with a key is decided
+                }
                 continue;
             }
+            let Some(out) = out.filter(|o| o.num_rows() > 0) else {
+                continue;
+            };
             self.counters.output_rows.add(out.num_rows());
             if tx.blocking_send(Ok(out)).is_err() {
                 open = false; // the consumer is gone
@@ -497,7 +550,46 @@ impl<'a> Run<'a> {
         if let Some(t) = &self.counters.modeled_io {
             t.add_duration(Duration::from_nanos(io.modeled_ns));
         }
+        if open && matched.is_some() {
+            return self.emit_tested(&outer, matched.as_deref(), tx);
+        }
         Ok(open)
+    }
+
+    /// A semi join's matched outer rows, or an anti join's unmatched ones
+    /// (NULL keys included), projected as the join's output, in batches of
+    /// the session's size; nothing for an inner join. False when the consumer
+    /// went away.
+    fn emit_tested(
+        &self,
+        outer: &RecordBatch,
+        matched: Option<&[bool]>,
+        tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>,
+    ) -> Result<bool> {
+        let Some(matched) = matched else {
+            return Ok(true);
+        };
+        let want = matches!(
+            self.join.join_type,
+            JoinType::LeftSemi | JoinType::RightSemi
+        );
+        let keep: BooleanArray = matched.iter().map(|&m| Some(m == want)).collect();
+        let rows = filter_record_batch(outer, &keep)?;
+        let rows = match &self.join.projection {
+            Some(p) => rows.project(p)?,
+            None => rows,
+        };
+        let rows = RecordBatch::try_new(self.schema.clone(), rows.columns().to_vec())?;
+        let mut at = 0;
+        while at < rows.num_rows() {
+            let len = self.batch_rows.min(rows.num_rows() - at);
+            self.counters.output_rows.add(len);
+            if tx.blocking_send(Ok(rows.slice(at, len))).is_err() {
+                return Ok(false);
+            }
+            at += len;
+        }
+        Ok(true)
     }
 
     /// Inner tuples as the inner scan's output: converted, its residual
@@ -511,14 +603,17 @@ impl<'a> Run<'a> {
         Ok(rb.project(&req.output)?)
     }
 
-    /// The joined rows of the outer chunk and a batch of inner rows, filtered
-    /// and projected as the join's output.
+    /// The pairs of an outer chunk's rows and a batch of inner rows with
+    /// equal keys that pass the join filter: the outer row of each, and for
+    /// an inner join the joined rows, projected as the join's output. A semi
+    /// or anti join skips the outer rows it has `matched` already.
     fn pair(
         &self,
         outer: &RecordBatch,
         by_key: &HashMap<&[u8], Vec<u32>>,
         inner: &RecordBatch,
-    ) -> Result<RecordBatch> {
+        matched: Option<&[bool]>,
+    ) -> Result<(UInt32Array, Option<RecordBatch>)> {
         let m = inner.num_rows();
         let inner_keys: Vec<ArrayRef> = self
             .join
@@ -534,12 +629,18 @@ impl<'a> Run<'a> {
             }
             if let Some(outer_rows) = by_key.get(rows.row(j).data()) {
                 for &i in outer_rows {
+                    if matched.is_some_and(|m| m[i as usize]) {
+                        continue;
+                    }
                     li.push(i);
                     ri.push(j as u32);
                 }
             }
         }
-        let (li, ri) = (UInt32Array::from(li), UInt32Array::from(ri));
+        let (mut li, ri) = (UInt32Array::from(li), UInt32Array::from(ri));
+        if matched.is_some() && self.join.filter.is_none() {
+            return Ok((li, None));
+        }
         let outer_cols = outer
             .columns()
             .iter()
@@ -578,15 +679,21 @@ impl<'a> Run<'a> {
                 .downcast_ref::<BooleanArray>()
                 .ok_or_else(|| DataFusionError::Internal("join filter is not boolean".into()))?;
             joined = filter_record_batch(&joined, keep)?;
+            li = filter_array(&li, keep)?
+                .as_any()
+                .downcast_ref::<UInt32Array>()
+                .ok_or_else(|| DataFusionError::Internal("filtered row numbers".into()))?
+                .clone();
+        }
+        if matched.is_some() {
+            return Ok((li, None));
         }
         let joined = match &self.join.projection {
             Some(p) => joined.project(p)?,
             None => joined,
         };
-        Ok(RecordBatch::try_new(
-            self.schema.clone(),
-            joined.columns().to_vec(),
-        )?)
+        let out = RecordBatch::try_new(self.schema.clone(), joined.columns().to_vec())?;
+        Ok((li, Some(out)))
     }
 }
 

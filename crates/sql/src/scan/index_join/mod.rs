@@ -7,6 +7,17 @@
 //! join's keys: the other side becomes the outer input, and instead of
 //! scanning the inner table the join probes its index with the outer keys.
 //!
+//! Semi and anti joins (`EXISTS`, `NOT EXISTS` and `IN` subqueries after
+//! DataFusion decorrelates them; TPC-H Q4, Q21) become index semi / anti
+//! joins the same way, with one constraint: the inner is the side whose rows
+//! are only tested, and the outer the side the join returns. An outer row is
+//! returned once if some inner row of its keys passes the join filter (semi),
+//! or if none does (anti; a NULL key matches nothing, so `NOT EXISTS` keeps
+//! it). A null-aware anti join (`NOT IN`, where one NULL changes the answer)
+//! stays a hash join. The cost is that of the inner join of the same keys:
+//! the probes still read every matching tuple, since the inner scan's
+//! predicate and the join filter decide whether a key matches.
+//!
 //! When (`strata.index_join`):
 //! * `auto` (the default), under `strata.access_path = optimizer` or `smooth`:
 //!   where the classical estimate says it is cheaper. The outer side's rows
@@ -107,15 +118,21 @@ fn index_join(
     hj: &HashJoinExec,
     settings: &StrataOptions,
 ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-    if *hj.join_type() != JoinType::Inner
-        || hj.null_equality() != NullEquality::NullEqualsNothing
-        || hj.null_aware
-    {
+    if hj.null_equality() != NullEquality::NullEqualsNothing || hj.null_aware {
         return Ok(None);
     }
-    let candidates = [false, true]
-        .into_iter()
-        .map(|inner_left| candidate(hj, settings, inner_left))
+    // Which sides may be the inner: either for an inner join; for a semi or
+    // anti join the side whose rows are only tested (EXISTS / NOT EXISTS /
+    // IN), never the side it returns.
+    let sides: &[bool] = match hj.join_type() {
+        JoinType::Inner => &[false, true],
+        JoinType::LeftSemi | JoinType::LeftAnti => &[false],
+        JoinType::RightSemi | JoinType::RightAnti => &[true],
+        _ => return Ok(None),
+    };
+    let candidates = sides
+        .iter()
+        .map(|&inner_left| candidate(hj, settings, inner_left))
         .collect::<Result<Vec<_>>>()?;
     let Some(best) = candidates
         .into_iter()
@@ -129,7 +146,9 @@ fn index_join(
     } else {
         hj.left().clone()
     };
-    let exec: Arc<dyn ExecutionPlan> = Arc::new(IndexJoinExec::new(outer, best.join, hj.schema()));
+    let stats = StatisticsContext::new().compute(hj, &StatisticsArgs::new())?;
+    let exec: Arc<dyn ExecutionPlan> =
+        Arc::new(IndexJoinExec::new(outer, best.join, hj.schema()).with_statistics(stats));
     // Keep the hash join's partitioning, which the operators above were
     // planned for.
     let parts = hj.properties().output_partitioning();
@@ -248,6 +267,7 @@ fn candidate(
     };
     Ok(Some(Candidate {
         join: IndexJoin {
+            join_type: *hj.join_type(),
             inner: req.clone(),
             index,
             on,
