@@ -198,6 +198,15 @@ const TESTED: &[Tested] = &[
     ),
 ];
 
+/// The model's count of the rows of `ord` the `TESTED` query `sql` returns.
+fn model_count(ord: &[OrdRow], item: &[ItemRow], sql: &str) -> String {
+    let &(_, anti, test) = TESTED.iter().find(|t| t.0 == sql).unwrap();
+    ord.iter()
+        .filter(|&&(k, a)| item.iter().any(|&it| Some(it.0) == k && test((k, a), it)) != anti)
+        .count()
+        .to_string()
+}
+
 #[test]
 fn semi_and_anti_index_joins_answer_as_the_hash_join_and_the_model() {
     let (_dir, db, ord, item) = setup(3000, 12_000, 3000, 17);
@@ -235,6 +244,24 @@ fn semi_and_anti_index_joins_answer_as_the_hash_join_and_the_model() {
             );
             assert_eq!(sorted(query(&s, sql)), model, "{path}: {sql}");
         }
+    }
+    // count(*) over each: the join returns rows of no columns.
+    for &(sql, _, _) in TESTED {
+        let count = sql.replacen("SELECT o.k, o.a", "SELECT count(*)", 1);
+        let reference = query(&session(&db, "full", "off"), &count);
+        assert_eq!(reference, vec![vec![model_count(&ord, &item, sql)]]);
+        for path in ["index", "smooth"] {
+            assert_eq!(
+                query(&session(&db, path, "on"), &count),
+                reference,
+                "{path}: {count}"
+            );
+        }
+    }
+    let count = "SELECT count(*) FROM ord o JOIN item i ON o.k = i.k";
+    let reference = query(&session(&db, "full", "off"), count);
+    for path in ["index", "smooth"] {
+        assert_eq!(query(&session(&db, path, "on"), count), reference, "{path}");
     }
     // Small batches: a semi join's outer rows are decided chunk by chunk,
     // and a chunk stops reading once all of its rows have matched.
@@ -328,6 +355,61 @@ fn the_optimizer_takes_the_index_join_from_stale_statistics_and_the_hash_join_fr
     // The fixed paths keep hash joins under auto.
     let full = explain(&session(&db, "full", "auto"), &sql, false);
     assert!(!full.contains("IndexJoinExec"), "{full}");
+}
+
+#[test]
+fn auto_takes_a_semi_join_over_a_scan_estimate_but_not_over_a_join_estimate() {
+    let (_dir, db, _, _) = setup(200, 20_000, 5000, 3);
+    let s = session(&db, "optimizer", "auto");
+    s.execute("ANALYZE").unwrap();
+    // Rows appended after ANALYZE, with `a` beyond anything it saw: the
+    // scan of `ord` is estimated at a handful of rows.
+    {
+        let mut l = db.begin_load("ord").unwrap();
+        let mut rng = SmallRng::seed_from_u64(5);
+        for _ in 0..5000 {
+            l.append(&[
+                Value::Int32(rng.random_range(0..5000)),
+                Value::Int32(rng.random_range(2000..3000)),
+            ])
+            .unwrap();
+        }
+        l.commit(&NoProgress).unwrap();
+    }
+    let over_scan = "SELECT o.k, o.a FROM ord o WHERE o.a >= 2000 \
+         AND EXISTS (SELECT 1 FROM item i WHERE i.k = o.k AND i.v > 500)";
+    let plan = explain(&s, over_scan, false);
+    assert!(
+        plan.contains("IndexJoinExec: inner=item via item_k, inner_path=index")
+            && plan.contains("join_type=LeftSemi"),
+        "{plan}"
+    );
+    let reference = sorted(query(&session(&db, "full", "off"), over_scan));
+    assert!(!reference.is_empty());
+    assert_eq!(sorted(query(&s, over_scan)), reference);
+    // The same test over a join of `ord` with itself: the outer estimate is
+    // DataFusion's join arithmetic, and auto keeps the hash join (`on` still
+    // takes the index).
+    let over_join = "SELECT o.k, o.a FROM ord o JOIN ord p ON o.a = p.a + 1 \
+         WHERE o.a >= 2000 AND p.a >= 2000 \
+         AND NOT EXISTS (SELECT 1 FROM item i WHERE i.k = o.k AND i.v > 500)";
+    let plan = explain(&s, over_join, false);
+    assert!(
+        plan.contains("join_type=LeftAnti") && !plan.contains("IndexJoinExec"),
+        "{plan}"
+    );
+    let plan = explain(&session(&db, "optimizer", "on"), over_join, false);
+    assert!(
+        plan.contains("IndexJoinExec: inner=item via item_k"),
+        "{plan}"
+    );
+    let reference = sorted(query(&session(&db, "full", "off"), over_join));
+    assert!(!reference.is_empty());
+    assert_eq!(sorted(query(&s, over_join)), reference);
+    assert_eq!(
+        sorted(query(&session(&db, "smooth", "on"), over_join)),
+        reference
+    );
 }
 
 #[test]

@@ -36,10 +36,10 @@ use datafusion::arrow::compute::{
     concat_batches, filter as filter_array, filter_record_batch, take,
 };
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{DataFusionError, JoinSide, JoinType, Result, ScalarValue, Statistics};
+use datafusion::common::{DataFusionError, JoinSide, JoinType, Result, ScalarValue};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExprRef};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
@@ -48,7 +48,6 @@ use datafusion::physical_plan::joins::utils::{JoinFilter, build_join_schema};
 use datafusion::physical_plan::metrics::{
     Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
 };
-use datafusion::physical_plan::statistics::StatisticsArgs;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
     SendableRecordBatchStream,
@@ -115,9 +114,6 @@ pub struct IndexJoinExec {
     outer: Arc<dyn ExecutionPlan>,
     join: Arc<IndexJoin>,
     schema: SchemaRef,
-    /// The estimate of the rows it returns: the replaced hash join's (the
-    /// same rows), so the joins planned above it see one.
-    stats: Arc<Statistics>,
     props: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -146,17 +142,10 @@ impl IndexJoinExec {
         IndexJoinExec {
             outer,
             join: Arc::new(join),
-            stats: Arc::new(Statistics::new_unknown(&schema)),
             schema,
             props: Arc::new(props),
             metrics: ExecutionPlanMetricsSet::new(),
         }
-    }
-
-    /// The same join, estimated to return what `stats` says.
-    pub fn with_statistics(mut self, stats: Arc<Statistics>) -> Self {
-        self.stats = stats;
-        self
     }
 
     pub fn join(&self) -> &IndexJoin {
@@ -235,23 +224,11 @@ impl ExecutionPlan for IndexJoinExec {
                 "IndexJoinExec takes one child (its outer side)".into(),
             ));
         }
-        Ok(Arc::new(
-            IndexJoinExec::new(
-                children.remove(0),
-                (*self.join).clone(),
-                self.schema.clone(),
-            )
-            .with_statistics(self.stats.clone()),
-        ))
-    }
-
-    fn statistics_from_inputs(
-        &self,
-        _input_stats: &[Arc<Statistics>],
-        _args: &StatisticsArgs,
-    ) -> Result<Arc<Statistics>> {
-        // One partition: its statistics are the whole join's.
-        Ok(self.stats.clone())
+        Ok(Arc::new(IndexJoinExec::new(
+            children.remove(0),
+            (*self.join).clone(),
+            self.schema.clone(),
+        )))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
@@ -579,7 +556,7 @@ impl<'a> Run<'a> {
             Some(p) => rows.project(p)?,
             None => rows,
         };
-        let rows = RecordBatch::try_new(self.schema.clone(), rows.columns().to_vec())?;
+        let rows = with_rows(&self.schema, rows.columns().to_vec(), rows.num_rows())?;
         let mut at = 0;
         while at < rows.num_rows() {
             let len = self.batch_rows.min(rows.num_rows() - at);
@@ -658,7 +635,7 @@ impl<'a> Run<'a> {
         };
         let left_width = left.len();
         let columns: Vec<ArrayRef> = left.into_iter().chain(right).collect();
-        let mut joined = RecordBatch::try_new(self.joined.clone(), columns)?;
+        let mut joined = with_rows(&self.joined, columns, li.len())?;
         if let Some(filter) = &self.join.filter {
             let left = left_width;
             let columns: Vec<ArrayRef> = filter
@@ -669,7 +646,7 @@ impl<'a> Run<'a> {
                     _ => joined.column(left + ci.index).clone(),
                 })
                 .collect();
-            let intermediate = RecordBatch::try_new(filter.schema().clone(), columns)?;
+            let intermediate = with_rows(filter.schema(), columns, joined.num_rows())?;
             let keep = filter
                 .expression()
                 .evaluate(&intermediate)?
@@ -692,9 +669,20 @@ impl<'a> Run<'a> {
             Some(p) => joined.project(p)?,
             None => joined,
         };
-        let out = RecordBatch::try_new(self.schema.clone(), joined.columns().to_vec())?;
+        let out = with_rows(&self.schema, joined.columns().to_vec(), joined.num_rows())?;
         Ok((li, Some(out)))
     }
+}
+
+/// A batch of `rows` rows: also when it has no columns (a `count(*)` above
+/// the join needs none of them).
+fn with_rows(schema: &SchemaRef, columns: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch> {
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &options,
+    )?)
 }
 
 fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionError {
