@@ -117,6 +117,25 @@ fn counter(plan: &str, name: &str) -> f64 {
     }
 }
 
+/// Under `index`, `smooth` and `optimizer` with `strata.index_join = on`,
+/// `sql` joins by probing `item_k` (the plan also names `also`, with no hash
+/// join left) and answers `expected` (sorted).
+fn every_path_probes_item(db: &Arc<Database>, sql: &str, also: &str, expected: &[Vec<String>]) {
+    for path in ["index", "smooth", "optimizer"] {
+        let s = session(db, path, "on");
+        let plan = explain(&s, sql, false);
+        let inner = if path == "smooth" { "smooth" } else { "index" };
+        assert!(
+            plan.contains(&format!(
+                "IndexJoinExec: inner=item via item_k, inner_path={inner}"
+            )) && plan.contains(also)
+                && !plan.contains("HashJoinExec"),
+            "{path}: {sql}\n{plan}"
+        );
+        assert_eq!(sorted(query(&s, sql)), expected, "{path}: {sql}");
+    }
+}
+
 const JOIN: &str = "SELECT o.a, i.k, i.v FROM ord o JOIN item i ON o.k = i.k";
 
 #[test]
@@ -132,18 +151,7 @@ fn index_joins_answer_as_the_hash_join_and_the_model() {
     for sql in &queries {
         let reference = sorted(query(&session(&db, "full", "off"), sql));
         assert!(!reference.is_empty(), "{sql}");
-        for path in ["index", "smooth", "optimizer"] {
-            let s = session(&db, path, "on");
-            let plan = explain(&s, sql, false);
-            let inner = if path == "smooth" { "smooth" } else { "index" };
-            assert!(
-                plan.contains(&format!(
-                    "IndexJoinExec: inner=item via item_k, inner_path={inner}"
-                )) && !plan.contains("HashJoinExec"),
-                "{path}: {sql}\n{plan}"
-            );
-            assert_eq!(sorted(query(&s, sql)), reference, "{path}: {sql}");
-        }
+        every_path_probes_item(&db, sql, "", &reference);
     }
     // The first query against a model.
     let mut model: Vec<Vec<String>> = Vec::new();
@@ -231,19 +239,7 @@ fn semi_and_anti_index_joins_answer_as_the_hash_join_and_the_model() {
         let reference = sorted(query(&session(&db, "full", "off"), sql));
         assert_eq!(reference, model, "the hash join: {sql}");
         let kind = if anti { "Anti" } else { "Semi" };
-        for path in ["index", "smooth", "optimizer"] {
-            let s = session(&db, path, "on");
-            let plan = explain(&s, sql, false);
-            let inner = if path == "smooth" { "smooth" } else { "index" };
-            assert!(
-                plan.contains(&format!(
-                    "IndexJoinExec: inner=item via item_k, inner_path={inner}"
-                )) && plan.contains(kind)
-                    && !plan.contains("HashJoinExec"),
-                "{path}: {sql}\n{plan}"
-            );
-            assert_eq!(sorted(query(&s, sql)), model, "{path}: {sql}");
-        }
+        every_path_probes_item(&db, sql, kind, &model);
     }
     // count(*) over each: the join returns rows of no columns.
     for &(sql, _, _) in TESTED {
@@ -312,24 +308,30 @@ fn smooth_inner_reads_each_page_once_and_fewer_pages_than_plain_probes_on_keys_w
     assert!(counter(&s, "mode_changes") >= 1.0, "{s}");
 }
 
-#[test]
-fn the_optimizer_takes_the_index_join_from_stale_statistics_and_the_hash_join_from_fresh() {
-    let (_dir, db, _, _) = setup(200, 20_000, 5000, 3);
+/// `setup`'s tables (200 outer rows, 20,000 items over 5,000 keys) after
+/// `ANALYZE`, then 5,000 rows appended to `ord` with `a` in 2000..3000,
+/// beyond anything `ANALYZE` saw: a scan of `ord` for them is estimated at a
+/// handful of rows. Returns an `optimizer` / `auto` session.
+fn stale_ord() -> (tempfile::TempDir, Arc<Database>, SqlSession) {
+    let (dir, db, _, _) = setup(200, 20_000, 5000, 3);
     let s = session(&db, "optimizer", "auto");
     s.execute("ANALYZE").unwrap();
-    // Rows appended after ANALYZE, with `a` beyond anything it saw.
-    {
-        let mut l = db.begin_load("ord").unwrap();
-        let mut rng = SmallRng::seed_from_u64(5);
-        for _ in 0..5000 {
-            l.append(&[
-                Value::Int32(rng.random_range(0..5000)),
-                Value::Int32(rng.random_range(2000..3000)),
-            ])
-            .unwrap();
-        }
-        l.commit(&NoProgress).unwrap();
+    let mut l = db.begin_load("ord").unwrap();
+    let mut rng = SmallRng::seed_from_u64(5);
+    for _ in 0..5000 {
+        l.append(&[
+            Value::Int32(rng.random_range(0..5000)),
+            Value::Int32(rng.random_range(2000..3000)),
+        ])
+        .unwrap();
     }
+    l.commit(&NoProgress).unwrap();
+    (dir, db, s)
+}
+
+#[test]
+fn the_optimizer_takes_the_index_join_from_stale_statistics_and_the_hash_join_from_fresh() {
+    let (_dir, db, s) = stale_ord();
     let sql = format!("{JOIN} WHERE o.a >= 2000");
     let reference = sorted(query(&session(&db, "full", "off"), &sql));
     let stale = explain(&s, &sql, false);
@@ -359,23 +361,7 @@ fn the_optimizer_takes_the_index_join_from_stale_statistics_and_the_hash_join_fr
 
 #[test]
 fn auto_takes_a_semi_join_over_a_scan_estimate_but_not_over_a_join_estimate() {
-    let (_dir, db, _, _) = setup(200, 20_000, 5000, 3);
-    let s = session(&db, "optimizer", "auto");
-    s.execute("ANALYZE").unwrap();
-    // Rows appended after ANALYZE, with `a` beyond anything it saw: the
-    // scan of `ord` is estimated at a handful of rows.
-    {
-        let mut l = db.begin_load("ord").unwrap();
-        let mut rng = SmallRng::seed_from_u64(5);
-        for _ in 0..5000 {
-            l.append(&[
-                Value::Int32(rng.random_range(0..5000)),
-                Value::Int32(rng.random_range(2000..3000)),
-            ])
-            .unwrap();
-        }
-        l.commit(&NoProgress).unwrap();
-    }
+    let (_dir, db, s) = stale_ord();
     let over_scan = "SELECT o.k, o.a FROM ord o WHERE o.a >= 2000 \
          AND EXISTS (SELECT 1 FROM item i WHERE i.k = o.k AND i.v > 500)";
     let plan = explain(&s, over_scan, false);
