@@ -19,6 +19,7 @@ targets=(
   "strata-access --test integration flash_sorts::"
   "strata-load --test integration fuzz::"
   "strata-sql --test integration fuzz_sql::"
+  "strata-server --test integration fuzz::"
 )
 for t in "${targets[@]}"; do
   echo "== $t ($cases cases)"

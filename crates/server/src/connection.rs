@@ -143,9 +143,9 @@ pub struct Parser {
 
 /// The handlers of one connection.
 pub struct Handlers {
-    connection: Arc<Connection>,
-    startup: Arc<Startup>,
-    shared: Arc<Shared>,
+    pub(crate) connection: Arc<Connection>,
+    pub(crate) startup: Arc<Startup>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl Handlers {

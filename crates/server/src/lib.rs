@@ -8,6 +8,8 @@
 //!   no authentication or SCRAM.
 //! - [`listen`]: the listening sockets (TCP, and a Unix socket named as
 //!   PostgreSQL's), one task per connection on the server's runtime.
+//! - [`socket`]: a connection's message loop — pgwire's, with a message
+//!   pgwire cannot decode answered (SQLSTATE 08P01) instead of panicked on.
 //! - [`shared`]: what the connections share — the database, the connection
 //!   count and its limit, cancel keys.
 //! - [`connection`]: a connection's handlers — simple and extended query,
@@ -33,6 +35,7 @@ pub mod params;
 pub mod reply;
 pub mod settings;
 pub mod shared;
+pub mod socket;
 pub mod startup;
 
 pub use listen::{ServeOptions, Server};

@@ -172,7 +172,7 @@ impl Server {
                         let tls = self.tls.clone();
                         tokio::spawn(async move {
                             let handlers = Handlers::new(shared, slot);
-                            let _ = pgwire::tokio::process_socket(socket, tls, handlers).await;
+                            let _ = crate::socket::serve_tcp(socket, tls, handlers).await;
                         });
                     }
                     Err(e) => pause_or_fail(e).await?,
@@ -183,7 +183,7 @@ impl Server {
                         let shared = shared.clone();
                         tokio::spawn(async move {
                             let handlers = Handlers::new(shared, slot);
-                            let _ = pgwire::tokio::process_socket_unix(socket, handlers).await;
+                            let _ = crate::socket::serve_unix(socket, handlers).await;
                         });
                     }
                     Err(e) => pause_or_fail(e).await?,
