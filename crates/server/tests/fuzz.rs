@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
-use postgres::{Client, NoTls};
+use crate::serve::connect;
 use proptest::prelude::*;
 use strata_server::{ServeOptions, Server};
 use strata_storage::util::proptest_cases;
@@ -172,20 +172,16 @@ fn structured() -> impl Strategy<Value = (u8, Vec<u8>, i64)> {
                         b.extend_from_slice(&count.to_be_bytes());
                         b'B'
                     }
-                    3 => {
+                    3 | 5 => {
+                        // Describe and Close: a statement or a portal, named.
                         b.push(if nul { b'S' } else { b'P' });
                         cstr(name, true, &mut b);
-                        b'D'
+                        if kind == 3 { b'D' } else { b'C' }
                     }
                     4 => {
                         cstr(name, nul, &mut b);
                         b.extend_from_slice(&ints.first().copied().unwrap_or(0).to_be_bytes());
                         b'E'
-                    }
-                    5 => {
-                        b.push(if nul { b'S' } else { b'P' });
-                        cstr(name, true, &mut b);
-                        b'C'
                     }
                     6 => {
                         b.extend_from_slice(&bytes);
@@ -228,11 +224,7 @@ proptest! {
             };
         }
         let addr = SERVER.with(|s| s.0);
-        let mut healthy = Client::connect(
-            &format!("host={} port={} user=strata dbname=strata", addr.ip(), addr.port()),
-            NoTls,
-        )
-        .unwrap();
+        let mut healthy = connect(addr);
         let mut s = started(addr);
         for (ty, body, lie) in &messages {
             let len = (body.len() as i64 + 4 + lie).clamp(0, u32::MAX as i64) as u32;
@@ -247,11 +239,7 @@ proptest! {
         drop(s);
         let one: i64 = healthy.query_one("SELECT 1", &[]).unwrap().get(0);
         prop_assert_eq!(one, 1);
-        let other: i64 = Client::connect(
-            &format!("host={} port={} user=strata dbname=strata", addr.ip(), addr.port()),
-            NoTls,
-        )
-        .unwrap()
+        let other: i64 = connect(addr)
         .query_one("SELECT 2", &[])
         .unwrap()
         .get(0);
@@ -277,18 +265,7 @@ fn a_truncated_bind_is_answered_with_a_protocol_violation() {
     let text = String::from_utf8_lossy(&got);
     assert!(text.contains("FATAL") && text.contains("08P01"), "{text}");
     assert!(text.contains("invalid frontend message"), "{text}");
-    let one: i64 = Client::connect(
-        &format!(
-            "host={} port={} user=strata dbname=strata",
-            addr.ip(),
-            addr.port()
-        ),
-        NoTls,
-    )
-    .unwrap()
-    .query_one("SELECT 1", &[])
-    .unwrap()
-    .get(0);
+    let one: i64 = connect(addr).query_one("SELECT 1", &[]).unwrap().get(0);
     assert_eq!(one, 1);
     assert_eq!(SERVER_PANICS.load(Ordering::SeqCst), 0);
 }

@@ -29,7 +29,7 @@ pub fn serve(max_connections: usize) -> (SocketAddr, tempfile::TempDir) {
     (addr, dir)
 }
 
-fn connect(addr: SocketAddr) -> Client {
+pub fn connect(addr: SocketAddr) -> Client {
     Client::connect(
         &format!(
             "host={} port={} user=strata dbname=strata",
