@@ -614,39 +614,23 @@ impl<'a> Run<'a> {
                 }
             }
         }
-        let (mut li, ri) = (UInt32Array::from(li), UInt32Array::from(ri));
-        if matched.is_some() && self.join.filter.is_none() {
-            return Ok((li, None));
-        }
-        let outer_cols = outer
-            .columns()
-            .iter()
-            .map(|c| take(c, &li, None))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        let inner_cols = inner
-            .columns()
-            .iter()
-            .map(|c| take(c, &ri, None))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        let (left, right) = if self.join.inner_left {
-            (inner_cols, outer_cols)
-        } else {
-            (outer_cols, inner_cols)
-        };
-        let left_width = left.len();
-        let columns: Vec<ArrayRef> = left.into_iter().chain(right).collect();
-        let mut joined = with_rows(&self.joined, columns, li.len())?;
+        let (mut li, mut ri) = (UInt32Array::from(li), UInt32Array::from(ri));
+        // The join filter on its own columns, then the pairs it keeps.
         if let Some(filter) = &self.join.filter {
-            let left = left_width;
-            let columns: Vec<ArrayRef> = filter
+            let [left, right] = self.sides(outer, &li, inner, &ri);
+            let columns = filter
                 .column_indices()
                 .iter()
-                .map(|ci| match ci.side {
-                    JoinSide::Left => joined.column(ci.index).clone(),
-                    _ => joined.column(left + ci.index).clone(),
+                .map(|ci| {
+                    let (batch, rows) = if ci.side == JoinSide::Left {
+                        left
+                    } else {
+                        right
+                    };
+                    take(batch.column(ci.index), rows, None)
                 })
-                .collect();
-            let intermediate = with_rows(filter.schema(), columns, joined.num_rows())?;
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let intermediate = with_rows(filter.schema(), columns, li.len())?;
             let keep = filter
                 .expression()
                 .evaluate(&intermediate)?
@@ -655,22 +639,46 @@ impl<'a> Run<'a> {
                 .as_any()
                 .downcast_ref::<BooleanArray>()
                 .ok_or_else(|| DataFusionError::Internal("join filter is not boolean".into()))?;
-            joined = filter_record_batch(&joined, keep)?;
-            li = filter_array(&li, keep)?
-                .as_any()
-                .downcast_ref::<UInt32Array>()
-                .ok_or_else(|| DataFusionError::Internal("filtered row numbers".into()))?
-                .clone();
+            let kept = |rows: &UInt32Array| -> Result<UInt32Array> {
+                Ok(filter_array(rows, keep)?
+                    .as_any()
+                    .downcast_ref::<UInt32Array>()
+                    .ok_or_else(|| DataFusionError::Internal("filtered row numbers".into()))?
+                    .clone())
+            };
+            (li, ri) = (kept(&li)?, kept(&ri)?);
         }
         if matched.is_some() {
             return Ok((li, None));
         }
+        let columns = self
+            .sides(outer, &li, inner, &ri)
+            .into_iter()
+            .flat_map(|(batch, rows)| batch.columns().iter().map(move |c| take(c, rows, None)))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let joined = with_rows(&self.joined, columns, li.len())?;
         let joined = match &self.join.projection {
             Some(p) => joined.project(p)?,
             None => joined,
         };
         let out = with_rows(&self.schema, joined.columns().to_vec(), joined.num_rows())?;
         Ok((li, Some(out)))
+    }
+
+    /// The hash join's left and right sides, each with the row of every pair
+    /// in it.
+    fn sides<'b>(
+        &self,
+        outer: &'b RecordBatch,
+        outer_rows: &'b UInt32Array,
+        inner: &'b RecordBatch,
+        inner_rows: &'b UInt32Array,
+    ) -> [(&'b RecordBatch, &'b UInt32Array); 2] {
+        if self.join.inner_left {
+            [(inner, inner_rows), (outer, outer_rows)]
+        } else {
+            [(outer, outer_rows), (inner, inner_rows)]
+        }
     }
 }
 

@@ -109,40 +109,29 @@ impl PhysicalOptimizerRule for IndexJoinRule {
 }
 
 /// The strata scan under `plan`, through the operators that only move its
-/// batches between partitions or yield to the scheduler.
-fn scan_below(plan: &Arc<dyn ExecutionPlan>) -> Option<&StrataScanExec> {
+/// batches between partitions or yield to the scheduler, and, when
+/// `through_filters`, filters and projections too (the plans whose row
+/// estimate is the scan's, from `ANALYZE`, not a join's).
+fn scan_below(plan: &Arc<dyn ExecutionPlan>, through_filters: bool) -> Option<&StrataScanExec> {
     if let Some(s) = plan.downcast_ref::<StrataScanExec>() {
         return Some(s);
     }
-    if let Some(r) = plan.downcast_ref::<RepartitionExec>() {
-        return scan_below(r.input());
-    }
-    if let Some(c) = plan.downcast_ref::<CooperativeExec>() {
-        return scan_below(c.input());
-    }
-    None
-}
-
-/// The strata scan under `plan` through the operators [`scan_below`] passes
-/// and filters and projections: the plans whose row estimate is the scan's,
-/// from `ANALYZE`, not a join's.
-fn scan_under_filters(plan: &Arc<dyn ExecutionPlan>) -> Option<&StrataScanExec> {
-    if let Some(f) = plan.downcast_ref::<FilterExec>() {
-        return scan_under_filters(f.input());
-    }
-    if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
-        return scan_under_filters(p.input());
-    }
-    if let Some(c) = plan.downcast_ref::<CoalescePartitionsExec>() {
-        return scan_under_filters(c.input());
-    }
-    if let Some(r) = plan.downcast_ref::<RepartitionExec>() {
-        return scan_under_filters(r.input());
-    }
-    if let Some(c) = plan.downcast_ref::<CooperativeExec>() {
-        return scan_under_filters(c.input());
-    }
-    plan.downcast_ref::<StrataScanExec>()
+    let input = if let Some(r) = plan.downcast_ref::<RepartitionExec>() {
+        r.input()
+    } else if let Some(c) = plan.downcast_ref::<CooperativeExec>() {
+        c.input()
+    } else if !through_filters {
+        return None;
+    } else if let Some(f) = plan.downcast_ref::<FilterExec>() {
+        f.input()
+    } else if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
+        p.input()
+    } else if let Some(c) = plan.downcast_ref::<CoalescePartitionsExec>() {
+        c.input()
+    } else {
+        return None;
+    };
+    scan_below(input, through_filters)
 }
 
 /// The index join replacing `hj`, if one is possible and chosen: with the
@@ -214,7 +203,7 @@ fn candidate(
     } else {
         (hj.left(), hj.right())
     };
-    let Some(scan) = scan_below(inner_plan) else {
+    let Some(scan) = scan_below(inner_plan, false) else {
         return Ok(None);
     };
     let req = scan.request();
@@ -262,7 +251,7 @@ fn candidate(
             }
             // A semi / anti join only where the outer side's estimate comes
             // from a scan's statistics (see the module docs).
-            if *hj.join_type() != JoinType::Inner && scan_under_filters(outer_plan).is_none() {
+            if *hj.join_type() != JoinType::Inner && scan_below(outer_plan, true).is_none() {
                 return Ok(None);
             }
             let outer =
