@@ -50,6 +50,9 @@ pub struct ColumnPart {
     counters: Arc<ReadCounters>,
     /// The database's cache of column-file bytes, if any.
     cache: Option<Arc<ChunkCache>>,
+    /// Positions of the rows DELETE and UPDATE took away (the table's
+    /// delete set, as the statement's snapshot sees it), ascending.
+    deleted: Vec<u64>,
 }
 
 /// A row group to read, and which of its rows (`None`: all).
@@ -58,8 +61,33 @@ pub struct Unit {
     pub file: usize,
     pub row_group: usize,
     pub selection: Option<RowSelection>,
-    /// Rows the unit reads (those of its selected pages).
+    /// Rows the unit reads (those of its selected pages, less the deleted).
     pub rows: u64,
+    /// The position in the part of the row group's first row, and the row
+    /// group's rows.
+    pub first: u64,
+    pub group_rows: u64,
+}
+
+impl Unit {
+    /// The positions in the part of the rows the unit reads, in the order
+    /// its batches give them.
+    pub fn positions(&self) -> Vec<u64> {
+        match &self.selection {
+            None => (self.first..self.first + self.group_rows).collect(),
+            Some(sel) => {
+                let mut out = Vec::with_capacity(self.rows as usize);
+                let mut at = self.first;
+                for s in sel.iter() {
+                    if !s.skip {
+                        out.extend(at..at + s.row_count as u64);
+                    }
+                    at += s.row_count as u64;
+                }
+                out
+            }
+        }
+    }
 }
 
 /// What planning kept of the part.
@@ -84,6 +112,7 @@ impl ColumnPart {
             None => Ok(None),
             Some(def) => {
                 let mut part = ColumnPart::open(db.dir(), def, table.schema(), db.direct_io())?;
+                part.deleted = table.deleted_column_rows()?;
                 let budget = (db.pool().capacity() * strata_storage::page::PAGE_SIZE) as u64;
                 part.cache = Some(db.extension(|| ChunkCache::new(budget)));
                 Ok(Some(part))
@@ -139,7 +168,13 @@ impl ColumnPart {
             arrow,
             counters,
             cache: None,
+            deleted: Vec::new(),
         })
+    }
+
+    /// Rows of the part its delete set took away.
+    pub fn deleted_rows(&self) -> u64 {
+        self.deleted.len() as u64
     }
 
     /// The bytes and requests its reads took so far.
@@ -155,19 +190,36 @@ impl ColumnPart {
             .sum()
     }
 
-    /// The units a scan whose rows must pass `conjuncts` reads.
+    /// The units a scan whose rows must pass `conjuncts` reads: the live
+    /// rows of the row groups and pages their comparisons can be true on.
     pub fn plan(&self, conjuncts: &[Comparison]) -> Plan {
+        self.plan_over(conjuncts, true)
+    }
+
+    /// [`ColumnPart::plan`], with the deleted rows too unless `live_only`.
+    fn plan_over(&self, conjuncts: &[Comparison], live_only: bool) -> Plan {
         let tests = prune::tests(&self.schema, &self.arrow, conjuncts);
         let mut plan = Plan::default();
+        let mut file_first = 0u64;
         for (f, of) in self.files.iter().enumerate() {
             let meta = of.meta.metadata();
             plan.row_groups_total += meta.num_row_groups();
             plan.rows_total += meta.file_metadata().num_rows() as u64;
+            let mut firsts = Vec::with_capacity(meta.num_row_groups());
+            let mut at = file_first;
+            for g in 0..meta.num_row_groups() {
+                firsts.push(at);
+                at += meta.row_group(g).num_rows() as u64;
+            }
             for g in prune::row_groups(meta, &self.arrow, &tests) {
-                let selection = prune::pages(meta, &self.arrow, &tests, g);
+                let group_rows = meta.row_group(g).num_rows() as u64;
+                let mut selection = prune::pages(meta, &self.arrow, &tests, g);
+                if live_only {
+                    selection = self.without_deleted(selection, firsts[g], group_rows);
+                }
                 let rows = match &selection {
                     Some(s) => s.row_count() as u64,
-                    None => meta.row_group(g).num_rows() as u64,
+                    None => group_rows,
                 };
                 if rows > 0 {
                     plan.units.push(Unit {
@@ -175,11 +227,46 @@ impl ColumnPart {
                         row_group: g,
                         selection,
                         rows,
+                        first: firsts[g],
+                        group_rows,
                     });
                 }
             }
+            file_first = at;
         }
         plan
+    }
+
+    /// `selection` (of the row group whose first row is at `first`, of
+    /// `rows` rows; `None`: all) without the deleted rows.
+    fn without_deleted(
+        &self,
+        selection: Option<RowSelection>,
+        first: u64,
+        rows: u64,
+    ) -> Option<RowSelection> {
+        let from = self.deleted.partition_point(|&p| p < first);
+        let to = self.deleted.partition_point(|&p| p < first + rows);
+        if from == to {
+            return selection;
+        }
+        let mut live = Vec::new();
+        let mut at = 0usize;
+        for &p in &self.deleted[from..to] {
+            let r = (p - first) as usize;
+            if r > at {
+                live.push(at..r);
+            }
+            at = r + 1;
+        }
+        if at < rows as usize {
+            live.push(at..rows as usize);
+        }
+        let live = RowSelection::from_consecutive_ranges(live.into_iter(), rows as usize);
+        Some(match selection {
+            Some(s) => s.intersection(&live),
+            None => live,
+        })
     }
 
     /// Reads `unit`'s rows of table columns `columns` (in table order in
@@ -215,16 +302,18 @@ impl ColumnPart {
         Ok(())
     }
 
-    /// Decodes every column of every row group (what `strata check` runs):
-    /// the rows, which must be the catalog's count (checked when the part
-    /// was opened, per file, from the footers).
+    /// Decodes every column of every row group, the deleted rows too (what
+    /// `strata check` runs): the rows, which must be the catalog's count
+    /// (checked when the part was opened, per file, from the footers).
     pub fn verify(&self) -> Result<u64> {
         let all: Vec<usize> = (0..self.schema.len()).collect();
         let mut rows = 0u64;
-        self.read_all(&all, |b| {
-            rows += b.num_rows() as u64;
-            Ok(true)
-        })?;
+        for u in &self.plan_over(&[], false).units {
+            self.read(u, &all, |b| {
+                rows += b.num_rows() as u64;
+                Ok(true)
+            })?;
+        }
         let want: u64 = self
             .files
             .iter()
@@ -243,7 +332,7 @@ impl ColumnPart {
         Ok(rows)
     }
 
-    /// Reads every row of columns `columns`, unit after unit.
+    /// Reads every live row of columns `columns`, unit after unit.
     pub fn read_all(
         &self,
         columns: &[usize],

@@ -113,7 +113,10 @@ pub fn rewrite(
             } else {
                 vec![]
             };
-            load.set_columns(Some(ColumnsDef { files }));
+            load.set_columns(Some(ColumnsDef {
+                files,
+                deleted: None,
+            }));
         }
         Format::Rows => {
             let types = old.schema().types();

@@ -3,6 +3,8 @@
 //! the one committed is named in the error, an uncommitted conversion leaves
 //! no trace, and what a columnar table refuses it refuses clearly.
 
+mod deletes;
+
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};

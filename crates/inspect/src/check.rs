@@ -44,8 +44,9 @@ where
         if let Some(part) = ColumnPart::of(db, &t)? {
             let rows = part.verify()?;
             lines.push(format!(
-                "ok: table {name}: column files: {rows} rows in {} file(s), every column decoded",
-                t.columns().map_or(0, |c| c.files.len())
+                "ok: table {name}: column files: {rows} rows in {} file(s) ({} deleted), every column decoded",
+                t.columns().map_or(0, |c| c.files.len()),
+                part.deleted_rows()
             ));
         }
     }

@@ -93,6 +93,7 @@ where
             .collect::<Vec<_>>()
             .into();
         entry["delta_rows"] = t.rows().into();
+        entry["deleted_column_rows"] = t.delete_set().map_or(0, |d| d.len()).into();
     }
     // Vertical partitioning (`strata split`): the side table.
     if let Some(side) = t.side_table() {
@@ -164,9 +165,10 @@ pub fn render(db: &str, tables: &[Value]) -> String {
             let bytes: u64 = files.iter().map(|f| count(&f["bytes"])).sum();
             let rows: u64 = files.iter().map(|f| count(&f["rows"])).sum();
             line(format!(
-                "  format: columns, {rows} rows in {} Parquet file(s) ({}); {} rows in the delta (the heap above)",
+                "  format: columns, {rows} rows in {} Parquet file(s) ({}), {} of them deleted; {} rows in the delta (the heap above)",
                 files.len(),
                 format_bytes(bytes),
+                count(&t["deleted_column_rows"]),
                 t["delta_rows"]
             ));
         }

@@ -201,22 +201,51 @@ fn statement(rng: &mut SmallRng, model: &mut Vec<Row>) -> (String, u64) {
 
 #[test]
 fn random_writes_match_a_model_and_keep_indexes_consistent() {
-    random_writes(true);
+    random_writes(true, false);
 }
 
 /// The same with UPDATE and DELETE planned by DataFusion as queries.
 #[test]
 fn random_writes_planned_as_queries_match_the_model_too() {
-    random_writes(false);
+    random_writes(false, false);
 }
 
-fn random_writes(direct: bool) {
+/// The same on a columnar table: its column rows deleted through the delete
+/// set (an UPDATE's new rows go to the delta), the delta's rows in place,
+/// and every 25 rounds the delta merged into new column files (`strata
+/// compact --format columns`), which renumbers the column rows.
+#[test]
+fn random_writes_on_a_columnar_table_match_the_model() {
+    random_writes(true, true);
+}
+
+fn random_writes(direct: bool, columnar: bool) {
     let mut rng = SmallRng::seed_from_u64(11);
     let mut model: Vec<Row> = (0..300).map(|_| random_row(&mut rng)).collect();
-    let (_dir, db) = setup(&model);
+    let (_dir, db) = if columnar {
+        let (dir, db) = common::empty_db();
+        common::load(
+            &db,
+            "t",
+            "k BIGINT, v INT NULL, s VARCHAR(12) NULL",
+            vec![],
+            model.iter().map(values),
+        );
+        strata_columns::rewrite(&db, "t", strata_columns::Format::Columns, &NoProgress).unwrap();
+        (dir, Arc::new(db))
+    } else {
+        setup(&model)
+    };
     let s = SqlSession::new(db.clone()).unwrap();
     s.set("strata.direct_dml", &direct.to_string()).unwrap();
+    let mut marked = 0;
     for round in 0..120 {
+        if columnar && round % 25 == 24 {
+            marked += db.table("t").unwrap().delete_set().unwrap().len();
+            strata_columns::rewrite(&db, "t", strata_columns::Format::Columns, &NoProgress)
+                .unwrap();
+            assert_eq!(db.table("t").unwrap().rows(), 0, "the delta merged");
+        }
         // Some statements run inside one explicit transaction.
         let txn = round % 20 == 10;
         if txn {
@@ -235,6 +264,12 @@ fn random_writes(direct: bool) {
             assert_eq!(contents(&s), want, "after round {round}");
             consistent(&db);
         }
+    }
+    if columnar {
+        assert!(
+            marked > 0,
+            "column rows were deleted through the delete set"
+        );
     }
     // The same rows after a reopen: every statement committed.
     let dir = db.dir().to_path_buf();

@@ -106,6 +106,11 @@ pub struct TableDef {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ColumnsDef {
     pub files: Vec<ColumnFile>,
+    /// The delete set's file (`db/deletes.rs`): the positions of the rows
+    /// of `files` that DELETE and UPDATE took away. Absent: a part converted
+    /// before delete sets existed, which takes no deletes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted: Option<String>,
 }
 
 /// One Parquet file of a columnar table.

@@ -87,11 +87,11 @@ impl Filter {
     }
 
     /// The rows of `batch` (and their `tids`) that satisfy the filter.
-    pub(super) fn select(
+    pub(super) fn select<T>(
         &self,
-        tids: Vec<Tid>,
+        tids: Vec<T>,
         batch: RecordBatch,
-    ) -> Result<(Vec<Tid>, RecordBatch), SqlError> {
+    ) -> Result<(Vec<T>, RecordBatch), SqlError> {
         let Some(expr) = &self.expr else {
             return Ok((tids, batch));
         };
@@ -103,7 +103,7 @@ impl Filter {
             .as_any()
             .downcast_ref::<BooleanArray>()
             .ok_or_else(|| SqlError::Query(format!("WHERE is not a boolean condition: {expr}")))?;
-        let keep: Vec<Tid> = tids
+        let keep: Vec<T> = tids
             .into_iter()
             .enumerate()
             .filter(|(i, _)| mask.is_valid(*i) && mask.value(*i))

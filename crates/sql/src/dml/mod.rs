@@ -28,6 +28,7 @@
 //! already moved (the Halloween problem), and `INSERT INTO t SELECT … FROM t`
 //! reads only the rows that were there before.
 
+mod column_rows;
 pub mod direct_dml;
 pub mod direct_select;
 mod filter;
@@ -241,17 +242,18 @@ pub struct DmlExec {
     props: Arc<PlanProperties>,
 }
 
-/// Refuses a change of rows of a columnar table's column part (its rows
-/// cannot be deleted or updated in place yet).
+/// Refuses a change of rows of a columnar table whose column part has rows
+/// but no delete set (converted before delete sets existed).
 fn refuse_columnar_change(db: &strata_storage::Database, name: &str, what: &str) -> Result<()> {
     let table = db.table(name).map_err(|e| external(e.into()))?;
     match table.columns() {
-        Some(c) if c.rows() > 0 => Err(external(
+        Some(c) if c.rows() > 0 && table.delete_set().is_none() => Err(external(
             strata_storage::StorageError::Columnar {
                 table: name.to_string(),
                 message: format!(
-                    "{what} of table {name}: its rows are in columns, which take inserts only \
-                 (SQLSTATE 0A000); `strata compact --format rows {name}` converts it back"
+                    "{what} of table {name}: its column part was converted before columnar \
+                     tables took deletes (SQLSTATE 0A000); `strata compact --format columns \
+                     {name}` once gives it a delete set"
                 ),
             }
             .into(),
@@ -402,18 +404,29 @@ impl DmlExec {
                                 tids
                             }
                         };
+                        // A columnar table's column rows: marked deleted.
+                        let mut positions = Vec::new();
+                        column_rows::find_column_rows(db, &t, &self.filter, &mut |found, old| {
+                            positions.extend(found);
+                            if returning.is_some() {
+                                old_rows.push(old);
+                            }
+                            Ok(())
+                        })?;
                         let out = match returning {
                             Some(f) => f(&old_rows)?,
                             None => Vec::new(),
                         };
                         t.delete_rows(&tids)?;
-                        Ok((tids.len() as u64, out))
+                        t.delete_column_rows(&positions)?;
+                        Ok(((tids.len() + positions.len()) as u64, out))
                     }
                     Op::Update(set) => {
                         let mut changes: Vec<(Vec<Tid>, RecordBatch)> = Vec::new();
+                        let mut moved: Vec<(Vec<u64>, RecordBatch)> = Vec::new();
                         let mut scratch = Vec::new();
-                        find(&t, &self.filter, index, &costs, &mut |tids, old| {
-                            let new = assign(&t, set, &old)?;
+                        let mut checked = |old: &RecordBatch| -> Result<RecordBatch, SqlError> {
+                            let new = assign(&t, set, old)?;
                             for row in rows_of(&new, t.schema())? {
                                 check_row(&t, &row, &mut scratch).map_err(|e| {
                                     SqlError::Data(format!(
@@ -423,13 +436,25 @@ impl DmlExec {
                                     ))
                                 })?;
                             }
-                            changes.push((tids, new));
+                            Ok(new)
+                        };
+                        find(&t, &self.filter, index, &costs, &mut |tids, old| {
+                            changes.push((tids, checked(&old)?));
+                            Ok(())
+                        })?;
+                        // A columnar table's column rows: deleted there, their
+                        // new rows inserted into the delta.
+                        column_rows::find_column_rows(db, &t, &self.filter, &mut |found, old| {
+                            moved.push((found, checked(&old)?));
                             Ok(())
                         })?;
                         let out = match returning {
                             Some(f) => {
-                                let new: Vec<RecordBatch> =
-                                    changes.iter().map(|(_, b)| b.clone()).collect();
+                                let new: Vec<RecordBatch> = changes
+                                    .iter()
+                                    .map(|(_, b)| b.clone())
+                                    .chain(moved.iter().map(|(_, b)| b.clone()))
+                                    .collect();
                                 f(&new)?
                             }
                             None => Vec::new(),
@@ -449,6 +474,13 @@ impl DmlExec {
                                 }
                                 n += 1;
                             }
+                        }
+                        for (positions, new) in &moved {
+                            if !set.is_empty() {
+                                t.delete_column_rows(positions)?;
+                                t.insert_rows(&rows_of(new, t.schema())?)?;
+                            }
+                            n += positions.len() as u64;
                         }
                         Ok((n, out))
                     }

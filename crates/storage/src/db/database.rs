@@ -306,6 +306,9 @@ impl Database {
             for c in t.columns.iter().flat_map(|c| &c.files) {
                 live.insert(c.file.clone());
             }
+            if let Some(d) = t.columns.as_ref().and_then(|c| c.deleted.as_ref()) {
+                live.insert(d.clone());
+            }
             for i in &t.indexes {
                 live.insert(i.file.clone());
                 if let Some(h) = &i.hot {
@@ -409,6 +412,9 @@ impl Database {
         }
         for c in def.columns.iter().flat_map(|c| &c.files) {
             remove_column_file(&self.dir, &c.file)?;
+        }
+        if let Some(d) = def.columns.as_ref().and_then(|c| c.deleted.as_ref()) {
+            remove_files(&self.dir, d)?;
         }
         Ok(())
     }
@@ -785,8 +791,19 @@ impl Table {
             Some(s) => Some(SidePart::of(&layout, db.table(s)?)),
             None => None,
         };
+        let deleted = match def.columns.as_ref().and_then(|c| c.deleted.as_ref()) {
+            Some(f) => Some(Arc::new(super::deletes::DeleteSet::open(
+                db.pool.clone(),
+                &db.dir,
+                f,
+                &def.name,
+                def.segment_pages,
+            )?)),
+            None => None,
+        };
         Ok(Table {
             side,
+            deleted,
             heat,
             columns: def.columns,
             layout,

@@ -162,6 +162,8 @@ pub(super) fn side_column_in_index(index: &str, column: &str) -> StorageError {
 pub(crate) enum TreeRef<'a> {
     Index(&'a Index),
     Hot(Arc<super::index::HotPartition>),
+    /// A columnar table's delete set (`deletes.rs`).
+    Deleted(&'a super::deletes::DeleteSet),
 }
 
 impl TreeRef<'_> {
@@ -169,6 +171,7 @@ impl TreeRef<'_> {
         match self {
             TreeRef::Index(i) => &i.btree,
             TreeRef::Hot(h) => &h.btree,
+            TreeRef::Deleted(d) => &d.btree,
         }
     }
 
@@ -177,6 +180,7 @@ impl TreeRef<'_> {
         match self {
             TreeRef::Index(i) => &i.def.file,
             TreeRef::Hot(h) => &h.def.file,
+            TreeRef::Deleted(d) => &d.file,
         }
     }
 }

@@ -41,6 +41,9 @@ pub struct TableLoad<'a> {
     pub(super) side: Option<SideLoad>,
     /// A side table the commit removes (`strata split --merge`).
     pub(super) retire: Option<Arc<Table>>,
+    /// The new, empty delete set of a rewrite into columns (`deletes.rs`),
+    /// named in the catalog by the commit.
+    pub(super) deletes: Option<Arc<super::deletes::DeleteSet>>,
 }
 
 /// The side table's rows of a load: appended to its heap, committed in the
@@ -95,6 +98,7 @@ impl<'a> TableLoad<'a> {
             scratch: Vec::new(),
             side: None,
             retire: None,
+            deletes: None,
         };
         for s in indexes {
             load.add_index(s)?;
@@ -405,6 +409,9 @@ impl<'a> TableLoad<'a> {
         sync_dir(&db.dir.join("data"))?;
 
         let old_indexes = std::mem::take(&mut self.def.indexes);
+        if let (Some(c), Some(d)) = (self.def.columns.as_mut(), &self.deletes) {
+            c.deleted = Some(d.file.clone());
+        }
         let mut def = self.def.clone();
         def.pages = self.heap.num_pages();
         def.rows += self.appended;
@@ -464,6 +471,7 @@ impl<'a> TableLoad<'a> {
                     heat,
                     side: None,
                     columns: None,
+                    deleted: None,
                 });
                 db.tables.lock().insert(d.name.clone(), t.clone());
                 Some(SidePart::of(&self.layout, t))
@@ -497,6 +505,18 @@ impl<'a> TableLoad<'a> {
                     &super::heat::AccessCounts::path_of(&db.dir.join(&def.heap_file)),
                 ))
             });
+        // A rewrite into columns starts a new delete set; a load into a
+        // columnar table keeps the one it has; a row table has none.
+        let kept_deletes = self.deletes.is_none() && self.replaces.is_none();
+        let deleted = match &self.deletes {
+            Some(d) => Some(d.clone()),
+            None if kept_deletes && def.columns.is_some() => db
+                .tables
+                .lock()
+                .get(&def.name)
+                .and_then(|t| t.deleted.clone()),
+            None => None,
+        };
         let table = Arc::new(Table {
             name: def.name.clone(),
             schema: def.schema.clone(),
@@ -513,6 +533,7 @@ impl<'a> TableLoad<'a> {
             heat,
             side,
             columns: def.columns.clone(),
+            deleted: deleted.clone(),
         });
         let old_columns = db
             .tables
@@ -521,6 +542,10 @@ impl<'a> TableLoad<'a> {
             .and_then(|t| t.columns.clone());
         if let Some(old) = db.tables.lock().insert(def.name.clone(), table) {
             for i in old.trees() {
+                // A load into a columnar table keeps its delete set.
+                if matches!(i, super::index::TreeRef::Deleted(_)) && kept_deletes {
+                    continue;
+                }
                 db.pool.discard_file(i.btree().file_id())?;
                 db.device.close(i.btree().file_id());
             }
@@ -552,6 +577,11 @@ impl<'a> TableLoad<'a> {
             {
                 super::database::remove_column_file(&db.dir, &f.file)?;
             }
+        }
+        if let Some(d) = old_columns.as_ref().and_then(|c| c.deleted.as_ref())
+            && !kept_deletes
+        {
+            remove_files(&db.dir, d)?;
         }
         for i in &old_indexes {
             remove_files(&db.dir, &i.file)?;
@@ -640,7 +670,22 @@ impl Database {
         def.rows = 0;
         def.hot_region = None;
         def.columns = columnar.then(Default::default);
-        let load = TableLoad::replacing(self, writer, def, table.clone())?;
+        let segment_pages = def.segment_pages;
+        let mut load = TableLoad::replacing(self, writer, def, table.clone())?;
+        if columnar {
+            // An orphan until the commit names it (the next open removes it).
+            let file = self
+                .catalog
+                .lock()
+                .new_file_name(&format!("{name}.deleted"));
+            load.deletes = Some(Arc::new(super::deletes::DeleteSet::create(
+                self.pool.clone(),
+                &self.dir,
+                file,
+                name,
+                segment_pages,
+            )?));
+        }
         Ok((load, table))
     }
 

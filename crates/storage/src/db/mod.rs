@@ -34,6 +34,7 @@
 
 pub mod alter;
 pub mod database;
+pub mod deletes;
 pub mod heat;
 pub mod index;
 pub mod keysort;

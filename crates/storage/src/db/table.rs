@@ -14,6 +14,7 @@ use crate::error::{Result, StorageError};
 use crate::heap::HeapFile;
 use crate::row::{RowLayout, Schema, Tid, Value};
 
+use super::deletes::DeleteSet;
 use super::index::{CachedLookups, Index, TreeRef};
 
 thread_local! {
@@ -95,6 +96,9 @@ pub struct Table {
     /// A columnar table's column part (`strata-columns` reads it); its heap
     /// is then the delta of rows inserted since.
     pub(super) columns: Option<crate::catalog::ColumnsDef>,
+    /// A columnar table's delete set (`deletes.rs`), shared by the table's
+    /// successive handles until a rewrite starts a new one.
+    pub(super) deleted: Option<Arc<DeleteSet>>,
 }
 
 /// Rows a joined scan of a split table decodes before it reads their side
@@ -147,6 +151,9 @@ impl Table {
             if let Some(h) = i.hot() {
                 out.push(TreeRef::Hot(h));
             }
+        }
+        if let Some(d) = &self.deleted {
+            out.push(TreeRef::Deleted(d));
         }
         out
     }
@@ -277,9 +284,52 @@ impl Table {
         self.columns.as_ref()
     }
 
-    /// Live rows of the table, its column part and its heap.
+    /// A columnar table's delete set (`deletes.rs`; `None`: a row table, or
+    /// a column part converted before delete sets existed, which takes no
+    /// deletes).
+    pub fn delete_set(&self) -> Option<&Arc<DeleteSet>> {
+        self.deleted.as_ref()
+    }
+
+    /// Positions of the column part's rows taken away, ascending (empty for
+    /// a row table) — for a reader while a write transaction runs, as of the
+    /// last commit.
+    pub fn deleted_column_rows(&self) -> Result<Vec<u64>> {
+        match &self.deleted {
+            Some(d) => d.positions(),
+            None => Ok(vec![]),
+        }
+    }
+
+    /// Takes the column part's rows at `positions` away, in the running write
+    /// transaction. A position past the part's rows, named twice or taken
+    /// away already is an error, and then nothing has changed.
+    pub fn delete_column_rows(&self, positions: &[u64]) -> Result<()> {
+        self.check_change()?;
+        if positions.is_empty() {
+            return Ok(());
+        }
+        let Some(set) = &self.deleted else {
+            return Err(columnar_refused(
+                &self.name,
+                "deleting a row of its column part (converted before delete sets existed; \
+                 `strata compact --format columns` once gives it one)",
+            ));
+        };
+        let rows = self.columns.as_ref().map_or(0, |c| c.rows());
+        set.mark(&self.name, rows, positions)
+    }
+
+    /// Live rows of the table, its column part (less the rows its delete
+    /// set took away) and its heap.
     pub fn live_rows(&self) -> u64 {
-        self.rows() + self.columns.as_ref().map_or(0, |c| c.rows())
+        let deleted = self.deleted.as_ref().map_or(0, |d| d.len());
+        self.rows()
+            + self
+                .columns
+                .as_ref()
+                .map_or(0, |c| c.rows())
+                .saturating_sub(deleted)
     }
 
     /// Live rows of the heap (of a columnar table: the delta) — for a reader

@@ -156,6 +156,33 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
         }
         indexes.push((iname.clone(), entries));
     }
+    // A columnar table's delete set: a sound tree of positions of its column
+    // part, each an entry of its own.
+    if let Some(set) = table.delete_set() {
+        let bad = |reason: String| StorageError::Columnar {
+            table: name.to_string(),
+            message: format!("table {name}'s delete set ({}): {reason}", set.file()),
+        };
+        let entries = set.btree.check()?;
+        let positions = set.positions()?;
+        if positions.len() as u64 != entries {
+            return Err(bad(format!(
+                "{} positions read for {entries} entries",
+                positions.len()
+            )));
+        }
+        let part = table.columns().map_or(0, |c| c.rows());
+        if let Some(&last) = positions.last()
+            && last >= part
+        {
+            return Err(bad(format!(
+                "position {last} is past the column part's {part} rows"
+            )));
+        }
+        if let Some(w) = positions.windows(2).find(|w| w[0] >= w[1]) {
+            return Err(bad(format!("positions {} and {} out of order", w[0], w[1])));
+        }
+    }
     Ok(TableCheck {
         table: name.to_string(),
         pages: heap.num_pages(),

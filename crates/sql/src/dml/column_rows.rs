@@ -1,0 +1,77 @@
+//! The rows of a columnar table's column part that an `UPDATE` or `DELETE`
+//! changes.
+//!
+//! A column row is not changed in place: its position goes into the table's
+//! delete set (`strata_storage::db::deletes`) and, for an `UPDATE`, its new
+//! row into the delta, the heap, where the table's inserts go. The rows are
+//! found as a scan finds them: the row groups and pages the WHERE's
+//! comparisons can be true on ([`strata_columns::ColumnPart::plan`], the
+//! rows deleted already left out), every column read, the whole WHERE
+//! evaluated on them.
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::common::DataFusionError;
+use strata_columns::ColumnPart;
+use strata_storage::{Database, Table};
+
+use super::filter::{Filter, table_schema};
+use crate::error::SqlError;
+
+fn columns_error(e: strata_columns::ColumnsError) -> SqlError {
+    SqlError::from(DataFusionError::External(Box::new(e)))
+}
+
+/// Hands `each` the rows of `table`'s column part that satisfy `filter`, in
+/// batches: their positions in the part, and the rows (every column, in the
+/// table's Arrow schema). Nothing for a row table.
+pub(super) fn find_column_rows(
+    db: &Database,
+    table: &Table,
+    filter: &Filter,
+    each: &mut dyn FnMut(Vec<u64>, RecordBatch) -> Result<(), SqlError>,
+) -> Result<(), SqlError> {
+    let Some(part) = ColumnPart::of(db, table).map_err(columns_error)? else {
+        return Ok(());
+    };
+    let all: Vec<usize> = (0..table.schema().len()).collect();
+    let schema = table_schema(table);
+    let mut failed: Option<SqlError> = None;
+    for unit in &part.plan(&filter.conjuncts).units {
+        let positions = unit.positions();
+        let mut at = 0usize;
+        part.read(unit, &all, |batch| {
+            let n = batch.num_rows();
+            let Some(pos) = positions.get(at..at + n) else {
+                failed = Some(SqlError::Execution(format!(
+                    "the column part of '{}' gave more rows than its row group {} selects",
+                    table.name(),
+                    unit.row_group
+                )));
+                return Ok(false);
+            };
+            at += n;
+            let step = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())
+                .map_err(|e| SqlError::Execution(e.to_string()))
+                .and_then(|batch| filter.select(pos.to_vec(), batch))
+                .and_then(|(keep, rows)| {
+                    if keep.is_empty() {
+                        Ok(())
+                    } else {
+                        each(keep, rows)
+                    }
+                });
+            match step {
+                Ok(()) => Ok(true),
+                Err(e) => {
+                    failed = Some(e);
+                    Ok(false)
+                }
+            }
+        })
+        .map_err(columns_error)?;
+        if let Some(e) = failed.take() {
+            return Err(e);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,169 @@
+//! A columnar table's delete set: which rows of its column part `DELETE` and
+//! `UPDATE` took away.
+//!
+//! The column part is immutable Parquet files (`strata-columns`), so a row
+//! there is not removed in place: its position (its ordinal in the part, the
+//! files in catalog order, then the rows of each in order) goes into the
+//! table's delete set, and every reader of the part skips the positions the
+//! set holds. An `UPDATE` of a column row is its deletion here plus the new
+//! row inserted into the delta (the heap).
+//!
+//! The set is a B+-tree of positions in a file of its own, named in the
+//! catalog beside the column files (`ColumnsDef::deleted`). Its pages go
+//! through the buffer pool and the log like an index's, so it is a logged
+//! delete bitmap without a page format of its own: a change belongs to the
+//! write transaction that made it (undone with it, logged and made durable
+//! by its commit, redone by recovery), and a read statement sees the set as
+//! of the last commit, as it sees the delta's pages, under one snapshot. A
+//! B+-tree of the marked positions rather than a dense bitmap: the set is
+//! usually a small fraction of the rows, ordered reads come back in position
+//! order, and the code that logs, undoes and recovers trees is already there.
+//! A merge of the delta (`strata compact --format columns`) writes the live
+//! rows into new column files and starts an empty set.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::btree::BTree;
+use crate::buffer::BufferPool;
+use crate::error::{Result, StorageError};
+use crate::row::{DataType, Tid, Value, decode_key, encode_key_value};
+
+/// The open delete set of a columnar table.
+pub struct DeleteSet {
+    /// Its file as the catalog names it (`data/<table>.deleted…`).
+    pub(crate) file: String,
+    pub(crate) btree: BTree,
+}
+
+const KEY: DataType = DataType::Int64;
+
+/// The tree key of position `pos`.
+fn key(pos: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(9);
+    encode_key_value(&KEY, &Value::Int64(pos as i64), &mut out);
+    out
+}
+
+/// The entry's tid: the position again (page = high bits, slot = low 16),
+/// so that every entry is unique and a check can compare it with its key.
+fn tid(pos: u64) -> Tid {
+    Tid::new((pos >> 16) as u32, (pos & 0xffff) as u16)
+}
+
+fn tree_name(table: &str) -> String {
+    format!("{table} (deleted column rows)")
+}
+
+impl DeleteSet {
+    /// Creates an empty delete set of table `table` in a new file, `file`
+    /// under the database directory `dir` (named in the catalog only when
+    /// the caller commits it).
+    pub(crate) fn create(
+        pool: Arc<BufferPool>,
+        dir: &Path,
+        file: String,
+        table: &str,
+        segment_pages: u64,
+    ) -> Result<DeleteSet> {
+        let btree = BTree::create(
+            pool,
+            &dir.join(&file),
+            &tree_name(table),
+            vec![KEY],
+            segment_pages,
+        )?;
+        Ok(DeleteSet { file, btree })
+    }
+
+    /// Opens table `table`'s delete set in `file`.
+    pub(crate) fn open(
+        pool: Arc<BufferPool>,
+        dir: &Path,
+        file: &str,
+        table: &str,
+        segment_pages: u64,
+    ) -> Result<DeleteSet> {
+        let btree = BTree::open(
+            pool,
+            &dir.join(file),
+            &tree_name(table),
+            vec![KEY],
+            segment_pages,
+        )?;
+        Ok(DeleteSet {
+            file: file.to_string(),
+            btree,
+        })
+    }
+
+    /// Its file as the catalog names it.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// Positions marked.
+    pub fn len(&self) -> u64 {
+        self.btree.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every marked position, ascending.
+    pub fn positions(&self) -> Result<Vec<u64>> {
+        let mut out = Vec::with_capacity(self.len() as usize);
+        let it = self
+            .btree
+            .range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)?;
+        for e in it {
+            let (k, t) = e?;
+            let (v, _) = decode_key(&[KEY], &k);
+            let pos = match v.first() {
+                Some(Value::Int64(p)) if *p >= 0 => *p as u64,
+                other => {
+                    return Err(StorageError::Index {
+                        index: self.btree.name().to_string(),
+                        reason: format!("an entry's key is {other:?}, not a row position"),
+                    });
+                }
+            };
+            if tid(pos) != t {
+                return Err(StorageError::Index {
+                    index: self.btree.name().to_string(),
+                    reason: format!("position {pos} is stored with tid {t:?}"),
+                });
+            }
+            out.push(pos);
+        }
+        Ok(out)
+    }
+
+    /// Marks `positions` of the column part (of `part_rows` rows) of table
+    /// `table`. A position past the part, named twice or marked already is
+    /// an error, and then nothing has changed.
+    pub(crate) fn mark(&self, table: &str, part_rows: u64, positions: &[u64]) -> Result<()> {
+        let mut sorted = positions.to_vec();
+        sorted.sort_unstable();
+        let bad = |pos: u64, why: &str| StorageError::Columnar {
+            table: table.to_string(),
+            message: format!("row {pos} of the column part of table {table}: {why}"),
+        };
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(bad(w[0], "named twice"));
+        }
+        if let Some(&last) = sorted.last()
+            && last >= part_rows
+        {
+            return Err(bad(last, &format!("the part has {part_rows} rows")));
+        }
+        for &p in &sorted {
+            if !self.btree.lookup(&key(p))?.is_empty() {
+                return Err(bad(p, "already deleted"));
+            }
+        }
+        let entries: Vec<(Vec<u8>, Tid)> = sorted.iter().map(|&p| (key(p), tid(p))).collect();
+        crate::buffer::as_writer(|| self.btree.insert_sorted(&entries))
+    }
+}
