@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};
@@ -78,7 +78,12 @@ impl QueryResult {
 /// A SQL session: statements run one at a time per caller, each on a
 /// statement thread ([`Worker`]) with [`depth::STACK_BYTES`] of stack.
 pub struct SqlSession {
-    engine: Arc<Engine>,
+    /// Replaced only when a read-only handle moves to a new snapshot
+    /// ([`SqlSession::new_snapshot`]).
+    engine: RwLock<Arc<Engine>>,
+    /// Tables made by [`SqlSession::register_batches`], registered again in
+    /// a new snapshot's context.
+    registered: Mutex<Vec<(String, Arc<dyn datafusion::catalog::TableProvider>)>>,
     /// Statement threads waiting for a statement. A statement takes one (or
     /// starts one) and gives it back when it ends, so a session used from one
     /// thread keeps one statement thread, and callers on several threads get
@@ -93,22 +98,33 @@ pub struct SqlSession {
 /// beside its own planning.
 const LONG_STATEMENT: usize = 1 << 10;
 
+/// Times a statement of a read-only session runs again on a new snapshot
+/// after a writer beside it changed a page it read.
+const SNAPSHOT_TRIES: usize = 5;
+
 impl SqlSession {
     /// A session over `db` with every table registered.
     pub fn new(db: Arc<Database>) -> Result<SqlSession, SqlError> {
         Ok(SqlSession {
-            engine: Arc::new(Engine::new(db)?),
+            engine: RwLock::new(Arc::new(Engine::new(db)?)),
+            registered: Mutex::new(Vec::new()),
             idle: Mutex::new(Vec::new()),
         })
     }
 
-    pub fn database(&self) -> &Arc<Database> {
-        &self.engine.db
+    fn engine(&self) -> Arc<Engine> {
+        self.engine.read().clone()
+    }
+
+    /// The database its statements run on (for a read-only handle, the one
+    /// of its latest snapshot).
+    pub fn database(&self) -> Arc<Database> {
+        self.engine().db.clone()
     }
 
     /// Whether a `BEGIN` is waiting for its `COMMIT` or `ROLLBACK`.
     pub fn in_transaction(&self) -> bool {
-        self.engine.writes.in_transaction()
+        self.engine().writes.in_transaction()
     }
 
     /// Sets a session setting, like `SET key = value`.
@@ -145,22 +161,23 @@ impl SqlSession {
     /// The types of `sql`'s `$n` parameters and the columns of its rows,
     /// without running it (a client's prepared statement).
     pub fn describe_statement(&self, sql: &str) -> Result<Described, SqlError> {
-        self.engine.refresh_catalog()?;
-        let (settings, state) = self.engine.state();
-        let described = crate::prepare::describe(&state, &self.engine.runtime, sql);
-        self.engine.keep(settings, state);
+        let engine = self.engine();
+        engine.refresh_catalog()?;
+        let (settings, state) = engine.state();
+        let described = crate::prepare::describe(&state, &engine.runtime, sql);
+        engine.keep(settings, state);
         described
     }
 
     /// How long a write waits for another session's transaction to end
     /// before it fails with SQLSTATE 55P03 (`lock_timeout`); `None` waits.
     pub fn set_lock_timeout(&self, limit: Option<Duration>) {
-        self.engine.writes.set_lock_timeout(limit);
+        self.engine().writes.set_lock_timeout(limit);
     }
 
     /// Tables and their columns and indexes, for `\d`.
     pub fn describe(&self, table: Option<&str>) -> Result<String, SqlError> {
-        crate::ddl::describe::text(&self.engine.db, table)
+        crate::ddl::describe::text(&self.engine().db, table)
     }
 
     /// Makes `batches` a table of this session named `name` (a client's
@@ -173,8 +190,9 @@ impl SqlSession {
         schema: SchemaRef,
         batches: Vec<RecordBatch>,
     ) -> Result<(), SqlError> {
-        self.engine.refresh_catalog()?;
-        let db = &self.engine.db;
+        let engine = self.engine();
+        engine.refresh_catalog()?;
+        let db = &engine.db;
         let stored = db
             .table_names()
             .into_iter()
@@ -184,17 +202,23 @@ impl SqlSession {
                 "{n} is a table of the database; register the data under another name"
             )));
         }
-        let table = datafusion::datasource::MemTable::try_new(schema, vec![batches])?;
-        self.engine.ctx.deregister_table(name)?;
-        self.engine.ctx.register_table(name, Arc::new(table))?;
-        self.engine.settings.fetch_add(1, Ordering::AcqRel);
+        let table: Arc<dyn datafusion::catalog::TableProvider> = Arc::new(
+            datafusion::datasource::MemTable::try_new(schema, vec![batches])?,
+        );
+        engine.ctx.deregister_table(name)?;
+        engine.ctx.register_table(name, table.clone())?;
+        engine.settings.fetch_add(1, Ordering::AcqRel);
+        let mut registered = self.registered.lock();
+        registered.retain(|(n, _)| n != name);
+        registered.push((name.to_string(), table));
         Ok(())
     }
 
     /// Forgets a table made by [`SqlSession::register_batches`]; whether
     /// there was one. A table of the database is not touched.
     pub fn unregister(&self, name: &str) -> Result<bool, SqlError> {
-        let db = &self.engine.db;
+        let engine = self.engine();
+        let db = &engine.db;
         if db
             .table_names()
             .iter()
@@ -202,8 +226,9 @@ impl SqlSession {
         {
             return Ok(false);
         }
-        let had = self.engine.ctx.deregister_table(name)?.is_some();
-        self.engine.settings.fetch_add(1, Ordering::AcqRel);
+        let had = engine.ctx.deregister_table(name)?.is_some();
+        engine.settings.fetch_add(1, Ordering::AcqRel);
+        self.registered.lock().retain(|(n, _)| n != name);
         Ok(had)
     }
 
@@ -234,13 +259,56 @@ impl SqlSession {
     }
 
     /// Runs a statement on a statement thread.
+    ///
+    /// On a read-only handle beside a writer, the statement runs on the
+    /// commits made before it began: a new snapshot is taken first when the
+    /// log has a commit past the handle's, and the statement runs again on a
+    /// new one when it met a page committed after it began (up to
+    /// [`SNAPSHOT_TRIES`] times; then it fails with SQLSTATE 40001).
     fn run(&self, sql: &str, stop: Stop) -> Result<Result<QueryResult, Stopped>, SqlError> {
+        let engine = self.engine();
+        if !engine.writes.in_transaction() && engine.db.snapshot_is_stale() {
+            self.new_snapshot(&engine)?;
+        }
+        let mut tries = 0;
+        loop {
+            let answer = self.run_once(sql, stop.clone());
+            let engine = self.engine();
+            if answer.is_err()
+                && engine.db.snapshot_moved()
+                && tries < SNAPSHOT_TRIES
+                && !engine.writes.in_transaction()
+            {
+                tries += 1;
+                self.new_snapshot(&engine)?;
+                continue;
+            }
+            return answer;
+        }
+    }
+
+    /// Moves a read-only session to a new snapshot: the database opened
+    /// again, a new context with `old`'s settings and registered tables.
+    fn new_snapshot(&self, old: &Engine) -> Result<(), SqlError> {
+        let db = Arc::new(old.db.reopen()?);
+        let fresh = Engine::new(db)?;
+        let options = old.ctx.state().config().options().as_ref().clone();
+        *fresh.ctx.state_ref().write().config_mut().options_mut() = options;
+        for (name, table) in self.registered.lock().iter() {
+            fresh.ctx.register_table(name.as_str(), table.clone())?;
+        }
+        fresh.settings.fetch_add(1, Ordering::AcqRel);
+        *self.engine.write() = Arc::new(fresh);
+        Ok(())
+    }
+
+    fn run_once(&self, sql: &str, stop: Stop) -> Result<Result<QueryResult, Stopped>, SqlError> {
         if sql.len() > LONG_STATEMENT {
             return std::thread::scope(|s| {
                 std::thread::Builder::new()
                     .name("strata-sql-statement".into())
                     .stack_size(depth::STACK_BYTES)
-                    .spawn_scoped(s, || self.engine.run_here(sql, &stop))
+                    .spawn_scoped(s, || self.engine().run_here(sql, &stop))
                     .map_err(|e| {
                         SqlError::Execution(format!("cannot start a statement thread: {e}"))
                     })?
@@ -250,14 +318,14 @@ impl SqlSession {
         }
         // Already on one (a job of `spawn`): the statement runs here.
         if on_statement_thread() {
-            return self.engine.run_here(sql, &stop);
+            return self.engine().run_here(sql, &stop);
         }
         let idle = self.idle.lock().pop();
         let worker = match idle {
             Some(w) => w,
             None => Worker::start()?,
         };
-        let engine = self.engine.clone();
+        let engine = self.engine();
         let sql = sql.to_owned();
         let answer = worker.run(move || engine.run_here(&sql, &stop))?;
         match answer {

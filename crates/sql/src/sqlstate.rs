@@ -50,6 +50,7 @@ fn storage(e: &StorageError) -> &'static str {
         E::Value { reason, .. } => data(reason),
         E::Unique { .. } => "23505",
         E::LockTimeout { .. } => "55P03",
+        E::SnapshotMoved { .. } => "40001",
         E::NoTransaction { .. } => "25000",
         E::ColdTier { .. } | E::Columnar { .. } => "0A000",
         E::NoRoom { .. } => "53100",

@@ -124,7 +124,7 @@ proptest! {
                 Err(e) => prop_assert!(!e.to_string().trim().is_empty(), "empty error for {}", sql),
             }
         }
-        let check = strata_storage::maintenance::check::check_database(s.database(), &NoProgress);
+        let check = strata_storage::maintenance::check::check_database(&s.database(), &NoProgress);
         prop_assert!(check.is_ok(), "{:?}", check);
         if !wrote {
             prop_assert_eq!(answer(&s), before);

@@ -110,6 +110,20 @@ pub enum StorageError {
          for more than {waited_ms} ms (SQLSTATE 55P03)"
     )]
     LockTimeout { waited_ms: u64 },
+    /// A read-only handle read a page a writer committed after the handle's
+    /// snapshot (`device/snapshot.rs`): the statement must run again on a
+    /// new snapshot (SQLSTATE 40001).
+    #[error(
+        "{path}: page {page} was written by a commit after this read-only snapshot (log \
+         position {lsn}, the snapshot ends at {end}): another process wrote the database \
+         meanwhile; run the statement again on a new snapshot (SQLSTATE 40001)"
+    )]
+    SnapshotMoved {
+        path: std::path::PathBuf,
+        page: u64,
+        lsn: u64,
+        end: u64,
+    },
     /// A table on the cold tier was written to, or opened without a cold tier
     /// (the message says which and what to do).
     #[error("{message}")]
@@ -135,6 +149,24 @@ impl StorageError {
         StorageError::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// Whether a read-only handle may have met this because a writer beside
+    /// it changed what it read (a page from after its snapshot, a page read
+    /// while it was written, a file or log segment replaced): then it is
+    /// worth reading again on a new snapshot. Met again on a new one, it is
+    /// what it says.
+    pub fn may_be_a_writer_beside(&self) -> bool {
+        match self {
+            StorageError::SnapshotMoved { .. }
+            | StorageError::CorruptPage { .. }
+            | StorageError::Truncated { .. } => true,
+            StorageError::Io { source, .. } => matches!(
+                source.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::UnexpectedEof
+            ),
+            _ => false,
         }
     }
 }

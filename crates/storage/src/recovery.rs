@@ -51,6 +51,10 @@ pub struct Recovered {
     pub pages_changed: u64,
     /// Where recovery started.
     pub redo_lsn: u64,
+    /// Where the first transaction it did not redo starts (one whose commit
+    /// record the log does not hold yet), or `end`: every page a later commit
+    /// changes carries an LSN at or past it (`device/snapshot.rs`).
+    pub snapshot_end: u64,
 }
 
 /// Redoes the log of the database in `dir` on its data files through `device`,
@@ -72,19 +76,20 @@ pub fn recover(
 }
 
 /// Redoes the log of the database in `dir` in memory, for a read-only open:
-/// `None` when the database was closed cleanly (the log holds no commit past
-/// the last checkpoint); otherwise `device` wrapped in an [`OverlayDevice`]
-/// that serves the redone pages and refuses every write, and what was redone.
-/// The table sizes in `catalog` are brought up to the last commit, in memory.
+/// what was redone, and the device to read through — `device` itself when
+/// the log holds no commit past the last checkpoint, otherwise `device`
+/// wrapped in an [`OverlayDevice`] that serves the redone pages and refuses
+/// every write. The table sizes in `catalog` are brought up to the last
+/// commit, in memory.
 pub fn recover_in_memory(
     dir: &Path,
     catalog: &mut Catalog,
     device: Arc<dyn Device>,
-) -> Result<Option<(Arc<dyn Device>, Recovered)>> {
+) -> Result<(Arc<dyn Device>, Recovered)> {
     let (out, redone) = redo(dir, catalog, device.as_ref())?;
     redone.close(device.as_ref());
     if out.transactions == 0 {
-        return Ok(None);
+        return Ok((device, out));
     }
     let images: HashMap<PathBuf, PageImages> = redone
         .files
@@ -98,7 +103,7 @@ pub fn recover_in_memory(
             (dir.join(name), pages)
         })
         .collect();
-    Ok(Some((Arc::new(OverlayDevice::new(device, images)), out)))
+    Ok((Arc::new(OverlayDevice::new(device, images)), out))
 }
 
 /// Reads the log of the database in `dir` from its last checkpoint and applies
@@ -165,6 +170,7 @@ pub fn redo(dir: &Path, catalog: &mut Catalog, device: &dyn Device) -> Result<(R
             }
         }
     }
+    out.snapshot_end = pending.first().map_or(out.end, |p| p.0);
     Ok((out, redone))
 }
 

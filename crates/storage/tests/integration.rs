@@ -17,6 +17,7 @@ mod hot;
 mod hot_model;
 mod index_cache;
 mod lock_holder;
+mod readers;
 mod scan_cost;
 mod split;
 mod wal;

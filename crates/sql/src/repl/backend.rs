@@ -91,7 +91,7 @@ impl Backend<'_> {
     /// its `pg_catalog` (none if it cannot say).
     pub fn names(&mut self) -> Names {
         match self {
-            Backend::Local(session) => Names::read(session.database()),
+            Backend::Local(session) => Names::read(&session.database()),
             Backend::Served { .. } => {
                 let Ok(a) = self.execute(
                     "SELECT c.relname, a.attname FROM pg_catalog.pg_class c \

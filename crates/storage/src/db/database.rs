@@ -65,8 +65,22 @@ pub struct Database {
     /// Read-only over a log redone in memory: it writes nothing, not even
     /// access counts when it closes.
     pub(super) redone_in_memory: bool,
-    pub(super) _lock: File,
+    /// A writer's `LOCK`, a reader's `READERS` (`lock.rs`).
+    pub(super) _lock: Option<File>,
+    /// A read-only handle's snapshot guard: whether it refused a page a
+    /// writer committed after the snapshot (`device/snapshot.rs`).
+    pub(super) snapshot_moved: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// A read-only handle's snapshot: the checkpoint it starts from and the
+    /// log position it ends at (`recovery::Recovered::snapshot_end`).
+    pub(super) snapshot_at: Option<(u64, u64)>,
+    /// The options it was opened with (a read-only handle reopens on a new
+    /// snapshot with them).
+    pub(super) options: DbOptions,
 }
+
+/// Times a read-only open tries again when a writer beside it changed what
+/// it was reading.
+const SNAPSHOT_TRIES: usize = 5;
 
 impl Database {
     /// Creates a new, empty database in `dir` (created if missing).
@@ -79,7 +93,7 @@ impl Database {
             return Err(dberr("a database already exists here".into()));
         }
         std::fs::create_dir_all(dir.join("data")).map_err(|e| StorageError::io(dir, e))?;
-        let lock = super::lock::lock(dir, false)?;
+        let lock = super::lock::lock(dir)?;
         wal::create(dir)?;
         Catalog::default().save(dir)?;
         sync_dir(&dir.join("data"))?;
@@ -98,10 +112,30 @@ impl Database {
 
     /// Opens an existing database. A read-write open first redoes what the log
     /// holds past the last checkpoint, then repairs what an interrupted load
-    /// left behind (see the module docs). A read-only open of a database that
-    /// was not closed cleanly redoes the log in memory and writes nothing.
+    /// left behind (see the module docs). A read-only open redoes the log in
+    /// memory and writes nothing; it opens beside a writer, on a snapshot of
+    /// the commits its log holds when it opens (`device/snapshot.rs`).
     pub fn open(dir: &Path, opts: DbOptions) -> Result<Database> {
-        let lock = super::lock::lock(dir, opts.read_only)?;
+        if !opts.read_only {
+            return Self::open_once(dir, opts);
+        }
+        // A writer beside it may replace a file or log segment between the
+        // reads that make the snapshot: a few tries, each on the newer state.
+        let mut tries = 0;
+        loop {
+            match Self::open_once(dir, opts.clone()) {
+                Err(e) if tries < SNAPSHOT_TRIES && e.may_be_a_writer_beside() => tries += 1,
+                r => return r,
+            }
+        }
+    }
+
+    fn open_once(dir: &Path, opts: DbOptions) -> Result<Database> {
+        let lock = if opts.read_only {
+            super::lock::reader(dir)?
+        } else {
+            Some(super::lock::lock(dir)?)
+        };
         let mut catalog = Catalog::load(dir)?;
         let mut real: Arc<dyn Device> = Arc::new(FileDevice::new(opts.direct_io));
         if let Some(faults) = &opts.faults {
@@ -115,11 +149,20 @@ impl Database {
             device = layer.wrap(device, dir)?;
         }
         let mut in_memory = None;
-        if opts.read_only
-            && let Some((overlay, r)) =
-                crate::recovery::recover_in_memory(dir, &mut catalog, device.clone())?
-        {
-            (device, in_memory) = (overlay, Some(r));
+        let mut snapshot_moved = None;
+        let mut snapshot_csn = None;
+        let mut snapshot_at = None;
+        if opts.read_only {
+            let (redone, r) =
+                crate::recovery::recover_in_memory(dir, &mut catalog, device.clone())?;
+            let guard = crate::device::SnapshotDevice::new(redone, r.snapshot_end);
+            snapshot_moved = Some(guard.moved());
+            device = Arc::new(guard);
+            snapshot_csn = Some(r.csn);
+            snapshot_at = Some((r.redo_lsn, r.snapshot_end));
+            if r.transactions > 0 {
+                in_memory = Some(r);
+            }
         }
         let pool = Arc::new(BufferPool::new(device.clone(), opts.buffer_pool_bytes));
         let (wal, recovered) = if opts.read_only {
@@ -131,9 +174,10 @@ impl Database {
             pool.set_log(wal.clone());
             (Some(wal), Some(r))
         };
-        let csn = match recovered.as_ref().or(in_memory.as_ref()) {
-            Some(r) => r.csn,
-            None => wal::read_control(&dir.join(wal::WAL_DIR))?.csn,
+        let csn = match (recovered.as_ref(), snapshot_csn) {
+            (Some(r), _) => r.csn,
+            (None, Some(c)) => c,
+            (None, None) => wal::read_control(&dir.join(wal::WAL_DIR))?.csn,
         };
         let db = Database {
             dir: dir.to_path_buf(),
@@ -153,6 +197,9 @@ impl Database {
             crashed: Default::default(),
             redone_in_memory: in_memory.is_some(),
             _lock: lock,
+            snapshot_moved,
+            snapshot_at,
+            options: opts.clone(),
             direct_io: opts.direct_io,
             extensions: Mutex::default(),
         };
@@ -191,7 +238,43 @@ impl Database {
     /// Why this handle, opened read-only, may not write: who else holds the
     /// database now and what it does, or that no one does.
     pub fn read_only_reason(&self) -> String {
-        super::lock::read_only_reason(&self.dir, &self._lock, self.redone_in_memory)
+        super::lock::read_only_reason(&self.dir, self.redone_in_memory)
+    }
+
+    /// Whether this read-only handle refused a page a writer committed after
+    /// its snapshot: its statements must run again on a new one
+    /// ([`Database::reopen`]). Always false for a read-write handle.
+    pub fn snapshot_moved(&self) -> bool {
+        self.snapshot_moved
+            .as_ref()
+            .is_some_and(|m| m.load(Ordering::Acquire))
+    }
+
+    /// Whether a writer has committed or checkpointed since this read-only
+    /// handle took its snapshot (its log holds a commit past the snapshot's
+    /// end, or starts at another checkpoint): a statement that must see
+    /// every commit made before it began runs on a new one
+    /// ([`Database::reopen`]). Always false for a read-write handle.
+    pub fn snapshot_is_stale(&self) -> bool {
+        let Some((redo, end)) = self.snapshot_at else {
+            return false;
+        };
+        match wal::read_control(&self.dir.join(wal::WAL_DIR)) {
+            Ok(c) if c.redo_lsn == redo => {}
+            _ => return true,
+        }
+        match wal::read_log(&self.dir, end) {
+            Ok((records, _)) => records
+                .iter()
+                .any(|(_, r)| matches!(r, wal::LogRecord::Commit { .. })),
+            Err(_) => true,
+        }
+    }
+
+    /// The same database opened again with the same options: for a
+    /// read-only handle, a new snapshot with every commit made since.
+    pub fn reopen(&self) -> Result<Database> {
+        Database::open(&self.dir, self.options.clone())
     }
 
     /// The cold tier layer the database was opened with (`DbOptions::cold_tier`).

@@ -1,20 +1,20 @@
 //! The `LOCK` file of a database, and who holds it.
 //!
-//! A read-write open takes an exclusive `flock` on `<db>/LOCK`, a read-only
-//! open a shared one, so a reader never sees a load in progress and two writers
-//! never meet. An open waits up to a second for a holder to let go (one that is
+//! A read-write open takes an exclusive `flock` on `<db>/LOCK`, so two
+//! writers never meet. A read-only open takes no lock a writer waits for: it
+//! reads beside a writer on a snapshot of its own (the last checkpoint and
+//! the committed log, checked page by page: `device/snapshot.rs`). It takes a
+//! shared lock on `<db>/READERS` instead, which no writer ever takes, only so
+//! that it can be named: a read-only open writes nothing under the database
+//! directory, so the file is there only once a writer has created it. An
+//! open waits up to a second for another writer to let go (one that is
 //! exiting, or whose lock a just-forked child still shares).
 //!
 //! Why this is a module of its own: an open that is refused must say who has
-//! the database and what it is doing. A writer refused while `strata check`
-//! reads used to be told another process "holds it for writing". The holders
-//! are found without writing anything (a read-only open writes nothing under
-//! the database directory, so `LOCK` cannot carry them): Linux lists every
-//! `flock` in `/proc/locks` with its mode and the pid that took it, matched here
-//! to `LOCK` by device and inode, and `/proc/<pid>/cmdline` names the command.
-//! Where `/proc/locks` says nothing (another pid namespace, another system),
-//! the mode still is known: a shared lock that can be had beside the holders
-//! means they only read.
+//! the database and what it is doing, and how to share it. The holders are
+//! found without writing anything: Linux lists every `flock` in `/proc/locks`
+//! with its mode and the pid that took it, matched here to the file by device
+//! and inode, and `/proc/<pid>/cmdline` names the command.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -34,10 +34,15 @@ fn lock_path(dir: &Path) -> std::path::PathBuf {
     dir.join("LOCK")
 }
 
-/// Takes `LOCK` of the database in `dir`, shared (a reader) or exclusive (a
-/// writer), waiting up to [`LOCK_WAIT`]; refused, the error says who holds it
-/// and whether it reads or writes.
-pub(crate) fn lock(dir: &Path, shared: bool) -> Result<File> {
+/// The file read-only opens of the database in `dir` hold a shared lock on.
+fn readers_path(dir: &Path) -> std::path::PathBuf {
+    dir.join("READERS")
+}
+
+/// Takes `LOCK` of the database in `dir` for a writer, waiting up to
+/// [`LOCK_WAIT`]; refused, the error says who holds it and how to share the
+/// database. Creates `READERS` for the read-only opens to come.
+pub(crate) fn lock(dir: &Path) -> Result<File> {
     let path = lock_path(dir);
     if !dir.is_dir() {
         return Err(StorageError::Database {
@@ -51,7 +56,6 @@ pub(crate) fn lock(dir: &Path, shared: bool) -> Result<File> {
         .write(true)
         .open(&path)
         .map_err(|e| StorageError::io(&path, e))?;
-    let op = if shared { libc::LOCK_SH } else { libc::LOCK_EX } | libc::LOCK_NB;
     // A lock outlives its holder's close while a child forked by any thread of
     // that process has not yet exec'd (the child shares the open file), and a
     // process that just closed the database may still be exiting: both let go
@@ -59,22 +63,26 @@ pub(crate) fn lock(dir: &Path, shared: bool) -> Result<File> {
     let deadline = std::time::Instant::now() + LOCK_WAIT;
     loop {
         // SAFETY: flock on a valid open descriptor.
-        if unsafe { libc::flock(f.as_raw_fd(), op) } == 0 {
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            let readers = readers_path(dir);
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&readers)
+                .map_err(|e| StorageError::io(&readers, e))?;
             return Ok(f);
         }
         if std::time::Instant::now() >= deadline {
-            let writing = if shared {
-                // Only a writer keeps a reader out.
-                true
-            } else {
-                !could_share(&f)
-            };
             let holders = holders(&f, None);
             return Err(StorageError::Database {
                 path: dir.to_path_buf(),
                 reason: format!(
-                    "in use by another strata process: {} (it holds the LOCK file)",
-                    describe(&holders, writing)
+                    "in use by another strata process: {} (it holds the LOCK file); one \
+                     process writes a database at a time. Read-only opens work beside it \
+                     (`strata sql --read-only`, `strata info`, `strata check`), and \
+                     `strata serve` shares one database with every client",
+                    describe(&holders, true)
                 ),
             });
         }
@@ -82,25 +90,48 @@ pub(crate) fn lock(dir: &Path, shared: bool) -> Result<File> {
     }
 }
 
-/// Why a database opened read-only (`held`: the handle's own `LOCK`) may not
-/// write now: who else holds it, or that no one does; `unrecovered`: its log
-/// holds commits its data files lack (this handle reads them redone in memory).
-pub(crate) fn read_only_reason(dir: &Path, held: &File, unrecovered: bool) -> String {
-    let own = std::process::id();
-    // This handle's own shared lock is one of this process's entries.
-    let others = holders(held, Some(own));
-    let mut why = if others.is_empty() {
+/// A read-only open's shared lock on `READERS` of the database in `dir`
+/// (`None` where no writer has created the file yet); it never waits and
+/// never keeps a writer out.
+pub(crate) fn reader(dir: &Path) -> Result<Option<File>> {
+    if !dir.is_dir() {
+        return Err(StorageError::Database {
+            path: dir.to_path_buf(),
+            reason: "no such directory".into(),
+        });
+    }
+    let path = readers_path(dir);
+    let f = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StorageError::io(&path, e)),
+    };
+    // SAFETY: flock on a valid open descriptor. Only shared locks are ever
+    // taken on READERS, so this one is granted at once.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
+    Ok(Some(f))
+}
+
+/// Why a database opened read-only may not write now: the writer beside it,
+/// or that no one writes it; `unrecovered`: its log holds commits its data
+/// files lack (this handle reads them redone in memory).
+pub(crate) fn read_only_reason(dir: &Path, unrecovered: bool) -> String {
+    let writers = File::open(lock_path(dir))
+        .map(|f| holders(&f, None))
+        .unwrap_or_default();
+    let writers: Vec<Holder> = writers.into_iter().filter(|h| h.writing).collect();
+    let mut why = if writers.is_empty() {
         format!(
-            "no other process holds {} now: it was opened read-only on purpose, or its \
-             holder has closed it since; open it again to write",
+            "no process writes {} now: it was opened read-only on purpose, or its writer \
+             has closed it since; open it again to write",
             dir.display()
         )
     } else {
-        let writing = others.iter().any(|h| h.writing);
         format!(
-            "{}, and a writer must wait until it closes {}",
-            describe(&others, writing),
-            dir.display()
+            "{}, and this handle reads beside it, each statement on the commits made \
+             before it began; write through that process, or share the database with \
+             `strata serve`",
+            describe(&writers, true)
         )
     };
     if unrecovered {
@@ -118,18 +149,6 @@ pub(crate) fn read_only_reason(dir: &Path, held: &File, unrecovered: bool) -> St
 struct Holder {
     pid: u32,
     writing: bool,
-}
-
-/// Whether a shared lock can be had beside the holders of `f`'s lock (then
-/// they only read); the lock is let go at once.
-fn could_share(f: &File) -> bool {
-    // SAFETY: flock on a valid open descriptor that holds no lock.
-    let got = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
-    if got {
-        // SAFETY: as above.
-        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_UN) };
-    }
-    got
 }
 
 /// The holders of the lock on the file `f` is open on, from `/proc/locks`

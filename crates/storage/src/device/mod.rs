@@ -58,6 +58,7 @@ pub mod layer;
 mod modeled;
 pub mod overlay;
 mod profile;
+pub mod snapshot;
 pub mod trace;
 
 pub use fault::{FaultDevice, FaultInjector, FaultPlan};
@@ -72,6 +73,7 @@ pub use layer::{COLD_MANIFEST_SUFFIX, DeviceLayer, cold_manifest_path, is_cold};
 pub use modeled::ModeledDevice;
 pub use overlay::OverlayDevice;
 pub use profile::{DeviceProfile, ProfileKind};
+pub use snapshot::SnapshotDevice;
 pub use trace::{IoKind, Trace, TraceEvent, TraceRecorder};
 
 pub use crate::page::PAGE_SIZE;
