@@ -3,10 +3,31 @@
 //! that owns the database, asked of the server (`through_server.rs`).
 
 use anyhow::Result;
+use strata_storage::Database;
 
 use crate::context::{Global, open_db};
 use crate::progress::Bars;
 use crate::through_server::Server;
+
+/// Times a report is made again on a new snapshot when a process writing
+/// the database beside this one changed a page it read.
+const SNAPSHOT_TRIES: usize = 5;
+
+/// `report` of the database opened read-only, made again on a new snapshot
+/// when a writer beside it wrote back a page the report read.
+fn on_a_snapshot<T>(cli: &Global, report: impl Fn(&Database) -> Result<T>) -> Result<T> {
+    let mut db = open_db(cli, true)?;
+    let mut tries = 0;
+    loop {
+        match report(&db) {
+            Err(_) if db.snapshot_moved() && tries < SNAPSHOT_TRIES => {
+                tries += 1;
+                db = db.reopen()?;
+            }
+            r => return r,
+        }
+    }
+}
 
 /// A string literal of SQL: `name` quoted, its quotes doubled.
 fn literal(name: &str) -> String {
@@ -23,10 +44,9 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
                 .map(|text| serde_json::from_str(text))
                 .collect::<Result<_, _>>()?
         }
-        None => {
-            let db = open_db(cli, true)?;
-            strata_inspect::info::tables::<anyhow::Error>(&db, only)?
-        }
+        None => on_a_snapshot(cli, |db| {
+            strata_inspect::info::tables::<anyhow::Error>(db, only)
+        })?,
     };
     if json {
         println!("{}", serde_json::to_string_pretty(&tables)?);
@@ -42,13 +62,12 @@ pub fn info(cli: &Global, only: Option<&str>, json: bool) -> Result<()> {
 pub fn check(cli: &Global) -> Result<()> {
     let lines = match Server::of(&cli.db) {
         Some(mut server) => server.column("SELECT line FROM strata_check()")?,
-        None => {
-            let db = open_db(cli, true)?;
+        None => on_a_snapshot(cli, |db| {
             let bars = Bars::new();
-            let lines = strata_inspect::check::database::<anyhow::Error>(&db, &bars)?;
+            let lines = strata_inspect::check::database::<anyhow::Error>(db, &bars)?;
             bars.finish();
-            lines
-        }
+            Ok(lines)
+        })?,
     };
     for line in lines {
         println!("{line}");

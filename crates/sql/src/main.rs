@@ -58,6 +58,11 @@ struct SqlArgs {
     /// Session settings, e.g. --set strata.access_path=optimizer (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     settings: Vec<String>,
+    /// Open the database read-only, beside a process that writes it: each
+    /// statement reads the commits made before it began; writes are refused.
+    /// (Without it, a session opens read-only when another process writes.)
+    #[arg(long)]
+    read_only: bool,
 }
 
 fn main() -> ExitCode {
@@ -67,10 +72,13 @@ fn main() -> ExitCode {
     })
 }
 
-/// Opens the database for a session: read-write when no other process holds
-/// it (ANALYZE stores statistics, writes change it), read-only otherwise (a
-/// write then fails, saying so).
-fn open(cli: &Cli) -> anyhow::Result<Arc<Database>> {
+/// Opens the database for a session: read-write when no other process writes
+/// it (ANALYZE stores statistics, writes change it), read-only beside one (a
+/// write then fails, saying so), or read-only when asked.
+fn open(cli: &Cli, read_only: bool) -> anyhow::Result<Arc<Database>> {
+    if read_only {
+        return Ok(Arc::new(cli.open.open_read_only()?));
+    }
     Ok(Arc::new(cli.open.open(true)?))
 }
 
@@ -83,7 +91,7 @@ fn sql(cli: &Cli, args: &SqlArgs) -> anyhow::Result<()> {
     {
         return through_server(remote, addr, &cli.open.db, args, format);
     }
-    let db = open(cli)?;
+    let db = open(cli, args.read_only)?;
     let session = SqlSession::new(db)?;
     for s in &args.settings {
         let (k, v) = s

@@ -24,6 +24,7 @@ mod hot_sql;
 mod index_cache_sql;
 mod index_join;
 mod overflow;
+mod read_beside_writer;
 mod repl_session;
 mod semantic_id;
 mod shared_result;

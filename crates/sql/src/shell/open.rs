@@ -57,16 +57,10 @@ impl OpenArgs {
     }
 
     /// Opens the database read-write; with `or_read_only`, read-only when
-    /// another process holds it (a write then fails, saying so).
+    /// another process writes it (a write then fails, saying so).
     pub fn open(&self, or_read_only: bool) -> anyhow::Result<Database> {
         let opts = self.options()?;
-        if !self.db.join("catalog.json").exists() {
-            return Err(Usage(format!(
-                "{} is not a strata database (create one with `strata create`, `strata demo`, `strata gen` or `strata load`)",
-                self.db.display()
-            ))
-            .into());
-        }
+        self.is_a_database()?;
         match Database::open(&self.db, opts.clone()) {
             Ok(db) => Ok(db),
             Err(_) if or_read_only => Ok(Database::open(
@@ -78,5 +72,30 @@ impl OpenArgs {
             )?),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Opens the database read-only: beside a process that writes it, on a
+    /// snapshot of the commits made before (`strata_storage::device::snapshot`).
+    pub fn open_read_only(&self) -> anyhow::Result<Database> {
+        let opts = self.options()?;
+        self.is_a_database()?;
+        Ok(Database::open(
+            &self.db,
+            DbOptions {
+                read_only: true,
+                ..opts
+            },
+        )?)
+    }
+
+    fn is_a_database(&self) -> anyhow::Result<()> {
+        if !self.db.join("catalog.json").exists() {
+            return Err(Usage(format!(
+                "{} is not a strata database (create one with `strata create`, `strata demo`, `strata gen` or `strata load`)",
+                self.db.display()
+            ))
+            .into());
+        }
+        Ok(())
     }
 }
