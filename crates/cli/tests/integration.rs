@@ -19,6 +19,7 @@ mod flash;
 mod golden;
 mod index_cache;
 mod load_infer;
+mod read_beside_writer;
 mod scan;
 mod sql_beside_serve;
 mod tpch;
