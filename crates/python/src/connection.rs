@@ -4,7 +4,8 @@
 //! `Connection(path)` opens the database at `path`, creating it when the
 //! directory does not exist; `Connection(None)` makes a temporary database
 //! removed at `close()`. `read_only=True` opens beside other readers and
-//! never writes.
+//! beside a writer (in this process or another), each statement on the
+//! commits made before it began, and never writes.
 //!
 //! A statement runs on the session's statement thread with the GIL released
 //! (other Python threads, and other connections' statements, go on). The

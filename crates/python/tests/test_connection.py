@@ -40,6 +40,22 @@ def test_a_database_is_created_reopened_and_read_only_refuses_writes(tmp_path):
         strata.connect(tmp_path / "junk")
 
 
+def test_a_read_only_connection_reads_beside_a_writer(tmp_path):
+    path = tmp_path / "shop"
+    w = strata.connect(path)
+    w.sql("CREATE TABLE t (k INT, v VARCHAR(10))")
+    w.sql("INSERT INTO t VALUES (1, 'one')")
+    ro = strata.connect(path, read_only=True)
+    assert ro.sql("SELECT count(*) FROM t").fetchall() == [(1,)]
+    # Each statement reads the commits made before it began.
+    w.sql("INSERT INTO t VALUES (2, 'two')")
+    assert ro.sql("SELECT count(*), max(k) FROM t").fetchall() == [(2, 2)]
+    with pytest.raises(strata.Error, match="holds it for writing"):
+        ro.sql("INSERT INTO t VALUES (3, 'x')")
+    ro.close()
+    w.close()
+
+
 def test_a_temporary_database_is_removed_when_closed():
     con = strata.connect()
     where = con.database
