@@ -19,6 +19,12 @@ fn live(part: &[Vec<Value>], gone: &BTreeSet<u64>) -> Vec<Vec<Value>> {
         .collect()
 }
 
+/// The file of table t's delete set.
+fn set_file(db: &Database) -> String {
+    let t = db.table("t").unwrap();
+    t.delete_set().expect("a delete set").file().to_string()
+}
+
 /// The segment files of the B+-tree (or heap) named `file` in the catalog.
 fn first_segment(db: &Database, file: &str) -> std::path::PathBuf {
     db.dir().join(format!("{file}.0000"))
@@ -166,13 +172,7 @@ fn deletes_are_redone_after_a_crash_and_a_merge_keeps_only_live_rows() {
 
     // The merge writes the live rows (and the delta) into a new file and
     // starts an empty set; the old set's file goes.
-    let old_set = db
-        .table("t")
-        .unwrap()
-        .delete_set()
-        .unwrap()
-        .file()
-        .to_string();
+    let old_set = set_file(&db);
     let r = rewrite(&db, "t", Format::Columns, &NoProgress).unwrap();
     assert_eq!(r.rows, expect.len() as u64);
     let t = db.table("t").unwrap();
@@ -186,13 +186,7 @@ fn deletes_are_redone_after_a_crash_and_a_merge_keeps_only_live_rows() {
     let db = Database::open(&path, opts()).unwrap();
     assert_eq!(sorted(contents(&db)), sorted(expect.clone()));
     // Back to rows: no set at all.
-    let set = db
-        .table("t")
-        .unwrap()
-        .delete_set()
-        .unwrap()
-        .file()
-        .to_string();
+    let set = set_file(&db);
     let txn = db.begin_write().unwrap();
     txn.table("t").unwrap().delete_column_rows(&[0]).unwrap();
     txn.commit().unwrap();
