@@ -14,13 +14,14 @@ use crate::through_server::Server;
 const SNAPSHOT_TRIES: usize = 5;
 
 /// `report` of the database opened read-only, made again on a new snapshot
-/// when a writer beside it wrote back a page the report read.
+/// when it failed while a writer beside it committed (a page the report read
+/// written back, a file replaced).
 fn on_a_snapshot<T>(cli: &Global, report: impl Fn(&Database) -> Result<T>) -> Result<T> {
     let mut db = open_db(cli, true)?;
     let mut tries = 0;
     loop {
         match report(&db) {
-            Err(_) if db.snapshot_moved() && tries < SNAPSHOT_TRIES => {
+            Err(_) if (db.snapshot_moved() || db.snapshot_is_stale()) && tries < SNAPSHOT_TRIES => {
                 tries += 1;
                 db = db.reopen()?;
             }

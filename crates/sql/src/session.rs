@@ -264,7 +264,8 @@ impl SqlSession {
     /// commits made before it began: a new snapshot is taken first when the
     /// log has a commit past the handle's, and the statement runs again on a
     /// new one when it met a page committed after it began (up to
-    /// [`SNAPSHOT_TRIES`] times; then it fails with SQLSTATE 40001).
+    /// [`SNAPSHOT_TRIES`] times; then it fails with SQLSTATE 40001) or failed
+    /// while a writer committed (a file it read may have been replaced).
     fn run(&self, sql: &str, stop: Stop) -> Result<Result<QueryResult, Stopped>, SqlError> {
         let engine = self.engine();
         if !engine.writes.in_transaction() && engine.db.snapshot_is_stale() {
@@ -274,8 +275,10 @@ impl SqlSession {
         loop {
             let answer = self.run_once(sql, stop.clone());
             let engine = self.engine();
+            // A page written back under it, or a file the writer replaced
+            // since (a rewrite's old heap gone): a new snapshot reads anew.
             if answer.is_err()
-                && engine.db.snapshot_moved()
+                && (engine.db.snapshot_moved() || engine.db.snapshot_is_stale())
                 && tries < SNAPSHOT_TRIES
                 && !engine.writes.in_transaction()
             {
