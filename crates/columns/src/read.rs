@@ -52,7 +52,7 @@ pub struct ColumnPart {
     cache: Option<Arc<ChunkCache>>,
     /// Positions of the rows DELETE and UPDATE took away (the table's
     /// delete set, as the statement's snapshot sees it), ascending.
-    deleted: Vec<u64>,
+    deleted: Arc<Vec<u64>>,
 }
 
 /// A row group to read, and which of its rows (`None`: all).
@@ -168,7 +168,7 @@ impl ColumnPart {
             arrow,
             counters,
             cache: None,
-            deleted: Vec::new(),
+            deleted: Arc::default(),
         })
     }
 

@@ -97,6 +97,37 @@ fn deleted_column_rows_are_gone_for_every_reader_and_an_abort_brings_them_back()
             assert_eq!(r, &part[pos as usize]);
         }
     }
+    // A second scan's plan reads no page of the unchanged set (its positions
+    // are kept for the committed count); a transaction's own view reads the
+    // set anew and sees its marks, which are gone again after its abort.
+    let pages = |db: &Database| {
+        let c = db.pool().counters();
+        c.hits + c.misses
+    };
+    let before = pages(&db);
+    let again = ColumnPart::of(&db, &t).unwrap().unwrap();
+    assert_eq!(pages(&db) - before, 0, "the set was read again");
+    assert_eq!(again.plan(&[]).rows(), expect.len() as u64);
+    {
+        let txn = db.begin_write().unwrap();
+        let t = txn.table("t").unwrap();
+        t.delete_column_rows(
+            &[5000, 5001]
+                .into_iter()
+                .filter(|p| !gone.contains(p))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let own = strata_storage::buffer::as_writer(|| t.deleted_column_rows().unwrap());
+        assert!(own.len() > gone.len() && pages(&db) > before);
+        // A reader outside the transaction sees the committed set.
+        assert_eq!(t.deleted_column_rows().unwrap().len(), gone.len());
+        drop(txn);
+    }
+    assert_eq!(
+        ColumnPart::of(&db, &t).unwrap().unwrap().deleted_rows(),
+        gone.len() as u64
+    );
     // `strata check` decodes the deleted rows too, and checks the set.
     p.verify().unwrap();
     check_database(&db, &NoProgress).unwrap();

@@ -350,6 +350,13 @@ impl BufferPool {
         self.in_transaction() && !is_writer() && !self.own_reads.load(Ordering::Acquire)
     }
 
+    /// Whether this thread's reads see the running transaction's changes
+    /// (it makes them, or reads as its session): what it reads is not
+    /// committed yet.
+    pub fn sees_uncommitted(&self) -> bool {
+        self.in_transaction() && !self.reads_committed()
+    }
+
     /// Makes every read see the running transaction's changes (for a query of
     /// the transaction's own session; the database keeps other readers out
     /// meanwhile, see `Database::read_own_writes`).

@@ -34,6 +34,11 @@ pub struct DeleteSet {
     /// Its file as the catalog names it (`data/<table>.deleted…`).
     pub(crate) file: String,
     pub(crate) btree: BTree,
+    /// The positions as last read for a committed view, with the entry count
+    /// they were read at. The set only grows between merges (a mark is never
+    /// taken back but by its transaction's abort), so one committed count is
+    /// one committed content: a scan that finds the same count reads no page.
+    committed: parking_lot::Mutex<Option<(u64, Arc<Vec<u64>>)>>,
 }
 
 const KEY: DataType = DataType::Int64;
@@ -73,7 +78,11 @@ impl DeleteSet {
             vec![KEY],
             segment_pages,
         )?;
-        Ok(DeleteSet { file, btree })
+        Ok(DeleteSet {
+            file,
+            btree,
+            committed: Default::default(),
+        })
     }
 
     /// Opens table `table`'s delete set in `file`.
@@ -94,6 +103,7 @@ impl DeleteSet {
         Ok(DeleteSet {
             file: file.to_string(),
             btree,
+            committed: Default::default(),
         })
     }
 
@@ -138,6 +148,23 @@ impl DeleteSet {
             out.push(pos);
         }
         Ok(out)
+    }
+
+    /// [`DeleteSet::positions`] for a reader that sees only committed
+    /// changes (not the running transaction's): kept from the last such read
+    /// while the committed count is the same.
+    pub(crate) fn committed_positions(&self) -> Result<Arc<Vec<u64>>> {
+        let len = self.len();
+        if let Some((n, p)) = &*self.committed.lock()
+            && *n == len
+        {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(self.positions()?);
+        if p.len() as u64 == len {
+            *self.committed.lock() = Some((len, p.clone()));
+        }
+        Ok(p)
     }
 
     /// Marks `positions` of the column part (of `part_rows` rows) of table

@@ -294,10 +294,12 @@ impl Table {
     /// Positions of the column part's rows taken away, ascending (empty for
     /// a row table) — for a reader while a write transaction runs, as of the
     /// last commit.
-    pub fn deleted_column_rows(&self) -> Result<Vec<u64>> {
+    pub fn deleted_column_rows(&self) -> Result<Arc<Vec<u64>>> {
         match &self.deleted {
-            Some(d) => d.positions(),
-            None => Ok(vec![]),
+            // The running transaction's own view: read anew.
+            Some(d) if self.heap.pool().sees_uncommitted() => Ok(Arc::new(d.positions()?)),
+            Some(d) => d.committed_positions(),
+            None => Ok(Arc::default()),
         }
     }
 
