@@ -4,14 +4,11 @@
 
 use anyhow::Result;
 use strata_storage::Database;
+use strata_storage::db::SNAPSHOT_TRIES;
 
 use crate::context::{Global, open_db};
 use crate::progress::Bars;
 use crate::through_server::Server;
-
-/// Times a report is made again on a new snapshot when a process writing
-/// the database beside this one changed a page it read.
-const SNAPSHOT_TRIES: usize = 5;
 
 /// `report` of the database opened read-only, made again on a new snapshot
 /// when it failed while a writer beside it committed (a page the report read
@@ -21,7 +18,7 @@ fn on_a_snapshot<T>(cli: &Global, report: impl Fn(&Database) -> Result<T>) -> Re
     let mut tries = 0;
     loop {
         match report(&db) {
-            Err(_) if (db.snapshot_moved() || db.snapshot_is_stale()) && tries < SNAPSHOT_TRIES => {
+            Err(_) if tries < SNAPSHOT_TRIES && db.worth_a_new_snapshot() => {
                 tries += 1;
                 db = db.reopen()?;
             }

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 use std::time::{Duration, Instant};
+use strata_storage::db::SNAPSHOT_TRIES;
 
 use datafusion::arrow::array::{ArrayRef, Float64Array, StringArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -97,10 +98,6 @@ pub struct SqlSession {
 /// resident in a kept thread. Such a statement's thread start is small
 /// beside its own planning.
 const LONG_STATEMENT: usize = 1 << 10;
-
-/// Times a statement of a read-only session runs again on a new snapshot
-/// after a writer beside it changed a page it read.
-const SNAPSHOT_TRIES: usize = 5;
 
 impl SqlSession {
     /// A session over `db` with every table registered.
@@ -275,11 +272,9 @@ impl SqlSession {
         loop {
             let answer = self.run_once(sql, stop.clone());
             let engine = self.engine();
-            // A page written back under it, or a file the writer replaced
-            // since (a rewrite's old heap gone): a new snapshot reads anew.
             if answer.is_err()
-                && (engine.db.snapshot_moved() || engine.db.snapshot_is_stale())
                 && tries < SNAPSHOT_TRIES
+                && engine.db.worth_a_new_snapshot()
                 && !engine.writes.in_transaction()
             {
                 tries += 1;

@@ -475,13 +475,15 @@ impl DmlExec {
                                 n += 1;
                             }
                         }
-                        for (positions, new) in &moved {
-                            if !set.is_empty() {
-                                t.delete_column_rows(positions)?;
+                        let positions: Vec<u64> =
+                            moved.iter().flat_map(|(p, _)| p.iter().copied()).collect();
+                        if !set.is_empty() {
+                            t.delete_column_rows(&positions)?;
+                            for (_, new) in &moved {
                                 t.insert_rows(&rows_of(new, t.schema())?)?;
                             }
-                            n += positions.len() as u64;
                         }
+                        n += positions.len() as u64;
                         Ok((n, out))
                     }
                 }

@@ -78,9 +78,9 @@ pub struct Database {
     pub(super) options: DbOptions,
 }
 
-/// Times a read-only open tries again when a writer beside it changed what
-/// it was reading.
-const SNAPSHOT_TRIES: usize = 5;
+/// Times a read-only open, or a read on a read-only handle, is tried again on
+/// a new snapshot when a writer beside it changed what it was reading.
+pub const SNAPSHOT_TRIES: usize = 5;
 
 impl Database {
     /// Creates a new, empty database in `dir` (created if missing).
@@ -269,6 +269,14 @@ impl Database {
                 .any(|(_, r)| matches!(r, wal::LogRecord::Commit { .. })),
             Err(_) => true,
         }
+    }
+
+    /// Whether a read that failed on this read-only handle is worth running
+    /// again on a new snapshot ([`Database::reopen`]): it met a page a later
+    /// commit wrote back, or a writer has committed since (a file it read
+    /// may have been replaced). Always false for a read-write handle.
+    pub fn worth_a_new_snapshot(&self) -> bool {
+        self.snapshot_moved() || self.snapshot_is_stale()
     }
 
     /// The same database opened again with the same options: for a

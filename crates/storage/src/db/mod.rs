@@ -47,7 +47,7 @@ pub mod txn;
 pub mod views;
 
 pub use alter::TableChange;
-pub use database::Database;
+pub use database::{Database, SNAPSHOT_TRIES};
 pub use index::{CachedLookups, HotPartition, Index};
 pub use load::{LoadSummary, TableLoad};
 pub use options::{
