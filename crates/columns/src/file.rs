@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use arrow::array::Array;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
@@ -28,6 +29,7 @@ use parquet::basic::Compression;
 use parquet::file::metadata::PageIndexPolicy;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::reader::{ChunkReader, Length};
+use parquet::schema::types::ColumnPath;
 use strata_storage::catalog::{ColumnFile, sync_dir};
 
 use crate::error::{ColumnsError, Result};
@@ -43,24 +45,93 @@ pub const ROW_GROUP_ROWS: usize = 122_880;
 /// unit a scan skips (a page also ends at 1 MiB).
 pub const PAGE_ROWS: usize = 8_192;
 
-/// The writer's settings for every column file.
-fn properties() -> WriterProperties {
-    WriterProperties::builder()
+/// The writer's settings for every column file; `plain` names the columns
+/// written without a dictionary ([`dictionary_pays`]).
+fn properties(schema: &SchemaRef, plain: &[bool]) -> WriterProperties {
+    let mut b = WriterProperties::builder()
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_data_page_row_count_limit(PAGE_ROWS)
         // Checked per batch of this many values: pages end near PAGE_ROWS.
         .set_write_batch_size(1024)
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_compression(Compression::SNAPPY)
-        .set_created_by("strata".to_string())
-        .build()
+        .set_created_by("strata".to_string());
+    for (f, &p) in schema.fields().iter().zip(plain) {
+        if p {
+            b = b.set_column_dictionary_enabled(ColumnPath::from(f.name().as_str()), false);
+        }
+    }
+    b.build()
+}
+
+/// Whether a dictionary makes `array`'s values smaller: its distinct values
+/// once plus a code of ⌈log2 distinct⌉ bits per value, against every value
+/// plain. A column of distinct values (keys, prices, comments) gets none:
+/// Parquet would give it a dictionary page up to its 1 MiB limit before
+/// falling back to plain values, and every read of one row of the chunk —
+/// an index lookup — would have to read that page first. Decided per file
+/// on its first page's worth of rows (types-as-hints decides from the data
+/// too, No Bits Left Behind §4.1).
+pub fn dictionary_pays(array: &dyn Array) -> bool {
+    use arrow::array::AsArray;
+    use arrow::datatypes::{
+        DataType as A, Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type,
+        TimestampMicrosecondType,
+    };
+    use std::collections::HashSet;
+    let n = (array.len() - array.null_count()) as f64;
+    if n == 0.0 {
+        return true;
+    }
+    fn count<T: std::hash::Hash + Eq>(it: impl Iterator<Item = Option<T>>) -> usize {
+        it.flatten().collect::<HashSet<T>>().len()
+    }
+    let (distinct, width) = match array.data_type() {
+        A::Int32 => (count(array.as_primitive::<Int32Type>().iter()), 4.0),
+        A::Date32 => (count(array.as_primitive::<Date32Type>().iter()), 4.0),
+        A::Int64 => (count(array.as_primitive::<Int64Type>().iter()), 8.0),
+        A::Timestamp(..) => (
+            count(array.as_primitive::<TimestampMicrosecondType>().iter()),
+            8.0,
+        ),
+        A::Float64 => (
+            count(
+                array
+                    .as_primitive::<Float64Type>()
+                    .iter()
+                    .map(|v| v.map(f64::to_bits)),
+            ),
+            8.0,
+        ),
+        A::Decimal128(p, _) => (
+            count(array.as_primitive::<Decimal128Type>().iter()),
+            if *p <= 9 { 4.0 } else { 8.0 },
+        ),
+        A::Utf8 => {
+            let a = array.as_string::<i32>();
+            let bytes: usize = a.iter().flatten().map(str::len).sum();
+            // A plain string is its length (4 bytes) and its bytes.
+            (count(a.iter()), 4.0 + bytes as f64 / n)
+        }
+        _ => return true,
+    };
+    let d = distinct as f64;
+    let code_bits = d.log2().ceil().max(1.0);
+    d * width + n * code_bits / 8.0 < n * width
 }
 
 /// Writes one column file at `path` (relative: `dir.join(path)`), durably.
 pub struct FileWriter {
     dir: PathBuf,
     file: String,
-    writer: ArrowWriter<File>,
+    schema: SchemaRef,
+    /// The open file until the writer is made, then the writer: it is made
+    /// once the first page's worth of rows (or all of them) is here, which
+    /// decides the columns' dictionaries.
+    out: Option<File>,
+    writer: Option<ArrowWriter<File>>,
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
     rows: u64,
 }
 
@@ -70,21 +141,57 @@ impl FileWriter {
     pub fn create(dir: &Path, file: String, schema: SchemaRef) -> Result<FileWriter> {
         let path = dir.join(&file);
         let f = File::create(&path).map_err(|e| strata_storage::StorageError::io(&path, e))?;
-        let writer = ArrowWriter::try_new(f, schema, Some(properties()))
-            .map_err(|e| ColumnsError::parquet(&path, e))?;
         Ok(FileWriter {
             dir: dir.to_path_buf(),
             file,
-            writer,
+            schema,
+            out: Some(f),
+            writer: None,
+            pending: Vec::new(),
+            pending_rows: 0,
             rows: 0,
         })
     }
 
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        self.writer
-            .write(batch)
-            .map_err(|e| ColumnsError::parquet(self.dir.join(&self.file), e))?;
         self.rows += batch.num_rows() as u64;
+        if self.writer.is_none() {
+            self.pending.push(batch.clone());
+            self.pending_rows += batch.num_rows();
+            if self.pending_rows >= PAGE_ROWS {
+                self.start()?;
+            }
+            return Ok(());
+        }
+        self.writer
+            .as_mut()
+            .expect("started")
+            .write(batch)
+            .map_err(|e| ColumnsError::parquet(self.dir.join(&self.file), e))
+    }
+
+    /// Makes the writer, its dictionaries decided on the rows held, and
+    /// writes them.
+    fn start(&mut self) -> Result<()> {
+        let path = self.dir.join(&self.file);
+        let sample = arrow::compute::concat_batches(&self.schema, &self.pending)
+            .map_err(|e| ColumnsError::parquet(&path, e.into()))?;
+        let plain: Vec<bool> = sample
+            .columns()
+            .iter()
+            .map(|c| !dictionary_pays(c.as_ref()))
+            .collect();
+        let f = self.out.take().expect("the file is open");
+        let mut w = ArrowWriter::try_new(
+            f,
+            self.schema.clone(),
+            Some(properties(&self.schema, &plain)),
+        )
+        .map_err(|e| ColumnsError::parquet(&path, e))?;
+        for b in std::mem::take(&mut self.pending) {
+            w.write(&b).map_err(|e| ColumnsError::parquet(&path, e))?;
+        }
+        self.writer = Some(w);
         Ok(())
     }
 
@@ -95,10 +202,15 @@ impl FileWriter {
 
     /// Finishes the file (its footer and page index), fsyncs it and its
     /// directory, and says what the catalog records of it.
-    pub fn finish(self) -> Result<ColumnFile> {
+    pub fn finish(mut self) -> Result<ColumnFile> {
         let path = self.dir.join(&self.file);
+        if self.writer.is_none() {
+            self.start()?;
+        }
         let f = self
             .writer
+            .take()
+            .expect("started")
             .into_inner()
             .map_err(|e| ColumnsError::parquet(&path, e))?;
         f.sync_all()

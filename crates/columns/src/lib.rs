@@ -9,6 +9,7 @@
 //! ([`prune`], [`read`]). [`rewrite`] converts a table between the two
 //! formats (and merges a columnar table's delta into new column files).
 //! [`chunk_cache`] keeps the bytes read, as the buffer pool keeps pages.
+//! [`index`] builds and reads an index's tree over the column part.
 //! [`convert`] turns stored rows into Arrow batches and back, for the
 //! column files and for strata-sql's operators. docs/layers/columns.md says
 //! why Parquet and what a columnar table does not do yet.
@@ -17,6 +18,7 @@ pub mod chunk_cache;
 pub mod convert;
 pub mod error;
 pub mod file;
+pub mod index;
 pub mod prune;
 pub mod read;
 pub mod rewrite;

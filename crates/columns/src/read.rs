@@ -177,6 +177,61 @@ impl ColumnPart {
         self.deleted.len() as u64
     }
 
+    /// The positions of those rows, ascending.
+    pub fn deleted(&self) -> &[u64] {
+        &self.deleted
+    }
+
+    /// The table's schema.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// Bytes of the column chunks and pages `plan` reads of table columns
+    /// `columns` (what its units' reads fetch, before any cache).
+    pub fn plan_bytes(&self, plan: &Plan, columns: &[usize]) -> u64 {
+        plan.units
+            .iter()
+            .map(|u| {
+                needed_ranges(self.files[u.file].meta.metadata(), u, columns)
+                    .iter()
+                    .map(|(_, len)| len)
+                    .sum::<u64>()
+            })
+            .sum()
+    }
+
+    /// [`ColumnPart::plan`] narrowed to the rows at `positions` (ascending,
+    /// live; an index lookup's, `index.rs`): each unit selects only them, so
+    /// its read fetches only the pages holding them.
+    pub fn plan_at(&self, conjuncts: &[Comparison], positions: &[u64]) -> Plan {
+        let mut plan = self.plan(conjuncts);
+        plan.units.retain_mut(|u| {
+            let from = positions.partition_point(|&p| p < u.first);
+            let to = positions.partition_point(|&p| p < u.first + u.group_rows);
+            if from == to {
+                return false;
+            }
+            let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+            for &p in &positions[from..to] {
+                let r = (p - u.first) as usize;
+                match runs.last_mut() {
+                    Some(last) if last.end == r => last.end = r + 1,
+                    _ => runs.push(r..r + 1),
+                }
+            }
+            let at = RowSelection::from_consecutive_ranges(runs.into_iter(), u.group_rows as usize);
+            let sel = match u.selection.take() {
+                Some(s) => s.intersection(&at),
+                None => at,
+            };
+            u.rows = sel.row_count() as u64;
+            u.selection = Some(sel);
+            u.rows > 0
+        });
+        plan
+    }
+
     /// The bytes and requests its reads took so far.
     pub fn counters(&self) -> &Arc<ReadCounters> {
         &self.counters

@@ -14,11 +14,14 @@ use std::sync::Arc;
 
 use strata_access::{PathChoice, Predicate, ScanSpec, SortOptions, TupleBatch, open_path};
 use strata_storage::catalog::ColumnsDef;
+use strata_storage::db::keysort::SortedEntries;
+use strata_storage::row::Tid;
 use strata_storage::{Database, Progress, Table};
 
 use crate::convert::{BatchConverter, arrow_schema, arrow_values};
 use crate::error::{ColumnsError, Result};
 use crate::file::FileWriter;
+use crate::index::KeyEncoder;
 use crate::read::ColumnPart;
 
 /// A table's storage format.
@@ -94,19 +97,37 @@ pub fn rewrite(
         Format::Columns => {
             let file = format!("{}.parquet", db.new_column_file_name(name));
             let mut w = FileWriter::create(db.dir(), file, arrow_schema(old.schema()))?;
-            if let Some(p) = &part {
-                p.read_all(&all, |b| {
-                    w.write(&b)?;
-                    progress.advance(b.num_rows() as u64);
-                    Ok(true)
-                })?;
-            }
-            heap_batches(&old, |b| {
-                w.write(&b)?;
+            // Each index's entries for its tree over the new part: the rows'
+            // keys with their positions in the new file.
+            let mut keys: Vec<(String, KeyEncoder, SortedEntries)> = old
+                .indexes()
+                .iter()
+                .map(|i| {
+                    let enc = KeyEncoder::of_schema(old.schema(), name, &i.key_cols, &all);
+                    (i.def.name.clone(), enc, SortedEntries::new())
+                })
+                .collect();
+            let mut position = 0u64;
+            let mut write = |b: &arrow::record_batch::RecordBatch| -> Result<()> {
+                w.write(b)?;
+                for (_, enc, entries) in &mut keys {
+                    enc.each(b, |r, key| {
+                        entries.push(key, Tid::of_position(position + r as u64))
+                    })?;
+                }
+                position += b.num_rows() as u64;
                 progress.advance(b.num_rows() as u64);
                 Ok(())
-            })?;
+            };
+            if let Some(p) = &part {
+                p.read_all(&all, |b| write(&b).map(|()| true))?;
+            }
+            heap_batches(&old, |b| write(&b))?;
             let written = w.finish()?;
+            for (index, _, mut entries) in keys {
+                entries.sort();
+                load.set_column_entries(&index, entries);
+            }
             report.column_bytes_after = written.bytes;
             let files = if written.rows > 0 {
                 vec![written]
@@ -115,7 +136,7 @@ pub fn rewrite(
             };
             load.set_columns(Some(ColumnsDef {
                 files,
-                deleted: None,
+                ..Default::default()
             }));
         }
         Format::Rows => {

@@ -48,6 +48,13 @@ where
                 t.columns().map_or(0, |c| c.files.len()),
                 part.deleted_rows()
             ));
+            for (index, live) in
+                strata_columns::index::verify(&part, &t, &strata_storage::db::NoProgress)?
+            {
+                lines.push(format!(
+                    "ok: table {name}: index {index}: {live} entries of live column rows match the column files"
+                ));
+            }
         }
     }
     lines.push(format!(

@@ -111,6 +111,23 @@ pub struct ColumnsDef {
     /// before delete sets existed, which takes no deletes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deleted: Option<String>,
+    /// Each index's tree over the rows of `files` (`db/index.rs`): entries
+    /// (key, position as a tid, `Tid::of_position`), built when the files
+    /// are written or the index created, never changed after (a deleted
+    /// row's entry stays; readers subtract the delete set). The index's own
+    /// file (`IndexDef::file`) holds the entries of the delta's rows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indexes: Vec<ColumnIndexDef>,
+}
+
+/// An index's tree over the rows of a column part.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ColumnIndexDef {
+    /// The index (`IndexDef::name`).
+    pub index: String,
+    /// Base path of the tree's file, relative to the database directory.
+    pub file: String,
+    pub entries: u64,
 }
 
 /// One Parquet file of a columnar table.
@@ -127,6 +144,21 @@ impl ColumnsDef {
     /// Rows in all its files.
     pub fn rows(&self) -> u64 {
         self.files.iter().map(|f| f.rows).sum()
+    }
+
+    /// The files of its B+-trees: the delete set's and the indexes' column
+    /// trees.
+    pub fn tree_files(&self) -> impl Iterator<Item = &String> {
+        self.deleted
+            .iter()
+            .chain(self.indexes.iter().map(|i| &i.file))
+    }
+
+    /// Index `name`'s tree over the files, if it has one.
+    pub fn index_tree(&self, name: &str) -> Option<&ColumnIndexDef> {
+        self.indexes
+            .iter()
+            .find(|i| i.index.eq_ignore_ascii_case(name))
     }
 }
 

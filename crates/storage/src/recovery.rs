@@ -123,8 +123,8 @@ pub fn redo(dir: &Path, catalog: &mut Catalog, device: &dyn Device) -> Result<(R
     let mut files: HashMap<String, u64> = HashMap::new();
     for t in catalog.tables.values() {
         files.insert(t.heap_file.clone(), t.segment_pages);
-        if let Some(d) = t.columns.as_ref().and_then(|c| c.deleted.as_ref()) {
-            files.insert(d.clone(), t.segment_pages);
+        for f in t.columns.iter().flat_map(|c| c.tree_files()) {
+            files.insert(f.clone(), t.segment_pages);
         }
         for i in &t.indexes {
             files.insert(i.file.clone(), t.segment_pages);

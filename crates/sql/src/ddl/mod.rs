@@ -466,8 +466,14 @@ pub fn run(db: &Database, ddl: &Ddl) -> Result<Changed, SqlError> {
             let cached: Vec<&str> = cached.iter().map(String::as_str).collect();
             let mut spec = IndexSpec::new(name, &cols).cache(&cached);
             spec.unique = *unique;
-            db.create_index(&t, spec, &NoProgress)
-                .map_err(|e| storage(verb, e))?;
+            // A columnar table's index has a tree over its column rows,
+            // which strata-columns builds from the column files.
+            strata_columns::index::create_index(db, &t, spec, &NoProgress).map_err(
+                |e| match e {
+                    strata_columns::ColumnsError::Storage(e) => storage(verb, e),
+                    e => SqlError::from(datafusion::common::DataFusionError::External(Box::new(e))),
+                },
+            )?;
         }
         Ddl::DropTable { names, if_exists } => {
             // All names are resolved first: one unknown name drops nothing.

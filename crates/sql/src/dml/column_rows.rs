@@ -4,10 +4,11 @@
 //! A column row is not changed in place: its position goes into the table's
 //! delete set (`strata_storage::db::deletes`) and, for an `UPDATE`, its new
 //! row into the delta, the heap, where the table's inserts go. The rows are
-//! found as a scan finds them: the row groups and pages the WHERE's
-//! comparisons can be true on ([`strata_columns::ColumnPart::plan`], the
-//! rows deleted already left out), every column read, the whole WHERE
-//! evaluated on them.
+//! found as a scan finds them: through an index's tree over the column rows
+//! when one narrows them, else the row groups and pages the WHERE's
+//! comparisons can be true on ([`strata_columns::index::plan`], the rows
+//! deleted already left out), every column read, the whole WHERE evaluated
+//! on them.
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::common::DataFusionError;
@@ -36,7 +37,11 @@ pub(super) fn find_column_rows(
     let all: Vec<usize> = (0..table.schema().len()).collect();
     let schema = table_schema(table);
     let mut failed: Option<SqlError> = None;
-    for unit in &part.plan(&filter.conjuncts).units {
+    // An index's column tree narrows a point change to the pages of its
+    // rows (`strata_columns::index`).
+    let (plan, _) = strata_columns::index::plan(&part, table, &filter.conjuncts, &all)
+        .map_err(columns_error)?;
+    for unit in &plan.units {
         let positions = unit.positions();
         let mut at = 0usize;
         part.read(unit, &all, |batch| {

@@ -39,6 +39,8 @@ pub struct StrataColumnScanExec {
     /// The units of each partition.
     parts: Vec<Vec<Unit>>,
     plan: Plan,
+    /// The index lookup that chose the rows, if one was tried.
+    probe: Option<strata_columns::index::Probe>,
     /// Table columns read, in table order (the order the reader gives).
     read_columns: Vec<usize>,
     /// Positions in `read_columns` of the output columns, in output order.
@@ -74,7 +76,7 @@ pub struct ColumnScanRequest {
 }
 
 impl StrataColumnScanExec {
-    pub fn new(r: ColumnScanRequest) -> StrataColumnScanExec {
+    pub fn new(r: ColumnScanRequest) -> strata_columns::Result<StrataColumnScanExec> {
         let mut read_columns = r.scan_columns.clone();
         read_columns.sort_unstable();
         read_columns.dedup();
@@ -88,7 +90,8 @@ impl StrataColumnScanExec {
                     .expect("output is read")
             })
             .collect();
-        let plan = r.part.plan(&r.conjuncts);
+        let (plan, probe) =
+            strata_columns::index::plan(&r.part, &r.table, &r.conjuncts, &read_columns)?;
         let parts = split(&plan.units, r.partitions);
         let estimated_rows = (plan.rows() as f64 * r.selectivity).ceil() as usize;
         let props = PlanProperties::new(
@@ -97,11 +100,12 @@ impl StrataColumnScanExec {
             EmissionType::Incremental,
             Boundedness::Bounded,
         );
-        StrataColumnScanExec {
+        Ok(StrataColumnScanExec {
             table: r.table,
             part: Arc::new(r.part),
             parts,
             plan,
+            probe,
             read_columns,
             output,
             filter: r.filter,
@@ -111,7 +115,7 @@ impl StrataColumnScanExec {
             estimated_rows,
             metrics: ExecutionPlanMetricsSet::new(),
             props: Arc::new(props),
-        }
+        })
     }
 }
 
@@ -141,12 +145,20 @@ impl DisplayAs for StrataColumnScanExec {
         if let Some((text, _)) = &self.filter {
             write!(f, ", filter=[{text}]")?;
         }
-        if !self.conjuncts.is_empty() {
-            write!(
-                f,
-                ", {} comparison(s) tested on min/max of row groups and pages",
-                self.conjuncts.len()
-            )?;
+        match &self.probe {
+            Some(p) if p.positions.is_some() => write!(f, ", {p}")?,
+            _ => {
+                if !self.conjuncts.is_empty() {
+                    write!(
+                        f,
+                        ", {} comparison(s) tested on min/max of row groups and pages",
+                        self.conjuncts.len()
+                    )?;
+                }
+                if let Some(p) = &self.probe {
+                    write!(f, ", {p}")?;
+                }
+            }
         }
         if let Some(l) = self.limit {
             write!(f, ", limit={l}")?;

@@ -295,8 +295,8 @@ impl StrataTable {
                 .map(|&i| self.schema.field(i).clone())
                 .collect::<Vec<_>>(),
         ));
-        let columns: Arc<dyn ExecutionPlan> =
-            Arc::new(StrataColumnScanExec::new(ColumnScanRequest {
+        let columns: Arc<dyn ExecutionPlan> = Arc::new(
+            StrataColumnScanExec::new(ColumnScanRequest {
                 table: table.clone(),
                 part,
                 scan_columns: read,
@@ -307,7 +307,9 @@ impl StrataTable {
                 limit,
                 partitions: state.config().target_partitions(),
                 selectivity,
-            }));
+            })
+            .map_err(|e| DataFusionError::External(Box::new(e)))?,
+        );
         if table.rows() == 0 && table.heap().num_pages() == 0 {
             return Ok(columns);
         }

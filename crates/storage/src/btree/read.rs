@@ -335,6 +335,11 @@ pub struct RangeCursor {
 const LEAF_READ_AHEAD: u32 = 32;
 
 impl RangeCursor {
+    /// Leaves the cursor has read so far.
+    pub fn leaves_read(&self) -> u64 {
+        self.steps
+    }
+
     /// The next entry as (encoded key ++ tid bytes, tid), borrowed from the
     /// cursor's copy of the current leaf; `None` at the end of the range.
     pub fn next_entry(&mut self, tree: &BTree) -> Option<Result<(&[u8], Tid)>> {

@@ -397,8 +397,8 @@ impl Database {
             for c in t.columns.iter().flat_map(|c| &c.files) {
                 live.insert(c.file.clone());
             }
-            if let Some(d) = t.columns.as_ref().and_then(|c| c.deleted.as_ref()) {
-                live.insert(d.clone());
+            for f in t.columns.iter().flat_map(|c| c.tree_files()) {
+                live.insert(f.clone());
             }
             for i in &t.indexes {
                 live.insert(i.file.clone());
@@ -504,8 +504,8 @@ impl Database {
         for c in def.columns.iter().flat_map(|c| &c.files) {
             remove_column_file(&self.dir, &c.file)?;
         }
-        if let Some(d) = def.columns.as_ref().and_then(|c| c.deleted.as_ref()) {
-            remove_files(&self.dir, d)?;
+        for f in def.columns.iter().flat_map(|c| c.tree_files()) {
+            remove_files(&self.dir, f)?;
         }
         Ok(())
     }
@@ -517,14 +517,26 @@ impl Database {
         self.checkpoint_locked()?;
         let open = self.table(table)?;
         let file = open.index(index)?.btree.file_id();
-        let gone = self.change_table_def(table, |def| {
+        let (gone, column_tree) = self.change_table_def(table, |def| {
             let at = def.index_position(index)?;
-            Ok(def.indexes.remove(at))
+            let gone = def.indexes.remove(at);
+            let tree = def.columns.as_mut().and_then(|c| {
+                let at = c.indexes.iter().position(|i| i.index == gone.name)?;
+                Some(c.indexes.remove(at))
+            });
+            Ok((gone, tree))
         })?;
         // The table reopens from the catalog the next time it is asked for.
         self.tables.lock().remove(table);
         self.pool.discard_file(file)?;
         self.device.close(file);
+        if let Some(t) = open.index(index)?.column_tree() {
+            self.pool.discard_file(t.file_id())?;
+            self.device.close(t.file_id());
+        }
+        if let Some(t) = &column_tree {
+            remove_files(&self.dir, &t.file)?;
+        }
         if let Some(h) = open.index(index)?.hot() {
             self.pool.discard_file(h.btree.file_id())?;
             self.device.close(h.btree.file_id());
@@ -548,6 +560,9 @@ impl Database {
         let _writer = self.writer.lock();
         let open = self.table(table)?;
         let ix = open.index(index)?;
+        if open.columns.is_some() && !columns.is_empty() {
+            return Err(columnar_refused(table, "an index cache"));
+        }
         let names: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
         let fields =
             CachedFields::new(&open.name, &ix.def.name, &open.schema, &ix.key_cols, &names)?;
@@ -860,6 +875,19 @@ impl Table {
                 key_types.clone(),
                 btree,
             )?;
+            let mut ix = ix;
+            if let Some(c) = def.columns.as_ref().and_then(|c| c.index_tree(&idef.name)) {
+                ix.column_tree = Some(Arc::new(super::index::ColumnTree {
+                    file: c.file.clone(),
+                    btree: BTree::open(
+                        db.pool.clone(),
+                        &db.dir.join(&c.file),
+                        &super::index::column_tree_name(&idef.name),
+                        key_types.clone(),
+                        def.segment_pages,
+                    )?,
+                }));
+            }
             if let Some(h) = &idef.hot {
                 let btree = BTree::open(
                     db.pool.clone(),

@@ -53,7 +53,7 @@ fn key(pos: u64) -> Vec<u8> {
 /// The entry's tid: the position again (page = high bits, slot = low 16),
 /// so that every entry is unique and a check can compare it with its key.
 fn tid(pos: u64) -> Tid {
-    Tid::new((pos >> 16) as u32, (pos & 0xffff) as u16)
+    Tid::of_position(pos)
 }
 
 fn tree_name(table: &str) -> String {

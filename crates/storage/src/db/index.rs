@@ -52,6 +52,23 @@ pub struct Index {
     pub(super) hot: parking_lot::RwLock<Option<Arc<super::index::HotPartition>>>,
     /// Whether lookups through [`Table::lookup_cached_auto`] use the cache.
     pub governor: CacheGovernor,
+    /// On a columnar table with rows in columns: the index's tree over the
+    /// column part (`ColumnsDef::indexes`), entries (key, `Tid::of_position`),
+    /// immutable until the part is rewritten. `btree` then holds the delta's
+    /// entries only.
+    pub(super) column_tree: Option<Arc<ColumnTree>>,
+}
+
+/// An index's tree over a column part, open.
+pub struct ColumnTree {
+    /// Its file as the catalog names it.
+    pub file: String,
+    pub btree: BTree,
+}
+
+/// The name of index `index`'s tree over a column part (in errors).
+pub(crate) fn column_tree_name(index: &str) -> String {
+    format!("{index} (column rows)")
 }
 
 impl Index {
@@ -71,11 +88,19 @@ impl Index {
             pending: Mutex::new(Vec::new()),
             hot: parking_lot::RwLock::new(None),
             governor: CacheGovernor::default(),
+            column_tree: None,
             def,
         };
         let fields = CachedFields::new(table, &ix.def.name, schema, &ix.key_cols, &ix.def.cache)?;
         ix.set_cached(fields);
         Ok(ix)
+    }
+
+    /// The index's tree over a columnar table's column part, if the table
+    /// has one: its entries' tids are positions (`Tid::position`), the
+    /// deleted rows' among them (the delete set says which).
+    pub fn column_tree(&self) -> Option<&BTree> {
+        self.column_tree.as_ref().map(|t| &t.btree)
     }
 
     /// The hot partition's index, if `strata cluster --hot` made one.
@@ -164,6 +189,8 @@ pub(crate) enum TreeRef<'a> {
     Hot(Arc<super::index::HotPartition>),
     /// A columnar table's delete set (`deletes.rs`).
     Deleted(&'a super::deletes::DeleteSet),
+    /// An index's tree over a columnar table's column part.
+    Columns(&'a ColumnTree),
 }
 
 impl TreeRef<'_> {
@@ -172,6 +199,7 @@ impl TreeRef<'_> {
             TreeRef::Index(i) => &i.btree,
             TreeRef::Hot(h) => &h.btree,
             TreeRef::Deleted(d) => &d.btree,
+            TreeRef::Columns(t) => &t.btree,
         }
     }
 
@@ -181,6 +209,7 @@ impl TreeRef<'_> {
             TreeRef::Index(i) => &i.def.file,
             TreeRef::Hot(h) => &h.def.file,
             TreeRef::Deleted(d) => &d.file,
+            TreeRef::Columns(t) => &t.file,
         }
     }
 }

@@ -66,6 +66,31 @@ impl SortedEntries {
         Ok(SortedEntries { arena, items })
     }
 
+    /// No entries yet: [`SortedEntries::push`] them, then
+    /// [`SortedEntries::sort`] (the entries of rows not in a heap: a column
+    /// part's, `strata-columns`).
+    pub fn new() -> SortedEntries {
+        SortedEntries {
+            arena: Vec::new(),
+            items: Vec::new(),
+        }
+    }
+
+    /// Adds entry (`key`, `tid`); the entries are in order only after
+    /// [`SortedEntries::sort`].
+    pub fn push(&mut self, key: &[u8], tid: Tid) -> Result<()> {
+        let it = Self::item(&mut self.arena, key, tid)?;
+        self.items.push(it);
+        Ok(())
+    }
+
+    /// Puts the entries in (key, tid) order.
+    pub fn sort(&mut self) {
+        let arena = &self.arena;
+        self.items
+            .sort_unstable_by(|a, b| Self::compare(arena, a, b));
+    }
+
     fn item(arena: &mut Vec<u8>, key: &[u8], tid: Tid) -> Result<Item> {
         let mut entry = [0u8; 32];
         let n = key.len().min(INLINE);
@@ -157,6 +182,12 @@ impl SortedEntries {
             };
             (key, it.tid)
         })
+    }
+}
+
+impl Default for SortedEntries {
+    fn default() -> SortedEntries {
+        SortedEntries::new()
     }
 }
 

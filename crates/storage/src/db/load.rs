@@ -9,14 +9,14 @@ use parking_lot::Mutex;
 
 use crate::btree::BTree;
 use crate::btree::cache::fields::CachedFields;
-use crate::catalog::{IndexDef, TableDef, sync_dir, validate_name};
+use crate::catalog::{ColumnIndexDef, IndexDef, TableDef, sync_dir, validate_name};
 use crate::error::{Result, StorageError};
 use crate::heap::{HeapFile, HeapWriter};
 use crate::progress::{NoProgress, Progress};
 use crate::row::{RowLayout, Schema, Tid, Value};
 
 use super::database::{Database, remove_files};
-use super::index::{Index, resolve_columns, side_column_in_index};
+use super::index::{ColumnTree, Index, resolve_columns, side_column_in_index};
 use super::keysort::SortedEntries;
 use super::options::{IndexSpec, TableOptions};
 use super::table::{SidePart, Table, cold_read_only, columnar_refused, side_table_refused};
@@ -44,6 +44,10 @@ pub struct TableLoad<'a> {
     /// The new, empty delete set of a rewrite into columns (`deletes.rs`),
     /// named in the catalog by the commit.
     pub(super) deletes: Option<Arc<super::deletes::DeleteSet>>,
+    /// The entries of the column part's rows for an index (by name), given
+    /// by the writer of the part (`strata-columns`): the commit builds the
+    /// index's column tree from them.
+    pub(super) column_entries: Vec<(String, SortedEntries)>,
 }
 
 /// The side table's rows of a load: appended to its heap, committed in the
@@ -99,6 +103,7 @@ impl<'a> TableLoad<'a> {
             side: None,
             retire: None,
             deletes: None,
+            column_entries: Vec::new(),
         };
         for s in indexes {
             load.add_index(s)?;
@@ -127,6 +132,16 @@ impl<'a> TableLoad<'a> {
         Ok(load)
     }
 
+    /// The entries (key, `Tid::of_position`) of the column part's rows for
+    /// index `index`, sorted: the commit builds the index's tree over the
+    /// part from them. The writer of a new part gives them for every index;
+    /// a load that keeps the part keeps its trees.
+    pub fn set_column_entries(&mut self, index: &str, entries: SortedEntries) {
+        self.column_entries
+            .retain(|(n, _)| !n.eq_ignore_ascii_case(index));
+        self.column_entries.push((index.to_string(), entries));
+    }
+
     /// The column part the table has after this load's commit (set by a
     /// rewrite, [`Database::begin_rewrite`], once its files are durable).
     pub fn set_columns(&mut self, columns: Option<crate::catalog::ColumnsDef>) {
@@ -135,7 +150,8 @@ impl<'a> TableLoad<'a> {
 
     /// The table this load creates is columnar (`strata-columns`): its rows
     /// go to the heap, the delta, until a conversion moves them to columns.
-    /// A columnar table has no indexes yet.
+    /// Its indexes must be ones a columnar table takes
+    /// ([`columnar_index_refusal`]).
     pub fn columnar(&mut self) -> Result<()> {
         if !self.new_table {
             return Err(StorageError::Schema(format!(
@@ -143,11 +159,12 @@ impl<'a> TableLoad<'a> {
                 self.def.name, self.def.name
             )));
         }
-        if let Some(i) = self.new_indexes.first() {
-            return Err(columnar_refused(
-                &self.def.name,
-                &format!("index {}", i.name),
-            ));
+        if let Some(e) = self
+            .new_indexes
+            .iter()
+            .find_map(|i| columnar_index_refusal(&self.def.name, &i.name, i.unique, &i.cache))
+        {
+            return Err(e);
         }
         self.def.columns = Some(Default::default());
         Ok(())
@@ -187,11 +204,11 @@ impl<'a> TableLoad<'a> {
 
     /// Also build this index at commit.
     pub fn add_index(&mut self, spec: IndexSpec) -> Result<()> {
-        if self.def.columns.is_some() {
-            return Err(columnar_refused(
-                &self.def.name,
-                &format!("index {}", spec.name),
-            ));
+        if self.def.columns.is_some()
+            && let Some(e) =
+                columnar_index_refusal(&self.def.name, &spec.name, spec.unique, &spec.cache)
+        {
+            return Err(e);
         }
         validate_name(&spec.name, "index")?;
         if spec.columns.is_empty() {
@@ -406,11 +423,19 @@ impl<'a> TableLoad<'a> {
             });
             built.push(btree);
         }
+        let column_trees = self.column_trees(&specs, progress)?;
         sync_dir(&db.dir.join("data"))?;
 
         let old_indexes = std::mem::take(&mut self.def.indexes);
         if let (Some(c), Some(d)) = (self.def.columns.as_mut(), &self.deletes) {
             c.deleted = Some(d.file.clone());
+        }
+        if let Some(c) = self.def.columns.as_mut() {
+            c.indexes = column_trees
+                .iter()
+                .flatten()
+                .map(|(d, _)| d.clone())
+                .collect();
         }
         let mut def = self.def.clone();
         def.pages = self.heap.num_pages();
@@ -481,16 +506,18 @@ impl<'a> TableLoad<'a> {
         // Committed: the open table now uses the new indexes (and the same heap);
         // the old index files go.
         let mut indexes = Vec::new();
-        for (idef, btree) in def.indexes.iter().zip(built) {
+        for ((idef, btree), tree) in def.indexes.iter().zip(built).zip(column_trees) {
             let (key_cols, key_types) = resolve_columns(&def, &idef.columns)?;
-            indexes.push(Index::new(
+            let mut ix = Index::new(
                 idef.clone(),
                 &def.schema,
                 &def.name,
                 key_cols,
                 key_types,
                 btree,
-            )?);
+            )?;
+            ix.column_tree = tree.map(|(_, t)| t);
+            indexes.push(ix);
         }
         // The counts go on (a load appends; tids stay where they were), but
         // not over a rewritten heap, whose tids are new.
@@ -542,8 +569,18 @@ impl<'a> TableLoad<'a> {
             .and_then(|t| t.columns.clone());
         if let Some(old) = db.tables.lock().insert(def.name.clone(), table) {
             for i in old.trees() {
-                // A load into a columnar table keeps its delete set.
+                // A load into a columnar table keeps its delete set, and the
+                // column trees of its indexes.
                 if matches!(i, super::index::TreeRef::Deleted(_)) && kept_deletes {
+                    continue;
+                }
+                if matches!(i, super::index::TreeRef::Columns(_))
+                    && def
+                        .columns
+                        .iter()
+                        .flat_map(|c| &c.indexes)
+                        .any(|c| c.file == i.file())
+                {
                     continue;
                 }
                 db.pool.discard_file(i.btree().file_id())?;
@@ -583,6 +620,16 @@ impl<'a> TableLoad<'a> {
         {
             remove_files(&db.dir, d)?;
         }
+        for t in old_columns.iter().flat_map(|c| &c.indexes) {
+            if !def
+                .columns
+                .iter()
+                .flat_map(|c| &c.indexes)
+                .any(|n| n.file == t.file)
+            {
+                remove_files(&db.dir, &t.file)?;
+            }
+        }
         for i in &old_indexes {
             remove_files(&db.dir, &i.file)?;
             if let Some(h) = &i.hot {
@@ -601,6 +648,118 @@ impl<'a> TableLoad<'a> {
             s.appended = 0;
         }
         Ok(summary)
+    }
+}
+
+impl TableLoad<'_> {
+    /// Each index's tree over the column part the table has after this
+    /// load (parallel to `specs`; `None` for a row table or an empty part):
+    /// built from the entries the part's writer gave, or kept from the
+    /// table as it is when this load keeps its part. Built trees are
+    /// flushed; the catalog names them at the swap.
+    #[allow(clippy::type_complexity)]
+    fn column_trees(
+        &mut self,
+        specs: &[IndexSpec],
+        progress: &dyn Progress,
+    ) -> Result<Vec<Option<(ColumnIndexDef, Arc<ColumnTree>)>>> {
+        let db = self.db;
+        let Some(part) = self.def.columns.clone() else {
+            return Ok(specs.iter().map(|_| None).collect());
+        };
+        let old = db.tables.lock().get(&self.def.name).cloned();
+        let part_kept = self.replaces.is_none();
+        let mut out = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let given = self
+                .column_entries
+                .iter()
+                .position(|(n, _)| n.eq_ignore_ascii_case(&spec.name))
+                .map(|at| self.column_entries.swap_remove(at).1);
+            if let Some(entries) = given {
+                let file = db
+                    .catalog
+                    .lock()
+                    .new_file_name(&format!("{}.{}.cidx", self.def.name, spec.name));
+                let (_, key_types) = resolve_columns(&self.def, &spec.columns)?;
+                let btree = BTree::create(
+                    db.pool.clone(),
+                    &db.dir.join(&file),
+                    &super::index::column_tree_name(&spec.name),
+                    key_types,
+                    self.def.segment_pages,
+                )?;
+                progress.phase(
+                    &format!("build index {} over the column rows", spec.name),
+                    entries.len() as u64,
+                );
+                btree.bulk_build(entries.iter(), spec.leaf_fill)?;
+                progress.advance(entries.len() as u64);
+                btree.flush()?;
+                let def = ColumnIndexDef {
+                    index: spec.name.clone(),
+                    file: file.clone(),
+                    entries: entries.len() as u64,
+                };
+                out.push(Some((def, Arc::new(ColumnTree { file, btree }))));
+                continue;
+            }
+            let kept = part_kept
+                .then(|| {
+                    let old = old.as_ref()?;
+                    let tree = old
+                        .indexes
+                        .iter()
+                        .find(|i| i.def.name.eq_ignore_ascii_case(&spec.name))?
+                        .column_tree
+                        .clone()?;
+                    let def = old.columns.as_ref()?.index_tree(&spec.name)?.clone();
+                    Some((def, tree))
+                })
+                .flatten();
+            match kept {
+                Some(k) => out.push(Some(k)),
+                None if part.rows() == 0 => out.push(None),
+                None => {
+                    return Err(StorageError::Index {
+                        index: spec.name.clone(),
+                        reason: format!(
+                            "table {} is columnar and the entries of its {} column rows were not given; \
+                             an index of a columnar table is built by strata-columns (`CREATE INDEX`, \
+                             `strata index create`)",
+                            self.def.name,
+                            part.rows()
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Why a columnar table cannot take index `index` (unique, or caching
+/// `cache`), if it cannot: a unique index would have to check the column
+/// part's rows on every insert into the delta, and an index cache (No Bits
+/// Left Behind §2.1) lives in heap-tid leaves.
+pub(crate) fn columnar_index_refusal(
+    table: &str,
+    index: &str,
+    unique: bool,
+    cache: &[String],
+) -> Option<StorageError> {
+    if unique {
+        Some(columnar_refused(
+            table,
+            &format!("a unique index ({index}, or a PRIMARY KEY or UNIQUE constraint)"),
+        ))
+    } else if !cache.is_empty() {
+        Some(columnar_refused(
+            table,
+            &format!("an index cache (index {index})"),
+        ))
+    } else {
+        None
     }
 }
 
@@ -658,8 +817,12 @@ impl Database {
     pub fn begin_rewrite(&self, name: &str, columnar: bool) -> Result<(TableLoad<'_>, Arc<Table>)> {
         let (writer, table, mut def) = self.table_to_load(name)?;
         if columnar {
-            if let Some(i) = def.indexes.first() {
-                return Err(columnar_refused(name, &format!("its index {}", i.name)));
+            if let Some(e) = def
+                .indexes
+                .iter()
+                .find_map(|i| columnar_index_refusal(name, &i.name, i.unique, &i.cache))
+            {
+                return Err(e);
             }
             if def.side.is_some() {
                 return Err(columnar_refused(name, "its side table (`strata split`)"));

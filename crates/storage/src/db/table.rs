@@ -151,6 +151,9 @@ impl Table {
             if let Some(h) = i.hot() {
                 out.push(TreeRef::Hot(h));
             }
+            if let Some(t) = &i.column_tree {
+                out.push(TreeRef::Columns(t));
+            }
         }
         if let Some(d) = &self.deleted {
             out.push(TreeRef::Deleted(d));

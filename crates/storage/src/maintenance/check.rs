@@ -154,6 +154,22 @@ pub fn check_table(db: &Database, name: &str, progress: &dyn Progress) -> Result
                 }
             }
         }
+        if let Some(tree) = idx.column_tree() {
+            // Its tree over the column part: sound, and positions inside the
+            // part (`strata-columns` checks each entry's key against the
+            // column files).
+            tree.check()?;
+            let part = table.columns().map_or(0, |c| c.rows());
+            for leaf in tree.leaves()? {
+                let (page, got) = leaf?;
+                if let Some((_, tid)) = got.iter().find(|(_, t)| t.position() >= part) {
+                    return Err(bad(format!(
+                        "column-row tree leaf page {page}: position {} is past the column part's {part} rows",
+                        tid.position()
+                    )));
+                }
+            }
+        }
         indexes.push((iname.clone(), entries));
     }
     // A columnar table's delete set: a sound tree of positions of its column

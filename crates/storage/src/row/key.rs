@@ -26,6 +26,20 @@ impl Tid {
         Tid { page, slot }
     }
 
+    /// The tid of row `pos` of a columnar table's column part (the files in
+    /// catalog order, the rows of each in order): the high bits as the page,
+    /// the low 16 as the slot, so that tids order like positions. Only the
+    /// trees of the column part (its delete set, its indexes' column trees)
+    /// hold such tids; a heap never sees them.
+    pub fn of_position(pos: u64) -> Tid {
+        Tid::new((pos >> 16) as u32, (pos & 0xffff) as u16)
+    }
+
+    /// The position [`Tid::of_position`] made this tid of.
+    pub fn position(&self) -> u64 {
+        ((self.page as u64) << 16) | self.slot as u64
+    }
+
     /// Big-endian, so encoded tids order like tids.
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.page.to_be_bytes());

@@ -207,7 +207,14 @@ fn candidate(
         return Ok(None);
     };
     let req = scan.request();
-    if scan.path().ordered || req.limit.is_some() || req.table.is_cold() {
+    // A columnar table's heap scan reads its delta only (the column rows
+    // are the union's other side), and its index's own tree holds the
+    // delta's entries only.
+    if scan.path().ordered
+        || req.limit.is_some()
+        || req.table.is_cold()
+        || req.table.columns().is_some()
+    {
         return Ok(None);
     }
     // (outer, inner) expression pairs.
