@@ -52,9 +52,10 @@ pub struct GenArgs {
     /// (types as hints; `strata compact` of every generated table).
     #[arg(long, conflicts_with_all = ["parquet_only", "table_format"])]
     pub compact: bool,
-    /// How the TPC-H tables store their rows: rows (heap pages with the
-    /// spec's key indexes, the default) or columns (Parquet row groups, no
-    /// indexes: a columnar table has none yet). tpch only.
+    /// How the TPC-H tables store their rows: rows (heap pages, the
+    /// default) or columns (Parquet row groups). Either way with the
+    /// spec's key indexes (on a columnar table each has a tree over the
+    /// column rows). tpch only.
     #[arg(long, value_name = "rows|columns", conflicts_with = "parquet_only")]
     pub table_format: Option<strata_columns::Format>,
 }
@@ -154,7 +155,6 @@ fn tpch(cli: &Global, a: &GenArgs) -> Result<()> {
     spec.options = table_options(a.fill_factor, &a.segment_size)?;
     spec.parquet_dir = a.parquet.clone();
     let columnar = a.table_format == Some(strata_columns::Format::Columns);
-    spec.indexes = !columnar;
     let db = if a.parquet_only {
         None
     } else {

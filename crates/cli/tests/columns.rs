@@ -1,7 +1,7 @@
 //! Columnar tables from the command line: `strata load --table-format
 //! columns`, `strata compact --format columns|rows`, what `strata info` and
-//! `EXPLAIN ANALYZE` say, the delta, UPDATE and DELETE of column rows, and
-//! what a columnar table refuses.
+//! `EXPLAIN ANALYZE` say, the delta, UPDATE and DELETE of column rows, an
+//! index over column rows, and what a columnar table refuses.
 
 use crate::common::{ok, stderr, stdout, strata};
 
@@ -96,4 +96,55 @@ fn a_table_goes_to_columns_and_back_with_the_same_answers() {
         stderr(&o)
     );
     let _ = stdout(&o);
+}
+
+/// `strata load --table-format columns --index`: the index gets a tree over
+/// the column rows, which a point query and a point DELETE look up, and
+/// `strata check` compares with the column files.
+#[test]
+fn an_index_of_a_columnar_table_finds_column_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let csv = dir.path().join("u.csv");
+    // id: a permutation of 0..50,000 in no order (min/max prune nothing).
+    let id = |i: u64| (i * 7919) % 50_000;
+    let mut text = String::from("id,val\n");
+    for i in 0..50_000 {
+        text += &format!("{},{i}\n", id(i));
+    }
+    std::fs::write(&csv, text).unwrap();
+    ok(
+        &db,
+        &[
+            "load",
+            "u",
+            csv.to_str().unwrap(),
+            "--table-format",
+            "columns",
+            "--index",
+            "u_id:id",
+        ],
+    );
+    let sql = |sql: &str| ok(&db, &["sql", "--format", "csv", "-e", sql]);
+    let want = (0..50_000).find(|&i| id(i) == 123).unwrap();
+    assert!(sql("SELECT val FROM u WHERE id = 123").ends_with(&format!("\n{want}\n")));
+    let plan = sql("EXPLAIN ANALYZE SELECT val FROM u WHERE id = 123");
+    assert!(
+        plan.contains(
+            "StrataColumnScanExec: table=u, columns [id, val], row groups 1 of 1, rows 1 of 50000"
+        ) && plan.contains("index u_id: 1 row(s) from 1 entry"),
+        "{plan}"
+    );
+    let check = ok(&db, &["check"]);
+    assert!(
+        check.contains(
+            "ok: table u: index u_id: 50000 entries of live column rows match the column files"
+        ),
+        "{check}"
+    );
+    assert!(sql("DELETE FROM u WHERE id = 123").ends_with("\n1\n"));
+    assert!(sql("SELECT count(*) FROM u WHERE id = 123").ends_with("\n0\n"));
+    assert!(sql("SELECT count(*) FROM u").ends_with("\n49999\n"));
+    let check = ok(&db, &["check"]);
+    assert!(check.contains("index u_id: 49999 entries"), "{check}");
 }

@@ -11,6 +11,7 @@
 mod cli_output;
 mod cold_queries;
 mod cold_tier_sql;
+mod column_indexes;
 mod common;
 mod crash_loop_sql;
 mod ddl;
