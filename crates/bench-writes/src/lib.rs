@@ -239,6 +239,8 @@ pub struct Options {
     /// PostgreSQL's `shared_buffers` (e.g. "256MB": strata's buffer pool).
     pub shared_buffers: String,
     pub postgres: PgMode,
+    /// strata's acct is a columnar table (converted after the load).
+    pub columnar: bool,
     /// Samples of each latency in the diagnostics.
     pub diagnostic_samples: usize,
 }
@@ -261,6 +263,7 @@ impl Options {
             device: "real".into(),
             shared_buffers: "256MB".into(),
             postgres: PgMode::IfInstalled,
+            columnar: false,
             diagnostic_samples: if quick { 50 } else { 500 },
         }
     }
@@ -411,7 +414,21 @@ fn result_row(o: &Options, engine: &str, w: Workload, run: usize, m: &Measured) 
 pub fn run(o: &Options, progress: &mut dyn FnMut(&str)) -> Result<Report> {
     o.validate()?;
     let mut notes = Vec::new();
-    let mut strata = strata::StrataSide::open(&o.bench_db, o.db_options.clone(), o.rows, progress)?;
+    let mut strata = strata::StrataSide::open(
+        &o.bench_db,
+        o.db_options.clone(),
+        o.rows,
+        o.columnar,
+        progress,
+    )?;
+    if o.columnar {
+        notes.push(
+            "strata's acct is a columnar table (--table-format columns): its rows in a Parquet \
+             file, its index a tree over them; an UPDATE marks a column row deleted and writes \
+             the new row to the delta."
+                .to_string(),
+        );
+    }
     let mut pg = match o.postgres {
         PgMode::Off => {
             notes.push("PostgreSQL was not run (--no-postgres).".to_string());

@@ -65,6 +65,11 @@ struct Cli {
     /// installed: scripts/setup_postgres.sh installs it).
     #[arg(long)]
     no_postgres: bool,
+    /// How strata stores acct: rows (the heap, the default) or columns (a
+    /// columnar table: its rows in Parquet row groups, the index a tree
+    /// over them; updated rows go to its delta).
+    #[arg(long, value_name = "rows|columns", default_value = "rows")]
+    table_format: String,
 }
 
 fn main() -> ExitCode {
@@ -90,6 +95,16 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     .device(&cli.device)?;
     o.device = cli.device.clone();
     o.shared_buffers = format!("{}MB", (pool >> 20).max(1));
+    o.columnar = match cli.table_format.to_ascii_lowercase().as_str() {
+        "rows" => false,
+        "columns" => true,
+        other => {
+            return Err(Usage(format!(
+                "--table-format {other}: expected 'rows' or 'columns'"
+            ))
+            .into());
+        }
+    };
     o.postgres = if cli.no_postgres {
         PgMode::Off
     } else {

@@ -78,6 +78,7 @@ impl StrataSide {
         dir: &Path,
         options: DbOptions,
         rows: u64,
+        columnar: bool,
         progress: &mut dyn FnMut(&str),
     ) -> Result<StrataSide> {
         let db = Database::open_or_create(dir, options)
@@ -106,9 +107,13 @@ impl StrataSide {
             load.append(&[Value::Int64(k), Value::Int64(v), Value::Str(pad)])?;
         }
         load.commit(&NoProgress)?;
+        if columnar {
+            strata_columns::rewrite(&db, TABLE, strata_columns::Format::Columns, &NoProgress)?;
+        }
         progress(&format!(
-            "strata: loaded in {:.1} s",
-            start.elapsed().as_secs_f64()
+            "strata: loaded in {:.1} s{}",
+            start.elapsed().as_secs_f64(),
+            if columnar { " (as columns)" } else { "" }
         ));
         let db = Arc::new(db);
         let session = SqlSession::new(db.clone())?;
