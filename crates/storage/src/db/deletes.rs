@@ -39,6 +39,11 @@ pub struct DeleteSet {
     /// taken back but by its transaction's abort), so one committed count is
     /// one committed content: a scan that finds the same count reads no page.
     committed: parking_lot::Mutex<Option<(u64, Arc<Vec<u64>>)>>,
+    /// The positions the running write transaction marked: its commit merges
+    /// them into `committed` (when they are exactly what it added), so that a
+    /// mark does not make the next statement read the whole set again; its
+    /// abort forgets them.
+    unpublished: parking_lot::Mutex<Vec<u64>>,
 }
 
 const KEY: DataType = DataType::Int64;
@@ -82,6 +87,7 @@ impl DeleteSet {
             file,
             btree,
             committed: Default::default(),
+            unpublished: Default::default(),
         })
     }
 
@@ -104,6 +110,7 @@ impl DeleteSet {
             file: file.to_string(),
             btree,
             committed: Default::default(),
+            unpublished: Default::default(),
         })
     }
 
@@ -206,6 +213,60 @@ impl DeleteSet {
             }
         }
         let entries: Vec<(Vec<u8>, Tid)> = sorted.iter().map(|&p| (key(p), tid(p))).collect();
-        crate::buffer::as_writer(|| self.btree.insert_sorted(&entries))
+        crate::buffer::as_writer(|| self.btree.insert_sorted(&entries))?;
+        self.unpublished.lock().extend(sorted);
+        Ok(())
+    }
+
+    /// The running transaction committed: its marks join the kept committed
+    /// positions, if those plus the marks are the set's committed count
+    /// (else the next committed reader reads the set again).
+    pub(crate) fn publish_marks(&self) {
+        let mut marks = std::mem::take(&mut *self.unpublished.lock());
+        if marks.is_empty() {
+            return;
+        }
+        let mut kept = self.committed.lock();
+        let len = self.len();
+        let merged = match &*kept {
+            Some((n, p)) if n + marks.len() as u64 == len => {
+                marks.sort_unstable();
+                let mut out = Vec::with_capacity(len as usize);
+                let (mut a, mut b) = (p.iter().peekable(), marks.iter().peekable());
+                loop {
+                    match (a.peek(), b.peek()) {
+                        (Some(&&x), Some(&&y)) if x < y => {
+                            out.push(x);
+                            a.next();
+                        }
+                        (Some(_), Some(&&y)) => {
+                            out.push(y);
+                            b.next();
+                        }
+                        (Some(&&x), None) => {
+                            out.push(x);
+                            a.next();
+                        }
+                        (None, Some(&&y)) => {
+                            out.push(y);
+                            b.next();
+                        }
+                        (None, None) => break,
+                    }
+                }
+                // Distinct positions (mark refuses a marked one): anything
+                // else means the marks are not what the commit added.
+                out.windows(2)
+                    .all(|w| w[0] < w[1])
+                    .then(|| (len, Arc::new(out)))
+            }
+            _ => None,
+        };
+        *kept = merged;
+    }
+
+    /// The running transaction aborted: its marks are gone.
+    pub(crate) fn forget_marks(&self) {
+        self.unpublished.lock().clear();
     }
 }

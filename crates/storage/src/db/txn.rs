@@ -162,6 +162,9 @@ impl WriteTxn<'_> {
                 for i in t.trees() {
                     i.btree().publish_meta();
                 }
+                if let Some(d) = &t.deleted {
+                    d.publish_marks();
+                }
             }
             db.csn.store(csn, Ordering::Release);
             drop(cache_changes);
@@ -258,6 +261,9 @@ impl WriteTxn<'_> {
             t.rows.store(rows, Ordering::Release);
             for i in t.trees() {
                 let _ = i.btree().reload_meta();
+            }
+            if let Some(d) = &t.deleted {
+                d.forget_marks();
             }
         }
         self.end();
