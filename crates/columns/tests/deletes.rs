@@ -359,5 +359,22 @@ fn a_commit_adds_its_marks_to_the_kept_positions_and_an_abort_does_not() {
         // What the set holds, read anew, is the same.
         assert_eq!(t.delete_set().unwrap().positions().unwrap(), *kept);
     }
-    assert_eq!(contents(&db), live(&part, &gone));
+    // A transaction's own view is the kept positions with its marks: read
+    // from no page of the set either.
+    let txn = db.begin_write().unwrap();
+    let tt = txn.table("t").unwrap();
+    tt.delete_column_rows(&[11]).unwrap();
+    let before = pages();
+    let own = strata_storage::buffer::as_writer(|| tt.deleted_column_rows().unwrap());
+    assert_eq!(pages(), before, "the own view read the set");
+    let mut with_own = gone.clone();
+    with_own.insert(11);
+    assert_eq!(*own, with_own.iter().copied().collect::<Vec<_>>());
+    assert_eq!(
+        *t.deleted_column_rows().unwrap(),
+        gone.iter().copied().collect::<Vec<_>>(),
+        "a reader beside it sees the committed set"
+    );
+    txn.commit().unwrap();
+    assert_eq!(contents(&db), live(&part, &with_own));
 }

@@ -218,55 +218,64 @@ impl DeleteSet {
         Ok(())
     }
 
+    /// The positions as the running write transaction sees them: the kept
+    /// committed ones with its own marks (the set changes only by marks),
+    /// read anew only when nothing is kept that they add up with.
+    pub(crate) fn own_positions(&self) -> Result<Arc<Vec<u64>>> {
+        let marks = self.unpublished.lock().clone();
+        if marks.is_empty() {
+            // Nothing of its own yet: its view is the committed one.
+            return self.committed_positions();
+        }
+        if let Some((n, p)) = &*self.committed.lock()
+            && n + marks.len() as u64 == self.len()
+            && let Some(all) = merged(p, marks)
+        {
+            return Ok(Arc::new(all));
+        }
+        Ok(Arc::new(self.positions()?))
+    }
+
     /// The running transaction committed: its marks join the kept committed
     /// positions, if those plus the marks are the set's committed count
     /// (else the next committed reader reads the set again).
     pub(crate) fn publish_marks(&self) {
-        let mut marks = std::mem::take(&mut *self.unpublished.lock());
+        let marks = std::mem::take(&mut *self.unpublished.lock());
         if marks.is_empty() {
             return;
         }
         let mut kept = self.committed.lock();
         let len = self.len();
-        let merged = match &*kept {
+        *kept = match &*kept {
             Some((n, p)) if n + marks.len() as u64 == len => {
-                marks.sort_unstable();
-                let mut out = Vec::with_capacity(len as usize);
-                let (mut a, mut b) = (p.iter().peekable(), marks.iter().peekable());
-                loop {
-                    match (a.peek(), b.peek()) {
-                        (Some(&&x), Some(&&y)) if x < y => {
-                            out.push(x);
-                            a.next();
-                        }
-                        (Some(_), Some(&&y)) => {
-                            out.push(y);
-                            b.next();
-                        }
-                        (Some(&&x), None) => {
-                            out.push(x);
-                            a.next();
-                        }
-                        (None, Some(&&y)) => {
-                            out.push(y);
-                            b.next();
-                        }
-                        (None, None) => break,
-                    }
-                }
-                // Distinct positions (mark refuses a marked one): anything
-                // else means the marks are not what the commit added.
-                out.windows(2)
-                    .all(|w| w[0] < w[1])
-                    .then(|| (len, Arc::new(out)))
+                merged(p, marks).map(|all| (len, Arc::new(all)))
             }
             _ => None,
         };
-        *kept = merged;
     }
 
     /// The running transaction aborted: its marks are gone.
     pub(crate) fn forget_marks(&self) {
         self.unpublished.lock().clear();
     }
+}
+
+/// `kept` (ascending) and `marks` merged, ascending; `None` if a position
+/// repeats (then the marks are not what was added to `kept`).
+fn merged(kept: &[u64], mut marks: Vec<u64>) -> Option<Vec<u64>> {
+    marks.sort_unstable();
+    let mut out = Vec::with_capacity(kept.len() + marks.len());
+    let (mut a, mut b) = (kept.iter().peekable(), marks.iter().peekable());
+    while let (Some(&&x), Some(&&y)) = (a.peek(), b.peek()) {
+        if x < y {
+            out.push(x);
+            a.next();
+        } else {
+            out.push(y);
+            b.next();
+        }
+    }
+    out.extend(a);
+    out.extend(b);
+    out.windows(2).all(|w| w[0] < w[1]).then_some(out)
 }

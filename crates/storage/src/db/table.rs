@@ -299,8 +299,9 @@ impl Table {
     /// last commit.
     pub fn deleted_column_rows(&self) -> Result<Arc<Vec<u64>>> {
         match &self.deleted {
-            // The running transaction's own view: read anew.
-            Some(d) if self.heap.pool().sees_uncommitted() => Ok(Arc::new(d.positions()?)),
+            // The running transaction's own view: the committed positions
+            // and its own marks.
+            Some(d) if self.heap.pool().sees_uncommitted() => d.own_positions(),
             Some(d) => d.committed_positions(),
             None => Ok(Arc::default()),
         }
