@@ -55,6 +55,32 @@ pub struct ColumnPart {
     deleted: Arc<Vec<u64>>,
 }
 
+/// The footers and page indexes of the column files a database read, by
+/// file name: a file is never changed and its name never reused, so a kept
+/// footer never goes stale, and a statement after the first does not read
+/// and decode its table's footer again (a point lookup's fixed cost). At
+/// most [`FooterCache::FILES`] files; past that it starts over.
+#[derive(Default)]
+pub struct FooterCache {
+    files: parking_lot::Mutex<std::collections::HashMap<String, ArrowReaderMetadata>>,
+}
+
+impl FooterCache {
+    pub const FILES: usize = 256;
+
+    fn get(&self, file: &str) -> Option<ArrowReaderMetadata> {
+        self.files.lock().get(file).cloned()
+    }
+
+    fn put(&self, file: &str, meta: ArrowReaderMetadata) {
+        let mut f = self.files.lock();
+        if f.len() >= Self::FILES {
+            f.clear();
+        }
+        f.insert(file.to_string(), meta);
+    }
+}
+
 /// A row group to read, and which of its rows (`None`: all).
 #[derive(Clone, Debug)]
 pub struct Unit {
@@ -111,7 +137,14 @@ impl ColumnPart {
         match table.columns() {
             None => Ok(None),
             Some(def) => {
-                let mut part = ColumnPart::open(db.dir(), def, table.schema(), db.direct_io())?;
+                let footers = db.extension(FooterCache::default);
+                let mut part = ColumnPart::open_with(
+                    db.dir(),
+                    def,
+                    table.schema(),
+                    db.direct_io(),
+                    Some(&footers),
+                )?;
                 part.deleted = table.deleted_column_rows()?;
                 let budget = (db.pool().capacity() * strata_storage::page::PAGE_SIZE) as u64;
                 part.cache = Some(db.extension(|| ChunkCache::new(budget)));
@@ -124,13 +157,34 @@ impl ColumnPart {
     /// `schema`, checking each against the catalog; with `O_DIRECT` when
     /// `direct`.
     pub fn open(dir: &Path, def: &ColumnsDef, schema: &Schema, direct: bool) -> Result<ColumnPart> {
+        ColumnPart::open_with(dir, def, schema, direct, None)
+    }
+
+    /// [`ColumnPart::open`], taking each file's footer and page index from
+    /// `footers` when it has them (and keeping them there).
+    fn open_with(
+        dir: &Path,
+        def: &ColumnsDef,
+        schema: &Schema,
+        direct: bool,
+        footers: Option<&FooterCache>,
+    ) -> Result<ColumnPart> {
         let counters = Arc::new(ReadCounters::default());
         let arrow = arrow_schema(schema);
         let mut files = Vec::with_capacity(def.files.len());
         for c in &def.files {
             let path = dir.join(&c.file);
             let file = CountedFile::open(dir, c, direct, counters.clone())?;
-            let meta = file.metadata(&path)?;
+            let meta = match footers.and_then(|f| f.get(&c.file)) {
+                Some(m) => m,
+                None => {
+                    let m = file.metadata(&path)?;
+                    if let Some(f) = footers {
+                        f.put(&c.file, m.clone());
+                    }
+                    m
+                }
+            };
             let rows = meta.metadata().file_metadata().num_rows();
             if rows as u64 != c.rows {
                 return Err(ColumnsError::Corrupt {
