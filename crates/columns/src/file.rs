@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use arrow::array::Array;
+use crate::encoding::ColumnEncoding;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
@@ -45,9 +45,9 @@ pub const ROW_GROUP_ROWS: usize = 122_880;
 /// unit a scan skips (a page also ends at 1 MiB).
 pub const PAGE_ROWS: usize = 8_192;
 
-/// The writer's settings for every column file; `plain` names the columns
-/// written without a dictionary ([`dictionary_pays`]).
-fn properties(schema: &SchemaRef, plain: &[bool]) -> WriterProperties {
+/// The writer's settings for every column file, each column in the
+/// encoding [`crate::encoding::choose`] picked for it.
+fn properties(schema: &SchemaRef, encodings: &[ColumnEncoding]) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_data_page_row_count_limit(PAGE_ROWS)
@@ -56,68 +56,19 @@ fn properties(schema: &SchemaRef, plain: &[bool]) -> WriterProperties {
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_compression(Compression::SNAPPY)
         .set_created_by("strata".to_string());
-    for (f, &p) in schema.fields().iter().zip(plain) {
-        if p {
-            b = b.set_column_dictionary_enabled(ColumnPath::from(f.name().as_str()), false);
+    for (f, e) in schema.fields().iter().zip(encodings) {
+        let path = || ColumnPath::from(f.name().as_str());
+        match e {
+            ColumnEncoding::Dictionary => {}
+            ColumnEncoding::Plain => b = b.set_column_dictionary_enabled(path(), false),
+            ColumnEncoding::Delta => {
+                b = b
+                    .set_column_dictionary_enabled(path(), false)
+                    .set_column_encoding(path(), parquet::basic::Encoding::DELTA_BINARY_PACKED)
+            }
         }
     }
     b.build()
-}
-
-/// Whether a dictionary makes `array`'s values smaller: its distinct values
-/// once plus a code of ⌈log2 distinct⌉ bits per value, against every value
-/// plain. A column of distinct values (keys, prices, comments) gets none:
-/// Parquet would give it a dictionary page up to its 1 MiB limit before
-/// falling back to plain values, and every read of one row of the chunk —
-/// an index lookup — would have to read that page first. Decided per file
-/// on its first page's worth of rows (types-as-hints decides from the data
-/// too, No Bits Left Behind §4.1).
-pub fn dictionary_pays(array: &dyn Array) -> bool {
-    use arrow::array::AsArray;
-    use arrow::datatypes::{
-        DataType as A, Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type,
-        TimestampMicrosecondType,
-    };
-    use std::collections::HashSet;
-    let n = (array.len() - array.null_count()) as f64;
-    if n == 0.0 {
-        return true;
-    }
-    fn count<T: std::hash::Hash + Eq>(it: impl Iterator<Item = Option<T>>) -> usize {
-        it.flatten().collect::<HashSet<T>>().len()
-    }
-    let (distinct, width) = match array.data_type() {
-        A::Int32 => (count(array.as_primitive::<Int32Type>().iter()), 4.0),
-        A::Date32 => (count(array.as_primitive::<Date32Type>().iter()), 4.0),
-        A::Int64 => (count(array.as_primitive::<Int64Type>().iter()), 8.0),
-        A::Timestamp(..) => (
-            count(array.as_primitive::<TimestampMicrosecondType>().iter()),
-            8.0,
-        ),
-        A::Float64 => (
-            count(
-                array
-                    .as_primitive::<Float64Type>()
-                    .iter()
-                    .map(|v| v.map(f64::to_bits)),
-            ),
-            8.0,
-        ),
-        A::Decimal128(p, _) => (
-            count(array.as_primitive::<Decimal128Type>().iter()),
-            if *p <= 9 { 4.0 } else { 8.0 },
-        ),
-        A::Utf8 => {
-            let a = array.as_string::<i32>();
-            let bytes: usize = a.iter().flatten().map(str::len).sum();
-            // A plain string is its length (4 bytes) and its bytes.
-            (count(a.iter()), 4.0 + bytes as f64 / n)
-        }
-        _ => return true,
-    };
-    let d = distinct as f64;
-    let code_bits = d.log2().ceil().max(1.0);
-    d * width + n * code_bits / 8.0 < n * width
 }
 
 /// Writes one column file at `path` (relative: `dir.join(path)`), durably.
@@ -176,16 +127,16 @@ impl FileWriter {
         let path = self.dir.join(&self.file);
         let sample = arrow::compute::concat_batches(&self.schema, &self.pending)
             .map_err(|e| ColumnsError::parquet(&path, e.into()))?;
-        let plain: Vec<bool> = sample
+        let encodings: Vec<ColumnEncoding> = sample
             .columns()
             .iter()
-            .map(|c| !dictionary_pays(c.as_ref()))
+            .map(|c| crate::encoding::choose(c.as_ref()))
             .collect();
         let f = self.out.take().expect("the file is open");
         let mut w = ArrowWriter::try_new(
             f,
             self.schema.clone(),
-            Some(properties(&self.schema, &plain)),
+            Some(properties(&self.schema, &encodings)),
         )
         .map_err(|e| ColumnsError::parquet(&path, e))?;
         for b in std::mem::take(&mut self.pending) {

@@ -10,12 +10,14 @@
 //! formats (and merges a columnar table's delta into new column files).
 //! [`chunk_cache`] keeps the bytes read, as the buffer pool keeps pages.
 //! [`index`] builds and reads an index's tree over the column part.
+//! [`encoding`] picks each column's encoding from its values.
 //! [`convert`] turns stored rows into Arrow batches and back, for the
 //! column files and for strata-sql's operators. docs/layers/columns.md says
 //! why Parquet and what a columnar table does not do yet.
 
 pub mod chunk_cache;
 pub mod convert;
+pub mod encoding;
 pub mod error;
 pub mod file;
 pub mod index;

@@ -94,9 +94,11 @@ fn lookups_through_a_column_tree_find_the_live_rows_and_read_only_their_pages() 
         let probe = probe.expect("the index was tried");
         assert_eq!(probe.positions.as_ref().map(Vec::len), Some(3), "{probe}");
         // One page of each column per row (and a dictionary page of the
-        // columns that have one), where the pruned scan reads them all.
+        // columns that have one; reads closer than 64 KiB are one, so in a
+        // file this small some gaps between them too), where the pruned
+        // scan reads them all.
         assert!(
-            bytes * 3 < pruned_bytes,
+            bytes * 2 < pruned_bytes,
             "key {k}: {bytes} bytes read through the index, {pruned_bytes} by the pruned scan"
         );
     }
