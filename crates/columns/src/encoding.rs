@@ -50,8 +50,20 @@ pub fn choose(array: &dyn Array) -> ColumnEncoding {
         return ColumnEncoding::Dictionary;
     }
     let (distinct, width, delta) = match array.data_type() {
-        A::Int32 => ints(array.as_primitive::<Int32Type>().iter().map(|v| v.map(i64::from)), 4.0),
-        A::Date32 => ints(array.as_primitive::<Date32Type>().iter().map(|v| v.map(i64::from)), 4.0),
+        A::Int32 => ints(
+            array
+                .as_primitive::<Int32Type>()
+                .iter()
+                .map(|v| v.map(i64::from)),
+            4.0,
+        ),
+        A::Date32 => ints(
+            array
+                .as_primitive::<Date32Type>()
+                .iter()
+                .map(|v| v.map(i64::from)),
+            4.0,
+        ),
         A::Int64 => ints(array.as_primitive::<Int64Type>().iter(), 8.0),
         A::Timestamp(..) => ints(array.as_primitive::<TimestampMicrosecondType>().iter(), 8.0),
         A::Decimal128(p, _) => {
@@ -66,7 +78,12 @@ pub fn choose(array: &dyn Array) -> ColumnEncoding {
             }
         }
         A::Float64 => (
-            count(array.as_primitive::<Float64Type>().iter().map(|v| v.map(f64::to_bits))),
+            count(
+                array
+                    .as_primitive::<Float64Type>()
+                    .iter()
+                    .map(|v| v.map(f64::to_bits)),
+            ),
             8.0,
             None,
         ),
