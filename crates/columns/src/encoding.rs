@@ -30,8 +30,7 @@ use std::hash::Hash;
 
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::{
-    DataType as A, Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type,
-    TimestampMicrosecondType,
+    DataType as A, Decimal128Type, Float64Type, Int32Type, Int64Type, TimestampMicrosecondType,
 };
 
 /// A column's encoding in a column file.
@@ -50,20 +49,16 @@ pub fn choose(array: &dyn Array) -> ColumnEncoding {
         return ColumnEncoding::Dictionary;
     }
     let (distinct, width, delta) = match array.data_type() {
-        A::Int32 => ints(
-            array
-                .as_primitive::<Int32Type>()
-                .iter()
-                .map(|v| v.map(i64::from)),
-            4.0,
-        ),
-        A::Date32 => ints(
-            array
-                .as_primitive::<Date32Type>()
-                .iter()
-                .map(|v| v.map(i64::from)),
-            4.0,
-        ),
+        A::Int32 | A::Date32 => {
+            // Both are 32-bit integers (a date is days since the epoch).
+            let a = arrow::compute::cast(array, &A::Int32).expect("an i32 array casts to i32");
+            ints(
+                a.as_primitive::<Int32Type>()
+                    .iter()
+                    .map(|v| v.map(i64::from)),
+                4.0,
+            )
+        }
         A::Int64 => ints(array.as_primitive::<Int64Type>().iter(), 8.0),
         A::Timestamp(..) => ints(array.as_primitive::<TimestampMicrosecondType>().iter(), 8.0),
         A::Decimal128(p, _) => {

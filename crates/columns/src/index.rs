@@ -199,7 +199,7 @@ pub fn plan(
     let budget = part.plan_bytes(&pruned, columns);
     let probe = probe(part, index, lo, hi, &pruned, budget)?;
     let plan = match &probe.positions {
-        Some(p) => part.plan_at(conjuncts, p),
+        Some(p) => ColumnPart::plan_at(pruned, p),
         None => pruned,
     };
     Ok((plan, Some(probe)))

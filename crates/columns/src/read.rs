@@ -255,11 +255,10 @@ impl ColumnPart {
             .sum()
     }
 
-    /// [`ColumnPart::plan`] narrowed to the rows at `positions` (ascending,
-    /// live; an index lookup's, `index.rs`): each unit selects only them, so
-    /// its read fetches only the pages holding them.
-    pub fn plan_at(&self, conjuncts: &[Comparison], positions: &[u64]) -> Plan {
-        let mut plan = self.plan(conjuncts);
+    /// `plan` (a [`ColumnPart::plan`]) narrowed to the rows at `positions`
+    /// (ascending, live; an index lookup's, `index.rs`): each unit selects
+    /// only them, so its read fetches only the pages holding them.
+    pub fn plan_at(mut plan: Plan, positions: &[u64]) -> Plan {
         plan.units.retain_mut(|u| {
             let from = positions.partition_point(|&p| p < u.first);
             let to = positions.partition_point(|&p| p < u.first + u.group_rows);
