@@ -479,6 +479,9 @@ impl Device for ColdDevice {
         }
     }
 
+    fn charge_read(&self, file: FileId, first_page: u64, pages: u64) {
+        self.inner.charge_read(file, first_page, pages)
+    }
     fn stats(&self) -> &IoStats {
         self.inner.stats()
     }

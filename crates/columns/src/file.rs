@@ -31,6 +31,8 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::reader::{ChunkReader, Length};
 use parquet::schema::types::ColumnPath;
 use strata_storage::catalog::{ColumnFile, sync_dir};
+use strata_storage::device::{Device, FileId};
+use strata_storage::page::PAGE_SIZE;
 
 use crate::error::{ColumnsError, Result};
 
@@ -208,6 +210,45 @@ pub struct CountedFile {
     len: u64,
     direct: bool,
     counters: Arc<ReadCounters>,
+    charge: Option<Charge>,
+}
+
+/// Where a column file's reads are charged: the database's device, which
+/// counts them with its own and, modeled, charges their time
+/// ([`Device::charge_read`]), under the file's [`FileId::external`] id.
+#[derive(Clone)]
+pub struct Charge {
+    device: Arc<dyn Device>,
+    file: FileId,
+}
+
+impl Charge {
+    pub fn new(device: Arc<dyn Device>, name: &str) -> Charge {
+        Charge {
+            device,
+            file: FileId::external(name),
+        }
+    }
+
+    /// Charges a read of `len` bytes at `start`: the device pages it spans.
+    fn read(&self, start: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let page = PAGE_SIZE as u64;
+        let first = start / page;
+        let last = (start + len - 1) / page;
+        self.device.charge_read(self.file, first, last - first + 1);
+    }
+}
+
+/// Counts a read of `len` bytes at `start` in `counters` and charges it.
+fn account(counters: &ReadCounters, charge: Option<&Charge>, start: u64, len: u64) {
+    counters.requests.fetch_add(1, Ordering::Relaxed);
+    counters.bytes.fetch_add(len, Ordering::Relaxed);
+    if let Some(c) = charge {
+        c.read(start, len);
+    }
 }
 
 /// `O_DIRECT` reads start and end on this boundary.
@@ -286,7 +327,14 @@ impl CountedFile {
             len,
             direct,
             counters,
+            charge: None,
         })
+    }
+
+    /// Charges every read from now on to `charge`'s device.
+    pub fn charging(mut self, charge: Charge) -> CountedFile {
+        self.charge = Some(charge);
+        self
     }
 
     /// Reads its footer and page index (one read each, counted).
@@ -314,7 +362,9 @@ impl Length for CountedFile {
 pub enum CountedRead {
     Buffered {
         inner: BufReader<File>,
+        pos: u64,
         counters: Arc<ReadCounters>,
+        charge: Option<Charge>,
     },
     /// Under `O_DIRECT`: aligned chunks of [`DIRECT_CHUNK`] bytes.
     Direct {
@@ -323,28 +373,32 @@ pub enum CountedRead {
         chunk: Vec<u8>,
         at: usize,
         counters: Arc<ReadCounters>,
+        charge: Option<Charge>,
     },
 }
 
 impl Read for CountedRead {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let (inner, counters) = match self {
-            CountedRead::Buffered { inner, counters } => (inner, counters),
+        let (inner, pos, counters, charge) = match self {
+            CountedRead::Buffered {
+                inner,
+                pos,
+                counters,
+                charge,
+            } => (inner, pos, counters, charge),
             CountedRead::Direct {
                 file,
                 pos,
                 chunk,
                 at,
                 counters,
+                charge,
             } => {
                 if *at == chunk.len() {
                     *chunk = read_direct(file, *pos, DIRECT_CHUNK)?;
                     *at = 0;
+                    account(counters, charge.as_ref(), *pos, chunk.len() as u64);
                     *pos += chunk.len() as u64;
-                    counters.requests.fetch_add(1, Ordering::Relaxed);
-                    counters
-                        .bytes
-                        .fetch_add(chunk.len() as u64, Ordering::Relaxed);
                 }
                 let n = buf.len().min(chunk.len() - *at);
                 buf[..n].copy_from_slice(&chunk[*at..*at + n]);
@@ -356,10 +410,10 @@ impl Read for CountedRead {
         let n = inner.read(buf)?;
         // A refill of the buffer is one request of the buffer's fill.
         if before == 0 && n > 0 {
-            counters.requests.fetch_add(1, Ordering::Relaxed);
-            let filled = n + inner.buffer().len();
-            counters.bytes.fetch_add(filled as u64, Ordering::Relaxed);
+            let filled = (n + inner.buffer().len()) as u64;
+            account(counters, charge.as_ref(), *pos, filled);
         }
+        *pos += n as u64;
         Ok(n)
     }
 }
@@ -375,13 +429,16 @@ impl ChunkReader for CountedFile {
                 chunk: Vec::new(),
                 at: 0,
                 counters: self.counters.clone(),
+                charge: self.charge.clone(),
             });
         }
         let mut f = self.file.try_clone()?;
         f.seek(SeekFrom::Start(start))?;
         Ok(CountedRead::Buffered {
             inner: BufReader::new(f),
+            pos: start,
             counters: self.counters.clone(),
+            charge: self.charge.clone(),
         })
     }
 
@@ -400,10 +457,7 @@ impl ChunkReader for CountedFile {
             self.file.read_exact_at(&mut buf, start)?;
             buf
         };
-        self.counters.requests.fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .bytes
-            .fetch_add(length as u64, Ordering::Relaxed);
+        account(&self.counters, self.charge.as_ref(), start, length as u64);
         Ok(buf.into())
     }
 }

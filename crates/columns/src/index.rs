@@ -25,7 +25,6 @@ use strata_access::Predicate;
 use strata_access::predicate::Comparison;
 use strata_storage::db::Index;
 use strata_storage::db::keysort::SortedEntries;
-use strata_storage::page::PAGE_SIZE;
 use strata_storage::row::{DataType, Tid, encode_key_value};
 use strata_storage::{Database, IndexSpec, Progress, Table};
 
@@ -174,8 +173,11 @@ pub struct Probe {
     pub entries: u64,
     pub leaves: u64,
     /// The live positions in the range, ascending; `None`: the lookup gave
-    /// up (the index pages read outweighed the pruned scan's column pages).
+    /// up (finishing through the index would cost more on the device than
+    /// the pruned scan).
     pub positions: Option<Vec<u64>>,
+    /// What the walk found, costs included ([`crate::smooth::Walk::describe`]).
+    pub note: String,
 }
 
 /// The plan of a read of `part` (of `table`) for rows passing `conjuncts`,
@@ -196,8 +198,7 @@ pub fn plan(
     let Some((index, lo, hi)) = best_index(table, conjuncts)? else {
         return Ok((pruned, None));
     };
-    let budget = part.plan_bytes(&pruned, columns);
-    let probe = probe(part, index, lo, hi, &pruned, budget)?;
+    let probe = probe(part, index, lo, hi, &pruned, columns)?;
     let plan = match &probe.positions {
         Some(p) => ColumnPart::plan_at(pruned, p),
         None => pruned,
@@ -237,63 +238,28 @@ fn best_index<'t>(
     Ok(best.map(|(_, ix, lo, hi)| (ix, lo, hi)))
 }
 
-/// Reads `index`'s column-tree entries in [`lo`, `hi`] while the lookup
-/// still costs less than `pruned` (the plan min/max pruning made, which
-/// reads `pruned_bytes`): the leaves read so far, plus the share of the
-/// pruned plan's pages the rows found so far fall on, times its bytes. Both
-/// only grow as entries come, so once that reaches `pruned_bytes` the
-/// lookup cannot win, and stops: then it cost at most the leaves of one
-/// scan's worth of bytes. The live positions found, ascending.
+/// Walks `index`'s tree over `part` in [`lo`, `hi`] as the column Smooth
+/// Scan does ([`crate::smooth::walk`]): the rows it names while reading
+/// them costs less on the device than `pruned` (the plan min/max pruning
+/// made), reading table columns `columns`; else it gives up, as soon as a
+/// lower bound on finishing through the index reaches the pruned scan's
+/// cost.
 pub fn probe(
     part: &ColumnPart,
     index: &Index,
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
     pruned: &Plan,
-    pruned_bytes: u64,
+    columns: &[usize],
 ) -> Result<Probe> {
     let tree = index.column_tree().expect("an index with a column tree");
-    let page_rows = crate::file::PAGE_ROWS as u64;
-    let pages: u64 = pruned
-        .units
-        .iter()
-        .map(|u| u.rows.div_ceil(page_rows))
-        .sum::<u64>()
-        .max(1);
-    let mut touched = std::collections::HashSet::new();
-    let mut cursor = tree.range_cursor(lo, hi);
-    let mut positions = Vec::new();
-    let mut entries = 0u64;
-    let mut gave_up = false;
-    while let Some(e) = cursor.next_entry(tree) {
-        let (_, tid) = e?;
-        entries += 1;
-        positions.push(tid.position());
-        touched.insert(tid.position() / page_rows);
-        let cost = cursor.leaves_read() * PAGE_SIZE as u64
-            + pruned_bytes * (touched.len() as u64).min(pages) / pages;
-        if cost >= pruned_bytes {
-            gave_up = true;
-            break;
-        }
-    }
-    let leaves = cursor.leaves_read();
-    if gave_up {
-        return Ok(Probe {
-            index: index.def.name.clone(),
-            entries,
-            leaves,
-            positions: None,
-        });
-    }
-    positions.sort_unstable();
-    let deleted = part.deleted();
-    positions.retain(|p| deleted.binary_search(p).is_err());
+    let walk = crate::smooth::walk(part, tree, lo, hi, pruned, columns)?;
     Ok(Probe {
         index: index.def.name.clone(),
-        entries,
-        leaves,
-        positions: Some(positions),
+        entries: walk.entries,
+        leaves: walk.leaves,
+        note: walk.describe(),
+        positions: walk.positions,
     })
 }
 
@@ -311,8 +277,8 @@ impl std::fmt::Display for Probe {
             ),
             None => write!(
                 f,
-                "index {} given up after {} leaf page(s) ({} entries): min/max pruning reads less",
-                self.index, self.leaves, self.entries
+                "index {} given up after {} leaf page(s) ({} entries): {}",
+                self.index, self.leaves, self.entries, self.note
             ),
         }
     }

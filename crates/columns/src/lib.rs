@@ -9,7 +9,8 @@
 //! ([`prune`], [`read`]). [`rewrite`] converts a table between the two
 //! formats (and merges a columnar table's delta into new column files).
 //! [`chunk_cache`] keeps the bytes read, as the buffer pool keeps pages.
-//! [`index`] builds and reads an index's tree over the column part.
+//! [`index`] builds and reads an index's tree over the column part;
+//! [`smooth`] walks it as Smooth Scan does, and morphs into the full scan.
 //! [`encoding`] picks each column's encoding from its values.
 //! [`convert`] turns stored rows into Arrow batches and back, for the
 //! column files and for strata-sql's operators. docs/layers/columns.md says
@@ -24,6 +25,7 @@ pub mod index;
 pub mod prune;
 pub mod read;
 pub mod rewrite;
+pub mod smooth;
 
 pub use error::{ColumnsError, Result};
 pub use read::ColumnPart;

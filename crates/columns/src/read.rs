@@ -19,15 +19,18 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::{ChunkReader, Length};
+use strata_access::PageCosts;
 use strata_access::predicate::Comparison;
+use strata_access::smooth::page_order::ReadCosts;
 use strata_storage::catalog::ColumnsDef;
+use strata_storage::page::PAGE_SIZE;
 use strata_storage::row::Schema;
 use strata_storage::{Database, Table};
 
 use crate::chunk_cache::{ChunkCache, Key};
 use crate::convert::arrow_schema;
 use crate::error::{ColumnsError, Result};
-use crate::file::{CountedFile, ReadCounters};
+use crate::file::{Charge, CountedFile, ReadCounters};
 use crate::prune;
 
 /// Rows per batch a scan hands out.
@@ -53,6 +56,12 @@ pub struct ColumnPart {
     /// Positions of the rows DELETE and UPDATE took away (the table's
     /// delete set, as the statement's snapshot sees it), ascending.
     deleted: Arc<Vec<u64>>,
+    /// What a read costs on the database's device: a request, and a page
+    /// of it. Reads of one unit closer than [`ColumnPart::gap`] are one
+    /// request (reading the gap costs less than another request).
+    costs: ReadCosts,
+    /// Whether the device is modeled (its time charges no CPU).
+    modeled: bool,
 }
 
 /// The footers and page indexes of the column files a database read, by
@@ -144,8 +153,12 @@ impl ColumnPart {
                     table.schema(),
                     db.direct_io(),
                     Some(&footers),
+                    Some(db.device()),
                 )?;
                 part.deleted = table.deleted_column_rows()?;
+                let modeled = PageCosts::modeled(db);
+                part.modeled = modeled.is_some();
+                part.costs = ReadCosts::new(&modeled.unwrap_or_default(), 1);
                 let budget = (db.pool().capacity() * strata_storage::page::PAGE_SIZE) as u64;
                 part.cache = Some(db.extension(|| ChunkCache::new(budget)));
                 Ok(Some(part))
@@ -157,7 +170,7 @@ impl ColumnPart {
     /// `schema`, checking each against the catalog; with `O_DIRECT` when
     /// `direct`.
     pub fn open(dir: &Path, def: &ColumnsDef, schema: &Schema, direct: bool) -> Result<ColumnPart> {
-        ColumnPart::open_with(dir, def, schema, direct, None)
+        ColumnPart::open_with(dir, def, schema, direct, None, None)
     }
 
     /// [`ColumnPart::open`], taking each file's footer and page index from
@@ -168,13 +181,17 @@ impl ColumnPart {
         schema: &Schema,
         direct: bool,
         footers: Option<&FooterCache>,
+        device: Option<&Arc<dyn strata_storage::device::Device>>,
     ) -> Result<ColumnPart> {
         let counters = Arc::new(ReadCounters::default());
         let arrow = arrow_schema(schema);
         let mut files = Vec::with_capacity(def.files.len());
         for c in &def.files {
             let path = dir.join(&c.file);
-            let file = CountedFile::open(dir, c, direct, counters.clone())?;
+            let mut file = CountedFile::open(dir, c, direct, counters.clone())?;
+            if let Some(d) = device {
+                file = file.charging(Charge::new(d.clone(), &c.file));
+            }
             let meta = match footers.and_then(|f| f.get(&c.file)) {
                 Some(m) => m,
                 None => {
@@ -223,6 +240,8 @@ impl ColumnPart {
             counters,
             cache: None,
             deleted: Arc::default(),
+            costs: ReadCosts::new(&PageCosts::default(), 1),
+            modeled: false,
         })
     }
 
@@ -283,6 +302,66 @@ impl ColumnPart {
             u.rows > 0
         });
         plan
+    }
+
+    /// What its reads cost on the database's device.
+    pub fn costs(&self) -> &ReadCosts {
+        &self.costs
+    }
+
+    /// Whether the database's device is modeled: its costs are the time
+    /// that counts, and CPU is free.
+    pub fn modeled(&self) -> bool {
+        self.modeled
+    }
+
+    /// Where each row group starts: (file, row group, first position,
+    /// rows), in position order.
+    pub fn row_groups(&self) -> Vec<(usize, usize, u64, u64)> {
+        let mut out = Vec::new();
+        let mut at = 0u64;
+        for (f, of) in self.files.iter().enumerate() {
+            let meta = of.meta.metadata();
+            for g in 0..meta.num_row_groups() {
+                let rows = meta.row_group(g).num_rows() as u64;
+                out.push((f, g, at, rows));
+                at += rows;
+            }
+        }
+        out
+    }
+
+    /// The gap between two byte ranges of a file below which they are read
+    /// as one request: where reading the gap costs less than a request
+    /// does on the device (about 72 KiB on local flash, a megabyte on a
+    /// disk, whose seek costs what a megabyte of transfer does).
+    pub fn gap(&self) -> u64 {
+        let pages = (self.costs.request_ms / self.costs.sequential_ms.max(1e-9)).floor();
+        (pages.min(1e6) as u64).max(1) * PAGE_SIZE as u64
+    }
+
+    /// The requests (offset, bytes) reading `unit`'s columns `columns` takes
+    /// with nothing cached: the ranges its decoding needs, those closer
+    /// than [`ColumnPart::gap`] merged.
+    pub fn requests(&self, unit: &Unit, columns: &[usize]) -> Vec<(u64, u64)> {
+        let mut wanted = needed_ranges(self.files[unit.file].meta.metadata(), unit, columns);
+        wanted.sort_unstable();
+        wanted.dedup();
+        merge_ranges(&wanted, self.gap())
+    }
+
+    /// What reading `units` of columns `columns` costs on the device, in
+    /// (modeled) milliseconds, with nothing cached: each request's fixed
+    /// cost and its pages.
+    pub fn cost_ms(&self, units: &[Unit], columns: &[usize]) -> f64 {
+        let page = PAGE_SIZE as u64;
+        units
+            .iter()
+            .flat_map(|u| self.requests(u, columns))
+            .map(|(_, len)| {
+                self.costs.request_ms + len.div_ceil(page) as f64 * self.costs.sequential_ms
+            })
+            .sum()
     }
 
     /// The bytes and requests its reads took so far.
@@ -388,7 +467,7 @@ impl ColumnPart {
     ) -> Result<()> {
         let of = &self.files[unit.file];
         let mask = ProjectionMask::roots(of.meta.parquet_schema(), columns.iter().copied());
-        let fetched = Fetched::fetch(of, self.cache.as_deref(), unit, columns)
+        let fetched = Fetched::fetch(of, self.cache.as_deref(), unit, columns, self.gap())
             .map_err(|e| ColumnsError::parquet(&of.path, e))?;
         let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(fetched, of.meta.clone())
             .with_projection(mask)
@@ -461,8 +540,19 @@ impl ColumnPart {
     }
 }
 
-/// Ranges of a file closer than this are read as one.
-const COALESCE_GAP: u64 = 64 << 10;
+/// `ranges` (ascending by offset) with those closer than `gap` merged.
+fn merge_ranges(ranges: &[(u64, u64)], gap: u64) -> Vec<(u64, u64)> {
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for &(start, len) in ranges {
+        match merged.last_mut() {
+            Some((s, l)) if start <= *s + *l + gap => {
+                *l = (*l).max(start + len - *s);
+            }
+            _ => merged.push((start, len)),
+        }
+    }
+    merged
+}
 
 /// The bytes a unit's decoding needs — its projected column chunks, or of
 /// those only the dictionary and the pages holding selected rows — read
@@ -485,6 +575,7 @@ impl Fetched {
         cache: Option<&ChunkCache>,
         unit: &Unit,
         columns: &[usize],
+        gap: u64,
     ) -> parquet::errors::Result<Fetched> {
         let mut wanted = needed_ranges(of.meta.metadata(), unit, columns);
         wanted.sort_unstable();
@@ -502,15 +593,7 @@ impl Fetched {
                 None => missing.push((start, len)),
             }
         }
-        let mut merged: Vec<(u64, u64)> = Vec::new();
-        for &(start, len) in &missing {
-            match merged.last_mut() {
-                Some((s, l)) if start <= *s + *l + COALESCE_GAP => {
-                    *l = (*l).max(start + len - *s);
-                }
-                _ => merged.push((start, len)),
-            }
-        }
+        let merged = merge_ranges(&missing, gap);
         let mut pieces = missing.iter().peekable();
         for (m_start, m_len) in merged {
             let read = of.file.get_bytes(m_start, m_len as usize)?;

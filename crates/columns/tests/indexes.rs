@@ -120,7 +120,12 @@ fn lookups_through_a_column_tree_find_the_live_rows_and_read_only_their_pages() 
     };
     let (got, probe, _) = lookup(&db, &range(1000, 1010));
     assert_eq!(got.len(), 30);
-    assert_eq!(probe.unwrap().positions.map(|p| p.len()), Some(30));
+    let probe = probe.unwrap();
+    assert_eq!(
+        probe.positions.as_ref().map(|p| p.len()),
+        Some(30),
+        "{probe}"
+    );
     // 1% of the keys and half of them: rows on every page, so the lookup
     // gives up within its first leaves and the pruned scan runs.
     let half = [Comparison {

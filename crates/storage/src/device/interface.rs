@@ -59,6 +59,18 @@ pub trait Device: Send + Sync {
     fn truncate(&self, file: FileId, pages: u64) -> Result<()>;
     /// Makes every write to the file durable (fsync of each segment written to).
     fn sync(&self, file: FileId) -> Result<()>;
+    /// Accounts a read this device did not serve: `pages` pages from
+    /// `first_page` of a file that is not a paged file it holds open (a
+    /// column file, which the Parquet reader reads on its own; `file` is an
+    /// id of the reader's choosing, [`FileId::external`]). It is counted in
+    /// the stats like a read of the device's own, and a modeled device
+    /// charges it as one, so a scan of column files costs on a modeled disk
+    /// what a scan of heap pages does.
+    fn charge_read(&self, file: FileId, first_page: u64, pages: u64) {
+        if pages > 0 {
+            self.stats().record_read(file, first_page, pages);
+        }
+    }
     /// The device's counters.
     fn stats(&self) -> &IoStats;
     /// Short description for reports, e.g. `real (O_DIRECT)` or `hdd (modeled)`.

@@ -298,6 +298,11 @@ impl Device for ModeledDevice {
         self.inner.sync(file)
     }
 
+    fn charge_read(&self, file: FileId, first_page: u64, pages: u64) {
+        if pages > 0 {
+            self.charge_one(file, first_page, pages, Dir::Read);
+        }
+    }
     fn stats(&self) -> &IoStats {
         &self.stats
     }

@@ -147,6 +147,9 @@ impl Device for SnapshotDevice {
     fn sync(&self, file: FileId) -> Result<()> {
         self.inner.sync(file)
     }
+    fn charge_read(&self, file: FileId, first_page: u64, pages: u64) {
+        self.inner.charge_read(file, first_page, pages)
+    }
     fn stats(&self) -> &IoStats {
         self.inner.stats()
     }
