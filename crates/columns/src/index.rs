@@ -210,7 +210,7 @@ pub fn plan(
 /// conjuncts bound, with the fewest entries in the bound range (the tree's
 /// estimate), and the range's encoded bounds.
 #[allow(clippy::type_complexity)]
-fn best_index<'t>(
+pub(crate) fn best_index<'t>(
     table: &'t Table,
     conjuncts: &[Comparison],
 ) -> Result<Option<(&'t Index, Bound<Vec<u8>>, Bound<Vec<u8>>)>> {

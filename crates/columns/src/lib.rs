@@ -10,7 +10,8 @@
 //! formats (and merges a columnar table's delta into new column files).
 //! [`chunk_cache`] keeps the bytes read, as the buffer pool keeps pages.
 //! [`index`] builds and reads an index's tree over the column part;
-//! [`smooth`] walks it as Smooth Scan does, and morphs into the full scan.
+//! [`smooth`] walks it as Smooth Scan does, and morphs into the full scan;
+//! [`paths`] runs full, index, sort and Smooth Scan over the column part.
 //! [`encoding`] picks each column's encoding from its values.
 //! [`convert`] turns stored rows into Arrow batches and back, for the
 //! column files and for strata-sql's operators. docs/layers/columns.md says
@@ -22,6 +23,7 @@ pub mod encoding;
 pub mod error;
 pub mod file;
 pub mod index;
+pub mod paths;
 pub mod prune;
 pub mod read;
 pub mod rewrite;

@@ -5,6 +5,7 @@
 
 mod deletes;
 mod indexes;
+mod paths;
 
 use std::sync::Arc;
 
