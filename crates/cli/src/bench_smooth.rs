@@ -60,6 +60,10 @@ pub struct SmoothArgs {
     /// periodic, clustered, skewed, alternating, dense-start, dense-tail).
     #[arg(long)]
     pub layouts: Option<String>,
+    /// robustness: `rows` (the heap) or `columns` (the tables converted to
+    /// column files, run by the column access paths).
+    #[arg(long, default_value = "rows")]
+    pub table_format: String,
 }
 
 fn options(cli: &Global, a: &SmoothArgs, devices: Vec<String>) -> Result<BenchOptions> {
@@ -89,6 +93,7 @@ pub fn run(cli: &Global, a: &SmoothArgs) -> Result<()> {
         (a.sizes.is_some(), "--sizes"),
         (a.fills.is_some(), "--fills"),
         (a.layouts.is_some(), "--layouts"),
+        (a.table_format != "rows", "--table-format"),
     ] {
         if given {
             return Err(usage(format!("{flag} is for the robustness figure only")));
@@ -168,6 +173,15 @@ fn run_robustness(cli: &Global, a: &SmoothArgs) -> Result<()> {
     if let Some(l) = &a.layouts {
         o.layouts = robustness::parse_layouts(l).map_err(|e| usage(e.to_string()))?;
     }
+    o.columns = match a.table_format.as_str() {
+        "rows" => false,
+        "columns" => true,
+        other => {
+            return Err(usage(format!(
+                "--table-format: '{other}' is not rows or columns"
+            )));
+        }
+    };
     let bars = Bars::new();
     robustness::prepare(&o, &bars, &mut |line| {
         bars.finish();

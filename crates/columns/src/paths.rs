@@ -165,20 +165,7 @@ pub fn run(
                 if deleted.binary_search(&pos).is_ok() {
                     continue;
                 }
-                let g = groups.partition_point(|r| r.2 <= pos).saturating_sub(1);
-                let (file, row_group, first, rows) = groups[g];
-                let at = (pos - first) as usize;
-                let unit = Unit {
-                    file,
-                    row_group,
-                    selection: Some(RowSelection::from_consecutive_ranges(
-                        std::iter::once(at..at + 1),
-                        rows as usize,
-                    )),
-                    rows: 1,
-                    first,
-                    group_rows: rows,
-                };
+                let unit = row_unit(&groups, pos);
                 let mut go = true;
                 part.read(&unit, &columns, |b| {
                     go = emit(b, &mut run)?;
@@ -192,6 +179,84 @@ pub fn run(
         }
     }
     Ok(run)
+}
+
+/// The plan SQL's column scan reads for `path` (a partition of its units
+/// per thread): the rows passing `conjuncts`, of table columns `columns`.
+/// The index scan's plan is one unit per entry, in key order (each row
+/// read on its own); the sort scan's the entries' rows in position order;
+/// Smooth Scan's [`crate::index::plan`]. The index and sort paths without
+/// an index to take are the full scan, as on a row table. The probe says
+/// what the index walk did, for EXPLAIN.
+pub fn plan(
+    part: &ColumnPart,
+    table: &Table,
+    conjuncts: &[Comparison],
+    columns: &[usize],
+    path: ColumnPath,
+) -> Result<(Plan, Option<crate::index::Probe>)> {
+    let full = part.plan(conjuncts);
+    let best = match path {
+        ColumnPath::Full => return Ok((full, None)),
+        ColumnPath::Smooth => return crate::index::plan(part, table, conjuncts, columns),
+        ColumnPath::Index | ColumnPath::Sort => crate::index::best_index(table, conjuncts)?,
+    };
+    let Some((ix, lo, hi)) = best else {
+        return Ok((full, None));
+    };
+    let tree = ix.column_tree().expect("best_index has a column tree");
+    let mut cursor = tree.range_cursor(lo, hi);
+    let deleted = part.deleted();
+    let mut positions = Vec::new();
+    let mut entries = 0u64;
+    while let Some(e) = cursor.next_entry(tree) {
+        let pos = e?.1.position();
+        entries += 1;
+        if deleted.binary_search(&pos).is_err() {
+            positions.push(pos);
+        }
+    }
+    let probe = |positions: Vec<u64>| crate::index::Probe {
+        index: ix.def.name.clone(),
+        entries,
+        leaves: cursor.leaves_read(),
+        note: format!("the {} path", path.name()),
+        positions: Some(positions),
+    };
+    if path == ColumnPath::Sort {
+        positions.sort_unstable();
+        let plan = ColumnPart::plan_at(full, &positions);
+        return Ok((plan, Some(probe(positions))));
+    }
+    let groups = part.row_groups();
+    let mut plan = Plan {
+        units: Vec::with_capacity(positions.len()),
+        row_groups_total: full.row_groups_total,
+        rows_total: full.rows_total,
+    };
+    for &pos in &positions {
+        plan.units.push(row_unit(&groups, pos));
+    }
+    Ok((plan, Some(probe(positions))))
+}
+
+/// The unit that reads the row at `pos` alone (`groups`:
+/// [`ColumnPart::row_groups`]).
+fn row_unit(groups: &[(usize, usize, u64, u64)], pos: u64) -> Unit {
+    let g = groups.partition_point(|r| r.2 <= pos).saturating_sub(1);
+    let (file, row_group, first, rows) = groups[g];
+    let at = (pos - first) as usize;
+    Unit {
+        file,
+        row_group,
+        selection: Some(RowSelection::from_consecutive_ranges(
+            std::iter::once(at..at + 1),
+            rows as usize,
+        )),
+        rows: 1,
+        first,
+        group_rows: rows,
+    }
 }
 
 /// A conjunction of comparisons evaluated on Arrow batches of every column

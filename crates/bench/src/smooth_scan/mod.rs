@@ -21,6 +21,7 @@
 //! a plot per device, and `<figure>.md` with the ratios the targets are
 //! about.
 
+pub mod columns;
 pub mod competitive;
 pub mod cost_model;
 pub mod model;

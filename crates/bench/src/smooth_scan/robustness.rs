@@ -91,6 +91,10 @@ pub struct RobustnessOptions {
     pub sizes: Vec<u64>,
     pub fills: Vec<f64>,
     pub layouts: Vec<GenKind>,
+    /// Run the matrix on columnar tables (`--table-format columns`): the
+    /// tables converted to column files, the paths of
+    /// `strata_columns::paths` ([`super::columns`]).
+    pub columns: bool,
 }
 
 impl RobustnessOptions {
@@ -106,6 +110,7 @@ impl RobustnessOptions {
             sizes,
             fills: FILLS.to_vec(),
             layouts: LAYOUTS.to_vec(),
+            columns: false,
         }
     }
 }
@@ -141,6 +146,17 @@ pub fn table_name(layout: GenKind, rows: u64, fill: f64) -> String {
     )
 }
 
+/// The matrix's table for `o`: [`table_name`], with `_columns` after it
+/// for the columnar matrix.
+fn matrix_table(o: &RobustnessOptions, layout: GenKind, rows: u64, fill: f64) -> String {
+    let name = table_name(layout, rows, fill);
+    if o.columns {
+        format!("{name}_columns")
+    } else {
+        name
+    }
+}
+
 /// Generates the tables of the matrix that the bench database lacks (or has
 /// with another row count or fill factor).
 pub fn prepare(
@@ -159,10 +175,14 @@ pub fn prepare(
     crate::bench_db::generate_missing(
         &o.bench.db_dir,
         wanted,
-        |&(layout, rows, fill)| table_name(layout, rows, fill),
-        |t, &(_, rows, fill)| t.rows() == rows && (t.heap().fill_factor() - fill).abs() < 1e-9,
+        |&(layout, rows, fill)| matrix_table(o, layout, rows, fill),
+        |t, &(_, rows, fill)| {
+            t.rows() == rows
+                && (t.heap().fill_factor() - fill).abs() < 1e-9
+                && t.columns().is_some() == o.columns
+        },
         |db, (layout, rows, fill)| {
-            let name = table_name(layout, rows, fill);
+            let name = matrix_table(o, layout, rows, fill);
             let mut spec = strata_load::GenSpec::new(layout, rows);
             spec.seed = SEED;
             spec.table = Some(name.clone());
@@ -170,11 +190,19 @@ pub fn prepare(
             let start = Instant::now();
             let r = strata_load::generate(db, &spec, progress)
                 .with_context(|| format!("generating {name}"))?;
+            if o.columns {
+                super::columns::convert(db, &name, progress)?;
+            }
             log(&format!(
-                "generated {name}: {} rows, {} pages in {:.1} s",
+                "generated {name}: {} rows, {} pages in {:.1} s{}",
                 r.rows,
                 r.summary.pages_total,
-                start.elapsed().as_secs_f64()
+                start.elapsed().as_secs_f64(),
+                if o.columns {
+                    ", converted to columns"
+                } else {
+                    ""
+                }
             ));
             Ok(())
         },
@@ -222,7 +250,7 @@ pub fn run(o: &RobustnessOptions, log: &mut dyn FnMut(&str)) -> Result<String> {
     for &rows in &o.sizes {
         for &fill in &o.fills {
             for &layout in &o.layouts {
-                let table = table_name(layout, rows, fill);
+                let table = matrix_table(o, layout, rows, fill);
                 for device in &o.bench.devices {
                     let mut index_gave_up = false;
                     for p in points(o.bench.quick, layout, rows, fill) {
@@ -296,7 +324,12 @@ fn measure_variant(
             modeled_ms: None,
         },
     };
-    let r = run_limited(&o.bench, c.device, c.table, &q1(c.point.pct), v, limit)?;
+    let r = if o.columns {
+        let path = super::columns::path_of(&v.name);
+        super::columns::run_limited(&o.bench, c.device, c.table, &q1(c.point.pct), path, limit)?
+    } else {
+        run_limited(&o.bench, c.device, c.table, &q1(c.point.pct), v, limit)?
+    };
     log(&format!(
         "{} {:<5} {:<26} x={:<9} rows={:<9} wall {:>9.1} ms modeled {:>10.1} ms{}",
         c.table,
@@ -524,11 +557,16 @@ pub fn write(o: &RobustnessOptions, set: &ResultSet, took_s: f64) -> Result<Stri
     set.write_csv(out.join(format!("{FIGURE}.csv")))?;
     let points = smooth_points(set);
     let default = SmoothOptions::default();
-    let mut s = Summary::new(
-        "Smooth Scan robustness: the default Smooth Scan against the best of full, index and sort scan",
-    );
+    let mut s = Summary::new(if o.columns {
+        "Smooth Scan robustness on columnar tables: the column Smooth Scan against the best of full, index and sort scan over the column files"
+    } else {
+        "Smooth Scan robustness: the default Smooth Scan against the best of full, index and sort scan"
+    });
+    if o.columns {
+        s.paragraph("The tables are the row matrix's, converted to column files (`strata compact --format columns`) with the index on c2 kept as a tree over the column rows; the paths are `strata_columns::paths`: full reads what min/max pruning keeps, index reads each entry's row on its own (its page of each column), sort reads the rows in position order, and Smooth Scan walks the tree and morphs into the full scan once a lower bound on finishing through the index reaches the full scan's cost (`crates/columns/src/smooth.rs`). Column reads are charged to the device like heap pages. The Smooth Scan options below are the row tables'; the column Smooth Scan has no options. Fill factors do not apply to column files.");
+    }
     s.paragraph(&format!(
-        "Command: `strata bench smooth-scan {FIGURE} --sizes {} --fills {} --layouts {} --devices {} --repeat {} --timeout {}{}`; it ran {}. Buffer pool {} MiB. Smooth Scan is `SmoothOptions::default()` (policy {:?}, trigger {:?}, regions up to {} pages).",
+        "Command: `strata bench smooth-scan {FIGURE} --sizes {} --fills {} --layouts {} --devices {} --repeat {} --timeout {}{}{}`; it ran {}. Buffer pool {} MiB. Smooth Scan is `SmoothOptions::default()` (policy {:?}, trigger {:?}, regions up to {} pages).",
         o.sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
         o.fills.iter().map(f64::to_string).collect::<Vec<_>>().join(","),
         o.layouts.iter().map(|l| l.name()).collect::<Vec<_>>().join(","),
@@ -536,6 +574,11 @@ pub fn write(o: &RobustnessOptions, set: &ResultSet, took_s: f64) -> Result<Stri
         o.bench.repeat,
         o.bench.timeout_s,
         if o.bench.quick { " --quick" } else { "" },
+        if o.columns {
+            " --table-format columns"
+        } else {
+            ""
+        },
         if took_s < 120.0 {
             format!("{took_s:.1} s")
         } else {

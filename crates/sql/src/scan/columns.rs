@@ -73,6 +73,9 @@ pub struct ColumnScanRequest {
     pub partitions: usize,
     /// The fraction of the rows the filter keeps, estimated.
     pub selectivity: f64,
+    /// The access path (`strata.access_path`: Smooth Scan for `smooth`,
+    /// `optimizer` and `switch`).
+    pub path: strata_columns::paths::ColumnPath,
 }
 
 impl StrataColumnScanExec {
@@ -91,7 +94,7 @@ impl StrataColumnScanExec {
             })
             .collect();
         let (plan, probe) =
-            strata_columns::index::plan(&r.part, &r.table, &r.conjuncts, &read_columns)?;
+            strata_columns::paths::plan(&r.part, &r.table, &r.conjuncts, &read_columns, r.path)?;
         let parts = split(&plan.units, r.partitions);
         let estimated_rows = (plan.rows() as f64 * r.selectivity).ceil() as usize;
         let props = PlanProperties::new(

@@ -27,7 +27,7 @@ use strata_storage::{Database, Table};
 
 use crate::dml::txn::Writes;
 use crate::dml::{DmlExec, InsertSink};
-use crate::options::StrataOptions;
+use crate::options::{AccessPathSetting, StrataOptions};
 use crate::scan::cached_scan::{self, StrataIndexCacheExec};
 use crate::scan::columns::{ColumnScanRequest, StrataColumnScanExec};
 use crate::scan::pushdown::unqualified;
@@ -35,6 +35,7 @@ use crate::scan::pushdown::{Pushed, classify_for};
 use crate::scan::scan_exec::{ScanRequest, StrataScanExec};
 use crate::stats::TableStats;
 use strata_columns::convert::{arrow_schema, nullable};
+use strata_columns::paths::ColumnPath;
 
 pub struct StrataTable {
     db: Arc<Database>,
@@ -307,6 +308,14 @@ impl StrataTable {
                 limit,
                 partitions: state.config().target_partitions(),
                 selectivity,
+                path: match session_settings(state).access_path {
+                    AccessPathSetting::Full => ColumnPath::Full,
+                    AccessPathSetting::Index => ColumnPath::Index,
+                    AccessPathSetting::Sort => ColumnPath::Sort,
+                    AccessPathSetting::Smooth
+                    | AccessPathSetting::Optimizer
+                    | AccessPathSetting::Switch => ColumnPath::Smooth,
+                },
             })
             .map_err(|e| DataFusionError::External(Box::new(e)))?,
         );
