@@ -54,6 +54,10 @@ BLOCKS = {
         E("results/smooth-scan/15a-real/15a.csv", sweep=True),
         E("results/smooth-scan/23.csv", sweep=True),
     ],
+    "columns-robustness": [
+        E("results/smooth-scan/robustness-columns/robustness.md", tables=[0, 3]),
+        E("results/smooth-scan/robustness-columns-real/robustness.md", tables=[0]),
+    ],
     "smooth-scan-robustness": [
         E("results/smooth-scan/robustness.md", tables=[0, 2, 4]),
         E("results/smooth-scan/robustness-10m/robustness.md", tables=[0, 2]),
