@@ -57,6 +57,7 @@ BLOCKS = {
     "columns-robustness": [
         E("results/smooth-scan/robustness-columns/robustness.md", tables=[0, 3]),
         E("results/smooth-scan/robustness-columns-real/robustness.md", tables=[0]),
+        E("results/smooth-scan/robustness-columns-10m/robustness.md", tables=[0, 3]),
     ],
     "smooth-scan-robustness": [
         E("results/smooth-scan/robustness.md", tables=[0, 2, 4]),

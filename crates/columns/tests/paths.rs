@@ -65,6 +65,7 @@ fn run(
     let types = t.schema().types();
     let part = ColumnPart::of(&db, &t).unwrap().unwrap();
     let before = db.device().stats().snapshot();
+    let (bytes, requests) = (part.counters().bytes(), part.counters().requests());
     let mut rows = Vec::new();
     let r = paths::run(&part, &t, c, path, |b| {
         rows.extend(batch_rows(b, &types));
@@ -72,6 +73,16 @@ fn run(
     })
     .unwrap();
     let io = db.device().stats().snapshot() - before;
+    // Every column-file read was charged to the device: its pages cover
+    // the bytes the part counted, in as many requests (index leaves come
+    // on top).
+    let bytes = part.counters().bytes() - bytes;
+    let requests = part.counters().requests() - requests;
+    assert!(
+        io.pages_read * 8192 >= bytes && bytes > 0,
+        "{io:?}, {bytes} bytes"
+    );
+    assert!(io.read_requests >= requests, "{io:?}, {requests} requests");
     (sorted(rows), io.modeled_ms(), r)
 }
 

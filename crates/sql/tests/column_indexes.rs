@@ -46,11 +46,14 @@ fn explain(s: &SqlSession, sql: &str) -> String {
         .join("\n")
 }
 
-#[test]
-fn a_columnar_tables_indexes_answer_as_a_row_tables() {
-    let (_dir, db) = common::empty_db();
-    let mut rng = SmallRng::seed_from_u64(61);
-    let data = rows(&mut rng);
+/// The same rows as a columnar table `c` and a row table `r`, each with an
+/// index `<t>_<col>` on each of `indexed`; a session on them.
+fn twins(
+    rng: &mut SmallRng,
+    indexed: &[&str],
+) -> (tempfile::TempDir, Arc<strata_storage::Database>, SqlSession) {
+    let (dir, db) = common::empty_db();
+    let data = rows(rng);
     let schema = "k BIGINT, g INT, v BIGINT, s VARCHAR(12)";
     common::load(&db, "c", schema, vec![], data.iter().cloned());
     common::load(&db, "r", schema, vec![], data.iter().cloned());
@@ -58,9 +61,17 @@ fn a_columnar_tables_indexes_answer_as_a_row_tables() {
     let db = Arc::new(db);
     let s = SqlSession::new(db.clone()).unwrap();
     for t in ["c", "r"] {
-        common::run(&s, &format!("CREATE INDEX {t}_k ON {t} (k)"));
-        common::run(&s, &format!("CREATE INDEX {t}_g ON {t} (g)"));
+        for col in indexed {
+            common::run(&s, &format!("CREATE INDEX {t}_{col} ON {t} ({col})"));
+        }
     }
+    (dir, db, s)
+}
+
+#[test]
+fn a_columnar_tables_indexes_answer_as_a_row_tables() {
+    let mut rng = SmallRng::seed_from_u64(61);
+    let (_dir, db, s) = twins(&mut rng, &["k", "g"]);
     let same = |s: &SqlSession, q: &str| {
         let a = common::query(s, &q.replace("{t}", "c"));
         let b = common::query(s, &q.replace("{t}", "r"));
@@ -140,18 +151,8 @@ fn a_columnar_tables_indexes_answer_as_a_row_tables() {
 /// read the column rows.
 #[test]
 fn every_access_path_on_a_columnar_table_answers_as_the_row_table() {
-    let (_dir, db) = common::empty_db();
     let mut rng = SmallRng::seed_from_u64(67);
-    let data = rows(&mut rng);
-    let schema = "k BIGINT, g INT, v BIGINT, s VARCHAR(12)";
-    common::load(&db, "c", schema, vec![], data.iter().cloned());
-    common::load(&db, "r", schema, vec![], data.iter().cloned());
-    strata_columns::rewrite(&db, "c", strata_columns::Format::Columns, &NoProgress).unwrap();
-    let db = Arc::new(db);
-    let s = SqlSession::new(db.clone()).unwrap();
-    for t in ["c", "r"] {
-        common::run(&s, &format!("CREATE INDEX {t}_k ON {t} (k)"));
-    }
+    let (_dir, _db, s) = twins(&mut rng, &["k"]);
     let queries = [
         "SELECT k, g, v, s FROM {t} WHERE k = 123 ORDER BY k",
         "SELECT k, g, v, s FROM {t} WHERE k >= 1000 AND k < 1040 ORDER BY k",
