@@ -83,7 +83,6 @@ pub fn run(
 ) -> Result<PathRun> {
     let columns: Vec<usize> = (0..part.schema().len()).collect();
     let filter = BatchFilter::new(part, table.name(), conjuncts)?;
-    let full = part.plan(conjuncts);
     let mut run = PathRun::default();
     let best = crate::index::best_index(table, conjuncts)?;
     let mut emit = |b: RecordBatch, run: &mut PathRun| -> Result<bool> {
@@ -117,67 +116,50 @@ pub fn run(
             path.name()
         ),
     };
-    match path {
-        ColumnPath::Full => read_plan(&full, &mut run, &mut emit)?,
-        ColumnPath::Smooth => {
-            let Some((ix, lo, hi)) = best else {
+    if path != ColumnPath::Index {
+        if path == ColumnPath::Sort && best.is_none() {
+            return Err(no_index());
+        }
+        let (plan, probe) = plan(part, table, conjuncts, &columns, path)?;
+        match probe {
+            Some(p) => {
+                run.entries = p.entries;
+                run.leaves = p.leaves;
+                run.morphed = p.positions.is_none();
+                run.note = p.note;
+            }
+            None if path == ColumnPath::Smooth => {
                 run.morphed = true;
                 run.note = "no index on the query's columns: the full scan".into();
-                read_plan(&full, &mut run, &mut emit)?;
-                return Ok(run);
-            };
-            let probe = crate::index::probe(part, ix, lo, hi, &full, &columns)?;
-            run.entries = probe.entries;
-            run.leaves = probe.leaves;
-            run.note = probe.note.clone();
-            match probe.positions {
-                Some(p) => read_plan(&ColumnPart::plan_at(full, &p), &mut run, &mut emit)?,
-                None => {
-                    run.morphed = true;
-                    read_plan(&full, &mut run, &mut emit)?;
-                }
             }
+            None => {}
         }
-        ColumnPath::Sort => {
-            let (ix, lo, hi) = best.ok_or_else(no_index)?;
-            let tree = ix.column_tree().expect("best_index has a column tree");
-            let mut cursor = tree.range_cursor(lo, hi);
-            let mut positions = Vec::new();
-            while let Some(e) = cursor.next_entry(tree) {
-                positions.push(e?.1.position());
-                run.entries += 1;
-            }
-            run.leaves = cursor.leaves_read();
-            positions.sort_unstable();
-            let deleted = part.deleted();
-            positions.retain(|p| deleted.binary_search(p).is_err());
-            read_plan(&ColumnPart::plan_at(full, &positions), &mut run, &mut emit)?;
+        read_plan(&plan, &mut run, &mut emit)?;
+        return Ok(run);
+    }
+    // The index path: each entry's row read on its own, in key order.
+    let (ix, lo, hi) = best.ok_or_else(no_index)?;
+    let tree = ix.column_tree().expect("best_index has a column tree");
+    let groups = part.row_groups();
+    let deleted = part.deleted();
+    let mut cursor = tree.range_cursor(lo, hi);
+    while let Some(e) = cursor.next_entry(tree) {
+        let pos = e?.1.position();
+        run.entries += 1;
+        if deleted.binary_search(&pos).is_ok() {
+            continue;
         }
-        ColumnPath::Index => {
-            let (ix, lo, hi) = best.ok_or_else(no_index)?;
-            let tree = ix.column_tree().expect("best_index has a column tree");
-            let groups = part.row_groups();
-            let deleted = part.deleted();
-            let mut cursor = tree.range_cursor(lo, hi);
-            while let Some(e) = cursor.next_entry(tree) {
-                let pos = e?.1.position();
-                run.entries += 1;
-                if deleted.binary_search(&pos).is_ok() {
-                    continue;
-                }
-                let unit = row_unit(&groups, pos);
-                let mut go = true;
-                part.read(&unit, &columns, |b| {
-                    go = emit(b, &mut run)?;
-                    Ok(go)
-                })?;
-                if !go {
-                    break;
-                }
-            }
-            run.leaves = cursor.leaves_read();
+        let unit = row_unit(&groups, pos);
+        let mut go = true;
+        part.read(&unit, &columns, |b| {
+            go = emit(b, &mut run)?;
+            Ok(go)
+        })?;
+        if !go {
+            break;
         }
     }
+    run.leaves = cursor.leaves_read();
     Ok(run)
 }
 
@@ -195,12 +177,12 @@ pub fn plan(
     columns: &[usize],
     path: ColumnPath,
 ) -> Result<(Plan, Option<crate::index::Probe>)> {
-    let full = part.plan(conjuncts);
     let best = match path {
-        ColumnPath::Full => return Ok((full, None)),
+        ColumnPath::Full => return Ok((part.plan(conjuncts), None)),
         ColumnPath::Smooth => return crate::index::plan(part, table, conjuncts, columns),
         ColumnPath::Index | ColumnPath::Sort => crate::index::best_index(table, conjuncts)?,
     };
+    let full = part.plan(conjuncts);
     let Some((ix, lo, hi)) = best else {
         return Ok((full, None));
     };

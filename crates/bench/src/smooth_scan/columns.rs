@@ -61,10 +61,7 @@ pub(super) fn run_limited(
     let mut censored = false;
     let r = paths::run(&part, &t, &predicate.conjuncts, path, |b| {
         rows += b.num_rows() as u64;
-        let over_modeled = limit.modeled_ms.is_some_and(|ms| {
-            (dev.stats().snapshot().modeled_ns - before.modeled_ns) as f64 / 1e6 > ms
-        });
-        censored = over_modeled || start.elapsed().as_secs_f64() > limit.wall_s;
+        censored = limit.passed(dev.as_ref(), &before, start);
         Ok(!censored)
     })?;
     let report = ScanReport {
@@ -73,11 +70,12 @@ pub(super) fn run_limited(
         notes: vec![r.note],
         ..ScanReport::default()
     };
-    Ok(Run {
-        wall_ms: start.elapsed().as_secs_f64() * 1e3,
-        io: dev.stats().snapshot() - before,
+    Ok(Run::since(
+        start,
+        dev.as_ref(),
+        &before,
         rows,
         report,
         censored,
-    })
+    ))
 }

@@ -162,6 +162,43 @@ struct Limit {
     modeled_ms: Option<f64>,
 }
 
+impl Limit {
+    /// Whether a run that started at `start`, when `dev`'s counters stood at
+    /// `before`, has passed the limit.
+    fn passed(
+        &self,
+        dev: &dyn strata_storage::device::Device,
+        before: &strata_storage::device::IoCounters,
+        start: Instant,
+    ) -> bool {
+        let over_modeled = self.modeled_ms.is_some_and(|ms| {
+            (dev.stats().snapshot().modeled_ns - before.modeled_ns) as f64 / 1e6 > ms
+        });
+        over_modeled || start.elapsed().as_secs_f64() > self.wall_s
+    }
+}
+
+impl Run {
+    /// The run that started at `start`, when `dev`'s counters stood at
+    /// `before`, and ends now.
+    fn since(
+        start: Instant,
+        dev: &dyn strata_storage::device::Device,
+        before: &strata_storage::device::IoCounters,
+        rows: u64,
+        report: strata_access::report::ScanReport,
+        censored: bool,
+    ) -> Run {
+        Run {
+            wall_ms: start.elapsed().as_secs_f64() * 1e3,
+            io: dev.stats().snapshot() - *before,
+            rows,
+            report,
+            censored,
+        }
+    }
+}
+
 /// Runs one query cold (a fresh database open) with the deadline `--timeout`.
 fn run_once(
     opts: &BenchOptions,
@@ -223,23 +260,21 @@ fn run_limited(
     let mut censored = false;
     while path.next_batch(&mut batch)? {
         rows += batch.len() as u64;
-        let over_modeled = limit.modeled_ms.is_some_and(|ms| {
-            (dev.stats().snapshot().modeled_ns - before.modeled_ns) as f64 / 1e6 > ms
-        });
-        if over_modeled || start.elapsed().as_secs_f64() > limit.wall_s {
+        if limit.passed(dev.as_ref(), &before, start) {
             censored = true;
             break;
         }
     }
     let report = path.report();
     drop(path);
-    Ok(Run {
-        wall_ms: start.elapsed().as_secs_f64() * 1e3,
-        io: dev.stats().snapshot() - before,
+    Ok(Run::since(
+        start,
+        dev.as_ref(),
+        &before,
         rows,
         report,
         censored,
-    })
+    ))
 }
 
 fn row_of(figure: &str, device: &str, v: &str, x: f64, r: &Run) -> ResultRow {
