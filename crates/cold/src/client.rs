@@ -536,6 +536,34 @@ impl ColdClient {
         })
     }
 
+    /// GETs bytes `[start, start + len)` of `bucket/key` (an S3 ranged
+    /// GET): a column file's chunks, not its whole object.
+    pub fn get_range(
+        &self,
+        endpoint: &str,
+        bucket: &str,
+        key: &str,
+        start: u64,
+        len: u64,
+    ) -> Result<Bytes, StorageError> {
+        let store = self.store(endpoint, bucket)?;
+        let path = ObjectPath::from(key);
+        let stats = self.stats.clone();
+        let what = format!("GET of bytes {start}..{}", start + len);
+        self.with_retries(endpoint, &format!("object {bucket}/{key}"), &what, || {
+            let (store, path, stats) = (store.clone(), path.clone(), stats.clone());
+            async move {
+                stats.add_gets(1);
+                let got = store
+                    .get_range(&path, start..start + len)
+                    .await
+                    .map_err(AttemptError::Store)?;
+                stats.add_bytes_fetched(got.len() as u64);
+                Ok(got)
+            }
+        })
+    }
+
     /// PUTs `data` as `bucket/key`.
     pub fn put(
         &self,

@@ -33,10 +33,13 @@ use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
 use strata_storage::device::{
-    Device, DeviceLayer, FileId, IoStats, PAGE_SIZE, ReadRequest, TraceRecorder, cold_manifest_path,
+    Device, DeviceLayer, FileId, IoStats, PAGE_SIZE, ReadRequest, RemoteFile, TraceRecorder,
+    cold_manifest_path,
 };
 use strata_storage::{Result, StorageError};
 
+use crate::byte_manifest::ByteManifest;
+use crate::byte_object::ByteObject;
 use crate::client::{ColdClient, RetryPolicy, StoreFactory, default_query_tag};
 use crate::error::ColdError;
 use crate::manifest::Manifest;
@@ -481,6 +484,20 @@ impl Device for ColdDevice {
 
     fn charge_read(&self, file: FileId, first_page: u64, pages: u64) {
         self.inner.charge_read(file, first_page, pages)
+    }
+
+    /// A column file with a manifest: read by ranged GETs of its object.
+    fn open_remote(&self, path: &Path) -> Result<Option<Arc<dyn RemoteFile>>> {
+        let manifest = cold_manifest_path(path);
+        if !manifest.exists() {
+            return self.inner.open_remote(path);
+        }
+        let m = ByteManifest::load(&manifest)?;
+        Ok(Some(Arc::new(ByteObject::new(
+            m,
+            self.tier.clone(),
+            self.inner.clone(),
+        ))))
     }
     fn stats(&self) -> &IoStats {
         self.inner.stats()

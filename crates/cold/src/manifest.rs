@@ -162,17 +162,7 @@ impl Manifest {
     /// Writes the manifest to `path` atomically and durably: a temporary file,
     /// fsynced, renamed over `path`, then the directory fsynced.
     pub fn save(&self, path: &Path) -> Result<(), StorageError> {
-        let tmp = tmp_path(path);
-        let json = serde_json::to_vec_pretty(self).map_err(|e| StorageError::Catalog {
-            path: path.to_path_buf(),
-            reason: format!("cannot encode the manifest: {e}"),
-        })?;
-        let mut f = std::fs::File::create(&tmp).map_err(|e| StorageError::io(&tmp, e))?;
-        f.write_all(&json).map_err(|e| StorageError::io(&tmp, e))?;
-        f.sync_all().map_err(|e| StorageError::io(&tmp, e))?;
-        drop(f);
-        std::fs::rename(&tmp, path).map_err(|e| StorageError::io(path, e))?;
-        sync_parent(path)
+        save_json(self, path)
     }
 
     /// Removes the manifest at `path` durably (the commit point of bringing
@@ -183,7 +173,23 @@ impl Manifest {
     }
 }
 
-/// Where [`Manifest::save`] writes before renaming.
+/// Writes `value` as JSON to `path` atomically and durably: a temporary
+/// file, fsynced, renamed over `path`, then the directory fsynced.
+pub fn save_json<T: Serialize>(value: &T, path: &Path) -> Result<(), StorageError> {
+    let tmp = tmp_path(path);
+    let json = serde_json::to_vec_pretty(value).map_err(|e| StorageError::Catalog {
+        path: path.to_path_buf(),
+        reason: format!("cannot encode the manifest: {e}"),
+    })?;
+    let mut f = std::fs::File::create(&tmp).map_err(|e| StorageError::io(&tmp, e))?;
+    f.write_all(&json).map_err(|e| StorageError::io(&tmp, e))?;
+    f.sync_all().map_err(|e| StorageError::io(&tmp, e))?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(|e| StorageError::io(path, e))?;
+    sync_parent(path)
+}
+
+/// Where [`save_json`] writes before renaming.
 pub fn tmp_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(".tmp");

@@ -32,6 +32,7 @@ use strata_storage::{Database, Result, StorageError};
 
 use crate::device::ColdTier;
 use crate::manifest::{MANIFEST_FORMAT, Manifest, ObjectEntry};
+use crate::tier_columns;
 
 /// Object size unless configured (`--object-size`): the paper's 1 GB segments.
 pub const DEFAULT_OBJECT_BYTES: u64 = 1 << 30;
@@ -108,11 +109,9 @@ impl std::fmt::Display for TableTier {
     }
 }
 
-/// The files of a table, heap first, as the catalog names them.
+/// The paged files of a table, heap first, as the catalog names them.
 fn files_of(def: &TableDef) -> Vec<String> {
-    std::iter::once(def.heap_file.clone())
-        .chain(def.indexes.iter().map(|i| i.file.clone()))
-        .collect()
+    def.paged_files()
 }
 
 /// The tier of table `def` of the database in `dir`.
@@ -125,23 +124,30 @@ pub fn table_tier(dir: &Path, def: &TableDef) -> Result<TableTier> {
             cold.push(Manifest::load(&p)?);
         }
     }
-    Ok(if cold.is_empty() {
-        TableTier::Local
-    } else if cold.len() < files.len() {
+    let columns = tier_columns::cold_manifests(dir, def)?;
+    let all = files.len() + def.column_files().len();
+    let n = cold.len() + columns.len();
+    let (endpoint, bucket) = match (cold.first(), columns.first()) {
+        (Some(m), _) => (m.endpoint.clone(), m.bucket.clone()),
+        (None, Some((_, m))) => (m.endpoint.clone(), m.bucket.clone()),
+        (None, None) => return Ok(TableTier::Local),
+    };
+    Ok(if n < all {
         TableTier::Mixed {
-            cold_files: cold.len(),
-            files: files.len(),
+            cold_files: n,
+            files: all,
         }
     } else {
         TableTier::Cold {
-            endpoint: cold[0].endpoint.clone(),
-            bucket: cold[0].bucket.clone(),
-            objects: cold.iter().map(|m| m.objects.len()).sum(),
+            endpoint,
+            bucket,
+            objects: cold.iter().map(|m| m.objects.len()).sum::<usize>() + columns.len(),
             bytes: cold
                 .iter()
                 .flat_map(|m| &m.objects)
                 .map(ObjectEntry::bytes)
-                .sum(),
+                .sum::<u64>()
+                + columns.iter().map(|(_, m)| m.bytes).sum::<u64>(),
         }
     })
 }
@@ -186,13 +192,13 @@ pub struct TierReport {
 }
 
 /// Counts durable steps and stops at [`TierOptions::stop_after`].
-struct Steps {
+pub(crate) struct Steps {
     done: u64,
     stop_after: Option<u64>,
 }
 
 impl Steps {
-    fn step(&mut self, what: &str) -> Result<()> {
+    pub(crate) fn step(&mut self, what: &str) -> Result<()> {
         self.done += 1;
         if self.stop_after == Some(self.done) {
             return Err(StorageError::io(
@@ -229,15 +235,6 @@ pub fn to_cold(
     opts: &TierOptions,
 ) -> Result<TierReport> {
     let def = table_def(db, table)?;
-    if def.columns.is_some() {
-        return Err(StorageError::Columnar {
-            table: table.to_string(),
-            message: format!(
-                "table {table} is columnar and the cold tier moves heap pages only (SQLSTATE 0A000); \
-                 `strata compact --format rows {table}` converts it back"
-            ),
-        });
-    }
     if def.side.is_some() || def.side_of.is_some() {
         return Err(StorageError::ColdTier {
             table: table.to_string(),
@@ -281,9 +278,15 @@ pub fn to_cold(
     db.checkpoint()?;
     let open = db.table(table)?;
     let device = db.device().clone();
-    let mut todo = vec![(open.heap().file_id(), def.heap_file.clone())];
-    for (i, idef) in open.indexes().iter().zip(&def.indexes) {
-        todo.push((i.btree.file_id(), idef.file.clone()));
+    let ids = open.paged_files();
+    let mut todo = Vec::new();
+    for f in files_of(&def) {
+        let id = ids.iter().find(|(n, _)| *n == f).map(|(_, id)| *id);
+        let id = id.ok_or_else(|| StorageError::ColdTier {
+            table: table.to_string(),
+            message: format!("file {f} of the catalog is not open in table {table}"),
+        })?;
+        todo.push((id, f));
     }
     let mut steps = Steps {
         done: 0,
@@ -364,9 +367,22 @@ pub fn to_cold(
         ));
     }
     drop(open);
+    let columns = tier_columns::upload(
+        db.dir(),
+        &def,
+        &client,
+        &opts.endpoint,
+        &bucket,
+        &mut steps,
+        &mut report,
+    )?;
     for (base, m) in &manifests {
         let path = cold_manifest_path(base);
         m.save(&path)?;
+        steps.step(&path.display().to_string())?;
+    }
+    for (path, m) in &columns {
+        m.save(path)?;
         steps.step(&path.display().to_string())?;
     }
     // The database forgets the local files before they go.
@@ -374,6 +390,12 @@ pub fn to_cold(
     for (base, _) in &manifests {
         remove_segments(base)?;
         steps.step(&base.display().to_string())?;
+        report.files += 1;
+    }
+    for (_, m) in &columns {
+        let local = db.dir().join(&m.file);
+        std::fs::remove_file(&local).map_err(|e| StorageError::io(&local, e))?;
+        steps.step(&local.display().to_string())?;
         report.files += 1;
     }
     sync_dir(&db.dir().join("data"))?;
@@ -410,7 +432,8 @@ pub fn to_local(
             cold.push((base, Manifest::load(&p)?));
         }
     }
-    if cold.is_empty() {
+    let columns = tier_columns::cold_manifests(db.dir(), &def)?;
+    if cold.is_empty() && columns.is_empty() {
         return Err(StorageError::ColdTier {
             table: table.to_string(),
             message: format!("table {table} is not on the cold tier (its files are local)"),
@@ -462,6 +485,7 @@ pub fn to_local(
         segments.finish(m.num_pages)?;
         steps.step(&base.display().to_string())?;
     }
+    tier_columns::download(db.dir(), &columns, &client, &mut steps, &mut report)?;
     sync_dir(&db.dir().join("data"))?;
     for (base, _) in &cold {
         let p = cold_manifest_path(base);
@@ -477,6 +501,13 @@ pub fn to_local(
             }
         }
     }
+    tier_columns::forget(
+        &columns,
+        &client,
+        opts.delete_objects,
+        &mut steps,
+        &mut report,
+    )?;
     Ok(report)
 }
 

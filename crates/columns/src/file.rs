@@ -31,7 +31,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::reader::{ChunkReader, Length};
 use parquet::schema::types::ColumnPath;
 use strata_storage::catalog::{ColumnFile, sync_dir};
-use strata_storage::device::{Device, FileId};
+use strata_storage::device::{Device, FileId, RemoteFile, cold_manifest_path};
 use strata_storage::page::PAGE_SIZE;
 
 use crate::error::{ColumnsError, Result};
@@ -206,11 +206,21 @@ impl ReadCounters {
 /// to the device, and a run is cold without dropping the OS page cache.
 #[derive(Clone)]
 pub struct CountedFile {
-    file: Arc<File>,
+    file: Source,
     len: u64,
     direct: bool,
     counters: Arc<ReadCounters>,
     charge: Option<Charge>,
+}
+
+/// Where a column file's bytes are.
+#[derive(Clone)]
+enum Source {
+    Local(Arc<File>),
+    /// Held by the database's device away from the local disk (a column
+    /// file on the cold tier), read by ranges; it counts its own requests
+    /// in the device's stats.
+    Remote(Arc<dyn RemoteFile>),
 }
 
 /// Where a column file's reads are charged: the database's device, which
@@ -283,14 +293,51 @@ fn read_direct(file: &File, start: u64, len: usize) -> std::io::Result<Vec<u8>> 
 
 impl CountedFile {
     /// Opens column file `c` of the database at `dir` and checks that it is
-    /// the size the catalog committed.
+    /// the size the catalog committed. A file on the cold tier (it has a
+    /// manifest) is opened through `device`, which reads it by ranges.
     pub fn open(
         dir: &Path,
         c: &ColumnFile,
         direct: bool,
         counters: Arc<ReadCounters>,
+        device: Option<&Arc<dyn Device>>,
     ) -> Result<CountedFile> {
         let path = dir.join(&c.file);
+        let manifest = cold_manifest_path(&path);
+        if manifest.exists() {
+            let remote = match device {
+                Some(d) => d.open_remote(&path)?,
+                None => None,
+            };
+            let Some(remote) = remote else {
+                return Err(ColumnsError::Corrupt {
+                    file: path,
+                    reason: format!(
+                        "it is on the cold tier ({} names its object) and this database was \
+                         opened without a cold tier to read it",
+                        manifest.display()
+                    ),
+                });
+            };
+            if remote.len() != c.bytes {
+                return Err(ColumnsError::Corrupt {
+                    file: path,
+                    reason: format!(
+                        "{} ({} bytes) is not the file the catalog committed ({} bytes)",
+                        remote.describe(),
+                        remote.len(),
+                        c.bytes
+                    ),
+                });
+            }
+            return Ok(CountedFile {
+                len: remote.len(),
+                file: Source::Remote(remote),
+                direct: false,
+                counters,
+                charge: None,
+            });
+        }
         let opened = if direct {
             std::fs::OpenOptions::new()
                 .read(true)
@@ -323,7 +370,7 @@ impl CountedFile {
             });
         }
         Ok(CountedFile {
-            file: Arc::new(file),
+            file: Source::Local(Arc::new(file)),
             len,
             direct,
             counters,
@@ -331,10 +378,22 @@ impl CountedFile {
         })
     }
 
-    /// Charges every read from now on to `charge`'s device.
+    /// Charges every read from now on to `charge`'s device (a file the
+    /// device holds itself counts its own requests: it is not charged).
     pub fn charging(mut self, charge: Charge) -> CountedFile {
-        self.charge = Some(charge);
+        if let Source::Local(_) = self.file {
+            self.charge = Some(charge);
+        }
         self
+    }
+
+    /// For a file held away from the local disk: the bytes whose transfer
+    /// costs what a request does there (reads closer merge into one).
+    pub fn request_bytes(&self) -> Option<u64> {
+        match &self.file {
+            Source::Local(_) => None,
+            Source::Remote(r) => Some(r.request_bytes()),
+        }
     }
 
     /// Reads its footer and page index (one read each, counted).
@@ -366,6 +425,14 @@ pub enum CountedRead {
         counters: Arc<ReadCounters>,
         charge: Option<Charge>,
     },
+    /// A file held by the device: ranges of [`DIRECT_CHUNK`] bytes.
+    Remote {
+        file: Arc<dyn RemoteFile>,
+        pos: u64,
+        chunk: Vec<u8>,
+        at: usize,
+        counters: Arc<ReadCounters>,
+    },
     /// Under `O_DIRECT`: aligned chunks of [`DIRECT_CHUNK`] bytes.
     Direct {
         file: Arc<File>,
@@ -380,6 +447,25 @@ pub enum CountedRead {
 impl Read for CountedRead {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let (inner, pos, counters, charge) = match self {
+            CountedRead::Remote {
+                file,
+                pos,
+                chunk,
+                at,
+                counters,
+            } => {
+                if *at == chunk.len() {
+                    let n = (file.len().saturating_sub(*pos) as usize).min(DIRECT_CHUNK);
+                    *chunk = file.read_range(*pos, n).map_err(std::io::Error::other)?;
+                    *at = 0;
+                    account(counters, None, *pos, chunk.len() as u64);
+                    *pos += chunk.len() as u64;
+                }
+                let n = buf.len().min(chunk.len() - *at);
+                buf[..n].copy_from_slice(&chunk[*at..*at + n]);
+                *at += n;
+                return Ok(n);
+            }
             CountedRead::Buffered {
                 inner,
                 pos,
@@ -422,9 +508,21 @@ impl ChunkReader for CountedFile {
     type T = CountedRead;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<CountedRead> {
+        let file = match &self.file {
+            Source::Remote(r) => {
+                return Ok(CountedRead::Remote {
+                    file: r.clone(),
+                    pos: start,
+                    chunk: Vec::new(),
+                    at: 0,
+                    counters: self.counters.clone(),
+                });
+            }
+            Source::Local(f) => f,
+        };
         if self.direct {
             return Ok(CountedRead::Direct {
-                file: self.file.clone(),
+                file: file.clone(),
                 pos: start,
                 chunk: Vec::new(),
                 at: 0,
@@ -432,7 +530,7 @@ impl ChunkReader for CountedFile {
                 charge: self.charge.clone(),
             });
         }
-        let mut f = self.file.try_clone()?;
+        let mut f = file.try_clone()?;
         f.seek(SeekFrom::Start(start))?;
         Ok(CountedRead::Buffered {
             inner: BufReader::new(f),
@@ -443,8 +541,18 @@ impl ChunkReader for CountedFile {
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let file = match &self.file {
+            Source::Remote(r) => {
+                let b = r
+                    .read_range(start, length)
+                    .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))?;
+                account(&self.counters, None, start, length as u64);
+                return Ok(b.into());
+            }
+            Source::Local(f) => f,
+        };
         let buf = if self.direct {
-            let b = read_direct(&self.file, start, length)?;
+            let b = read_direct(file, start, length)?;
             if b.len() != length {
                 return Err(parquet::errors::ParquetError::EOF(format!(
                     "{length} bytes at {start}: the file ends after {}",
@@ -454,7 +562,7 @@ impl ChunkReader for CountedFile {
             b
         } else {
             let mut buf = vec![0u8; length];
-            self.file.read_exact_at(&mut buf, start)?;
+            file.read_exact_at(&mut buf, start)?;
             buf
         };
         account(&self.counters, self.charge.as_ref(), start, length as u64);

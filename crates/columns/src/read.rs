@@ -188,7 +188,7 @@ impl ColumnPart {
         let mut files = Vec::with_capacity(def.files.len());
         for c in &def.files {
             let path = dir.join(&c.file);
-            let mut file = CountedFile::open(dir, c, direct, counters.clone())?;
+            let mut file = CountedFile::open(dir, c, direct, counters.clone(), device)?;
             if let Some(d) = device {
                 file = file.charging(Charge::new(d.clone(), &c.file));
             }
@@ -337,7 +337,10 @@ impl ColumnPart {
     /// disk, whose seek costs what a megabyte of transfer does).
     pub fn gap(&self) -> u64 {
         let pages = (self.costs.request_ms / self.costs.sequential_ms.max(1e-9)).floor();
-        (pages.min(1e6) as u64).max(1) * PAGE_SIZE as u64
+        let local = (pages.min(1e6) as u64).max(1) * PAGE_SIZE as u64;
+        // A file on the cold tier: what a request costs there.
+        let remote = self.files.iter().filter_map(|f| f.file.request_bytes());
+        remote.fold(local, u64::max)
     }
 
     /// The requests (offset, bytes) reading `unit`'s columns `columns` takes

@@ -9,6 +9,7 @@
 //! environment, which no other test may share.
 
 mod cli_output;
+mod cold_columns;
 mod cold_queries;
 mod cold_tier_sql;
 mod column_indexes;

@@ -169,6 +169,24 @@ pub fn side_table_name(table: &str) -> String {
 }
 
 impl TableDef {
+    /// The table's paged files, as the catalog names them: its heap, its
+    /// indexes, and a columnar table's delete set and column trees (what
+    /// `strata tier cold` moves page by page).
+    pub fn paged_files(&self) -> Vec<String> {
+        std::iter::once(self.heap_file.clone())
+            .chain(self.indexes.iter().map(|i| i.file.clone()))
+            .chain(self.columns.iter().flat_map(|c| c.tree_files().cloned()))
+            .collect()
+    }
+
+    /// A columnar table's column files (none for a row table).
+    pub fn column_files(&self) -> Vec<String> {
+        self.columns
+            .iter()
+            .flat_map(|c| c.files.iter().map(|f| f.file.clone()))
+            .collect()
+    }
+
     /// Where index `name` is in `indexes` (names are unique ignoring ASCII
     /// case, as at creation).
     pub fn index_position(&self, name: &str) -> Result<usize> {

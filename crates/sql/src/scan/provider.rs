@@ -77,6 +77,13 @@ impl StrataTable {
         self.db.table(&self.name).is_ok_and(|t| t.is_cold())
     }
 
+    /// Whether the table is columnar (`strata-columns`).
+    pub fn is_columnar(&self) -> bool {
+        self.db
+            .table(&self.name)
+            .is_ok_and(|t| t.columns().is_some())
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -431,7 +431,10 @@ impl Database {
             // Local segments of a file whose manifest exists are leftovers of
             // a move to or from the cold tier that did not finish: the
             // manifest is the move's commit point, so the objects hold the file.
-            let stale_copy = segment && data.join(format!("{base}{COLD_MANIFEST_SUFFIX}")).exists();
+            // So is a local column file (named as it is, not a segment)
+            // whose manifest exists.
+            let stale_copy = (segment || base == name)
+                && data.join(format!("{base}{COLD_MANIFEST_SUFFIX}")).exists();
             if !live.contains(&format!("data/{base}")) || stale_copy {
                 std::fs::remove_file(e.path()).map_err(|err| StorageError::io(e.path(), err))?;
                 removed = true;
@@ -819,8 +822,7 @@ impl Table {
     /// Opens table `def` of `db`.
     pub(super) fn open(db: &Database, def: TableDef) -> Result<Table> {
         let mut cold = false;
-        let files = std::iter::once(&def.heap_file).chain(def.indexes.iter().map(|i| &i.file));
-        for f in files {
+        for f in def.paged_files().iter().chain(&def.column_files()) {
             let manifest = cold_manifest_path(&db.dir.join(f));
             if manifest.exists() {
                 cold = true;

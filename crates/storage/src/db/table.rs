@@ -287,6 +287,23 @@ impl Table {
         self.columns.as_ref()
     }
 
+    /// The open table's paged files by the catalog's names, with their ids
+    /// on the database's device: the heap, each index and its tree over a
+    /// column part, the delete set (those of `TableDef::paged_files`).
+    pub fn paged_files(&self) -> Vec<(String, crate::device::FileId)> {
+        let mut out = vec![(self.heap_file.clone(), self.heap.file_id())];
+        for i in &self.indexes {
+            out.push((i.def.file.clone(), i.btree.file_id()));
+            if let Some(t) = &i.column_tree {
+                out.push((t.file.clone(), t.btree.file_id()));
+            }
+        }
+        if let Some(d) = &self.deleted {
+            out.push((d.file.clone(), d.btree.file_id()));
+        }
+        out
+    }
+
     /// A columnar table's delete set (`deletes.rs`; `None`: a row table, or
     /// a column part converted before delete sets existed, which takes no
     /// deletes).

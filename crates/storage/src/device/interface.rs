@@ -71,6 +71,15 @@ pub trait Device: Send + Sync {
             self.stats().record_read(file, first_page, pages);
         }
     }
+    /// The byte file at `path` (a column file, not a paged file), if this
+    /// device holds it away from the local disk (the cold tier: the file has
+    /// a manifest `<path>.cold.json` naming its object), to be read by byte
+    /// ranges; `None` if it is a local file, read from the filesystem. A
+    /// device that wraps another hands the question on.
+    fn open_remote(&self, path: &Path) -> Result<Option<std::sync::Arc<dyn super::RemoteFile>>> {
+        let _ = path;
+        Ok(None)
+    }
     /// The device's counters.
     fn stats(&self) -> &IoStats;
     /// Short description for reports, e.g. `real (O_DIRECT)` or `hdd (modeled)`.

@@ -47,6 +47,12 @@ macro_rules! forward_files_to {
         fn num_pages(&self, file: FileId) -> Result<u64> {
             self.$inner.num_pages(file)
         }
+        fn open_remote(
+            &self,
+            path: &Path,
+        ) -> Result<Option<std::sync::Arc<dyn $crate::device::RemoteFile>>> {
+            self.$inner.open_remote(path)
+        }
     };
 }
 
@@ -58,6 +64,7 @@ pub mod layer;
 mod modeled;
 pub mod overlay;
 mod profile;
+pub mod remote;
 pub mod snapshot;
 pub mod trace;
 
@@ -73,6 +80,7 @@ pub use layer::{COLD_MANIFEST_SUFFIX, DeviceLayer, cold_manifest_path, is_cold};
 pub use modeled::ModeledDevice;
 pub use overlay::OverlayDevice;
 pub use profile::{DeviceProfile, ProfileKind};
+pub use remote::RemoteFile;
 pub use snapshot::SnapshotDevice;
 pub use trace::{IoKind, Trace, TraceEvent, TraceRecorder};
 

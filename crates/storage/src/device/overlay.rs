@@ -173,6 +173,9 @@ impl Device for OverlayDevice {
     fn charge_read(&self, file: FileId, first_page: u64, pages: u64) {
         self.inner.charge_read(file, first_page, pages)
     }
+    fn open_remote(&self, path: &Path) -> Result<Option<std::sync::Arc<dyn super::RemoteFile>>> {
+        self.inner.open_remote(path)
+    }
     fn stats(&self) -> &IoStats {
         self.inner.stats()
     }

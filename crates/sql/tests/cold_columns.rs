@@ -1,0 +1,386 @@
+//! Columnar tables on the cold tier: `strata tier cold` moves each column
+//! file as one object (a Parquet file), the delta and the trees as objects
+//! of pages; queries read only the byte ranges of the columns they need
+//! (ranged GETs, each checked against its block's CRC32C), and answer as
+//! on the local tier under every access path; a move stopped after any of
+//! its durable steps, the database crashed there, loses nothing; a
+//! corrupt object fails naming it; and DuckDB reads the object as it is.
+
+use std::process::Command;
+use std::sync::Arc;
+
+use strata_cold::client::memory_factory;
+use strata_cold::device::{ColdConfig, ColdTier};
+use strata_cold::tier::{self, TableTier, TierOptions};
+use strata_load::{TpchSpec, generate_tpch};
+use strata_sql::SqlSession;
+use strata_sql::shell::format::{Format, render};
+use strata_sql::tpch::QUERIES;
+use strata_storage::Database;
+use strata_storage::db::{DbOptions, NoProgress};
+use strata_storage::row::Value;
+
+use crate::common;
+
+fn options(tier: &ColdTier) -> DbOptions {
+    DbOptions {
+        buffer_pool_bytes: 4 << 20,
+        direct_io: false,
+        cold_tier: Some(tier.layer()),
+        ..DbOptions::default()
+    }
+}
+
+fn memory_tier() -> ColdTier {
+    ColdTier::with_factory(
+        ColdConfig {
+            cache_bytes: 6 << 20,
+            ..ColdConfig::default()
+        },
+        memory_factory(),
+    )
+}
+
+fn tier_options() -> TierOptions {
+    TierOptions {
+        object_bytes: 1 << 20,
+        ..TierOptions::new("http://csd.test:9000")
+    }
+}
+
+/// The 22 answers under access path `path`; `skipper` as set.
+fn answers(db: &Arc<Database>, path: &str, skipper: bool) -> Vec<String> {
+    let s = SqlSession::new(db.clone()).unwrap();
+    s.set("strata.skipper", if skipper { "true" } else { "false" })
+        .unwrap();
+    s.set("strata.access_path", path).unwrap();
+    QUERIES
+        .iter()
+        .map(|(name, sql)| {
+            let r = s
+                .execute(sql.trim().trim_end_matches(';'))
+                .unwrap_or_else(|e| panic!("{name} under {path}: {e}"));
+            format!(
+                "{name}\n{}",
+                render(Format::Csv, &r.schema, &r.batches).unwrap()
+            )
+        })
+        .collect()
+}
+
+const PATHS: [&str; 5] = ["optimizer", "full", "index", "sort", "smooth"];
+
+/// TPC-H SF 0.01 with its key indexes, every table converted to columns,
+/// then rows deleted from the column part (the delete set) and inserted
+/// into the delta, so that every kind of file a columnar table has moves.
+fn columnar_tpch(path: &std::path::Path, tier: &ColdTier) -> Arc<Database> {
+    let db = Database::create(path, options(tier)).unwrap();
+    generate_tpch(
+        Some(&db),
+        &TpchSpec {
+            indexes: true,
+            ..TpchSpec::new(0.01)
+        },
+        &NoProgress,
+        |_| {},
+    )
+    .unwrap();
+    let db = Arc::new(db);
+    for t in db.table_names() {
+        strata_columns::rewrite(&db, &t, strata_columns::Format::Columns, &NoProgress).unwrap();
+    }
+    let s = SqlSession::new(db.clone()).unwrap();
+    common::run(&s, "DELETE FROM lineitem WHERE l_orderkey < 200");
+    common::run(
+        &s,
+        "INSERT INTO orders SELECT o_orderkey + 10000000, o_custkey, o_orderstatus, \
+         o_totalprice, o_orderdate, o_orderpriority, o_clerk, o_shippriority, o_comment \
+         FROM orders WHERE o_orderkey < 100",
+    );
+    common::run(&s, "ANALYZE");
+    db
+}
+
+#[test]
+fn tpch_on_columnar_tables_answers_alike_on_the_cold_tier_under_every_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let tier = memory_tier();
+    let db = columnar_tpch(&path, &tier);
+    let local: Vec<Vec<String>> = PATHS.iter().map(|p| answers(&db, p, false)).collect();
+    let lineitem_bytes: u64 = db
+        .table("lineitem")
+        .unwrap()
+        .columns()
+        .unwrap()
+        .files
+        .iter()
+        .map(|f| f.bytes)
+        .sum();
+    let tables = db.table_names();
+    for t in &tables {
+        let r = tier::to_cold(&db, &tier, t, &tier_options()).unwrap();
+        assert!(r.objects > 0, "{t}: {r:?}");
+    }
+    for t in &tables {
+        let def = db.catalog().table(t).unwrap().clone();
+        assert!(
+            matches!(
+                tier::table_tier(&path, &def).unwrap(),
+                TableTier::Cold { .. }
+            ),
+            "{t}"
+        );
+        for f in def.column_files() {
+            assert!(!path.join(&f).exists(), "{f} is still local");
+        }
+    }
+    drop(Arc::into_inner(db).unwrap());
+
+    let db = Arc::new(Database::open(&path, options(&tier)).unwrap());
+    for (p, want) in PATHS.iter().zip(&local) {
+        for skipper in [false, true] {
+            let got = answers(&db, p, skipper);
+            for (w, g) in want.iter().zip(&got) {
+                assert_eq!(w, g, "under {p}, skipper {skipper}");
+            }
+        }
+    }
+
+    // One column of lineitem, on a fresh open (nothing cached): ranged
+    // GETs of its chunks, not the file.
+    drop(Arc::into_inner(db).unwrap());
+    let db = Arc::new(Database::open(&path, options(&tier)).unwrap());
+    let s = SqlSession::new(db.clone()).unwrap();
+    let before = tier.counters();
+    common::query(&s, "SELECT sum(l_quantity) FROM lineitem");
+    let c = tier.counters() - before;
+    assert!(c.gets > 0, "{c}");
+    assert!(
+        c.bytes_fetched * 4 < lineitem_bytes,
+        "one column of lineitem fetched {} bytes of its {lineitem_bytes}: {c}",
+        c.bytes_fetched
+    );
+
+    // Read-only: inserts, deletes and a merge of the delta are refused.
+    for sql in [
+        "INSERT INTO region VALUES (9, 'X', 'y')",
+        "DELETE FROM lineitem WHERE l_orderkey = 1000",
+        "UPDATE nation SET n_comment = 'x' WHERE n_nationkey = 1",
+    ] {
+        let e = common::error(&s, sql).to_string();
+        assert!(
+            e.contains("is on the cold tier (read-only)") && e.contains("strata tier local"),
+            "{sql}: {e}"
+        );
+    }
+    let e = strata_columns::rewrite(&db, "orders", strata_columns::Format::Columns, &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cold tier"), "{e}");
+    drop(s);
+
+    for t in &tables {
+        tier::to_local(&db, &tier, t, &tier_options()).unwrap();
+    }
+    drop(Arc::into_inner(db).unwrap());
+    let db = Arc::new(Database::open(&path, options(&tier)).unwrap());
+    assert_eq!(answers(&db, "optimizer", true), local[0]);
+    strata_storage::maintenance::check::check_database(&db, &NoProgress).unwrap();
+    for t in &tables {
+        let table = db.table(t).unwrap();
+        let part = strata_columns::ColumnPart::of(&db, &table)
+            .unwrap()
+            .unwrap();
+        part.verify().unwrap();
+    }
+}
+
+/// A small columnar table with an index (a tree over the column rows), a
+/// delete set and a delta: what `strata tier cold` has to move.
+fn small(path: &std::path::Path, tier: &ColdTier) -> Database {
+    let db = Database::create(path, options(tier)).unwrap();
+    let rows = (0..30_000i64).map(|i| {
+        vec![
+            Value::Int64(i * 7919 % 30_000),
+            Value::Int64(i % 97),
+            Value::Str(format!("row {i}")),
+        ]
+    });
+    common::load(&db, "t", "k BIGINT, g BIGINT, s VARCHAR(16)", vec![], rows);
+    strata_columns::rewrite(&db, "t", strata_columns::Format::Columns, &NoProgress).unwrap();
+    let db = Arc::new(db);
+    let s = SqlSession::new(db.clone()).unwrap();
+    common::run(&s, "CREATE INDEX t_k ON t (k)");
+    common::run(&s, "DELETE FROM t WHERE g = 5");
+    common::run(&s, "INSERT INTO t VALUES (100000, 1, 'new')");
+    drop(s);
+    db.checkpoint().unwrap();
+    Arc::into_inner(db).unwrap()
+}
+
+fn summary(db: Database) -> (Vec<Vec<String>>, Database) {
+    let db = Arc::new(db);
+    let s = SqlSession::new(db.clone()).unwrap();
+    let mut out = common::query(&s, "SELECT count(*), sum(k), sum(g), max(s) FROM t");
+    s.set("strata.access_path", "index").unwrap();
+    out.extend(common::query(
+        &s,
+        "SELECT k, g, s FROM t WHERE k BETWEEN 100 AND 140 ORDER BY k",
+    ));
+    drop(s);
+    (out, Arc::into_inner(db).unwrap())
+}
+
+/// Stops each move after each of its durable steps, crashing the database
+/// there: reopened, the table answers the same; the move run again
+/// finishes; the last state opens without a cold tier.
+#[test]
+fn a_move_of_a_columnar_table_stopped_after_any_step_loses_nothing() {
+    let scratch = tempfile::tempdir().unwrap();
+    let tier = memory_tier();
+    let (expected, db) = summary(small(&scratch.path().join("ref"), &tier));
+    drop(db);
+    let mut n = 1;
+    let mut finished = false;
+    while !finished {
+        let dir = scratch.path().join(format!("move-{n}"));
+        let tier = memory_tier();
+        let db = small(&dir, &tier);
+        let stop = TierOptions {
+            stop_after: Some(n),
+            ..tier_options()
+        };
+        let r = tier::to_cold(&db, &tier, "t", &stop);
+        finished = r.is_ok();
+        if let Err(e) = &r {
+            assert!(e.to_string().contains("fault injection"), "{e}");
+        }
+        db.crash();
+        let db = Database::open(&dir, options(&tier)).unwrap();
+        let (got, db) = summary(db);
+        assert_eq!(got, expected, "to cold, stopped after step {n}");
+        let def = db.catalog().table("t").unwrap().clone();
+        if !matches!(
+            tier::table_tier(&dir, &def).unwrap(),
+            TableTier::Cold { .. }
+        ) {
+            assert!(!finished);
+            tier::to_cold(&db, &tier, "t", &tier_options()).unwrap();
+        }
+        let (got, db) = summary(db);
+        assert_eq!(got, expected, "cold after step {n}");
+
+        let stop = TierOptions {
+            stop_after: Some(n),
+            delete_objects: true,
+            ..tier_options()
+        };
+        let back = tier::to_local(&db, &tier, "t", &stop);
+        db.crash();
+        let db = Database::open(&dir, options(&tier)).unwrap();
+        let (got, db) = summary(db);
+        assert_eq!(got, expected, "to local, stopped after step {n}");
+        let def = db.catalog().table("t").unwrap().clone();
+        if tier::table_tier(&dir, &def).unwrap() != TableTier::Local {
+            assert!(back.is_err());
+            tier::to_local(&db, &tier, "t", &tier_options()).unwrap();
+        }
+        drop(db);
+        let db = Database::open(&dir, common::options()).unwrap();
+        let (got, _) = summary(db);
+        assert_eq!(got, expected, "local without a cold tier after step {n}");
+        n += 1;
+    }
+    // Uploads of the heap, index, tree, delete set and column file, their
+    // manifests and removals: more than a dozen durable steps.
+    assert!(n > 12, "the sweep covered {n} steps");
+}
+
+#[test]
+fn a_corrupt_column_object_fails_naming_it_and_its_block() {
+    let scratch = tempfile::tempdir().unwrap();
+    let tier = memory_tier();
+    let dir = scratch.path().join("db");
+    let db = small(&dir, &tier);
+    tier::to_cold(&db, &tier, "t", &tier_options()).unwrap();
+    let def = db.catalog().table("t").unwrap().clone();
+    drop(db);
+    let file = &def.column_files()[0];
+    let name = std::path::Path::new(file)
+        .file_name()
+        .unwrap()
+        .to_string_lossy();
+    let key = format!("t/{name}");
+    // The object replaced by one of the same size with a byte changed.
+    let client = tier.client().unwrap();
+    let tmp = scratch.path().join("object");
+    client
+        .get_to_file("http://csd.test:9000", "db", &key, &tmp)
+        .unwrap();
+    let mut bytes = std::fs::read(&tmp).unwrap();
+    let at = bytes.len() / 3;
+    bytes[at] ^= 0x40;
+    client
+        .put("http://csd.test:9000", "db", &key, bytes.into())
+        .unwrap();
+    let db = Arc::new(Database::open(&dir, options(&tier)).unwrap());
+    let s = SqlSession::new(db).unwrap();
+    let e = common::error(&s, "SELECT sum(k), max(s) FROM t").to_string();
+    let block = at / (64 << 10);
+    assert!(
+        e.contains(&format!("db/{key}"))
+            && e.contains(&format!("block {block} "))
+            && e.contains("CRC32C")
+            && e.contains("corrupt"),
+        "{e}"
+    );
+}
+
+/// DuckDB reads a column file's object as it is: fetched with the cold
+/// tier's client (any S3 client would do), `read_parquet` gives the rows.
+#[test]
+fn duckdb_reads_a_column_object_as_it_is() {
+    let scratch = tempfile::tempdir().unwrap();
+    let tier = memory_tier();
+    let dir = scratch.path().join("db");
+    let db = Arc::new(small(&dir, &tier));
+    // The column part alone (the delete set and delta apart): every row
+    // the conversion wrote.
+    let s = SqlSession::new(db.clone()).unwrap();
+    common::run(&s, "DELETE FROM t WHERE k = 100000");
+    drop(s);
+    let db = Arc::into_inner(db).unwrap();
+    strata_columns::rewrite(&db, "t", strata_columns::Format::Columns, &NoProgress).unwrap();
+    let db = Arc::new(db);
+    let s = SqlSession::new(db.clone()).unwrap();
+    let want = common::query(&s, "SELECT count(*), sum(k), sum(g) FROM t");
+    drop(s);
+    tier::to_cold(&db, &tier, "t", &tier_options()).unwrap();
+    let def = db.catalog().table("t").unwrap().clone();
+    let file = &def.column_files()[0];
+    let name = std::path::Path::new(file)
+        .file_name()
+        .unwrap()
+        .to_string_lossy();
+    let out = scratch.path().join("object.parquet");
+    tier.client()
+        .unwrap()
+        .get_to_file("http://csd.test:9000", "db", &format!("t/{name}"), &out)
+        .unwrap();
+    let script = format!(
+        "import duckdb; r = duckdb.sql(\"SELECT count(*), sum(k), sum(g) FROM read_parquet('{}')\").fetchone(); print(','.join(str(v) for v in r))",
+        out.display()
+    );
+    let run = Command::new("python3").args(["-c", &script]).output();
+    let run = match run {
+        Ok(r) if r.status.success() => r,
+        Ok(r) => panic!(
+            "DuckDB for Python (python3 -m pip install duckdb==1.4.4) could not read the object: {}",
+            String::from_utf8_lossy(&r.stderr)
+        ),
+        Err(e) => panic!("python3 with DuckDB is needed: {e}"),
+    };
+    let got = String::from_utf8_lossy(&run.stdout).trim().to_string();
+    assert_eq!(got, want[0].join(","));
+}
