@@ -18,6 +18,7 @@
 //! close and the device forgets the queued requests.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
@@ -160,6 +161,42 @@ impl ClientProxy {
         Ok(())
     }
 
+    /// Sends the ranged GETs of byte ranges `ranges` (offset, length) of
+    /// `object` (a column file's: the chunks a query needs of a row group);
+    /// their bytes, end to end, arrive through [`ClientProxy::next_arrival`]
+    /// with `id`. `object`'s size and CRC32C are not checked: the caller
+    /// checks what arrives against the file's block checksums.
+    pub fn request_ranges(
+        &mut self,
+        id: usize,
+        object: &ObjectRef,
+        ranges: Vec<(u64, u64)>,
+    ) -> Result<(), StorageError> {
+        let store = self.store(object)?;
+        let (tx, slots, stats, retry) = (
+            self.tx.clone(),
+            self.slots.clone(),
+            self.stats.clone(),
+            self.retry,
+        );
+        let object = object.clone();
+        let task = self.client.handle().spawn(async move {
+            let result = match slots.acquire_owned().await {
+                Ok(_permit) => fetch_ranges(store, &object, &ranges, retry, &stats).await,
+                Err(_) => Err(object_error(
+                    &object.endpoint,
+                    &object.name(),
+                    "GET: the client proxy closed".into(),
+                    false,
+                )),
+            };
+            let _ = tx.send(Arrival { id, result });
+        });
+        self.tasks.push(task.abort_handle());
+        self.outstanding += 1;
+        Ok(())
+    }
+
     /// The next object to arrive, waiting for it; `None` when nothing is
     /// outstanding.
     pub fn next_arrival(&mut self) -> Option<Arrival> {
@@ -188,22 +225,71 @@ async fn fetch(
     retry: RetryPolicy,
     stats: &ColdStats,
 ) -> Result<Bytes, StorageError> {
-    let name = o.name();
     let path = ObjectPath::from(o.key.as_str());
+    let b = retried(o, "GET", retry, stats, || async {
+        store.get(&path).await?.bytes().await
+    })
+    .await?;
+    check(o, &o.name(), b)
+}
+
+/// Byte ranges `(offset, length)` of an object, each a ranged GET with
+/// retries, one after another; their bytes end to end. Each range must
+/// arrive whole; what the bytes are is checked by the caller (a column
+/// file's manifest has a CRC32C per block).
+async fn fetch_ranges(
+    store: Arc<dyn ObjectStore>,
+    o: &ObjectRef,
+    ranges: &[(u64, u64)],
+    retry: RetryPolicy,
+    stats: &ColdStats,
+) -> Result<Bytes, StorageError> {
+    let path = ObjectPath::from(o.key.as_str());
+    let mut out = Vec::with_capacity(ranges.iter().map(|r| r.1 as usize).sum());
+    for &(start, len) in ranges {
+        let what = format!("GET of bytes {start}..{}", start + len);
+        let b = retried(o, &what, retry, stats, || async {
+            store.get_range(&path, start..start + len).await
+        })
+        .await?;
+        if b.len() as u64 != len {
+            return Err(object_error(
+                &o.endpoint,
+                &o.name(),
+                format!("{what}: {} bytes arrived", b.len()),
+                true,
+            ));
+        }
+        out.extend_from_slice(&b);
+    }
+    Ok(out.into())
+}
+
+/// Runs one request (`attempt`) until it succeeds, fails for good, or has
+/// failed in transit for longer than the retry policy allows; counts each
+/// try as a GET and the bytes that arrived.
+async fn retried<F, Fut>(
+    o: &ObjectRef,
+    what: &str,
+    retry: RetryPolicy,
+    stats: &ColdStats,
+    mut attempt: F,
+) -> Result<Bytes, StorageError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Bytes, object_store::Error>>,
+{
+    let name = o.name();
     let start = Instant::now();
     let mut backoff = retry.initial_backoff;
     let mut attempts = 0u64;
     loop {
         attempts += 1;
         stats.add_gets(1);
-        let got = match store.get(&path).await {
-            Ok(g) => g.bytes().await,
-            Err(e) => Err(e),
-        };
-        let e = match got {
+        let e = match attempt().await {
             Ok(b) => {
                 stats.add_bytes_fetched(b.len() as u64);
-                return check(o, &name, b);
+                return Ok(b);
             }
             Err(e) => e,
         };
@@ -211,7 +297,7 @@ async fn fetch(
             return Err(object_error(
                 &o.endpoint,
                 &name,
-                "GET: no such object on the cold storage device".into(),
+                format!("{what}: no such object on the cold storage device"),
                 false,
             ));
         }
@@ -219,7 +305,7 @@ async fn fetch(
             return Err(object_error(
                 &o.endpoint,
                 &name,
-                format!("GET: {}", transit::redact(&e.to_string())),
+                format!("{what}: {}", transit::redact(&e.to_string())),
                 false,
             ));
         }
@@ -229,7 +315,7 @@ async fn fetch(
                 &o.endpoint,
                 &name,
                 transit::gave_up(
-                    "GET",
+                    what,
                     &o.endpoint,
                     &transit::reason(&e),
                     attempts,

@@ -466,12 +466,48 @@ impl ColumnPart {
         &self,
         unit: &Unit,
         columns: &[usize],
+        f: impl FnMut(RecordBatch) -> Result<bool>,
+    ) -> Result<()> {
+        let of = &self.files[unit.file];
+        let fetched = Fetched::fetch(of, self.cache.as_deref(), unit, columns, self.gap())
+            .map_err(|e| ColumnsError::parquet(&of.path, e))?;
+        self.decode(unit, columns, fetched, f)
+    }
+
+    /// [`ColumnPart::read`] of bytes fetched already: `ranges` (offset,
+    /// bytes) of the unit's file, which should cover what
+    /// [`ColumnPart::requests`] names (anything else is read from the file).
+    /// MJoin's column objects arrive so.
+    pub fn read_fetched(
+        &self,
+        unit: &Unit,
+        columns: &[usize],
+        mut ranges: Vec<(u64, Bytes)>,
+        f: impl FnMut(RecordBatch) -> Result<bool>,
+    ) -> Result<()> {
+        ranges.sort_unstable_by_key(|(s, _)| *s);
+        let fetched = Fetched {
+            file: self.files[unit.file].file.clone(),
+            ranges: Arc::new(ranges),
+        };
+        self.decode(unit, columns, fetched, f)
+    }
+
+    /// The catalog's name of file `i` of the part (a unit's `file`).
+    pub fn file_name(&self, i: usize) -> &str {
+        &self.files[i].name
+    }
+
+    /// Decodes `unit`'s rows of `columns` from `fetched`.
+    fn decode(
+        &self,
+        unit: &Unit,
+        columns: &[usize],
+        fetched: Fetched,
         mut f: impl FnMut(RecordBatch) -> Result<bool>,
     ) -> Result<()> {
         let of = &self.files[unit.file];
         let mask = ProjectionMask::roots(of.meta.parquet_schema(), columns.iter().copied());
-        let fetched = Fetched::fetch(of, self.cache.as_deref(), unit, columns, self.gap())
-            .map_err(|e| ColumnsError::parquet(&of.path, e))?;
         let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(fetched, of.meta.clone())
             .with_projection(mask)
             .with_row_groups(vec![unit.row_group])

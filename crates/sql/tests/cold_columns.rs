@@ -162,6 +162,47 @@ fn tpch_on_columnar_tables_answers_alike_on_the_cold_tier_under_every_path() {
         c.bytes_fetched
     );
 
+    // A join through MJoin: its objects are row groups' chunks of the
+    // columns it reads (and the delta's pages), not whole files.
+    drop(s);
+    drop(Arc::into_inner(db).unwrap());
+    let db = Arc::new(Database::open(&path, options(&tier)).unwrap());
+    let s = SqlSession::new(db.clone()).unwrap();
+    let join = "SELECT count(*), sum(l_extendedprice) FROM orders, lineitem \
+                WHERE o_orderkey = l_orderkey AND l_quantity > 45";
+    let plan = common::query(&s, &format!("EXPLAIN ANALYZE {join}"))
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(plan.contains("MJoinExec"), "{plan}");
+    let objects = common::counter(&plan, "objects");
+    assert!(objects >= 2, "{plan}");
+    let before = tier.counters();
+    let got = common::query(&s, join);
+    let c = tier.counters() - before;
+    let orders_bytes: u64 = db
+        .table("orders")
+        .unwrap()
+        .columns()
+        .unwrap()
+        .files
+        .iter()
+        .map(|f| f.bytes)
+        .sum();
+    assert!(
+        c.bytes_fetched * 2 < lineitem_bytes + orders_bytes,
+        "the join fetched {} bytes of {} in the two tables' column files: {c}",
+        c.bytes_fetched,
+        lineitem_bytes + orders_bytes
+    );
+    s.set("strata.skipper", "false").unwrap();
+    assert_eq!(
+        common::query(&s, join),
+        got,
+        "MJoin and the pull path agree"
+    );
+
     // Read-only: inserts, deletes and a merge of the delta are refused.
     for sql in [
         "INSERT INTO region VALUES (9, 'X', 'y')",
@@ -326,15 +367,20 @@ fn a_corrupt_column_object_fails_naming_it_and_its_block() {
         .unwrap();
     let db = Arc::new(Database::open(&dir, options(&tier)).unwrap());
     let s = SqlSession::new(db).unwrap();
-    let e = common::error(&s, "SELECT sum(k), max(s) FROM t").to_string();
     let block = at / (64 << 10);
-    assert!(
-        e.contains(&format!("db/{key}"))
-            && e.contains(&format!("block {block} "))
-            && e.contains("CRC32C")
-            && e.contains("corrupt"),
-        "{e}"
-    );
+    // Through MJoin (its column objects) and through the pull path (the
+    // column reader's ranged GETs).
+    for skipper in ["true", "false"] {
+        s.set("strata.skipper", skipper).unwrap();
+        let e = common::error(&s, "SELECT sum(k), max(s) FROM t").to_string();
+        assert!(
+            e.contains(&format!("db/{key}"))
+                && e.contains(&format!("block {block} "))
+                && e.contains("CRC32C")
+                && e.contains("corrupt"),
+            "skipper {skipper}: {e}"
+        );
+    }
 }
 
 /// DuckDB reads a column file's object as it is: fetched with the cold

@@ -122,6 +122,59 @@ impl StrataColumnScanExec {
     }
 }
 
+impl StrataColumnScanExec {
+    pub fn table(&self) -> &Arc<Table> {
+        &self.table
+    }
+
+    pub fn part(&self) -> &Arc<ColumnPart> {
+        &self.part
+    }
+
+    /// The units it reads (every partition's), in position order.
+    pub fn units(&self) -> &[Unit] {
+        &self.plan.units
+    }
+
+    /// Table columns it reads, in table order.
+    pub fn read_columns(&self) -> &[usize] {
+        &self.read_columns
+    }
+
+    /// Whether it stops early (a LIMIT pushed into it).
+    pub fn has_limit(&self) -> bool {
+        self.limit.is_some()
+    }
+
+    /// The rows it gives of `unit`, filtered and projected as its scan
+    /// would, from `ranges` of the unit's file fetched already (MJoin's
+    /// column objects, `skipper::column_objects`).
+    pub fn rows_of(&self, unit: &Unit, ranges: Vec<(u64, bytes::Bytes)>) -> Result<RecordBatch> {
+        let filter = self.filter.as_ref().map(|(_, e)| e);
+        let mut out = Vec::new();
+        let table = self.table.name();
+        self.part
+            .read_fetched(unit, &self.read_columns, ranges, |batch| {
+                let kept =
+                    keep(&batch, filter, &self.output, &self.output_schema).map_err(|e| {
+                        ColumnsError::Convert {
+                            table: table.to_string(),
+                            reason: e.to_string(),
+                        }
+                    })?;
+                if kept.num_rows() > 0 {
+                    out.push(kept);
+                }
+                Ok(true)
+            })
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        Ok(datafusion::arrow::compute::concat_batches(
+            &self.output_schema,
+            &out,
+        )?)
+    }
+}
+
 impl fmt::Debug for StrataColumnScanExec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "StrataColumnScanExec({})", self.table.name())

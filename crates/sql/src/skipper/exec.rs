@@ -56,6 +56,7 @@ use strata_cold::proxy::{ClientProxy, ObjectRef};
 use strata_storage::Database;
 use strata_storage::device::{FileId, cold_manifest_path};
 
+use super::column_objects::{ColumnObject, ColumnarInput, columnar_input};
 use super::join::{Edge, Joiner};
 use super::object_scan;
 use super::rewrite::describe;
@@ -262,8 +263,44 @@ enum Input {
         /// The table's heap file, whose I/O its objects count as.
         file: FileId,
     },
+    /// A columnar table read by objects: its row groups' column chunks
+    /// and its delta's heap objects.
+    Columns(ColumnarInput),
     /// Run once, whole.
     Pinned(Arc<dyn ExecutionPlan>),
+}
+
+impl Input {
+    fn plan(&self) -> &Arc<dyn ExecutionPlan> {
+        match self {
+            Input::Cold { plan, .. } | Input::Pinned(plan) => plan,
+            Input::Columns(c) => &c.plan,
+        }
+    }
+
+    /// The sizes of its objects (none for a pinned input).
+    fn object_sizes(&self) -> Vec<u64> {
+        match self {
+            Input::Cold { objects, .. } => objects.iter().map(|(o, _)| o.bytes).collect(),
+            Input::Columns(c) => c.objects.iter().map(ColumnObject::bytes).collect(),
+            Input::Pinned(_) => Vec::new(),
+        }
+    }
+
+    /// Asks `proxy` for its object `i`, to arrive as `id`.
+    fn request(&self, proxy: &mut ClientProxy, id: usize, i: usize) -> Result<()> {
+        match self {
+            Input::Cold { objects, .. } => proxy.request(id, &objects[i].0),
+            Input::Columns(c) => match &c.objects[i] {
+                ColumnObject::Unit { object, ranges, .. } => {
+                    proxy.request_ranges(id, object, ranges.clone())
+                }
+                ColumnObject::Pages { object, .. } => proxy.request(id, object),
+            },
+            Input::Pinned(_) => return Ok(()),
+        }
+        .map_err(external)
+    }
 }
 
 /// The scan of cold table `table` in input `plan`, when MJoin reads the
@@ -293,7 +330,10 @@ fn input_of(plan: &Arc<dyn ExecutionPlan>, table: Option<&str>, db: &Database) -
         return Ok(Input::Pinned(plan.clone()));
     };
     let Some(scan) = cold_scan(plan, table)? else {
-        return Ok(Input::Pinned(plan.clone()));
+        return Ok(match columnar_input(plan, table, db)? {
+            Some(c) => Input::Columns(c),
+            None => Input::Pinned(plan.clone()),
+        });
     };
     let def = db.catalog().table(table).cloned().map_err(external)?;
     let path = cold_manifest_path(&db.dir().join(&def.heap_file));
@@ -453,12 +493,7 @@ impl Manager {
         let columns = self
             .inputs
             .iter()
-            .map(|i| {
-                let p = match i {
-                    Input::Cold { plan, .. } | Input::Pinned(plan) => plan,
-                };
-                p.schema().fields().len()
-            })
+            .map(|i| i.plan().schema().fields().len())
             .collect();
         let mut joiner = Joiner::new(
             self.spec.schema.clone(),
@@ -494,9 +529,10 @@ impl Manager {
                     counts.push(1);
                     sizes.push(vec![0]);
                 }
-                Input::Cold { objects, .. } => {
-                    counts.push(objects.len());
-                    sizes.push(objects.iter().map(|(o, _)| o.bytes).collect());
+                Input::Cold { .. } | Input::Columns(_) => {
+                    let s = input.object_sizes();
+                    counts.push(s.len());
+                    sizes.push(s);
                 }
             }
         }
@@ -530,6 +566,19 @@ impl Manager {
                 cache.insert((r, 0));
             }
         }
+        if pinned.iter().all(|p| *p) {
+            // No input is read by objects (a cold table caught half way
+            // between tiers is read whole): the one subplan runs now.
+            joiner.join(0, 0, &|c| plans.is_pending(c), &mut |b| {
+                send(b, report);
+                Ok(())
+            })?;
+            plans.finish(&vec![0; n]);
+            report.subplans = 1;
+            report.executed = 1;
+            report.complete = true;
+            return Ok(());
+        }
         report.subplans = plans.total();
         self.counters.subplans.add(plans.total() as usize);
         let tier = self
@@ -555,9 +604,7 @@ impl Manager {
         let mut first_id = vec![0usize; n];
         for (r, input) in self.inputs.iter().enumerate() {
             first_id[r] = ids.len();
-            if let Input::Cold { objects, .. } = input {
-                ids.extend((0..objects.len()).map(|i| (r, i)));
-            }
+            ids.extend((0..input.object_sizes().len()).map(|i| (r, i)));
         }
         report.objects = ids.len() as u64;
         self.counters.objects.add(ids.len());
@@ -599,12 +646,10 @@ impl Manager {
                 target_objs.clear();
             }
             for o in queue.drain(..) {
-                let Input::Cold { objects, .. } = &self.inputs[o.0] else {
+                if pinned[o.0] {
                     continue;
-                };
-                proxy
-                    .request(first_id[o.0] + o.1, &objects[o.1].0)
-                    .map_err(external)?;
+                }
+                self.inputs[o.0].request(&mut proxy, first_id[o.0] + o.1, o.1)?;
                 report.requests += 1;
                 self.counters.requests.add(1);
                 if report.cycles > 1 {
@@ -623,7 +668,7 @@ impl Manager {
                 if plans.pending_with(o) == 0 {
                     continue;
                 }
-                let batch = self.decode(o, &bytes)?;
+                let batch = self.decode(o, bytes.clone())?;
                 drop(bytes);
                 if batch.num_rows() == 0 {
                     let p = plans.prune(o);
@@ -691,17 +736,29 @@ impl Manager {
     /// Counts object `o`, `bytes` long and fetched, as the statement's I/O
     /// (the cold tier's own counters have its GET already).
     fn count_io(&self, o: Obj, bytes: u64) {
-        if let Input::Cold { objects, file, .. } = &self.inputs[o.0] {
-            count_fetch(self.spec.db.device().as_ref(), *file, objects[o.1].1, bytes);
-            self.counters.io_requests.add(1);
-            self.counters
-                .pages_read
-                .add(bytes.div_ceil(strata_storage::device::PAGE_SIZE as u64) as usize);
-        }
+        let (file, first_page) = match &self.inputs[o.0] {
+            Input::Cold { objects, file, .. } => (*file, objects[o.1].1),
+            Input::Columns(c) => match &c.objects[o.1] {
+                ColumnObject::Unit { file, ranges, .. } => (
+                    *file,
+                    ranges.first().map_or(0, |r| r.0) / strata_storage::device::PAGE_SIZE as u64,
+                ),
+                ColumnObject::Pages { first_page, .. } => (c.delta_file, *first_page),
+            },
+            Input::Pinned(_) => return,
+        };
+        count_fetch(self.spec.db.device().as_ref(), file, first_page, bytes);
+        self.counters.io_requests.add(1);
+        self.counters
+            .pages_read
+            .add(bytes.div_ceil(strata_storage::device::PAGE_SIZE as u64) as usize);
     }
 
     /// The rows object `o` gives its input.
-    fn decode(&self, o: Obj, bytes: &[u8]) -> Result<RecordBatch> {
+    fn decode(&self, o: Obj, bytes: bytes::Bytes) -> Result<RecordBatch> {
+        if let Input::Columns(c) = &self.inputs[o.0] {
+            return c.decode(o.1, bytes, &self.handle, &self.context);
+        }
         let Input::Cold {
             plan,
             scan,
@@ -715,7 +772,7 @@ impl Manager {
             ));
         };
         let (obj, first_page) = &objects[o.1];
-        let rows = object_scan::decode(scan, bytes, *first_page, &obj.name())?;
+        let rows = object_scan::decode(scan, &bytes, *first_page, &obj.name())?;
         if *direct {
             return Ok(rows);
         }

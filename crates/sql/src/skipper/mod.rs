@@ -8,7 +8,8 @@
 //! * [`exec`] is the state manager of Algorithm 1 (requests, arrivals, cache,
 //!   reissues, pruning), [`subplans`] its bookkeeping and eviction policies,
 //!   [`join`] the n-ary join operator, [`object_scan`] the decoding of one
-//!   object;
+//!   object, [`column_objects`] the objects of a columnar table (its row
+//!   groups' chunks of the columns a query reads, and its delta's pages);
 //! * the client proxy is `strata_cold::proxy`.
 //!
 //! [`SkipperPlanner`] is the session's query planner: with `strata.skipper`
@@ -16,6 +17,7 @@
 //! planner extended by MJoin; off, queries over cold tables pull objects in
 //! plan order through the cold tier's cache — the baseline of §3.2.
 
+pub mod column_objects;
 pub mod exec;
 pub mod join;
 pub mod object_scan;

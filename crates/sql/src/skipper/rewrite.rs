@@ -138,10 +138,7 @@ fn cold_scan(ts: &TableScan) -> Option<String> {
     }
     let provider = source_as_provider(&ts.source).ok()?;
     let t = provider.downcast_ref::<StrataTable>()?;
-    // A columnar table's column files are read by ranged GETs of the
-    // columns a query needs (`strata_cold::byte_object`), not as objects
-    // of pages: its scan runs as on the local tier.
-    (t.is_cold() && !t.is_columnar()).then(|| t.name().to_string())
+    t.is_cold().then(|| t.name().to_string())
 }
 
 /// An inner join tree: leaves, equalities, filters.
