@@ -19,7 +19,8 @@ use strata_storage::device::{Device, FileId, PAGE_SIZE, RemoteFile};
 use strata_storage::{Result, StorageError};
 
 use crate::byte_manifest::ByteManifest;
-use crate::device::ColdTier;
+use crate::client::ColdClient;
+use crate::stats::ColdStats;
 
 /// Bytes whose transfer costs what one GET does: a GET waits a round trip
 /// (about a millisecond on loopback, tens in a data centre's object store)
@@ -31,18 +32,25 @@ pub const REQUEST_BYTES: u64 = 1 << 20;
 /// An open column file on the cold tier (see the module docs).
 pub struct ByteObject {
     manifest: ByteManifest,
-    tier: ColdTier,
+    client: Arc<ColdClient>,
+    stats: Arc<ColdStats>,
     /// The wrapped device, whose counters a GET is counted in.
     inner: Arc<dyn Device>,
     id: FileId,
 }
 
 impl ByteObject {
-    pub fn new(manifest: ByteManifest, tier: ColdTier, inner: Arc<dyn Device>) -> ByteObject {
+    pub fn new(
+        manifest: ByteManifest,
+        client: Arc<ColdClient>,
+        stats: Arc<ColdStats>,
+        inner: Arc<dyn Device>,
+    ) -> ByteObject {
         let id = FileId::external(&manifest.file);
         ByteObject {
             manifest,
-            tier,
+            client,
+            stats,
             inner,
             id,
         }
@@ -80,11 +88,10 @@ impl RemoteFile for ByteObject {
         }
         let (first, _, from, to) = m.blocks_of(start, len as u64);
         let started = Instant::now();
-        let client = self.tier.client()?;
-        let got = client.get_range(&m.endpoint, &m.bucket, &m.key, from, to - from);
-        self.tier
-            .stats()
-            .add_wait_ns(started.elapsed().as_nanos() as u64);
+        let got = self
+            .client
+            .get_range(&m.endpoint, &m.bucket, &m.key, from, to - from);
+        self.stats.add_wait_ns(started.elapsed().as_nanos() as u64);
         let got = got?;
         self.inner.stats().record_read(
             self.id,

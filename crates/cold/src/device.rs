@@ -495,7 +495,8 @@ impl Device for ColdDevice {
         let m = ByteManifest::load(&manifest)?;
         Ok(Some(Arc::new(ByteObject::new(
             m,
-            self.tier.clone(),
+            self.tier.client()?,
+            self.tier.stats().clone(),
             self.inner.clone(),
         ))))
     }

@@ -17,6 +17,7 @@ pub mod manifest;
 pub mod object_cache;
 pub mod proxy;
 pub mod stats;
+mod steps;
 pub mod tier;
 mod tier_columns;
 pub mod transit;

@@ -136,29 +136,7 @@ impl ClientProxy {
     /// Sends the GET of `object`; it arrives through [`ClientProxy::next_arrival`]
     /// with `id`. Returns at once.
     pub fn request(&mut self, id: usize, object: &ObjectRef) -> Result<(), StorageError> {
-        let store = self.store(object)?;
-        let (tx, slots, stats, retry) = (
-            self.tx.clone(),
-            self.slots.clone(),
-            self.stats.clone(),
-            self.retry,
-        );
-        let object = object.clone();
-        let task = self.client.handle().spawn(async move {
-            let result = match slots.acquire_owned().await {
-                Ok(_permit) => fetch(store, &object, retry, &stats).await,
-                Err(_) => Err(object_error(
-                    &object.endpoint,
-                    &object.name(),
-                    "GET: the client proxy closed".into(),
-                    false,
-                )),
-            };
-            let _ = tx.send(Arrival { id, result });
-        });
-        self.tasks.push(task.abort_handle());
-        self.outstanding += 1;
-        Ok(())
+        self.send(id, object, None)
     }
 
     /// Sends the ranged GETs of byte ranges `ranges` (offset, length) of
@@ -172,6 +150,16 @@ impl ClientProxy {
         object: &ObjectRef,
         ranges: Vec<(u64, u64)>,
     ) -> Result<(), StorageError> {
+        self.send(id, object, Some(ranges))
+    }
+
+    /// Spawns the fetch of `object` (whole, or `ranges` of it).
+    fn send(
+        &mut self,
+        id: usize,
+        object: &ObjectRef,
+        ranges: Option<Vec<(u64, u64)>>,
+    ) -> Result<(), StorageError> {
         let store = self.store(object)?;
         let (tx, slots, stats, retry) = (
             self.tx.clone(),
@@ -181,9 +169,10 @@ impl ClientProxy {
         );
         let object = object.clone();
         let task = self.client.handle().spawn(async move {
-            let result = match slots.acquire_owned().await {
-                Ok(_permit) => fetch_ranges(store, &object, &ranges, retry, &stats).await,
-                Err(_) => Err(object_error(
+            let result = match (slots.acquire_owned().await, ranges) {
+                (Ok(_permit), None) => fetch(store, &object, retry, &stats).await,
+                (Ok(_permit), Some(r)) => fetch_ranges(store, &object, &r, retry, &stats).await,
+                (Err(_), _) => Err(object_error(
                     &object.endpoint,
                     &object.name(),
                     "GET: the client proxy closed".into(),

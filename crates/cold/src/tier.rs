@@ -32,6 +32,7 @@ use strata_storage::{Database, Result, StorageError};
 
 use crate::device::ColdTier;
 use crate::manifest::{MANIFEST_FORMAT, Manifest, ObjectEntry};
+use crate::steps::Steps;
 use crate::tier_columns;
 
 /// Object size unless configured (`--object-size`): the paper's 1 GB segments.
@@ -191,31 +192,6 @@ pub struct TierReport {
     pub bytes: u64,
 }
 
-/// Counts durable steps and stops at [`TierOptions::stop_after`].
-pub(crate) struct Steps {
-    done: u64,
-    stop_after: Option<u64>,
-}
-
-impl Steps {
-    pub(crate) fn step(&mut self, what: &str) -> Result<()> {
-        self.done += 1;
-        if self.stop_after == Some(self.done) {
-            return Err(StorageError::io(
-                what,
-                std::io::Error::new(
-                    std::io::ErrorKind::Interrupted,
-                    format!(
-                        "stopped after step {} as asked (fault injection)",
-                        self.done
-                    ),
-                ),
-            ));
-        }
-        Ok(())
-    }
-}
-
 fn table_def(db: &Database, table: &str) -> Result<TableDef> {
     if db.is_read_only() {
         return Err(StorageError::Database {
@@ -288,10 +264,7 @@ pub fn to_cold(
         })?;
         todo.push((id, f));
     }
-    let mut steps = Steps {
-        done: 0,
-        stop_after: opts.stop_after,
-    };
+    let mut steps = Steps::new(opts.stop_after);
     let mut report = TierReport {
         table: table.to_string(),
         ..TierReport::default()
@@ -367,15 +340,10 @@ pub fn to_cold(
         ));
     }
     drop(open);
-    let columns = tier_columns::upload(
-        db.dir(),
-        &def,
-        &client,
-        &opts.endpoint,
-        &bucket,
-        &mut steps,
-        &mut report,
-    )?;
+    let columns =
+        tier_columns::upload(db.dir(), &def, &client, &opts.endpoint, &bucket, &mut steps)?;
+    report.objects += columns.len();
+    report.bytes += columns.iter().map(|(_, m)| m.bytes).sum::<u64>();
     for (base, m) in &manifests {
         let path = cold_manifest_path(base);
         m.save(&path)?;
@@ -441,10 +409,7 @@ pub fn to_local(
     }
     let client = tier.client()?;
     db.close_table(table)?;
-    let mut steps = Steps {
-        done: 0,
-        stop_after: opts.stop_after,
-    };
+    let mut steps = Steps::new(opts.stop_after);
     let mut report = TierReport {
         table: table.to_string(),
         ..TierReport::default()
@@ -485,7 +450,9 @@ pub fn to_local(
         segments.finish(m.num_pages)?;
         steps.step(&base.display().to_string())?;
     }
-    tier_columns::download(db.dir(), &columns, &client, &mut steps, &mut report)?;
+    tier_columns::download(db.dir(), &columns, &client, &mut steps)?;
+    report.objects += columns.len();
+    report.bytes += columns.iter().map(|(_, m)| m.bytes).sum::<u64>();
     sync_dir(&db.dir().join("data"))?;
     for (base, _) in &cold {
         let p = cold_manifest_path(base);
@@ -501,13 +468,8 @@ pub fn to_local(
             }
         }
     }
-    tier_columns::forget(
-        &columns,
-        &client,
-        opts.delete_objects,
-        &mut steps,
-        &mut report,
-    )?;
+    tier_columns::forget(&columns, &client, opts.delete_objects, &mut steps)?;
+    report.files += columns.len();
     Ok(report)
 }
 

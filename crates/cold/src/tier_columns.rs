@@ -21,7 +21,7 @@ use strata_storage::{Result, StorageError};
 use crate::byte_manifest::ByteManifest;
 use crate::client::ColdClient;
 use crate::manifest::Manifest;
-use crate::tier::{Steps, TierReport};
+use crate::steps::Steps;
 
 /// A column file of the table and its manifest's path.
 pub(crate) fn column_files(dir: &Path, def: &TableDef) -> Vec<(String, PathBuf)> {
@@ -43,7 +43,6 @@ pub(crate) fn upload(
     endpoint: &str,
     bucket: &str,
     steps: &mut Steps,
-    report: &mut TierReport,
 ) -> Result<Vec<(PathBuf, ByteManifest)>> {
     let mut out = Vec::new();
     for (file, manifest) in column_files(dir, def) {
@@ -70,8 +69,6 @@ pub(crate) fn upload(
             });
         }
         steps.step(&key)?;
-        report.objects += 1;
-        report.bytes += len;
         out.push((manifest, m));
     }
     Ok(out)
@@ -96,7 +93,6 @@ pub(crate) fn download(
     cold: &[(PathBuf, ByteManifest)],
     client: &ColdClient,
     steps: &mut Steps,
-    report: &mut TierReport,
 ) -> Result<()> {
     let tmp_dir = dir.join("tmp");
     std::fs::create_dir_all(&tmp_dir).map_err(|e| StorageError::io(&tmp_dir, e))?;
@@ -124,8 +120,6 @@ pub(crate) fn download(
         }
         fetched?;
         steps.step(&path.display().to_string())?;
-        report.objects += 1;
-        report.bytes += m.bytes;
     }
     Ok(())
 }
@@ -137,13 +131,11 @@ pub(crate) fn forget(
     client: &ColdClient,
     delete_objects: bool,
     steps: &mut Steps,
-    report: &mut TierReport,
 ) -> Result<()> {
     for (path, _) in cold {
         let p = cold_manifest_path(path);
         Manifest::remove(&p)?;
         steps.step(&p.display().to_string())?;
-        report.files += 1;
     }
     if delete_objects {
         for (_, m) in cold {

@@ -14,8 +14,6 @@ use strata_cold::device::{ColdConfig, ColdTier};
 use strata_cold::tier::{self, TableTier, TierOptions};
 use strata_load::{TpchSpec, generate_tpch};
 use strata_sql::SqlSession;
-use strata_sql::shell::format::{Format, render};
-use strata_sql::tpch::QUERIES;
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};
 use strata_storage::row::Value;
@@ -23,12 +21,7 @@ use strata_storage::row::Value;
 use crate::common;
 
 fn options(tier: &ColdTier) -> DbOptions {
-    DbOptions {
-        buffer_pool_bytes: 4 << 20,
-        direct_io: false,
-        cold_tier: Some(tier.layer()),
-        ..DbOptions::default()
-    }
+    crate::common::cold_options(tier)
 }
 
 fn memory_tier() -> ColdTier {
@@ -50,22 +43,17 @@ fn tier_options() -> TierOptions {
 
 /// The 22 answers under access path `path`; `skipper` as set.
 fn answers(db: &Arc<Database>, path: &str, skipper: bool) -> Vec<String> {
-    let s = SqlSession::new(db.clone()).unwrap();
-    s.set("strata.skipper", if skipper { "true" } else { "false" })
-        .unwrap();
-    s.set("strata.access_path", path).unwrap();
-    QUERIES
-        .iter()
-        .map(|(name, sql)| {
-            let r = s
-                .execute(sql.trim().trim_end_matches(';'))
-                .unwrap_or_else(|e| panic!("{name} under {path}: {e}"));
-            format!(
-                "{name}\n{}",
-                render(Format::Csv, &r.schema, &r.batches).unwrap()
-            )
-        })
-        .collect()
+    let skipper = if skipper { "true" } else { "false" };
+    common::tpch_answers(
+        db,
+        &[("strata.skipper", skipper), ("strata.access_path", path)],
+    )
+}
+
+/// Bytes of the column files of table `t`.
+fn column_bytes(db: &Database, t: &str) -> u64 {
+    let t = db.table(t).unwrap();
+    t.columns().unwrap().files.iter().map(|f| f.bytes).sum()
 }
 
 const PATHS: [&str; 5] = ["optimizer", "full", "index", "sort", "smooth"];
@@ -108,15 +96,7 @@ fn tpch_on_columnar_tables_answers_alike_on_the_cold_tier_under_every_path() {
     let tier = memory_tier();
     let db = columnar_tpch(&path, &tier);
     let local: Vec<Vec<String>> = PATHS.iter().map(|p| answers(&db, p, false)).collect();
-    let lineitem_bytes: u64 = db
-        .table("lineitem")
-        .unwrap()
-        .columns()
-        .unwrap()
-        .files
-        .iter()
-        .map(|f| f.bytes)
-        .sum();
+    let lineitem_bytes = column_bytes(&db, "lineitem");
     let tables = db.table_names();
     for t in &tables {
         let r = tier::to_cold(&db, &tier, t, &tier_options()).unwrap();
@@ -181,15 +161,7 @@ fn tpch_on_columnar_tables_answers_alike_on_the_cold_tier_under_every_path() {
     let before = tier.counters();
     let got = common::query(&s, join);
     let c = tier.counters() - before;
-    let orders_bytes: u64 = db
-        .table("orders")
-        .unwrap()
-        .columns()
-        .unwrap()
-        .files
-        .iter()
-        .map(|f| f.bytes)
-        .sum();
+    let orders_bytes = column_bytes(&db, "orders");
     assert!(
         c.bytes_fetched * 2 < lineitem_bytes + orders_bytes,
         "the join fetched {} bytes of {} in the two tables' column files: {c}",

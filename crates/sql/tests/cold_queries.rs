@@ -20,12 +20,7 @@ use strata_storage::Database;
 use strata_storage::db::DbOptions;
 
 fn options(tier: &ColdTier) -> DbOptions {
-    DbOptions {
-        buffer_pool_bytes: 4 << 20,
-        direct_io: false,
-        cold_tier: Some(tier.layer()),
-        ..DbOptions::default()
-    }
+    crate::common::cold_options(tier)
 }
 
 /// Queries whose scans project no column somewhere, and their neighbours.

@@ -11,39 +11,22 @@ use strata_cold::device::{ColdConfig, ColdTier};
 use strata_cold::tier::{self, TierOptions};
 use strata_load::{TpchSpec, generate_tpch};
 use strata_sql::SqlSession;
-use strata_sql::shell::format::{Format, render};
-use strata_sql::tpch::QUERIES;
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};
 
 fn options(tier: &ColdTier) -> DbOptions {
-    DbOptions {
-        buffer_pool_bytes: 4 << 20,
-        direct_io: false,
-        cold_tier: Some(tier.layer()),
-        ..DbOptions::default()
-    }
+    crate::common::cold_options(tier)
 }
 
 /// The 22 answers; `pull`: with MJoin off, so that every cold read goes
 /// through the tier's object cache (the pull-based baseline).
 fn answers(db: Arc<Database>, pull: bool) -> Vec<String> {
-    let s = SqlSession::new(db).unwrap();
-    if pull {
-        s.set("strata.skipper", "false").unwrap();
-    }
-    QUERIES
-        .iter()
-        .map(|(name, sql)| {
-            let r = s
-                .execute(sql.trim().trim_end_matches(';'))
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            format!(
-                "{name}\n{}",
-                render(Format::Csv, &r.schema, &r.batches).unwrap()
-            )
-        })
-        .collect()
+    let settings: &[(&str, &str)] = if pull {
+        &[("strata.skipper", "false")]
+    } else {
+        &[]
+    };
+    crate::common::tpch_answers(&db, settings)
 }
 
 #[test]

@@ -50,12 +50,7 @@ fn tier(tag: &str, retry_for: Duration) -> ColdTier {
 }
 
 fn options(tier: &ColdTier) -> DbOptions {
-    DbOptions {
-        buffer_pool_bytes: 4 << 20,
-        direct_io: false,
-        cold_tier: Some(tier.layer()),
-        ..DbOptions::default()
-    }
+    crate::common::cold_options(tier)
 }
 
 fn q12(s: &SqlSession) -> Result<String, String> {

@@ -78,7 +78,7 @@ fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionErro
 }
 
 /// The leaves of `plan`.
-fn leaves(plan: &Arc<dyn ExecutionPlan>) -> Result<Vec<Arc<dyn ExecutionPlan>>> {
+pub(super) fn leaves(plan: &Arc<dyn ExecutionPlan>) -> Result<Vec<Arc<dyn ExecutionPlan>>> {
     let mut out = Vec::new();
     plan.apply(|p| {
         if p.children().is_empty() {

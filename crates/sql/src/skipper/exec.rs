@@ -56,7 +56,7 @@ use strata_cold::proxy::{ClientProxy, ObjectRef};
 use strata_storage::Database;
 use strata_storage::device::{FileId, cold_manifest_path};
 
-use super::column_objects::{ColumnObject, ColumnarInput, columnar_input};
+use super::column_objects::{ColumnObject, ColumnarInput, columnar_input, leaves};
 use super::join::{Edge, Joiner};
 use super::object_scan;
 use super::rewrite::describe;
@@ -307,14 +307,7 @@ impl Input {
 /// input object by object: its only leaf is a strata scan of that cold table
 /// without a limit.
 fn cold_scan(plan: &Arc<dyn ExecutionPlan>, table: &str) -> Result<Option<Arc<ScanRequest>>> {
-    let mut leaves = Vec::new();
-    plan.apply(|p| {
-        if p.children().is_empty() {
-            leaves.push(p.clone());
-        }
-        Ok(TreeNodeRecursion::Continue)
-    })?;
-    Ok(match leaves.as_slice() {
+    Ok(match leaves(plan)?.as_slice() {
         [leaf] => leaf
             .downcast_ref::<StrataScanExec>()
             .map(|s| s.request().clone())

@@ -15,6 +15,14 @@ pub fn options() -> DbOptions {
     }
 }
 
+/// [`options`] with the cold tier `tier` installed.
+pub fn cold_options(tier: &strata_cold::device::ColdTier) -> DbOptions {
+    DbOptions {
+        cold_tier: Some(tier.layer()),
+        ..options()
+    }
+}
+
 /// A fresh database in a temporary directory, at `<dir>/db`.
 pub fn empty_db() -> (tempfile::TempDir, Database) {
     let dir = tempfile::tempdir().unwrap();
@@ -118,4 +126,28 @@ pub fn error(s: &SqlSession, sql: &str) -> SqlError {
         Err(e) => e,
         Ok(_) => panic!("{sql} succeeded"),
     }
+}
+
+/// The answers of the 22 TPC-H queries as CSV, each under its name, in a
+/// session of `db` with `settings` set.
+pub fn tpch_answers(db: &std::sync::Arc<Database>, settings: &[(&str, &str)]) -> Vec<String> {
+    let s = SqlSession::new(db.clone()).unwrap();
+    for (k, v) in settings {
+        s.set(k, v).unwrap();
+    }
+    strata_sql::tpch::QUERIES
+        .iter()
+        .map(|(name, sql)| {
+            let r = s
+                .execute(sql.trim().trim_end_matches(';'))
+                .unwrap_or_else(|e| panic!("{name} with {settings:?}: {e}"));
+            let csv = strata_sql::shell::format::render(
+                strata_sql::shell::format::Format::Csv,
+                &r.schema,
+                &r.batches,
+            )
+            .unwrap();
+            format!("{name}\n{csv}")
+        })
+        .collect()
 }
