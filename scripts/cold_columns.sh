@@ -45,7 +45,13 @@ for fmt in rows columns; do
     line="$("$S" --db "$db" tier cold "$t" --endpoint "$endpoint" 2>&1 | grep -o '[0-9]* PUTs ([^)]*)' || true)"
     echo "$fmt $t: $line"
   done
-  moved[$fmt]="$("$S" --db "$db" info 2>/dev/null | grep -o 'tier: cold ([^)]*)' | paste -sd';' -)"
+  moved[$fmt]="$("$S" --db "$db" info 2>/dev/null | python3 -c "
+import re, sys
+u = {'B': 1, 'KiB': 1 << 10, 'MiB': 1 << 20, 'GiB': 1 << 30}
+n = b = 0
+for m in re.finditer(r'tier: cold \((\d+) objects, ([\d.]+) (\w+) in', sys.stdin.read()):
+    n += int(m[1]); b += float(m[2]) * u[m[3]]
+print(f'{n} objects, {b / (1 << 20):.1f} MiB')")"
 done
 # "(N rows, T ms; I/O: R requests, B read, …)" -> "R|B"
 io() { sed -n 's/.*I\/O: \([0-9]*\) requests, \([^,]*\) read.*/\1|\2/p' | tail -1; }
@@ -86,7 +92,8 @@ done
   echo
   echo "All 22 through MJoin: columns fetched $(python3 -c "print(f'{$sum_cols/max($sum_rows,1):.2f}x')") the bytes the row tables did."
   echo
-  echo "On the device: rows ${moved[rows]}; columns ${moved[columns]}."
+  echo "On the device: row tables ${moved[rows]}; columnar tables ${moved[columns]} (the"
+  echo "column files, and the key indexes' trees over the column rows beside them)."
 } >> "$out/README.md.tmp"
 mv "$out/README.md.tmp" "$out/README.md"
 echo "wrote $out/README.md"

@@ -110,6 +110,9 @@ BLOCKS = {
         E("results/skipper/fig11b.md", tables=[0], lines=r"^- "),
         E("results/skipper/fig12.md", tables=[0], lines=r"^- "),
     ],
+    "skipper-columns": [
+        E("results/skipper/cold-columns/README.md", tables=[0], lines=r"^(Made by|All 22|On the device)"),
+    ],
     "tpch": [
         E("results/tpch/tpch.md", sections=["Fig. 1: what stale statistics cost"]),
         E("results/tpch/page-order/tpch.md", tables=[0]),

@@ -478,6 +478,10 @@ impl ColumnPart {
     /// bytes) of the unit's file, which should cover what
     /// [`ColumnPart::requests`] names (anything else is read from the file).
     /// MJoin's column objects arrive so.
+    ///
+    /// No ranges: the unit is read as [`ColumnPart::read`] reads it (from
+    /// the cache, when [`ColumnPart::is_cached`] said so). Otherwise what
+    /// the unit needs of them goes into the cache, as a read's would.
     pub fn read_fetched(
         &self,
         unit: &Unit,
@@ -485,12 +489,50 @@ impl ColumnPart {
         mut ranges: Vec<(u64, Bytes)>,
         f: impl FnMut(RecordBatch) -> Result<bool>,
     ) -> Result<()> {
+        if ranges.is_empty() {
+            return self.read(unit, columns, f);
+        }
         ranges.sort_unstable_by_key(|(s, _)| *s);
+        let of = &self.files[unit.file];
         let fetched = Fetched {
-            file: self.files[unit.file].file.clone(),
+            file: of.file.clone(),
             ranges: Arc::new(ranges),
         };
+        if let Some(c) = &self.cache {
+            for (start, len) in needed_ranges(of.meta.metadata(), unit, columns) {
+                if let Some((s, b)) = fetched.range_at(start)
+                    && start + len <= s + b.len() as u64
+                {
+                    let at = (start - s) as usize;
+                    let key = Key {
+                        file: of.name.clone(),
+                        start,
+                        len,
+                    };
+                    c.put(key, b.slice(at..at + len as usize));
+                }
+            }
+        }
         self.decode(unit, columns, fetched, f)
+    }
+
+    /// Whether the cache holds every range reading `unit`'s `columns`
+    /// needs: its read then asks the device for nothing.
+    pub fn is_cached(&self, unit: &Unit, columns: &[usize]) -> bool {
+        let Some(c) = &self.cache else {
+            return false;
+        };
+        let of = &self.files[unit.file];
+        needed_ranges(of.meta.metadata(), unit, columns)
+            .into_iter()
+            .all(|(start, len)| {
+                c.get(&Key {
+                    file: of.name.clone(),
+                    start,
+                    len,
+                })
+                .is_some()
+            })
     }
 
     /// The catalog's name of file `i` of the part (a unit's `file`).

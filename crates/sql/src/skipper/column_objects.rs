@@ -175,10 +175,20 @@ pub(super) fn columnar_input(
             // A column file still local (a move that did not finish).
             return Ok(None);
         };
-        let wanted: Vec<(u64, u64)> = units
+        // What an earlier read of the part (another scan of the table in
+        // this query) left in the column-chunk cache is not asked again:
+        // a row group whose every unit is cached is an object of no bytes.
+        let cached = units
             .iter()
-            .flat_map(|&i| part.requests(&scan.units()[i], scan.read_columns()))
-            .collect();
+            .all(|&i| part.is_cached(&scan.units()[i], scan.read_columns()));
+        let wanted: Vec<(u64, u64)> = if cached {
+            Vec::new()
+        } else {
+            units
+                .iter()
+                .flat_map(|&i| part.requests(&scan.units()[i], scan.read_columns()))
+                .collect()
+        };
         let ranges = widen(&m, &wanted);
         objects.push(ColumnObject::Unit {
             units,

@@ -729,6 +729,10 @@ impl Manager {
     /// Counts object `o`, `bytes` long and fetched, as the statement's I/O
     /// (the cold tier's own counters have its GET already).
     fn count_io(&self, o: Obj, bytes: u64) {
+        if bytes == 0 {
+            // A column object the column-chunk cache held: nothing fetched.
+            return;
+        }
         let (file, first_page) = match &self.inputs[o.0] {
             Input::Cold { objects, file, .. } => (*file, objects[o.1].1),
             Input::Columns(c) => match &c.objects[o.1] {
