@@ -34,6 +34,7 @@ use strata_storage::device::{FileId, cold_manifest_path};
 
 use crate::scan::columns::StrataColumnScanExec;
 use crate::scan::scan_exec::{ScanRequest, StrataScanExec};
+use strata_columns::read::Unit;
 
 /// One object of a columnar input (see the module docs).
 pub(super) enum ColumnObject {
@@ -228,6 +229,27 @@ pub(super) fn columnar_input(
     }))
 }
 
+/// One unit reading the rows of all of `units` (of one row group): an
+/// index path's row-by-row units decoded in one pass, in position order
+/// (MJoin's order within an object does not matter).
+fn merged<'a>(mut units: impl Iterator<Item = &'a Unit>) -> Unit {
+    let mut out = units
+        .next()
+        .expect("a row group's object has a unit")
+        .clone();
+    for u in units {
+        out.selection = match (&out.selection, &u.selection) {
+            (Some(a), Some(b)) => Some(a.union(b)),
+            _ => None,
+        };
+    }
+    out.rows = match &out.selection {
+        Some(s) => s.row_count() as u64,
+        None => out.group_rows,
+    };
+    out
+}
+
 impl ColumnarInput {
     /// The rows object `i` gives the input (after the filters and
     /// projections above its scan), from the `bytes` that arrived.
@@ -269,12 +291,8 @@ impl ColumnarInput {
                     .columns
                     .downcast_ref::<StrataColumnScanExec>()
                     .expect("a column scan");
-                let mut rows = Vec::with_capacity(units.len());
-                for &u in units {
-                    rows.push(scan.rows_of(&scan.units()[u], pieces.clone())?);
-                }
-                let schema = self.columns.schema();
-                (concat_batches(&schema, &rows)?, true)
+                let unit = merged(units.iter().map(|&u| &scan.units()[u]));
+                (scan.rows_of(&unit, pieces)?, true)
             }
             ColumnObject::Pages { object, first_page } => {
                 let delta = self.delta.as_ref().ok_or_else(|| {
