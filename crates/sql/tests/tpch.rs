@@ -408,8 +408,7 @@ fn tpch_answers_match_duckdb_on_columnar_tables_with_a_delta() {
 
     // The same tables moved to the cold tier (an in-memory object store):
     // MJoin reads their row groups by ranged GETs and their deltas by
-    // objects of pages. (The index path is checked against the local
-    // tables at SF 0.01 in cold_columns.rs.)
+    // objects of pages.
     drop(s);
     drop(Arc::into_inner(db).unwrap());
     let tier = ColdTier::with_factory(ColdConfig::default(), strata_cold::client::memory_factory());
@@ -435,7 +434,7 @@ fn tpch_answers_match_duckdb_on_columnar_tables_with_a_delta() {
         .unwrap();
     }
     let s = SqlSession::new(db.clone()).unwrap();
-    for path in ["optimizer", "full", "sort", "smooth"] {
+    for path in ["optimizer", "full", "index", "sort", "smooth"] {
         let run = dir.path().join(format!("cold-columns-{path}"));
         answer(&s, path, &all, &run.join("out"), &run.join("q"));
         check(
