@@ -12,8 +12,10 @@ use crate::context::{Global, cold_tier, open_db, usage};
 
 #[derive(Subcommand)]
 pub enum TierCommand {
-    /// Upload a table's heap and index files as objects and read it from the
-    /// cold tier from now on (read-only until `strata tier local`).
+    /// Upload a table's files as objects and read it from the cold tier from
+    /// now on (read-only until `strata tier local`): heap and index files cut
+    /// into objects of pages; a columnar table's column files as one Parquet
+    /// object each, which queries read by ranged GETs of the columns they need.
     Cold(ColdArgs),
     /// Bring a table back from the cold tier to local files.
     Local(LocalArgs),
@@ -28,8 +30,9 @@ pub struct ColdArgs {
     /// Bucket (default: the database directory's name).
     #[arg(long)]
     pub bucket: Option<String>,
-    /// Size of each object, a whole number of 8 KiB pages (the paper ships
-    /// 1 GB segments).
+    /// Size of each object of pages, a whole number of 8 KiB pages (the
+    /// paper ships 1 GB segments); a column file is one object whatever its
+    /// size.
     #[arg(long, default_value = "1GiB")]
     pub object_size: String,
 }
