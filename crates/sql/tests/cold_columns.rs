@@ -363,21 +363,7 @@ fn a_corrupt_column_object_fails_naming_it_and_its_block() {
 #[test]
 fn pyarrow_and_duckdb_read_a_column_object_over_s3() {
     let scratch = tempfile::tempdir().unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let csd = rt
-        .block_on(strata_csd::server::spawn(
-            strata_csd::config::CsdConfig {
-                time_scale: 0.0,
-                ..strata_csd::config::CsdConfig::default()
-            },
-            &scratch.path().join("csd"),
-            "127.0.0.1:0".parse().unwrap(),
-        ))
-        .unwrap();
+    let (rt, csd) = common::csd_without_delays(&scratch.path().join("csd"));
     let tier = ColdTier::new(ColdConfig::default());
     let dir = scratch.path().join("db");
     let db = Arc::new(small(&dir, &tier));

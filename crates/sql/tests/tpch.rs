@@ -25,7 +25,6 @@ use std::sync::Arc;
 
 use strata_cold::device::{ColdConfig, ColdTier};
 use strata_cold::tier::{TierOptions, to_cold};
-use strata_csd::config::CsdConfig;
 use strata_load::{TpchSpec, TpchTable, generate_tpch, load_tpch_history_then_recent};
 use strata_sql::SqlSession;
 use strata_sql::shell::format::{Format, render};
@@ -261,21 +260,7 @@ fn tpch_answers_match_duckdb_under_every_access_path() {
     // Every table to a CSD (no delays: the answers are the question here),
     // then the 22 queries again over S3.
     drop(s);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let csd = rt
-        .block_on(strata_csd::server::spawn(
-            CsdConfig {
-                time_scale: 0.0,
-                ..CsdConfig::default()
-            },
-            &dir.path().join("csd"),
-            "127.0.0.1:0".parse().unwrap(),
-        ))
-        .unwrap();
+    let (rt, csd) = crate::common::csd_without_delays(&dir.path().join("csd"));
     let opts = TierOptions {
         object_bytes: 4 << 20,
         ..TierOptions::new(&csd.endpoint())

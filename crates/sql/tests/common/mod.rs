@@ -151,3 +151,26 @@ pub fn tpch_answers(db: &std::sync::Arc<Database>, settings: &[(&str, &str)]) ->
         })
         .collect()
 }
+
+/// A cold storage device without delays (`strata csd serve`, in-process,
+/// data under `data`) on a free loopback port, and the runtime serving it.
+pub fn csd_without_delays(
+    data: &std::path::Path,
+) -> (tokio::runtime::Runtime, strata_csd::server::RunningServer) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let csd = rt
+        .block_on(strata_csd::server::spawn(
+            strata_csd::config::CsdConfig {
+                time_scale: 0.0,
+                ..strata_csd::config::CsdConfig::default()
+            },
+            data,
+            "127.0.0.1:0".parse().unwrap(),
+        ))
+        .unwrap();
+    (rt, csd)
+}
