@@ -4,8 +4,9 @@
 //! SQLSTATE 53300 after their startup packet, as PostgreSQL does.
 //!
 //! Statements run on their session's statement thread
-//! (`SqlSession::spawn`), never on the runtime's workers, so a long query on
-//! one connection does not hold up another connection's messages.
+//! (`SqlSession::spawn`), so a long query on one connection does not hold up
+//! another connection's messages; only statements of bounded work that never
+//! wait run on the runtime's workers (`SqlSession::run_inline`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -196,6 +197,8 @@ impl Server {
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        // Statements parse on the workers too (`SqlSession::run_inline`).
+        .thread_stack_size(strata_sql::rules::depth::STACK_BYTES)
         .enable_all()
         .thread_name("strata-serve")
         .build()

@@ -525,3 +525,91 @@ fn copy_from_stdin_and_to_stdout_in_text_and_csv() {
         4
     );
 }
+
+/// The statements of an OLTP transaction (pgbench's TPC-B-like one) run on
+/// the connection's task, not on the statement thread
+/// (`SqlSession::run_inline`), and answer as the planned path does: rows,
+/// counts, the block's own writes, and errors with their SQLSTATEs (a block
+/// that failed inline refuses what follows with 25P02).
+#[test]
+fn oltp_statements_run_on_the_connection_and_answer_as_planned_ones() {
+    use std::sync::atomic::Ordering::Relaxed;
+    use strata_sql::session::inline::INLINE;
+    let (addr, _dir) = serve(8);
+    let mut c = connect(addr);
+    c.batch_execute(
+        "CREATE TABLE acc (aid INT NOT NULL PRIMARY KEY, abalance INT, filler CHAR(20)); \
+         CREATE TABLE hist (aid INT, delta INT, mtime TIMESTAMP, filler CHAR(8)); \
+         INSERT INTO acc SELECT value, 0, '' FROM generate_series(1, 1000);",
+    )
+    .unwrap();
+    let before = INLINE.load(Relaxed);
+    for (aid, delta) in [(7, 5), (7, -2), (900, 40)] {
+        let (tags, rows) = simple(
+            &mut c,
+            &format!(
+                "BEGIN; \
+                 UPDATE acc SET abalance = abalance + {delta} WHERE aid = {aid}; \
+                 SELECT abalance FROM acc WHERE aid = {aid}; \
+                 INSERT INTO hist (aid, delta, mtime) VALUES ({aid}, {delta}, CURRENT_TIMESTAMP); \
+                 END;"
+            ),
+        );
+        assert_eq!(tags, vec!["0", "1", "1", "1", "0"], "{aid}");
+        assert_eq!(rows.len(), 1);
+    }
+    // BEGIN, the SELECT and the INSERT of each block at least (the first
+    // UPDATE takes the writer turn on the statement thread); the counter
+    // is the process's, so other tests may add to it.
+    let inline = INLINE.load(Relaxed) - before;
+    assert!(inline >= 9, "{inline} statements ran inline");
+    let (_, rows) = simple(
+        &mut c,
+        "SELECT aid, abalance FROM acc WHERE aid IN (7, 900) ORDER BY aid",
+    );
+    assert_eq!(
+        rows,
+        vec![
+            vec![Some("7".into()), Some("3".into())],
+            vec![Some("900".into()), Some("40".into())]
+        ]
+    );
+    let (_, rows) = simple(
+        &mut c,
+        "SELECT count(*), sum(delta), count(mtime), count(filler) FROM hist",
+    );
+    assert_eq!(
+        rows,
+        vec![vec![
+            Some("3".into()),
+            Some("43".into()),
+            Some("3".into()),
+            Some("0".into())
+        ]]
+    );
+    // A lookup of a key that is not there: no row.
+    assert!(
+        simple(&mut c, "SELECT abalance FROM acc WHERE aid = 5000")
+            .1
+            .is_empty()
+    );
+    // Errors inside a block that holds the turn: NOT NULL (23502) and a
+    // duplicate key (23505), each failing the block.
+    for (bad, state) in [
+        ("UPDATE acc SET aid = NULL WHERE aid = 8", "23502"),
+        ("INSERT INTO acc VALUES (8, 1, 'x')", "23505"),
+    ] {
+        c.batch_execute("BEGIN; UPDATE acc SET abalance = 1 WHERE aid = 9")
+            .unwrap();
+        let e = c.batch_execute(bad).unwrap_err();
+        assert_eq!(code(&e), state, "{bad}: {e}");
+        let e = c
+            .batch_execute("SELECT abalance FROM acc WHERE aid = 9")
+            .unwrap_err();
+        assert_eq!(code(&e), "25P02", "{e}");
+        c.batch_execute("ROLLBACK").unwrap();
+    }
+    // Rolled back: nothing of either block is there.
+    let (_, rows) = simple(&mut c, "SELECT abalance FROM acc WHERE aid = 9");
+    assert_eq!(rows, vec![vec![Some("0".into())]]);
+}

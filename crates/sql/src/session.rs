@@ -26,6 +26,8 @@ use strata_storage::device::IoCounters;
 
 pub use crate::error::SqlError;
 
+pub mod inline;
+
 use crate::ddl;
 use crate::ddl::describe;
 use crate::dml;
@@ -638,6 +640,20 @@ impl Engine {
                                 statement::values_null(&stmt, &self.db, &e).unwrap_or(e)
                             })?;
                             let count = dml::count_batch(n)?;
+                            return Ok(Ok(QueryResult {
+                                schema: count.schema(),
+                                batches: vec![count],
+                                elapsed: start.elapsed(),
+                                io: device.stats().snapshot() - before,
+                            }));
+                        }
+                        if direct
+                            && let Some(row) =
+                                crate::dml::direct_insert::plan(&stmt, &state, &self.writes)
+                        {
+                            self.keep(settings, state);
+                            let _own = self.writes.writing().then(|| self.db.read_own_writes());
+                            let count = dml::count_batch(row.run(&self.writes)?)?;
                             return Ok(Ok(QueryResult {
                                 schema: count.schema(),
                                 batches: vec![count],

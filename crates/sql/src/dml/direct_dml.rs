@@ -131,7 +131,7 @@ pub(super) fn plain_table(t: &TableWithJoins) -> Option<String> {
 }
 
 /// A one-part name as DataFusion resolves it: unquoted names in lower case.
-fn single(name: &ObjectName) -> Option<String> {
+pub(super) fn single(name: &ObjectName) -> Option<String> {
     let [ObjectNamePart::Identifier(i)] = &name.0[..] else {
         return None;
     };
@@ -156,7 +156,7 @@ fn schema_of(writes: &Writes, name: &str) -> Option<(DFSchema, Arc<strata_storag
 
 /// `e` as a logical expression over `schema`, type-coerced as DataFusion's
 /// analyzer coerces a plan's expressions.
-fn logical(state: &SessionState, e: &ast::Expr, schema: &DFSchema) -> Option<Expr> {
+pub(super) fn logical(state: &SessionState, e: &ast::Expr, schema: &DFSchema) -> Option<Expr> {
     let e = state
         .create_logical_expr_from_sql_expr(
             ExprWithAlias {

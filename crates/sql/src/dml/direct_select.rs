@@ -9,9 +9,12 @@
 //! logical plan, the analyzer, the optimizer's passes, a physical plan),
 //! which costs many times the lookup: the point queries of an OLTP client
 //! (pgbench's `SELECT abalance FROM pgbench_accounts WHERE aid = 42`) spent
-//! most of their time planning. Here the WHERE becomes the same filter
-//! `UPDATE` and `DELETE` use ([`super::filter`]), its rows are found through
-//! the index by the same finder, and the named columns are returned.
+//! most of their time planning. Here the WHERE becomes the comparisons
+//! `UPDATE` and `DELETE` evaluate on the stored bytes ([`super::filter`]),
+//! its candidates are found through the index by the same finder, checked
+//! on their bytes, and only the named columns of the rows that pass become
+//! Arrow (no physical expression is built: making one cost more than the
+//! lookup).
 //!
 //! Anything else returns `None` and DataFusion plans the query, as do
 //! `EXPLAIN`, columnar and cold tables, and sessions whose
@@ -28,11 +31,12 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
     GroupByExpr, SelectItem, SetExpr, Statement, WildcardAdditionalOptions,
 };
-use strata_access::PageCosts;
-use strata_access::predicate::CmpOp;
+use strata_access::predicate::{CmpOp, Comparison, Predicate};
+use strata_access::{PageCosts, TupleBatch};
+use strata_columns::convert::BatchConverter;
 
 use super::direct_dml::{filters, ident_name, plain_table};
-use super::filter::{Filter, find, table_schema};
+use super::filter::{candidates, on_bytes, table_schema};
 use super::txn::Writes;
 use crate::error::SqlError;
 use crate::options::{AccessPathSetting, StrataOptions};
@@ -44,7 +48,8 @@ pub static TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::n
 /// A point query, planned.
 pub struct DirectSelect {
     table: String,
-    filter: Filter,
+    /// The whole WHERE, evaluated on the stored bytes.
+    conjuncts: Vec<Comparison>,
     index: usize,
     /// The table's columns returned, in order.
     columns: Vec<usize>,
@@ -142,17 +147,14 @@ pub fn plan(
     if conditions.is_empty() {
         return None;
     }
-    let unqualified = DFSchema::try_from(full.as_ref().clone()).ok()?;
-    let filter = Filter::new(&table, &unqualified, state, conditions).ok()?;
-    if !filter.on_bytes {
-        return None;
-    }
+    // Only a WHERE strata answers on the stored bytes: no row becomes
+    // Arrow but the ones it returns.
+    let conjuncts = on_bytes(&table, &conditions)?;
     // A unique index on one column that an equality pins: at most one row.
     let index = table.indexes().iter().position(|i| {
         i.def.unique
             && i.key_cols.len() == 1
-            && filter
-                .conjuncts
+            && conjuncts
                 .iter()
                 .any(|c| c.op == CmpOp::Eq && c.column == i.key_cols[0])
     })?;
@@ -164,7 +166,7 @@ pub fn plan(
     ));
     Some(DirectSelect {
         table: name,
-        filter,
+        conjuncts,
         index,
         columns,
         schema,
@@ -179,20 +181,33 @@ impl DirectSelect {
         let db = writes.database();
         let table = db.table(&self.table)?;
         let costs = PageCosts::modeled(db).unwrap_or_default();
+        let check = Predicate {
+            conjuncts: self.conjuncts.clone(),
+        }
+        .compile(table.schema(), table.layout());
+        // Only the named columns of the rows that pass become Arrow.
+        let converter = BatchConverter::new(&table, self.columns.clone(), self.schema.clone());
         let mut batches = Vec::new();
-        find(
+        let mut passing = TupleBatch::new();
+        candidates(
             &table,
-            &self.filter,
+            &self.conjuncts,
             Some(self.index),
             &costs,
-            &mut |_, rows| {
-                let rows = rows
-                    .project(&self.columns)
-                    .map_err(|e| SqlError::Execution(e.to_string()))?;
-                batches.push(
-                    RecordBatch::try_new(self.schema.clone(), rows.columns().to_vec())
-                        .map_err(|e| SqlError::Execution(e.to_string()))?,
-                );
+            &mut |batch| {
+                passing.clear();
+                for (tid, t) in batch.iter() {
+                    if check.eval(t, tid) {
+                        passing.push(tid, t);
+                    }
+                }
+                if !passing.is_empty() {
+                    batches.push(
+                        converter
+                            .convert(&passing)
+                            .map_err(|e| SqlError::Execution(e.to_string()))?,
+                    );
+                }
                 Ok(())
             },
         )?;

@@ -44,6 +44,20 @@ pub(super) struct Filter {
     pub(super) text: Option<String>,
 }
 
+/// The WHERE's conjuncts as comparisons strata evaluates on the stored
+/// bytes, when every one of them is such a comparison (the WHERE is then
+/// answered without making a row Arrow); `None` otherwise.
+pub(super) fn on_bytes(table: &Table, filters: &[Expr]) -> Option<Vec<Comparison>> {
+    let mut conjuncts = Vec::new();
+    for f in filters {
+        match classify_for(f, table) {
+            Pushed::Strata(c) => conjuncts.extend(c),
+            Pushed::Residual | Pushed::No => return None,
+        }
+    }
+    Some(conjuncts)
+}
+
 impl Filter {
     pub(super) fn new(
         table: &Table,
@@ -247,7 +261,7 @@ pub(super) fn find(
 ) -> Result<(), SqlError> {
     let all: Vec<usize> = (0..table.schema().len()).collect();
     let converter = BatchConverter::new(table, all, table_schema(table));
-    candidates(table, filter, index, costs, &mut |batch| {
+    candidates(table, &filter.conjuncts, index, costs, &mut |batch| {
         let arrow = converter.convert(batch).map_err(arrow_error)?;
         let tids = batch.iter().map(|(t, _)| t).collect();
         let (tids, rows) = filter.select(tids, arrow)?;
@@ -276,7 +290,7 @@ pub(super) fn find_tids_on_bytes(
     }
     .compile(table.schema(), table.layout());
     let mut tids = Vec::new();
-    candidates(table, filter, index, costs, &mut |batch| {
+    candidates(table, &filter.conjuncts, index, costs, &mut |batch| {
         tids.extend(
             batch
                 .iter()
@@ -289,21 +303,22 @@ pub(super) fn find_tids_on_bytes(
 }
 
 /// Visits, in batches of at most [`BATCH_ROWS`], the tuples that may satisfy
-/// `filter`: those index `index` names in its range when [`tids_by_index`]
+/// `conjuncts`: those index `index` names in its range when [`tids_by_index`]
 /// finds reading them cheaper than the heap by `costs` (each page once, in
 /// page order, neighbouring pages in one request), otherwise every tuple of
 /// the heap.
 pub(super) fn candidates(
     table: &Table,
-    filter: &Filter,
+    conjuncts: &[Comparison],
     index: Option<usize>,
     costs: &PageCosts,
     each: &mut dyn FnMut(&TupleBatch) -> Result<(), SqlError>,
 ) -> Result<(), SqlError> {
     let mut batch = TupleBatch::new();
     let by_index = match index {
-        Some(i) => tids_by_index(table, &table.indexes()[i], &filter.conjuncts, costs)?
-            .map(|tids| (i, tids)),
+        Some(i) => {
+            tids_by_index(table, &table.indexes()[i], conjuncts, costs)?.map(|tids| (i, tids))
+        }
         None => None,
     };
     match by_index {

@@ -30,6 +30,7 @@
 
 mod column_rows;
 pub mod direct_dml;
+pub mod direct_insert;
 pub mod direct_select;
 mod filter;
 pub mod returning;

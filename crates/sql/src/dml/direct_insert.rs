@@ -1,0 +1,207 @@
+//! A one-row `INSERT … VALUES` planned straight from the syntax tree.
+//!
+//! DataFusion plans `INSERT INTO h (a, b, t) VALUES (1, 2, CURRENT_TIMESTAMP)`
+//! as a whole query — a VALUES plan, a projection casting each value to its
+//! column's type, the analyzer, the optimizer, a physical plan with a sink —
+//! to produce one row. For an OLTP client's insert (pgbench's history row)
+//! that planning cost more than the rest of the transaction together. Here
+//! each value becomes DataFusion's logical expression, type-coerced and
+//! rewritten by strata's rules as on the planned path
+//! ([`super::direct_dml`]), cast to its column's type (a number cast to an
+//! integer rounded, as [`crate::rules::integer_cast`] makes every such
+//! cast), and computed once; the row then goes through the same
+//! [`super::insert`] as the planned path's sink, with its checks (NOT NULL,
+//! lengths, unique keys) and their messages.
+//!
+//! Anything else returns `None` and DataFusion plans the statement: more
+//! than one row (VALUES rows are unified to one type per column first), a
+//! NULL for a NOT NULL column (refused with DataFusion's error, reworded), a
+//! value that refers to anything but constants, a value that fails to
+//! compute or cast (DataFusion's error is the one users see), a target list
+//! naming an unknown or repeated column, an alias, `RETURNING`, `ON
+//! CONFLICT` and the other dialects' clauses.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
+use datafusion::arrow::datatypes::{DataType, Schema};
+use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::simplify::SimplifyContext;
+use datafusion::logical_expr::{Expr, ExprSchemable};
+use datafusion::optimizer::simplify_expressions::ExprSimplifier;
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::{SetExpr, Statement, TableObject};
+
+use super::direct_dml::{logical, single};
+use super::filter::table_schema;
+use super::txn::Writes;
+use crate::error::SqlError;
+
+/// One-row INSERTs this process ran by this path (tests assert it was
+/// taken).
+pub static TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A one-row INSERT, its values computed.
+pub struct DirectInsert {
+    table: String,
+    row: RecordBatch,
+}
+
+/// The plan of `stmt` when it is a one-row `INSERT … VALUES` of constants;
+/// `None` leaves it to DataFusion.
+pub fn plan(
+    stmt: &DfStatement,
+    state: &SessionState,
+    writes: &Arc<Writes>,
+) -> Option<DirectInsert> {
+    let DfStatement::Statement(s) = stmt else {
+        return None;
+    };
+    let Statement::Insert(i) = s.as_ref() else {
+        return None;
+    };
+    if i.or.is_some()
+        || i.ignore
+        || !i.into
+        || i.table_alias.is_some()
+        || i.overwrite
+        || !i.assignments.is_empty()
+        || i.partitioned.is_some()
+        || !i.after_columns.is_empty()
+        || i.has_table_keyword
+        || i.on.is_some()
+        || i.returning.is_some()
+        || i.output.is_some()
+        || i.replace_into
+        || i.priority.is_some()
+        || i.insert_alias.is_some()
+        || i.settings.is_some()
+        || i.format_clause.is_some()
+        || i.multi_table_insert_type.is_some()
+        || !i.multi_table_into_clauses.is_empty()
+        || !i.multi_table_when_clauses.is_empty()
+        || i.multi_table_else_clause.is_some()
+        || !i.optimizer_hints.is_empty()
+    {
+        return None;
+    }
+    let TableObject::TableName(name) = &i.table else {
+        return None;
+    };
+    let name = single(name)?;
+    let q = i.source.as_ref()?;
+    if q.with.is_some()
+        || q.order_by.is_some()
+        || q.limit_clause.is_some()
+        || q.fetch.is_some()
+        || !q.locks.is_empty()
+        || q.for_clause.is_some()
+        || q.settings.is_some()
+        || q.format_clause.is_some()
+        || !q.pipe_operators.is_empty()
+    {
+        return None;
+    }
+    let SetExpr::Values(values) = q.body.as_ref() else {
+        return None;
+    };
+    if values.explicit_row || values.value_keyword {
+        return None;
+    }
+    let [row] = &values.rows[..] else {
+        return None;
+    };
+    let table = writes.database().table(&name).ok()?;
+    if table.is_cold() || table.columns().is_some() {
+        return None;
+    }
+    let schema = table_schema(&table);
+    // The target columns: those named (each once), or all in order.
+    let targets: Vec<usize> = if i.columns.is_empty() {
+        (0..schema.fields().len()).collect()
+    } else {
+        let mut t = Vec::new();
+        for c in &i.columns {
+            let c = table.schema().index_of(&single(c)?)?;
+            if t.contains(&c) {
+                return None;
+            }
+            t.push(c);
+        }
+        t
+    };
+    if targets.len() != row.content.len() {
+        return None;
+    }
+    let none = DFSchema::empty();
+    let simplifier = ExprSimplifier::new(
+        SimplifyContext::builder()
+            .with_schema(Arc::new(none.clone()))
+            .with_config_options(state.config_options().clone())
+            .with_query_execution_start_time(state.execution_props().query_execution_start_time)
+            .build(),
+    );
+    let one_row = RecordBatch::try_new_with_options(
+        Arc::new(Schema::empty()),
+        vec![],
+        &RecordBatchOptions::new().with_row_count(Some(1)),
+    )
+    .ok()?;
+    // Columns not named are NULL (strata has no column defaults).
+    let mut columns: Vec<ArrayRef> = schema
+        .fields()
+        .iter()
+        .map(|f| ScalarValue::try_from(f.data_type()).and_then(|v| v.to_array_of_size(1)))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    for (&c, value) in targets.iter().zip(&row.content) {
+        let want = schema.field(c).data_type();
+        let e = logical(state, value, &none)?;
+        let e = cast(e, want, &none)?;
+        // Stable functions (`now()`) become the statement's constants here,
+        // as DataFusion's optimizer makes them; they cannot run otherwise.
+        let e = simplifier.simplify(e).ok()?;
+        let computed = state
+            .create_physical_expr(e, &none)
+            .and_then(|p| p.evaluate(&one_row))
+            .and_then(|v| v.into_array(1))
+            .ok()?;
+        if computed.data_type() != want {
+            return None;
+        }
+        columns[c] = computed;
+    }
+    // A NULL for a NOT NULL column: DataFusion's VALUES refuses it first,
+    // and its error is said as strata's (`crate::statement::values_null`).
+    let declared = strata_columns::convert::arrow_schema(table.schema());
+    if columns
+        .iter()
+        .zip(declared.fields())
+        .any(|(a, f)| !f.is_nullable() && a.null_count() > 0)
+    {
+        return None;
+    }
+    let row = RecordBatch::try_new(schema, columns).ok()?;
+    Some(DirectInsert { table: name, row })
+}
+
+/// `e` cast to `want` as the INSERT's projection casts it: a number cast to
+/// an integer rounded (`crate::rules::integer_cast`).
+fn cast(e: Expr, want: &DataType, schema: &DFSchema) -> Option<Expr> {
+    if e.get_type(schema).ok()? == *want {
+        return Some(e);
+    }
+    let e = e.cast_to(want, schema).ok()?;
+    crate::rules::integer_cast::rounded_casts(e, schema)
+        .ok()
+        .map(|t| t.data)
+}
+
+impl DirectInsert {
+    /// Inserts the row: the count of rows inserted (one).
+    pub fn run(&self, writes: &Writes) -> Result<u64, SqlError> {
+        TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        super::insert(writes, &self.table, std::slice::from_ref(&self.row), None).map(|(n, _)| n)
+    }
+}

@@ -1,0 +1,179 @@
+//! Statements a caller may run on its own thread, without the hand-off to a
+//! statement thread: the ones that do a bounded amount of work and never
+//! wait for another session.
+//!
+//! A server answers an OLTP client's statements one at a time, and most of
+//! them are tiny: `BEGIN`, a lookup by a unique key, an `UPDATE` of one row
+//! by its key inside a block that already holds the writer turn. Handing
+//! such a statement to the session's statement thread and its answer back
+//! costs two thread wake-ups, each more than the statement itself on a
+//! virtual machine (pgbench's select-only spent more time switching threads
+//! than looking up). So the server first offers each statement here
+//! ([`SqlSession::run_inline`]); what is not one of these kinds comes back
+//! untouched (`None`, nothing done) and goes to the statement thread.
+//!
+//! Inline means: no DataFusion planning (it needs the session's runtime and
+//! a deep stack), no wait for the writer turn (a block's first write, and a
+//! write outside a block, take it and may wait `lock_timeout`), no catalog
+//! refresh (registering views plans them), no `COMMIT` (it waits for the
+//! log's fsync). What remains reads or changes a few pages: `BEGIN`, the
+//! point queries of [`crate::dml::direct_select`], and the direct writes of
+//! [`crate::dml::direct_dml`] and [`crate::dml::direct_insert`] once the
+//! block holds the turn.
+
+use std::time::Instant;
+
+use datafusion::sql::parser::Statement as DfStatement;
+
+use super::{Engine, LONG_STATEMENT, QueryResult, SqlError, SqlSession};
+use crate::dml::{self, direct_dml, direct_insert, direct_select};
+use crate::options::StrataOptions;
+use crate::statement::{self, Kind};
+
+/// Statements answered inline in this process (tests assert they were).
+pub static INLINE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+impl SqlSession {
+    /// Runs `sql` on the calling thread when it is one of the statements
+    /// described above; `None` when it is not, and then nothing was done:
+    /// run it with [`SqlSession::execute_until`] or [`SqlSession::spawn`].
+    ///
+    /// The caller's thread needs the stack of a statement thread
+    /// ([`crate::rules::depth::STACK_BYTES`]): parsing recurses as the
+    /// statement nests. Only short statements ([`LONG_STATEMENT`] bytes at
+    /// most) run here. A panic is caught and answered as an error, as on a
+    /// statement thread.
+    pub fn run_inline(&self, sql: &str) -> Option<Result<QueryResult, SqlError>> {
+        let engine = self.engine();
+        if sql.len() > LONG_STATEMENT || engine.db.is_read_only() || !engine.catalog_current() {
+            return None;
+        }
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.run_inline(sql)));
+        let answer = match ran {
+            Ok(answer) => answer?,
+            Err(_) => Err(SqlError::Execution(
+                "the statement failed: it panicked (see the server's log)".into(),
+            )),
+        };
+        INLINE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(answer)
+    }
+}
+
+/// Whether the first word of `sql` can start an inline statement; anything
+/// else is not parsed here at all.
+fn may_be_inline(sql: &str) -> bool {
+    let word = sql
+        .trim_start()
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("");
+    ["SELECT", "BEGIN", "START", "UPDATE", "DELETE", "INSERT"]
+        .iter()
+        .any(|w| w.eq_ignore_ascii_case(word))
+}
+
+impl Engine {
+    /// Whether the session's context holds the catalog as it is now.
+    fn catalog_current(&self) -> bool {
+        self.known.lock().saves == strata_storage::catalog::Catalog::saves()
+    }
+
+    fn run_inline(&self, sql: &str) -> Option<Result<QueryResult, SqlError>> {
+        if !may_be_inline(sql) {
+            return None;
+        }
+        let device = self.db.device().clone();
+        device.stats().forget_position();
+        let before = device.stats().snapshot();
+        let start = Instant::now();
+        let (settings, state) = self.state();
+        let dialect = state.config().options().sql_parser.dialect;
+        // A statement that does not parse goes the usual way, which words
+        // its error.
+        let stmt = state
+            .sql_to_statement(sql, &dialect)
+            .ok()
+            .map(crate::rules::exponent_literal::exponents_as_double)
+            .map(crate::pg_catalog::rewrite::for_postgres);
+        let kind = stmt.as_ref().and_then(|s| statement::classify(s).ok());
+        let (Some(stmt), Some(kind)) = (stmt, kind) else {
+            self.keep(settings, state);
+            return None;
+        };
+        let answer = |schema, batches| {
+            Ok(QueryResult {
+                schema,
+                batches,
+                elapsed: start.elapsed(),
+                io: device.stats().snapshot() - before,
+            })
+        };
+        let direct = state
+            .config()
+            .options()
+            .extensions
+            .get::<StrataOptions>()
+            .is_none_or(|o| o.direct_dml);
+        match kind {
+            Kind::Begin => {
+                self.keep(settings, state);
+                Some(self.writes.begin().and_then(|()| {
+                    let none = super::nothing();
+                    answer(none.0, none.1)
+                }))
+            }
+            // Only once the block holds the writer turn: taking it may wait.
+            Kind::Write(_)
+                if direct
+                    && self.writes.writing()
+                    && !dml::returning::has_returning(&stmt)
+                    && is_plain(&stmt) =>
+            {
+                let exec = direct_dml::plan(&stmt, &state, &self.writes);
+                let row = match exec {
+                    Some(_) => None,
+                    None => direct_insert::plan(&stmt, &state, &self.writes),
+                };
+                self.keep(settings, state);
+                let _own = self.db.read_own_writes();
+                let n = match (exec, row) {
+                    (Some(exec), _) => exec
+                        .run()
+                        .map_err(|e| statement::values_null(&stmt, &self.db, &e).unwrap_or(e)),
+                    (None, Some(row)) => row.run(&self.writes),
+                    (None, None) => return None,
+                };
+                Some(
+                    n.and_then(dml::count_batch)
+                        .and_then(|count| answer(count.schema(), vec![count])),
+                )
+            }
+            Kind::Other => {
+                let (_snapshot, _own);
+                if self.writes.writing() {
+                    _own = self.db.read_own_writes();
+                } else {
+                    _snapshot = self.db.read_snapshot();
+                }
+                let point = direct_select::plan(&stmt, &state, &self.writes);
+                self.keep(settings, state);
+                let point = point?;
+                Some(
+                    point
+                        .run(&self.writes)
+                        .and_then(|(schema, batches)| answer(schema, batches)),
+                )
+            }
+            _ => {
+                self.keep(settings, state);
+                None
+            }
+        }
+    }
+}
+
+/// Not `EXPLAIN` or any other wrapper: a statement of its own.
+fn is_plain(stmt: &DfStatement) -> bool {
+    matches!(stmt, DfStatement::Statement(_))
+}
