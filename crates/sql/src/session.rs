@@ -603,12 +603,7 @@ impl Engine {
                             self.keep(settings, state);
                             return Err(e);
                         }
-                        let direct = state
-                            .config()
-                            .options()
-                            .extensions
-                            .get::<StrataOptions>()
-                            .is_none_or(|o| o.direct_dml);
+                        let direct = direct_dml::enabled(&state);
                         if crate::dml::returning::has_returning(&stmt) {
                             let state = match verb {
                                 "INSERT" => state,

@@ -103,6 +103,31 @@ pub fn plan(stmt: &DfStatement, state: &SessionState, writes: &Arc<Writes>) -> O
     }
 }
 
+/// Whether `q` is its body alone: no WITH, ORDER BY, LIMIT, FETCH, locking
+/// or other clause around it.
+pub(super) fn plain_query(q: &ast::Query) -> bool {
+    q.with.is_none()
+        && q.order_by.is_none()
+        && q.limit_clause.is_none()
+        && q.fetch.is_none()
+        && q.locks.is_empty()
+        && q.for_clause.is_none()
+        && q.settings.is_none()
+        && q.format_clause.is_none()
+        && q.pipe_operators.is_empty()
+}
+
+/// Whether the session plans plain writes and point queries itself
+/// (`strata.direct_dml`, on unless turned off).
+pub fn enabled(state: &SessionState) -> bool {
+    state
+        .config()
+        .options()
+        .extensions
+        .get::<crate::options::StrataOptions>()
+        .is_none_or(|o| o.direct_dml)
+}
+
 /// The name of a table given plainly: one name part, no alias, no joins or
 /// table modifiers.
 pub(super) fn plain_table(t: &TableWithJoins) -> Option<String> {

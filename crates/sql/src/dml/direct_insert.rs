@@ -33,7 +33,7 @@ use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{SetExpr, Statement, TableObject};
 
-use super::direct_dml::{logical, single};
+use super::direct_dml::{logical, plain_query, single};
 use super::filter::table_schema;
 use super::txn::Writes;
 use crate::error::SqlError;
@@ -91,16 +91,7 @@ pub fn plan(
     };
     let name = single(name)?;
     let q = i.source.as_ref()?;
-    if q.with.is_some()
-        || q.order_by.is_some()
-        || q.limit_clause.is_some()
-        || q.fetch.is_some()
-        || !q.locks.is_empty()
-        || q.for_clause.is_some()
-        || q.settings.is_some()
-        || q.format_clause.is_some()
-        || !q.pipe_operators.is_empty()
-    {
+    if !plain_query(q) {
         return None;
     }
     let SetExpr::Values(values) = q.body.as_ref() else {

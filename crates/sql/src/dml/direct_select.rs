@@ -35,7 +35,7 @@ use strata_access::predicate::{CmpOp, Comparison, Predicate};
 use strata_access::{PageCosts, TupleBatch};
 use strata_columns::convert::BatchConverter;
 
-use super::direct_dml::{filters, ident_name, plain_table};
+use super::direct_dml::{filters, ident_name, plain_query, plain_table};
 use super::filter::{candidates, on_bytes, table_schema};
 use super::txn::Writes;
 use crate::error::SqlError;
@@ -79,16 +79,7 @@ pub fn plan(
     let Statement::Query(q) = s.as_ref() else {
         return None;
     };
-    if q.with.is_some()
-        || q.order_by.is_some()
-        || q.limit_clause.is_some()
-        || q.fetch.is_some()
-        || !q.locks.is_empty()
-        || q.for_clause.is_some()
-        || q.settings.is_some()
-        || q.format_clause.is_some()
-        || !q.pipe_operators.is_empty()
-    {
+    if !plain_query(q) {
         return None;
     }
     let SetExpr::Select(sel) = q.body.as_ref() else {

@@ -27,7 +27,6 @@ use datafusion::sql::parser::Statement as DfStatement;
 
 use super::{Engine, LONG_STATEMENT, QueryResult, SqlError, SqlSession};
 use crate::dml::{self, direct_dml, direct_insert, direct_select};
-use crate::options::StrataOptions;
 use crate::statement::{self, Kind};
 
 /// Statements answered inline in this process (tests assert they were).
@@ -109,12 +108,7 @@ impl Engine {
                 io: device.stats().snapshot() - before,
             })
         };
-        let direct = state
-            .config()
-            .options()
-            .extensions
-            .get::<StrataOptions>()
-            .is_none_or(|o| o.direct_dml);
+        let direct = direct_dml::enabled(&state);
         match kind {
             Kind::Begin => {
                 self.keep(settings, state);
