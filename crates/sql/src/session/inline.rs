@@ -62,14 +62,12 @@ impl SqlSession {
 /// Whether the first word of `sql` can start an inline statement; anything
 /// else is not parsed here at all.
 fn may_be_inline(sql: &str) -> bool {
-    let word = sql
-        .trim_start()
-        .split(|c: char| !c.is_ascii_alphabetic())
-        .next()
-        .unwrap_or("");
-    ["SELECT", "BEGIN", "START", "UPDATE", "DELETE", "INSERT"]
-        .iter()
-        .any(|w| w.eq_ignore_ascii_case(word))
+    statement::leading_words(sql, 1).first().is_some_and(|w| {
+        matches!(
+            w.as_str(),
+            "SELECT" | "BEGIN" | "START" | "UPDATE" | "DELETE" | "INSERT"
+        )
+    })
 }
 
 impl Engine {
