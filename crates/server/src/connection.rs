@@ -486,8 +486,11 @@ impl Connection {
         // A statement of bounded work that never waits (BEGIN, a lookup by
         // a unique key, a write by key once the block holds the writer
         // turn) runs right here, on the connection's task: the hand-off to
-        // the statement thread and back would cost more than it does.
-        if let Some(answer) = session.run_inline(&sql) {
+        // the statement thread and back would cost more than it does. A
+        // COMMIT's wait for the log sync gives the worker's other
+        // connections to another thread meanwhile.
+        let sync = |f: &mut dyn FnMut()| tokio::task::block_in_place(f);
+        if let Some(answer) = session.run_inline(&sql, &sync) {
             return answer.map(Ok);
         }
         self.cancel.reset();

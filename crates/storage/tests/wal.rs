@@ -192,6 +192,65 @@ fn an_abort_puts_pages_sizes_and_trees_back() {
     assert!(e.contains("needs a write transaction"), "{e}");
 }
 
+/// A held transaction (a session's BEGIN ... COMMIT) is begun on one
+/// thread, changed on a second and ended on a third; while it holds the
+/// writer turn no other transaction gets it without waiting, and one
+/// dropped on another thread is undone as if dropped where it began.
+#[test]
+fn a_held_transaction_ends_on_any_thread_and_keeps_the_turn_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = std::sync::Arc::new(setup(dir.path(), 200, 4 << 20));
+    let mut model = contents(&db);
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+    let mut next = 200;
+    let txn = db.begin_held_write(None).unwrap();
+    assert!(db.try_begin_held_write().unwrap().is_none());
+    let e = db
+        .begin_held_write(Some(std::time::Duration::from_millis(20)))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            e,
+            strata_storage::error::StorageError::LockTimeout { waited_ms: 20 }
+        ),
+        "{e}"
+    );
+    let changed = std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut m = model.clone();
+            for _ in 0..40 {
+                change(&db, &mut m, &mut rng, &mut next);
+            }
+            m
+        })
+        .join()
+        .unwrap()
+    });
+    let c = std::thread::spawn(move || txn.commit().unwrap())
+        .join()
+        .unwrap();
+    assert!(c.csn > 0 && c.pages > 0, "{c:?}");
+    model = changed;
+    assert_consistent(&db, &model);
+    // Free again: taken without waiting, changed, and dropped elsewhere.
+    let txn = db
+        .try_begin_held_write()
+        .unwrap()
+        .expect("the turn is free");
+    let mut lost = model.clone();
+    for _ in 0..40 {
+        change(&db, &mut lost, &mut rng, &mut next);
+    }
+    std::thread::spawn(move || drop(txn)).join().unwrap();
+    assert_consistent(&db, &model);
+    assert!(db.try_begin_held_write().unwrap().is_some());
+    // What committed survives a reopen.
+    drop(db);
+    let db = Database::open(dir.path(), opts(4 << 20)).unwrap();
+    assert_consistent(&db, &model);
+}
+
 /// Many transactions through a pool small enough that committed pages are
 /// evicted between checkpoints (the log is synced before each such write),
 /// crashes at random points, and a reopen checked against the model each time.

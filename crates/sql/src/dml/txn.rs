@@ -3,127 +3,20 @@
 //! Every statement that changes rows runs in a write transaction
 //! ([`Database::begin_write`]): its own, committed when the statement
 //! succeeds and dropped (aborted) when it fails — or, between `BEGIN` and
-//! `COMMIT`/`ROLLBACK`, the session's open one.
-//!
-//! A [`WriteTxn`] borrows the [`Database`] it writes, so the session cannot
-//! keep one in a field next to its `Arc<Database>`. The open transaction lives
-//! instead on a thread of the session's ([`Holder`], kept between
-//! transactions), which holds an `Arc<Database>` and the transaction and
-//! waits to be told to commit or roll back. The statements in between change rows through the database's tables
-//! as usual: changes made while the transaction lives belong to it.
+//! `COMMIT`/`ROLLBACK`, the session's open one, a [`HeldWriteTxn`] kept in
+//! the session's [`Writes`] and ended by whichever thread runs the `COMMIT`
+//! (the server's connection task or the session's statement thread). The
+//! statements in between change rows through the database's tables as usual:
+//! changes made while the transaction lives belong to it.
 
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, Sender, channel};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use strata_storage::{Database, StorageError};
+use strata_storage::Database;
+use strata_storage::db::HeldWriteTxn;
 
 use crate::error::SqlError;
-
-/// What the holder thread is asked to do.
-enum Request {
-    Begin(Option<Duration>),
-    Commit,
-    Rollback,
-}
-
-/// The thread that holds a session's open transaction. It is kept between
-/// transactions: a TPC-B-like transaction spent a twentieth of its time
-/// starting a fresh one.
-struct Holder {
-    requests: Option<Sender<Request>>,
-    answers: Receiver<Result<(), StorageError>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Holder {
-    fn start(db: Arc<Database>) -> Result<Holder, SqlError> {
-        let (requests, inbox) = channel::<Request>();
-        let (answer, answers) = channel::<Result<(), StorageError>>();
-        let thread = std::thread::Builder::new()
-            .name("strata-sql-transaction".into())
-            .spawn(move || {
-                while let Ok(request) = inbox.recv() {
-                    let Request::Begin(limit) = request else {
-                        // An end without a transaction: nothing to end.
-                        let _ = answer.send(Ok(()));
-                        continue;
-                    };
-                    let txn = match db.begin_write_within(limit) {
-                        Ok(t) => t,
-                        Err(e) => {
-                            let _ = answer.send(Err(e));
-                            continue;
-                        }
-                    };
-                    let _ = answer.send(Ok(()));
-                    // A session dropped without COMMIT closes the channel:
-                    // abort, and end.
-                    let result = match inbox.recv() {
-                        Ok(Request::Commit) => txn.commit().map(|_| ()),
-                        Ok(Request::Rollback) | Ok(Request::Begin(_)) => {
-                            drop(txn);
-                            Ok(())
-                        }
-                        Err(_) => return,
-                    };
-                    let _ = answer.send(result);
-                }
-            })
-            .map_err(|e| SqlError::Execution(format!("cannot start a transaction thread: {e}")))?;
-        Ok(Holder {
-            requests: Some(requests),
-            answers,
-            thread: Some(thread),
-        })
-    }
-
-    /// Asks the thread and waits for its answer.
-    fn ask(&mut self, request: Request) -> Result<(), SqlError> {
-        let sent = self
-            .requests
-            .as_ref()
-            .is_some_and(|r| r.send(request).is_ok());
-        match sent.then(|| self.answers.recv()) {
-            Some(Ok(r)) => r.map_err(SqlError::from),
-            _ => {
-                self.join();
-                Err(SqlError::Execution(
-                    "the transaction thread ended unexpectedly".into(),
-                ))
-            }
-        }
-    }
-
-    fn join(&mut self) {
-        self.requests = None;
-        if let Some(t) = self.thread.take() {
-            // The thread only begins, commits and rolls back; a panic there
-            // is a bug to report, not to hide.
-            if let Err(p) = t.join() {
-                std::panic::resume_unwind(p);
-            }
-        }
-    }
-}
-
-impl Drop for Holder {
-    /// Closing the requests ends the thread, rolling back a transaction
-    /// that was never ended (the session went away).
-    fn drop(&mut self) {
-        self.requests = None;
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// An open write transaction, held by its session's holder thread.
-struct Transaction {
-    holder: Holder,
-}
 
 /// The session's transaction block (`BEGIN` ... `COMMIT`).
 enum Block {
@@ -134,7 +27,7 @@ enum Block {
     /// one before every statement) never holds other sessions' writes up.
     Begun,
     /// The block wrote: it holds the database's writer turn until it ends.
-    Writing(Transaction),
+    Writing(HeldWriteTxn),
 }
 
 /// Where a session's writes go: the open transaction, or one per statement.
@@ -144,8 +37,6 @@ pub struct Writes {
     /// How long a write waits for another session's transaction to end
     /// before it fails with SQLSTATE 55P03 (`lock_timeout`); `None` waits.
     lock_timeout: Mutex<Option<Duration>>,
-    /// The holder thread between transactions.
-    kept: Mutex<Option<Holder>>,
 }
 
 impl Writes {
@@ -154,7 +45,6 @@ impl Writes {
             db,
             open: Mutex::new(Block::None),
             lock_timeout: Mutex::new(None),
-            kept: Mutex::new(None),
         })
     }
 
@@ -182,6 +72,24 @@ impl Writes {
             *open = Block::Writing(self.begin_transaction()?);
         }
         Ok(())
+    }
+
+    /// [`Writes::start_writing`] without waiting: whether the open block
+    /// holds the writer turn now (taken here if it was free). False outside a
+    /// block, and when another transaction holds the turn.
+    pub fn try_start_writing(&self) -> Result<bool, SqlError> {
+        let mut open = self.open.lock();
+        match &*open {
+            Block::None => Ok(false),
+            Block::Writing(_) => Ok(true),
+            Block::Begun => match self.db.try_begin_held_write()? {
+                Some(txn) => {
+                    *open = Block::Writing(txn);
+                    Ok(true)
+                }
+                None => Ok(false),
+            },
+        }
     }
 
     /// Sets how long a write waits for the writer turn (`lock_timeout`).
@@ -219,47 +127,33 @@ impl Writes {
 
     /// `COMMIT`: makes the open transaction's changes durable.
     pub fn commit(&self) -> Result<(), SqlError> {
-        self.end(Request::Commit, "COMMIT")
+        match self.end("COMMIT")? {
+            Some(txn) => txn.commit().map(|_| ()).map_err(SqlError::from),
+            None => Ok(()),
+        }
     }
 
     /// `ROLLBACK`: abandons the open transaction.
     pub fn rollback(&self) -> Result<(), SqlError> {
-        self.end(Request::Rollback, "ROLLBACK")
+        // Dropping the transaction undoes it.
+        self.end("ROLLBACK").map(drop)
     }
 
-    fn end(&self, how: Request, what: &str) -> Result<(), SqlError> {
+    /// Ends the block; its transaction, if it wrote.
+    fn end(&self, what: &str) -> Result<Option<HeldWriteTxn>, SqlError> {
         match std::mem::replace(&mut *self.open.lock(), Block::None) {
             Block::None => Err(SqlError::Query(format!(
                 "{what} without a transaction (BEGIN starts one)"
             ))),
-            Block::Begun => Ok(()),
-            Block::Writing(Transaction { mut holder }) => {
-                let ended = holder.ask(how);
-                if holder.thread.is_some() {
-                    *self.kept.lock() = Some(holder);
-                }
-                ended
-            }
+            Block::Begun => Ok(None),
+            Block::Writing(txn) => Ok(Some(txn)),
         }
     }
 
-    /// Opens the block's transaction on the kept holder thread (started the
-    /// first time, or again after it ended).
-    fn begin_transaction(&self) -> Result<Transaction, SqlError> {
-        let kept = self.kept.lock().take();
-        let mut holder = match kept {
-            Some(h) => h,
-            None => Holder::start(self.db.clone())?,
-        };
-        match holder.ask(Request::Begin(self.lock_timeout())) {
-            Ok(()) => Ok(Transaction { holder }),
-            Err(e) => {
-                if holder.thread.is_some() {
-                    *self.kept.lock() = Some(holder);
-                }
-                Err(e)
-            }
-        }
+    /// Opens the block's transaction, waiting for the writer turn at most
+    /// `lock_timeout`.
+    fn begin_transaction(&self) -> Result<HeldWriteTxn, SqlError> {
+        Ok(self.db.begin_held_write(self.lock_timeout())?)
     }
 
     /// Runs `apply` (the changes of one statement) inside the open

@@ -15,11 +15,13 @@
 //! Inline means: no DataFusion planning (it needs the session's runtime and
 //! a deep stack), no wait for the writer turn (a block's first write, and a
 //! write outside a block, take it and may wait `lock_timeout`), no catalog
-//! refresh (registering views plans them), no `COMMIT` (it waits for the
-//! log's fsync). What remains reads or changes a few pages: `BEGIN`, the
-//! point queries of [`crate::dml::direct_select`], and the direct writes of
-//! [`crate::dml::direct_dml`] and [`crate::dml::direct_insert`] once the
-//! block holds the turn.
+//! refresh (registering views plans them). What remains reads or changes a
+//! few pages: `BEGIN`, `ROLLBACK`, the point queries of
+//! [`crate::dml::direct_select`], and the direct writes of
+//! [`crate::dml::direct_dml`] and [`crate::dml::direct_insert`] inside a block
+//! that holds the writer turn or finds it free — and `COMMIT`, whose wait
+//! for the log's sync runs in the caller's `sync` (a worker of an async
+//! runtime lets its other tasks go on meanwhile).
 
 use std::time::Instant;
 
@@ -42,12 +44,24 @@ impl SqlSession {
     /// statement nests. Only short statements ([`LONG_STATEMENT`] bytes at
     /// most) run here. A panic is caught and answered as an error, as on a
     /// statement thread.
-    pub fn run_inline(&self, sql: &str) -> Option<Result<QueryResult, SqlError>> {
+    ///
+    /// `sync` runs the one part that waits for the device rather than for
+    /// another session: a `COMMIT`'s wait for its log sync (shared with the
+    /// commits beside it). A caller on an async runtime's worker passes what
+    /// lets the worker's other tasks go on meanwhile (tokio's
+    /// `block_in_place`); any other caller, `|f| f()`.
+    pub fn run_inline(
+        &self,
+        sql: &str,
+        sync: &dyn Fn(&mut dyn FnMut()),
+    ) -> Option<Result<QueryResult, SqlError>> {
         let engine = self.engine();
         if sql.len() > LONG_STATEMENT || engine.db.is_read_only() || !engine.catalog_current() {
             return None;
         }
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.run_inline(sql)));
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            engine.run_inline(sql, sync)
+        }));
         let answer = match ran {
             Ok(answer) => answer?,
             Err(_) => Err(SqlError::Execution(
@@ -65,7 +79,16 @@ fn may_be_inline(sql: &str) -> bool {
     statement::leading_words(sql, 1).first().is_some_and(|w| {
         matches!(
             w.as_str(),
-            "SELECT" | "BEGIN" | "START" | "UPDATE" | "DELETE" | "INSERT"
+            "SELECT"
+                | "BEGIN"
+                | "START"
+                | "UPDATE"
+                | "DELETE"
+                | "INSERT"
+                | "COMMIT"
+                | "END"
+                | "ROLLBACK"
+                | "ABORT"
         )
     })
 }
@@ -76,7 +99,11 @@ impl Engine {
         self.known.lock().saves == strata_storage::catalog::Catalog::saves()
     }
 
-    fn run_inline(&self, sql: &str) -> Option<Result<QueryResult, SqlError>> {
+    fn run_inline(
+        &self,
+        sql: &str,
+        sync: &dyn Fn(&mut dyn FnMut()),
+    ) -> Option<Result<QueryResult, SqlError>> {
         if !may_be_inline(sql) {
             return None;
         }
@@ -115,12 +142,31 @@ impl Engine {
                     answer(none.0, none.1)
                 }))
             }
-            // Only once the block holds the writer turn: taking it may wait.
+            Kind::Commit => {
+                self.keep(settings, state);
+                let mut ended = None;
+                sync(&mut || ended = Some(self.writes.commit()));
+                let ended = ended
+                    .unwrap_or_else(|| Err(SqlError::Execution("the COMMIT did not run".into())));
+                Some(ended.and_then(|()| {
+                    let none = super::nothing();
+                    answer(none.0, none.1)
+                }))
+            }
+            Kind::Rollback => {
+                self.keep(settings, state);
+                Some(self.writes.rollback().and_then(|()| {
+                    let none = super::nothing();
+                    answer(none.0, none.1)
+                }))
+            }
+            // Only inside a block that holds the writer turn or takes it now,
+            // free: waiting for it is the statement thread's.
             Kind::Write(_)
                 if direct
-                    && self.writes.writing()
                     && !dml::returning::has_returning(&stmt)
-                    && is_plain(&stmt) =>
+                    && is_plain(&stmt)
+                    && matches!(self.writes.try_start_writing(), Ok(true)) =>
             {
                 let exec = direct_dml::plan(&stmt, &state, &self.writes);
                 let row = match exec {
@@ -128,7 +174,9 @@ impl Engine {
                     None => direct_insert::plan(&stmt, &state, &self.writes),
                 };
                 self.keep(settings, state);
-                let _own = self.db.read_own_writes();
+                // A read statement in progress: waiting for it is the
+                // statement thread's.
+                let _own = self.db.try_read_own_writes()?;
                 let n = match (exec, row) {
                     (Some(exec), _) => exec
                         .run()
@@ -142,11 +190,20 @@ impl Engine {
                 )
             }
             Kind::Other => {
-                let (_snapshot, _own);
-                if self.writes.writing() {
-                    _own = self.db.read_own_writes();
+                // Neither guard is waited for here: a commit publishing (or
+                // waiting to), or for the block's own reads a read statement
+                // in progress, sends the query to the statement thread.
+                let (snapshot, own);
+                let guarded = if self.writes.writing() {
+                    own = self.db.try_read_own_writes();
+                    own.is_some()
                 } else {
-                    _snapshot = self.db.read_snapshot();
+                    snapshot = self.db.try_read_snapshot();
+                    snapshot.is_some()
+                };
+                if !guarded {
+                    self.keep(settings, state);
+                    return None;
                 }
                 let point = direct_select::plan(&stmt, &state, &self.writes);
                 self.keep(settings, state);

@@ -45,8 +45,10 @@ pub struct Database {
     pub(super) read_only: bool,
     pub(super) profile: Option<DeviceProfile>,
     /// Held by the one write transaction at a time ([`Database::begin_write`]),
-    /// and by loads, DDL and checkpoints.
-    pub(super) writer: Mutex<()>,
+    /// and by loads, DDL and checkpoints. In an `Arc` so a transaction a
+    /// session keeps between statements owns its hold on it
+    /// ([`Database::begin_held_write`]).
+    pub(super) writer: Arc<Mutex<()>>,
     /// Whether a write transaction runs (row changes check it).
     pub(super) owner: Arc<TxnOwner>,
     /// Read statements hold it shared ([`Database::read_snapshot`]); a commit
@@ -187,7 +189,7 @@ impl Database {
             tables: Mutex::new(HashMap::new()),
             read_only: opts.read_only,
             profile: opts.profile.clone(),
-            writer: Mutex::new(()),
+            writer: Arc::new(Mutex::new(())),
             owner: Arc::default(),
             publish: parking_lot::RwLock::new(()),
             wal,

@@ -55,7 +55,7 @@ pub use options::{
     DEFAULT_SEGMENT_PAGES, DbOptions, IndexSpec, TableOptions,
 };
 pub use table::{Table, cold_read_only};
-pub use txn::{Commit, OwnWrites, ReadSnapshot, WriteTxn};
+pub use txn::{Commit, HeldWriteTxn, OwnWrites, ReadSnapshot, WriteTxn};
 
 // Callers name them `strata_storage::db::{Progress, NoProgress}` too.
 pub use crate::progress::{NoProgress, Progress};

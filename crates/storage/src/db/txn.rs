@@ -21,8 +21,34 @@ use super::table::Table;
 /// transaction reaches the device), so undo is copying them back, and the log
 /// holds only committed work.
 pub struct WriteTxn<'a> {
-    pub(super) db: &'a Database,
-    pub(super) writer: Option<parking_lot::MutexGuard<'a, ()>>,
+    pub(super) db: DbRef<'a>,
+    /// The writer turn while the transaction holds it.
+    pub(super) writer: Option<parking_lot::ArcMutexGuard<parking_lot::RawMutex, ()>>,
+}
+
+/// A write transaction that owns its handle on the database, so it can
+/// outlive the statement that began it: a session keeps one between `BEGIN`
+/// and `COMMIT` and ends it from whichever thread runs the `COMMIT`
+/// ([`Database::begin_held_write`]).
+pub type HeldWriteTxn = WriteTxn<'static>;
+
+/// The database a transaction writes: borrowed for one that lives within a
+/// call, shared for a [`HeldWriteTxn`].
+#[derive(Clone)]
+pub(super) enum DbRef<'a> {
+    Borrowed(&'a Database),
+    Held(Arc<Database>),
+}
+
+impl std::ops::Deref for DbRef<'_> {
+    type Target = Database;
+
+    fn deref(&self) -> &Database {
+        match self {
+            DbRef::Borrowed(db) => db,
+            DbRef::Held(db) => db,
+        }
+    }
 }
 
 /// A read statement's view: every commit up to `csn`, none after
@@ -66,22 +92,57 @@ impl Database {
     /// `limit` ([`StorageError::LockTimeout`] after that); `None` waits as
     /// long as it takes.
     pub fn begin_write_within(&self, limit: Option<std::time::Duration>) -> Result<WriteTxn<'_>> {
+        let turn = self.take_turn(limit)?;
+        Ok(self.started(DbRef::Borrowed(self), turn))
+    }
+
+    /// [`Database::begin_write_within`] for a transaction kept beyond the
+    /// call that begins it (between a session's statements).
+    pub fn begin_held_write(
+        self: &Arc<Self>,
+        limit: Option<std::time::Duration>,
+    ) -> Result<HeldWriteTxn> {
+        let turn = self.take_turn(limit)?;
+        Ok(self.started(DbRef::Held(self.clone()), turn))
+    }
+
+    /// A held write transaction if the writer turn is free now; `None` when
+    /// another transaction (or a load, DDL, a checkpoint) holds it.
+    pub fn try_begin_held_write(self: &Arc<Self>) -> Result<Option<HeldWriteTxn>> {
         self.writable()?;
-        let guard = match limit {
-            None => self.writer.lock(),
+        Ok(self
+            .writer
+            .try_lock_arc()
+            .map(|turn| self.started(DbRef::Held(self.clone()), turn)))
+    }
+
+    fn take_turn(
+        &self,
+        limit: Option<std::time::Duration>,
+    ) -> Result<parking_lot::ArcMutexGuard<parking_lot::RawMutex, ()>> {
+        self.writable()?;
+        match limit {
+            None => Ok(self.writer.lock_arc()),
             Some(l) => self
                 .writer
-                .try_lock_for(l)
+                .try_lock_arc_for(l)
                 .ok_or(StorageError::LockTimeout {
                     waited_ms: l.as_millis() as u64,
-                })?,
-        };
+                }),
+        }
+    }
+
+    fn started<'a>(
+        &self,
+        db: DbRef<'a>,
+        turn: parking_lot::ArcMutexGuard<parking_lot::RawMutex, ()>,
+    ) -> WriteTxn<'a> {
         self.pool.begin_capture();
         self.owner.0.store(true, Ordering::Release);
-        Ok(WriteTxn {
-            db: self,
-            writer: Some(guard),
-        })
+        WriteTxn {
+            db,
+            writer: Some(turn),
+        }
     }
 }
 
@@ -95,7 +156,8 @@ impl WriteTxn<'_> {
     /// returns when they are (other transactions committing meanwhile share the
     /// sync). On an error before the log took the changes they are undone.
     pub fn commit(mut self) -> Result<Commit> {
-        let db = self.db;
+        let db = self.db.clone();
+        let db = &*db;
         let wal = db.wal.clone().expect("a writable database has a log");
         // The trees' metas (root, height, entry count) go with their pages.
         let files = db.pool.captured_files();
@@ -241,7 +303,8 @@ impl WriteTxn<'_> {
     /// images meanwhile), the pages it created are dropped, and the tables'
     /// sizes and trees go back to the last commit.
     pub(super) fn abort(&mut self) {
-        let db = self.db;
+        let db = self.db.clone();
+        let db = &*db;
         db.pool.restore_captured();
         db.forget_pending_cache_changes();
         let tables = db.tables_of(&db.pool.captured_files());
@@ -293,6 +356,26 @@ impl Database {
             _guard: self.publish.read(),
             csn: self.csn(),
         }
+    }
+
+    /// [`Database::read_snapshot`] if it can be had without waiting (no
+    /// commit is publishing or waiting to); for a caller that must not
+    /// block, and goes another way when it cannot.
+    pub fn try_read_snapshot(&self) -> Option<ReadSnapshot<'_>> {
+        Some(ReadSnapshot {
+            _guard: self.publish.try_read()?,
+            csn: self.csn(),
+        })
+    }
+
+    /// [`Database::read_own_writes`] if no read statement is running.
+    pub fn try_read_own_writes(&self) -> Option<OwnWrites<'_>> {
+        let guard = self.publish.try_write()?;
+        self.pool.set_own_reads(true);
+        Some(OwnWrites {
+            db: self,
+            _guard: guard,
+        })
     }
 
     /// For a query of the session whose transaction is open (BEGIN ... COMMIT):
