@@ -544,6 +544,7 @@ fn oltp_statements_run_on_the_connection_and_answer_as_planned_ones() {
     )
     .unwrap();
     let before = INLINE.load(Relaxed);
+    let hits = strata_sql::parse_cache::HITS.load(Relaxed);
     for (aid, delta) in [(7, 5), (7, -2), (900, 40)] {
         let (tags, rows) = simple(
             &mut c,
@@ -562,6 +563,11 @@ fn oltp_statements_run_on_the_connection_and_answer_as_planned_ones() {
     // the first UPDATE takes it inline, and the COMMIT (END) runs there too.
     let inline = INLINE.load(Relaxed) - before;
     assert_eq!(inline, 15, "{inline} statements ran inline");
+    // The second and third blocks' UPDATE, SELECT and INSERT have the first
+    // block's shapes: their syntax trees are copies with the new literals
+    // (`strata_sql::parse_cache`), and the answers above are still right.
+    let hits = strata_sql::parse_cache::HITS.load(Relaxed) - hits;
+    assert!(hits >= 6, "{hits} statements parsed from the cache");
     let (_, rows) = simple(
         &mut c,
         "SELECT aid, abalance FROM acc WHERE aid IN (7, 900) ORDER BY aid",

@@ -25,6 +25,7 @@ pub mod inspect;
 pub mod literal;
 pub mod optimizer;
 pub mod options;
+pub mod parse_cache;
 pub mod pg_catalog;
 pub mod prepare;
 pub mod rules;

@@ -358,6 +358,8 @@ struct Engine {
     settings: AtomicU64,
     /// The catalog as the context registered it last.
     known: Mutex<Known>,
+    /// Syntax trees of the statements run inline, by shape.
+    parsed: crate::parse_cache::ParseCache,
 }
 
 /// The tables and views registered in a session's context, and the count of
@@ -460,6 +462,7 @@ impl Engine {
             kept: Mutex::new(None),
             settings: AtomicU64::new(0),
             known: Mutex::new(Known { saves, names }),
+            parsed: Default::default(),
         })
     }
 

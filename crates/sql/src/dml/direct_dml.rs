@@ -38,8 +38,8 @@ use datafusion::sql::sqlparser::ast::{
     TableFactor, TableWithJoins,
 };
 
+use crate::dml::DmlExec;
 use crate::dml::txn::Writes;
-use crate::dml::{DmlExec, table_schema};
 
 /// The [`DmlExec`] of `stmt` when it is a plain single-table `UPDATE` or
 /// `DELETE`; `None` leaves it to DataFusion.
@@ -173,10 +173,10 @@ pub(super) fn ident_name(i: &Ident) -> String {
 
 /// The table's rows as DataFusion sees them (qualified by the table's name,
 /// so `t.k` resolves as it does in DataFusion's plan), and the table.
-fn schema_of(writes: &Writes, name: &str) -> Option<(DFSchema, Arc<strata_storage::Table>)> {
+fn schema_of(writes: &Writes, name: &str) -> Option<(Arc<DFSchema>, Arc<strata_storage::Table>)> {
     let table = writes.database().table(name).ok()?;
-    let schema = DFSchema::try_from_qualified_schema(name, table_schema(&table).as_ref()).ok()?;
-    Some((schema, table))
+    let schemas = super::table_schemas::of(writes.database(), name, &table)?;
+    Some((schemas.qualified, table))
 }
 
 /// `e` as a logical expression over `schema`, type-coerced as DataFusion's

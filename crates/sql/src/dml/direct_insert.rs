@@ -34,7 +34,6 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{SetExpr, Statement, TableObject};
 
 use super::direct_dml::{logical, plain_query, single};
-use super::filter::table_schema;
 use super::txn::Writes;
 use crate::error::SqlError;
 
@@ -107,7 +106,7 @@ pub fn plan(
     if table.is_cold() || table.columns().is_some() {
         return None;
     }
-    let schema = table_schema(&table);
+    let schema = super::table_schemas::of(writes.database(), &name, &table)?.arrow;
     // The target columns: those named (each once), or all in order.
     let targets: Vec<usize> = if i.columns.is_empty() {
         (0..schema.fields().len()).collect()

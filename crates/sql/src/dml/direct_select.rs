@@ -25,7 +25,6 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::common::DFSchema;
 use datafusion::execution::SessionState;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
@@ -36,7 +35,7 @@ use strata_access::{PageCosts, TupleBatch};
 use strata_columns::convert::BatchConverter;
 
 use super::direct_dml::{filters, ident_name, plain_query, plain_table};
-use super::filter::{candidates, on_bytes, table_schema};
+use super::filter::{candidates, on_bytes};
 use super::txn::Writes;
 use crate::error::SqlError;
 use crate::options::{AccessPathSetting, StrataOptions};
@@ -110,7 +109,8 @@ pub fn plan(
     if table.columns().is_some() || table.is_cold() {
         return None;
     }
-    let full = table_schema(&table);
+    let schemas = super::table_schemas::of(writes.database(), &name, &table)?;
+    let full = &schemas.arrow;
     let mut columns = Vec::new();
     for item in &sel.projection {
         match item {
@@ -133,8 +133,7 @@ pub fn plan(
             _ => return None,
         }
     }
-    let qualified = DFSchema::try_from_qualified_schema(name.as_str(), full.as_ref()).ok()?;
-    let conditions = filters(state, sel.selection.as_ref(), &qualified)?;
+    let conditions = filters(state, sel.selection.as_ref(), &schemas.qualified)?;
     if conditions.is_empty() {
         return None;
     }

@@ -35,6 +35,7 @@ pub mod direct_select;
 mod filter;
 pub mod returning;
 pub mod row_check;
+mod table_schemas;
 pub mod txn;
 
 use std::fmt;

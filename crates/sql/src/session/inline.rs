@@ -115,9 +115,13 @@ impl Engine {
         let dialect = state.config().options().sql_parser.dialect;
         // A statement that does not parse goes the usual way, which words
         // its error.
-        let stmt = state
-            .sql_to_statement(sql, &dialect)
-            .ok()
+        // A statement of a shape parsed before is a copy of its tree with
+        // its own literals (`crate::parse_cache`).
+        let stmt = self
+            .parsed
+            .parse(sql, dialect.as_ref(), |sql| {
+                state.sql_to_statement(sql, &dialect).ok()
+            })
             .map(crate::rules::exponent_literal::exponents_as_double)
             .map(crate::pg_catalog::rewrite::for_postgres);
         let kind = stmt.as_ref().and_then(|s| statement::classify(s).ok());
