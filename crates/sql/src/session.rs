@@ -630,28 +630,13 @@ impl Engine {
                                 io: device.stats().snapshot() - before,
                             }));
                         }
-                        if direct && let Some(exec) = direct_dml::plan(&stmt, &state, &self.writes)
-                        {
-                            self.keep(settings, state);
-                            let _own = self.writes.writing().then(|| self.db.read_own_writes());
-                            let n = exec.run().map_err(|e| {
-                                statement::values_null(&stmt, &self.db, &e).unwrap_or(e)
-                            })?;
-                            let count = dml::count_batch(n)?;
-                            return Ok(Ok(QueryResult {
-                                schema: count.schema(),
-                                batches: vec![count],
-                                elapsed: start.elapsed(),
-                                io: device.stats().snapshot() - before,
-                            }));
-                        }
                         if direct
-                            && let Some(row) =
-                                crate::dml::direct_insert::plan(&stmt, &state, &self.writes)
+                            && let Some(write) = direct_dml::plan_write(&stmt, &state, &self.writes)
                         {
                             self.keep(settings, state);
                             let _own = self.writes.writing().then(|| self.db.read_own_writes());
-                            let count = dml::count_batch(row.run(&self.writes)?)?;
+                            let count =
+                                dml::count_batch(write.run(&stmt, &self.db, &self.writes)?)?;
                             return Ok(Ok(QueryResult {
                                 schema: count.schema(),
                                 batches: vec![count],

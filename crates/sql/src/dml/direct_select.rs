@@ -33,6 +33,7 @@ use datafusion::sql::sqlparser::ast::{
 use strata_access::predicate::{CmpOp, Comparison, Predicate};
 use strata_access::{PageCosts, TupleBatch};
 use strata_columns::convert::BatchConverter;
+use strata_storage::Table;
 
 use super::direct_dml::{filters, ident_name, plain_query, plain_table};
 use super::filter::{candidates, on_bytes};
@@ -46,7 +47,8 @@ pub static TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::n
 
 /// A point query, planned.
 pub struct DirectSelect {
-    table: String,
+    /// The table as planned (the run does not look it up again).
+    table: Arc<Table>,
     /// The whole WHERE, evaluated on the stored bytes.
     conjuncts: Vec<Comparison>,
     index: usize,
@@ -155,7 +157,7 @@ pub fn plan(
             .collect::<Vec<_>>(),
     ));
     Some(DirectSelect {
-        table: name,
+        table,
         conjuncts,
         index,
         columns,
@@ -168,19 +170,18 @@ impl DirectSelect {
     /// rows' schema and batches.
     pub fn run(&self, writes: &Writes) -> Result<(SchemaRef, Vec<RecordBatch>), SqlError> {
         TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let db = writes.database();
-        let table = db.table(&self.table)?;
-        let costs = PageCosts::modeled(db).unwrap_or_default();
+        let table = &self.table;
+        let costs = PageCosts::modeled(writes.database()).unwrap_or_default();
         let check = Predicate {
             conjuncts: self.conjuncts.clone(),
         }
         .compile(table.schema(), table.layout());
         // Only the named columns of the rows that pass become Arrow.
-        let converter = BatchConverter::new(&table, self.columns.clone(), self.schema.clone());
+        let converter = BatchConverter::new(table, self.columns.clone(), self.schema.clone());
         let mut batches = Vec::new();
         let mut passing = TupleBatch::new();
         candidates(
-            &table,
+            table,
             &self.conjuncts,
             Some(self.index),
             &costs,

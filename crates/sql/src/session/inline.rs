@@ -28,7 +28,7 @@ use std::time::Instant;
 use datafusion::sql::parser::Statement as DfStatement;
 
 use super::{Engine, LONG_STATEMENT, QueryResult, SqlError, SqlSession};
-use crate::dml::{self, direct_dml, direct_insert, direct_select};
+use crate::dml::{self, direct_dml, direct_select};
 use crate::statement::{self, Kind};
 
 /// Statements answered inline in this process (tests assert they were).
@@ -113,10 +113,9 @@ impl Engine {
         let start = Instant::now();
         let (settings, state) = self.state();
         let dialect = state.config().options().sql_parser.dialect;
-        // A statement that does not parse goes the usual way, which words
-        // its error.
         // A statement of a shape parsed before is a copy of its tree with
-        // its own literals (`crate::parse_cache`).
+        // its own literals (`crate::parse_cache`). One that does not parse
+        // goes the usual way, which words its error.
         let stmt = self
             .parsed
             .parse(sql, dialect.as_ref(), |sql| {
@@ -137,14 +136,15 @@ impl Engine {
                 io: device.stats().snapshot() - before,
             })
         };
+        let done = || {
+            let (schema, batches) = super::nothing();
+            answer(schema, batches)
+        };
         let direct = direct_dml::enabled(&state);
         match kind {
             Kind::Begin => {
                 self.keep(settings, state);
-                Some(self.writes.begin().and_then(|()| {
-                    let none = super::nothing();
-                    answer(none.0, none.1)
-                }))
+                Some(self.writes.begin().and_then(|()| done()))
             }
             Kind::Commit => {
                 self.keep(settings, state);
@@ -152,17 +152,11 @@ impl Engine {
                 sync(&mut || ended = Some(self.writes.commit()));
                 let ended = ended
                     .unwrap_or_else(|| Err(SqlError::Execution("the COMMIT did not run".into())));
-                Some(ended.and_then(|()| {
-                    let none = super::nothing();
-                    answer(none.0, none.1)
-                }))
+                Some(ended.and_then(|()| done()))
             }
             Kind::Rollback => {
                 self.keep(settings, state);
-                Some(self.writes.rollback().and_then(|()| {
-                    let none = super::nothing();
-                    answer(none.0, none.1)
-                }))
+                Some(self.writes.rollback().and_then(|()| done()))
             }
             // Only inside a block that holds the writer turn or takes it now,
             // free: waiting for it is the statement thread's.
@@ -172,22 +166,13 @@ impl Engine {
                     && is_plain(&stmt)
                     && matches!(self.writes.try_start_writing(), Ok(true)) =>
             {
-                let exec = direct_dml::plan(&stmt, &state, &self.writes);
-                let row = match exec {
-                    Some(_) => None,
-                    None => direct_insert::plan(&stmt, &state, &self.writes),
-                };
+                let write = direct_dml::plan_write(&stmt, &state, &self.writes);
                 self.keep(settings, state);
+                let write = write?;
                 // A read statement in progress: waiting for it is the
                 // statement thread's.
                 let _own = self.db.try_read_own_writes()?;
-                let n = match (exec, row) {
-                    (Some(exec), _) => exec
-                        .run()
-                        .map_err(|e| statement::values_null(&stmt, &self.db, &e).unwrap_or(e)),
-                    (None, Some(row)) => row.run(&self.writes),
-                    (None, None) => return None,
-                };
+                let n = write.run(&stmt, &self.db, &self.writes);
                 Some(
                     n.and_then(dml::count_batch)
                         .and_then(|count| answer(count.schema(), vec![count])),
