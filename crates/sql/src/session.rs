@@ -631,7 +631,8 @@ impl Engine {
                             }));
                         }
                         if direct
-                            && let Some(write) = direct_dml::plan_write(&stmt, &state, &self.writes)
+                            && let Some(write) =
+                                crate::dml::direct_write::plan(&stmt, &state, &self.writes)
                         {
                             self.keep(settings, state);
                             let _own = self.writes.writing().then(|| self.db.read_own_writes());

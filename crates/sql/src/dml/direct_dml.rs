@@ -103,44 +103,6 @@ pub fn plan(stmt: &DfStatement, state: &SessionState, writes: &Arc<Writes>) -> O
     }
 }
 
-/// A write planned from the syntax tree: an UPDATE or DELETE
-/// ([`plan`]) or a one-row INSERT … VALUES ([`super::direct_insert::plan`]).
-pub enum DirectWrite {
-    Rows(DmlExec),
-    Row(super::direct_insert::DirectInsert),
-}
-
-/// [`plan`], else [`super::direct_insert::plan`]; `None` leaves the
-/// statement to DataFusion.
-pub fn plan_write(
-    stmt: &DfStatement,
-    state: &SessionState,
-    writes: &Arc<Writes>,
-) -> Option<DirectWrite> {
-    plan(stmt, state, writes)
-        .map(DirectWrite::Rows)
-        .or_else(|| super::direct_insert::plan(stmt, state, writes).map(DirectWrite::Row))
-}
-
-impl DirectWrite {
-    /// Applies it (the caller holds the read guard its session needs): the
-    /// rows changed. A NULL refused by a NOT NULL column is worded with the
-    /// statement's VALUES, as on DataFusion's path.
-    pub fn run(
-        &self,
-        stmt: &DfStatement,
-        db: &strata_storage::Database,
-        writes: &Writes,
-    ) -> Result<u64, crate::error::SqlError> {
-        match self {
-            DirectWrite::Rows(exec) => exec
-                .run()
-                .map_err(|e| crate::statement::values_null(stmt, db, &e).unwrap_or(e)),
-            DirectWrite::Row(row) => row.run(writes),
-        }
-    }
-}
-
 /// Whether `q` is its body alone: no WITH, ORDER BY, LIMIT, FETCH, locking
 /// or other clause around it.
 pub(super) fn plain_query(q: &ast::Query) -> bool {

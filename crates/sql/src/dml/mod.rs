@@ -32,6 +32,7 @@ mod column_rows;
 pub mod direct_dml;
 pub mod direct_insert;
 pub mod direct_select;
+pub mod direct_write;
 mod filter;
 pub mod returning;
 pub mod row_check;

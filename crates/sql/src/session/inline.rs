@@ -166,7 +166,7 @@ impl Engine {
                     && is_plain(&stmt)
                     && matches!(self.writes.try_start_writing(), Ok(true)) =>
             {
-                let write = direct_dml::plan_write(&stmt, &state, &self.writes);
+                let write = crate::dml::direct_write::plan(&stmt, &state, &self.writes);
                 self.keep(settings, state);
                 let write = write?;
                 // A read statement in progress: waiting for it is the

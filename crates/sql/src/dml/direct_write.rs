@@ -1,0 +1,47 @@
+//! The writes planned from the syntax tree, whichever planner took them:
+//! an UPDATE or DELETE ([`super::direct_dml`]) or a one-row INSERT … VALUES
+//! ([`super::direct_insert`]). The statement thread and the inline path
+//! ([`crate::session::inline`]) plan and run them alike.
+
+use std::sync::Arc;
+
+use datafusion::execution::SessionState;
+use datafusion::sql::parser::Statement as DfStatement;
+
+use super::txn::Writes;
+use super::{DmlExec, direct_dml, direct_insert};
+use crate::error::SqlError;
+
+/// A write planned from the syntax tree: an UPDATE or DELETE
+/// ([`direct_dml::plan`]) or a one-row INSERT … VALUES ([`direct_insert::plan`]).
+pub enum DirectWrite {
+    Rows(DmlExec),
+    Row(direct_insert::DirectInsert),
+}
+
+/// [`direct_dml::plan`], else [`direct_insert::plan`]; `None` leaves the
+/// statement to DataFusion.
+pub fn plan(stmt: &DfStatement, state: &SessionState, writes: &Arc<Writes>) -> Option<DirectWrite> {
+    direct_dml::plan(stmt, state, writes)
+        .map(DirectWrite::Rows)
+        .or_else(|| direct_insert::plan(stmt, state, writes).map(DirectWrite::Row))
+}
+
+impl DirectWrite {
+    /// Applies it (the caller holds the read guard its session needs): the
+    /// rows changed. A NULL refused by a NOT NULL column is worded with the
+    /// statement's VALUES, as on DataFusion's path.
+    pub fn run(
+        &self,
+        stmt: &DfStatement,
+        db: &strata_storage::Database,
+        writes: &Writes,
+    ) -> Result<u64, SqlError> {
+        match self {
+            DirectWrite::Rows(exec) => exec
+                .run()
+                .map_err(|e| crate::statement::values_null(stmt, db, &e).unwrap_or(e)),
+            DirectWrite::Row(row) => row.run(writes),
+        }
+    }
+}
