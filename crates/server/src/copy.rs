@@ -79,10 +79,7 @@ type Refusal = pgwire::error::PgWireError;
 /// `sql` as a COPY to or from the client; `None` when it is not one (a
 /// `COPY … 'file'` is the session's).
 pub fn parse(sql: &str) -> Option<Result<Copy, Refusal>> {
-    let head = crate::reply::leading_words(sql, 1);
-    if head.first().map(String::as_str) != Some("COPY") {
-        return None;
-    }
+    strata_sql::statement::first_word_of(sql, &["COPY"])?;
     let stmts = match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
         Ok(s) => s,
         Err(e) => return Some(Err(error("42601", format!("COPY: {e}")))),

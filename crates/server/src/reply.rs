@@ -15,6 +15,16 @@ use strata_sql::{QueryResult, SqlError};
 
 /// What a statement is, by its leading keywords: the command tag's words.
 pub fn verb(sql: &str) -> String {
+    // Most statements' tag is their first word.
+    if let Some(w) = strata_sql::statement::words(sql).next()
+        && ![
+            "CREATE", "DROP", "ALTER", "TRUNCATE", "START", "END", "ABORT", "(",
+        ]
+        .iter()
+        .any(|k| k.eq_ignore_ascii_case(w))
+    {
+        return w.to_ascii_uppercase();
+    }
     let words = leading_words(sql, 4);
     let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
     match w(0) {

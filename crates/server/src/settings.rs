@@ -130,15 +130,12 @@ impl Settings {
     pub fn intercept(&mut self, sql: &str) -> Option<Intercepted> {
         // Most statements are none of these: one word tells (twelve words
         // of every statement were a twentieth of a point query's work).
-        let first = leading_words(sql, 1);
-        if !first.first().is_some_and(|w| {
-            matches!(
-                w.as_str(),
-                "END" | "COMMIT" | "ABORT" | "ROLLBACK" | "BEGIN" | "START" | "SET" | "SHOW"
-            )
-        }) {
-            return None;
-        }
+        strata_sql::statement::first_word_of(
+            sql,
+            &[
+                "END", "COMMIT", "ABORT", "ROLLBACK", "BEGIN", "START", "SET", "SHOW",
+            ],
+        )?;
         let words = leading_words(sql, 12);
         let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
         match w(0) {

@@ -545,6 +545,7 @@ fn oltp_statements_run_on_the_connection_and_answer_as_planned_ones() {
     .unwrap();
     let before = INLINE.load(Relaxed);
     let hits = strata_sql::parse_cache::HITS.load(Relaxed);
+    let planned = strata_sql::dml::point_plans::HITS.load(Relaxed);
     for (aid, delta) in [(7, 5), (7, -2), (900, 40)] {
         let (tags, rows) = simple(
             &mut c,
@@ -563,11 +564,15 @@ fn oltp_statements_run_on_the_connection_and_answer_as_planned_ones() {
     // the first UPDATE takes it inline, and the COMMIT (END) runs there too.
     let inline = INLINE.load(Relaxed) - before;
     assert_eq!(inline, 15, "{inline} statements ran inline");
-    // The second and third blocks' UPDATE, SELECT and INSERT have the first
-    // block's shapes: their syntax trees are copies with the new literals
-    // (`strata_sql::parse_cache`), and the answers above are still right.
+    // The second and third blocks' statements have the first block's
+    // shapes: the UPDATE's and INSERT's syntax trees are copies with the new
+    // literals (`strata_sql::parse_cache`), the SELECT is the first block's
+    // kept plan with its own key (`strata_sql::dml::point_plans`), reading
+    // its block's own write, and the answers above are still right.
     let hits = strata_sql::parse_cache::HITS.load(Relaxed) - hits;
-    assert!(hits >= 6, "{hits} statements parsed from the cache");
+    assert!(hits >= 4, "{hits} statements parsed from the cache");
+    let planned = strata_sql::dml::point_plans::HITS.load(Relaxed) - planned;
+    assert!(planned >= 2, "{planned} point queries from a kept plan");
     let (_, rows) = simple(
         &mut c,
         "SELECT aid, abalance FROM acc WHERE aid IN (7, 900) ORDER BY aid",

@@ -202,7 +202,19 @@ impl ParseCache {
         dialect: &str,
         parse: impl FnOnce(&str) -> Option<DfStatement>,
     ) -> Option<DfStatement> {
-        let Some(shape) = shape(sql) else {
+        self.parse_shaped(sql, shape(sql).as_ref(), dialect, parse)
+    }
+
+    /// [`ParseCache::parse`] of `sql` whose shape the caller took
+    /// (`shape(sql)`).
+    pub fn parse_shaped(
+        &self,
+        sql: &str,
+        shape: Option<&Shape>,
+        dialect: &str,
+        parse: impl FnOnce(&str) -> Option<DfStatement>,
+    ) -> Option<DfStatement> {
+        let Some(shape) = shape else {
             return parse(sql);
         };
         let mut key = String::with_capacity(dialect.len() + 1 + shape.key.len());

@@ -360,6 +360,8 @@ struct Engine {
     known: Mutex<Known>,
     /// Syntax trees of the statements run inline, by shape.
     parsed: crate::parse_cache::ParseCache,
+    /// Plans of the point queries run inline, by shape.
+    points: crate::dml::point_plans::PointPlans,
 }
 
 /// The tables and views registered in a session's context, and the count of
@@ -463,6 +465,7 @@ impl Engine {
             settings: AtomicU64::new(0),
             known: Mutex::new(Known { saves, names }),
             parsed: Default::default(),
+            points: Default::default(),
         })
     }
 

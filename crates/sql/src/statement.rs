@@ -222,33 +222,74 @@ pub fn values_null(stmt: &DfStatement, db: &Database, err: &SqlError) -> Option<
         None => format!("INSERT into '{table}': {reason}"),
     }))
 }
-/// The first `n` words of `sql`, upper case, past comments and whitespace.
-pub fn leading_words(sql: &str, n: usize) -> Vec<String> {
-    let mut words = Vec::new();
+/// The words of `sql` as written, past comments and whitespace: keywords and
+/// names (letters, digits, `_`), and `(` as a word of its own; they end at
+/// anything else.
+pub fn words(sql: &str) -> impl Iterator<Item = &str> {
     let mut rest = sql;
-    while words.len() < n {
-        rest = rest.trim_start();
-        if let Some(r) = rest.strip_prefix("--") {
-            rest = r.split_once('\n').map_or("", |(_, r)| r);
-            continue;
-        }
-        if let Some(r) = rest.strip_prefix("/*") {
-            rest = r.split_once("*/").map_or("", |(_, r)| r);
-            continue;
-        }
-        if let Some(r) = rest.strip_prefix('(') {
-            words.push("(".into());
-            rest = r;
-            continue;
-        }
-        let end = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
-        if end == 0 {
+    std::iter::from_fn(move || {
+        loop {
+            rest = rest.trim_start();
+            if let Some(r) = rest.strip_prefix("--") {
+                rest = r.split_once('\n').map_or("", |(_, r)| r);
+                continue;
+            }
+            if let Some(r) = rest.strip_prefix("/*") {
+                rest = r.split_once("*/").map_or("", |(_, r)| r);
+                continue;
+            }
             break;
         }
-        words.push(rest[..end].to_ascii_uppercase());
-        rest = &rest[end..];
+        if rest.starts_with('(') {
+            let (w, r) = rest.split_at(1);
+            rest = r;
+            return Some(w);
+        }
+        let end = rest
+            .bytes()
+            .position(|c| !(c.is_ascii_alphanumeric() || c == b'_'))
+            .unwrap_or(rest.len());
+        if end == 0 {
+            return None;
+        }
+        let (w, r) = rest.split_at(end);
+        rest = r;
+        Some(w)
+    })
+}
+
+/// The first word of `sql` ([`words`]) when it is one of `of` (upper case),
+/// in any case: which one.
+pub fn first_word_of<'a>(sql: &str, of: &[&'a str]) -> Option<&'a str> {
+    let w = words(sql).next()?;
+    of.iter().copied().find(|k| k.eq_ignore_ascii_case(w))
+}
+
+/// The first `n` words of `sql` ([`words`]), upper case.
+pub fn leading_words(sql: &str, n: usize) -> Vec<String> {
+    words(sql).take(n).map(str::to_ascii_uppercase).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_skip_comments_and_stop_at_what_is_not_a_word() {
+        let sql = "  -- a comment\n /* another */ ( select Count_1 from t; x";
+        assert_eq!(
+            words(sql).collect::<Vec<_>>(),
+            vec!["(", "select", "Count_1", "from", "t"]
+        );
+        assert_eq!(
+            leading_words(sql, 3),
+            vec!["(".to_string(), "SELECT".into(), "COUNT_1".into()]
+        );
+        assert_eq!(first_word_of(" begin;", &["END", "BEGIN"]), Some("BEGIN"));
+        assert_eq!(first_word_of("beginning", &["BEGIN"]), None);
+        assert_eq!(first_word_of("-- only a comment", &["BEGIN"]), None);
+        assert_eq!(first_word_of("/* unterminated", &["BEGIN"]), None);
+        assert_eq!(words("é SELECT").next(), None);
+        assert_eq!(words("").next(), None);
     }
-    words
 }

@@ -26,6 +26,7 @@ mod hot_sql;
 mod index_cache_sql;
 mod index_join;
 mod overflow;
+mod point_plans;
 mod read_beside_writer;
 mod repl_session;
 mod semantic_id;

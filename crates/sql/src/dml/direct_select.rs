@@ -46,7 +46,10 @@ use crate::options::{AccessPathSetting, StrataOptions};
 pub static TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A point query, planned.
+#[derive(Clone)]
 pub struct DirectSelect {
+    /// The table's name as the statement resolved it.
+    name: String,
     /// The table as planned (the run does not look it up again).
     table: Arc<Table>,
     /// The whole WHERE, evaluated on the stored bytes.
@@ -157,6 +160,7 @@ pub fn plan(
             .collect::<Vec<_>>(),
     ));
     Some(DirectSelect {
+        name,
         table,
         conjuncts,
         index,
@@ -166,6 +170,41 @@ pub fn plan(
 }
 
 impl DirectSelect {
+    /// The table as planned.
+    pub fn table(&self) -> &Arc<Table> {
+        &self.table
+    }
+
+    /// The table's name as the statement resolved it.
+    pub fn table_name(&self) -> &str {
+        &self.name
+    }
+
+    /// The WHERE, as comparisons on the stored bytes.
+    pub fn conjuncts(&self) -> &[Comparison] {
+        &self.conjuncts
+    }
+
+    /// The same query with the comparisons' values replaced: `conjuncts`
+    /// compare the same columns by the same operators, in the same order
+    /// (so the same index answers it).
+    pub fn with_conjuncts(&self, conjuncts: Vec<Comparison>) -> DirectSelect {
+        debug_assert!(
+            conjuncts
+                .iter()
+                .zip(&self.conjuncts)
+                .all(|(a, b)| a.column == b.column && a.op == b.op)
+        );
+        DirectSelect {
+            name: self.name.clone(),
+            table: self.table.clone(),
+            conjuncts,
+            index: self.index,
+            columns: self.columns.clone(),
+            schema: self.schema.clone(),
+        }
+    }
+
     /// Runs the lookup (the caller holds the statement's read guard): the
     /// rows' schema and batches.
     pub fn run(&self, writes: &Writes) -> Result<(SchemaRef, Vec<RecordBatch>), SqlError> {

@@ -340,8 +340,12 @@ pub(super) fn candidates(
                     last = p;
                     end += 1;
                 }
-                heap.pool()
-                    .prefetch(heap.file_id(), first, (last - first + 1) as usize)?;
+                // (One page is read when its tuples are: no request of its
+                // own, and no look in the pool's table twice.)
+                if last > first {
+                    heap.pool()
+                        .prefetch(heap.file_id(), first, (last - first + 1) as usize)?;
+                }
                 // In batches of BATCH_ROWS tuples (a page that straddles two
                 // is pinned twice).
                 for chunk in tids[start..end].chunks(BATCH_ROWS) {

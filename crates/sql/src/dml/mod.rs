@@ -34,6 +34,7 @@ pub mod direct_insert;
 pub mod direct_select;
 pub mod direct_write;
 mod filter;
+pub mod point_plans;
 pub mod returning;
 pub mod row_check;
 mod table_schemas;

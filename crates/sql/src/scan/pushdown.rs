@@ -143,7 +143,7 @@ fn cmp_op(op: Operator) -> Option<CmpOp> {
 }
 
 /// `lit op col` is `col flip(op) lit`.
-fn flip(op: CmpOp) -> CmpOp {
+pub(crate) fn flip(op: CmpOp) -> CmpOp {
     match op {
         CmpOp::Lt => CmpOp::Gt,
         CmpOp::Le => CmpOp::Ge,

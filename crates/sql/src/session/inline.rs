@@ -23,12 +23,15 @@
 //! for the log's sync runs in the caller's `sync` (a worker of an async
 //! runtime lets its other tasks go on meanwhile).
 
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use datafusion::execution::SessionState;
 use datafusion::sql::parser::Statement as DfStatement;
 
 use super::{Engine, LONG_STATEMENT, QueryResult, SqlError, SqlSession};
-use crate::dml::{self, direct_dml, direct_select};
+use crate::dml::direct_select::{self, DirectSelect};
+use crate::dml::{self, direct_dml};
 use crate::statement::{self, Kind};
 
 /// Statements answered inline in this process (tests assert they were).
@@ -68,7 +71,7 @@ impl SqlSession {
                 "the statement failed: it panicked (see the server's log)".into(),
             )),
         };
-        INLINE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        INLINE.fetch_add(1, Ordering::Relaxed);
         Some(answer)
     }
 }
@@ -76,21 +79,14 @@ impl SqlSession {
 /// Whether the first word of `sql` can start an inline statement; anything
 /// else is not parsed here at all.
 fn may_be_inline(sql: &str) -> bool {
-    statement::leading_words(sql, 1).first().is_some_and(|w| {
-        matches!(
-            w.as_str(),
-            "SELECT"
-                | "BEGIN"
-                | "START"
-                | "UPDATE"
-                | "DELETE"
-                | "INSERT"
-                | "COMMIT"
-                | "END"
-                | "ROLLBACK"
-                | "ABORT"
-        )
-    })
+    statement::first_word_of(
+        sql,
+        &[
+            "SELECT", "BEGIN", "START", "UPDATE", "DELETE", "INSERT", "COMMIT", "END", "ROLLBACK",
+            "ABORT",
+        ],
+    )
+    .is_some()
 }
 
 impl Engine {
@@ -111,14 +107,49 @@ impl Engine {
         device.stats().forget_position();
         let before = device.stats().snapshot();
         let start = Instant::now();
+        let answer = |schema, batches| {
+            Ok(QueryResult {
+                schema,
+                batches,
+                elapsed: start.elapsed(),
+                io: device.stats().snapshot() - before,
+            })
+        };
+        let shape = crate::parse_cache::shape(sql);
+        // A point query of a shape planned before, under these settings and
+        // this catalog: the kept plan with its own literals, not parsed
+        // (`crate::dml::point_plans`).
+        let saves = self.known.lock().saves;
+        let kept = |settings, state: Option<&SessionState>| {
+            let shape = shape.as_ref()?;
+            self.points
+                .plan(shape, settings, saves, &self.writes, state)
+        };
+        let run_point = |point: DirectSelect| {
+            let _guard = self.try_read_guard()?;
+            Some(
+                point
+                    .run(&self.writes)
+                    .and_then(|(schema, batches)| answer(schema, batches)),
+            )
+        };
+        if let Some(point) = kept(self.settings.load(Ordering::Acquire), None) {
+            return run_point(point);
+        }
         let (settings, state) = self.state();
+        // The settings version moved since the plan was kept: it still holds
+        // if what it depends on did not change.
+        if let Some(point) = kept(settings, Some(&state)) {
+            self.keep(settings, state);
+            return run_point(point);
+        }
         let dialect = state.config().options().sql_parser.dialect;
         // A statement of a shape parsed before is a copy of its tree with
         // its own literals (`crate::parse_cache`). One that does not parse
         // goes the usual way, which words its error.
         let stmt = self
             .parsed
-            .parse(sql, dialect.as_ref(), |sql| {
+            .parse_shaped(sql, shape.as_ref(), dialect.as_ref(), |sql| {
                 state.sql_to_statement(sql, &dialect).ok()
             })
             .map(crate::rules::exponent_literal::exponents_as_double)
@@ -127,14 +158,6 @@ impl Engine {
         let (Some(stmt), Some(kind)) = (stmt, kind) else {
             self.keep(settings, state);
             return None;
-        };
-        let answer = |schema, batches| {
-            Ok(QueryResult {
-                schema,
-                batches,
-                elapsed: start.elapsed(),
-                io: device.stats().snapshot() - before,
-            })
         };
         let done = || {
             let (schema, batches) = super::nothing();
@@ -179,22 +202,15 @@ impl Engine {
                 )
             }
             Kind::Other => {
-                // Neither guard is waited for here: a commit publishing (or
-                // waiting to), or for the block's own reads a read statement
-                // in progress, sends the query to the statement thread.
-                let (snapshot, own);
-                let guarded = if self.writes.writing() {
-                    own = self.db.try_read_own_writes();
-                    own.is_some()
-                } else {
-                    snapshot = self.db.try_read_snapshot();
-                    snapshot.is_some()
-                };
-                if !guarded {
+                let Some(_guard) = self.try_read_guard() else {
                     self.keep(settings, state);
                     return None;
-                }
+                };
                 let point = direct_select::plan(&stmt, &state, &self.writes);
+                if let (Some(point), Some(shape)) = (&point, &shape) {
+                    self.points
+                        .learn(&stmt, shape, point, &state, settings, saves);
+                }
                 self.keep(settings, state);
                 let point = point?;
                 Some(
@@ -207,6 +223,33 @@ impl Engine {
                 self.keep(settings, state);
                 None
             }
+        }
+    }
+}
+
+/// What a read statement run inline holds: its snapshot, or inside a block
+/// that writes, the block's own writes.
+enum ReadGuard<'a> {
+    Snapshot {
+        _guard: strata_storage::db::ReadSnapshot<'a>,
+    },
+    Own {
+        _guard: strata_storage::db::OwnWrites<'a>,
+    },
+}
+
+impl Engine {
+    /// The guard for a read statement, if it is free now. Neither guard is
+    /// waited for here: a commit publishing (or waiting to), or for the
+    /// block's own reads a read statement in progress, sends the query to
+    /// the statement thread.
+    fn try_read_guard(&self) -> Option<ReadGuard<'_>> {
+        if self.writes.writing() {
+            let _guard = self.db.try_read_own_writes()?;
+            Some(ReadGuard::Own { _guard })
+        } else {
+            let _guard = self.db.try_read_snapshot()?;
+            Some(ReadGuard::Snapshot { _guard })
         }
     }
 }
