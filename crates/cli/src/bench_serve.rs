@@ -87,6 +87,11 @@ pub struct MixedArgs {
     /// Where the server's socket goes.
     #[arg(long, default_value = "strata-serve-mixed")]
     pub work_dir: PathBuf,
+    /// `strata serve --statement-nice` values, one server each, one after
+    /// the other (0: analytical statements at the server's own priority;
+    /// the last is the one judged against the target).
+    #[arg(long, value_delimiter = ',', default_values_t = [0, 10])]
+    pub statement_nice: Vec<i32>,
     /// Where results go (default: a new ./strata-bench-<time>/serve-mixed).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -108,7 +113,14 @@ pub fn mixed(cli: &Global, a: &MixedArgs) -> Result<()> {
         memory: a.memory.clone(),
         lookups: a.lookups,
         work_dir: a.work_dir.clone(),
+        nice: a.statement_nice.clone(),
     };
+    if opts.nice.is_empty() || opts.nice.iter().any(|n| !(0..=19).contains(n)) {
+        return Err(usage(format!(
+            "--statement-nice {:?}: one or more values from 0 to 19",
+            opts.nice
+        )));
+    }
     let m = mixed::run(&opts, &mut |s| eprintln!("{s}"))?;
     let md = mixed::report(&opts, &m);
     std::fs::create_dir_all(&out)?;

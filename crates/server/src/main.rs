@@ -66,6 +66,17 @@ struct ServeArgs {
     /// PostgreSQL names it): `psql -h <dir> -p <port>`.
     #[arg(long)]
     socket_dir: Option<std::path::PathBuf>,
+    /// CPU priority (nice, 0-19) of the threads that run analytical
+    /// statements: lookups and one-row writes, answered on the connections'
+    /// own tasks, then get a core sooner beside them. 0: the server's own;
+    /// 19 also puts them in the idle scheduling class (any other thread
+    /// preempts them).
+    #[arg(
+        long,
+        default_value_t = strata_server::listen::DEFAULT_STATEMENT_NICE,
+        value_parser = clap::value_parser!(i32).range(0..=19)
+    )]
+    statement_nice: i32,
 }
 
 fn main() -> ExitCode {
@@ -98,6 +109,7 @@ fn serve(cli: &Cli, args: &ServeArgs) -> anyhow::Result<()> {
         socket_dir: args.socket_dir.clone(),
         passwords,
         tls,
+        statement_nice: args.statement_nice,
     };
     if opts.max_connections == 0 {
         return Err(Usage("--max-connections must be at least 1".into()).into());

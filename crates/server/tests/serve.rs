@@ -623,3 +623,47 @@ fn oltp_statements_run_on_the_connection_and_answer_as_planned_ones() {
     let (_, rows) = simple(&mut c, "SELECT abalance FROM acc WHERE aid = 9");
     assert_eq!(rows, vec![vec![Some("0".into())]]);
 }
+
+/// A statement DataFusion runs (here an aggregate) runs on threads of a
+/// lower CPU priority than the connections' tasks, which answer lookups
+/// (`strata_sql::thread_priority`): beside an analytical query a lookup
+/// gets a core at once. The scheduler's side is measured by `strata bench
+/// serve-mixed`; this checks the threads' nice values.
+#[test]
+fn analytical_statements_run_below_the_connections_tasks() {
+    use strata_server::listen::DEFAULT_STATEMENT_NICE;
+    use strata_sql::thread_priority::{nice_of, threads_named};
+    let (addr, _dir) = serve(8);
+    let mut c = connect(addr);
+    c.batch_execute(
+        "CREATE TABLE big (k INT NOT NULL PRIMARY KEY, v INT); \
+         INSERT INTO big SELECT value, value % 7 FROM generate_series(1, 20000);",
+    )
+    .unwrap();
+    let (_, rows) = simple(&mut c, "SELECT v, count(*) FROM big GROUP BY v ORDER BY v");
+    assert_eq!(rows.len(), 7);
+    let nice = |name: &str| -> Vec<i32> {
+        threads_named(name)
+            .into_iter()
+            .filter_map(nice_of)
+            .collect()
+    };
+    let (statement, exec, tasks) = (
+        nice("strata-sql-statement"),
+        nice("strata-sql-exec"),
+        nice("strata-serve"),
+    );
+    assert!(
+        !statement.is_empty() && !exec.is_empty() && !tasks.is_empty(),
+        "threads: statement {statement:?}, plans {exec:?}, connections {tasks:?}"
+    );
+    // The connections' tasks keep the process's own priority (0 unless the
+    // tests themselves run under nice, which a thread cannot go above).
+    let base = tasks[0];
+    assert!(tasks.iter().all(|&n| n == base), "{tasks:?}");
+    let lowered = base.max(DEFAULT_STATEMENT_NICE);
+    assert!(
+        statement.iter().chain(&exec).all(|&n| n == lowered),
+        "statement threads {statement:?} and plan threads {exec:?}: nice {lowered} expected"
+    );
+}

@@ -39,6 +39,7 @@ pub mod statement;
 pub mod statement_thread;
 pub mod stats;
 pub mod stop;
+pub mod thread_priority;
 pub mod tpch;
 pub mod waste;
 

@@ -450,6 +450,10 @@ impl Engine {
         names.extend(db.views().into_iter().map(|v| v.name));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
+            .thread_name("strata-sql-exec")
+            // The plans' threads run at the statement threads' priority
+            // (`crate::thread_priority`).
+            .on_thread_start(crate::thread_priority::lower_this_thread)
             .thread_stack_size(depth::STACK_BYTES)
             .enable_all()
             .build()
@@ -681,13 +685,13 @@ impl Engine {
                         } else {
                             _snapshot = self.db.read_snapshot();
                         }
-                        // A point query by a unique key skips DataFusion's
+                        // A point query by an index's key skips DataFusion's
                         // planning (`crate::dml::direct_select`).
-                        if let Some(point) =
-                            crate::dml::direct_select::plan(&stmt, &state, &self.writes)
+                        let point = crate::dml::direct_select::plan(&stmt, &state, &self.writes);
+                        if let Some(point) = point
+                            && let Some((schema, batches)) = point.run(&self.writes)?
                         {
                             self.keep(settings, state);
-                            let (schema, batches) = point.run(&self.writes)?;
                             return Ok(Ok(QueryResult {
                                 schema,
                                 batches,

@@ -46,6 +46,9 @@ impl Worker {
             .stack_size(depth::STACK_BYTES)
             .spawn(move || {
                 ON_STATEMENT_THREAD.with(|on| on.set(true));
+                // A server's statement threads may run below its
+                // connections' tasks (`crate::thread_priority`).
+                crate::thread_priority::lower_this_thread();
                 while let Ok(job) = inbox.recv() {
                     job();
                 }

@@ -128,6 +128,17 @@ fn free_port() -> Result<u16> {
 impl StrataServer {
     /// Starts `bin serve` on `db`, listening in `socket_dir` too.
     pub fn start(bin: &Path, db: &Path, memory: &str, socket_dir: &Path) -> Result<StrataServer> {
+        StrataServer::start_with(bin, db, memory, socket_dir, &[])
+    }
+
+    /// [`StrataServer::start`] with more of `strata serve`'s options.
+    pub fn start_with(
+        bin: &Path,
+        db: &Path,
+        memory: &str,
+        socket_dir: &Path,
+        serve_args: &[&str],
+    ) -> Result<StrataServer> {
         let port = free_port()?;
         // A server SIGKILLed on this port left its socket file; until the new
         // one replaces it, connecting there is refused.
@@ -147,6 +158,7 @@ impl StrataServer {
             .arg("--socket-dir")
             .arg(socket_dir)
             .args(["--max-connections", "200"])
+            .args(serve_args)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

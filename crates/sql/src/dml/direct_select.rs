@@ -1,11 +1,13 @@
 //! A point query planned straight from the syntax tree: `SELECT` of plain
 //! columns (or `*`) from one table, under a WHERE that pins the leading key
-//! column of a UNIQUE index to one value, with conjuncts strata evaluates on
+//! column of an index to one value (of a UNIQUE one when there is one; a
+//! key of another that names more than a batch of rows is left to
+//! DataFusion when the lookup finds so), with conjuncts strata evaluates on
 //! the stored bytes and nothing else (no grouping, ordering, limit, join or
 //! subquery).
 //!
 //! Such a query has one plan whatever the statistics say — a lookup of one
-//! key, at most one row — yet DataFusion plans it as a whole query (a
+//! key, a few rows at most — yet DataFusion plans it as a whole query (a
 //! logical plan, the analyzer, the optimizer's passes, a physical plan),
 //! which costs many times the lookup: the point queries of an OLTP client
 //! (pgbench's `SELECT abalance FROM pgbench_accounts WHERE aid = 42`) spent
@@ -30,6 +32,7 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
     GroupByExpr, SelectItem, SetExpr, Statement, WildcardAdditionalOptions,
 };
+use strata_access::batch::BATCH_ROWS;
 use strata_access::predicate::{CmpOp, Comparison, Predicate};
 use strata_access::{PageCosts, TupleBatch};
 use strata_columns::convert::BatchConverter;
@@ -39,7 +42,7 @@ use super::direct_dml::{filters, ident_name, plain_query, plain_table};
 use super::filter::{candidates, on_bytes};
 use super::txn::Writes;
 use crate::error::SqlError;
-use crate::options::{AccessPathSetting, StrataOptions};
+use crate::options::{AccessPathSetting, IndexCacheSetting, StrataOptions};
 
 /// Point queries this process answered by this path (tests assert it was
 /// taken).
@@ -55,6 +58,8 @@ pub struct DirectSelect {
     /// The whole WHERE, evaluated on the stored bytes.
     conjuncts: Vec<Comparison>,
     index: usize,
+    /// Whether `index` is unique (else the key may name many rows).
+    unique: bool,
     /// The table's columns returned, in order.
     columns: Vec<usize>,
     schema: SchemaRef,
@@ -145,14 +150,27 @@ pub fn plan(
     // Only a WHERE strata answers on the stored bytes: no row becomes
     // Arrow but the ones it returns.
     let conjuncts = on_bytes(&table, &conditions)?;
-    // A unique index on one column that an equality pins: at most one row.
-    let index = table.indexes().iter().position(|i| {
-        i.def.unique
-            && i.key_cols.len() == 1
+    // An index whose first key column an equality pins: a unique one on that
+    // column alone (at most one row) first, else any (as many rows as the
+    // key has; a run looks at most [`BATCH_ROWS`] of them up).
+    // An index whose leaves cache columns answers from them through
+    // DataFusion's plan (`crate::scan::cached_scan`) unless the session
+    // turned index caches off.
+    let caches = options.is_none_or(|o| o.index_cache != IndexCacheSetting::Off);
+    let pinned = |i: &strata_storage::db::Index| {
+        (i.def.cache.is_empty() || !caches)
             && conjuncts
                 .iter()
                 .any(|c| c.op == CmpOp::Eq && c.column == i.key_cols[0])
-    })?;
+    };
+    let indexes = table.indexes();
+    let (index, unique) = match indexes
+        .iter()
+        .position(|i| i.def.unique && i.key_cols.len() == 1 && pinned(i))
+    {
+        Some(i) => (i, true),
+        None => (indexes.iter().position(pinned)?, false),
+    };
     let schema = Arc::new(Schema::new(
         columns
             .iter()
@@ -164,6 +182,7 @@ pub fn plan(
         table,
         conjuncts,
         index,
+        unique,
         columns,
         schema,
     })
@@ -200,16 +219,23 @@ impl DirectSelect {
             table: self.table.clone(),
             conjuncts,
             index: self.index,
+            unique: self.unique,
             columns: self.columns.clone(),
             schema: self.schema.clone(),
         }
     }
 
     /// Runs the lookup (the caller holds the statement's read guard): the
-    /// rows' schema and batches.
-    pub fn run(&self, writes: &Writes) -> Result<(SchemaRef, Vec<RecordBatch>), SqlError> {
-        TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    /// rows' schema and batches; `None`, with nothing done, when the index
+    /// is not unique and its key names more than [`BATCH_ROWS`] entries:
+    /// such a query is DataFusion's to plan (its scans choose their path
+    /// from the rows as they come, and run in parallel).
+    pub fn run(&self, writes: &Writes) -> Result<Option<(SchemaRef, Vec<RecordBatch>)>, SqlError> {
         let table = &self.table;
+        if !self.unique && !few_entries(&table.indexes()[self.index], &self.conjuncts)? {
+            return Ok(None);
+        }
+        TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let costs = PageCosts::modeled(writes.database()).unwrap_or_default();
         let check = Predicate {
             conjuncts: self.conjuncts.clone(),
@@ -219,7 +245,8 @@ impl DirectSelect {
         let converter = BatchConverter::new(table, self.columns.clone(), self.schema.clone());
         let mut batches = Vec::new();
         let mut passing = TupleBatch::new();
-        candidates(
+        let mut produced = Vec::new();
+        let by_index = candidates(
             table,
             &self.conjuncts,
             Some(self.index),
@@ -229,6 +256,7 @@ impl DirectSelect {
                 for (tid, t) in batch.iter() {
                     if check.eval(t, tid) {
                         passing.push(tid, t);
+                        produced.push(tid);
                     }
                 }
                 if !passing.is_empty() {
@@ -241,6 +269,37 @@ impl DirectSelect {
                 Ok(())
             },
         )?;
-        Ok((self.schema.clone(), batches))
+        // Each row the index found is an access, as an index-driven scan's
+        // and `Table::lookup`'s are (hot/cold clustering learns from them);
+        // rows a read of the whole heap found are not.
+        if by_index {
+            for tid in produced {
+                table.heat().record(tid);
+            }
+        }
+        Ok(Some((self.schema.clone(), batches)))
     }
+}
+
+/// Whether `index`'s range for `conjuncts` holds at most [`BATCH_ROWS`]
+/// entries (read that far, no further).
+fn few_entries(
+    index: &strata_storage::db::Index,
+    conjuncts: &[Comparison],
+) -> Result<bool, SqlError> {
+    let pred = Predicate {
+        conjuncts: conjuncts.to_vec(),
+    };
+    let (lo, hi) = pred
+        .range_on(index.key_cols[0])
+        .encoded(&index.key_types[0]);
+    let mut n = 0;
+    for entry in index.btree.range(lo, hi)? {
+        entry?;
+        n += 1;
+        if n > BATCH_ROWS {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }

@@ -271,6 +271,7 @@ pub(super) fn find(
             each(tids, rows)
         }
     })
+    .map(|_| ())
 }
 
 /// The tids of the rows of `table` that satisfy `filter` when the whole WHERE
@@ -306,14 +307,14 @@ pub(super) fn find_tids_on_bytes(
 /// `conjuncts`: those index `index` names in its range when [`tids_by_index`]
 /// finds reading them cheaper than the heap by `costs` (each page once, in
 /// page order, neighbouring pages in one request), otherwise every tuple of
-/// the heap.
+/// the heap. Whether they came from the index.
 pub(super) fn candidates(
     table: &Table,
     conjuncts: &[Comparison],
     index: Option<usize>,
     costs: &PageCosts,
     each: &mut dyn FnMut(&TupleBatch) -> Result<(), SqlError>,
-) -> Result<(), SqlError> {
+) -> Result<bool, SqlError> {
     let mut batch = TupleBatch::new();
     let by_index = match index {
         Some(i) => {
@@ -377,7 +378,7 @@ pub(super) fn candidates(
                 }
                 start = end;
             }
-            Ok(())
+            Ok(true)
         }
         None => {
             let mut failed = None;
@@ -408,11 +409,10 @@ pub(super) fn candidates(
             if let Some(e) = failed {
                 return Err(e);
             }
-            if batch.is_empty() {
-                Ok(())
-            } else {
-                each(&batch)
+            if !batch.is_empty() {
+                each(&batch)?;
             }
+            Ok(false)
         }
     }
 }

@@ -125,13 +125,16 @@ impl Engine {
             self.points
                 .plan(shape, settings, saves, &self.writes, state)
         };
+        // A lookup whose key names more than a batch of rows answers
+        // nothing here (`DirectSelect::run`).
+        let looked_up = |point: &DirectSelect| match point.run(&self.writes) {
+            Ok(Some((schema, batches))) => Some(answer(schema, batches)),
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
+        };
         let run_point = |point: DirectSelect| {
             let _guard = self.try_read_guard()?;
-            Some(
-                point
-                    .run(&self.writes)
-                    .and_then(|(schema, batches)| answer(schema, batches)),
-            )
+            looked_up(&point)
         };
         if let Some(point) = kept(self.settings.load(Ordering::Acquire), None) {
             return run_point(point);
@@ -212,12 +215,7 @@ impl Engine {
                         .learn(&stmt, shape, point, &state, settings, saves);
                 }
                 self.keep(settings, state);
-                let point = point?;
-                Some(
-                    point
-                        .run(&self.writes)
-                        .and_then(|(schema, batches)| answer(schema, batches)),
-                )
+                looked_up(&point?)
             }
             _ => {
                 self.keep(settings, state);
