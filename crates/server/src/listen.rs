@@ -68,11 +68,13 @@ impl Default for ServeOptions {
     }
 }
 
-/// The statement threads' nice value unless told otherwise: beside a
-/// running TPC-H Q1 on two cores the 99th percentile lookup took 4.1 ms
-/// instead of 5.3 ms at 0 (`strata bench serve-mixed`); 19 (the idle class)
-/// does better, 2.9 ms, but starves long statements under a busy OLTP load.
-pub const DEFAULT_STATEMENT_NICE: i32 = 10;
+/// The statement threads' nice value unless told otherwise: the server's
+/// own. Beside a running TPC-H Q1 on two cores (`strata bench serve-mixed
+/// --statement-nice 0,10,19`, results/serve/mixed.md) nice 10 made no
+/// difference a rerun kept (99th percentile lookup 6.5 ms at 0 and at 10);
+/// 19, the idle class, did (3.9 ms) but starves long statements while short
+/// ones keep every core busy, which a user would not expect by default.
+pub const DEFAULT_STATEMENT_NICE: i32 = 0;
 
 /// A bound server, ready to serve.
 pub struct Server {

@@ -70,7 +70,8 @@ struct ServeArgs {
     /// statements: lookups and one-row writes, answered on the connections'
     /// own tasks, then get a core sooner beside them. 0: the server's own;
     /// 19 also puts them in the idle scheduling class (any other thread
-    /// preempts them).
+    /// preempts them; they may starve while short statements keep every
+    /// core busy).
     #[arg(
         long,
         default_value_t = strata_server::listen::DEFAULT_STATEMENT_NICE,

@@ -631,9 +631,18 @@ fn oltp_statements_run_on_the_connection_and_answer_as_planned_ones() {
 /// serve-mixed`; this checks the threads' nice values.
 #[test]
 fn analytical_statements_run_below_the_connections_tasks() {
-    use strata_server::listen::DEFAULT_STATEMENT_NICE;
     use strata_sql::thread_priority::{nice_of, threads_named};
-    let (addr, _dir) = serve(8);
+    const NICE: i32 = 10;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Database::create(&dir.path().join("db"), DbOptions::default()).unwrap());
+    let opts = ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        statement_nice: NICE,
+        ..ServeOptions::default()
+    };
+    let server = Server::bind(db, &opts).unwrap();
+    let addr = server.local_addr().unwrap();
+    std::thread::spawn(move || server.run());
     let mut c = connect(addr);
     c.batch_execute(
         "CREATE TABLE big (k INT NOT NULL PRIMARY KEY, v INT); \
@@ -661,7 +670,7 @@ fn analytical_statements_run_below_the_connections_tasks() {
     // tests themselves run under nice, which a thread cannot go above).
     let base = tasks[0];
     assert!(tasks.iter().all(|&n| n == base), "{tasks:?}");
-    let lowered = base.max(DEFAULT_STATEMENT_NICE);
+    let lowered = base.max(NICE);
     assert!(
         statement.iter().chain(&exec).all(|&n| n == lowered),
         "statement threads {statement:?} and plan threads {exec:?}: nice {lowered} expected"

@@ -20,12 +20,13 @@
 //!
 //! At the lowest priority, 19, the threads also join Linux's idle
 //! scheduling class (`SCHED_IDLE`): any other thread that wakes up takes
-//! their core at once, where at a nice value the scheduler may first let
-//! the running thread finish its time slice. Measured beside TPC-H Q1 on
-//! two cores (`strata bench serve-mixed --statement-nice 0,10,19`): the
-//! 99th percentile lookup took 5.3 ms at 0, 4.1 ms at 10, 2.9 ms at 19. The
-//! idle class starves the long statements while short ones keep every core
-//! busy, so it is not the default.
+//! their core at once, where at a nice value the scheduler (EEVDF) may first
+//! let the running thread finish its time slice. Measured beside TPC-H Q1
+//! on two cores (`strata bench serve-mixed --statement-nice 0,10,19`,
+//! results/serve/mixed.md): the 99th percentile lookup took 6.5 ms at 0,
+//! 6.5 ms at 10 and 3.9 ms at 19; the slowest lookups (10–50 ms) were as
+//! slow alone, from the device. The idle class starves the long statements
+//! while short ones keep every core busy, so the server's default is 0.
 //!
 //! Raising nice (or entering the idle class) needs no privilege; going back
 //! does, so a thread keeps what it was given.
