@@ -89,8 +89,9 @@ pub struct MixedArgs {
     pub work_dir: PathBuf,
     /// `strata serve --statement-nice` values, one server each, one after
     /// the other (0: analytical statements at the server's own priority;
-    /// the last is the one judged against the target).
-    #[arg(long, value_delimiter = ',', default_values_t = [0, 10])]
+    /// 19: in the idle class; the last is the one judged against the
+    /// target).
+    #[arg(long, value_delimiter = ',', default_values_t = [0, 19])]
     pub statement_nice: Vec<i32>,
     /// Where results go (default: a new ./strata-bench-<time>/serve-mixed).
     #[arg(long)]

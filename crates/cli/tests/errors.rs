@@ -151,3 +151,22 @@ fn unknown_names_are_usage_errors() {
     assert_ne!(o.status.code(), Some(0));
     assert!(stderr(&o).contains("nodb"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_statement_nice_out_of_range_is_a_usage_error() {
+    let (_dir, db) = setup();
+    for args in [
+        &["serve", "--statement-nice", "20"][..],
+        &["serve", "--statement-nice=-1"][..],
+        &["bench", "serve-mixed", "--statement-nice", "0,25"][..],
+    ] {
+        let o = strata(&db, args);
+        no_panic(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("statement-nice"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}
