@@ -39,7 +39,7 @@ use strata_columns::convert::BatchConverter;
 use strata_storage::Table;
 
 use super::direct_dml::{filters, ident_name, plain_query, plain_table};
-use super::filter::{candidates, on_bytes};
+use super::filter::{candidates, key_range, on_bytes};
 use super::txn::Writes;
 use crate::error::SqlError;
 use crate::options::{AccessPathSetting, IndexCacheSetting, StrataOptions};
@@ -287,12 +287,7 @@ fn few_entries(
     index: &strata_storage::db::Index,
     conjuncts: &[Comparison],
 ) -> Result<bool, SqlError> {
-    let pred = Predicate {
-        conjuncts: conjuncts.to_vec(),
-    };
-    let (lo, hi) = pred
-        .range_on(index.key_cols[0])
-        .encoded(&index.key_types[0]);
+    let (lo, hi) = key_range(index, conjuncts);
     let mut n = 0;
     for entry in index.btree.range(lo, hi)? {
         entry?;

@@ -225,12 +225,7 @@ pub(super) fn tids_by_index(
     conjuncts: &[Comparison],
     costs: &PageCosts,
 ) -> Result<Option<Vec<Tid>>, SqlError> {
-    let pred = Predicate {
-        conjuncts: conjuncts.to_vec(),
-    };
-    let (lo, hi) = pred
-        .range_on(index.key_cols[0])
-        .encoded(&index.key_types[0]);
+    let (lo, hi) = key_range(index, conjuncts);
     let pages = table.heap().num_pages();
     let scan = pages as f64 * costs.sequential_ms;
     let mut hit = PagesHit::new(pages);
@@ -246,6 +241,19 @@ pub(super) fn tids_by_index(
     // Each heap page once, in order.
     tids.sort_unstable();
     Ok(Some(tids))
+}
+
+/// The encoded bounds of index `index`'s first key column that `conjuncts`
+/// allow.
+pub(super) fn key_range(
+    index: &strata_storage::db::Index,
+    conjuncts: &[Comparison],
+) -> (std::ops::Bound<Vec<u8>>, std::ops::Bound<Vec<u8>>) {
+    Predicate {
+        conjuncts: conjuncts.to_vec(),
+    }
+    .range_on(index.key_cols[0])
+    .encoded(&index.key_types[0])
 }
 
 /// Visits the rows of `table` that satisfy `filter`, in batches of their tids
