@@ -136,7 +136,7 @@ BLOCKS = {
         E("results/serve/pgbench.md", tables=[0], lines=r"^(Made by|pgbench)"),
     ],
     "serve-mixed": [
-        E("results/serve/mixed.md", tables=[0], lines=r"^(Made by|Target)"),
+        E("results/serve/mixed.md", tables=[0], lines=r"^(Made by|Target|- `--device)"),
     ],
     "serve-crash": [
         E("results/serve/crash.md", lines=r"^(Made by|\d+ kills)"),

@@ -87,12 +87,15 @@ pub struct MixedArgs {
     /// Where the server's socket goes.
     #[arg(long, default_value = "strata-serve-mixed")]
     pub work_dir: PathBuf,
-    /// `strata serve --statement-nice` values, one server each, one after
-    /// the other (0: analytical statements at the server's own priority;
-    /// 19: in the idle class; the last is the one judged against the
-    /// target).
-    #[arg(long, value_delimiter = ',', default_values_t = [0, 19])]
+    /// `strata serve --statement-nice` values (0: analytical statements at
+    /// the server's own priority; 19: in the idle class).
+    #[arg(long, value_delimiter = ',', default_values_t = [0])]
     pub statement_nice: Vec<i32>,
+    /// Server `--device` values: `real` paces scans' reads by the read
+    /// window, `real-unpaced` does not. One server per value and
+    /// `--statement-nice` value, one after the other.
+    #[arg(long, value_delimiter = ',', default_values_t = ["real".to_string(), "real-unpaced".to_string()])]
+    pub devices: Vec<String>,
     /// Where results go (default: a new ./strata-bench-<time>/serve-mixed).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -115,7 +118,17 @@ pub fn mixed(cli: &Global, a: &MixedArgs) -> Result<()> {
         lookups: a.lookups,
         work_dir: a.work_dir.clone(),
         nice: a.statement_nice.clone(),
+        devices: a.devices.clone(),
     };
+    if let Some(d) = opts
+        .devices
+        .iter()
+        .find(|d| !["real", "real-unpaced"].contains(&d.as_str()))
+    {
+        return Err(usage(format!(
+            "--devices {d}: the servers run on the real device, `real` or `real-unpaced`"
+        )));
+    }
     if opts.nice.is_empty() || opts.nice.iter().any(|n| !(0..=19).contains(n)) {
         return Err(usage(format!(
             "--statement-nice {:?}: one or more values from 0 to 19",

@@ -19,8 +19,11 @@ pub struct Global {
     /// Buffer pool size, e.g. 256MiB.
     #[arg(long, global = true, default_value = "256MiB")]
     pub buffer_pool: String,
-    /// Device: `real` (direct I/O), `buffered` (through the OS page cache), or a
-    /// modeled profile over the real files: `hdd`, `ssd`, or a JSON profile file.
+    /// Device: `real` (direct I/O; scans' reads paced by a window learned from
+    /// the device's latencies, so point reads do not queue behind them),
+    /// `real-unpaced` (direct I/O, not paced), `buffered` (through the OS page
+    /// cache), or a modeled profile over the real files: `hdd`, `ssd`, or a
+    /// JSON profile file.
     #[arg(long, global = true, default_value = "real")]
     pub device: String,
     /// Local cache of the cold tier (tables moved by `strata tier cold`): at

@@ -170,3 +170,20 @@ fn a_statement_nice_out_of_range_is_a_usage_error() {
         );
     }
 }
+
+#[test]
+fn an_unknown_device_is_a_usage_error_naming_it() {
+    let (_dir, db) = setup();
+    // The serve benchmark compares the real device paced and unpaced only.
+    let o = strata(&db, &["bench", "serve-mixed", "--devices", "real,hdd"]);
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--devices hdd"), "{}", stderr(&o));
+    // `real-unpaced` is a device every command takes; a misspelling is refused.
+    let o = strata(&db, &["--device", "real-unpaced", "info"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = strata(&db, &["--device", "real-unpacd", "info"]);
+    no_panic(&o);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("real-unpacd"), "{}", stderr(&o));
+}

@@ -20,8 +20,9 @@ pub struct OpenArgs {
     /// Buffer pool size, e.g. 256MiB.
     #[arg(long, global = true, default_value = "256MiB")]
     pub buffer_pool: String,
-    /// Device: `real` (direct I/O), `buffered`, or a modeled profile (`hdd`,
-    /// `ssd`, a JSON file).
+    /// Device: `real` (direct I/O, scans' reads paced by the read window),
+    /// `real-unpaced` (direct I/O, not paced), `buffered`, or a modeled profile
+    /// (`hdd`, `ssd`, a JSON file).
     #[arg(long, global = true, default_value = "real")]
     pub device: String,
     /// Local cache of the cold tier (tables moved by `strata tier cold`).

@@ -139,7 +139,11 @@ impl Database {
             Some(super::lock::lock(dir)?)
         };
         let mut catalog = Catalog::load(dir)?;
-        let mut real: Arc<dyn Device> = Arc::new(FileDevice::new(opts.direct_io));
+        // A modeled device charges its own time; only the real one is paced.
+        let mut real: Arc<dyn Device> = Arc::new(
+            FileDevice::new(opts.direct_io)
+                .with_read_window(opts.read_window && opts.profile.is_none()),
+        );
         if let Some(faults) = &opts.faults {
             real = Arc::new(FaultDevice::new(real, faults.clone()));
         }

@@ -75,6 +75,7 @@ mod tests {
             faults: None,
             checkpoint_log_bytes: CHECKPOINT_LOG_BYTES,
             cold_tier: None,
+            read_window: false,
         }
     }
 

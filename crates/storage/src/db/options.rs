@@ -35,17 +35,23 @@ pub struct DbOptions {
     /// [`crate::device::layer`]; `strata-cold` makes one). Without it, opening
     /// a table on the cold tier fails saying so.
     pub cold_tier: Option<Arc<dyn DeviceLayer>>,
+    /// Pace scans' reads on the real device by a window learned from its
+    /// latencies (see [`crate::device::read_window`]); on by default, and
+    /// only for the real device with direct I/O.
+    pub read_window: bool,
 }
 
 impl DbOptions {
     /// Sets the device from the command line's `--device` value: `real`
-    /// (direct I/O), `buffered` (through the OS page cache), or a modeled
+    /// (direct I/O, scans' reads paced by the read window), `real-unpaced`
+    /// (direct I/O, every scan's reads in flight as it issues them), `buffered` (through the OS page cache), or a modeled
     /// profile over the real files (`hdd`, `ssd`, or a JSON profile file).
     pub fn device(mut self, spec: &str) -> Result<DbOptions> {
-        (self.direct_io, self.profile) = match spec {
-            "real" => (true, None),
-            "buffered" => (false, None),
-            spec => (true, Some(DeviceProfile::parse(spec)?)),
+        (self.direct_io, self.profile, self.read_window) = match spec {
+            "real" => (true, None, true),
+            "real-unpaced" => (true, None, false),
+            "buffered" => (false, None, false),
+            spec => (true, Some(DeviceProfile::parse(spec)?), false),
         };
         Ok(self)
     }
@@ -71,6 +77,7 @@ impl Default for DbOptions {
             faults: None,
             checkpoint_log_bytes: CHECKPOINT_LOG_BYTES,
             cold_tier: None,
+            read_window: true,
         }
     }
 }

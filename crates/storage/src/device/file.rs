@@ -43,6 +43,7 @@ use std::time::Instant;
 use io_uring::{IoUring, opcode, types};
 use parking_lot::RwLock;
 
+use super::read_window::{PIECE_BYTES, ReadWindow};
 use super::trace::{Charged, IoKind, TraceRecorder};
 use super::{ALIGN, AlignedBuf, Device, FileId, IoStats, PAGE_SIZE, ReadRequest, segment_path};
 use crate::error::{Result, StorageError};
@@ -71,6 +72,9 @@ pub struct FileDevice {
     direct_refused: AtomicBool,
     /// Records requests with their wall-clock times while a trace is active.
     trace: TraceRecorder,
+    /// Paces bulk reads ([`Device::read_many`]) on a direct-I/O device so that
+    /// point reads do not queue behind them (see [`super::read_window`]).
+    window: Option<ReadWindow>,
 }
 
 /// One open paged file.
@@ -122,7 +126,21 @@ impl FileDevice {
             stats: IoStats::default(),
             trace: TraceRecorder::default(),
             direct_refused: AtomicBool::new(false),
+            window: None,
         }
+    }
+
+    /// The same device, with its bulk reads paced by a [`ReadWindow`] when
+    /// `on` and the device reads with `O_DIRECT` (through the OS page cache,
+    /// latencies are the cache's, not the device's).
+    pub fn with_read_window(mut self, on: bool) -> FileDevice {
+        self.window = (on && self.direct).then(ReadWindow::new);
+        self
+    }
+
+    /// What the read window has learned, if the device has one.
+    pub fn read_window(&self) -> Option<super::read_window::WindowCounters> {
+        self.window.as_ref().map(ReadWindow::counters)
     }
 
     /// The same device, but `read_many` issues its reads one after another instead
@@ -214,9 +232,18 @@ impl FileDevice {
     }
 
     /// Reads the pieces one after another.
-    fn read_pieces_sync(pieces: &mut [ReadPiece<'_>]) -> Result<()> {
+    fn read_pieces_sync(pieces: &mut [ReadPiece<'_>], window: Option<&ReadWindow>) -> Result<()> {
         for p in pieces {
-            pread_exact(&p.seg, p.offset, p.buf).map_err(|e| StorageError::io(&p.seg.path, e))?;
+            let bytes = p.buf.len() as u64;
+            if let Some(w) = window {
+                w.take(bytes);
+            }
+            let start = Instant::now();
+            let read = pread_exact(&p.seg, p.offset, p.buf);
+            if let Some(w) = window {
+                w.done(bytes, read.is_ok().then(|| elapsed_ns(start)));
+            }
+            read.map_err(|e| StorageError::io(&p.seg.path, e))?;
         }
         Ok(())
     }
@@ -431,21 +458,21 @@ impl FileDevice {
     }
 
     /// Reads planned pieces: through io_uring when there are several, else
-    /// one `pread` after another.
-    fn read_planned(&self, pieces: Vec<ReadPiece<'_>>) -> Result<()> {
+    /// one `pread` after another; paced by `window` if given.
+    fn read_planned(&self, pieces: Vec<ReadPiece<'_>>, window: Option<&ReadWindow>) -> Result<()> {
         let mut pieces = pieces;
         if self.use_io_uring && pieces.len() > 1 {
             // O_DIRECT reads into unaligned buffers need a bounce buffer: do those here.
             let (mut ring_pieces, mut sync_pieces): (Vec<_>, Vec<_>) = pieces
                 .into_iter()
                 .partition(|p| !p.seg.direct || is_aligned(p.buf));
-            Self::read_pieces_sync(&mut sync_pieces)?;
-            match with_ring(|ring| uring_read(ring, &mut ring_pieces)) {
+            Self::read_pieces_sync(&mut sync_pieces, window)?;
+            match with_ring(|ring| uring_read(ring, &mut ring_pieces, window)) {
                 Some(result) => result,
-                None => Self::read_pieces_sync(&mut ring_pieces),
+                None => Self::read_pieces_sync(&mut ring_pieces, window),
             }
         } else {
-            Self::read_pieces_sync(&mut pieces)
+            Self::read_pieces_sync(&mut pieces, window)
         }
     }
 
@@ -629,8 +656,13 @@ impl Device for FileDevice {
         let mut pieces = Vec::with_capacity(1);
         of.plan_read(first_page, buf, &mut pieces)?;
         self.stats.record_read(file, first_page, pages);
+        if pages == 1
+            && let Some(w) = &self.window
+        {
+            w.point_read();
+        }
         let start = Instant::now();
-        Self::read_pieces_sync(&mut pieces)?;
+        Self::read_pieces_sync(&mut pieces, None)?;
         self.traced(start, &[(file, first_page, pages)], IoKind::Read);
         Ok(())
     }
@@ -652,7 +684,14 @@ impl Device for FileDevice {
             self.stats.record_read(file, first, pages);
         }
         let start = Instant::now();
-        self.read_planned(pieces)?;
+        // Pieces of files that fell back to buffered I/O are not paced: their
+        // latencies are the page cache's.
+        match &self.window {
+            Some(w) if pieces.iter().all(|p| p.seg.direct) => {
+                self.read_planned(split_pieces(pieces), Some(w))?
+            }
+            _ => self.read_planned(pieces, None)?,
+        }
         self.traced(start, &records, IoKind::Read);
         Ok(())
     }
@@ -789,74 +828,142 @@ fn with_ring(f: impl FnOnce(&mut IoUring) -> UringOutcome) -> Option<Result<()>>
     .flatten()
 }
 
-/// Reads every piece through `ring`, with up to a ring's worth in flight at once.
-/// Waits for every submitted entry to complete before returning, even after an
-/// error, because the kernel writes into the pieces' buffers.
-fn uring_read(ring: &mut IoUring, pieces: &mut [ReadPiece<'_>]) -> UringOutcome {
-    let chunk_len = ring.params().sq_entries() as usize;
-    let mut completions: Vec<(u64, i32)> = Vec::with_capacity(chunk_len);
-    for chunk in pieces.chunks_mut(chunk_len) {
-        {
-            let mut sq = ring.submission();
-            for (i, p) in chunk.iter_mut().enumerate() {
-                let entry = opcode::Read::new(
-                    types::Fd(p.seg.file.as_raw_fd()),
-                    p.buf.as_mut_ptr(),
-                    p.buf.len() as u32, // at most MAX_IO_PAGES pages
-                )
-                .offset(p.offset)
-                .build()
-                .user_data(i as u64);
-                // SAFETY: the buffer and the file stay alive and untouched until the
-                // entry completes: this function waits for every completion of the
-                // chunk before it returns or moves on.
-                if unsafe { sq.push(&entry) }.is_err() {
-                    // Cannot happen (the queue is empty and the chunk fits); if it
-                    // does, nothing of this chunk was submitted yet.
+/// Reads every piece through `ring`, keeping up to a ring's worth in flight and,
+/// with a `window`, no more bytes than it allows (waiting for room only when
+/// none of this call's reads is in flight). Waits for every submitted entry
+/// to complete before returning, even after an error, because the kernel writes
+/// into the pieces' buffers.
+fn uring_read(
+    ring: &mut IoUring,
+    pieces: &mut [ReadPiece<'_>],
+    window: Option<&ReadWindow>,
+) -> UringOutcome {
+    let capacity = ring.params().sq_entries() as usize;
+    // When each piece in flight was put there.
+    let mut started: Vec<Option<Instant>> = vec![None; pieces.len()];
+    let release_all = |started: &[Option<Instant>], pieces: &[ReadPiece<'_>]| {
+        if let Some(w) = window {
+            for (i, _) in started.iter().enumerate().filter(|(_, s)| s.is_some()) {
+                w.done(pieces[i].buf.len() as u64, None);
+            }
+        }
+    };
+    let mut completions: Vec<(u64, i32)> = Vec::with_capacity(capacity);
+    let mut first_error: Option<StorageError> = None;
+    let (mut next, mut in_flight) = (0, 0);
+    loop {
+        // After an error nothing more is put in flight.
+        while first_error.is_none() && next < pieces.len() && in_flight < capacity {
+            let bytes = pieces[next].buf.len() as u64;
+            if let Some(w) = window {
+                if in_flight == 0 {
+                    w.take(bytes);
+                } else if !w.try_take(bytes) {
+                    break;
+                }
+            }
+            let p = &mut pieces[next];
+            let entry = opcode::Read::new(
+                types::Fd(p.seg.file.as_raw_fd()),
+                p.buf.as_mut_ptr(),
+                p.buf.len() as u32, // at most MAX_IO_PAGES pages
+            )
+            .offset(p.offset)
+            .build()
+            .user_data(next as u64);
+            // SAFETY: the buffer and the file stay alive and untouched until the
+            // entry completes: this function reaps every entry it submitted
+            // before it returns (but for a ring that failed, which is thrown away).
+            if unsafe { ring.submission().push(&entry) }.is_err() {
+                // Cannot happen: fewer entries than the ring holds are in flight,
+                // and submitted ones have left the submission queue.
+                if let Some(w) = window {
+                    w.done(bytes, None);
+                }
+                if in_flight == 0 {
                     return (Err(ring_error(&p.seg.path, "submission queue full")), true);
                 }
+                break;
+            }
+            started[next] = Some(Instant::now());
+            next += 1;
+            in_flight += 1;
+        }
+        if in_flight == 0 {
+            break;
+        }
+        match ring.submit_and_wait(1) {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+                ) => {}
+            Err(e) => {
+                // io_uring_enter itself failed; the ring is unusable.
+                release_all(&started, pieces);
+                let path = &pieces[next.saturating_sub(1)].seg.path;
+                return (Err(StorageError::io(path, e)), true);
             }
         }
-        let mut first_error: Option<StorageError> = None;
-        let mut done = 0;
-        while done < chunk.len() {
-            match ring.submit_and_wait(chunk.len() - done) {
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
-                    ) => {}
-                Err(e) => {
-                    // io_uring_enter itself failed; the ring is unusable.
-                    return (Err(StorageError::io(&chunk[0].seg.path, e)), true);
-                }
+        completions.clear();
+        completions.extend(ring.completion().map(|c| (c.user_data(), c.result())));
+        for &(i, res) in &completions {
+            let i = i as usize;
+            in_flight -= 1;
+            let began = started[i].take();
+            let p = &mut pieces[i];
+            let error = if res < 0 {
+                Some(io::Error::from_raw_os_error(-res))
+            } else if (res as usize) < p.buf.len() {
+                // A short read: finish it synchronously; at the end of the file
+                // this reports the short read.
+                let got = res as usize;
+                pread_exact(&p.seg, p.offset + got as u64, &mut p.buf[got..]).err()
+            } else {
+                None
+            };
+            if let Some(w) = window {
+                let whole = error.is_none() && res as usize == p.buf.len();
+                let latency = began.filter(|_| whole).map(elapsed_ns);
+                w.done(p.buf.len() as u64, latency);
             }
-            completions.clear();
-            completions.extend(ring.completion().map(|c| (c.user_data(), c.result())));
-            for &(i, res) in &completions {
-                done += 1;
-                let p = &mut chunk[i as usize];
-                let error = if res < 0 {
-                    Some(io::Error::from_raw_os_error(-res))
-                } else if (res as usize) < p.buf.len() {
-                    // A short read: finish it synchronously; at the end of the file
-                    // this reports the short read.
-                    let got = res as usize;
-                    pread_exact(&p.seg, p.offset + got as u64, &mut p.buf[got..]).err()
-                } else {
-                    None
-                };
-                if let Some(e) = error {
-                    first_error.get_or_insert_with(|| StorageError::io(&p.seg.path, e));
-                }
+            if let Some(e) = error {
+                first_error.get_or_insert_with(|| StorageError::io(&p.seg.path, e));
             }
-        }
-        if let Some(e) = first_error {
-            return (Err(e), false);
         }
     }
-    (Ok(()), false)
+    match first_error {
+        Some(e) => (Err(e), false),
+        None => (Ok(()), false),
+    }
+}
+
+/// Pieces cut to at most [`PIECE_BYTES`] each, for the read window (a
+/// whole number of pages each, so aligned buffers stay aligned).
+fn split_pieces(pieces: Vec<ReadPiece<'_>>) -> Vec<ReadPiece<'_>> {
+    let mut out = Vec::with_capacity(pieces.len());
+    for p in pieces {
+        if p.buf.len() <= PIECE_BYTES {
+            out.push(p);
+            continue;
+        }
+        let mut offset = p.offset;
+        for chunk in p.buf.chunks_mut(PIECE_BYTES) {
+            let len = chunk.len() as u64;
+            out.push(ReadPiece {
+                seg: p.seg.clone(),
+                offset,
+                buf: chunk,
+            });
+            offset += len;
+        }
+    }
+    out
+}
+
+fn elapsed_ns(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 fn ring_error(path: &Path, what: &str) -> StorageError {
@@ -908,12 +1015,87 @@ mod tests {
             .map(|m| m.len())
     }
 
+    /// Reads runs of `pages` pages from each of `firsts` of file `f` in one
+    /// `read_many`, and checks them against the test file `tag`.
+    fn read_many_and_check(dev: &FileDevice, f: FileId, tag: u8, firsts: &[u64], pages: usize) {
+        let mut bufs: Vec<AlignedBuf> = firsts.iter().map(|_| AlignedBuf::new(pages)).collect();
+        let mut reqs: Vec<ReadRequest> = bufs
+            .iter_mut()
+            .zip(firsts)
+            .map(|(buf, &p)| ReadRequest {
+                file: f,
+                first_page: p,
+                buf,
+            })
+            .collect();
+        dev.read_many(&mut reqs).unwrap();
+        for (buf, &p) in bufs.iter().zip(firsts) {
+            assert_pages(buf, tag, p);
+        }
+    }
+
     fn devices() -> Vec<FileDevice> {
         vec![
             FileDevice::new(false),
             FileDevice::new(true),
             FileDevice::new(true).without_io_uring(),
+            FileDevice::new(true).with_read_window(true),
+            FileDevice::new(true)
+                .without_io_uring()
+                .with_read_window(true),
         ]
+    }
+
+    /// Runs longer than a window's piece, read by four threads at once through
+    /// one paced device, come back whole; every piece taken from the window is
+    /// given back, and the window has measured the device.
+    #[test]
+    fn paced_bulk_reads_return_every_page_and_free_the_window() {
+        for dev in [
+            FileDevice::new(true).with_read_window(true),
+            FileDevice::new(true)
+                .without_io_uring()
+                .with_read_window(true),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            // Segments of 50 pages: 200-page runs cross them.
+            let f = dev.create(&dir.path().join("t"), 50).unwrap();
+            dev.write(f, 0, &pages_buf(3, 0, 600)).unwrap();
+            let dev = &dev;
+            std::thread::scope(|s| {
+                for t in 0..4u64 {
+                    s.spawn(move || {
+                        let mut rng = SmallRng::seed_from_u64(t);
+                        for _ in 0..10 {
+                            let firsts: Vec<u64> =
+                                (0..3).map(|_| rng.random_range(0..400)).collect();
+                            read_many_and_check(dev, f, 3, &firsts, 200);
+                        }
+                    });
+                }
+            });
+            let w = dev.read_window().expect("a paced device has a window");
+            assert_eq!(w.in_flight, 0, "{w:?}");
+            assert!(w.probes >= 1 && w.unloaded_ns > 0, "{w:?}");
+            // Requests are counted as asked, not as the pieces put in flight.
+            assert_eq!(dev.stats().snapshot().read_requests, 4 * 10 * 3);
+            // Past the end of the file: an error, and the window is free.
+            let mut buf = AlignedBuf::new(100);
+            let mut reqs = [ReadRequest {
+                file: f,
+                first_page: 550,
+                buf: &mut buf,
+            }];
+            assert!(dev.read_many(&mut reqs).is_err());
+            assert_eq!(dev.read_window().unwrap().in_flight, 0);
+        }
+        assert!(
+            FileDevice::new(false)
+                .with_read_window(true)
+                .read_window()
+                .is_none(),
+            "buffered I/O is not paced"
+        );
     }
 
     #[test]
@@ -1360,21 +1542,7 @@ mod tests {
                         let p = rng.random_range(0..64);
                         dev.write(f, p, &pages_buf(1, p, 1)).unwrap();
                         let pages: Vec<u64> = (0..8).map(|_| rng.random_range(0..64)).collect();
-                        let mut bufs: Vec<AlignedBuf> =
-                            (0..8).map(|_| AlignedBuf::new(1)).collect();
-                        let mut reqs: Vec<ReadRequest> = bufs
-                            .iter_mut()
-                            .zip(&pages)
-                            .map(|(buf, &p)| ReadRequest {
-                                file: f,
-                                first_page: p,
-                                buf,
-                            })
-                            .collect();
-                        dev.read_many(&mut reqs).unwrap();
-                        for (buf, &p) in bufs.iter().zip(&pages) {
-                            assert_pages(buf, 1, p);
-                        }
+                        read_many_and_check(&dev, f, 1, &pages, 1);
                     }
                 });
             }

@@ -9,6 +9,8 @@
 //! * [`ModeledDevice`] wraps any device and charges every request by a
 //!   [`DeviceProfile`] (`hdd`, `ssd`, or custom), accumulating modeled time
 //!   deterministically and, optionally, really waiting.
+//!   Its bulk reads are paced by a [`ReadWindow`] learned from the device's
+//!   latencies, so that point reads do not queue behind scans.
 //! * [`FaultDevice`] wraps any device and fails or "crashes" at a request chosen by
 //!   count ([`FaultPlan`]), for deterministic crash and I/O-error tests.
 //! * [`OverlayDevice`] wraps any device, serves some pages from memory and
@@ -64,6 +66,7 @@ pub mod layer;
 mod modeled;
 pub mod overlay;
 mod profile;
+pub mod read_window;
 pub mod remote;
 pub mod snapshot;
 pub mod trace;
@@ -80,6 +83,7 @@ pub use layer::{COLD_MANIFEST_SUFFIX, DeviceLayer, cold_manifest_path, is_cold};
 pub use modeled::ModeledDevice;
 pub use overlay::OverlayDevice;
 pub use profile::{DeviceProfile, ProfileKind};
+pub use read_window::{ReadWindow, WindowCounters};
 pub use remote::RemoteFile;
 pub use snapshot::SnapshotDevice;
 pub use trace::{IoKind, Trace, TraceEvent, TraceRecorder};
