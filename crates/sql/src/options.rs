@@ -13,6 +13,7 @@
 //! | `strata.skipper` | `true`, `false`: run joins and scans over cold tables out of order through MJoin ([`crate::skipper`]); `false` is the pull-based baseline | `true` |
 //! | `strata.skipper_cache` | a size: MJoin's object cache, counted in the on-device bytes of the objects it holds | `4GiB` |
 //! | `strata.skipper_evict` | `max-progress`, `max-pending`: MJoin's eviction policy (Skipper §4.2) | `max-progress` |
+//! | `strata.join_order` | `true`, `false`: inner joins reordered by their estimated rows, smallest first, from the `ANALYZE` statistics ([`crate::rules::join_order`]); `false` joins in the order FROM names the tables | `true` |
 //! | `strata.scan_partitions` | `auto` or a number from 1 to 256: the parts an unordered full scan or page-ordered Smooth Scan (without a LIMIT) is split into, each read and converted by a thread of its own ([`crate::scan::scan_exec`]); `auto` takes DataFusion's `target_partitions` (the cores), no more than the device serves at once and no more than one part per 8 MiB of heap | `auto` |
 //!
 //! `strata.ordered_plan` chooses the flash paper's plan for a scan that must
@@ -114,6 +115,8 @@ pub struct StrataOptions {
     /// The parts a full scan or a page-ordered Smooth Scan is split into; `None` is `auto`
     /// ([`crate::scan::scan_exec`]).
     pub scan_partitions: Option<usize>,
+    /// Whether inner joins are reordered by their estimated rows.
+    pub join_order: bool,
 }
 
 /// The most parts `strata.scan_partitions` takes.
@@ -257,6 +260,7 @@ impl Default for StrataOptions {
             skipper_evict: EvictPolicy::MaxProgress,
             index_join: IndexJoinSetting::Auto,
             scan_partitions: None,
+            join_order: true,
         }
     }
 }
@@ -338,6 +342,7 @@ impl ExtensionOptions for StrataOptions {
                     as usize
             }
             "direct_dml" => self.direct_dml = parse_bool("direct_dml", value).map_err(err)?,
+            "join_order" => self.join_order = parse_bool("join_order", value).map_err(err)?,
             "index_cache" => self.index_cache = value.parse().map_err(err)?,
             "skipper" => self.skipper = parse_bool("skipper", value).map_err(err)?,
             "skipper_cache" => {
@@ -349,7 +354,7 @@ impl ExtensionOptions for StrataOptions {
             "scan_partitions" => self.scan_partitions = parse_partitions(value).map_err(err)?,
             _ => {
                 return Err(err(format!(
-                    "unknown setting 'strata.{key}' (strata has access_path, smooth_policy, result_cache, ordered_plan, sort_memory, direct_dml, index_cache, skipper, skipper_cache, skipper_evict, index_join, scan_partitions)"
+                    "unknown setting 'strata.{key}' (strata has access_path, smooth_policy, result_cache, ordered_plan, sort_memory, direct_dml, join_order, index_cache, skipper, skipper_cache, skipper_evict, index_join, scan_partitions)"
                 )));
             }
         }
@@ -393,6 +398,11 @@ impl ExtensionOptions for StrataOptions {
                 "direct_dml",
                 self.direct_dml.to_string(),
                 "plan plain single-table UPDATE and DELETE from the syntax tree, not as a query",
+            ),
+            entry(
+                "join_order",
+                self.join_order.to_string(),
+                "reorder inner joins by their estimated rows (ANALYZE); false joins in FROM's order",
             ),
             entry(
                 "index_cache",
@@ -504,6 +514,6 @@ mod tests {
             e.contains("strata.index_join") && e.contains("'sometimes'"),
             "{e}"
         );
-        assert_eq!(o.entries().len(), 12);
+        assert_eq!(o.entries().len(), 13);
     }
 }

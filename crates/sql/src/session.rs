@@ -412,6 +412,12 @@ impl Engine {
             .with_analyzer_rule(Arc::new(
                 crate::rules::scalar_subquery::NullableScalarSubquery,
             ))
+            // An IN / EXISTS / NOT EXISTS runs where its keys' columns first
+            // appear, not above the whole join tree (`crate::rules::semi_join_sink`).
+            .with_optimizer_rule(Arc::new(crate::rules::semi_join_sink::SemiJoinSink))
+            // Inner joins in the order of the rows they make, smallest first,
+            // from the ANALYZE statistics (`crate::rules::join_order`).
+            .with_optimizer_rule(Arc::new(crate::rules::join_order::JoinOrder))
             .with_query_planner(Arc::new(crate::skipper::SkipperPlanner::new(db.clone())))
             .build();
         // `SELECT * FROM 'x.csv'` reads the file (`crate::files::read`).

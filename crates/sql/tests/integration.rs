@@ -25,6 +25,7 @@ mod fuzz_sql;
 mod hot_sql;
 mod index_cache_sql;
 mod index_join;
+mod join_order;
 mod overflow;
 mod point_plans;
 mod read_beside_writer;

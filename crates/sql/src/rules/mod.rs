@@ -2,7 +2,10 @@
 //! optimizer rules (checked integer arithmetic, SQL's equality, casts that
 //! round, DATE against a number refused, `EXCEPT ALL`/`INTERSECT ALL` as
 //! multisets, sums that cannot wrap), the expression walk they share, and the
-//! depth limit that turns deep SQL into an error instead of a stack overflow.
+//! depth limit that turns deep SQL into an error instead of a stack overflow;
+//! and two rules about speed, not meaning: inner joins in the order of the
+//! rows they make (`join_order`), and a semi or anti join sunk to the input
+//! that holds its keys (`semi_join_sink`).
 //! The session installs them (`crate::session`).
 
 pub mod date_compare;
@@ -12,9 +15,11 @@ pub mod exponent_literal;
 pub mod expr_rule;
 pub mod float_compare;
 pub mod integer_cast;
+pub mod join_order;
 pub mod lossy_cast;
 pub mod overflow;
 pub mod scalar_subquery;
+pub mod semi_join_sink;
 pub mod set_all;
 pub mod transparent;
 pub mod wide_sum;

@@ -88,6 +88,21 @@ impl StrataTable {
         &self.name
     }
 
+    /// The rows a scan of this table keeps with `filters`, by its `ANALYZE`
+    /// statistics, and those statistics; `None` when it has none (the join
+    /// order is then left as written, `crate::rules::join_order`).
+    pub fn estimate(&self, filters: &[Expr]) -> Option<(f64, TableStats)> {
+        let table = self.db.table(&self.name).ok()?;
+        let stats: TableStats =
+            serde_json::from_value(self.db.table_stats(&self.name).ok()??).ok()?;
+        let mut rows = stats.rows as f64;
+        for f in filters {
+            rows *=
+                crate::stats::expr_selectivity(Some(&stats), &unqualified(f).ok()?, table.schema());
+        }
+        Some((rows, stats))
+    }
+
     /// The device's page costs: the modeled profile's, or strata's measured
     /// defaults for the real device.
     fn page_costs(&self) -> (PageCosts, bool) {

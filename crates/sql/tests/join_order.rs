@@ -1,0 +1,268 @@
+//! The planner's join order (`rules::join_order`) and semi joins sunk to
+//! their keys' input (`rules::semi_join_sink`): the plan EXPLAIN shows, and
+//! answers equal to a Rust model's and to the plan as written
+//! (`strata.join_order = false`), NULL keys and keys with no match included.
+
+use crate::common;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use common::query;
+use strata_sql::SqlSession;
+use strata_storage::Database;
+use strata_storage::row::Value;
+
+/// `big(k, g, v)` 20,000 rows (k in 0..2,000, every 97th NULL; g in 0..20),
+/// `mid(k, name)` 2,000 rows (one per k), `tiny(g, tag)` 20 rows, tag `x`
+/// on g = 7 only, `few(k)` 30 keys (NULL among them when `null_in_few`).
+fn setup(analyze: bool, null_in_few: bool) -> (tempfile::TempDir, Arc<Database>) {
+    let (dir, db) = common::empty_db();
+    common::load(
+        &db,
+        "big",
+        "k INT NULL, g INT, v INT",
+        vec![],
+        (0..20_000).map(|i| {
+            vec![
+                if i % 97 == 0 {
+                    Value::Null
+                } else {
+                    Value::Int32((i * 7919) % 2_000)
+                },
+                Value::Int32(i % 20),
+                Value::Int32(i),
+            ]
+        }),
+    );
+    common::load(
+        &db,
+        "mid",
+        "k INT, name VARCHAR(20)",
+        vec![],
+        (0..2_000).map(|k| vec![Value::Int32(k), Value::Str(format!("m{k}"))]),
+    );
+    common::load(
+        &db,
+        "tiny",
+        "g INT, tag VARCHAR(4)",
+        vec![],
+        (0..20).map(|g| {
+            vec![
+                Value::Int32(g),
+                Value::Str(if g == 7 { "x" } else { "y" }.into()),
+            ]
+        }),
+    );
+    common::load(
+        &db,
+        "few",
+        "k INT NULL",
+        vec![],
+        (0..30).map(|i| {
+            vec![if null_in_few && i == 0 {
+                Value::Null
+            } else {
+                Value::Int32(i * 61 + 5_000 * (i % 2))
+            }]
+        }),
+    );
+    let db = Arc::new(db);
+    if analyze {
+        query(&SqlSession::new(db.clone()).unwrap(), "ANALYZE");
+    }
+    (dir, db)
+}
+
+fn session(db: &Arc<Database>, join_order: bool) -> SqlSession {
+    let s = SqlSession::new(db.clone()).unwrap();
+    s.set(
+        "strata.join_order",
+        if join_order { "true" } else { "false" },
+    )
+    .unwrap();
+    s
+}
+
+/// The optimized logical plan, as EXPLAIN prints it.
+fn logical_plan(s: &SqlSession, sql: &str) -> String {
+    query(s, &format!("EXPLAIN {sql}"))
+        .into_iter()
+        .find(|r| r[0] == "logical_plan")
+        .map(|r| r[1].clone())
+        .expect("EXPLAIN prints a logical plan")
+}
+
+/// The tables of the innermost join: in a left-deep tree, EXPLAIN prints the
+/// deepest join's two inputs first.
+fn first_joined(plan: &str) -> Vec<String> {
+    let mut two: Vec<String> = plan
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("TableScan: "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .take(2)
+        .collect();
+    two.sort();
+    two
+}
+
+fn sorted(mut rows: Vec<Vec<String>>) -> Vec<Vec<String>> {
+    rows.sort();
+    rows
+}
+
+const THREE_WAY: &str = "SELECT big.v, mid.name, tiny.tag FROM big, mid, tiny \
+     WHERE big.k = mid.k AND big.g = tiny.g AND tiny.tag = 'x'";
+
+/// The model's rows of [`THREE_WAY`].
+fn three_way_model() -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for i in 0..20_000 {
+        if i % 97 == 0 || i % 20 != 7 {
+            continue;
+        }
+        let k = (i * 7919) % 2_000;
+        rows.push(vec![i.to_string(), format!("m{k}"), "x".to_string()]);
+    }
+    sorted(rows)
+}
+
+#[test]
+fn the_filtered_small_table_is_joined_first_and_the_answer_is_the_models() {
+    let (_dir, db) = setup(true, false);
+    let on = session(&db, true);
+    let off = session(&db, false);
+    // As written, big joins mid first; by the estimates, one row of tiny
+    // keeps a twentieth of big, so tiny joins big first.
+    assert_eq!(first_joined(&logical_plan(&off, THREE_WAY)), ["big", "mid"]);
+    assert_eq!(first_joined(&logical_plan(&on, THREE_WAY)), ["big", "tiny"]);
+    let model = three_way_model();
+    assert_eq!(model.len(), 990);
+    assert_eq!(sorted(query(&on, THREE_WAY)), model);
+    assert_eq!(sorted(query(&off, THREE_WAY)), model);
+    // The columns come back in the query's order whatever the join order:
+    // `SELECT *` of the reordered joins names big's, mid's, then tiny's.
+    let star = "SELECT * FROM big, mid, tiny WHERE big.k = mid.k AND big.g = tiny.g \
+                AND tiny.tag = 'x' AND big.v = 7";
+    assert_eq!(
+        query(&on, star),
+        [["1433", "7", "7", "1433", "m1433", "7", "x"]]
+    );
+    assert_eq!(query(&off, star), query(&on, star));
+}
+
+#[test]
+fn without_statistics_the_joins_stay_as_written() {
+    let (_dir, db) = setup(false, false);
+    let on = session(&db, true);
+    assert_eq!(first_joined(&logical_plan(&on, THREE_WAY)), ["big", "mid"]);
+    assert_eq!(sorted(query(&on, THREE_WAY)), three_way_model());
+}
+
+const SEMI: &str = "SELECT mid.name, big.v FROM mid, big \
+     WHERE mid.k = big.k AND mid.k IN (SELECT k FROM few)";
+
+#[test]
+fn an_in_subquery_runs_on_the_table_holding_its_key() {
+    let (_dir, db) = setup(true, false);
+    let on = session(&db, true);
+    let plan = logical_plan(&on, SEMI);
+    // The semi join's left input is mid's scan, under the inner join.
+    let semi = plan
+        .lines()
+        .position(|l| l.contains("LeftSemi Join"))
+        .expect("a semi join");
+    let inner = plan
+        .lines()
+        .position(|l| l.contains("Inner Join"))
+        .expect("an inner join");
+    assert!(
+        inner < semi,
+        "the semi join is below the inner join:\n{plan}"
+    );
+    let few: HashSet<i32> = (0..30).map(|i| i * 61 + 5_000 * (i % 2)).collect();
+    let mut model = Vec::new();
+    for i in 0..20_000 {
+        let k = (i * 7919) % 2_000;
+        if i % 97 != 0 && few.contains(&k) {
+            model.push(vec![format!("m{k}"), i.to_string()]);
+        }
+    }
+    assert!(!model.is_empty());
+    assert_eq!(sorted(query(&on, SEMI)), sorted(model.clone()));
+    assert_eq!(sorted(query(&session(&db, false), SEMI)), sorted(model));
+}
+
+#[test]
+fn a_semi_join_stays_above_a_join_with_a_filtered_table() {
+    let (_dir, db) = setup(true, false);
+    let on = session(&db, true);
+    // tiny is filtered: the join with it may keep far fewer of big's rows
+    // than big has, so the IN is tested after it.
+    let sql = "SELECT big.v FROM big, tiny WHERE big.g = tiny.g AND tiny.tag = 'x' \
+               AND big.k IN (SELECT k FROM mid WHERE name LIKE 'm1%')";
+    let plan = logical_plan(&on, sql);
+    let semi = plan
+        .lines()
+        .position(|l| l.contains("LeftSemi Join"))
+        .expect("a semi join");
+    let inner = plan
+        .lines()
+        .position(|l| l.contains("Inner Join"))
+        .expect("an inner join");
+    assert!(
+        semi < inner,
+        "the semi join stays above the inner join:\n{plan}"
+    );
+    let mids: HashSet<i32> = (0..2_000)
+        .filter(|k| format!("m{k}").starts_with("m1"))
+        .collect();
+    let model: Vec<Vec<String>> = (0..20_000)
+        .filter(|i| i % 97 != 0 && i % 20 == 7 && mids.contains(&((i * 7919) % 2_000)))
+        .map(|i| vec![i.to_string()])
+        .collect();
+    assert!(!model.is_empty());
+    assert_eq!(sorted(query(&on, sql)), sorted(model));
+}
+
+#[test]
+fn not_in_with_a_null_and_not_exists_sunk_keep_sql_s_answers() {
+    for null_in_few in [false, true] {
+        let (_dir, db) = setup(true, null_in_few);
+        let on = session(&db, true);
+        let off = session(&db, false);
+        let not_in = "SELECT count(*) FROM mid, big WHERE mid.k = big.k \
+                      AND mid.k NOT IN (SELECT k FROM few)";
+        let not_exists = "SELECT count(*) FROM mid, big WHERE mid.k = big.k \
+                          AND NOT EXISTS (SELECT 1 FROM few WHERE few.k = mid.k)";
+        let few: HashSet<i32> = (0..30)
+            .filter(|i| !(null_in_few && *i == 0))
+            .map(|i| i * 61 + 5_000 * (i % 2))
+            .collect();
+        let mut per_key: HashMap<i32, usize> = HashMap::new();
+        for i in 0..20_000 {
+            if i % 97 != 0 {
+                *per_key.entry((i * 7919) % 2_000).or_default() += 1;
+            }
+        }
+        let outside: usize = per_key
+            .iter()
+            .filter(|(k, _)| !few.contains(k))
+            .map(|(_, n)| n)
+            .sum();
+        // A NULL in the subquery makes NOT IN unknown for every row.
+        let want_not_in = if null_in_few { 0 } else { outside };
+        assert_eq!(
+            query(&on, not_in),
+            [[want_not_in.to_string()]],
+            "null in few: {null_in_few}"
+        );
+        assert_eq!(query(&off, not_in), query(&on, not_in));
+        assert_eq!(
+            query(&on, not_exists),
+            [[outside.to_string()]],
+            "null in few: {null_in_few}"
+        );
+        assert_eq!(query(&off, not_exists), query(&on, not_exists));
+    }
+}
