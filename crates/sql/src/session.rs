@@ -418,6 +418,9 @@ impl Engine {
             // Inner joins in the order of the rows they make, smallest first,
             // from the ANALYZE statistics (`crate::rules::join_order`).
             .with_optimizer_rule(Arc::new(crate::rules::join_order::JoinOrder))
+            // A grouped aggregate joined on its group key groups only the keys
+            // a filtered scan on the other side has (`crate::rules::aggregate_keys`).
+            .with_optimizer_rule(Arc::new(crate::rules::aggregate_keys::AggregateKeys))
             .with_query_planner(Arc::new(crate::skipper::SkipperPlanner::new(db.clone())))
             .build();
         // `SELECT * FROM 'x.csv'` reads the file (`crate::files::read`).

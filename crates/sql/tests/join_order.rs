@@ -1,5 +1,6 @@
-//! The planner's join order (`rules::join_order`) and semi joins sunk to
-//! their keys' input (`rules::semi_join_sink`): the plan EXPLAIN shows, and
+//! The planner's join order (`rules::join_order`), semi joins sunk to their
+//! keys' input (`rules::semi_join_sink`) and aggregates given their join's
+//! keys (`rules::aggregate_keys`): the plan EXPLAIN shows, and
 //! answers equal to a Rust model's and to the plan as written
 //! (`strata.join_order = false`), NULL keys and keys with no match included.
 
@@ -265,4 +266,71 @@ fn not_in_with_a_null_and_not_exists_sunk_keep_sql_s_answers() {
         );
         assert_eq!(query(&off, not_exists), query(&on, not_exists));
     }
+}
+
+/// Whether the logical plan has a semi join right under an aggregate, and how
+/// many semi joins it has in all.
+fn semi_under_aggregate(plan: &str) -> (bool, usize) {
+    let lines: Vec<&str> = plan.lines().map(str::trim).collect();
+    let under = lines
+        .windows(2)
+        .any(|w| w[0].starts_with("Aggregate:") && w[1].starts_with("LeftSemi Join:"));
+    (
+        under,
+        lines
+            .iter()
+            .filter(|l| l.starts_with("LeftSemi Join:"))
+            .count(),
+    )
+}
+
+#[test]
+fn a_correlated_aggregate_groups_only_the_keys_its_join_can_meet() {
+    let (_dir, db) = setup(true, false);
+    let on = session(&db, true);
+    // The subquery's aggregate of big by g meets the one tiny row tagged x.
+    let sql = "SELECT count(*), sum(big.v) FROM big, tiny WHERE big.g = tiny.g AND tiny.tag = 'x' \
+               AND big.v > (SELECT avg(b2.v) FROM big b2 WHERE b2.g = tiny.g)";
+    let (under, semis) = semi_under_aggregate(&logical_plan(&on, sql));
+    assert!(under, "{}", logical_plan(&on, sql));
+    assert_eq!(
+        semis,
+        1,
+        "the rewrite is made once: {}",
+        logical_plan(&on, sql)
+    );
+    let vs: Vec<i64> = (0..20_000i64).filter(|i| i % 20 == 7).collect();
+    let avg = vs.iter().sum::<i64>() as f64 / vs.len() as f64;
+    let kept: Vec<i64> = vs.iter().copied().filter(|&v| v as f64 > avg).collect();
+    let want = [[kept.len().to_string(), kept.iter().sum::<i64>().to_string()]];
+    assert_eq!(query(&on, sql), want);
+    assert_eq!(query(&session(&db, false), sql), want);
+}
+
+#[test]
+fn a_grouped_derived_table_joined_on_its_key_keeps_its_groups_and_null_joins_nothing() {
+    let (_dir, db) = setup(true, false);
+    let on = session(&db, true);
+    let sql = "SELECT mid.k, s.c FROM mid, (SELECT k, count(*) AS c FROM big GROUP BY k) s \
+               WHERE mid.k = s.k AND mid.name LIKE 'm1%'";
+    let (under, semis) = semi_under_aggregate(&logical_plan(&on, sql));
+    assert!(under && semis == 1, "{}", logical_plan(&on, sql));
+    let mut per_key: HashMap<i32, usize> = HashMap::new();
+    for i in 0..20_000 {
+        if i % 97 != 0 {
+            *per_key.entry((i * 7919) % 2_000).or_default() += 1;
+        }
+    }
+    let model: Vec<Vec<String>> = per_key
+        .iter()
+        .filter(|(k, _)| format!("m{k}").starts_with("m1"))
+        .map(|(k, c)| vec![k.to_string(), c.to_string()])
+        .collect();
+    assert!(!model.is_empty());
+    assert_eq!(sorted(query(&on, sql)), sorted(model));
+    // Without a filter on mid, the aggregate is left whole.
+    let whole = "SELECT count(*) FROM mid, (SELECT k, count(*) AS c FROM big GROUP BY k) s \
+                 WHERE mid.k = s.k";
+    assert!(!semi_under_aggregate(&logical_plan(&on, whole)).0);
+    assert_eq!(query(&on, whole), [[per_key.len().to_string()]]);
 }

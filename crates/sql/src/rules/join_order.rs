@@ -389,7 +389,7 @@ fn distinct(expr: &Expr, inputs: &[Input]) -> f64 {
 }
 
 /// An input's estimated rows, and its statistics when it is a table scan.
-fn estimate(plan: &LogicalPlan) -> Option<(f64, Option<TableStats>)> {
+pub(crate) fn estimate(plan: &LogicalPlan) -> Option<(f64, Option<TableStats>)> {
     match plan {
         LogicalPlan::TableScan(scan) => scan_estimate(scan, vec![]),
         LogicalPlan::Filter(f) => match f.input.as_ref() {

@@ -3,11 +3,13 @@
 //! round, DATE against a number refused, `EXCEPT ALL`/`INTERSECT ALL` as
 //! multisets, sums that cannot wrap), the expression walk they share, and the
 //! depth limit that turns deep SQL into an error instead of a stack overflow;
-//! and two rules about speed, not meaning: inner joins in the order of the
-//! rows they make (`join_order`), and a semi or anti join sunk to the input
-//! that holds its keys (`semi_join_sink`).
+//! and three rules about speed, not meaning: inner joins in the order of the
+//! rows they make (`join_order`), a semi or anti join sunk to the input that
+//! holds its keys (`semi_join_sink`), and a grouped aggregate given the keys
+//! its join can meet (`aggregate_keys`).
 //! The session installs them (`crate::session`).
 
+pub mod aggregate_keys;
 pub mod date_compare;
 pub mod depth;
 pub mod equality;
