@@ -107,6 +107,13 @@ fn first_joined(plan: &str) -> Vec<String> {
     two
 }
 
+/// The first line of `plan` holding `what`.
+fn line_of(plan: &str, what: &str) -> usize {
+    plan.lines()
+        .position(|l| l.contains(what))
+        .unwrap_or_else(|| panic!("no {what} in:\n{plan}"))
+}
+
 fn sorted(mut rows: Vec<Vec<String>>) -> Vec<Vec<String>> {
     rows.sort();
     rows
@@ -169,14 +176,10 @@ fn an_in_subquery_runs_on_the_table_holding_its_key() {
     let on = session(&db, true);
     let plan = logical_plan(&on, SEMI);
     // The semi join's left input is mid's scan, under the inner join.
-    let semi = plan
-        .lines()
-        .position(|l| l.contains("LeftSemi Join"))
-        .expect("a semi join");
-    let inner = plan
-        .lines()
-        .position(|l| l.contains("Inner Join"))
-        .expect("an inner join");
+    let (semi, inner) = (
+        line_of(&plan, "LeftSemi Join"),
+        line_of(&plan, "Inner Join"),
+    );
     assert!(
         inner < semi,
         "the semi join is below the inner join:\n{plan}"
@@ -203,14 +206,10 @@ fn a_semi_join_stays_above_a_join_with_a_filtered_table() {
     let sql = "SELECT big.v FROM big, tiny WHERE big.g = tiny.g AND tiny.tag = 'x' \
                AND big.k IN (SELECT k FROM mid WHERE name LIKE 'm1%')";
     let plan = logical_plan(&on, sql);
-    let semi = plan
-        .lines()
-        .position(|l| l.contains("LeftSemi Join"))
-        .expect("a semi join");
-    let inner = plan
-        .lines()
-        .position(|l| l.contains("Inner Join"))
-        .expect("an inner join");
+    let (semi, inner) = (
+        line_of(&plan, "LeftSemi Join"),
+        line_of(&plan, "Inner Join"),
+    );
     assert!(
         semi < inner,
         "the semi join stays above the inner join:\n{plan}"
