@@ -109,18 +109,8 @@ fn key_source(plan: &LogicalPlan, column: &Column) -> Option<Keys> {
             leaf(plan)
         }
         LogicalPlan::Filter(f) => key_source(&f.input, column),
-        LogicalPlan::Projection(p) => {
-            let at = p.schema.index_of_column(column).ok()?;
-            match p.expr[at].clone().unalias() {
-                Expr::Column(c) => key_source(&p.input, &c),
-                _ => None,
-            }
-        }
-        LogicalPlan::SubqueryAlias(a) => {
-            let at = a.schema.index_of_column(column).ok()?;
-            let (q, f) = a.input.schema().qualified_field(at);
-            key_source(&a.input, &Column::new(q.cloned(), f.name()))
-        }
+        LogicalPlan::Projection(p) => key_source(&p.input, &projected_from(p, column)?),
+        LogicalPlan::SubqueryAlias(a) => key_source(&a.input, &aliased_from(a, column)?),
         LogicalPlan::Join(j) => match j.join_type {
             JoinType::Inner if j.left.schema().has_column(column) => key_source(&j.left, column),
             JoinType::Inner => key_source(&j.right, column),
@@ -131,6 +121,22 @@ fn key_source(plan: &LogicalPlan, column: &Column) -> Option<Keys> {
     }
 }
 
+/// The input column `column` of `p` passes on unchanged, if it does.
+fn projected_from(p: &Projection, column: &Column) -> Option<Column> {
+    let at = p.schema.index_of_column(column).ok()?;
+    match p.expr[at].clone().unalias() {
+        Expr::Column(c) => Some(c),
+        _ => None,
+    }
+}
+
+/// The input column that `column` of `a` renames.
+fn aliased_from(a: &SubqueryAlias, column: &Column) -> Option<Column> {
+    let at = a.schema.index_of_column(column).ok()?;
+    let (q, f) = a.input.schema().qualified_field(at);
+    Some(Column::new(q.cloned(), f.name()))
+}
+
 /// `plan` with the semi join by `keys` under the aggregate whose group key
 /// `column` is, or `None` when `column` is not an aggregate's plain group
 /// key below projections, aliases and filters (or the rewrite would not pay,
@@ -138,11 +144,9 @@ fn key_source(plan: &LogicalPlan, column: &Column) -> Option<Keys> {
 fn reduce(plan: &LogicalPlan, column: &Column, keys: &Keys) -> Result<Option<LogicalPlan>> {
     match plan {
         LogicalPlan::SubqueryAlias(a) => {
-            let Ok(at) = a.schema.index_of_column(column) else {
+            let Some(inner) = aliased_from(a, column) else {
                 return Ok(None);
             };
-            let (q, f) = a.input.schema().qualified_field(at);
-            let inner = Column::new(q.cloned(), f.name());
             Ok(match reduce(&a.input, &inner, keys)? {
                 Some(input) => Some(LogicalPlan::SubqueryAlias(SubqueryAlias::try_new(
                     Arc::new(input),
@@ -152,10 +156,7 @@ fn reduce(plan: &LogicalPlan, column: &Column, keys: &Keys) -> Result<Option<Log
             })
         }
         LogicalPlan::Projection(p) => {
-            let Ok(at) = p.schema.index_of_column(column) else {
-                return Ok(None);
-            };
-            let Expr::Column(inner) = p.expr[at].clone().unalias() else {
+            let Some(inner) = projected_from(p, column) else {
                 return Ok(None);
             };
             Ok(match reduce(&p.input, &inner, keys)? {

@@ -100,6 +100,12 @@ fn is_inner(plan: &LogicalPlan) -> bool {
         && j.null_equality == NullEquality::NullEqualsNothing)
 }
 
+/// Whether `p` only passes columns on from an inner join (a projection
+/// DataFusion puts between the joins of one tree).
+fn passes_columns_over_inner(p: &Projection) -> bool {
+    is_inner(&p.input) && p.expr.iter().all(|e| matches!(e, Expr::Column(_)))
+}
+
 /// Takes a tree of inner joins (and of projections that only pass columns on
 /// between them) apart into its inputs, left to right, and its conditions.
 fn flatten(plan: &LogicalPlan, inputs: &mut Vec<LogicalPlan>, conditions: &mut Vec<Expr>) {
@@ -118,9 +124,7 @@ fn flatten(plan: &LogicalPlan, inputs: &mut Vec<LogicalPlan>, conditions: &mut V
             flatten(&j.left, inputs, conditions);
             flatten(&j.right, inputs, conditions);
         }
-        LogicalPlan::Projection(p)
-            if is_inner(&p.input) && p.expr.iter().all(|e| matches!(e, Expr::Column(_))) =>
-        {
+        LogicalPlan::Projection(p) if passes_columns_over_inner(p) => {
             flatten(&p.input, inputs, conditions)
         }
         other => inputs.push(other.clone()),
@@ -143,9 +147,7 @@ fn rebuild_as_written(node: &LogicalPlan, inputs: &[LogicalPlan]) -> Result<Logi
                     ..j.clone()
                 }))
             }
-            LogicalPlan::Projection(p)
-                if is_inner(&p.input) && p.expr.iter().all(|e| matches!(e, Expr::Column(_))) =>
-            {
+            LogicalPlan::Projection(p) if passes_columns_over_inner(p) => {
                 Ok(LogicalPlan::Projection(Projection::try_new_with_schema(
                     p.expr.clone(),
                     Arc::new(go(&p.input, inputs)?),

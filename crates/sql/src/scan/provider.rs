@@ -88,13 +88,20 @@ impl StrataTable {
         &self.name
     }
 
+    /// The table's `ANALYZE` statistics, if it has been analyzed.
+    fn stats(&self) -> strata_storage::Result<Option<TableStats>> {
+        Ok(self
+            .db
+            .table_stats(&self.name)?
+            .and_then(|v| serde_json::from_value(v).ok()))
+    }
+
     /// The rows a scan of this table keeps with `filters`, by its `ANALYZE`
     /// statistics, and those statistics; `None` when it has none (the join
     /// order is then left as written, `crate::rules::join_order`).
     pub fn estimate(&self, filters: &[Expr]) -> Option<(f64, TableStats)> {
         let table = self.db.table(&self.name).ok()?;
-        let stats: TableStats =
-            serde_json::from_value(self.db.table_stats(&self.name).ok()??).ok()?;
+        let stats = self.stats().ok()??;
         let mut rows = stats.rows as f64;
         for f in filters {
             rows *=
@@ -167,11 +174,7 @@ impl TableProvider for StrataTable {
             Some(p) => p.clone(),
             None => (0..self.schema.fields().len()).collect(),
         };
-        let stats: Option<TableStats> = self
-            .db
-            .table_stats(&self.name)
-            .map_err(external)?
-            .and_then(|v| serde_json::from_value(v).ok());
+        let stats = self.stats().map_err(external)?;
         let mut note = None;
         if let Some(plan) = cached_scan::plan(&table, filters, &output_cols, &settings) {
             match cached_scan::own_writes_block(&self.writes, &self.db, &table) {
