@@ -71,6 +71,12 @@ impl ChunkCache {
         }
     }
 
+    /// Whether it holds `key`: a question, neither counted as a hit or a
+    /// miss nor making the range recently used.
+    pub fn contains(&self, key: &Key) -> bool {
+        self.inner.lock().map.contains_key(key)
+    }
+
     /// Keeps `bytes` as `key`; a range larger than an eighth of the budget
     /// is not kept (one scan must not empty the cache). Over budget, the
     /// least recently used ranges go until it is at 7/8 of it.
@@ -146,5 +152,7 @@ mod tests {
         assert!(c.get(&key(99)).is_none());
         let (hits, misses) = c.hits_misses();
         assert_eq!((hits, misses), (3, 2));
+        assert!(c.contains(&key(0)) && !c.contains(&key(1)));
+        assert_eq!(c.hits_misses(), (3, 2), "asking is not looking up");
     }
 }

@@ -8,7 +8,8 @@
 //! min/max statistics can hold a row the query's comparisons keep
 //! ([`prune`], [`read`]). [`rewrite`] converts a table between the two
 //! formats (and merges a columnar table's delta into new column files).
-//! [`chunk_cache`] keeps the bytes read, as the buffer pool keeps pages.
+//! [`read_ahead`] fetches a scan's units ahead of their decoding, on a
+//! few threads. [`chunk_cache`] keeps the bytes read, as the buffer pool keeps pages.
 //! [`index`] builds and reads an index's tree over the column part;
 //! [`smooth`] walks it as Smooth Scan does, and morphs into the full scan;
 //! [`paths`] runs full, index, sort and Smooth Scan over the column part.
@@ -26,6 +27,7 @@ pub mod index;
 pub mod paths;
 pub mod prune;
 pub mod read;
+pub mod read_ahead;
 pub mod rewrite;
 pub mod smooth;
 

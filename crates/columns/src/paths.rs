@@ -96,19 +96,7 @@ pub fn run(
     let read_plan = |plan: &Plan,
                      run: &mut PathRun,
                      emit: &mut dyn FnMut(RecordBatch, &mut PathRun) -> Result<bool>|
-     -> Result<()> {
-        for u in &plan.units {
-            let mut go = true;
-            part.read(u, &columns, |b| {
-                go = emit(b, run)?;
-                Ok(go)
-            })?;
-            if !go {
-                break;
-            }
-        }
-        Ok(())
-    };
+     -> Result<()> { part.read_units(&plan.units, &columns, |b| emit(b, run)) };
     let no_index = || ColumnsError::Convert {
         table: table.name().to_string(),
         reason: format!(

@@ -263,14 +263,15 @@ impl ColumnPart {
     /// Bytes of the column chunks and pages `plan` reads of table columns
     /// `columns` (what its units' reads fetch, before any cache).
     pub fn plan_bytes(&self, plan: &Plan, columns: &[usize]) -> u64 {
-        plan.units
+        plan.units.iter().map(|u| self.unit_bytes(u, columns)).sum()
+    }
+
+    /// Bytes of `unit`'s ranges of table columns `columns`, before any cache.
+    pub fn unit_bytes(&self, unit: &Unit, columns: &[usize]) -> u64 {
+        let meta = self.files[unit.file].meta.metadata();
+        needed_ranges(meta, unit, columns)
             .iter()
-            .map(|u| {
-                needed_ranges(self.files[u.file].meta.metadata(), u, columns)
-                    .iter()
-                    .map(|(_, len)| len)
-                    .sum::<u64>()
-            })
+            .map(|(_, len)| len)
             .sum()
     }
 
@@ -468,9 +469,7 @@ impl ColumnPart {
         columns: &[usize],
         f: impl FnMut(RecordBatch) -> Result<bool>,
     ) -> Result<()> {
-        let of = &self.files[unit.file];
-        let fetched = Fetched::fetch(of, self.cache.as_deref(), unit, columns, self.gap())
-            .map_err(|e| ColumnsError::parquet(&of.path, e))?;
+        let fetched = self.fetch(unit, columns)?;
         self.decode(unit, columns, fetched, f)
     }
 
@@ -526,12 +525,11 @@ impl ColumnPart {
         needed_ranges(of.meta.metadata(), unit, columns)
             .into_iter()
             .all(|(start, len)| {
-                c.get(&Key {
+                c.contains(&Key {
                     file: of.name.clone(),
                     start,
                     len,
                 })
-                .is_some()
             })
     }
 
@@ -540,8 +538,16 @@ impl ColumnPart {
         &self.files[i].name
     }
 
+    /// Fetches what reading `unit`'s `columns` needs: from the cache what
+    /// it holds, the rest read from the file (and kept in the cache).
+    pub(crate) fn fetch(&self, unit: &Unit, columns: &[usize]) -> Result<Fetched> {
+        let of = &self.files[unit.file];
+        Fetched::fetch(of, self.cache.as_deref(), unit, columns, self.gap())
+            .map_err(|e| ColumnsError::parquet(&of.path, e))
+    }
+
     /// Decodes `unit`'s rows of `columns` from `fetched`.
-    fn decode(
+    pub(crate) fn decode(
         &self,
         unit: &Unit,
         columns: &[usize],
@@ -604,20 +610,9 @@ impl ColumnPart {
     pub fn read_all(
         &self,
         columns: &[usize],
-        mut f: impl FnMut(RecordBatch) -> Result<bool>,
+        f: impl FnMut(RecordBatch) -> Result<bool>,
     ) -> Result<()> {
-        let plan = self.plan(&[]);
-        for u in &plan.units {
-            let mut go = true;
-            self.read(u, columns, |b| {
-                go = f(b)?;
-                Ok(go)
-            })?;
-            if !go {
-                break;
-            }
-        }
-        Ok(())
+        self.read_units(&self.plan(&[]).units, columns, f)
     }
 }
 
@@ -641,7 +636,7 @@ fn merge_ranges(ranges: &[(u64, u64)], gap: u64) -> Vec<(u64, u64)> {
 /// page by page, and under `O_DIRECT` each of its asks would be a request
 /// of its own. What it asks beyond them is read from the file.
 #[derive(Clone)]
-struct Fetched {
+pub(crate) struct Fetched {
     file: CountedFile,
     /// (offset, bytes), by offset.
     ranges: Arc<Vec<(u64, Bytes)>>,
@@ -765,7 +760,7 @@ impl Length for Fetched {
 }
 
 /// A reader of fetched bytes, or of the file beyond them.
-enum FetchedRead {
+pub(crate) enum FetchedRead {
     Mem(bytes::buf::Reader<Bytes>),
     File(crate::file::CountedRead),
 }

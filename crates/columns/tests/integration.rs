@@ -6,6 +6,7 @@
 mod deletes;
 mod indexes;
 mod paths;
+mod read_ahead;
 
 use std::sync::Arc;
 

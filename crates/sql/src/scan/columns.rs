@@ -12,8 +12,6 @@
 use std::fmt;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, BooleanArray};
-use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -296,36 +294,29 @@ impl ExecutionPlan for StrataColumnScanExec {
         Ok(thread_stream(name, self.output_schema.clone(), move |tx| {
             let (b0, r0) = (part.counters().bytes(), part.counters().requests());
             let mut run = || -> Result<()> {
-                for u in &units {
-                    let mut go = true;
-                    part.read(u, &read_columns, |batch| {
-                        rows_read.add(batch.num_rows());
-                        let kept =
-                            keep(&batch, filter.as_ref(), &output, &schema).map_err(|e| {
-                                ColumnsError::Convert {
-                                    table: table.clone(),
-                                    reason: e.to_string(),
-                                }
-                            })?;
-                        let mut kept = kept;
-                        if let Some(l) = left.as_mut() {
-                            if kept.num_rows() >= *l {
-                                kept = kept.slice(0, *l);
-                                go = false;
+                part.read_units(&units, &read_columns, |batch| {
+                    rows_read.add(batch.num_rows());
+                    let mut kept =
+                        keep(&batch, filter.as_ref(), &output, &schema).map_err(|e| {
+                            ColumnsError::Convert {
+                                table: table.clone(),
+                                reason: e.to_string(),
                             }
-                            *l -= kept.num_rows();
-                        }
-                        if kept.num_rows() > 0 && tx.blocking_send(Ok(kept)).is_err() {
+                        })?;
+                    let mut go = true;
+                    if let Some(l) = left.as_mut() {
+                        if kept.num_rows() >= *l {
+                            kept = kept.slice(0, *l);
                             go = false;
                         }
-                        Ok(go)
-                    })
-                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
-                    if !go {
-                        break;
+                        *l -= kept.num_rows();
                     }
-                }
-                Ok(())
+                    if kept.num_rows() > 0 && tx.blocking_send(Ok(kept)).is_err() {
+                        go = false;
+                    }
+                    Ok(go)
+                })
+                .map_err(|e| DataFusionError::External(Box::new(e)))
             };
             let r = run();
             // Shared counters: a part's share is approximate when parts
@@ -347,14 +338,7 @@ fn keep(
 ) -> Result<RecordBatch> {
     let batch = match filter {
         None => batch.clone(),
-        Some(f) => {
-            let mask = f.evaluate(batch)?.into_array(batch.num_rows())?;
-            let mask = mask
-                .as_any()
-                .downcast_ref::<BooleanArray>()
-                .ok_or_else(|| DataFusionError::Internal("a filter that is not boolean".into()))?;
-            filter_record_batch(batch, mask)?
-        }
+        Some(f) => crate::scan::conjuncts::filter(batch.clone(), f)?,
     };
     let columns = output.iter().map(|&i| batch.column(i).clone()).collect();
     Ok(RecordBatch::try_new_with_options(

@@ -23,8 +23,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use datafusion::arrow::array::{Array, BooleanArray};
-use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -674,12 +672,7 @@ pub(crate) fn thread_stream(
 
 /// The rows of `rb` for which the boolean `expr` is true.
 pub(crate) fn filter_by(rb: RecordBatch, expr: &Arc<dyn PhysicalExpr>) -> Result<RecordBatch> {
-    let keep = expr.evaluate(&rb)?.into_array(rb.num_rows())?;
-    let keep = keep
-        .as_any()
-        .downcast_ref::<BooleanArray>()
-        .ok_or_else(|| DataFusionError::Internal("residual predicate is not boolean".into()))?;
-    Ok(filter_record_batch(&rb, keep)?)
+    crate::scan::conjuncts::filter(rb, expr)
 }
 
 /// The counters EXPLAIN ANALYZE shows.
