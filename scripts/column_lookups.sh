@@ -8,12 +8,13 @@
 #
 #   bash scripts/column_lookups.sh [WORKDIR]   (default: a new directory under /tmp)
 #
-# Builds nothing and changes nothing outside WORKDIR: it runs target/debug/strata
-# (build it first: cargo build --workspace --bins). A WORKDIR that already holds
-# tpch_columns and tpch_rows (from this script) is reused.
+# Builds nothing and changes nothing outside WORKDIR: it runs $STRATA, by
+# default target/release/strata (cargo build --release -p strata-cli
+# -p strata-sql; a dev build's CPU time would swamp a warm lookup's). A WORKDIR
+# that already holds tpch_columns and tpch_rows (from this script) is reused.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-S="$root/target/debug/strata"
+S="${STRATA:-$root/target/release/strata}"
 work="${1:-$(mktemp -d /tmp/strata-column-lookups.XXXXXX)}"
 mkdir -p "$work"
 echo "commit $(git -C "$root" rev-parse --short HEAD), work in $work"
