@@ -20,17 +20,23 @@ fn columnar(dir: &std::path::Path) -> (Database, Vec<Vec<Value>>) {
     (db, model)
 }
 
-/// The rows `read_units` gives of `units`, every column.
-fn read(part: &ColumnPart, units: &[Unit]) -> Vec<Vec<Value>> {
+/// The rows `read_units` gives of `units`, every column, and how it ended.
+fn read_rows(part: &ColumnPart, units: &[Unit]) -> (Vec<Vec<Value>>, Result<(), String>) {
     let types = schema().types();
     let all: Vec<usize> = (0..types.len()).collect();
     let mut out = Vec::new();
-    part.read_units(units, &all, |b| {
+    let end = part.read_units(units, &all, |b| {
         out.extend(batch_rows(&b, &types));
         Ok(true)
-    })
-    .unwrap();
-    out
+    });
+    (out, end.map_err(|e| e.to_string()))
+}
+
+/// The rows `read_units` gives of `units`, every column.
+fn read(part: &ColumnPart, units: &[Unit]) -> Vec<Vec<Value>> {
+    let (rows, end) = read_rows(part, units);
+    end.unwrap();
+    rows
 }
 
 #[test]
@@ -124,14 +130,8 @@ fn a_fetch_that_fails_is_the_reads_error() {
         .unwrap()
         .set_len(cut)
         .unwrap();
-    let types = schema().types();
-    let mut got = Vec::new();
-    let err = part
-        .read_units(&units, &all, |b| {
-            got.extend(batch_rows(&b, &types));
-            Ok(true)
-        })
-        .unwrap_err();
+    let (got, end) = read_rows(&part, &units);
+    let err = end.unwrap_err();
     let name = part.file_name(0);
     assert!(err.to_string().contains(name), "{err} names {name}");
     assert!(

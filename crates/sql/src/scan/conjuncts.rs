@@ -68,17 +68,8 @@ fn is_plain(e: &dyn PhysicalExpr) -> bool {
         e.downcast_ref::<Column>().is_some() || e.downcast_ref::<Literal>().is_some()
     };
     if let Some(b) = e.downcast_ref::<BinaryExpr>() {
-        return matches!(
-            b.op(),
-            Operator::Eq
-                | Operator::NotEq
-                | Operator::Lt
-                | Operator::LtEq
-                | Operator::Gt
-                | Operator::GtEq
-                | Operator::IsDistinctFrom
-                | Operator::IsNotDistinctFrom
-        ) && leaf(b.left())
+        return crate::rules::expr_rule::is_comparison(*b.op())
+            && leaf(b.left())
             && leaf(b.right());
     }
     if let Some(n) = e.downcast_ref::<IsNullExpr>() {
