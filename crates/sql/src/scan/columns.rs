@@ -28,7 +28,7 @@ use strata_columns::read::{Plan, Unit, split};
 use strata_columns::{ColumnPart, ColumnsError};
 use strata_storage::Table;
 
-use crate::scan::scan_exec::thread_stream;
+use crate::scan::scan_exec::{reader_of, thread_stream};
 
 /// A scan of a columnar table's column part.
 pub struct StrataColumnScanExec {
@@ -273,7 +273,7 @@ impl ExecutionPlan for StrataColumnScanExec {
     fn execute(
         &self,
         partition: usize,
-        _context: Arc<TaskContext>,
+        context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         let Some(units) = self.parts.get(partition).cloned() else {
             return Err(DataFusionError::Internal(format!(
@@ -291,40 +291,45 @@ impl ExecutionPlan for StrataColumnScanExec {
         let mut left = self.limit;
         let name = format!("columns {} {partition}", self.table.name());
         let table = self.table.name().to_string();
-        Ok(thread_stream(name, self.output_schema.clone(), move |tx| {
-            let (b0, r0) = (part.counters().bytes(), part.counters().requests());
-            let mut run = || -> Result<()> {
-                part.read_units(&units, &read_columns, |batch| {
-                    rows_read.add(batch.num_rows());
-                    let mut kept =
-                        keep(&batch, filter.as_ref(), &output, &schema).map_err(|e| {
-                            ColumnsError::Convert {
-                                table: table.clone(),
-                                reason: e.to_string(),
+        let reader = reader_of(&context);
+        Ok(thread_stream(
+            name,
+            self.output_schema.clone(),
+            reader,
+            move |tx| {
+                let (b0, r0) = (part.counters().bytes(), part.counters().requests());
+                let mut run =
+                    || -> Result<()> {
+                        part.read_units(&units, &read_columns, |batch| {
+                            rows_read.add(batch.num_rows());
+                            let mut kept = keep(&batch, filter.as_ref(), &output, &schema)
+                                .map_err(|e| ColumnsError::Convert {
+                                    table: table.clone(),
+                                    reason: e.to_string(),
+                                })?;
+                            let mut go = true;
+                            if let Some(l) = left.as_mut() {
+                                if kept.num_rows() >= *l {
+                                    kept = kept.slice(0, *l);
+                                    go = false;
+                                }
+                                *l -= kept.num_rows();
                             }
-                        })?;
-                    let mut go = true;
-                    if let Some(l) = left.as_mut() {
-                        if kept.num_rows() >= *l {
-                            kept = kept.slice(0, *l);
-                            go = false;
-                        }
-                        *l -= kept.num_rows();
-                    }
-                    if kept.num_rows() > 0 && tx.blocking_send(Ok(kept)).is_err() {
-                        go = false;
-                    }
-                    Ok(go)
-                })
-                .map_err(|e| DataFusionError::External(Box::new(e)))
-            };
-            let r = run();
-            // Shared counters: a part's share is approximate when parts
-            // run at once; their sum is the scan's.
-            bytes.add((part.counters().bytes() - b0) as usize);
-            requests.add((part.counters().requests() - r0) as usize);
-            r
-        }))
+                            if kept.num_rows() > 0 && tx.blocking_send(Ok(kept)).is_err() {
+                                go = false;
+                            }
+                            Ok(go)
+                        })
+                        .map_err(|e| DataFusionError::External(Box::new(e)))
+                    };
+                let r = run();
+                // Shared counters: a part's share is approximate when parts
+                // run at once; their sum is the scan's.
+                bytes.add((part.counters().bytes() - b0) as usize);
+                requests.add((part.counters().requests() - r0) as usize);
+                r
+            },
+        ))
     }
 }
 

@@ -604,7 +604,7 @@ impl ExecutionPlan for StrataScanExec {
     fn execute(
         &self,
         partition: usize,
-        _context: Arc<TaskContext>,
+        context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         let parts = self.split.parts();
         if partition >= parts {
@@ -625,6 +625,7 @@ impl ExecutionPlan for StrataScanExec {
         Ok(thread_stream(
             name,
             self.req.output_schema.clone(),
+            reader_of(&context),
             move |tx| run(&req, &path, (&split, partition), tx, &counters, &io),
         ))
     }
@@ -635,9 +636,13 @@ impl ExecutionPlan for StrataScanExec {
 /// side starts); an error `work` returns ends the stream. The channel is
 /// small: a slow consumer slows `work`, and a consumer that stops makes its
 /// sends fail.
+/// The thread reads for `reader` ([`reader_of`] the statement's session:
+/// the device's read window then tells the query's own page reads from
+/// other sessions' lookups).
 pub(crate) fn thread_stream(
     name: String,
     schema: SchemaRef,
+    reader: u64,
     work: impl FnOnce(&tokio::sync::mpsc::Sender<Result<RecordBatch>>) -> Result<()> + Send + 'static,
 ) -> SendableRecordBatchStream {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(4);
@@ -646,6 +651,7 @@ pub(crate) fn thread_stream(
         std::thread::Builder::new()
             .name(name)
             .spawn(move || {
+                let _mark = strata_storage::device::read_window::read_for(reader);
                 if let Err(e) = work(&tx) {
                     let _ = tx.blocking_send(Err(e));
                 }
@@ -668,6 +674,15 @@ pub(crate) fn thread_stream(
         }
     });
     Box::pin(RecordBatchStreamAdapter::new(schema, stream))
+}
+
+/// Whom a statement's reads are for, as the device's read window knows
+/// readers: its session (never 0).
+pub(crate) fn reader_of(context: &TaskContext) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    context.session_id().hash(&mut h);
+    h.finish() | 1
 }
 
 /// The rows of `rb` for which the boolean `expr` is true.

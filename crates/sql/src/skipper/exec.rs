@@ -62,7 +62,7 @@ use super::object_scan;
 use super::rewrite::describe;
 use super::subplans::{Cache, Obj, Subplans, interleave};
 use crate::options::StrataOptions;
-use crate::scan::scan_exec::{ScanRequest, StrataScanExec, thread_stream};
+use crate::scan::scan_exec::{ScanRequest, StrataScanExec, reader_of, thread_stream};
 
 /// The environment variable naming a file each MJoin appends its report to
 /// (one JSON object per line).
@@ -243,9 +243,11 @@ impl ExecutionPlan for MJoinExec {
             handle,
             context,
         };
+        let reader = reader_of(&state.context);
         Ok(thread_stream(
             "mjoin".into(),
             self.spec.schema.clone(),
+            reader,
             move |tx| state.run(tx),
         ))
     }

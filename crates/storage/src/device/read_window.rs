@@ -37,6 +37,18 @@
 //!
 //! Only bulk reads go through the window ([`super::Device::read_many`]);
 //! single-page reads (pool misses, the lookups it protects) and writes do not.
+//!
+//! Whose point reads: a query that scans and also reads single pages (an
+//! index join's probes, TPC-H Q14's and Q22's) would otherwise pace its own
+//! scan for its own probes, which gain nothing by it. A thread marks whom it
+//! reads for ([`read_for`]: strata-sql's scan threads name their session);
+//! a point read for a reader whose bulk reads went through the window in
+//! the last [`POINT_MEMORY_ROUNDS`] rounds is that reader's own and does not
+//! make the window stricter. Point reads for nobody in particular, or for
+//! another reader (another connection's lookups), do.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -80,6 +92,39 @@ const MAX_WINDOW: u64 = 64 << 20;
 
 const PIECE: u64 = PIECE_BYTES as u64;
 
+/// Readers with bulk reads a window remembers at once (the latest ones).
+const BULK_READERS: usize = 8;
+
+thread_local! {
+    /// Whom this thread's reads are for (see [`read_for`]); 0: nobody.
+    static READER: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Marks the current thread's reads as made for reader `id` (not 0; a
+/// session, say) until the guard is dropped, when the mark it replaced
+/// comes back.
+pub fn read_for(id: u64) -> ReaderMark {
+    ReaderMark {
+        before: READER.replace(id),
+    }
+}
+
+/// The mark [`read_for`] set, for as long as it lives.
+pub struct ReaderMark {
+    before: u64,
+}
+
+impl Drop for ReaderMark {
+    fn drop(&mut self) {
+        READER.set(self.before);
+    }
+}
+
+/// Whom the current thread reads for (0: nobody).
+pub fn reader() -> u64 {
+    READER.get()
+}
+
 /// What the window has learned, for tests and reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WindowCounters {
@@ -103,8 +148,13 @@ pub struct WindowCounters {
 pub struct ReadWindow {
     state: Mutex<State>,
     room: Condvar,
-    /// Point reads started, ever (see [`ReadWindow::point_read`]).
-    points: std::sync::atomic::AtomicU64,
+    /// Point reads started, ever (see [`ReadWindow::point_read`]), but a
+    /// bulk reader's own.
+    points: AtomicU64,
+    /// The latest readers with bulk reads: (reader, the round of its last).
+    bulk: [(AtomicU64, AtomicU64); BULK_READERS],
+    /// Rounds ended so far, for the point reads to compare with.
+    rounds: AtomicU64,
 }
 
 impl Default for ReadWindow {
@@ -156,21 +206,61 @@ impl ReadWindow {
                 counters: WindowCounters::default(),
             }),
             room: Condvar::new(),
-            points: std::sync::atomic::AtomicU64::new(0),
+            points: AtomicU64::new(0),
+            bulk: Default::default(),
+            rounds: AtomicU64::new(0),
         }
     }
 
     /// A point read (one page: a pool miss) is starting. It is not paced;
-    /// it makes the window stricter for a while.
+    /// it makes the window stricter for a while, unless it is for a reader
+    /// whose own bulk reads are going through the window.
     pub fn point_read(&self) {
-        self.points
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let r = reader();
+        if r != 0 && self.reads_in_bulk(r) {
+            return;
+        }
+        self.points.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether reader `r` had bulk reads in the last
+    /// [`POINT_MEMORY_ROUNDS`] rounds.
+    fn reads_in_bulk(&self, r: u64) -> bool {
+        let now = self.rounds.load(Ordering::Relaxed);
+        self.bulk.iter().any(|(id, round)| {
+            id.load(Ordering::Relaxed) == r
+                && now.saturating_sub(round.load(Ordering::Relaxed)) <= POINT_MEMORY_ROUNDS
+        })
+    }
+
+    /// Notes a bulk read for the current thread's reader: its slot, or the
+    /// slot of the reader whose last bulk read is the oldest. (Two threads
+    /// may race for a slot; the loser is remembered at its next read.)
+    fn note_bulk(&self) {
+        let r = reader();
+        if r == 0 {
+            return;
+        }
+        let now = self.rounds.load(Ordering::Relaxed);
+        let slot = self
+            .bulk
+            .iter()
+            .find(|(id, _)| id.load(Ordering::Relaxed) == r)
+            .or_else(|| {
+                self.bulk
+                    .iter()
+                    .min_by_key(|(_, round)| round.load(Ordering::Relaxed))
+            })
+            .expect("slots");
+        slot.0.store(r, Ordering::Relaxed);
+        slot.1.store(now, Ordering::Relaxed);
     }
 
     /// Takes room for `bytes` if the window has it (or nothing at all is in
     /// flight); `false` if the caller must first wait for one of its own
     /// reads to finish.
     pub fn try_take(&self, bytes: u64) -> bool {
+        self.note_bulk();
         self.state.lock().admit(bytes)
     }
 
@@ -178,6 +268,7 @@ impl ReadWindow {
     /// For a caller with nothing in flight of its own (else it could wait for
     /// itself).
     pub fn take(&self, bytes: u64) {
+        self.note_bulk();
         let mut s = self.state.lock();
         if s.admit(bytes) {
             return;
@@ -191,8 +282,13 @@ impl ReadWindow {
     /// A read of `bytes` taken from the window finished, after `latency_ns`
     /// if it succeeded in full (a failed or short read is not a sample).
     pub fn done(&self, bytes: u64, latency_ns: Option<u64>) {
-        let points = self.points.load(std::sync::atomic::Ordering::Relaxed);
-        self.state.lock().done(bytes, latency_ns, points);
+        let points = self.points.load(Ordering::Relaxed);
+        let rounds = {
+            let mut s = self.state.lock();
+            s.done(bytes, latency_ns, points);
+            s.rounds
+        };
+        self.rounds.store(rounds, Ordering::Relaxed);
         self.room.notify_all();
     }
 
@@ -358,6 +454,49 @@ mod tests {
         drive(&w, 64, 4_000, knee(8));
         let after = w.counters().window_bytes / PIECE;
         assert!((18..=25).contains(&after), "{after} pieces after");
+    }
+
+    /// A query's own point reads (its index join's probes beside its scan)
+    /// leave its window as loose as it is alone; another reader's point
+    /// reads, or a reader's whose bulk reads ended long ago, do not.
+    #[test]
+    fn a_readers_own_point_reads_leave_its_window_alone() {
+        let w = ReadWindow::new();
+        let _mark = read_for(7);
+        drive(&w, 64, 4_000, knee(8));
+        for _ in 0..400 {
+            w.point_read();
+            drive(&w, 64, 10, knee(8));
+        }
+        let own = w.counters().window_bytes / PIECE;
+        assert!(
+            (18..=25).contains(&own),
+            "{own} pieces beside its own point reads"
+        );
+        // Another reader's lookups beside the same scan.
+        for _ in 0..400 {
+            {
+                let _other = read_for(8);
+                w.point_read();
+            }
+            drive(&w, 64, 10, knee(8));
+        }
+        let beside = w.counters().window_bytes / PIECE;
+        assert!(
+            (8..=17).contains(&beside),
+            "{beside} pieces beside another's"
+        );
+        // Reader 7's scan long over: its point reads are lookups like any.
+        drive(&w, 64, 4_000, knee(8));
+        let points = w.points.load(Ordering::Relaxed);
+        {
+            let _other = read_for(9);
+            drive(&w, 64, 8 * POINT_MEMORY_ROUNDS * 25, knee(8));
+        }
+        w.point_read();
+        assert_eq!(w.points.load(Ordering::Relaxed), points + 1);
+        drop(_mark);
+        assert_eq!(reader(), 0, "the mark is taken back");
     }
 
     #[test]

@@ -59,7 +59,7 @@ use strata_access::{AccessPath, Predicate, ScanSpec, SmoothOptions, TupleBatch};
 use strata_storage::row::encode_key_value;
 
 use crate::scan::pushdown::literal;
-use crate::scan::scan_exec::{ScanRequest, filter_by, thread_stream};
+use crate::scan::scan_exec::{ScanRequest, filter_by, reader_of, thread_stream};
 use strata_columns::convert::BatchConverter;
 
 /// How the inner side is read.
@@ -246,6 +246,7 @@ impl ExecutionPlan for IndexJoinExec {
             )));
         }
         let batch_rows = context.session_config().batch_size().max(1);
+        let reader = reader_of(&context);
         let outer = self.outer.execute(0, context)?;
         let handle = tokio::runtime::Handle::current();
         let counters = Counters::new(&self.metrics, self.join.inner.modeled_clock);
@@ -255,6 +256,7 @@ impl ExecutionPlan for IndexJoinExec {
         Ok(thread_stream(
             format!("index join {}", join.inner.table.name()),
             self.schema.clone(),
+            reader,
             move |tx| {
                 let mut run = Run::new(&join, outer_schema, schema, &counters, batch_rows)?;
                 run.run(outer, &handle, tx)
