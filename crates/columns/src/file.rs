@@ -26,7 +26,8 @@ use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::basic::Compression;
-use parquet::file::metadata::PageIndexPolicy;
+use parquet::errors::ParquetError;
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::reader::{ChunkReader, Length};
 use parquet::schema::types::ColumnPath;
@@ -160,12 +161,12 @@ impl FileWriter {
         if self.writer.is_none() {
             self.start()?;
         }
-        let f = self
-            .writer
-            .take()
-            .expect("started")
-            .into_inner()
+        let mut writer = self.writer.take().expect("started");
+        let meta = writer
+            .finish()
             .map_err(|e| ColumnsError::parquet(&path, e))?;
+        // `finish` wrote the footer and flushed every buffer to the file.
+        let f = writer.inner();
         f.sync_all()
             .map_err(|e| strata_storage::StorageError::io(&path, e))?;
         let bytes = f
@@ -179,6 +180,7 @@ impl FileWriter {
             file: self.file,
             rows: self.rows,
             bytes,
+            tail: tail_bytes(&meta, bytes),
         })
     }
 }
@@ -396,18 +398,69 @@ impl CountedFile {
         }
     }
 
-    /// Reads its footer and page index (one read each, counted).
     /// Whether its reads go around the page cache (`O_DIRECT`).
     pub fn is_direct(&self) -> bool {
         self.direct
     }
 
-    pub fn metadata(&self, path: &Path) -> Result<ArrowReaderMetadata> {
-        ArrowReaderMetadata::load(
-            self,
+    /// Reads and decodes its footer and page index. `tail` is the bytes at
+    /// the file's end that hold both ([`ColumnFile::tail`]): one request
+    /// reads them. Unknown (0), the last [`GUESS_TAIL`] bytes are read, and
+    /// what the footer says is missing after them (at most two requests
+    /// more).
+    pub fn metadata(&self, path: &Path, tail: u64) -> Result<ArrowReaderMetadata> {
+        let err = |e| ColumnsError::parquet(path, e);
+        let len = self.len;
+        let first = if tail > 0 { tail } else { GUESS_TAIL }.min(len);
+        let mut bytes = self.get_bytes(len - first, first as usize).map_err(err)?;
+        let mut reader =
+            ParquetMetaDataReader::new().with_page_index_policy(PageIndexPolicy::Optional);
+        loop {
+            let parsed = if reader.has_metadata() {
+                reader.read_page_indexes_sized(&bytes, len)
+            } else {
+                reader.try_parse_sized(&bytes, len)
+            };
+            match parsed {
+                Ok(()) => break,
+                Err(ParquetError::NeedMoreData(needed))
+                    if (needed as u64) <= len && needed > bytes.len() =>
+                {
+                    bytes = self.get_bytes(len - needed as u64, needed).map_err(err)?;
+                }
+                Err(e) => return Err(err(e)),
+            }
+        }
+        let meta = reader.finish().map_err(err)?;
+        ArrowReaderMetadata::try_new(
+            Arc::new(meta),
             ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional),
         )
-        .map_err(|e| ColumnsError::parquet(path, e))
+        .map_err(err)
+    }
+}
+
+/// Bytes read from a column file's end when its catalog entry does not say
+/// how many hold its footer and page index (a file written before it was
+/// recorded): enough for the footer of a small file in one request.
+pub const GUESS_TAIL: u64 = 64 * 1024;
+
+/// The bytes at the end of a file of `bytes` bytes whose metadata is `meta`
+/// that hold its page index and footer: from the first page index's offset
+/// (the writer puts them after the last data page) to the end; the whole
+/// footer's length when the file has no page index.
+fn tail_bytes(meta: &ParquetMetaData, bytes: u64) -> u64 {
+    let first = meta
+        .row_groups()
+        .iter()
+        .flat_map(|rg| rg.columns())
+        .flat_map(|c| [c.column_index_offset(), c.offset_index_offset()])
+        .flatten()
+        .filter_map(|o| u64::try_from(o).ok())
+        .min();
+    match first {
+        Some(o) if o < bytes => bytes - o,
+        _ => GUESS_TAIL.min(bytes),
     }
 }
 

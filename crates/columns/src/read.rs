@@ -195,7 +195,7 @@ impl ColumnPart {
             let meta = match footers.and_then(|f| f.get(&c.file)) {
                 Some(m) => m,
                 None => {
-                    let m = file.metadata(&path)?;
+                    let m = file.metadata(&path, c.tail)?;
                     if let Some(f) = footers {
                         f.put(&c.file, m.clone());
                     }

@@ -4,6 +4,7 @@
 //! no trace, and what a columnar table refuses it refuses clearly.
 
 mod deletes;
+mod footer;
 mod indexes;
 mod paths;
 mod read_ahead;

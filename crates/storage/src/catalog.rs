@@ -138,6 +138,15 @@ pub struct ColumnFile {
     pub rows: u64,
     /// Its size: a file of another size is not the one the catalog committed.
     pub bytes: u64,
+    /// Bytes at its end that hold its page index and footer, so that an
+    /// open reads them in one request; 0 when not recorded (a file written
+    /// before strata recorded it: its footer is found by reading backwards).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tail: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ColumnsDef {

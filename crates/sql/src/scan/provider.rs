@@ -293,6 +293,9 @@ impl StrataTable {
         let part = strata_columns::ColumnPart::of(&self.db, table)
             .map_err(|e| DataFusionError::External(Box::new(e)))?
             .expect("a columnar table has a column part");
+        let filter_is_conjuncts = filters
+            .iter()
+            .all(|f| matches!(classify_for(f, table), Pushed::Strata(_)));
         let filters: Vec<Expr> = filters.iter().map(unqualified).collect::<Result<_>>()?;
         let mut read: Vec<usize> = output_cols.to_vec();
         for e in &filters {
@@ -341,6 +344,7 @@ impl StrataTable {
                     | AccessPathSetting::Optimizer
                     | AccessPathSetting::Switch => ColumnPath::Smooth,
                 },
+                filter_is_conjuncts,
             })
             .map_err(|e| DataFusionError::External(Box::new(e)))?,
         );
