@@ -165,6 +165,12 @@ fn without_statistics_the_joins_stay_as_written() {
     let on = session(&db, true);
     assert_eq!(first_joined(&logical_plan(&on, THREE_WAY)), ["big", "mid"]);
     assert_eq!(sorted(query(&on, THREE_WAY)), three_way_model());
+    // ANALYZE in the same session: its next plan uses the new statistics
+    // (a table keeps its decoded statistics only until the catalog is
+    // saved again).
+    query(&on, "ANALYZE");
+    assert_eq!(first_joined(&logical_plan(&on, THREE_WAY)), ["big", "tiny"]);
+    assert_eq!(sorted(query(&on, THREE_WAY)), three_way_model());
 }
 
 const SEMI: &str = "SELECT mid.name, big.v FROM mid, big \

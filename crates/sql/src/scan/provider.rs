@@ -43,6 +43,11 @@ pub struct StrataTable {
     writes: Arc<Writes>,
     name: String,
     schema: SchemaRef,
+    /// The table's `ANALYZE` statistics as last decoded from the catalog,
+    /// with the catalog save they were read after: decoded again only when
+    /// the catalog was saved since (each scan and each of the planner's
+    /// estimates asks, and decoding them is not free).
+    decoded: parking_lot::Mutex<Option<(u64, Option<TableStats>)>>,
 }
 
 /// The table's Arrow schema as SQL sees it: a semantic id (its value the
@@ -68,6 +73,7 @@ impl StrataTable {
             writes,
             name: table.name().to_string(),
             schema: provider_schema(table),
+            decoded: parking_lot::Mutex::new(None),
         }
     }
 
@@ -90,10 +96,19 @@ impl StrataTable {
 
     /// The table's `ANALYZE` statistics, if it has been analyzed.
     fn stats(&self) -> strata_storage::Result<Option<TableStats>> {
-        Ok(self
+        // The save count first: a save after it is seen at the next call.
+        let saves = strata_storage::catalog::Catalog::saves();
+        if let Some((at, stats)) = &*self.decoded.lock()
+            && *at == saves
+        {
+            return Ok(stats.clone());
+        }
+        let stats: Option<TableStats> = self
             .db
             .table_stats(&self.name)?
-            .and_then(|v| serde_json::from_value(v).ok()))
+            .and_then(|v| serde_json::from_value(v).ok());
+        *self.decoded.lock() = Some((saves, stats.clone()));
+        Ok(stats)
     }
 
     /// The rows a scan of this table keeps with `filters`, by its `ANALYZE`
