@@ -263,6 +263,33 @@ pub fn probe(
     })
 }
 
+/// The live positions of `index`'s entries over `part` in [`lo`, `hi`],
+/// ascending; `None` as soon as more than `limit` are found (a lookup that
+/// names more rows is a scan's to plan, with its costs).
+pub fn positions_in(
+    part: &ColumnPart,
+    index: &Index,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    limit: usize,
+) -> Result<Option<Vec<u64>>> {
+    let tree = index.column_tree().expect("an index with a column tree");
+    let deleted = part.deleted();
+    let mut out = Vec::new();
+    for entry in tree.range(lo, hi)? {
+        let pos = entry?.1.position();
+        if deleted.binary_search(&pos).is_ok() {
+            continue;
+        }
+        if out.len() == limit {
+            return Ok(None);
+        }
+        out.push(pos);
+    }
+    out.sort_unstable();
+    Ok(Some(out))
+}
+
 impl std::fmt::Display for Probe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.positions {

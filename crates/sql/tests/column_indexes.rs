@@ -259,3 +259,61 @@ fn a_lookup_its_index_answers_does_not_read_the_key_column() {
         assert_eq!(scan_columns(&plan), columns, "{q}\n{plan}");
     }
 }
+
+/// A point query by an integer key of a columnar table is answered without
+/// DataFusion's planning (`dml::direct_select`): its column rows through the
+/// index's tree over them, its delta's through the delta's index. The
+/// answers are DataFusion's and the row table's, before and after changes
+/// that mark column rows deleted and put rows in the delta; a WHERE the
+/// index's range does not answer whole is DataFusion's.
+#[test]
+fn point_queries_on_a_columnar_table_answer_as_datafusion_and_the_row_table() {
+    use std::sync::atomic::Ordering;
+    use strata_sql::dml::direct_select::TAKEN;
+    let mut rng = SmallRng::seed_from_u64(73);
+    let (_dir, db, s) = twins(&mut rng, &["k", "g", "s"]);
+    let planned = SqlSession::new(db).unwrap();
+    planned.set("strata.direct_dml", "false").unwrap();
+    let sorted = |s: &SqlSession, q: &str| {
+        let mut rows = common::query(s, q);
+        rows.sort();
+        rows
+    };
+    let check = || {
+        for (q, point) in [
+            ("SELECT v, s FROM {t} WHERE k = 17", true),
+            ("SELECT * FROM {t} WHERE k = 17", true),
+            ("SELECT s, k, v FROM {t} WHERE g = 5", true),
+            ("SELECT v FROM {t} WHERE k = -1", true),
+            ("SELECT v FROM {t} WHERE k = 18", true),
+            ("SELECT v FROM {t} WHERE k = 17 AND k >= 10", true),
+            ("SELECT v FROM {t} WHERE k = 17 AND v > 3", false),
+            ("SELECT v FROM {t} WHERE s = 'r5'", false),
+            ("SELECT v + 1 FROM {t} WHERE k = 17", false),
+        ] {
+            let c = q.replace("{t}", "c");
+            let before = TAKEN.load(Ordering::Relaxed);
+            let got = sorted(&s, &c);
+            assert_eq!(TAKEN.load(Ordering::Relaxed) - before, point as u64, "{c}: direct?");
+            assert_eq!(got, sorted(&planned, &c), "{c}: DataFusion's answer");
+            assert_eq!(got, sorted(&s, &q.replace("{t}", "r")), "{c}: the row table's");
+        }
+    };
+    check();
+    // Column rows marked deleted, their new versions and new rows in the
+    // delta.
+    for t in ["c", "r"] {
+        common::run(&s, &format!("UPDATE {t} SET v = v + 1, g = 5 WHERE k = 17"));
+        common::run(&s, &format!("DELETE FROM {t} WHERE k = 18"));
+        common::run(&s, &format!("INSERT INTO {t} VALUES (18, 5, 9, 'again')"));
+        common::run(&s, &format!("INSERT INTO {t} VALUES (40017, 5, 1, 'new')"));
+    }
+    let c = db_table_rows(&s);
+    assert!(c > 0, "the delta holds rows");
+    check();
+}
+
+/// Rows in the columnar table `c`'s delta.
+fn db_table_rows(s: &SqlSession) -> u64 {
+    s.database().table("c").unwrap().rows()
+}

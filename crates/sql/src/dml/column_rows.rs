@@ -10,9 +10,13 @@
 //! deleted already left out), every column read, the whole WHERE evaluated
 //! on them.
 
+use std::ops::Bound;
+
 use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::DataFusionError;
-use strata_columns::ColumnPart;
+use strata_columns::{ColumnPart, ColumnsError};
+use strata_storage::db::Index;
 use strata_storage::{Database, Table};
 
 use super::filter::{Filter, table_schema};
@@ -79,4 +83,52 @@ pub(super) fn find_column_rows(
         }
     }
     Ok(())
+}
+
+/// The rows of `table`'s column part at the live entries of `index`'s tree
+/// over them in [`lo`, `hi`] (a point query's, `super::direct_select`):
+/// columns `columns` of the table, in that order, as batches of `schema`;
+/// `None`, with no row read, when the range names more than `limit` rows.
+pub(super) fn rows_at(
+    db: &Database,
+    table: &Table,
+    index: &Index,
+    (lo, hi): (Bound<Vec<u8>>, Bound<Vec<u8>>),
+    columns: &[usize],
+    schema: &SchemaRef,
+    limit: usize,
+) -> Result<Option<Vec<RecordBatch>>, SqlError> {
+    let Some(part) = ColumnPart::of(db, table).map_err(columns_error)? else {
+        return Ok(Some(Vec::new()));
+    };
+    let Some(positions) =
+        strata_columns::index::positions_in(&part, index, lo, hi, limit).map_err(columns_error)?
+    else {
+        return Ok(None);
+    };
+    if positions.is_empty() {
+        return Ok(Some(Vec::new()));
+    }
+    let plan = ColumnPart::plan_at(part.plan(&[]), &positions);
+    // The reader gives the columns in table order.
+    let mut read = columns.to_vec();
+    read.sort_unstable();
+    read.dedup();
+    let at: Vec<usize> = columns
+        .iter()
+        .map(|c| read.binary_search(c).expect("read"))
+        .collect();
+    let mut out = Vec::new();
+    part.read_units(&plan.units, &read, |batch| {
+        let picked = at.iter().map(|&i| batch.column(i).clone()).collect();
+        let rows =
+            RecordBatch::try_new(schema.clone(), picked).map_err(|e| ColumnsError::Convert {
+                table: table.name().to_string(),
+                reason: e.to_string(),
+            })?;
+        out.push(rows);
+        Ok(true)
+    })
+    .map_err(columns_error)?;
+    Ok(Some(out))
 }

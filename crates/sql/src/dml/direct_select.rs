@@ -116,9 +116,10 @@ pub fn plan(
     }
     let name = plain_table(&sel.from[0])?;
     let table = writes.database().table(&name).ok()?;
-    if table.columns().is_some() || table.is_cold() {
+    if table.is_cold() {
         return None;
     }
+    let columnar = table.columns().is_some();
     let schemas = super::table_schemas::of(writes.database(), &name, &table)?;
     let full = &schemas.arrow;
     let mut columns = Vec::new();
@@ -157,11 +158,16 @@ pub fn plan(
     // DataFusion's plan (`crate::scan::cached_scan`) unless the session
     // turned index caches off.
     let caches = options.is_none_or(|o| o.index_cache != IndexCacheSetting::Off);
+    // On a columnar table, an index whose range is the whole WHERE (its
+    // column rows are not checked on their bytes: they are not a heap's).
     let pinned = |i: &strata_storage::db::Index| {
         (i.def.cache.is_empty() || !caches)
             && conjuncts
                 .iter()
                 .any(|c| c.op == CmpOp::Eq && c.column == i.key_cols[0])
+            && (!columnar
+                || (i.column_tree().is_some()
+                    && crate::scan::columns::range_answers(i, &conjuncts)))
     };
     let indexes = table.indexes();
     let (index, unique) = match indexes
@@ -235,6 +241,29 @@ impl DirectSelect {
         if !self.unique && !few_entries(&table.indexes()[self.index], &self.conjuncts)? {
             return Ok(None);
         }
+        // A columnar table's column rows, by its index's tree over them;
+        // its delta's rows below, as a row table's.
+        let mut batches = Vec::new();
+        if table.columns().is_some() {
+            let index = &table.indexes()[self.index];
+            let range = Predicate {
+                conjuncts: self.conjuncts.clone(),
+            }
+            .range_on(index.key_cols[0])
+            .encoded(&index.key_types[0]);
+            match super::column_rows::rows_at(
+                writes.database(),
+                table,
+                index,
+                range,
+                &self.columns,
+                &self.schema,
+                BATCH_ROWS,
+            )? {
+                Some(rows) => batches = rows,
+                None => return Ok(None),
+            }
+        }
         TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let costs = PageCosts::modeled(writes.database()).unwrap_or_default();
         let check = Predicate {
@@ -243,7 +272,6 @@ impl DirectSelect {
         .compile(table.schema(), table.layout());
         // Only the named columns of the rows that pass become Arrow.
         let converter = BatchConverter::new(table, self.columns.clone(), self.schema.clone());
-        let mut batches = Vec::new();
         let mut passing = TupleBatch::new();
         let mut produced = Vec::new();
         let by_index = candidates(

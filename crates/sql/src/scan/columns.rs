@@ -148,19 +148,28 @@ fn index_answers(
     probe: &strata_columns::index::Probe,
     conjuncts: &[Comparison],
 ) -> bool {
+    probe.positions.is_some()
+        && table
+            .indexes()
+            .iter()
+            .find(|i| i.def.name == probe.index)
+            .is_some_and(|index| range_answers(index, conjuncts))
+}
+
+/// Whether the entries of `index` in the range `conjuncts` bound on its
+/// first key column are exactly the rows that pass them: there are
+/// conjuncts, each bounds that column by an operator a range expresses (not
+/// `<>`), and the column's key encoding orders as its values compare
+/// (integers, dates, timestamps).
+pub(crate) fn range_answers(index: &strata_storage::db::Index, conjuncts: &[Comparison]) -> bool {
     use strata_access::predicate::CmpOp;
     use strata_storage::row::DataType;
-    if probe.positions.is_none() || conjuncts.is_empty() {
-        return false;
-    }
-    let Some(index) = table.indexes().iter().find(|i| i.def.name == probe.index) else {
-        return false;
-    };
     let exact_type = matches!(
         index.key_types[0],
         DataType::Int32 | DataType::Int64 | DataType::Date | DataType::Timestamp
     );
     exact_type
+        && !conjuncts.is_empty()
         && conjuncts
             .iter()
             .all(|c| c.column == index.key_cols[0] && c.op != CmpOp::Ne)
