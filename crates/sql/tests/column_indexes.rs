@@ -294,9 +294,17 @@ fn point_queries_on_a_columnar_table_answer_as_datafusion_and_the_row_table() {
             let c = q.replace("{t}", "c");
             let before = TAKEN.load(Ordering::Relaxed);
             let got = sorted(&s, &c);
-            assert_eq!(TAKEN.load(Ordering::Relaxed) - before, point as u64, "{c}: direct?");
+            assert_eq!(
+                TAKEN.load(Ordering::Relaxed) - before,
+                point as u64,
+                "{c}: direct?"
+            );
             assert_eq!(got, sorted(&planned, &c), "{c}: DataFusion's answer");
-            assert_eq!(got, sorted(&s, &q.replace("{t}", "r")), "{c}: the row table's");
+            assert_eq!(
+                got,
+                sorted(&s, &q.replace("{t}", "r")),
+                "{c}: the row table's"
+            );
         }
     };
     check();

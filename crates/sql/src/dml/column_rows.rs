@@ -118,17 +118,48 @@ pub(super) fn rows_at(
         .iter()
         .map(|c| read.binary_search(c).expect("read"))
         .collect();
+    // Each row is a page of each column to decode: the units split over
+    // the cores, as a scan's partitions are.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let parts = strata_columns::read::split(&plan.units, cores);
+    let failed = |reason: String| ColumnsError::Convert {
+        table: table.name().to_string(),
+        reason,
+    };
+    let read_part = |units: &[strata_columns::read::Unit]| {
+        let mut out = Vec::new();
+        part.read_units(units, &read, |batch| {
+            let picked = at.iter().map(|&i| batch.column(i).clone()).collect();
+            out.push(
+                RecordBatch::try_new(schema.clone(), picked).map_err(|e| failed(e.to_string()))?,
+            );
+            Ok(true)
+        })
+        .map(|()| out)
+    };
+    let read_parts = std::thread::scope(|s| {
+        let others: Vec<_> = parts[1..]
+            .iter()
+            .map(|units| {
+                std::thread::Builder::new()
+                    .name(format!("lookup {}", table.name()))
+                    .spawn_scoped(s, || read_part(units))
+            })
+            .collect();
+        let mut all = vec![read_part(&parts[0])];
+        for t in others {
+            all.push(match t {
+                Ok(t) => t
+                    .join()
+                    .unwrap_or_else(|_| Err(failed("a lookup thread panicked".into()))),
+                Err(e) => Err(failed(format!("no thread for the lookup: {e}"))),
+            });
+        }
+        all
+    });
     let mut out = Vec::new();
-    part.read_units(&plan.units, &read, |batch| {
-        let picked = at.iter().map(|&i| batch.column(i).clone()).collect();
-        let rows =
-            RecordBatch::try_new(schema.clone(), picked).map_err(|e| ColumnsError::Convert {
-                table: table.name().to_string(),
-                reason: e.to_string(),
-            })?;
-        out.push(rows);
-        Ok(true)
-    })
-    .map_err(columns_error)?;
+    for batches in read_parts {
+        out.extend(batches.map_err(columns_error)?);
+    }
     Ok(Some(out))
 }
