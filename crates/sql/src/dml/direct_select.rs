@@ -18,10 +18,17 @@
 //! Arrow (no physical expression is built: making one cost more than the
 //! lookup).
 //!
+//! On a columnar table the key must be of an index with a tree over its
+//! column rows, and the WHERE bound only that key (an integer, date or
+//! timestamp, whose key encoding orders as its values compare): the
+//! entries in the range are then exactly the rows to return, read from
+//! the column files by position ([`super::column_rows::rows_at`]), with
+//! the delta's rows found as a row table's.
+//!
 //! Anything else returns `None` and DataFusion plans the query, as do
-//! `EXPLAIN`, columnar and cold tables, and sessions whose
-//! `strata.access_path` forces a full or sort scan. `strata.direct_dml =
-//! false` turns this path off as well (the tests compare both).
+//! `EXPLAIN`, cold tables, and sessions whose `strata.access_path` forces a
+//! full or sort scan. `strata.direct_dml = false` turns this path off as
+//! well (the tests compare both).
 
 use std::sync::Arc;
 
