@@ -45,8 +45,23 @@ use crate::error::{ColumnsError, Result};
 pub const ROW_GROUP_ROWS: usize = 122_880;
 
 /// Rows per data page at most: the unit of the page index, and so the finest
-/// unit a scan skips (a page also ends at 1 MiB).
+/// unit a scan skips (a page of a wide column ends sooner, at
+/// [`PAGE_BYTES`]).
 pub const PAGE_ROWS: usize = 8_192;
+
+/// Encoded bytes per data page at most, checked every [`WRITE_BATCH`]
+/// values. A lookup of one row decompresses and decodes the whole page
+/// that holds it, of each column it reads, so a page's bytes bound what one
+/// row costs: 8,192 values of a 40-byte string are 360 KiB, several hundred
+/// microseconds of Snappy and decoding for one row, where a narrow column's
+/// page of as many rows is a few KiB. Pages of 64 KiB (Snappy's own block
+/// size, so compression loses nothing) keep that cost the same for every
+/// width; a scan pays a page header per 64 KiB for it.
+pub const PAGE_BYTES: usize = 64 * 1024;
+
+/// Values the writer takes at a time, and so how often it checks a page's
+/// size: pages end within this many rows past [`PAGE_BYTES`].
+const WRITE_BATCH: usize = 256;
 
 /// The writer's settings for every column file, each column in the
 /// encoding [`crate::encoding::choose`] picked for it.
@@ -54,8 +69,10 @@ fn properties(schema: &SchemaRef, encodings: &[ColumnEncoding]) -> WriterPropert
     let mut b = WriterProperties::builder()
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_data_page_row_count_limit(PAGE_ROWS)
-        // Checked per batch of this many values: pages end near PAGE_ROWS.
-        .set_write_batch_size(1024)
+        .set_data_page_size_limit(PAGE_BYTES)
+        // Checked per batch of this many values: pages end near PAGE_ROWS
+        // or PAGE_BYTES.
+        .set_write_batch_size(WRITE_BATCH)
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_compression(Compression::SNAPPY)
         .set_created_by("strata".to_string());

@@ -263,6 +263,24 @@ pub fn probe(
     })
 }
 
+/// The live positions, ascending, of the rows of `part` (of `table`) that
+/// the index [`best_index`] picks for `conjuncts` names, when it names at
+/// most `limit`: the candidates of a change to a few rows, read without
+/// pruning or costing a scan (a few pages cost less than any scan of the
+/// part). `None` when no index's column tree bounds the conjuncts or the
+/// range names more rows: then [`plan`] decides.
+pub fn few_positions(
+    part: &ColumnPart,
+    table: &Table,
+    conjuncts: &[Comparison],
+    limit: usize,
+) -> Result<Option<Vec<u64>>> {
+    match best_index(table, conjuncts)? {
+        Some((index, lo, hi)) => positions_in(part, index, lo, hi, limit),
+        None => Ok(None),
+    }
+}
+
 /// The live positions of `index`'s entries over `part` in [`lo`, `hi`],
 /// ascending; `None` as soon as more than `limit` are found (a lookup that
 /// names more rows is a scan's to plan, with its costs).

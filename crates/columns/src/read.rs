@@ -266,6 +266,21 @@ impl ColumnPart {
         plan.units.iter().map(|u| self.unit_bytes(u, columns)).sum()
     }
 
+    /// The average bytes of a range (a page, or a dictionary) that `plan`
+    /// reads of table column `column`: what a row of a block costs in that
+    /// column when it is the only one read there.
+    pub fn average_page_bytes(&self, plan: &Plan, column: usize) -> f64 {
+        let (mut bytes, mut ranges) = (0u64, 0u64);
+        for u in &plan.units {
+            let meta = self.files[u.file].meta.metadata();
+            for (_, len) in needed_ranges(meta, u, &[column]) {
+                bytes += len;
+                ranges += 1;
+            }
+        }
+        bytes as f64 / ranges.max(1) as f64
+    }
+
     /// Bytes of `unit`'s ranges of table columns `columns`, before any cache.
     pub fn unit_bytes(&self, unit: &Unit, columns: &[usize]) -> u64 {
         let meta = self.files[unit.file].meta.metadata();
@@ -273,6 +288,14 @@ impl ColumnPart {
             .iter()
             .map(|(_, len)| len)
             .sum()
+    }
+
+    /// The units that read exactly the rows at `positions` (ascending and
+    /// live: an index lookup's that left the deleted ones out): no page is
+    /// pruned and no deleted row subtracted first, which a plan of the whole
+    /// part would do for every row group only to narrow it to these rows.
+    pub fn plan_positions(&self, positions: &[u64]) -> Plan {
+        ColumnPart::plan_at(self.plan_over(&[], false), positions)
     }
 
     /// `plan` (a [`ColumnPart::plan`]) narrowed to the rows at `positions`

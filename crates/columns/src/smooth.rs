@@ -7,7 +7,9 @@
 //! pages. A column file holds each column of a row group apart, in pages of
 //! up to [`PAGE_ROWS`] rows; the unit a column scan reads is a *block*: a
 //! row group's [`PAGE_ROWS`] rows from a multiple of [`PAGE_ROWS`], of every
-//! projected column (one page of each, give or take a page boundary).
+//! projected column (one page of each narrow column, give or take a page
+//! boundary; a wide column's pages end sooner, at [`crate::file::PAGE_BYTES`],
+//! so a row of a block reads only its own of them).
 //! Reading a block costs a request per projected column, unless the
 //! columns' pages lie close together, so one row of a columnar table costs
 //! more than one row of a heap: one read per projected column.
@@ -187,10 +189,15 @@ pub fn walk(
     let costs = *part.costs();
     let full_ms = part.cost_ms(&full.units, columns);
     let full_blocks = plan_blocks(full).max(1);
-    // A block of the full scan read in sequence.
-    let block_ms = (part.plan_bytes(full, columns) as f64 / strata_storage::page::PAGE_SIZE as f64
-        * costs.sequential_ms)
-        / full_blocks as f64;
+    // A new block read for a row in it: a page of each projected column, of
+    // its average size, in sequence. A narrow column's page is the block's
+    // rows of it; a wide column's holds fewer (`crate::file::PAGE_BYTES`).
+    let block_ms = columns
+        .iter()
+        .map(|&c| part.average_page_bytes(full, c))
+        .sum::<f64>()
+        / strata_storage::page::PAGE_SIZE as f64
+        * costs.sequential_ms;
     let estimate = tree.estimate_range(&lo, &hi)?;
     let per_leaf = (tree.len() as f64 / tree.num_pages().max(1) as f64).max(1.0);
     let blocks = Blocks::new(part);

@@ -263,6 +263,7 @@ fn random_lookups_deletes_and_inserts_match_the_model() {
     let mut gone: BTreeSet<u64> = BTreeSet::new();
     let mut delta: Vec<Vec<Value>> = Vec::new();
     let ops = [CmpOp::Eq, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge];
+    let mut few_checked = 0;
     for step in 0..60 {
         if step % 3 == 0 {
             let txn = db.begin_write().unwrap();
@@ -312,6 +313,38 @@ fn random_lookups_deletes_and_inserts_match_the_model() {
         let (got, _, _) = lookup(&db, &conjuncts);
         assert_eq!(got.len(), want, "step {step}: {conjuncts:?}");
         assert!(got.iter().all(passes_all));
+        // A change's candidates straight from the tree
+        // (`index::few_positions`, `ColumnPart::plan_positions`): live
+        // positions, and among their rows exactly the ones found above.
+        let tw = db.table("t").unwrap();
+        let now = ColumnPart::of(&db, &tw).unwrap().unwrap();
+        if let Some(positions) = index::few_positions(&now, &tw, &conjuncts, 1024).unwrap() {
+            assert!(positions.windows(2).all(|w| w[0] < w[1]));
+            assert!(positions.iter().all(|p| !gone.contains(p)), "step {step}");
+            let all: Vec<usize> = (0..tw.schema().len()).collect();
+            let types = tw.schema().types();
+            let mut few = Vec::new();
+            let plan = now.plan_positions(&positions);
+            assert_eq!(
+                plan.units.iter().map(|u| u.rows).sum::<u64>(),
+                positions.len() as u64
+            );
+            for u in &plan.units {
+                now.read(u, &all, |b| {
+                    few.extend(batch_rows(&b, &types));
+                    Ok(true)
+                })
+                .unwrap();
+            }
+            assert_eq!(few.len(), positions.len(), "step {step}");
+            let kept: Vec<Vec<Value>> = few.into_iter().filter(|r| passes_all(r)).collect();
+            assert_eq!(
+                sorted(kept),
+                sorted(got.clone()),
+                "step {step}: {conjuncts:?}"
+            );
+            few_checked += 1;
+        }
         // The delta's rows, through the heap as a row table finds them.
         let t = db.table("t").unwrap();
         let mut in_delta = 0;
@@ -322,6 +355,8 @@ fn random_lookups_deletes_and_inserts_match_the_model() {
         .unwrap();
         assert_eq!(in_delta, delta.iter().filter(|r| passes_all(r)).count());
     }
+    // Equalities on `i` name three rows at most: the path was taken.
+    assert!(few_checked > 5, "{few_checked} lookups named few rows");
     let t = db.table("t").unwrap();
     let checked =
         index::verify(&ColumnPart::of(&db, &t).unwrap().unwrap(), &t, &NoProgress).unwrap();

@@ -6,6 +6,7 @@
 mod deletes;
 mod footer;
 mod indexes;
+mod pages;
 mod paths;
 mod read_ahead;
 

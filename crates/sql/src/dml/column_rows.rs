@@ -4,17 +4,21 @@
 //! A column row is not changed in place: its position goes into the table's
 //! delete set (`strata_storage::db::deletes`) and, for an `UPDATE`, its new
 //! row into the delta, the heap, where the table's inserts go. The rows are
-//! found as a scan finds them: through an index's tree over the column rows
-//! when one narrows them, else the row groups and pages the WHERE's
-//! comparisons can be true on ([`strata_columns::index::plan`], the rows
-//! deleted already left out), every column read, the whole WHERE evaluated
-//! on them.
+//! found through an index's tree over the column rows: straight from it when
+//! its range names a batch of rows at most
+//! ([`strata_columns::index::few_positions`]: a point change reads the pages
+//! of its rows and nothing is pruned or costed first), else as a scan finds
+//! them, through the tree when one narrows them, else the row groups and
+//! pages the WHERE's comparisons can be true on
+//! ([`strata_columns::index::plan`]); the rows deleted already left out,
+//! every column read, the whole WHERE evaluated on them.
 
 use std::ops::Bound;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::DataFusionError;
+use strata_access::batch::BATCH_ROWS;
 use strata_columns::{ColumnPart, ColumnsError};
 use strata_storage::db::Index;
 use strata_storage::{Database, Table};
@@ -42,9 +46,18 @@ pub(super) fn find_column_rows(
     let schema = table_schema(table);
     let mut failed: Option<SqlError> = None;
     // An index's column tree narrows a point change to the pages of its
-    // rows (`strata_columns::index`).
-    let (plan, _) = strata_columns::index::plan(&part, table, &filter.conjuncts, &all)
+    // rows (`strata_columns::index`): read straight from the tree when its
+    // range names a batch of rows at most, else as a scan plans it.
+    let few = strata_columns::index::few_positions(&part, table, &filter.conjuncts, BATCH_ROWS)
         .map_err(columns_error)?;
+    let plan = match few {
+        Some(positions) => part.plan_positions(&positions),
+        None => {
+            strata_columns::index::plan(&part, table, &filter.conjuncts, &all)
+                .map_err(columns_error)?
+                .0
+        }
+    };
     for unit in &plan.units {
         let positions = unit.positions();
         let mut at = 0usize;
@@ -109,7 +122,7 @@ pub(super) fn rows_at(
     if positions.is_empty() {
         return Ok(Some(Vec::new()));
     }
-    let plan = ColumnPart::plan_at(part.plan(&[]), &positions);
+    let plan = part.plan_positions(&positions);
     // The reader gives the columns in table order.
     let mut read = columns.to_vec();
     read.sort_unstable();
