@@ -12,6 +12,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use datafusion::arrow::compute::BatchCoalescer;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -24,7 +25,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
 use strata_access::predicate::Comparison;
-use strata_columns::read::{Plan, Unit, split};
+use strata_columns::read::{BATCH_ROWS, Plan, Unit, split};
 use strata_columns::{ColumnPart, ColumnsError};
 use strata_storage::Table;
 
@@ -353,30 +354,34 @@ impl ExecutionPlan for StrataColumnScanExec {
             reader,
             move |tx| {
                 let (b0, r0) = (part.counters().bytes(), part.counters().requests());
-                let mut run =
-                    || -> Result<()> {
-                        part.read_units(&units, &read_columns, |batch| {
-                            rows_read.add(batch.num_rows());
-                            let mut kept = keep(&batch, filter.as_ref(), &output, &schema)
-                                .map_err(|e| ColumnsError::Convert {
-                                    table: table.clone(),
-                                    reason: e.to_string(),
-                                })?;
-                            let mut go = true;
-                            if let Some(l) = left.as_mut() {
-                                if kept.num_rows() >= *l {
-                                    kept = kept.slice(0, *l);
-                                    go = false;
-                                }
-                                *l -= kept.num_rows();
-                            }
-                            if kept.num_rows() > 0 && tx.blocking_send(Ok(kept)).is_err() {
+                let mut out = Coalesced::new(schema.clone());
+                let mut run = || -> Result<()> {
+                    let mut sent = true;
+                    part.read_units(&units, &read_columns, |batch| {
+                        rows_read.add(batch.num_rows());
+                        let convert = |e: DataFusionError| ColumnsError::Convert {
+                            table: table.clone(),
+                            reason: e.to_string(),
+                        };
+                        let mut kept =
+                            keep(&batch, filter.as_ref(), &output, &schema).map_err(convert)?;
+                        let mut go = true;
+                        if let Some(l) = left.as_mut() {
+                            if kept.num_rows() >= *l {
+                                kept = kept.slice(0, *l);
                                 go = false;
                             }
-                            Ok(go)
-                        })
-                        .map_err(|e| DataFusionError::External(Box::new(e)))
-                    };
+                            *l -= kept.num_rows();
+                        }
+                        sent = out.push(kept, tx).map_err(convert)?;
+                        Ok(go && sent)
+                    })
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                    if sent {
+                        out.finish(tx)?;
+                    }
+                    Ok(())
+                };
                 let r = run();
                 // Shared counters: a part's share is approximate when parts
                 // run at once; their sum is the scan's.
@@ -385,6 +390,52 @@ impl ExecutionPlan for StrataColumnScanExec {
                 r
             },
         ))
+    }
+}
+
+/// The scan's output on its way to the consumer, in batches of about
+/// [`BATCH_ROWS`]: a selective WHERE keeps a few rows of each batch read,
+/// and each batch sent wakes the consumer's thread (and the consumer pays
+/// its per-batch work again), so the few rows of many batches go out
+/// together. A batch of more than half that passes on as it is, uncopied.
+struct Coalesced {
+    coalescer: BatchCoalescer,
+}
+
+impl Coalesced {
+    fn new(schema: SchemaRef) -> Coalesced {
+        Coalesced {
+            coalescer: BatchCoalescer::new(schema, BATCH_ROWS)
+                .with_biggest_coalesce_batch_size(Some(BATCH_ROWS / 2)),
+        }
+    }
+
+    /// Takes `batch`, sending what is complete; false once the consumer is
+    /// gone.
+    fn push(
+        &mut self,
+        batch: RecordBatch,
+        tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>,
+    ) -> Result<bool> {
+        if batch.num_rows() > 0 {
+            self.coalescer.push_batch(batch)?;
+        }
+        self.send(tx)
+    }
+
+    /// Sends the rows still held.
+    fn finish(&mut self, tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>) -> Result<bool> {
+        self.coalescer.finish_buffered_batch()?;
+        self.send(tx)
+    }
+
+    fn send(&mut self, tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>) -> Result<bool> {
+        while let Some(b) = self.coalescer.next_completed_batch() {
+            if tx.blocking_send(Ok(b)).is_err() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 
