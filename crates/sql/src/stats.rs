@@ -410,6 +410,32 @@ pub fn describe(stats: Option<&TableStats>) -> String {
     }
 }
 
+/// DataFusion's statistics of a scan of `rows` estimated rows with `schema`'s
+/// columns: each column's `ANALYZE` distinct count, at most `rows`.
+/// DataFusion's estimate of an equi-join's rows divides the product of its
+/// inputs' rows by the larger distinct count of the key; without counts it
+/// takes a column's distinct values to be its input's rows, which makes
+/// every join of a small table with a large one as small as the small one,
+/// and its choice of the side to build a hash table on follows that.
+pub(crate) fn scan_statistics(
+    stats: Option<&TableStats>,
+    schema: &datafusion::arrow::datatypes::SchemaRef,
+    rows: usize,
+) -> datafusion::common::Statistics {
+    use datafusion::common::stats::Precision;
+    let mut s = datafusion::common::Statistics::new_unknown(schema);
+    s.num_rows = Precision::Inexact(rows);
+    if let Some(stats) = stats {
+        for (c, f) in s.column_statistics.iter_mut().zip(schema.fields()) {
+            if let Some(col) = stats.column(f.name()) {
+                let d = col.distinct.max(1.0).min(rows.max(1) as f64);
+                c.distinct_count = Precision::Inexact(d.round() as usize);
+            }
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

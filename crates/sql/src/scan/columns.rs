@@ -49,7 +49,9 @@ pub struct StrataColumnScanExec {
     conjuncts: Vec<Comparison>,
     output_schema: SchemaRef,
     limit: Option<usize>,
-    estimated_rows: usize,
+    /// For DataFusion's join planning: the estimated rows and the columns'
+    /// distinct counts.
+    statistics: Statistics,
     metrics: ExecutionPlanMetricsSet,
     props: Arc<PlanProperties>,
 }
@@ -78,6 +80,8 @@ pub struct ColumnScanRequest {
     /// Whether `filter` says no more than `conjuncts` (every conjunct of the
     /// WHERE is a comparison of a column with a literal).
     pub filter_is_conjuncts: bool,
+    /// The table's `ANALYZE` statistics, if it has them.
+    pub stats: Option<crate::stats::TableStats>,
 }
 
 impl StrataColumnScanExec {
@@ -113,6 +117,8 @@ impl StrataColumnScanExec {
             .collect();
         let parts = split(&plan.units, r.partitions);
         let estimated_rows = (plan.rows() as f64 * r.selectivity).ceil() as usize;
+        let statistics =
+            crate::stats::scan_statistics(r.stats.as_ref(), &r.output_schema, estimated_rows);
         let props = PlanProperties::new(
             EquivalenceProperties::new(r.output_schema.clone()),
             Partitioning::UnknownPartitioning(parts.len()),
@@ -131,7 +137,7 @@ impl StrataColumnScanExec {
             conjuncts: r.conjuncts,
             output_schema: r.output_schema,
             limit: r.limit,
-            estimated_rows,
+            statistics,
             metrics: ExecutionPlanMetricsSet::new(),
             props: Arc::new(props),
         })
@@ -317,9 +323,7 @@ impl ExecutionPlan for StrataColumnScanExec {
     }
 
     fn partition_statistics(&self, _partition: Option<usize>) -> Result<Arc<Statistics>> {
-        let mut s = Statistics::new_unknown(&self.output_schema);
-        s.num_rows = datafusion::common::stats::Precision::Inexact(self.estimated_rows);
-        Ok(Arc::new(s))
+        Ok(Arc::new(self.statistics.clone()))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

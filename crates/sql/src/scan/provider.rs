@@ -351,6 +351,7 @@ impl StrataTable {
                 limit,
                 partitions: state.config().target_partitions(),
                 selectivity,
+                stats: stats.clone(),
                 path: match session_settings(state).access_path {
                     AccessPathSetting::Full => ColumnPath::Full,
                     AccessPathSetting::Index => ColumnPath::Index,

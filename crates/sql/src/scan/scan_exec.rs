@@ -577,9 +577,11 @@ impl ExecutionPlan for StrataScanExec {
     }
 
     fn partition_statistics(&self, _partition: Option<usize>) -> Result<Arc<Statistics>> {
-        let mut s = Statistics::new_unknown(&self.req.output_schema);
-        s.num_rows = datafusion::common::stats::Precision::Inexact(self.req.estimated_rows());
-        Ok(Arc::new(s))
+        Ok(Arc::new(crate::stats::scan_statistics(
+            self.req.stats.as_ref(),
+            &self.req.output_schema,
+            self.req.estimated_rows(),
+        )))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
