@@ -12,7 +12,6 @@
 use std::fmt;
 use std::sync::Arc;
 
-use datafusion::arrow::compute::BatchCoalescer;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -25,10 +24,11 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
 use strata_access::predicate::Comparison;
-use strata_columns::read::{BATCH_ROWS, Plan, Unit, split};
+use strata_columns::read::{Plan, Unit, split};
 use strata_columns::{ColumnPart, ColumnsError};
 use strata_storage::Table;
 
+use crate::scan::coalesced::Coalesced;
 use crate::scan::scan_exec::{reader_of, thread_stream};
 
 /// A scan of a columnar table's column part.
@@ -394,52 +394,6 @@ impl ExecutionPlan for StrataColumnScanExec {
                 r
             },
         ))
-    }
-}
-
-/// The scan's output on its way to the consumer, in batches of about
-/// [`BATCH_ROWS`]: a selective WHERE keeps a few rows of each batch read,
-/// and each batch sent wakes the consumer's thread (and the consumer pays
-/// its per-batch work again), so the few rows of many batches go out
-/// together. A batch of more than half that passes on as it is, uncopied.
-struct Coalesced {
-    coalescer: BatchCoalescer,
-}
-
-impl Coalesced {
-    fn new(schema: SchemaRef) -> Coalesced {
-        Coalesced {
-            coalescer: BatchCoalescer::new(schema, BATCH_ROWS)
-                .with_biggest_coalesce_batch_size(Some(BATCH_ROWS / 2)),
-        }
-    }
-
-    /// Takes `batch`, sending what is complete; false once the consumer is
-    /// gone.
-    fn push(
-        &mut self,
-        batch: RecordBatch,
-        tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>,
-    ) -> Result<bool> {
-        if batch.num_rows() > 0 {
-            self.coalescer.push_batch(batch)?;
-        }
-        self.send(tx)
-    }
-
-    /// Sends the rows still held.
-    fn finish(&mut self, tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>) -> Result<bool> {
-        self.coalescer.finish_buffered_batch()?;
-        self.send(tx)
-    }
-
-    fn send(&mut self, tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>) -> Result<bool> {
-        while let Some(b) = self.coalescer.next_completed_batch() {
-            if tx.blocking_send(Ok(b)).is_err() {
-                return Ok(false);
-            }
-        }
-        Ok(true)
     }
 }
 

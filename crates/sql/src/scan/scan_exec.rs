@@ -48,6 +48,7 @@ use strata_storage::device::{Device, IoCounters};
 
 use crate::optimizer::{self, Chosen, Estimate};
 use crate::options::{AccessPathSetting, StrataOptions};
+use crate::scan::coalesced::Coalesced;
 use crate::stats::{TableStats, selectivity};
 use strata_columns::convert::{BatchConverter, value_text};
 
@@ -851,6 +852,8 @@ fn run(
             counters.spilled_bytes.add(rc.spill_bytes_written as usize);
         }
     };
+    let mut out = Coalesced::new(req.output_schema.clone());
+    let mut sent = true;
     while access.next_batch(&mut batch).map_err(external)? {
         let mut rb = converter.convert(&batch)?;
         if let Some((_, expr)) = &req.residual {
@@ -867,12 +870,16 @@ fn run(
         }
         produced += rb.num_rows();
         counters.output_rows.add(rb.num_rows());
-        if tx.blocking_send(Ok(rb)).is_err() {
+        sent = out.push(rb, tx)?;
+        if !sent {
             break; // the consumer is gone
         }
         if req.limit.is_some_and(|l| produced >= l) {
             break;
         }
+    }
+    if sent {
+        out.finish(tx)?;
     }
     finish(access.as_ref());
     Ok(())
