@@ -394,6 +394,9 @@ impl Engine {
             // Integer `+ - *` and negation raise "out of range" instead of
             // wrapping (`crate::rules::overflow`), after type coercion.
             .with_analyzer_rule(Arc::new(crate::rules::overflow::CheckedArithmetic))
+            // DECIMAL `+ - *` of values that fit in 64 bits skips the
+            // 128-bit overflow checks (`crate::rules::decimal_arith`).
+            .with_analyzer_rule(Arc::new(crate::rules::decimal_arith::DecimalArith))
             // `-0.0 = 0.0` and `NULL = NULL` as SQL has them where DataFusion
             // compares otherwise (`crate::rules::equality`).
             .with_analyzer_rule(Arc::new(crate::rules::equality::SqlEquality))

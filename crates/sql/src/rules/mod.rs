@@ -3,14 +3,16 @@
 //! round, DATE against a number refused, `EXCEPT ALL`/`INTERSECT ALL` as
 //! multisets, sums that cannot wrap), the expression walk they share, and the
 //! depth limit that turns deep SQL into an error instead of a stack overflow;
-//! and three rules about speed, not meaning: inner joins in the order of the
+//! and four rules about speed, not meaning: inner joins in the order of the
 //! rows they make (`join_order`), a semi or anti join sunk to the input that
-//! holds its keys (`semi_join_sink`), and a grouped aggregate given the keys
-//! its join can meet (`aggregate_keys`).
+//! holds its keys (`semi_join_sink`), a grouped aggregate given the keys
+//! its join can meet (`aggregate_keys`), and DECIMAL arithmetic without
+//! overflow checks none can need (`decimal_arith`).
 //! The session installs them (`crate::session`).
 
 pub mod aggregate_keys;
 pub mod date_compare;
+pub mod decimal_arith;
 pub mod depth;
 pub mod equality;
 pub mod exponent_literal;
