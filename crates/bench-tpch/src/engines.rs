@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use strata_bench::postgres::CacheDrop;
+use strata_bench::postgres::{CacheDrop, PgBins, PgEngine, ServerConfig};
 use strata_bench::report::summary::{Summary, provenance};
 use strata_load::{TpchSpec, TpchTable, generate_tpch};
 use strata_sql::SqlSession;
@@ -44,9 +44,15 @@ pub struct EnginesOptions {
     pub repeat: usize,
     pub drop_caches: bool,
     pub buffer_pool_bytes: usize,
+    /// PostgreSQL as a fourth engine (its binaries' directory, or the newest
+    /// installed), loaded from the row database's tables; none: three.
+    pub postgres: Option<Option<PathBuf>>,
 }
 
-const ENGINES: [&str; 3] = ["strata rows", "strata columns", "DuckDB"];
+const ENGINES: [&str; 4] = ["strata rows", "strata columns", "DuckDB", "PostgreSQL"];
+/// The engine every ratio is over.
+const DUCKDB: usize = 2;
+const POSTGRES: usize = 3;
 
 /// One run of one query on one engine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -191,6 +197,50 @@ fn duckdb_run(db: &Path, query_file: &Path) -> Result<Sample> {
     })
 }
 
+/// PostgreSQL's cluster under `--bench-db` (`postgres-<major>`), the TPC-H
+/// tables copied from the row database: at its own defaults for parallel
+/// workers and JIT, with strata's buffer pool size as `shared_buffers`.
+fn start_postgres(
+    o: &EnginesOptions,
+    rows_db: &Path,
+    bin: Option<&Path>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<PgEngine> {
+    let bins = PgBins::resolve(bin)?;
+    let config = ServerConfig {
+        shared_buffers: format!("{}MB", (o.buffer_pool_bytes >> 20).max(1)),
+        wal_minimal: true,
+        extra: vec![
+            ("max_parallel_workers_per_gather".into(), "2".into()),
+            ("jit".into(), "on".into()),
+        ],
+    };
+    let tables: Vec<String> = TpchTable::ALL
+        .iter()
+        .map(|t| t.name().to_string())
+        .collect();
+    let work = o.work.join(format!("postgres-{}", bins.major()));
+    PgEngine::start(
+        rows_db,
+        &tables,
+        &bins,
+        &config,
+        &work,
+        o.drop_caches,
+        progress,
+    )
+}
+
+fn postgres_run(pg: &mut PgEngine, sql: &str, progress: &mut dyn FnMut(&str)) -> Result<Sample> {
+    let r = pg.run(sql, progress)?;
+    Ok(Sample {
+        cold: r.cold_s,
+        warm: r.warm_s,
+        read_bytes: r.read_bytes,
+        rows: r.rows,
+    })
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
@@ -213,22 +263,33 @@ pub fn run(o: &EnginesOptions, progress: &mut dyn FnMut(&str)) -> Result<PathBuf
     for (n, sql) in &queries {
         std::fs::write(qdir.join(format!("{n}.sql")), sql)?;
     }
+    let mut postgres = match &o.postgres {
+        None => None,
+        Some(bin) => Some(start_postgres(o, &dbs[0], bin.as_deref(), progress)?),
+    };
+    let engines = if postgres.is_some() { 4 } else { 3 };
     let mut drops = CacheDrop::default();
     drops.allowed = o.drop_caches;
     let mut os_cache = "warm";
     // samples[query][engine] = runs
-    let mut samples = vec![vec![Vec::<Sample>::new(); ENGINES.len()]; queries.len()];
+    let mut samples = vec![vec![Vec::<Sample>::new(); engines]; queries.len()];
     for rep in 0..o.repeat {
         for (qi, (name, sql)) in queries.iter().enumerate() {
-            for (e, engine) in ENGINES.iter().enumerate() {
-                os_cache = drops.drop_os_cache(progress);
+            for (e, engine) in ENGINES.iter().enumerate().take(engines) {
                 let sql = sql.trim().trim_end_matches(';');
                 let s = match e {
-                    0 | 1 => strata_run(&dbs[e], o.buffer_pool_bytes, sql)
-                        .with_context(|| format!("{name} on {engine}"))?,
-                    _ => duckdb_run(&dbs[2], &qdir.join(format!("{name}.sql")))
-                        .with_context(|| format!("{name} on DuckDB"))?,
-                };
+                    0 | 1 => {
+                        os_cache = drops.drop_os_cache(progress);
+                        strata_run(&dbs[e], o.buffer_pool_bytes, sql)
+                    }
+                    DUCKDB => {
+                        os_cache = drops.drop_os_cache(progress);
+                        duckdb_run(&dbs[2], &qdir.join(format!("{name}.sql")))
+                    }
+                    // It restarts its server, then drops the cache itself.
+                    _ => postgres_run(postgres.as_mut().expect("started"), sql, progress),
+                }
+                .with_context(|| format!("{name} on {engine}"))?;
                 progress(&format!(
                     "run {}/{} {name} {engine}: cold {:.3} s, warm {:.3} s, {} MiB read, {} rows",
                     rep + 1,
@@ -241,12 +302,15 @@ pub fn run(o: &EnginesOptions, progress: &mut dyn FnMut(&str)) -> Result<PathBuf
                 samples[qi][e].push(s);
             }
             let rows: Vec<usize> = samples[qi].iter().map(|r| r[rep].rows).collect();
-            if rows.iter().any(|&r| r != rows[2]) {
+            if rows.iter().any(|&r| r != rows[DUCKDB]) {
                 bail!("{name}: the engines return different row counts {rows:?}");
             }
         }
     }
-    write(o, &queries, &samples, os_cache)
+    let pg = postgres
+        .as_ref()
+        .map(|p| (p.version().to_string(), p.notes().to_vec()));
+    write(o, &queries, &samples, os_cache, pg)
 }
 
 fn write(
@@ -254,14 +318,19 @@ fn write(
     queries: &[(&str, &str)],
     samples: &[Vec<Vec<Sample>>],
     os_cache: &str,
+    postgres: Option<(String, Vec<String>)>,
 ) -> Result<PathBuf> {
     std::fs::create_dir_all(&o.out)?;
+    let engines = samples.first().map_or(3, |per| per.len());
     let med = |runs: &[Sample], f: fn(&Sample) -> f64| median(runs.iter().map(f).collect());
     let mut csv = String::from("query,engine,cold_s,warm_s,read_mib\n");
     let mut table = Vec::new();
-    let (mut ratio_rows, mut ratio_cols, mut warm_cols) = (vec![], vec![], vec![]);
-    let mut sums = [0.0f64; 3];
-    let mut bytes_ratio = vec![];
+    // Per engine: each query's cold and warm time over DuckDB's.
+    let mut cold_ratio = vec![Vec::new(); engines];
+    let mut warm_ratio = vec![Vec::new(); engines];
+    let mut over_postgres = Vec::new();
+    let mut sums = vec![0.0f64; engines];
+    let mut bytes_ratio = vec![Vec::new(); engines];
     for ((name, _), per) in queries.iter().zip(samples) {
         let cold: Vec<f64> = per.iter().map(|r| med(r, |s| s.cold)).collect();
         let warm: Vec<f64> = per.iter().map(|r| med(r, |s| s.warm)).collect();
@@ -269,33 +338,46 @@ fn write(
             .iter()
             .map(|r| med(r, |s| s.read_bytes as f64) / 1048576.0)
             .collect();
-        for e in 0..3 {
+        for e in 0..engines {
             sums[e] += cold[e];
             csv += &format!(
                 "{name},{},{:.4},{:.4},{:.1}\n",
                 ENGINES[e], cold[e], warm[e], mib[e]
             );
+            cold_ratio[e].push(cold[e] / cold[DUCKDB]);
+            warm_ratio[e].push(warm[e] / warm[DUCKDB]);
+            if mib[DUCKDB] > 0.0 {
+                bytes_ratio[e].push(mib[e] / mib[DUCKDB]);
+            }
         }
-        ratio_rows.push(cold[0] / cold[2]);
-        ratio_cols.push(cold[1] / cold[2]);
-        warm_cols.push(warm[1] / warm[2]);
-        if mib[2] > 0.0 {
-            bytes_ratio.push(mib[1] / mib[2]);
-        }
-        table.push(vec![
+        let mut row = vec![
             name.to_string(),
             format!("{:.3}", cold[0]),
             format!("{:.3}", cold[1]),
-            format!("{:.3}", cold[2]),
-            format!("{:.2}", cold[1] / cold[2]),
+            format!("{:.3}", cold[DUCKDB]),
+            format!("{:.2}", cold[1] / cold[DUCKDB]),
             format!("{:.3}", warm[1]),
-            format!("{:.3}", warm[2]),
+            format!("{:.3}", warm[DUCKDB]),
             format!("{:.1}", mib[0]),
             format!("{:.1}", mib[1]),
-            format!("{:.1}", mib[2]),
-        ]);
+            format!("{:.1}", mib[DUCKDB]),
+        ];
+        if engines > POSTGRES {
+            over_postgres.push(cold[POSTGRES] / cold[1]);
+            row.extend([
+                format!("{:.3}", cold[POSTGRES]),
+                format!("{:.3}", warm[POSTGRES]),
+                format!("{:.1}", mib[POSTGRES]),
+            ]);
+        }
+        table.push(row);
     }
-    let mut s = Summary::new("TPC-H: strata's row and columnar tables beside DuckDB");
+    let title = if engines > POSTGRES {
+        "TPC-H: strata's row and columnar tables beside DuckDB and PostgreSQL"
+    } else {
+        "TPC-H: strata's row and columnar tables beside DuckDB"
+    };
+    let mut s = Summary::new(title);
     s.paragraph(&provenance());
     s.paragraph(&format!(
         "Scale factor {}, {} queries, medians of {} runs, engines interleaved. strata reads with \
@@ -315,56 +397,72 @@ fn write(
             "not dropped: --drop-caches (root) drops it"
         },
     ));
+    if let Some((version, notes)) = &postgres {
+        s.paragraph(&format!(
+            "PostgreSQL {version}: restarted before each cold run (its cache and the OS's dropped \
+             as for the others), the query timed at the client with its rows fetched, then run \
+             again on the same connection (warm); bytes read: /proc/PID/io read_bytes of the \
+             postmaster and its children over the cold run. Settings and load: {}",
+            notes.join("; ")
+        ));
+    }
+    let mut summary = Vec::new();
+    for e in 0..engines {
+        summary.push(vec![
+            ENGINES[e].to_string(),
+            format!("{:.2}", sums[e]),
+            format!("{:.2}x", geomean(&cold_ratio[e])),
+            if e == 0 {
+                String::new()
+            } else {
+                format!("{:.2}x", geomean(&warm_ratio[e]))
+            },
+            if bytes_ratio[e].is_empty() {
+                String::new()
+            } else {
+                format!("{:.2}x", geomean(&bytes_ratio[e]))
+            },
+        ]);
+    }
     s.table(
         &[
             "",
             "sum of cold medians (s)",
             "geomean cold vs DuckDB",
             "geomean warm vs DuckDB",
+            "geomean bytes read vs DuckDB",
         ],
-        [
-            vec![
-                "strata rows".to_string(),
-                format!("{:.2}", sums[0]),
-                format!("{:.2}x", geomean(&ratio_rows)),
-                String::new(),
-            ],
-            vec![
-                "strata columns".to_string(),
-                format!("{:.2}", sums[1]),
-                format!("{:.2}x", geomean(&ratio_cols)),
-                format!("{:.2}x", geomean(&warm_cols)),
-            ],
-            vec![
-                "DuckDB".to_string(),
-                format!("{:.2}", sums[2]),
-                "1.00x".to_string(),
-                "1.00x".to_string(),
-            ],
-        ],
+        summary,
     );
-    if !bytes_ratio.is_empty() {
+    if let Some(b) = bytes_ratio.get(1).filter(|b| !b.is_empty()) {
         s.paragraph(&format!(
             "Bytes read, strata columns over DuckDB: geomean {:.2}x over the {} queries where DuckDB read from storage.",
-            geomean(&bytes_ratio),
-            bytes_ratio.len()
+            geomean(b),
+            b.len()
         ));
     }
-    s.table(
-        &[
-            "query",
-            "rows cold s",
-            "columns cold s",
-            "DuckDB cold s",
-            "columns / DuckDB",
-            "columns warm s",
-            "DuckDB warm s",
-            "rows MiB",
-            "columns MiB",
-            "DuckDB MiB",
-        ],
-        table,
-    );
+    if !over_postgres.is_empty() {
+        s.paragraph(&format!(
+            "PostgreSQL over strata columns, cold: geomean {:.2}x (strata columns is that many times faster).",
+            geomean(&over_postgres)
+        ));
+    }
+    let mut header = vec![
+        "query",
+        "rows cold s",
+        "columns cold s",
+        "DuckDB cold s",
+        "columns / DuckDB",
+        "columns warm s",
+        "DuckDB warm s",
+        "rows MiB",
+        "columns MiB",
+        "DuckDB MiB",
+    ];
+    if engines > POSTGRES {
+        header.extend(["PostgreSQL cold s", "PostgreSQL warm s", "PostgreSQL MiB"]);
+    }
+    s.table(&header, table);
     std::fs::write(o.out.join("engines.csv"), csv)?;
     let md = o.out.join("engines.md");
     s.write(&md)?;

@@ -144,6 +144,9 @@ pub struct BenchOptions {
     /// query (root only). Off by default: a benchmark does not change the
     /// machine unless asked to.
     pub drop_caches: bool,
+    /// With `with_postgres`: PostgreSQL's binaries from this directory
+    /// instead of the newest installed.
+    pub postgres_bin: Option<PathBuf>,
 }
 
 const STALE_FILE: &str = "stats-stale.json";
@@ -433,6 +436,7 @@ pub fn run(
         o.repeat = opts.repeat;
         o.timeout_s = opts.timeout.as_secs_f64();
         o.drop_caches = opts.drop_caches;
+        o.postgres_bin = opts.postgres_bin.clone();
         let pg_queries: Vec<(String, String)> = queries
             .iter()
             .map(|(n, s)| (n.clone(), s.to_string()))

@@ -56,8 +56,15 @@ struct TpchArgs {
     #[arg(long, default_value_t = 120.0)]
     timeout: f64,
     /// Also run the queries in PostgreSQL (set up by scripts/setup_postgres.sh), loaded from the same tables, cold where permitted.
+    /// With --vs-duckdb: PostgreSQL as a fourth engine, at its own defaults
+    /// (parallel workers, JIT), timed at the client like the others.
     #[arg(long)]
     with_postgres: bool,
+    /// With --with-postgres: PostgreSQL's initdb, pg_ctl and postgres from
+    /// DIR (any version, built or unpacked) instead of the newest under
+    /// /usr/lib/postgresql.
+    #[arg(long, value_name = "DIR")]
+    postgres_bin: Option<PathBuf>,
     /// With --with-postgres: drop the OS page cache before every PostgreSQL
     /// query (writes /proc/sys/vm/drop_caches; root only). Without it,
     /// PostgreSQL's runs after the first read through the page cache and the
@@ -137,6 +144,9 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
     } else {
         a.queries.clone()
     };
+    if a.postgres_bin.is_some() && !a.with_postgres {
+        return Err(Usage("--postgres-bin is for --with-postgres".into()).into());
+    }
     if a.drop_caches && !a.with_postgres && !a.vs_duckdb {
         return Err(Usage("--drop-caches is for --with-postgres or --vs-duckdb".into()).into());
     }
@@ -160,6 +170,7 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
         device: cli.device.clone(),
         with_postgres: a.with_postgres,
         drop_caches: a.drop_caches,
+        postgres_bin: a.postgres_bin.clone(),
     };
     if a.fig14 {
         strata_bench_tpch::trace::fig14(&opts, a.trace_max_events, &mut |l| eprintln!("{l}"))?;
@@ -169,9 +180,9 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if a.vs_duckdb {
-        if !a.configs.is_empty() || a.with_postgres || a.fig14 || a.encoding {
+        if !a.configs.is_empty() || a.fig14 || a.encoding {
             return Err(Usage(
-                "--vs-duckdb runs the queries on strata's row and columnar tables and in DuckDB; it takes no --configs, --with-postgres, --fig14 or --encoding".into(),
+                "--vs-duckdb runs the queries on strata's row and columnar tables and in DuckDB (and PostgreSQL with --with-postgres); it takes no --configs, --fig14 or --encoding".into(),
             )
             .into());
         }
@@ -197,6 +208,7 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
             repeat: a.repeat,
             drop_caches: a.drop_caches,
             buffer_pool_bytes: pool as usize,
+            postgres: a.with_postgres.then(|| a.postgres_bin.clone()),
         };
         let md = strata_bench_tpch::engines::run(&o, &mut |l| eprintln!("{l}"))?;
         print!("{}", std::fs::read_to_string(&md)?);

@@ -40,9 +40,11 @@ fn setup_script() -> String {
     }
 }
 
-pub(super) struct PgBins {
+pub struct PgBins {
     /// e.g. /usr/lib/postgresql/15/bin
     pub(super) dir: PathBuf,
+    /// The major version, e.g. "15".
+    major: String,
 }
 
 impl PgBins {
@@ -58,25 +60,77 @@ impl PgBins {
         })
     }
 
-    /// The major version: the directory above `bin`.
-    fn major(&self) -> String {
-        self.dir
-            .parent()
-            .and_then(Path::file_name)
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_string()
+    /// The binaries in `dir` (a build or an unpacked distribution of any
+    /// version: initdb, pg_ctl and postgres side by side), their major
+    /// version read from `postgres --version`.
+    pub fn at(dir: &Path) -> Result<PgBins> {
+        for b in ["initdb", "pg_ctl", "postgres"] {
+            if !dir.join(b).is_file() {
+                bail!(
+                    "{} is not a PostgreSQL bin directory: it has no {b}",
+                    dir.display()
+                );
+            }
+        }
+        let dir = fs::canonicalize(dir)?;
+        let out = run_ok(
+            Command::new(dir.join("postgres")).arg("--version"),
+            "postgres --version",
+        )?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let major = major_of_version(&text)
+            .with_context(|| format!("{}/postgres --version printed {text:?}", dir.display()))?;
+        Ok(PgBins { dir, major })
+    }
+
+    /// `dir`'s binaries ([`PgBins::at`]), or the newest installed
+    /// ([`PgBins::find`]) without one.
+    pub fn resolve(dir: Option<&Path>) -> Result<PgBins> {
+        match dir {
+            Some(d) => PgBins::at(d),
+            None => PgBins::find(),
+        }
+    }
+
+    /// The major version, e.g. "15".
+    pub fn major(&self) -> &str {
+        &self.major
+    }
+
+    /// The directory of the binaries.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 }
 
+/// "postgres (PostgreSQL) 18.4" → "18" (and "9.6.1" → "9.6", the numbering
+/// before 10): the first word that starts with a digit.
+fn major_of_version(text: &str) -> Option<String> {
+    let word = text
+        .split_whitespace()
+        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))?;
+    let v: String = word
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let mut parts = v.split('.');
+    let first = parts.next()?;
+    let first_n: u32 = first.parse().ok()?;
+    if first_n >= 10 {
+        return Some(first.to_string());
+    }
+    let second = parts.next()?;
+    second.parse::<u32>().ok()?;
+    Some(format!("{first}.{second}"))
+}
+
 fn find_binaries(lib: &Path) -> Option<PgBins> {
-    let mut found: Vec<(Vec<u32>, PathBuf)> = fs::read_dir(lib)
+    let mut found: Vec<(Vec<u32>, PathBuf, String)> = fs::read_dir(lib)
         .ok()?
         .filter_map(|e| e.ok())
         .filter_map(|e| {
-            let version: Vec<u32> = e
-                .file_name()
-                .to_str()?
+            let name = e.file_name().to_str()?.to_string();
+            let version: Vec<u32> = name
                 .split('.')
                 .map(|p| p.parse().ok())
                 .collect::<Option<_>>()?;
@@ -84,11 +138,11 @@ fn find_binaries(lib: &Path) -> Option<PgBins> {
             ["initdb", "pg_ctl", "postgres"]
                 .iter()
                 .all(|b| bin.join(b).is_file())
-                .then_some((version, bin))
+                .then_some((version, bin, name))
         })
         .collect();
     found.sort();
-    found.pop().map(|(_, dir)| PgBins { dir })
+    found.pop().map(|(_, dir, major)| PgBins { dir, major })
 }
 
 fn is_root() -> bool {
@@ -224,7 +278,7 @@ impl Cluster {
         };
         cluster.give_work_dir()?;
         let version_file = cluster.data.join("PG_VERSION");
-        let major = bins.major();
+        let major = bins.major().to_string();
         if version_file.is_file() {
             let v = fs::read_to_string(&version_file)?;
             if v.trim() != major {
@@ -587,6 +641,20 @@ mod tests {
         let b = find_binaries(lib.path()).unwrap();
         assert_eq!(b.dir, lib.path().join("15/bin"));
         assert_eq!(b.major(), "15");
+        assert_eq!(
+            major_of_version("postgres (PostgreSQL) 18.4\n").as_deref(),
+            Some("18")
+        );
+        assert_eq!(
+            major_of_version("postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)").as_deref(),
+            Some("15")
+        );
+        assert_eq!(major_of_version("postgres (PostgreSQL)"), None);
+        assert_eq!(
+            major_of_version("postgres (PostgreSQL) 9.6.24").as_deref(),
+            Some("9.6")
+        );
+        assert!(PgBins::at(&lib.path().join("16/bin")).is_err());
         assert!(setup_script().ends_with(SETUP_SCRIPT));
     }
 }

@@ -13,6 +13,9 @@
 //! - `explain`: EXPLAIN (FORMAT JSON) read into serde structs, and the
 //!   statistics a row records.
 //! - `session`: a started cluster with its tables loaded, and cold runs on it.
+//! - `engine`: [`PgEngine`], PostgreSQL as one engine of a side-by-side
+//!   run: its own defaults, each query timed at the client cold and warm,
+//!   bytes read from `/proc`.
 //! - `server`: [`PgServer`], the cluster for experiments that drive it
 //!   themselves with their own [`ServerConfig`] and connections (`strata
 //!   bench writes`).
@@ -25,7 +28,8 @@
 //! This module runs the real PostgreSQL on this machine: it finds the Debian
 //! packages' binaries (`scripts/setup_postgres.sh` installs them, and as
 //! root makes sure the `postgres` OS user exists; a run without them fails
-//! saying so) and starts a private cluster reachable only on 127.0.0.1 and a
+//! saying so), or those of a directory the caller names ([`PgBins::at`]:
+//! another version, built or unpacked) and starts a private cluster reachable only on 127.0.0.1 and a
 //! unix socket in the work directory, with `max_parallel_workers_per_gather
 //! = 0`, `jit = off`, `autovacuum = off` and `track_io_timing = on` (the
 //! notes say so beside the results). The cluster outlives an interrupted run
@@ -104,6 +108,7 @@
 //! 0`, said in the notes and the `order_by` column.
 
 mod cluster;
+mod engine;
 mod explain;
 mod load;
 mod options;
@@ -113,7 +118,8 @@ mod session;
 pub use session::CacheDrop;
 mod sweep;
 
-pub use cluster::{DEFAULT_PORT, SETUP_SCRIPT, ServerConfig};
+pub use cluster::{DEFAULT_PORT, PgBins, SETUP_SCRIPT, ServerConfig};
+pub use engine::{PgEngine, PgRun};
 pub use explain::{ExplainStats, ScanNode, explain_sql, is_statement_timeout, parse_explain_json};
 pub use load::{
     Fingerprint, copy_text_line, create_index_sql, create_table_sql, fingerprint_columns,

@@ -89,6 +89,9 @@ pub struct PgQueryOptions {
     /// Drop the OS page cache before every query, as
     /// [`PgOptions::drop_caches`].
     pub drop_caches: bool,
+    /// PostgreSQL's binaries ([`PgBins::at`](super::PgBins::at)); none: the
+    /// newest installed.
+    pub postgres_bin: Option<PathBuf>,
 }
 
 impl PgQueryOptions {
@@ -108,6 +111,7 @@ impl PgQueryOptions {
             figure: "tpch".to_string(),
             // Only behind `--drop-caches`: a benchmark does not change the machine.
             drop_caches: false,
+            postgres_bin: None,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result, bail};
 
+use super::cluster::{PgBins, ServerConfig};
 use super::load::StrataSource;
 use super::options::{PgConfig, PgQueryOptions, timeout_ms, trim_sql, validate_common};
 use super::session::Session;
@@ -30,8 +31,9 @@ pub fn run_postgres_queries(
     let source = StrataSource::open(&opts.strata_db, &opts.tables)?;
     let mut session = Session::start(
         source,
+        &PgBins::resolve(opts.postgres_bin.as_deref())?,
+        &ServerConfig::reads(&opts.shared_buffers),
         &opts.work_dir,
-        &opts.shared_buffers,
         progress,
         &mut notes,
     )?;

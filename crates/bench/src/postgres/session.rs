@@ -77,26 +77,21 @@ impl Session {
     /// settings the runs use.
     pub(super) fn start(
         source: StrataSource,
+        bins: &PgBins,
+        config: &ServerConfig,
         work_dir: &Path,
-        shared_buffers: &str,
         progress: &mut dyn FnMut(&str),
         notes: &mut Vec<String>,
     ) -> Result<Session> {
-        let bins = PgBins::find()?;
         let owner = Owner::for_server()?;
-        let mut cluster = Cluster::prepare(
-            &bins,
-            owner,
-            work_dir,
-            &ServerConfig::reads(shared_buffers),
-            progress,
-        )?;
+        let mut cluster = Cluster::prepare(bins, owner, work_dir, config, progress)?;
         cluster.start()?;
         let sizes = load_tables(&mut cluster, &source, progress, notes)?;
         drop(source);
         let row = cluster.client()?.query_one(
             "SELECT current_setting('server_version'), current_setting('shared_buffers'), \
-             current_setting('effective_io_concurrency'), current_setting('work_mem')",
+             current_setting('effective_io_concurrency'), current_setting('work_mem'), \
+             current_setting('max_parallel_workers_per_gather'), current_setting('jit')",
             &[],
         )?;
         let server = ServerInfo {
@@ -105,6 +100,7 @@ impl Session {
             effective_io_concurrency: row.get(2),
             work_mem: row.get(3),
         };
+        let (parallel, jit): (String, String) = (row.get(4), row.get(5));
         let mib = |b: u64| b as f64 / (1 << 20) as f64;
         let tables: Vec<String> = sizes
             .iter()
@@ -122,7 +118,7 @@ impl Session {
         notes.push(format!(
             "PostgreSQL {} ({}): private cluster {}, 127.0.0.1:{} and a unix socket in {}; \
              shared_buffers = {}; tables: {}; \
-             max_parallel_workers_per_gather = 0, jit = off, autovacuum = off, \
+             max_parallel_workers_per_gather = {parallel}, jit = {jit}, autovacuum = off, \
              wal_level = minimal (for the load), track_io_timing = on; \
              effective_io_concurrency left at its default ({}), work_mem at its default ({})",
             server.version,

@@ -5,6 +5,7 @@ use anyhow::{Context, Result, bail};
 use strata_storage::Table;
 use strata_storage::row::DataType;
 
+use super::cluster::{PgBins, ServerConfig};
 use super::load::StrataSource;
 use super::options::{PgConfig, PgMethod, PgOptions, quote_ident, timeout_ms, validate_common};
 use super::session::Session;
@@ -90,8 +91,9 @@ pub fn run_postgres_sweep(
     check_q1_table(&source.tables[0])?;
     let mut session = Session::start(
         source,
+        &PgBins::find()?,
+        &ServerConfig::reads(&opts.shared_buffers),
         &opts.work_dir,
-        &opts.shared_buffers,
         progress,
         &mut notes,
     )?;
