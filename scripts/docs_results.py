@@ -121,7 +121,7 @@ BLOCKS = {
         E("results/tpch/wal-before-after/compare.md", lines=r"^(Command|Made by|Total|total)"),
     ],
     "tpch-engines": [
-        E("results/tpch/engines/engines.md", tables=[0, 1], lines=r"^(Made by|Scale factor|Bytes read)"),
+        E("results/tpch/engines/engines.md", tables=[0, 1], lines=r"^(Made by|Scale factor|Bytes read|PostgreSQL over|PostgreSQL runs cancelled)"),
     ],
     "storage-io": [
         E("results/storage/io.md", tables=[0], lines=r"^(Sequential|Random)"),

@@ -47,6 +47,9 @@ pub struct EnginesOptions {
     /// PostgreSQL as a fourth engine (its binaries' directory, or the newest
     /// installed), loaded from the row database's tables; none: three.
     pub postgres: Option<Option<PathBuf>>,
+    /// A PostgreSQL run longer than this is cancelled (`statement_timeout`)
+    /// and counted at this time, marked as a lower bound.
+    pub timeout: std::time::Duration,
 }
 
 const ENGINES: [&str; 4] = ["strata rows", "strata columns", "DuckDB", "PostgreSQL"];
@@ -61,6 +64,9 @@ struct Sample {
     warm: f64,
     read_bytes: u64,
     rows: usize,
+    /// Cancelled at the timeout (PostgreSQL only): the time is the timeout.
+    cold_censored: bool,
+    warm_censored: bool,
 }
 
 fn read_bytes() -> u64 {
@@ -174,6 +180,7 @@ fn strata_run(dir: &Path, pool: usize, sql: &str) -> Result<Sample> {
         warm: t.elapsed().as_secs_f64(),
         read_bytes: read,
         rows: r.batches.iter().map(|b| b.num_rows()).sum(),
+        ..Sample::default()
     })
 }
 
@@ -194,6 +201,7 @@ fn duckdb_run(db: &Path, query_file: &Path) -> Result<Sample> {
         warm: v["warm_s"].as_f64().unwrap_or(f64::NAN),
         read_bytes: v["read_bytes"].as_u64().unwrap_or(0),
         rows: v["rows"].as_u64().unwrap_or(0) as usize,
+        ..Sample::default()
     })
 }
 
@@ -231,13 +239,20 @@ fn start_postgres(
     )
 }
 
-fn postgres_run(pg: &mut PgEngine, sql: &str, progress: &mut dyn FnMut(&str)) -> Result<Sample> {
-    let r = pg.run(sql, progress)?;
+fn postgres_run(
+    pg: &mut PgEngine,
+    sql: &str,
+    limit: std::time::Duration,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Sample> {
+    let r = pg.run(sql, limit, progress)?;
     Ok(Sample {
         cold: r.cold_s,
         warm: r.warm_s,
         read_bytes: r.read_bytes,
         rows: r.rows,
+        cold_censored: r.cold_censored,
+        warm_censored: r.warm_censored,
     })
 }
 
@@ -287,22 +302,36 @@ pub fn run(o: &EnginesOptions, progress: &mut dyn FnMut(&str)) -> Result<PathBuf
                         duckdb_run(&dbs[2], &qdir.join(format!("{name}.sql")))
                     }
                     // It restarts its server, then drops the cache itself.
-                    _ => postgres_run(postgres.as_mut().expect("started"), sql, progress),
+                    _ => postgres_run(
+                        postgres.as_mut().expect("started"),
+                        sql,
+                        o.timeout,
+                        progress,
+                    ),
                 }
                 .with_context(|| format!("{name} on {engine}"))?;
                 progress(&format!(
-                    "run {}/{} {name} {engine}: cold {:.3} s, warm {:.3} s, {} MiB read, {} rows",
+                    "run {}/{} {name} {engine}: cold {:.3} s, warm {:.3} s, {} MiB read, {} rows{}",
                     rep + 1,
                     o.repeat,
                     s.cold,
                     s.warm,
                     s.read_bytes >> 20,
-                    s.rows
+                    s.rows,
+                    if s.cold_censored || s.warm_censored {
+                        " (cancelled at the timeout)"
+                    } else {
+                        ""
+                    }
                 ));
                 samples[qi][e].push(s);
             }
-            let rows: Vec<usize> = samples[qi].iter().map(|r| r[rep].rows).collect();
-            if rows.iter().any(|&r| r != rows[DUCKDB]) {
+            let rows: Vec<usize> = samples[qi]
+                .iter()
+                .filter(|r| !r[rep].cold_censored)
+                .map(|r| r[rep].rows)
+                .collect();
+            if rows.iter().any(|&r| r != samples[qi][DUCKDB][rep].rows) {
                 bail!("{name}: the engines return different row counts {rows:?}");
             }
         }
@@ -331,6 +360,19 @@ fn write(
     let mut over_postgres = Vec::new();
     let mut sums = vec![0.0f64; engines];
     let mut bytes_ratio = vec![Vec::new(); engines];
+    // PostgreSQL's queries whose median run was cancelled at the timeout.
+    let mut censored = Vec::new();
+    // A median that is a cancelled run's: most runs were.
+    let most = |runs: &[Sample], f: fn(&Sample) -> bool| {
+        runs.iter().filter(|s| f(s)).count() * 2 > runs.len()
+    };
+    let at_least = |v: f64, lower_bound: bool| {
+        if lower_bound {
+            format!("≥ {v:.3}")
+        } else {
+            format!("{v:.3}")
+        }
+    };
     for ((name, _), per) in queries.iter().zip(samples) {
         let cold: Vec<f64> = per.iter().map(|r| med(r, |s| s.cold)).collect();
         let warm: Vec<f64> = per.iter().map(|r| med(r, |s| s.warm)).collect();
@@ -364,9 +406,18 @@ fn write(
         ];
         if engines > POSTGRES {
             over_postgres.push(cold[POSTGRES] / cold[1]);
+            let pg = &per[POSTGRES];
+            let (cold_cut, warm_cut) =
+                (most(pg, |s| s.cold_censored), most(pg, |s| s.warm_censored));
+            if cold_cut || warm_cut {
+                censored.push(format!(
+                    "{name} ({})",
+                    if cold_cut { "cold and warm" } else { "warm" }
+                ));
+            }
             row.extend([
-                format!("{:.3}", cold[POSTGRES]),
-                format!("{:.3}", warm[POSTGRES]),
+                at_least(cold[POSTGRES], cold_cut),
+                at_least(warm[POSTGRES], warm_cut),
                 format!("{:.1}", mib[POSTGRES]),
             ]);
         }
@@ -443,8 +494,18 @@ fn write(
     }
     if !over_postgres.is_empty() {
         s.paragraph(&format!(
-            "PostgreSQL over strata columns, cold: geomean {:.2}x (strata columns is that many times faster).",
+            "PostgreSQL over strata columns, cold: geomean {}{:.2}x (strata columns is that many times faster).",
+            if censored.is_empty() { "" } else { "at least " },
             geomean(&over_postgres)
+        ));
+    }
+    if !censored.is_empty() {
+        s.paragraph(&format!(
+            "PostgreSQL runs cancelled at the timeout ({:.0} s, statement_timeout) in most of their \
+             repetitions: {}. They count as the timeout (marked ≥), so PostgreSQL's sums and \
+             ratios are lower bounds.",
+            o.timeout.as_secs_f64(),
+            censored.join(", ")
         ));
     }
     let mut header = vec![

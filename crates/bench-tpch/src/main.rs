@@ -52,7 +52,8 @@ struct TpchArgs {
     /// Runs per point (median reported).
     #[arg(long, default_value_t = 3)]
     repeat: usize,
-    /// Seconds before a run is cancelled and recorded as censored.
+    /// Seconds before a run is cancelled and recorded as censored (with
+    /// --vs-duckdb: PostgreSQL's runs only).
     #[arg(long, default_value_t = 120.0)]
     timeout: f64,
     /// Also run the queries in PostgreSQL (set up by scripts/setup_postgres.sh), loaded from the same tables, cold where permitted.
@@ -209,6 +210,7 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
             drop_caches: a.drop_caches,
             buffer_pool_bytes: pool as usize,
             postgres: a.with_postgres.then(|| a.postgres_bin.clone()),
+            timeout: std::time::Duration::from_secs_f64(a.timeout),
         };
         let md = strata_bench_tpch::engines::run(&o, &mut |l| eprintln!("{l}"))?;
         print!("{}", std::fs::read_to_string(&md)?);

@@ -37,6 +37,12 @@ pub struct PgbenchArgs {
     /// Where results go (default: a new ./strata-bench-<time>/pgbench).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// A PostgreSQL to run beside strata: the directory of its initdb,
+    /// pg_ctl and postgres (any version, built or unpacked). Repeat it for
+    /// several, each run in turn; default: the newest under
+    /// /usr/lib/postgresql.
+    #[arg(long, value_name = "DIR")]
+    pub postgres_bin: Vec<PathBuf>,
 }
 
 pub fn pgbench(cli: &Global, a: &PgbenchArgs) -> Result<()> {
@@ -64,9 +70,10 @@ pub fn pgbench(cli: &Global, a: &PgbenchArgs) -> Result<()> {
         work_dir: a.work_dir.clone(),
         server_bin: crate::sql_forward::binary("strata-server"),
         memory: a.memory.clone(),
+        postgres_bins: a.postgres_bin.clone(),
     };
-    let (points, version) = run(&opts, &mut |m| eprintln!("{m}"))?;
-    let md = report(&opts, &points, &version);
+    let (points, versions) = run(&opts, &mut |m| eprintln!("{m}"))?;
+    let md = report(&opts, &points, &versions);
     std::fs::create_dir_all(&out)?;
     std::fs::write(out.join("pgbench.md"), &md)?;
     print!("{md}");

@@ -50,7 +50,7 @@ pub struct PgBins {
 impl PgBins {
     /// The newest `/usr/lib/postgresql/<major>/bin` with initdb, pg_ctl and
     /// postgres, or an error saying how to install them.
-    pub(super) fn find() -> Result<PgBins> {
+    pub fn find() -> Result<PgBins> {
         find_binaries(Path::new(PG_LIB)).with_context(|| {
             format!(
                 "PostgreSQL is not installed (no {PG_LIB}/<version>/bin/postgres): run {} as root \

@@ -12,7 +12,10 @@
 //!
 //! A cold run stops the server, drops the OS page cache (when allowed),
 //! starts the server and connects; only then is the clock started. The warm
-//! run is the same statement again on that connection. Bytes read are the
+//! run is the same statement again on that connection. A run longer than the
+//! caller's limit is cancelled by `statement_timeout` and marked censored:
+//! its time is the limit (a lower bound), and a censored cold run has no
+//! warm one. Bytes read are the
 //! `read_bytes` of `/proc/PID/io` over the cold run, summed over the
 //! postmaster and its live children: a backend and its parallel workers are
 //! the postmaster's children, and Linux adds a child's counts to its
@@ -21,11 +24,13 @@
 
 use std::fs;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use postgres::Client;
 
 use super::cluster::{PgBins, ServerConfig};
+use super::explain::is_statement_timeout;
 use super::load::StrataSource;
 use super::session::Session;
 
@@ -36,6 +41,11 @@ pub struct PgRun {
     pub warm_s: f64,
     pub read_bytes: u64,
     pub rows: usize,
+    /// The cold run was cancelled at the limit: both times are the limit,
+    /// `rows` is 0.
+    pub cold_censored: bool,
+    /// The warm run was cancelled at the limit: `warm_s` is the limit.
+    pub warm_censored: bool,
 }
 
 /// A started cluster with the tables loaded.
@@ -73,27 +83,54 @@ impl PgEngine {
         &self.notes
     }
 
-    /// Runs `sql` cold, then warm (see the module documentation).
-    pub fn run(&mut self, sql: &str, progress: &mut dyn FnMut(&str)) -> Result<PgRun> {
+    /// Runs `sql` cold, then warm (see the module documentation), each
+    /// cancelled after `limit`.
+    pub fn run(
+        &mut self,
+        sql: &str,
+        limit: Duration,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<PgRun> {
         let cluster = &mut self.session.cluster;
         cluster.stop()?;
         self.session.cache.drop_os_cache(progress);
         cluster.start()?;
         let data = cluster.data.clone();
-        let before = cluster_read_bytes(&data)?;
         let client = cluster.client()?;
-        let t = Instant::now();
-        let rows = client.query(sql, &[])?.len();
-        let cold_s = t.elapsed().as_secs_f64();
+        client.batch_execute(&format!("SET statement_timeout = {}", limit.as_millis()))?;
+        let before = cluster_read_bytes(&data)?;
+        let cold = timed(client, sql)?;
         let read_bytes = cluster_read_bytes(&data)?.saturating_sub(before);
-        let t = Instant::now();
-        client.query(sql, &[])?;
+        let limit_s = limit.as_secs_f64();
+        let Some((cold_s, rows)) = cold else {
+            return Ok(PgRun {
+                cold_s: limit_s,
+                warm_s: limit_s,
+                read_bytes,
+                rows: 0,
+                cold_censored: true,
+                warm_censored: true,
+            });
+        };
+        let warm = timed(client, sql)?;
         Ok(PgRun {
             cold_s,
-            warm_s: t.elapsed().as_secs_f64(),
+            warm_s: warm.map_or(limit_s, |(s, _)| s),
             read_bytes,
             rows,
+            cold_censored: false,
+            warm_censored: warm.is_none(),
         })
+    }
+}
+
+/// `sql`'s time and rows, or `None` when `statement_timeout` cancelled it.
+fn timed(client: &mut Client, sql: &str) -> Result<Option<(f64, usize)>> {
+    let t = Instant::now();
+    match client.query(sql, &[]) {
+        Ok(rows) => Ok(Some((t.elapsed().as_secs_f64(), rows.len()))),
+        Err(e) if is_statement_timeout(e.code()) => Ok(None),
+        Err(e) => Err(e.into()),
     }
 }
 

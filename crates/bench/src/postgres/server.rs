@@ -33,9 +33,18 @@ impl PgServer {
         config: &ServerConfig,
         progress: &mut dyn FnMut(&str),
     ) -> Result<PgServer> {
-        let bins = PgBins::find()?;
+        PgServer::start_with(&PgBins::find()?, work_dir, config, progress)
+    }
+
+    /// [`PgServer::start`] with the binaries `bins`.
+    pub fn start_with(
+        bins: &PgBins,
+        work_dir: &Path,
+        config: &ServerConfig,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<PgServer> {
         let owner = Owner::for_server()?;
-        let mut cluster = Cluster::prepare(&bins, owner, work_dir, config, progress)?;
+        let mut cluster = Cluster::prepare(bins, owner, work_dir, config, progress)?;
         cluster.start()?;
         let version = cluster
             .client()?
@@ -43,7 +52,7 @@ impl PgServer {
             .get(0);
         Ok(PgServer {
             cluster,
-            bin_dir: bins.dir,
+            bin_dir: bins.dir.clone(),
             version,
         })
     }

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::postgres::{PgServer, ServerConfig};
+use crate::postgres::{PgBins, PgServer, ServerConfig};
 use crate::report::summary::provenance;
 
 /// strata's pgbench tables (`:scale` is the scale factor).
@@ -68,6 +68,9 @@ pub struct PgbenchOptions {
     pub server_bin: PathBuf,
     /// strata's buffer pool, and PostgreSQL's shared_buffers.
     pub memory: String,
+    /// The PostgreSQL servers beside strata, by their binaries' directories
+    /// ([`PgBins::at`]); empty: the newest installed.
+    pub postgres_bins: Vec<PathBuf>,
 }
 
 /// One engine's run of one workload at one client count.
@@ -84,7 +87,8 @@ pub struct Point {
     pub workload: Workload,
     pub clients: u32,
     pub strata: Vec<Run>,
-    pub postgres: Vec<Run>,
+    /// Per PostgreSQL server, in the order of [`PgbenchOptions::postgres_bins`].
+    pub postgres: Vec<Vec<Run>>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -277,13 +281,23 @@ fn pgbench(t: &Target, w: Workload, clients: u32, seconds: u32, log_dir: &Path) 
     })
 }
 
-/// Runs the benchmark; `progress` hears what it does.
-/// Runs the benchmark; `progress` hears what it does. The points, and
-/// PostgreSQL's version.
-pub fn run(opts: &PgbenchOptions, progress: &mut dyn FnMut(&str)) -> Result<(Vec<Point>, String)> {
+/// Runs the benchmark; `progress` hears what it does. The points, and each
+/// PostgreSQL server's version.
+pub fn run(
+    opts: &PgbenchOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(Vec<Point>, Vec<String>)> {
     if opts.repeat == 0 || opts.clients.is_empty() || opts.workloads.is_empty() {
         bail!("nothing to run: --repeat, --clients and --workloads must not be empty");
     }
+    let bins = if opts.postgres_bins.is_empty() {
+        vec![PgBins::find()?]
+    } else {
+        opts.postgres_bins
+            .iter()
+            .map(|d| PgBins::at(d))
+            .collect::<Result<Vec<_>>>()?
+    };
     let work = &opts.work_dir;
     let _ = std::fs::remove_dir_all(work);
     std::fs::create_dir_all(work)?;
@@ -294,33 +308,38 @@ pub fn run(opts: &PgbenchOptions, progress: &mut dyn FnMut(&str)) -> Result<(Vec
         wal_minimal: false,
         extra: vec![("max_connections".into(), "200".into())],
     };
-    let pg = PgServer::start(&work.join("postgres"), &config, progress)?;
-    let pg_target = Target {
-        socket_dir: pg.socket_dir().to_path_buf(),
-        port: pg.port(),
-        user: pg.user().to_string(),
-        dbname: "postgres".into(),
-    };
-    progress(&format!(
-        "pgbench -i -s {} on PostgreSQL {}",
-        opts.scale,
-        pg.version()
-    ));
-    let init = Command::new("pgbench")
-        .arg("-h")
-        .arg(&pg_target.socket_dir)
-        .args([
-            "-p",
-            &pg_target.port.to_string(),
-            "-U",
-            &pg_target.user,
-            "-i",
-            "-q",
-        ])
-        .args(["-s", &opts.scale.to_string(), "postgres"])
-        .output()?;
-    if !init.status.success() {
-        bail!("pgbench -i: {}", String::from_utf8_lossy(&init.stderr));
+    let mut servers = Vec::new();
+    for (i, b) in bins.iter().enumerate() {
+        let dir = work.join(format!("postgres-{}-{i}", b.major()));
+        let pg = PgServer::start_with(b, &dir, &config, progress)?;
+        let target = Target {
+            socket_dir: pg.socket_dir().to_path_buf(),
+            port: pg.port(),
+            user: pg.user().to_string(),
+            dbname: "postgres".into(),
+        };
+        progress(&format!(
+            "pgbench -i -s {} on PostgreSQL {}",
+            opts.scale,
+            pg.version()
+        ));
+        let init = Command::new("pgbench")
+            .arg("-h")
+            .arg(&target.socket_dir)
+            .args([
+                "-p",
+                &target.port.to_string(),
+                "-U",
+                &target.user,
+                "-i",
+                "-q",
+            ])
+            .args(["-s", &opts.scale.to_string(), "postgres"])
+            .output()?;
+        if !init.status.success() {
+            bail!("pgbench -i: {}", String::from_utf8_lossy(&init.stderr));
+        }
+        servers.push((pg, target));
     }
     // strata, with the same tables from its own script.
     let db = work.join("strata-db");
@@ -346,26 +365,26 @@ pub fn run(opts: &PgbenchOptions, progress: &mut dyn FnMut(&str)) -> Result<(Vec
         user: "strata".into(),
         dbname: "strata".into(),
     };
+    let names: Vec<String> = std::iter::once("strata".to_string())
+        .chain(
+            servers
+                .iter()
+                .map(|(pg, _)| format!("PostgreSQL {}", pg.version())),
+        )
+        .collect();
     let mut points = Vec::new();
     for &w in &opts.workloads {
         for &c in &opts.clients {
-            let mut p = Point {
-                workload: w,
-                clients: c,
-                strata: Vec::new(),
-                postgres: Vec::new(),
-            };
+            // runs[0] strata's, runs[1 + i] the i-th server's.
+            let mut runs: Vec<Vec<Run>> = vec![Vec::new(); names.len()];
             for r in 0..opts.repeat {
-                let order: [bool; 2] = if r % 2 == 0 {
-                    [false, true]
-                } else {
-                    [true, false]
-                };
-                for is_strata in order {
-                    let (t, runs) = if is_strata {
-                        (&strata_target, &mut p.strata)
+                // Each engine goes first in turn.
+                for k in 0..names.len() {
+                    let e = (k + r) % names.len();
+                    let t = if e == 0 {
+                        &strata_target
                     } else {
-                        (&pg_target, &mut p.postgres)
+                        &servers[e - 1].1
                     };
                     let run = pgbench(t, w, c, opts.seconds, &work.join("pgbench-log"))?;
                     progress(&format!(
@@ -373,20 +392,30 @@ pub fn run(opts: &PgbenchOptions, progress: &mut dyn FnMut(&str)) -> Result<(Vec
                         w.name(),
                         c,
                         r + 1,
-                        if is_strata { "strata" } else { "PostgreSQL" },
+                        names[e],
                         run.tps,
                         run.p99_ms
                     ));
-                    runs.push(run);
+                    runs[e].push(run);
                 }
             }
-            points.push(p);
+            let mut runs = runs.into_iter();
+            points.push(Point {
+                workload: w,
+                clients: c,
+                strata: runs.next().unwrap_or_default(),
+                postgres: runs.collect(),
+            });
         }
         if w == Workload::TpcB {
             check_invariant(&strata)?;
         }
     }
-    Ok((points, pg.version().to_string()))
+    let versions = servers
+        .iter()
+        .map(|(pg, _)| pg.version().to_string())
+        .collect();
+    Ok((points, versions))
 }
 
 /// TPC-B's invariant on strata: every balance change committed whole.
@@ -411,47 +440,80 @@ fn check_invariant(strata: &StrataServer) -> Result<()> {
     Ok(())
 }
 
+/// The major version at the start of a `server_version`: "15.18 (Debian
+/// …)" → "15".
+fn major(version: &str) -> &str {
+    version.split(['.', ' ']).next().unwrap_or(version)
+}
+
 /// The markdown report.
-pub fn report(opts: &PgbenchOptions, points: &[Point], pg_version: &str) -> String {
+pub fn report(opts: &PgbenchOptions, points: &[Point], pg_versions: &[String]) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# pgbench: strata serve beside PostgreSQL\n");
     let _ = writeln!(md, "{}\n", provenance());
+    let servers: Vec<String> = pg_versions
+        .iter()
+        .map(|v| format!("PostgreSQL {v}"))
+        .collect();
     let _ = writeln!(
         md,
         "pgbench (PostgreSQL 15's) at scale {} ({} accounts), {} s per run, medians of {} runs interleaved; \
-         PostgreSQL {pg_version} with `synchronous_commit = on`, shared_buffers {}; strata with a {} buffer pool. \
-         Both through a Unix socket, simple query protocol, `-n`.\n",
+         {} with `synchronous_commit = on`, shared_buffers {}; strata with a {} buffer pool. \
+         All through a Unix socket, simple query protocol, `-n`.\n",
         opts.scale,
         opts.scale as u64 * 100_000,
         opts.seconds,
         opts.repeat,
+        servers.join(" and "),
         opts.memory,
         opts.memory
     );
-    let _ = writeln!(
-        md,
-        "| workload | clients | strata tps | PostgreSQL tps | strata / PostgreSQL | strata p99 ms | PostgreSQL p99 ms | failed (strata, PG) |"
-    );
-    let _ = writeln!(
-        md,
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
-    );
+    let mut head = vec![
+        "workload".to_string(),
+        "clients".into(),
+        "strata tps".into(),
+    ];
+    for v in pg_versions {
+        let m = major(v);
+        head.push(format!("PG {m} tps"));
+        head.push(format!("strata / PG {m}"));
+    }
+    head.push("strata p99 ms".into());
+    for v in pg_versions {
+        head.push(format!("PG {} p99 ms", major(v)));
+    }
+    head.push("failed (strata, PG)".into());
+    let _ = writeln!(md, "| {} |", head.join(" | "));
+    let align: Vec<&str> = (0..head.len())
+        .map(|i| {
+            if i == 0 || i + 1 == head.len() {
+                "---"
+            } else {
+                "---:"
+            }
+        })
+        .collect();
+    let _ = writeln!(md, "| {} |", align.join(" | "));
+    let fails = |r: &[Run]| r.iter().map(|x| x.failed).sum::<u64>();
     for p in points {
-        let (s, g) = (Point::tps(&p.strata), Point::tps(&p.postgres));
-        let fails = |r: &[Run]| r.iter().map(|x| x.failed).sum::<u64>();
-        let _ = writeln!(
-            md,
-            "| {} | {} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} | {}, {} |",
-            p.workload.name(),
-            p.clients,
-            s,
-            g,
-            s / g,
-            Point::p99(&p.strata),
-            Point::p99(&p.postgres),
-            fails(&p.strata),
-            fails(&p.postgres)
-        );
+        let s = Point::tps(&p.strata);
+        let mut cells = vec![
+            p.workload.name().to_string(),
+            p.clients.to_string(),
+            format!("{s:.0}"),
+        ];
+        for runs in &p.postgres {
+            let g = Point::tps(runs);
+            cells.push(format!("{g:.0}"));
+            cells.push(format!("{:.2}", s / g));
+        }
+        cells.push(format!("{:.2}", Point::p99(&p.strata)));
+        for runs in &p.postgres {
+            cells.push(format!("{:.2}", Point::p99(runs)));
+        }
+        let pg_fails: Vec<String> = p.postgres.iter().map(|r| fails(r).to_string()).collect();
+        cells.push(format!("{}, {}", fails(&p.strata), pg_fails.join(", ")));
+        let _ = writeln!(md, "| {} |", cells.join(" | "));
     }
     md
 }

@@ -26,18 +26,18 @@ use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Array};
 use datafusion::arrow::compute::kernels::arity::{binary, unary};
-use datafusion::arrow::compute::kernels::numeric;
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef};
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, DataFusionError, Result, ScalarValue};
-use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::type_coercion::binary::BinaryTypeCoercer;
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ReturnFieldArgs, ScalarFunctionArgs,
+    ColumnarValue, Expr, ExprSchemable, LogicalPlan, ReturnFieldArgs, ScalarFunctionArgs,
     ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
+
+use super::operator_fn::{Arith as Op, Operand, all_scalar, operator_text, replace_arith};
 
 /// The analyzer rule (see the module docs).
 #[derive(Debug, Default)]
@@ -56,20 +56,11 @@ impl AnalyzerRule for DecimalArith {
 /// `e` with each `+ - *` of two `Decimal128` operands replaced by its
 /// function.
 pub fn rewrite(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
-    e.transform_up(|e| {
-        Ok(match e {
-            Expr::BinaryExpr(b) => match Op::of(b.op) {
-                Some(op) if is_decimal128(&b.left, schema) && is_decimal128(&b.right, schema) => {
-                    Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-                        op.udf(),
-                        vec![*b.left, *b.right],
-                    )))
-                }
-                _ => Transformed::no(Expr::BinaryExpr(b)),
-            },
-            other => Transformed::no(other),
-        })
-    })
+    replace_arith(
+        e,
+        |op, l, r| (is_decimal128(l, schema) && is_decimal128(r, schema)).then(|| udf(op)),
+        Transformed::no,
+    )
 }
 
 /// Whether `e` is a `Decimal128`. An operation the rule made already is:
@@ -79,110 +70,80 @@ pub fn rewrite(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
 fn is_decimal128(e: &Expr, schema: &DFSchema) -> bool {
     if let Expr::ScalarFunction(f) = e {
         let udf: &dyn std::any::Any = f.func.inner().as_ref();
-        if udf.is::<Arith>() {
+        if udf.is::<DecimalOp>() {
             return true;
         }
     }
     matches!(e.get_type(schema), Ok(DataType::Decimal128(..)))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Op {
-    Add,
-    Sub,
-    Mul,
+static ADD: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| make(Op::Add));
+static SUB: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| make(Op::Sub));
+static MUL: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| make(Op::Mul));
+
+fn udf(op: Op) -> Arc<ScalarUDF> {
+    match op {
+        Op::Add => ADD.clone(),
+        Op::Sub => SUB.clone(),
+        Op::Mul => MUL.clone(),
+    }
 }
 
-static ADD: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Op::Add.make());
-static SUB: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Op::Sub.make());
-static MUL: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Op::Mul.make());
+fn make(op: Op) -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(DecimalOp {
+        op,
+        signature: Signature::any(2, Volatility::Immutable),
+    }))
+}
 
-impl Op {
-    fn of(op: Operator) -> Option<Op> {
-        match op {
-            Operator::Plus => Some(Op::Add),
-            Operator::Minus => Some(Op::Sub),
-            Operator::Multiply => Some(Op::Mul),
-            _ => None,
+fn name(op: Op) -> &'static str {
+    match op {
+        Op::Add => "decimal_add",
+        Op::Sub => "decimal_sub",
+        Op::Mul => "decimal_mul",
+    }
+}
+
+/// Arrow's precision and scale of the result, and the powers of ten each
+/// operand is multiplied by first (a sum's or difference's operands are
+/// brought to one scale; a product's are not); `None` when a scale is out
+/// of range or a power would pass 10^18 (arrow's kernel decides then).
+fn shape(op: Op, (p1, s1): (u8, i8), (p2, s2): (u8, i8)) -> Option<(u8, i8, i128, i128)> {
+    match op {
+        Op::Mul => {
+            let s = s1.checked_add(s2)?;
+            (s <= 38).then_some(((p1 + p2 + 1).min(38), s, 1, 1))
         }
-    }
-
-    fn udf(self) -> Arc<ScalarUDF> {
-        match self {
-            Op::Add => ADD.clone(),
-            Op::Sub => SUB.clone(),
-            Op::Mul => MUL.clone(),
-        }
-    }
-
-    fn make(self) -> Arc<ScalarUDF> {
-        Arc::new(ScalarUDF::new_from_impl(Arith {
-            op: self,
-            signature: Signature::any(2, Volatility::Immutable),
-        }))
-    }
-
-    fn operator(self) -> Operator {
-        match self {
-            Op::Add => Operator::Plus,
-            Op::Sub => Operator::Minus,
-            Op::Mul => Operator::Multiply,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Op::Add => "decimal_add",
-            Op::Sub => "decimal_sub",
-            Op::Mul => "decimal_mul",
-        }
-    }
-
-    /// Arrow's precision and scale of the result, and the powers of ten
-    /// each operand is multiplied by first (a sum's or difference's operands
-    /// are brought to one scale; a product's are not); `None` when a scale
-    /// is out of range or a power would pass 10^18 (arrow's kernel decides
-    /// then).
-    fn shape(self, (p1, s1): (u8, i8), (p2, s2): (u8, i8)) -> Option<(u8, i8, i128, i128)> {
-        match self {
-            Op::Mul => {
-                let s = s1.checked_add(s2)?;
-                (s <= 38).then_some(((p1 + p2 + 1).min(38), s, 1, 1))
+        Op::Add | Op::Sub => {
+            let s = s1.max(s2);
+            let whole = (p1 as i8).wrapping_sub(s1).max((p2 as i8).wrapping_sub(s2));
+            let p = (s.saturating_add(whole) as u8).saturating_add(1).min(38);
+            let (k1, k2) = (s.checked_sub(s1)?, s.checked_sub(s2)?);
+            if !(0..=18).contains(&k1) || !(0..=18).contains(&k2) {
+                return None;
             }
-            Op::Add | Op::Sub => {
-                let s = s1.max(s2);
-                let whole = (p1 as i8).wrapping_sub(s1).max((p2 as i8).wrapping_sub(s2));
-                let p = (s.saturating_add(whole) as u8).saturating_add(1).min(38);
-                let (k1, k2) = (s.checked_sub(s1)?, s.checked_sub(s2)?);
-                if !(0..=18).contains(&k1) || !(0..=18).contains(&k2) {
-                    return None;
-                }
-                Some((p, s, 10i128.pow(k1 as u32), 10i128.pow(k2 as u32)))
-            }
+            Some((p, s, 10i128.pow(k1 as u32), 10i128.pow(k2 as u32)))
         }
     }
 }
 
 /// One DECIMAL operation as a DataFusion scalar function.
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct Arith {
+struct DecimalOp {
     op: Op,
     signature: Signature,
 }
 
-impl Arith {
+impl DecimalOp {
     /// How the expression prints: as the operator it replaces.
     fn text(&self, args: &[Expr], show: impl Fn(&Expr) -> String) -> String {
-        match args {
-            [a, b] => format!("{} {} {}", show(a), self.op.operator(), show(b)),
-            _ => self.op.name().to_string(),
-        }
+        operator_text(&self.op.operator().to_string(), name(self.op), args, show)
     }
 }
 
-impl ScalarUDFImpl for Arith {
+impl ScalarUDFImpl for DecimalOp {
     fn name(&self) -> &str {
-        self.op.name()
+        name(self.op)
     }
 
     fn display_name(&self, args: &[Expr]) -> Result<String> {
@@ -203,7 +164,7 @@ impl ScalarUDFImpl for Arith {
             [a, b] => BinaryTypeCoercer::new(a, &self.op.operator(), b).get_result_type(),
             _ => Err(DataFusionError::Internal(format!(
                 "{} takes 2 arguments, not {}",
-                self.op.name(),
+                name(self.op),
                 arg_types.len()
             ))),
         }
@@ -227,7 +188,7 @@ impl ScalarUDFImpl for Arith {
         let [a, b] = &args.args[..] else {
             return Err(DataFusionError::Internal(format!(
                 "{} called with {} arguments",
-                self.op.name(),
+                name(self.op),
                 args.args.len()
             )));
         };
@@ -235,20 +196,8 @@ impl ScalarUDFImpl for Arith {
             return Ok(ColumnarValue::Array(out));
         }
         // Arrow's checked kernel, as DataFusion's operator runs it.
-        let scalar = matches!((a, b), (ColumnarValue::Scalar(_), ColumnarValue::Scalar(_)));
-        let datum = |v: &ColumnarValue| -> Result<Box<dyn datafusion::arrow::array::Datum>> {
-            Ok(match v {
-                ColumnarValue::Array(x) => Box::new(x.clone()),
-                ColumnarValue::Scalar(k) => Box::new(k.to_scalar()?),
-            })
-        };
-        let (x, y) = (datum(a)?, datum(b)?);
-        let out = match self.op {
-            Op::Add => numeric::add(x.as_ref(), y.as_ref())?,
-            Op::Sub => numeric::sub(x.as_ref(), y.as_ref())?,
-            Op::Mul => numeric::mul(x.as_ref(), y.as_ref())?,
-        };
-        if scalar {
+        let out = self.op.checked(&Operand::of(a)?, &Operand::of(b)?)?;
+        if all_scalar(&args.args) {
             Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
         } else {
             Ok(ColumnarValue::Array(out))
@@ -262,7 +211,7 @@ enum Side<'a> {
     Const(i128),
 }
 
-impl Arith {
+impl DecimalOp {
     /// The result computed without overflow checks, when every value of
     /// both operands fits in 64 bits (a NULL's slot too) and the shape
     /// allows; `None` otherwise.
@@ -272,7 +221,7 @@ impl Arith {
         else {
             return Ok(None);
         };
-        let Some((p, s, m1, m2)) = self.op.shape((p1, s1), (p2, s2)) else {
+        let Some((p, s, m1, m2)) = shape(self.op, (p1, s1), (p2, s2)) else {
             return Ok(None);
         };
         let (Some(x), Some(y)) = (side(a)?, side(b)?) else {
@@ -337,7 +286,7 @@ mod tests {
 
     fn call(op: Op, a: ColumnarValue, b: ColumnarValue, rows: usize) -> Result<ArrayRef> {
         let types = [a.data_type(), b.data_type()];
-        let udf = op.udf();
+        let udf = udf(op);
         let ty = udf.inner().return_type(&types).unwrap();
         let fields = types
             .iter()
@@ -358,19 +307,8 @@ mod tests {
 
     /// Arrow's checked kernel on the same operands.
     fn arrow(op: Op, a: &ColumnarValue, b: &ColumnarValue) -> ArrayRef {
-        let d = |v: &ColumnarValue| -> Box<dyn datafusion::arrow::array::Datum> {
-            match v {
-                ColumnarValue::Array(x) => Box::new(x.clone()),
-                ColumnarValue::Scalar(k) => Box::new(k.to_scalar().unwrap()),
-            }
-        };
-        let (x, y) = (d(a), d(b));
-        match op {
-            Op::Add => numeric::add(x.as_ref(), y.as_ref()),
-            Op::Sub => numeric::sub(x.as_ref(), y.as_ref()),
-            Op::Mul => numeric::mul(x.as_ref(), y.as_ref()),
-        }
-        .unwrap()
+        op.checked(&Operand::of(a).unwrap(), &Operand::of(b).unwrap())
+            .unwrap()
     }
 
     #[test]
@@ -424,7 +362,7 @@ mod tests {
             }
         }
         // The unchecked path is the one taken on 64-bit values.
-        let f = |op: Op| Arith {
+        let f = |op: Op| DecimalOp {
             op,
             signature: Signature::any(2, Volatility::Immutable),
         };

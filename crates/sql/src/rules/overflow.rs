@@ -24,21 +24,21 @@
 
 use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::array::{ArrayRef, Datum, Scalar};
 use datafusion::arrow::compute::kernels::numeric;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ReturnFieldArgs, ScalarFunctionArgs,
+    ColumnarValue, Expr, ExprSchemable, LogicalPlan, ReturnFieldArgs, ScalarFunctionArgs,
     ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
 
+use super::operator_fn::{Arith, Operand, all_scalar, operator_text, replace_arith};
 use crate::error::SqlError;
 
 /// The analyzer rule (see the module docs).
@@ -59,23 +59,16 @@ impl AnalyzerRule for CheckedArithmetic {
 /// columns. An operand whose type cannot be found is left as it is (the
 /// planner reports that itself).
 pub fn checked(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
-    e.transform_up(|e| {
-        Ok(match e {
-            Expr::BinaryExpr(b) => match Op::of(b.op) {
-                Some(op) if same_integer(&b.left, &b.right, schema) => {
-                    Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-                        op.udf(),
-                        vec![*b.left, *b.right],
-                    )))
-                }
-                _ => Transformed::no(Expr::BinaryExpr(b)),
-            },
+    replace_arith(
+        e,
+        |op, l, r| same_integer(l, r, schema).then(|| Op::Bin(op).udf()),
+        |e| match e {
             Expr::Negative(inner) if signed_integer(&inner, schema) => Transformed::yes(
                 Expr::ScalarFunction(ScalarFunction::new_udf(Op::Neg.udf(), vec![*inner])),
             ),
             other => Transformed::no(other),
-        })
-    })
+        },
+    )
 }
 
 fn same_integer(l: &Expr, r: &Expr, schema: &DFSchema) -> bool {
@@ -109,32 +102,21 @@ fn type_of(mut e: &Expr, schema: &DFSchema) -> Result<DataType> {
 /// A checked integer operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Op {
-    Add,
-    Sub,
-    Mul,
+    Bin(Arith),
     Neg,
 }
 
-static ADD: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Op::Add.make());
-static SUB: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Op::Sub.make());
-static MUL: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Op::Mul.make());
+static ADD: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Op::Bin(Arith::Add).make());
+static SUB: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Op::Bin(Arith::Sub).make());
+static MUL: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Op::Bin(Arith::Mul).make());
 static NEG: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Op::Neg.make());
 
 impl Op {
-    fn of(op: Operator) -> Option<Op> {
-        match op {
-            Operator::Plus => Some(Op::Add),
-            Operator::Minus => Some(Op::Sub),
-            Operator::Multiply => Some(Op::Mul),
-            _ => None,
-        }
-    }
-
     fn udf(self) -> Arc<ScalarUDF> {
         match self {
-            Op::Add => ADD.clone(),
-            Op::Sub => SUB.clone(),
-            Op::Mul => MUL.clone(),
+            Op::Bin(Arith::Add) => ADD.clone(),
+            Op::Bin(Arith::Sub) => SUB.clone(),
+            Op::Bin(Arith::Mul) => MUL.clone(),
             Op::Neg => NEG.clone(),
         }
     }
@@ -149,18 +131,18 @@ impl Op {
 
     fn name(self) -> &'static str {
         match self {
-            Op::Add => "checked_add",
-            Op::Sub => "checked_sub",
-            Op::Mul => "checked_mul",
+            Op::Bin(Arith::Add) => "checked_add",
+            Op::Bin(Arith::Sub) => "checked_sub",
+            Op::Bin(Arith::Mul) => "checked_mul",
             Op::Neg => "checked_neg",
         }
     }
 
     fn symbol(self) -> &'static str {
         match self {
-            Op::Add => "+",
-            Op::Sub | Op::Neg => "-",
-            Op::Mul => "*",
+            Op::Bin(Arith::Add) => "+",
+            Op::Bin(Arith::Sub) | Op::Neg => "-",
+            Op::Bin(Arith::Mul) => "*",
         }
     }
 }
@@ -175,11 +157,7 @@ struct CheckedOp {
 impl CheckedOp {
     /// How the expression prints: as the operator it replaces.
     fn text(&self, args: &[Expr], show: impl Fn(&Expr) -> String) -> String {
-        match args {
-            [a] => format!("(- {})", show(a)),
-            [a, b] => format!("{} {} {}", show(a), self.op.symbol(), show(b)),
-            _ => self.op.name().to_string(),
-        }
+        operator_text(self.op.symbol(), self.op.name(), args, show)
     }
 }
 
@@ -239,10 +217,7 @@ impl ScalarUDFImpl for CheckedOp {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let scalar = all_scalar(&args.args);
         let operands = args
             .args
             .iter()
@@ -250,9 +225,7 @@ impl ScalarUDFImpl for CheckedOp {
             .collect::<Result<Vec<_>>>()?;
         let out = match (self.op, &operands[..]) {
             (Op::Neg, [a]) => numeric::neg(a.array()),
-            (Op::Add, [a, b]) => numeric::add(a.datum(), b.datum()),
-            (Op::Sub, [a, b]) => numeric::sub(a.datum(), b.datum()),
-            (Op::Mul, [a, b]) => numeric::mul(a.datum(), b.datum()),
+            (Op::Bin(op), [a, b]) => op.checked(a, b),
             _ => {
                 return Err(DataFusionError::Internal(format!(
                     "{} called with {} arguments",
@@ -288,35 +261,6 @@ fn always_null(e: &Expr) -> bool {
         }
         Expr::Cast(c) => always_null(&c.expr),
         _ => false,
-    }
-}
-
-/// An argument as arrow's kernels take it: an array, or a scalar.
-enum Operand {
-    Array(ArrayRef),
-    Scalar(Scalar<ArrayRef>),
-}
-
-impl Operand {
-    fn of(v: &ColumnarValue) -> Result<Operand> {
-        Ok(match v {
-            ColumnarValue::Array(a) => Operand::Array(a.clone()),
-            ColumnarValue::Scalar(s) => Operand::Scalar(s.to_scalar()?),
-        })
-    }
-
-    fn datum(&self) -> &dyn Datum {
-        match self {
-            Operand::Array(a) => a,
-            Operand::Scalar(s) => s,
-        }
-    }
-
-    fn array(&self) -> &dyn datafusion::arrow::array::Array {
-        match self {
-            Operand::Array(a) => a.as_ref(),
-            Operand::Scalar(s) => s.get().0,
-        }
     }
 }
 
@@ -366,7 +310,7 @@ mod tests {
     fn overflow_is_an_error_and_the_rest_computes() {
         let col = ColumnarValue::Array(Arc::new(Int64Array::from(vec![Some(i64::MAX), None])));
         let one = ColumnarValue::Scalar(ScalarValue::Int64(Some(1)));
-        let e = run(Op::Add, vec![col.clone(), one.clone()]).unwrap_err();
+        let e = run(Op::Bin(Arith::Add), vec![col.clone(), one.clone()]).unwrap_err();
         assert!(
             e.to_string()
                 .contains("BIGINT out of range: 9223372036854775807 + 1"),
@@ -374,7 +318,7 @@ mod tests {
         );
         let min = ColumnarValue::Scalar(ScalarValue::Int64(Some(i64::MIN)));
         assert!(run(Op::Neg, vec![min]).is_err());
-        let ok = run(Op::Sub, vec![col, one]).unwrap();
+        let ok = run(Op::Bin(Arith::Sub), vec![col, one]).unwrap();
         let ColumnarValue::Array(a) = ok else {
             panic!("an array in, an array out")
         };
@@ -383,7 +327,7 @@ mod tests {
         assert!(a.is_null(1));
         let two = ColumnarValue::Scalar(ScalarValue::Int64(Some(2)));
         let three = ColumnarValue::Scalar(ScalarValue::Int64(Some(3)));
-        match run(Op::Mul, vec![two, three]).unwrap() {
+        match run(Op::Bin(Arith::Mul), vec![two, three]).unwrap() {
             ColumnarValue::Scalar(s) => assert_eq!(s, ScalarValue::Int64(Some(6))),
             other => panic!("scalars in, a scalar out: {other:?}"),
         }
