@@ -15,11 +15,14 @@
 
 use std::ops::Bound;
 
-use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::array::{BooleanArray, RecordBatch};
+use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::DataFusionError;
 use strata_access::batch::BATCH_ROWS;
+use strata_columns::read::Plan;
 use strata_columns::{ColumnPart, ColumnsError};
+use strata_storage::catalog::ColumnsDef;
 use strata_storage::db::Index;
 use strata_storage::{Database, Table};
 
@@ -33,7 +36,7 @@ fn columns_error(e: strata_columns::ColumnsError) -> SqlError {
 /// Hands `each` the rows of `table`'s column part that satisfy `filter`, in
 /// batches: their positions in the part, and the rows (every column, in the
 /// table's Arrow schema). Nothing for a row table.
-pub(super) fn find_column_rows(
+fn find_column_rows(
     db: &Database,
     table: &Table,
     filter: &Filter,
@@ -43,8 +46,6 @@ pub(super) fn find_column_rows(
         return Ok(());
     };
     let all: Vec<usize> = (0..table.schema().len()).collect();
-    let schema = table_schema(table);
-    let mut failed: Option<SqlError> = None;
     // An index's column tree narrows a point change to the pages of its
     // rows (`strata_columns::index`): read straight from the tree when its
     // range names a batch of rows at most, else as a scan plans it.
@@ -58,6 +59,114 @@ pub(super) fn find_column_rows(
                 .0
         }
     };
+    read_plan(&part, table, &plan, filter, each)
+}
+
+/// The column rows a point `UPDATE` or `DELETE` found before it took the
+/// writer turn ([`find_early`]), to be used under the turn
+/// ([`column_rows_under_turn`]).
+pub(super) struct FoundEarly {
+    /// The column part they are rows of: a part replaced since (a merge of
+    /// the delta, a conversion) makes them stale.
+    def: ColumnsDef,
+    schema: SchemaRef,
+    rows: Vec<(Vec<u64>, RecordBatch)>,
+}
+
+/// A point change's column rows, read before the writer turn: the rows
+/// `filter` keeps when an index's column tree names a batch of rows at most
+/// (`None` otherwise, and for a row table; those are found under the turn).
+///
+/// Reading the pages of a column row is most of a point change's work on a
+/// columnar table; done here, it overlaps other sessions' turns instead of
+/// lengthening this one's. Nothing a later commit does can make the rows
+/// wrong: column rows never change (a change deletes the row and inserts
+/// its new version into the delta), so the only difference the turn can
+/// find is rows deleted since, which [`column_rows_under_turn`] leaves out,
+/// or a part replaced whole, which it reads again.
+pub(super) fn find_early(
+    db: &Database,
+    table: &Table,
+    filter: &Filter,
+) -> Result<Option<FoundEarly>, SqlError> {
+    let Some(def) = table.columns() else {
+        return Ok(None);
+    };
+    let Some(part) = ColumnPart::of(db, table).map_err(columns_error)? else {
+        return Ok(None);
+    };
+    let Some(positions) =
+        strata_columns::index::few_positions(&part, table, &filter.conjuncts, BATCH_ROWS)
+            .map_err(columns_error)?
+    else {
+        return Ok(None);
+    };
+    let mut rows = Vec::new();
+    let plan = part.plan_positions(&positions);
+    read_plan(&part, table, &plan, filter, &mut |found, batch| {
+        rows.push((found, batch));
+        Ok(())
+    })?;
+    Ok(Some(FoundEarly {
+        def: def.clone(),
+        schema: table_schema(table),
+        rows,
+    }))
+}
+
+/// Under the writer turn: hands `each` the rows found early that are still
+/// live (the transaction's own deletes and every committed one left out),
+/// or, when none were found early or the part was replaced since, the rows
+/// [`find_column_rows`] finds now.
+pub(super) fn column_rows_under_turn(
+    db: &Database,
+    table: &Table,
+    filter: &Filter,
+    early: Option<FoundEarly>,
+    each: &mut dyn FnMut(Vec<u64>, RecordBatch) -> Result<(), SqlError>,
+) -> Result<(), SqlError> {
+    let early =
+        early.filter(|e| table.columns() == Some(&e.def) && e.schema == table_schema(table));
+    let Some(early) = early else {
+        return find_column_rows(db, table, filter, each);
+    };
+    let deleted = table.deleted_column_rows()?;
+    for (positions, batch) in early.rows {
+        let live: Vec<bool> = positions
+            .iter()
+            .map(|p| deleted.binary_search(p).is_err())
+            .collect();
+        if live.iter().all(|&l| l) {
+            each(positions, batch)?;
+            continue;
+        }
+        let kept: Vec<u64> = positions
+            .iter()
+            .zip(&live)
+            .filter_map(|(&p, &l)| l.then_some(p))
+            .collect();
+        if kept.is_empty() {
+            continue;
+        }
+        let batch = filter_record_batch(&batch, &BooleanArray::from(live))
+            .map_err(|e| SqlError::Execution(e.to_string()))?;
+        each(kept, batch)?;
+    }
+    Ok(())
+}
+
+/// Reads `plan`'s rows of `part` (every column), keeps those `filter`
+/// passes and hands them to `each` with their positions.
+fn read_plan(
+    part: &ColumnPart,
+    table: &Table,
+    plan: &Plan,
+    filter: &Filter,
+    each: &mut dyn FnMut(Vec<u64>, RecordBatch) -> Result<(), SqlError>,
+) -> Result<(), SqlError> {
+    let all: Vec<usize> = (0..table.schema().len()).collect();
+    let schema = table_schema(table);
+    let mut failed: Option<SqlError> = None;
     for unit in &plan.units {
         let positions = unit.positions();
         let mut at = 0usize;
@@ -175,4 +284,148 @@ pub(super) fn rows_at(
         out.extend(batches.map_err(columns_error)?);
     }
     Ok(Some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use datafusion::logical_expr::{col, lit};
+    use datafusion::prelude::SessionContext;
+    use strata_storage::db::{DbOptions, NoProgress, TableOptions};
+    use strata_storage::row::{Schema, Value};
+
+    use super::super::DmlExec;
+    use super::super::txn::Writes;
+    use super::*;
+    use crate::SqlSession;
+
+    const ROWS: i64 = 5_000;
+
+    /// `t (k, v)`, `v = k`, as column rows (no delta), an index on `k`.
+    fn columnar() -> (tempfile::TempDir, Arc<Database>, SqlSession) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(&dir.path().join("db"), DbOptions::default()).unwrap();
+        let mut load = db
+            .begin_create_load(
+                "t",
+                Schema::parse("k BIGINT, v BIGINT").unwrap(),
+                TableOptions::default(),
+                vec![],
+            )
+            .unwrap();
+        for k in 0..ROWS {
+            load.append(&[Value::Int64(k), Value::Int64(k)]).unwrap();
+        }
+        load.commit(&NoProgress).unwrap();
+        strata_columns::rewrite(&db, "t", strata_columns::Format::Columns, &NoProgress).unwrap();
+        let db = Arc::new(db);
+        let s = SqlSession::new(db.clone()).unwrap();
+        s.execute("CREATE INDEX t_k ON t (k)").unwrap();
+        (dir, db, s)
+    }
+
+    fn v_of(s: &SqlSession, k: i64) -> Vec<i64> {
+        let r = s
+            .execute(&format!("SELECT v FROM t WHERE k = {k}"))
+            .unwrap();
+        r.batches
+            .iter()
+            .flat_map(|b| {
+                b.column(0)
+                    .as_any()
+                    .downcast_ref::<datafusion::arrow::array::Int64Array>()
+                    .unwrap()
+                    .values()
+                    .to_vec()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_point_change_uses_the_column_rows_read_before_its_turn_less_those_deleted_since() {
+        let (_dir, db, s) = columnar();
+        let ctx = SessionContext::new();
+        let state = ctx.state();
+        let add = |k: i64, by: i64| {
+            DmlExec::update(
+                Writes::new(db.clone()),
+                "t",
+                &state,
+                vec![("v".into(), col("v") + lit(by))],
+                vec![col("k").eq(lit(k))],
+            )
+            .unwrap()
+        };
+        let early = |e: &DmlExec| find_early(&db, &db.table("t").unwrap(), &e.filter).unwrap();
+        let found = |f: &Option<FoundEarly>| {
+            f.as_ref()
+                .map(|f| f.rows.iter().map(|(p, _)| p.len()).sum::<usize>())
+        };
+
+        // Read and still live: those rows change.
+        let a = add(8, 1);
+        let read = early(&a);
+        assert_eq!(found(&read), Some(1), "a point change by the index");
+        assert_eq!(a.run_found(None, read).unwrap().0, 1);
+        assert_eq!(v_of(&s, 8), [9]);
+
+        // Another session changes the row between the early read and the
+        // turn (its column row deleted, its new version in the delta) and
+        // commits: under the turn the early row is left out and the delta's
+        // version changes instead. No change lost, none made twice (the
+        // column row deleted twice would be an error).
+        let b = add(7, 1);
+        let read = early(&b);
+        assert_eq!(found(&read), Some(1));
+        s.execute("UPDATE t SET v = v + 10 WHERE k = 7").unwrap();
+        assert_eq!(b.run_found(None, read).unwrap().0, 1);
+        assert_eq!(v_of(&s, 7), [7 + 10 + 1]);
+
+        // A DELETE read early whose row another session deleted meanwhile
+        // deletes nothing.
+        let d = DmlExec::delete(
+            Writes::new(db.clone()),
+            "t",
+            &state,
+            vec![col("k").eq(lit(5i64))],
+        )
+        .unwrap();
+        let read = early(&d);
+        assert_eq!(found(&read), Some(1));
+        s.execute("DELETE FROM t WHERE k = 5").unwrap();
+        assert_eq!(d.run_found(None, read).unwrap().0, 0);
+        assert!(v_of(&s, 5).is_empty());
+
+        // The part replaced since (the delta merged into new column files):
+        // the positions read early name rows of the old files, so the rows
+        // are found again.
+        let c = add(9, 1);
+        let read = early(&c);
+        assert_eq!(found(&read), Some(1));
+        s.execute("UPDATE t SET v = v + 100 WHERE k = 9").unwrap();
+        strata_columns::rewrite(&db, "t", strata_columns::Format::Columns, &NoProgress).unwrap();
+        assert_eq!(c.run_found(None, read).unwrap().0, 1);
+        assert_eq!(v_of(&s, 9), [9 + 100 + 1]);
+
+        // A range of more than a batch of rows is not read early.
+        let wide = DmlExec::delete(
+            Writes::new(db.clone()),
+            "t",
+            &state,
+            vec![col("k").lt(lit(ROWS))],
+        )
+        .unwrap();
+        assert_eq!(found(&early(&wide)), None);
+        let r = s.execute("SELECT count(*) FROM t").unwrap();
+        assert_eq!(
+            r.batches[0]
+                .column(0)
+                .as_any()
+                .downcast_ref::<datafusion::arrow::array::Int64Array>()
+                .unwrap()
+                .value(0),
+            ROWS - 1
+        );
+    }
 }

@@ -368,6 +368,34 @@ impl DmlExec {
             Op::Delete => "DELETE",
             Op::Update(_) => "UPDATE",
         };
+        // A point change's column rows, read before the writer turn so that
+        // other sessions' turns overlap the reading (column_rows::find_early);
+        // not inside a block that has written, whose own changes they must see.
+        self.writes.check_writable(what)?;
+        let early = match self.writes.writing() {
+            true => None,
+            false => {
+                let db = self.writes.database();
+                match db.table(&self.table) {
+                    Ok(t) => column_rows::find_early(db, &t, &self.filter)?,
+                    Err(_) => None,
+                }
+            }
+        };
+        self.run_found(returning, early)
+    }
+
+    /// [`DmlExec::run_with`] once the column rows a point change names may
+    /// have been read (`early`).
+    fn run_found(
+        &self,
+        returning: Option<Returning<'_>>,
+        early: Option<column_rows::FoundEarly>,
+    ) -> Result<(u64, Vec<RecordBatch>), SqlError> {
+        let what = match self.op {
+            Op::Delete => "DELETE",
+            Op::Update(_) => "UPDATE",
+        };
         // Inside the transaction, and reading as it: the rows are found where
         // the transaction's own earlier changes (BEGIN ... COMMIT) put them,
         // and no other transaction can move them before they change.
@@ -410,13 +438,19 @@ impl DmlExec {
                         };
                         // A columnar table's column rows: marked deleted.
                         let mut positions = Vec::new();
-                        column_rows::find_column_rows(db, &t, &self.filter, &mut |found, old| {
-                            positions.extend(found);
-                            if returning.is_some() {
-                                old_rows.push(old);
-                            }
-                            Ok(())
-                        })?;
+                        column_rows::column_rows_under_turn(
+                            db,
+                            &t,
+                            &self.filter,
+                            early,
+                            &mut |found, old| {
+                                positions.extend(found);
+                                if returning.is_some() {
+                                    old_rows.push(old);
+                                }
+                                Ok(())
+                            },
+                        )?;
                         let out = match returning {
                             Some(f) => f(&old_rows)?,
                             None => Vec::new(),
@@ -448,10 +482,16 @@ impl DmlExec {
                         })?;
                         // A columnar table's column rows: deleted there, their
                         // new rows inserted into the delta.
-                        column_rows::find_column_rows(db, &t, &self.filter, &mut |found, old| {
-                            moved.push((found, checked(&old)?));
-                            Ok(())
-                        })?;
+                        column_rows::column_rows_under_turn(
+                            db,
+                            &t,
+                            &self.filter,
+                            early,
+                            &mut |found, old| {
+                                moved.push((found, checked(&old)?));
+                                Ok(())
+                            },
+                        )?;
                         let out = match returning {
                             Some(f) => {
                                 let new: Vec<RecordBatch> = changes
