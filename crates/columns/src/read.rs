@@ -143,6 +143,19 @@ impl Plan {
 impl ColumnPart {
     /// Opens the column part of `table` of `db` (`None` for a row table).
     pub fn of(db: &Database, table: &Table) -> Result<Option<ColumnPart>> {
+        let Some(mut part) = ColumnPart::of_every_row(db, table)? else {
+            return Ok(None);
+        };
+        part.deleted = table.deleted_column_rows()?;
+        Ok(Some(part))
+    }
+
+    /// [`ColumnPart::of`] with the rows the delete set took away still in
+    /// it: it reads only what never changes (the files and the indexes'
+    /// trees over them), so a reader outside a statement snapshot may use
+    /// it while transactions commit; whoever uses its rows leaves out the
+    /// deleted ones later.
+    pub fn of_every_row(db: &Database, table: &Table) -> Result<Option<ColumnPart>> {
         match table.columns() {
             None => Ok(None),
             Some(def) => {
@@ -155,7 +168,6 @@ impl ColumnPart {
                     Some(&footers),
                     Some(db.device()),
                 )?;
-                part.deleted = table.deleted_column_rows()?;
                 let modeled = PageCosts::modeled(db);
                 part.modeled = modeled.is_some();
                 part.costs = ReadCosts::new(&modeled.unwrap_or_default(), 1);

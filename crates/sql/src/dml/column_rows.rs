@@ -79,11 +79,13 @@ pub(super) struct FoundEarly {
 ///
 /// Reading the pages of a column row is most of a point change's work on a
 /// columnar table; done here, it overlaps other sessions' turns instead of
-/// lengthening this one's. Nothing a later commit does can make the rows
+/// lengthening this one's. It reads only what never changes (the column
+/// files and the index's tree over them), so it needs no statement snapshot
+/// and holds no commit up. Nothing a later commit does can make the rows
 /// wrong: column rows never change (a change deletes the row and inserts
 /// its new version into the delta), so the only difference the turn can
-/// find is rows deleted since, which [`column_rows_under_turn`] leaves out,
-/// or a part replaced whole, which it reads again.
+/// find is rows deleted (before or since), which [`column_rows_under_turn`]
+/// leaves out, or a part replaced whole, which it reads again.
 pub(super) fn find_early(
     db: &Database,
     table: &Table,
@@ -92,7 +94,11 @@ pub(super) fn find_early(
     let Some(def) = table.columns() else {
         return Ok(None);
     };
-    let Some(part) = ColumnPart::of(db, table).map_err(columns_error)? else {
+    // Not the delete set: it changes as transactions commit, and read
+    // outside a statement snapshot it could be seen half published. The
+    // rows deleted already are left out under the turn, with those deleted
+    // since.
+    let Some(part) = ColumnPart::of_every_row(db, table).map_err(columns_error)? else {
         return Ok(None);
     };
     let Some(positions) =
@@ -381,6 +387,14 @@ mod tests {
         s.execute("UPDATE t SET v = v + 10 WHERE k = 7").unwrap();
         assert_eq!(b.run_found(None, read).unwrap().0, 1);
         assert_eq!(v_of(&s, 7), [7 + 10 + 1]);
+        // Read early, the deleted column row is there too (the early read
+        // does not look at the delete set); under the turn only the delta's
+        // version changes.
+        let b2 = add(7, 1);
+        let read = early(&b2);
+        assert_eq!(found(&read), Some(1));
+        assert_eq!(b2.run_found(None, read).unwrap().0, 1);
+        assert_eq!(v_of(&s, 7), [7 + 10 + 1 + 1]);
 
         // A DELETE read early whose row another session deleted meanwhile
         // deletes nothing.
