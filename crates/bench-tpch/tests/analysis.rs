@@ -26,6 +26,7 @@ fn options(name: &str) -> BenchOptions {
         device: "ssd".into(),
         with_postgres: false,
         drop_caches: false,
+        postgres_bin: None,
     }
 }
 

@@ -438,19 +438,14 @@ impl DmlExec {
                         };
                         // A columnar table's column rows: marked deleted.
                         let mut positions = Vec::new();
-                        column_rows::column_rows_under_turn(
-                            db,
-                            &t,
-                            &self.filter,
-                            early,
-                            &mut |found, old| {
-                                positions.extend(found);
-                                if returning.is_some() {
-                                    old_rows.push(old);
-                                }
-                                Ok(())
-                            },
-                        )?;
+                        let under_turn = column_rows::column_rows_under_turn;
+                        under_turn(db, &t, &self.filter, early, &mut |found, old| {
+                            positions.extend(found);
+                            if returning.is_some() {
+                                old_rows.push(old);
+                            }
+                            Ok(())
+                        })?;
                         let out = match returning {
                             Some(f) => f(&old_rows)?,
                             None => Vec::new(),
@@ -482,16 +477,11 @@ impl DmlExec {
                         })?;
                         // A columnar table's column rows: deleted there, their
                         // new rows inserted into the delta.
-                        column_rows::column_rows_under_turn(
-                            db,
-                            &t,
-                            &self.filter,
-                            early,
-                            &mut |found, old| {
-                                moved.push((found, checked(&old)?));
-                                Ok(())
-                            },
-                        )?;
+                        let under_turn = column_rows::column_rows_under_turn;
+                        under_turn(db, &t, &self.filter, early, &mut |found, old| {
+                            moved.push((found, checked(&old)?));
+                            Ok(())
+                        })?;
                         let out = match returning {
                             Some(f) => {
                                 let new: Vec<RecordBatch> = changes
