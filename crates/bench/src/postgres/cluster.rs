@@ -104,8 +104,9 @@ impl PgBins {
 }
 
 /// "postgres (PostgreSQL) 18.4" → "18" (and "9.6.1" → "9.6", the numbering
-/// before 10): the first word that starts with a digit.
-fn major_of_version(text: &str) -> Option<String> {
+/// before 10): the first word that starts with a digit. Also a
+/// `server_version` such as "15.18 (Debian 15.18-0+deb12u1)".
+pub fn major_of_version(text: &str) -> Option<String> {
     let word = text
         .split_whitespace()
         .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))?;

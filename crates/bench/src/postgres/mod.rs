@@ -118,7 +118,7 @@ mod session;
 pub use session::CacheDrop;
 mod sweep;
 
-pub use cluster::{DEFAULT_PORT, PgBins, SETUP_SCRIPT, ServerConfig};
+pub use cluster::{DEFAULT_PORT, PgBins, SETUP_SCRIPT, ServerConfig, major_of_version};
 pub use engine::{PgEngine, PgRun};
 pub use explain::{ExplainStats, ScanNode, explain_sql, is_statement_timeout, parse_explain_json};
 pub use load::{

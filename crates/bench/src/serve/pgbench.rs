@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::postgres::{PgBins, PgServer, ServerConfig};
+use crate::postgres::{PgBins, PgServer, ServerConfig, major_of_version};
 use crate::report::summary::provenance;
 
 /// strata's pgbench tables (`:scale` is the scale factor).
@@ -440,12 +440,6 @@ fn check_invariant(strata: &StrataServer) -> Result<()> {
     Ok(())
 }
 
-/// The major version at the start of a `server_version`: "15.18 (Debian
-/// …)" → "15".
-fn major(version: &str) -> &str {
-    version.split(['.', ' ']).next().unwrap_or(version)
-}
-
 /// The markdown report.
 pub fn report(opts: &PgbenchOptions, points: &[Point], pg_versions: &[String]) -> String {
     let mut md = String::new();
@@ -474,13 +468,14 @@ pub fn report(opts: &PgbenchOptions, points: &[Point], pg_versions: &[String]) -
         "strata tps".into(),
     ];
     for v in pg_versions {
-        let m = major(v);
+        let m = major_of_version(v).unwrap_or_else(|| v.clone());
         head.push(format!("PG {m} tps"));
         head.push(format!("strata / PG {m}"));
     }
     head.push("strata p99 ms".into());
     for v in pg_versions {
-        head.push(format!("PG {} p99 ms", major(v)));
+        let m = major_of_version(v).unwrap_or_else(|| v.clone());
+        head.push(format!("PG {m} p99 ms"));
     }
     head.push("failed (strata, PG)".into());
     let _ = writeln!(md, "| {} |", head.join(" | "));
