@@ -50,6 +50,10 @@ pub struct EnginesOptions {
     /// A PostgreSQL run longer than this is cancelled (`statement_timeout`)
     /// and counted at this time, marked as a lower bound.
     pub timeout: std::time::Duration,
+    /// Run strata's row tables too (their database is the largest of the
+    /// four: 1.7 GB at SF 1). Without them the Parquet files are generated
+    /// alone, and PostgreSQL, loaded from the row database, cannot run.
+    pub rows: bool,
 }
 
 const ENGINES: [&str; 4] = ["strata rows", "strata columns", "DuckDB", "PostgreSQL"];
@@ -107,7 +111,19 @@ fn prepare(o: &EnginesOptions, progress: &mut dyn FnMut(&str)) -> Result<[PathBu
         SqlSession::new(Arc::new(db))?.execute("ANALYZE")?;
         Ok(())
     };
-    if !rows.join("catalog.json").exists() {
+    if !o.rows && !parquet.join("lineitem.parquet").exists() {
+        progress(&format!(
+            "generating TPC-H SF {} as Parquet into {}",
+            o.sf,
+            parquet.display()
+        ));
+        let spec = TpchSpec {
+            parquet_dir: Some(parquet.clone()),
+            ..TpchSpec::new(o.sf)
+        };
+        generate_tpch(None, &spec, &NoProgress, |_| {})?;
+    }
+    if o.rows && !rows.join("catalog.json").exists() {
         progress(&format!(
             "generating TPC-H SF {} into {}",
             o.sf,
@@ -256,9 +272,19 @@ fn postgres_run(
     })
 }
 
+/// A figure, or a dash for an engine that did not run (NaN).
+fn not_run(v: f64, decimals: usize) -> String {
+    if v.is_nan() {
+        "—".to_string()
+    } else {
+        format!("{v:.decimals$}")
+    }
+}
+
+/// The median; NaN for an engine that did not run.
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn geomean(v: &[f64]) -> f64 {
@@ -278,6 +304,11 @@ pub fn run(o: &EnginesOptions, progress: &mut dyn FnMut(&str)) -> Result<PathBuf
     for (n, sql) in &queries {
         std::fs::write(qdir.join(format!("{n}.sql")), sql)?;
     }
+    if o.postgres.is_some() && !o.rows {
+        bail!(
+            "PostgreSQL is loaded from strata's row database, which a run without the row tables does not build"
+        );
+    }
     let mut postgres = match &o.postgres {
         None => None,
         Some(bin) => Some(start_postgres(o, &dbs[0], bin.as_deref(), progress)?),
@@ -291,6 +322,9 @@ pub fn run(o: &EnginesOptions, progress: &mut dyn FnMut(&str)) -> Result<PathBuf
     for rep in 0..o.repeat {
         for (qi, (name, sql)) in queries.iter().enumerate() {
             for (e, engine) in ENGINES.iter().enumerate().take(engines) {
+                if e == 0 && !o.rows {
+                    continue;
+                }
                 let sql = sql.trim().trim_end_matches(';');
                 let s = match e {
                     0 | 1 => {
@@ -328,8 +362,9 @@ pub fn run(o: &EnginesOptions, progress: &mut dyn FnMut(&str)) -> Result<PathBuf
             }
             let rows: Vec<usize> = samples[qi]
                 .iter()
-                .filter(|r| !r[rep].cold_censored)
-                .map(|r| r[rep].rows)
+                .filter_map(|r| r.get(rep))
+                .filter(|s| !s.cold_censored)
+                .map(|s| s.rows)
                 .collect();
             if rows.iter().any(|&r| r != samples[qi][DUCKDB][rep].rows) {
                 bail!("{name}: the engines return different row counts {rows:?}");
@@ -381,6 +416,9 @@ fn write(
             .map(|r| med(r, |s| s.read_bytes as f64) / 1048576.0)
             .collect();
         for e in 0..engines {
+            if per[e].is_empty() {
+                continue;
+            }
             sums[e] += cold[e];
             csv += &format!(
                 "{name},{},{:.4},{:.4},{:.1}\n",
@@ -394,13 +432,13 @@ fn write(
         }
         let mut row = vec![
             name.to_string(),
-            format!("{:.3}", cold[0]),
+            not_run(cold[0], 3),
             format!("{:.3}", cold[1]),
             format!("{:.3}", cold[DUCKDB]),
             format!("{:.2}", cold[1] / cold[DUCKDB]),
             format!("{:.3}", warm[1]),
             format!("{:.3}", warm[DUCKDB]),
-            format!("{:.1}", mib[0]),
+            not_run(mib[0], 1),
             format!("{:.1}", mib[1]),
             format!("{:.1}", mib[DUCKDB]),
         ];
@@ -431,12 +469,17 @@ fn write(
     let mut s = Summary::new(title);
     s.paragraph(&provenance());
     s.paragraph(&format!(
-        "Scale factor {}, {} queries, medians of {} runs, engines interleaved. strata reads with \
+        "Scale factor {}, {} queries, medians of {} runs, engines interleaved{}. strata reads with \
          O_DIRECT (cold); DuckDB's first run is {} (OS page cache {} before each run). Bytes \
          read: /proc/self/io read_bytes over the cold run.",
         o.sf,
         queries.len(),
         o.repeat,
+        if o.rows {
+            ""
+        } else {
+            " (strata's row tables not run: --without-rows)"
+        },
         if os_cache == "dropped" {
             "cold"
         } else {
@@ -459,6 +502,9 @@ fn write(
     }
     let mut summary = Vec::new();
     for e in 0..engines {
+        if cold_ratio[e].is_empty() {
+            continue;
+        }
         summary.push(vec![
             ENGINES[e].to_string(),
             format!("{:.2}", sums[e]),
@@ -528,4 +574,64 @@ fn write(
     let md = o.out.join("engines.md");
     s.write(&md)?;
     Ok(md)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(cold: f64, read_bytes: u64) -> Sample {
+        Sample {
+            cold,
+            warm: cold / 2.0,
+            read_bytes,
+            rows: 4,
+            ..Sample::default()
+        }
+    }
+
+    #[test]
+    fn a_run_without_the_row_tables_reports_columns_against_duckdb_and_dashes_for_rows() {
+        let dir = std::env::temp_dir().join(format!("engines-without-rows-{}", std::process::id()));
+        let o = EnginesOptions {
+            sf: 10.0,
+            work: dir.clone(),
+            out: dir.clone(),
+            queries: Vec::new(),
+            repeat: 3,
+            drop_caches: false,
+            buffer_pool_bytes: 1 << 20,
+            postgres: None,
+            timeout: std::time::Duration::from_secs(1),
+            rows: false,
+        };
+        let queries = [("q01", ""), ("q06", "")];
+        // Columns at 2x and 0.5x DuckDB's time: geomean 1.00x; bytes 0.25x.
+        let samples = vec![
+            vec![
+                Vec::new(),
+                vec![sample(2.0, 1 << 20); 3],
+                vec![sample(1.0, 4 << 20); 3],
+            ],
+            vec![
+                Vec::new(),
+                vec![sample(0.5, 1 << 20); 3],
+                vec![sample(1.0, 4 << 20); 3],
+            ],
+        ];
+        let md = write(&o, &queries, &samples, "dropped", None).unwrap();
+        let text = std::fs::read_to_string(&md).unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(text.contains("--without-rows"), "{text}");
+        assert!(!text.contains("| strata rows |"), "{text}");
+        assert!(!text.contains("NaN"), "{text}");
+        assert!(
+            text.contains("| strata columns | 2.50 | 1.00x | 1.00x | 0.25x |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| q01 | — | 2.000 | 1.000 | 2.00 |"),
+            "{text}"
+        );
+    }
 }
