@@ -461,10 +461,10 @@ fn write(
         }
         table.push(row);
     }
-    let title = if engines > POSTGRES {
-        "TPC-H: strata's row and columnar tables beside DuckDB and PostgreSQL"
-    } else {
-        "TPC-H: strata's row and columnar tables beside DuckDB"
+    let title = match (engines > POSTGRES, o.rows) {
+        (true, _) => "TPC-H: strata's row and columnar tables beside DuckDB and PostgreSQL",
+        (false, true) => "TPC-H: strata's row and columnar tables beside DuckDB",
+        (false, false) => "TPC-H: strata's columnar tables beside DuckDB",
     };
     let mut s = Summary::new(title);
     s.paragraph(&provenance());
@@ -623,6 +623,10 @@ mod tests {
         let text = std::fs::read_to_string(&md).unwrap();
         std::fs::remove_dir_all(&dir).ok();
         assert!(text.contains("--without-rows"), "{text}");
+        assert!(
+            text.starts_with("# TPC-H: strata's columnar tables beside DuckDB"),
+            "{text}"
+        );
         assert!(!text.contains("| strata rows |"), "{text}");
         assert!(!text.contains("NaN"), "{text}");
         assert!(
