@@ -123,6 +123,10 @@ BLOCKS = {
     "tpch-engines": [
         E("results/tpch/engines/engines.md", tables=[0, 1], lines=r"^(Made by|Scale factor|Bytes read|PostgreSQL over|PostgreSQL runs cancelled)"),
     ],
+    "tpch-engines-sf10": [
+        E("results/tpch/engines-sf10/engines.md", tables=[0], lines=r"^(Made by|Scale factor|Bytes read)"),
+        E("results/tpch/engines-sf10-pool4g/engines.md", tables=[0, 1], lines=r"^(Made by|Bytes read)"),
+    ],
     "storage-io": [
         E("results/storage/io.md", tables=[0], lines=r"^(Sequential|Random)"),
     ],
