@@ -35,6 +35,7 @@
 pub mod analysis;
 pub mod encoding;
 pub mod engines;
+pub mod lookups;
 pub mod trace;
 
 use std::path::{Path, PathBuf};

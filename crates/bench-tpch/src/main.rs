@@ -99,6 +99,13 @@ struct TpchArgs {
     /// the row database.
     #[arg(long)]
     without_rows: bool,
+    /// Instead of the runs: point lookups through an index on a columnar
+    /// `lineitem` (by l_partkey) beside the row heap's, 3 columns and all 16,
+    /// cold (the database opened anew, O_DIRECT) and warm, --repeat rounds
+    /// (lookups.md in --out, default target/bench/tpch-lookups; the two
+    /// databases under --bench-db, default tpch-sf<SF>-lookups).
+    #[arg(long)]
+    lookups: bool,
     /// --encoding: devices, comma-separated (real, hdd, ssd).
     #[arg(long, value_delimiter = ',', default_value = "real,ssd,hdd")]
     devices: Vec<String>,
@@ -191,6 +198,38 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
             "--without-rows is for --vs-duckdb without --with-postgres (PostgreSQL is loaded from the row database)".into(),
         )
         .into());
+    }
+    if a.lookups {
+        if a.vs_duckdb
+            || a.fig14
+            || a.encoding
+            || a.with_postgres
+            || !a.queries.is_empty()
+            || !a.configs.is_empty()
+        {
+            return Err(Usage(
+                "--lookups runs lineitem's point lookups by l_partkey on a columnar and a row database; it takes no --vs-duckdb, --fig14, --encoding, --with-postgres, --queries or --configs".into(),
+            )
+            .into());
+        }
+        let o = strata_bench_tpch::lookups::LookupOptions {
+            sf,
+            work: a
+                .bench_db
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(format!("tpch-sf{}-lookups", a.sf))),
+            out: if a.out == std::path::Path::new("results/tpch") {
+                PathBuf::from("target/bench/tpch-lookups")
+            } else {
+                a.out.clone()
+            },
+            rounds: a.repeat,
+            db_options: opts.db_options.clone(),
+        };
+        let md = strata_bench_tpch::lookups::run(&o, &mut |l| eprintln!("{l}"))?;
+        print!("{}", std::fs::read_to_string(&md)?);
+        eprintln!("wrote {}", md.display());
+        return Ok(());
     }
     if a.vs_duckdb {
         if !a.configs.is_empty() || a.fig14 || a.encoding {
