@@ -127,6 +127,9 @@ BLOCKS = {
         E("results/tpch/engines-sf10/engines.md", tables=[0], lines=r"^(Made by|Scale factor|Bytes read)"),
         E("results/tpch/engines-sf10-pool4g/engines.md", tables=[0, 1], lines=r"^(Made by|Bytes read)"),
     ],
+    "column-lookups": [
+        E("results/tpch/lookups/lookups.md", tables=[0], lines=r"^(Made by|TPC-H SF)"),
+    ],
     "storage-io": [
         E("results/storage/io.md", tables=[0], lines=r"^(Sequential|Random)"),
     ],
@@ -155,8 +158,13 @@ END = "<!-- end -->"
 COMMIT = re.compile(r"\s*at commit `?[0-9a-f]{7,40}`?")
 
 
+# The directory of the page being rewritten: links in its blocks are relative
+# to it (docs/ or docs/layers/).
+PAGE_DIR = [DOCS]
+
+
 def rel(path):
-    return os.path.relpath(os.path.join(ROOT, path), DOCS)
+    return os.path.relpath(os.path.join(ROOT, path), PAGE_DIR[0])
 
 
 def read(path):
@@ -343,6 +351,7 @@ def doc_files():
 
 
 def regenerate(text, path, problems):
+    PAGE_DIR[0] = os.path.dirname(os.path.join(ROOT, path))
     lines = text.split("\n")
     out, i = [], 0
     while i < len(lines):
