@@ -149,9 +149,7 @@ fn prepare(o: &EnginesOptions, progress: &mut dyn FnMut(&str)) -> Result<[PathBu
             ..TpchSpec::new(o.sf)
         };
         generate_tpch(Some(&db), &spec, &NoProgress, |_| {})?;
-        for t in TpchTable::ALL {
-            strata_columns::rewrite(&db, t.name(), strata_columns::Format::Columns, &NoProgress)?;
-        }
+        crate::tpch_to_columns(&db)?;
         analyze(db)?;
     }
     if !duck.exists() {

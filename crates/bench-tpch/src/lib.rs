@@ -38,6 +38,15 @@ pub mod engines;
 pub mod lookups;
 pub mod trace;
 
+/// Converts the eight TPC-H tables of `db` to columns (each index kept as
+/// a column tree), as `strata gen tpch --table-format columns` does.
+pub fn tpch_to_columns(db: &Database) -> Result<()> {
+    for t in TpchTable::ALL {
+        strata_columns::rewrite(db, t.name(), strata_columns::Format::Columns, &NoProgress)?;
+    }
+    Ok(())
+}
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;

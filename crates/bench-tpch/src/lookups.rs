@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 use strata_bench::report::summary::{Summary, provenance};
-use strata_load::{TpchSpec, TpchTable, generate_tpch};
+use strata_load::{TpchSpec, generate_tpch};
 use strata_sql::SqlSession;
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};
@@ -80,14 +80,7 @@ fn prepare(o: &LookupOptions, progress: &mut dyn FnMut(&str)) -> Result<[PathBuf
         let db = Database::create(dir, DbOptions::default())?;
         generate_tpch(Some(&db), &TpchSpec::new(o.sf), &NoProgress, |_| {})?;
         if format == "columns" {
-            for t in TpchTable::ALL {
-                strata_columns::rewrite(
-                    &db,
-                    t.name(),
-                    strata_columns::Format::Columns,
-                    &NoProgress,
-                )?;
-            }
+            crate::tpch_to_columns(&db)?;
         }
         SqlSession::new(Arc::new(db))?.execute("ANALYZE")?;
     }
