@@ -280,7 +280,7 @@ fn not_run(v: f64, decimals: usize) -> String {
 }
 
 /// The median; NaN for an engine that did not run.
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }

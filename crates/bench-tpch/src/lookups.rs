@@ -29,6 +29,8 @@ use strata_sql::SqlSession;
 use strata_storage::Database;
 use strata_storage::db::{DbOptions, NoProgress};
 
+use crate::engines::median;
+
 /// What to run.
 pub struct LookupOptions {
     pub sf: f64,
@@ -108,11 +110,6 @@ fn run_once(dir: &Path, options: &DbOptions, sql: &str) -> Result<Run> {
         requests: cold.io.read_requests,
         bytes: cold.io.bytes_read(),
     })
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// Runs the lookups and writes `lookups.md` and `lookups.csv` in `--out`.
