@@ -122,6 +122,25 @@ struct TpchArgs {
     trace_max_events: usize,
 }
 
+impl TpchArgs {
+    /// A mode's databases: --bench-db, or `tpch-sf<SF>-<mode>`.
+    fn work_dir(&self, mode: &str) -> PathBuf {
+        self.bench_db
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("tpch-sf{}-{mode}", self.sf)))
+    }
+
+    /// A mode's report directory: --out, or `target/bench/tpch-<mode>` when
+    /// --out is left at the paper runs' default.
+    fn out_dir(&self, mode: &str) -> PathBuf {
+        if self.out == std::path::Path::new("results/tpch") {
+            PathBuf::from(format!("target/bench/tpch-{mode}"))
+        } else {
+            self.out.clone()
+        }
+    }
+}
+
 fn main() -> ExitCode {
     strata_sql::shell::process::finish(run(&Cli::parse()))
 }
@@ -214,15 +233,8 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
         }
         let o = strata_bench_tpch::lookups::LookupOptions {
             sf,
-            work: a
-                .bench_db
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(format!("tpch-sf{}-lookups", a.sf))),
-            out: if a.out == std::path::Path::new("results/tpch") {
-                PathBuf::from("target/bench/tpch-lookups")
-            } else {
-                a.out.clone()
-            },
+            work: a.work_dir("lookups"),
+            out: a.out_dir("lookups"),
             rounds: a.repeat,
             db_options: opts.db_options.clone(),
         };
@@ -240,15 +252,8 @@ fn bench(cli: &Cli, a: &TpchArgs) -> anyhow::Result<()> {
         }
         let o = strata_bench_tpch::engines::EnginesOptions {
             sf,
-            work: a
-                .bench_db
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(format!("tpch-sf{}-engines", a.sf))),
-            out: if a.out == std::path::Path::new("results/tpch") {
-                PathBuf::from("target/bench/tpch-engines")
-            } else {
-                a.out.clone()
-            },
+            work: a.work_dir("engines"),
+            out: a.out_dir("engines"),
             queries: a
                 .queries
                 .iter()
