@@ -9,7 +9,8 @@
 //! ([`prune`], [`read`]). [`rewrite`] converts a table between the two
 //! formats (and merges a columnar table's delta into new column files).
 //! [`read_ahead`] fetches a scan's units ahead of their decoding, on a
-//! few threads. [`chunk_cache`] keeps the bytes read, as the buffer pool keeps pages.
+//! few threads. [`chunk_cache`] keeps the bytes read, as the buffer pool keeps pages,
+//! and [`points`] the values of the pages point reads decoded.
 //! [`index`] builds and reads an index's tree over the column part;
 //! [`smooth`] walks it as Smooth Scan does, and morphs into the full scan;
 //! [`paths`] runs full, index, sort and Smooth Scan over the column part.
@@ -25,6 +26,7 @@ pub mod error;
 pub mod file;
 pub mod index;
 pub mod paths;
+pub mod points;
 pub mod prune;
 pub mod read;
 pub mod read_ahead;

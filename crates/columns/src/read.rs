@@ -30,29 +30,29 @@ use strata_storage::{Database, Table};
 use crate::chunk_cache::{ChunkCache, Key};
 use crate::convert::arrow_schema;
 use crate::error::{ColumnsError, Result};
-use crate::file::{Charge, CountedFile, ReadCounters};
+use crate::file::{Charge, CountedFile, PAGE_ROWS, ReadCounters};
 use crate::prune;
 
 /// Rows per batch a scan hands out.
 pub const BATCH_ROWS: usize = 8_192;
 
 /// One open column file.
-struct OpenFile {
+pub(crate) struct OpenFile {
     /// Its name in the catalog (the chunk cache's key).
-    name: String,
-    path: PathBuf,
+    pub(crate) name: Arc<str>,
+    pub(crate) path: PathBuf,
     file: CountedFile,
-    meta: ArrowReaderMetadata,
+    pub(crate) meta: ArrowReaderMetadata,
 }
 
 /// A columnar table's column part, open for reading.
 pub struct ColumnPart {
-    files: Vec<OpenFile>,
+    pub(crate) files: Vec<OpenFile>,
     schema: Schema,
     arrow: SchemaRef,
     counters: Arc<ReadCounters>,
-    /// The database's cache of column-file bytes, if any.
-    cache: Option<Arc<ChunkCache>>,
+    /// The database's cache of column pages, if any.
+    pub(crate) cache: Option<Arc<ChunkCache>>,
     /// Positions of the rows DELETE and UPDATE took away (the table's
     /// delete set, as the statement's snapshot sees it), ascending.
     deleted: Arc<Vec<u64>>,
@@ -90,6 +90,11 @@ impl FooterCache {
     }
 }
 
+/// A unit is a point read when the blocks of [`PAGE_ROWS`] rows its rows
+/// lie in hold at least this many times its rows: most of what decoding
+/// those pages yields would be thrown away.
+pub const POINT_SPREAD: usize = 8;
+
 /// A row group to read, and which of its rows (`None`: all).
 #[derive(Clone, Debug)]
 pub struct Unit {
@@ -105,6 +110,32 @@ pub struct Unit {
 }
 
 impl Unit {
+    /// Whether the unit is a point read ([`crate::points`]): it selects rows, under
+    /// 1/[`POINT_SPREAD`] of the rows of the blocks they lie in.
+    pub fn is_point(&self) -> bool {
+        let Some(sel) = &self.selection else {
+            return false;
+        };
+        let (mut rows, mut blocks, mut at) = (0usize, 0usize, 0usize);
+        let mut last: Option<usize> = None;
+        for s in sel.iter() {
+            if !s.skip && s.row_count > 0 {
+                rows += s.row_count;
+                let (a, b) = (at / PAGE_ROWS, (at + s.row_count - 1) / PAGE_ROWS);
+                let from = match last {
+                    Some(l) if l >= a => l + 1,
+                    _ => a,
+                };
+                if b >= from {
+                    blocks += b - from + 1;
+                }
+                last = Some(b);
+            }
+            at += s.row_count;
+        }
+        rows > 0 && rows * POINT_SPREAD <= blocks * PAGE_ROWS
+    }
+
     /// The positions in the part of the rows the unit reads, in the order
     /// its batches give them.
     pub fn positions(&self) -> Vec<u64> {
@@ -239,7 +270,7 @@ impl ColumnPart {
                 });
             }
             files.push(OpenFile {
-                name: c.file.clone(),
+                name: Arc::from(c.file.as_str()),
                 path,
                 file,
                 meta,
@@ -504,7 +535,11 @@ impl ColumnPart {
         columns: &[usize],
         f: impl FnMut(RecordBatch) -> Result<bool>,
     ) -> Result<()> {
-        let fetched = self.fetch(unit, columns)?;
+        let fetched = if self.is_decoded(unit, columns) {
+            Fetched::nothing(&self.files[unit.file])
+        } else {
+            self.fetch(unit, columns)?
+        };
         self.decode(unit, columns, fetched, f)
     }
 
@@ -590,6 +625,11 @@ impl ColumnPart {
         mut f: impl FnMut(RecordBatch) -> Result<bool>,
     ) -> Result<()> {
         let of = &self.files[unit.file];
+        if let Some(cache) = &self.cache
+            && unit.is_point()
+        {
+            return self.decode_points(cache, unit, columns, fetched, f);
+        }
         let mask = ProjectionMask::roots(of.meta.parquet_schema(), columns.iter().copied());
         let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(fetched, of.meta.clone())
             .with_projection(mask)
@@ -726,6 +766,15 @@ impl Fetched {
             file: of.file.clone(),
             ranges: Arc::new(ranges),
         })
+    }
+
+    /// No bytes of `of`: for a read that needs none (anything asked is read
+    /// from the file).
+    pub(crate) fn nothing(of: &OpenFile) -> Fetched {
+        Fetched {
+            file: of.file.clone(),
+            ranges: Arc::default(),
+        }
     }
 
     /// The fetched bytes from `start` to the end of its range, and the

@@ -55,7 +55,10 @@ impl ColumnPart {
         if units.len() < 2 || self.modeled() {
             return none;
         }
-        let uncached = units.iter().filter(|u| !self.is_cached(u, columns)).count();
+        let uncached = units
+            .iter()
+            .filter(|u| !self.is_cached(u, columns) && !self.is_decoded(u, columns))
+            .count();
         if uncached == 0 {
             return none;
         }

@@ -8,6 +8,7 @@ mod footer;
 mod indexes;
 mod pages;
 mod paths;
+mod points;
 mod read_ahead;
 
 use std::sync::Arc;

@@ -247,8 +247,13 @@ pub(super) fn rows_at(
         .map(|c| read.binary_search(c).expect("read"))
         .collect();
     // Each row is a page of each column to decode: the units split over
-    // the cores, as a scan's partitions are.
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // the cores, as a scan's partitions are; unless the cache holds every
+    // page's values already, when a thread would cost more than the rows.
+    let cores = if plan.units.iter().all(|u| part.is_decoded(u, &read)) {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    };
     let parts = strata_columns::read::split(&plan.units, cores);
     let failed = |reason: String| ColumnsError::Convert {
         table: table.name().to_string(),
