@@ -115,7 +115,7 @@ impl ColumnPart {
         let Some(cache) = &self.cache else {
             return false;
         };
-        if !unit.is_point() {
+        if !self.point_reads() || !unit.is_point() {
             return false;
         }
         let of = &self.files[unit.file];

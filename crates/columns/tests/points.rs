@@ -19,7 +19,8 @@ fn point_reads_give_the_model_s_rows_and_decode_each_slice_once() {
     load(&db, &model);
     rewrite(&db, "t", Format::Columns, &NoProgress).unwrap();
     let t = db.table("t").unwrap();
-    let part = ColumnPart::of(&db, &t).unwrap().unwrap();
+    let scan = ColumnPart::of(&db, &t).unwrap().unwrap();
+    let part = ColumnPart::of(&db, &t).unwrap().unwrap().with_point_reads();
     let types = schema().types();
 
     // Random rows, and the edges: the first and last rows, a row group's
@@ -95,6 +96,34 @@ fn point_reads_give_the_model_s_rows_and_decode_each_slice_once() {
             "the second read of columns {columns:?} reads nothing"
         );
     }
+    // A part not opened for point reads (a scan's) decodes its units in
+    // one pass, however sparse: a fresh slice of a page the lookups above
+    // did not touch is not kept.
+    let other: Vec<u64> = positions
+        .iter()
+        .map(|p| (p + SLICE_ROWS as u64 * 3) % ROWS as u64)
+        .collect();
+    let mut other = other;
+    other.sort_unstable();
+    other.dedup();
+    let sparse = scan.plan_positions(&other);
+    assert!(
+        sparse
+            .units
+            .iter()
+            .all(|u| u.is_point() && !scan.is_decoded(u, &[0]))
+    );
+    let mut n = 0;
+    scan.read_units(&sparse.units, &[0], |b| {
+        n += b.num_rows();
+        Ok(true)
+    })
+    .unwrap();
+    assert_eq!(n, other.len());
+    assert!(
+        !sparse.units.iter().all(|u| part.is_decoded(u, &[0])),
+        "the scan kept no values"
+    );
     // A read of every row of the row groups is decoded in one pass, and
     // keeps no values.
     let all: Vec<usize> = (0..types.len()).collect();

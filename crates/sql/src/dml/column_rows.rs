@@ -51,6 +51,12 @@ fn find_column_rows(
     // range names a batch of rows at most, else as a scan plans it.
     let few = strata_columns::index::few_positions(&part, table, &filter.conjuncts, BATCH_ROWS)
         .map_err(columns_error)?;
+    // A few rows are a lookup's: read as point reads.
+    let part = if few.is_some() {
+        part.with_point_reads()
+    } else {
+        part
+    };
     let plan = match few {
         Some(positions) => part.plan_positions(&positions),
         None => {
@@ -108,6 +114,7 @@ pub(super) fn find_early(
         return Ok(None);
     };
     let mut rows = Vec::new();
+    let part = part.with_point_reads();
     let plan = part.plan_positions(&positions);
     read_plan(&part, table, &plan, filter, &mut |found, batch| {
         rows.push((found, batch));
@@ -237,6 +244,7 @@ pub(super) fn rows_at(
     if positions.is_empty() {
         return Ok(Some(Vec::new()));
     }
+    let part = part.with_point_reads();
     let plan = part.plan_positions(&positions);
     // The reader gives the columns in table order.
     let mut read = columns.to_vec();
