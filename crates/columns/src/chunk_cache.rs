@@ -57,7 +57,7 @@ struct Entry {
 
 #[derive(Default)]
 struct Inner {
-    map: HashMap<(Key, Form), Entry>,
+    map: HashMap<(Key, Form), Entry, foldhash::fast::RandomState>,
     bytes: u64,
     clock: u64,
 }

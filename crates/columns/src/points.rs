@@ -131,15 +131,16 @@ impl ColumnPart {
 
     /// [`ColumnPart::decode`] of a point read: for each column, the values
     /// of each slice holding a selected row, from `cache` or decoded from
-    /// `fetched` (and kept), and the rows gathered from them. The batches
-    /// are those the one-pass decoding gives: table columns in file order,
-    /// rows in order.
+    /// `fetched` (fetched here, once, if `None` and some slice is not
+    /// kept) and kept, and the rows gathered from them. The batches are
+    /// those the one-pass decoding gives: table columns in file order, rows
+    /// in order.
     pub(crate) fn decode_points(
         &self,
         cache: &ChunkCache,
         unit: &Unit,
         columns: &[usize],
-        fetched: Fetched,
+        mut fetched: Option<Fetched>,
         mut f: impl FnMut(RecordBatch) -> Result<bool>,
     ) -> Result<()> {
         let of = &self.files[unit.file];
@@ -165,16 +166,22 @@ impl ColumnPart {
                     std::iter::once(s.from..s.from + s.rows),
                     group_rows,
                 );
-                let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
-                    fetched.clone(),
-                    of.meta.clone(),
-                )
-                .with_projection(ProjectionMask::roots(of.meta.parquet_schema(), [c]))
-                .with_row_groups(vec![unit.row_group])
-                .with_row_selection(sel)
-                .with_batch_size(s.rows.max(1))
-                .build()
-                .map_err(|e| ColumnsError::parquet(&of.path, e))?;
+                let bytes = match &fetched {
+                    Some(b) => b.clone(),
+                    None => {
+                        let b = self.fetch(unit, columns)?;
+                        fetched = Some(b.clone());
+                        b
+                    }
+                };
+                let reader =
+                    ParquetRecordBatchReaderBuilder::new_with_metadata(bytes, of.meta.clone())
+                        .with_projection(ProjectionMask::roots(of.meta.parquet_schema(), [c]))
+                        .with_row_groups(vec![unit.row_group])
+                        .with_row_selection(sel)
+                        .with_batch_size(s.rows.max(1))
+                        .build()
+                        .map_err(|e| ColumnsError::parquet(&of.path, e))?;
                 let mut parts: Vec<ArrayRef> = Vec::with_capacity(1);
                 for batch in reader {
                     let batch = batch.map_err(|e| corrupt(e.to_string()))?;

@@ -555,11 +555,14 @@ impl ColumnPart {
         columns: &[usize],
         f: impl FnMut(RecordBatch) -> Result<bool>,
     ) -> Result<()> {
-        let fetched = if self.is_decoded(unit, columns) {
-            Fetched::nothing(&self.files[unit.file])
-        } else {
-            self.fetch(unit, columns)?
-        };
+        if let Some(cache) = &self.cache
+            && self.point_reads
+            && unit.is_point()
+        {
+            // Fetched only if some slice's values are not kept.
+            return self.decode_points(cache, unit, columns, None, f);
+        }
+        let fetched = self.fetch(unit, columns)?;
         self.decode(unit, columns, fetched, f)
     }
 
@@ -649,7 +652,7 @@ impl ColumnPart {
             && self.point_reads
             && unit.is_point()
         {
-            return self.decode_points(cache, unit, columns, fetched, f);
+            return self.decode_points(cache, unit, columns, Some(fetched), f);
         }
         let mask = ProjectionMask::roots(of.meta.parquet_schema(), columns.iter().copied());
         let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(fetched, of.meta.clone())
@@ -787,15 +790,6 @@ impl Fetched {
             file: of.file.clone(),
             ranges: Arc::new(ranges),
         })
-    }
-
-    /// No bytes of `of`: for a read that needs none (anything asked is read
-    /// from the file).
-    pub(crate) fn nothing(of: &OpenFile) -> Fetched {
-        Fetched {
-            file: of.file.clone(),
-            ranges: Arc::default(),
-        }
     }
 
     /// The fetched bytes from `start` to the end of its range, and the
