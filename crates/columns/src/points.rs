@@ -112,12 +112,9 @@ impl ColumnPart {
     /// Whether reading `unit`'s `columns` decodes nothing: a point read
     /// whose slices' values the cache holds.
     pub fn is_decoded(&self, unit: &Unit, columns: &[usize]) -> bool {
-        let Some(cache) = &self.cache else {
+        let Some(cache) = self.point_cache(unit) else {
             return false;
         };
-        if !self.point_reads() || !unit.is_point() {
-            return false;
-        }
         let of = &self.files[unit.file];
         let rows = selected_rows(unit);
         columns.iter().all(|&c| {

@@ -52,7 +52,7 @@ pub struct ColumnPart {
     arrow: SchemaRef,
     counters: Arc<ReadCounters>,
     /// The database's cache of column pages, if any.
-    pub(crate) cache: Option<Arc<ChunkCache>>,
+    cache: Option<Arc<ChunkCache>>,
     /// Positions of the rows DELETE and UPDATE took away (the table's
     /// delete set, as the statement's snapshot sees it), ascending.
     deleted: Arc<Vec<u64>>,
@@ -391,6 +391,13 @@ impl ColumnPart {
         self.point_reads
     }
 
+    /// The cache `unit`'s slices are kept in, if the part reads it as a
+    /// point read.
+    pub(crate) fn point_cache(&self, unit: &Unit) -> Option<&ChunkCache> {
+        let cache = self.cache.as_deref()?;
+        (self.point_reads && unit.is_point()).then_some(cache)
+    }
+
     /// What its reads cost on the database's device.
     pub fn costs(&self) -> &ReadCosts {
         &self.costs
@@ -555,10 +562,7 @@ impl ColumnPart {
         columns: &[usize],
         f: impl FnMut(RecordBatch) -> Result<bool>,
     ) -> Result<()> {
-        if let Some(cache) = &self.cache
-            && self.point_reads
-            && unit.is_point()
-        {
+        if let Some(cache) = self.point_cache(unit) {
             // Fetched only if some slice's values are not kept.
             return self.decode_points(cache, unit, columns, None, f);
         }
@@ -648,10 +652,7 @@ impl ColumnPart {
         mut f: impl FnMut(RecordBatch) -> Result<bool>,
     ) -> Result<()> {
         let of = &self.files[unit.file];
-        if let Some(cache) = &self.cache
-            && self.point_reads
-            && unit.is_point()
-        {
+        if let Some(cache) = self.point_cache(unit) {
             return self.decode_points(cache, unit, columns, Some(fetched), f);
         }
         let mask = ProjectionMask::roots(of.meta.parquet_schema(), columns.iter().copied());
