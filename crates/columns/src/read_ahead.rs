@@ -103,7 +103,8 @@ impl ColumnPart {
             // Owned by this closure, so that its end (however the read
             // ends) drops it before the workers are joined: they then stop.
             let work_tx = work_tx;
-            let (done_tx, done_rx) = mpsc::channel::<(usize, Result<Fetched>)>();
+            // `None`: a point read whose slices are all kept needs no bytes.
+            let (done_tx, done_rx) = mpsc::channel::<(usize, Result<Option<Fetched>>)>();
             for w in 0..ahead.workers {
                 let (work_rx, done_tx) = (&work_rx, done_tx.clone());
                 let spawned = std::thread::Builder::new()
@@ -111,7 +112,11 @@ impl ColumnPart {
                     .spawn_scoped(s, move || {
                         // The sender gone (the read ended) ends the worker.
                         while let Ok(i) = { work_rx.lock().recv() } {
-                            let r = self.fetch(&units[i], columns);
+                            let r = if self.is_decoded(&units[i], columns) {
+                                Ok(None)
+                            } else {
+                                self.fetch(&units[i], columns).map(Some)
+                            };
                             if done_tx.send((i, r)).is_err() {
                                 break;
                             }
@@ -132,7 +137,7 @@ impl ColumnPart {
                 Ok(())
             };
             ask(ahead.units)?;
-            let mut ready: HashMap<usize, Result<Fetched>> = HashMap::new();
+            let mut ready: HashMap<usize, Result<Option<Fetched>>> = HashMap::new();
             for (i, u) in units.iter().enumerate() {
                 let fetched = loop {
                     if let Some(r) = ready.remove(&i) {
@@ -143,10 +148,14 @@ impl ColumnPart {
                 };
                 ask(i + 1 + ahead.units)?;
                 let mut go = true;
-                self.decode(u, columns, fetched?, |b| {
+                let each = |b| {
                     go = f(b)?;
                     Ok(go)
-                })?;
+                };
+                match fetched? {
+                    Some(bytes) => self.decode(u, columns, bytes, each)?,
+                    None => self.read(u, columns, each)?,
+                }
                 if !go {
                     break;
                 }

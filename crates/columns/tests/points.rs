@@ -96,6 +96,30 @@ fn point_reads_give_the_model_s_rows_and_decode_each_slice_once() {
             "the second read of columns {columns:?} reads nothing"
         );
     }
+    // Kept and fresh units in one read, their bytes fetched ahead: the
+    // first two row groups' rows were read above, the last one's are new.
+    let all: Vec<usize> = (0..types.len()).collect();
+    let mut mixed: Vec<u64> = positions.iter().copied().filter(|&p| p < 245_760).collect();
+    mixed.extend((0..20).map(|i| 250_000 + i * 2_500));
+    let mixed_plan = part.plan_positions(&mixed);
+    let kept = mixed_plan
+        .units
+        .iter()
+        .filter(|u| part.is_decoded(u, &all))
+        .count();
+    assert!(
+        kept >= 2 && kept < mixed_plan.units.len(),
+        "{kept} kept units"
+    );
+    assert!(part.ahead(&mixed_plan.units, &all).workers >= 1);
+    let mut got: Vec<Vec<Value>> = Vec::new();
+    part.read_units(&mixed_plan.units, &all, |b| {
+        got.extend(batch_rows(&b, &types));
+        Ok(true)
+    })
+    .unwrap();
+    let want: Vec<Vec<Value>> = mixed.iter().map(|&p| model[p as usize].clone()).collect();
+    assert_eq!(got, want, "kept and fresh units read together");
     // A part not opened for point reads (a scan's) decodes its units in
     // one pass, however sparse: a fresh slice of a page the lookups above
     // did not touch is not kept.
@@ -126,7 +150,6 @@ fn point_reads_give_the_model_s_rows_and_decode_each_slice_once() {
     );
     // A read of every row of the row groups is decoded in one pass, and
     // keeps no values.
-    let all: Vec<usize> = (0..types.len()).collect();
     let whole = part.plan(&[]).units;
     assert!(
         whole
