@@ -9,6 +9,12 @@
 //! trimmed, as PostgreSQL does when it compares `bpchar`), TEXT → Utf8,
 //! TIMESTAMP → Timestamp(Microsecond, no time zone) (both count microseconds
 //! since 1970), BOOL → Boolean.
+//!
+//! A scan of a columnar table hands its strings to the query as views
+//! (`Utf8View`, [`string_views`]): a view of a string of up to 12 bytes holds
+//! it, a longer one points into the decoded page, so filtering, hashing and
+//! comparing them moves 16 bytes a value and no string data. Results leave
+//! the engine as `Utf8` again (`strata_sql::string_views`).
 
 use std::sync::Arc;
 
@@ -55,6 +61,49 @@ pub fn arrow_schema(schema: &Schema) -> SchemaRef {
             .map(|c| Field::new(&c.name, arrow_type(&c.ty), c.nullable))
             .collect::<Vec<_>>(),
     ))
+}
+
+/// `schema` with its strings (`Utf8`) as views (`Utf8View`): the types a
+/// scan of a columnar table gives its query.
+pub fn string_views(schema: &ArrowSchema) -> SchemaRef {
+    Arc::new(ArrowSchema::new_with_metadata(
+        schema
+            .fields()
+            .iter()
+            .map(|f| match f.data_type() {
+                ArrowType::Utf8 => f.as_ref().clone().with_data_type(ArrowType::Utf8View),
+                _ => f.as_ref().clone(),
+            })
+            .collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    ))
+}
+
+/// Whether `schema` has a string view column.
+pub fn has_string_views(schema: &ArrowSchema) -> bool {
+    schema
+        .fields()
+        .iter()
+        .any(|f| f.data_type() == &ArrowType::Utf8View)
+}
+
+/// `arrays` with their strings as `schema` wants them: `Utf8` cast to views
+/// (no string is copied: a view of a long string points into the array's
+/// bytes) or views to `Utf8`. Any other column is left as it is.
+pub fn as_schema_types(
+    arrays: Vec<ArrayRef>,
+    schema: &ArrowSchema,
+) -> Result<Vec<ArrayRef>, ArrowError> {
+    arrays
+        .into_iter()
+        .zip(schema.fields())
+        .map(|(a, f)| match (a.data_type(), f.data_type()) {
+            (ArrowType::Utf8, ArrowType::Utf8View) | (ArrowType::Utf8View, ArrowType::Utf8) => {
+                arrow::compute::cast(&a, f.data_type())
+            }
+            _ => Ok(a),
+        })
+        .collect()
 }
 
 /// `schema` with every field nullable: for batches of rows still to be
@@ -414,6 +463,7 @@ impl BatchConverter {
                 (None, None) => unreachable!("column {c} has no fixed place"),
             })
             .collect();
+        let arrays = as_schema_types(arrays, &self.schema)?;
         RecordBatch::try_new_with_options(
             self.schema.clone(),
             arrays,
@@ -601,6 +651,7 @@ impl ValueBatchBuilder {
     /// The batch of the rows appended so far; the builder starts over.
     pub fn finish(&mut self) -> Result<RecordBatch, ArrowError> {
         let arrays: Vec<ArrayRef> = self.builders.iter_mut().map(Builder::finish).collect();
+        let arrays = as_schema_types(arrays, &self.schema)?;
         let rows = std::mem::take(&mut self.rows);
         RecordBatch::try_new_with_options(
             self.schema.clone(),
@@ -666,6 +717,12 @@ pub fn arrow_values(array: &dyn Array, ty: &DataType) -> Result<Vec<Value>, Stri
         (DataType::Char { .. } | DataType::Varchar { .. }, ArrowType::Utf8) => {
             let trim = matches!(ty, DataType::Char { .. });
             each!(array.as_string::<i32>(), |s: &str| Value::Str(
+                if trim { s.trim_end_matches(' ') } else { s }.to_string()
+            ))
+        }
+        (DataType::Char { .. } | DataType::Varchar { .. }, ArrowType::Utf8View) => {
+            let trim = matches!(ty, DataType::Char { .. });
+            each!(array.as_string_view(), |s: &str| Value::Str(
                 if trim { s.trim_end_matches(' ') } else { s }.to_string()
             ))
         }

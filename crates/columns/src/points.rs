@@ -210,12 +210,15 @@ impl ColumnPart {
                 arrow::compute::interleave(&refs, &picks).map_err(|e| corrupt(e.to_string()))?,
             );
         }
+        // Kept as `Utf8`, given as the part gives strings.
         let schema = Arc::new(
-            of.meta
+            of.read_meta()
                 .schema()
                 .project(&cols)
                 .map_err(|e| corrupt(e.to_string()))?,
         );
+        let arrays =
+            crate::convert::as_schema_types(arrays, &schema).map_err(|e| corrupt(e.to_string()))?;
         let options =
             arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows.len()));
         let batch = RecordBatch::try_new_with_options(schema, arrays, &options)

@@ -15,8 +15,9 @@ use arrow::record_batch::RecordBatch;
 use bytes::{Buf, Bytes};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ParquetRecordBatchReaderBuilder, RowSelection,
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
 };
+use parquet::file::metadata::PageIndexPolicy;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::{ChunkReader, Length};
 use strata_access::PageCosts;
@@ -43,6 +44,16 @@ pub(crate) struct OpenFile {
     pub(crate) path: PathBuf,
     file: CountedFile,
     pub(crate) meta: ArrowReaderMetadata,
+    /// `meta` reading strings as views, when the part gives views
+    /// ([`ColumnPart::with_string_views`]).
+    views: Option<ArrowReaderMetadata>,
+}
+
+impl OpenFile {
+    /// The metadata a scan decodes with: strings as views or not.
+    pub(crate) fn read_meta(&self) -> &ArrowReaderMetadata {
+        self.views.as_ref().unwrap_or(&self.meta)
+    }
 }
 
 /// A columnar table's column part, open for reading.
@@ -276,6 +287,7 @@ impl ColumnPart {
                 path,
                 file,
                 meta,
+                views: None,
             });
         }
         Ok(ColumnPart {
@@ -384,6 +396,30 @@ impl ColumnPart {
     pub fn with_point_reads(mut self) -> ColumnPart {
         self.point_reads = true;
         self
+    }
+
+    /// The part, giving its string columns as views (`Utf8View`,
+    /// [`crate::convert::string_views`]): the Parquet reader builds a view
+    /// of each value over the page it decoded rather than copying the
+    /// value into an array of its own. The page cache keeps what it keeps
+    /// as `Utf8` either way.
+    pub fn with_string_views(mut self) -> Result<ColumnPart> {
+        for of in &mut self.files {
+            let schema = crate::convert::string_views(of.meta.schema());
+            let options = ArrowReaderOptions::new()
+                .with_page_index_policy(PageIndexPolicy::Optional)
+                .with_schema(schema);
+            of.views = Some(
+                ArrowReaderMetadata::try_new(of.meta.metadata().clone(), options)
+                    .map_err(|e| ColumnsError::parquet(&of.path, e))?,
+            );
+        }
+        Ok(self)
+    }
+
+    /// Whether it gives strings as views.
+    pub fn string_views(&self) -> bool {
+        self.files.iter().any(|f| f.views.is_some())
     }
 
     /// Whether it reads point units as point reads.
@@ -656,10 +692,11 @@ impl ColumnPart {
             return self.decode_points(cache, unit, columns, Some(fetched), f);
         }
         let mask = ProjectionMask::roots(of.meta.parquet_schema(), columns.iter().copied());
-        let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(fetched, of.meta.clone())
-            .with_projection(mask)
-            .with_row_groups(vec![unit.row_group])
-            .with_batch_size(BATCH_ROWS);
+        let mut b =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(fetched, of.read_meta().clone())
+                .with_projection(mask)
+                .with_row_groups(vec![unit.row_group])
+                .with_batch_size(BATCH_ROWS);
         if let Some(s) = &unit.selection {
             b = b.with_row_selection(s.clone());
         }

@@ -10,6 +10,7 @@ mod pages;
 mod paths;
 mod points;
 mod read_ahead;
+mod string_views;
 
 use std::sync::Arc;
 

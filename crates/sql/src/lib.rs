@@ -28,6 +28,7 @@ pub mod options;
 pub mod parse_cache;
 pub mod pg_catalog;
 pub mod prepare;
+pub mod result_types;
 pub mod rules;
 pub mod scan;
 pub mod session;

@@ -81,7 +81,9 @@ pub(crate) fn describe(
         _ if !returns_rows => None,
         LogicalPlan::Statement(_) | LogicalPlan::Ddl(_) | LogicalPlan::Copy(_) => None,
         LogicalPlan::Dml(_) => None,
-        p => Some(Arc::new(p.schema().as_arrow().clone())),
+        p => Some(crate::result_types::plain_schema(&Arc::new(
+            p.schema().as_arrow().clone(),
+        ))),
     };
     Ok(Described {
         parameters,

@@ -759,7 +759,9 @@ impl Engine {
             };
             let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
             let batches = df.collect().await.map_err(SqlError::from)?;
-            Ok::<_, SqlError>((schema, batches))
+            let plain = crate::result_types::plain(&schema, batches)
+                .map_err(|e| SqlError::from(datafusion::error::DataFusionError::from(e)))?;
+            Ok::<_, SqlError>(plain)
         };
         if stop.is_never() {
             return self.runtime.block_on(work).map(Ok);

@@ -13,6 +13,7 @@ mod cold_columns;
 mod cold_queries;
 mod cold_tier_sql;
 mod column_indexes;
+mod column_strings;
 mod common;
 mod crash_loop_sql;
 mod ddl;

@@ -314,7 +314,11 @@ pub(crate) fn run(
         let schema = table_schema(&t);
         let rows = rows
             .into_iter()
-            .map(|b| RecordBatch::try_new(schema.clone(), b.columns().to_vec()))
+            .map(|b| {
+                let columns =
+                    strata_columns::convert::as_schema_types(b.columns().to_vec(), &schema)?;
+                RecordBatch::try_new(schema.clone(), columns)
+            })
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| SqlError::Execution(format!("INSERT … RETURNING: {e}")))?;
         crate::dml::insert(writes, into.table(), &rows, Some(hook))?.1

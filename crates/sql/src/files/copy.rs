@@ -402,13 +402,14 @@ pub(crate) fn run(
     let work = async {
         let plan = state.statement_to_plan(stmt).await?;
         let df = ctx.execute_logical_plan(plan).await?;
-        let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+        let schema = crate::result_types::plain_schema(&Arc::new(df.schema().as_arrow().clone()));
         let mut stream = df.execute_stream().await?;
         let file = File::create(&tmp).map_err(|e| io(e.to_string()))?;
         let mut out = Output::open(copy, file, &schema).map_err(io)?;
         let mut rows = 0u64;
         while let Some(b) = stream.next().await {
-            let b = b?;
+            let b = crate::result_types::plain_batch(b?)
+                .map_err(datafusion::error::DataFusionError::from)?;
             rows += b.num_rows() as u64;
             out.write(&b).map_err(io)?;
         }

@@ -34,7 +34,7 @@ use crate::scan::pushdown::unqualified;
 use crate::scan::pushdown::{Pushed, classify_for};
 use crate::scan::scan_exec::{ScanRequest, StrataScanExec};
 use crate::stats::TableStats;
-use strata_columns::convert::{arrow_schema, nullable};
+use strata_columns::convert::{arrow_schema, has_string_views, nullable, string_views};
 use strata_columns::paths::ColumnPath;
 
 pub struct StrataTable {
@@ -53,8 +53,16 @@ pub struct StrataTable {
 /// The table's Arrow schema as SQL sees it: a semantic id (its value the
 /// row's address, `Encoding::Address`) is nullable, so that an INSERT can
 /// leave it out; no stored row has it NULL.
+///
+/// A columnar table's strings are views (`Utf8View`): its column part gives
+/// them so (`ColumnPart::with_string_views`), and its delta's scan casts its
+/// strings to views.
 fn provider_schema(table: &Table) -> SchemaRef {
     let s = arrow_schema(table.schema());
+    let s = match table.columns() {
+        Some(_) => string_views(&s),
+        None => s,
+    };
     match table.layout().address_column() {
         None => s,
         Some(c) => {
@@ -308,6 +316,14 @@ impl StrataTable {
         let part = strata_columns::ColumnPart::of(&self.db, table)
             .map_err(|e| DataFusionError::External(Box::new(e)))?
             .expect("a columnar table has a column part");
+        // Strings as this provider's schema has them (it was made when the
+        // table was registered).
+        let part = if has_string_views(&self.schema) {
+            part.with_string_views()
+                .map_err(|e| DataFusionError::External(Box::new(e)))?
+        } else {
+            part
+        };
         let filter_is_conjuncts = filters
             .iter()
             .all(|f| matches!(classify_for(f, table), Pushed::Strata(_)));
