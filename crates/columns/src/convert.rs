@@ -66,12 +66,17 @@ pub fn arrow_schema(schema: &Schema) -> SchemaRef {
 /// `schema` with its strings (`Utf8`) as views (`Utf8View`): the types a
 /// scan of a columnar table gives its query.
 pub fn string_views(schema: &ArrowSchema) -> SchemaRef {
+    retyped(schema, &ArrowType::Utf8, &ArrowType::Utf8View)
+}
+
+/// `schema` with its fields of type `from` of type `to`.
+pub fn retyped(schema: &ArrowSchema, from: &ArrowType, to: &ArrowType) -> SchemaRef {
     Arc::new(ArrowSchema::new_with_metadata(
         schema
             .fields()
             .iter()
             .map(|f| match f.data_type() {
-                ArrowType::Utf8 => f.as_ref().clone().with_data_type(ArrowType::Utf8View),
+                t if t == from => f.as_ref().clone().with_data_type(to.clone()),
                 _ => f.as_ref().clone(),
             })
             .collect::<Vec<_>>(),

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 
@@ -17,17 +17,7 @@ pub fn plain_schema(schema: &SchemaRef) -> SchemaRef {
     if !strata_columns::convert::has_string_views(schema) {
         return schema.clone();
     }
-    Arc::new(Schema::new_with_metadata(
-        schema
-            .fields()
-            .iter()
-            .map(|f| match f.data_type() {
-                DataType::Utf8View => f.as_ref().clone().with_data_type(DataType::Utf8),
-                _ => f.as_ref().clone(),
-            })
-            .collect::<Vec<_>>(),
-        schema.metadata().clone(),
-    ))
+    strata_columns::convert::retyped(schema, &DataType::Utf8View, &DataType::Utf8)
 }
 
 /// `batch` with its string views as `Utf8` (its own schema's fields
@@ -64,7 +54,7 @@ pub fn plain(
 mod tests {
     use super::*;
     use datafusion::arrow::array::{Array, AsArray, Int32Array, StringViewArray};
-    use datafusion::arrow::datatypes::Field;
+    use datafusion::arrow::datatypes::{Field, Schema};
 
     #[test]
     fn views_leave_as_utf8_and_other_columns_as_they_are() {
