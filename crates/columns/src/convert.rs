@@ -14,7 +14,7 @@
 //! (`Utf8View`, [`string_views`]): a view of a string of up to 12 bytes holds
 //! it, a longer one points into the decoded page, so filtering, hashing and
 //! comparing them moves 16 bytes a value and no string data. Results leave
-//! the engine as `Utf8` again (`strata_sql::string_views`).
+//! the engine as `Utf8` again (`strata_sql::result_types`).
 
 use std::sync::Arc;
 
