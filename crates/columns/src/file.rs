@@ -24,10 +24,9 @@ use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::basic::Compression;
 use parquet::errors::ParquetError;
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::metadata::ParquetMetaData;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::reader::{ChunkReader, Length};
 use parquet::schema::types::ColumnPath;
@@ -250,11 +249,13 @@ impl FileWriter {
         if let Some(parent) = path.parent() {
             sync_dir(parent)?;
         }
+        let (tail, offsets_tail) = tails(&meta, bytes);
         Ok(ColumnFile {
             file: self.file,
             rows: self.rows,
             bytes,
-            tail: tail_bytes(&meta, bytes),
+            tail,
+            offsets_tail,
         })
     }
 }
@@ -476,42 +477,6 @@ impl CountedFile {
     pub fn is_direct(&self) -> bool {
         self.direct
     }
-
-    /// Reads and decodes its footer and page index. `tail` is the bytes at
-    /// the file's end that hold both ([`ColumnFile::tail`]): one request
-    /// reads them. Unknown (0), the last [`GUESS_TAIL`] bytes are read, and
-    /// what the footer says is missing after them (at most two requests
-    /// more).
-    pub fn metadata(&self, path: &Path, tail: u64) -> Result<ArrowReaderMetadata> {
-        let err = |e| ColumnsError::parquet(path, e);
-        let len = self.len;
-        let first = if tail > 0 { tail } else { GUESS_TAIL }.min(len);
-        let mut bytes = self.get_bytes(len - first, first as usize).map_err(err)?;
-        let mut reader =
-            ParquetMetaDataReader::new().with_page_index_policy(PageIndexPolicy::Optional);
-        loop {
-            let parsed = if reader.has_metadata() {
-                reader.read_page_indexes_sized(&bytes, len)
-            } else {
-                reader.try_parse_sized(&bytes, len)
-            };
-            match parsed {
-                Ok(()) => break,
-                Err(ParquetError::NeedMoreData(needed))
-                    if (needed as u64) <= len && needed > bytes.len() =>
-                {
-                    bytes = self.get_bytes(len - needed as u64, needed).map_err(err)?;
-                }
-                Err(e) => return Err(err(e)),
-            }
-        }
-        let meta = reader.finish().map_err(err)?;
-        ArrowReaderMetadata::try_new(
-            Arc::new(meta),
-            ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional),
-        )
-        .map_err(err)
-    }
 }
 
 /// Bytes read from a column file's end when its catalog entry does not say
@@ -519,23 +484,25 @@ impl CountedFile {
 /// recorded): enough for the footer of a small file in one request.
 pub const GUESS_TAIL: u64 = 64 * 1024;
 
-/// The bytes at the end of a file of `bytes` bytes whose metadata is `meta`
-/// that hold its page index and footer: from the first page index's offset
-/// (the writer puts them after the last data page) to the end; the whole
-/// footer's length when the file has no page index.
-fn tail_bytes(meta: &ParquetMetaData, bytes: u64) -> u64 {
-    let first = meta
-        .row_groups()
-        .iter()
-        .flat_map(|rg| rg.columns())
-        .flat_map(|c| [c.column_index_offset(), c.offset_index_offset()])
-        .flatten()
-        .filter_map(|o| u64::try_from(o).ok())
-        .min();
-    match first {
+/// What the catalog records of a file's tail, from its footer `meta` and
+/// size `bytes`: (`tail`, `offsets_tail`), the bytes from its first column
+/// index, and from its first offset index, to its end (the writer puts
+/// the column indexes, then the offset indexes, then the footer, after the
+/// last data page); the whole footer's length (a guess) when it has none.
+pub(crate) fn tails(meta: &ParquetMetaData, bytes: u64) -> (u64, u64) {
+    let chunks = || meta.row_groups().iter().flat_map(|rg| rg.columns());
+    let from = |first: Option<i64>| match first.and_then(|o| u64::try_from(o).ok()) {
         Some(o) if o < bytes => bytes - o,
         _ => GUESS_TAIL.min(bytes),
-    }
+    };
+    let offsets = chunks().filter_map(|c| c.offset_index_offset()).min();
+    let columns = chunks().filter_map(|c| c.column_index_offset()).min();
+    let all = [offsets, columns].into_iter().flatten().min();
+    let offsets_tail = match offsets {
+        Some(_) => from(offsets),
+        None => 0,
+    };
+    (from(all), offsets_tail)
 }
 
 impl Length for CountedFile {

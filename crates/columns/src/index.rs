@@ -79,7 +79,7 @@ pub fn part_entries(
     read.sort_unstable();
     read.dedup();
     let mut keys = KeyEncoder::new(part, table, key_cols, &read);
-    let plan = part.plan(&[]);
+    let plan = part.plan_all();
     progress.phase(
         &format!("read index keys of {table}'s column rows"),
         plan.rows(),
@@ -191,7 +191,7 @@ pub fn plan(
     conjuncts: &[Comparison],
     columns: &[usize],
 ) -> Result<(Plan, Option<Probe>)> {
-    let pruned = part.plan(conjuncts);
+    let pruned = part.plan(conjuncts)?;
     if pruned.units.is_empty() {
         return Ok((pruned, None));
     }

@@ -24,6 +24,7 @@ pub mod convert;
 pub mod encoding;
 pub mod error;
 pub mod file;
+pub mod footer;
 pub mod index;
 pub mod paths;
 pub mod points;

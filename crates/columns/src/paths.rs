@@ -166,11 +166,11 @@ pub fn plan(
     path: ColumnPath,
 ) -> Result<(Plan, Option<crate::index::Probe>)> {
     let best = match path {
-        ColumnPath::Full => return Ok((part.plan(conjuncts), None)),
+        ColumnPath::Full => return Ok((part.plan(conjuncts)?, None)),
         ColumnPath::Smooth => return crate::index::plan(part, table, conjuncts, columns),
         ColumnPath::Index | ColumnPath::Sort => crate::index::best_index(table, conjuncts)?,
     };
-    let full = part.plan(conjuncts);
+    let full = part.plan(conjuncts)?;
     let Some((ix, lo, hi)) = best else {
         return Ok((full, None));
     };

@@ -137,9 +137,24 @@ impl ColumnPart {
         cache: &ChunkCache,
         unit: &Unit,
         columns: &[usize],
-        mut fetched: Option<Fetched>,
-        mut f: impl FnMut(RecordBatch) -> Result<bool>,
+        fetched: Option<Fetched>,
+        f: impl FnMut(RecordBatch) -> Result<bool>,
     ) -> Result<()> {
+        let values = self.point_values(cache, unit, columns, fetched)?;
+        self.gather_points(unit, values, f)
+    }
+
+    /// The first half of [`ColumnPart::decode_points`]: the values of the
+    /// slices holding `unit`'s rows, decoded (and kept) where `cache` does
+    /// not hold them. A read ahead's fetch threads run it beside their
+    /// fetches, so that decoding overlaps the other units' reads.
+    pub(crate) fn point_values(
+        &self,
+        cache: &ChunkCache,
+        unit: &Unit,
+        columns: &[usize],
+        mut fetched: Option<Fetched>,
+    ) -> Result<PointValues> {
         let of = &self.files[unit.file];
         let mut cols = columns.to_vec();
         cols.sort_unstable();
@@ -150,7 +165,7 @@ impl ColumnPart {
             file: of.path.clone(),
             reason,
         };
-        let mut arrays: Vec<ArrayRef> = Vec::with_capacity(cols.len());
+        let mut per_column = Vec::with_capacity(cols.len());
         for &c in &cols {
             let (needed, picks) = slices(of, unit, c, &rows);
             let mut values: Vec<ArrayRef> = Vec::with_capacity(needed.len());
@@ -205,22 +220,46 @@ impl ColumnPart {
                 }
                 values.push(v);
             }
-            let refs: Vec<&dyn Array> = values.iter().map(|a| a.as_ref()).collect();
+            per_column.push((values, picks));
+        }
+        Ok(PointValues {
+            cols,
+            rows: rows.len(),
+            per_column,
+        })
+    }
+
+    /// The second half of [`ColumnPart::decode_points`]: `unit`'s rows
+    /// gathered from `values`, handed to `f` in batches.
+    pub(crate) fn gather_points(
+        &self,
+        unit: &Unit,
+        values: PointValues,
+        mut f: impl FnMut(RecordBatch) -> Result<bool>,
+    ) -> Result<()> {
+        let of = &self.files[unit.file];
+        let corrupt = |reason: String| ColumnsError::Corrupt {
+            file: of.path.clone(),
+            reason,
+        };
+        let mut arrays: Vec<ArrayRef> = Vec::with_capacity(values.cols.len());
+        for (slices, picks) in &values.per_column {
+            let refs: Vec<&dyn Array> = slices.iter().map(|a| a.as_ref()).collect();
             arrays.push(
-                arrow::compute::interleave(&refs, &picks).map_err(|e| corrupt(e.to_string()))?,
+                arrow::compute::interleave(&refs, picks).map_err(|e| corrupt(e.to_string()))?,
             );
         }
         // Kept as `Utf8`, given as the part gives strings.
         let schema = Arc::new(
             of.read_meta()
                 .schema()
-                .project(&cols)
+                .project(&values.cols)
                 .map_err(|e| corrupt(e.to_string()))?,
         );
         let arrays =
             crate::convert::as_schema_types(arrays, &schema).map_err(|e| corrupt(e.to_string()))?;
         let options =
-            arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows.len()));
+            arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(values.rows));
         let batch = RecordBatch::try_new_with_options(schema, arrays, &options)
             .map_err(|e| corrupt(e.to_string()))?;
         let mut from = 0;
@@ -234,6 +273,19 @@ impl ColumnPart {
         Ok(())
     }
 }
+
+/// A point read's values ([`ColumnPart::point_values`]): for each of its
+/// columns (ascending), the slices holding its rows and, per row, which
+/// slice and where in it.
+pub(crate) struct PointValues {
+    cols: Vec<usize>,
+    rows: usize,
+    per_column: Vec<ColumnPoints>,
+}
+
+/// One column of [`PointValues`]: the slices' values, and for each row its
+/// slice and its offset in it.
+type ColumnPoints = (Vec<ArrayRef>, Vec<(usize, usize)>);
 
 #[cfg(test)]
 mod tests {

@@ -16,7 +16,7 @@ use arrow::compute::kernels::cmp;
 use arrow::datatypes::SchemaRef;
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
-use parquet::file::metadata::ParquetMetaData;
+use parquet::file::metadata::{ParquetColumnIndex, ParquetMetaData};
 use strata_access::predicate::{CmpOp, Comparison};
 use strata_storage::row::{DataType, Schema};
 
@@ -114,14 +114,16 @@ pub fn row_groups(meta: &ParquetMetaData, arrow: &SchemaRef, tests: &[Test]) -> 
 }
 
 /// The rows of row group `group` on pages that can pass every test, or
-/// `None` when that is every row (or the file has no page index).
+/// `None` when that is every row (or the file has no page index:
+/// `column_index`, each page's min and max, [`crate::footer::Footer::page_stats`]).
 pub fn pages(
     meta: &ParquetMetaData,
+    column_index: Option<&ParquetColumnIndex>,
     arrow: &SchemaRef,
     tests: &[Test],
     group: usize,
 ) -> Option<RowSelection> {
-    let (Some(index), Some(offsets)) = (meta.column_index(), meta.offset_index()) else {
+    let (Some(index), Some(offsets)) = (column_index, meta.offset_index()) else {
         return None;
     };
     let total = meta.row_group(group).num_rows() as usize;

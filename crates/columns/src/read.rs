@@ -18,7 +18,7 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
 };
 use parquet::file::metadata::PageIndexPolicy;
-use parquet::file::metadata::ParquetMetaData;
+use parquet::file::metadata::{ParquetColumnIndex, ParquetMetaData};
 use parquet::file::reader::{ChunkReader, Length};
 use strata_access::PageCosts;
 use strata_access::predicate::Comparison;
@@ -32,6 +32,7 @@ use crate::chunk_cache::{ChunkCache, Key};
 use crate::convert::arrow_schema;
 use crate::error::{ColumnsError, Result};
 use crate::file::{Charge, CountedFile, PAGE_ROWS, ReadCounters};
+use crate::footer::{Footer, FooterCache};
 use crate::prune;
 
 /// Rows per batch a scan hands out.
@@ -44,6 +45,8 @@ pub(crate) struct OpenFile {
     pub(crate) path: PathBuf,
     file: CountedFile,
     pub(crate) meta: ArrowReaderMetadata,
+    /// Its footer as read: `meta`, and its column index once read.
+    footer: Footer,
     /// `meta` reading strings as views, when the part gives views
     /// ([`ColumnPart::with_string_views`]).
     views: Option<ArrowReaderMetadata>,
@@ -75,32 +78,6 @@ pub struct ColumnPart {
     modeled: bool,
     /// Whether point units are read as point reads ([`crate::points`]).
     point_reads: bool,
-}
-
-/// The footers and page indexes of the column files a database read, by
-/// file name: a file is never changed and its name never reused, so a kept
-/// footer never goes stale, and a statement after the first does not read
-/// and decode its table's footer again (a point lookup's fixed cost). At
-/// most [`FooterCache::FILES`] files; past that it starts over.
-#[derive(Default)]
-pub struct FooterCache {
-    files: parking_lot::Mutex<std::collections::HashMap<String, ArrowReaderMetadata>>,
-}
-
-impl FooterCache {
-    pub const FILES: usize = 256;
-
-    fn get(&self, file: &str) -> Option<ArrowReaderMetadata> {
-        self.files.lock().get(file).cloned()
-    }
-
-    fn put(&self, file: &str, meta: ArrowReaderMetadata) {
-        let mut f = self.files.lock();
-        if f.len() >= Self::FILES {
-            f.clear();
-        }
-        f.insert(file.to_string(), meta);
-    }
 }
 
 /// A unit is a point read when the blocks of [`PAGE_ROWS`] rows its rows
@@ -248,16 +225,17 @@ impl ColumnPart {
             if let Some(d) = device {
                 file = file.charging(Charge::new(d.clone(), &c.file));
             }
-            let meta = match footers.and_then(|f| f.get(&c.file)) {
+            let footer = match footers.and_then(|f| f.get(&c.file)) {
                 Some(m) => m,
                 None => {
-                    let m = file.metadata(&path, c.tail)?;
+                    let m = Footer::read(&file, &path, c)?;
                     if let Some(f) = footers {
                         f.put(&c.file, m.clone());
                     }
                     m
                 }
             };
+            let meta = footer.meta.clone();
             let rows = meta.metadata().file_metadata().num_rows();
             if rows as u64 != c.rows {
                 return Err(ColumnsError::Corrupt {
@@ -287,6 +265,7 @@ impl ColumnPart {
                 path,
                 file,
                 meta,
+                footer,
                 views: None,
             });
         }
@@ -353,7 +332,7 @@ impl ColumnPart {
     /// pruned and no deleted row subtracted first, which a plan of the whole
     /// part would do for every row group only to narrow it to these rows.
     pub fn plan_positions(&self, positions: &[u64]) -> Plan {
-        ColumnPart::plan_at(self.plan_over(&[], false), positions)
+        ColumnPart::plan_at(self.plan_over(&[], &[], false), positions)
     }
 
     /// `plan` (a [`ColumnPart::plan`]) narrowed to the rows at `positions`
@@ -512,13 +491,34 @@ impl ColumnPart {
 
     /// The units a scan whose rows must pass `conjuncts` reads: the live
     /// rows of the row groups and pages their comparisons can be true on.
-    pub fn plan(&self, conjuncts: &[Comparison]) -> Plan {
-        self.plan_over(conjuncts, true)
+    ///
+    /// A plan that prunes by page reads the files' column indexes the first
+    /// time (one request per file, [`Footer::page_stats`]): hence the error.
+    pub fn plan(&self, conjuncts: &[Comparison]) -> Result<Plan> {
+        let tests = prune::tests(&self.schema, &self.arrow, conjuncts);
+        let mut stats = Vec::with_capacity(self.files.len());
+        if !tests.is_empty() {
+            for of in &self.files {
+                stats.push(of.footer.page_stats(&of.file, &of.path)?);
+            }
+        }
+        Ok(self.plan_over(&tests, &stats, true))
     }
 
-    /// [`ColumnPart::plan`], with the deleted rows too unless `live_only`.
-    fn plan_over(&self, conjuncts: &[Comparison], live_only: bool) -> Plan {
-        let tests = prune::tests(&self.schema, &self.arrow, conjuncts);
+    /// The units a scan of every live row reads.
+    pub fn plan_all(&self) -> Plan {
+        self.plan_over(&[], &[], true)
+    }
+
+    /// The units of the rows passing `tests` (by row group, and by page
+    /// where `stats` has the file's column index), with the deleted rows too
+    /// unless `live_only`.
+    fn plan_over(
+        &self,
+        tests: &[prune::Test],
+        stats: &[Option<&ParquetColumnIndex>],
+        live_only: bool,
+    ) -> Plan {
         let mut plan = Plan::default();
         let mut file_first = 0u64;
         for (f, of) in self.files.iter().enumerate() {
@@ -531,9 +531,10 @@ impl ColumnPart {
                 firsts.push(at);
                 at += meta.row_group(g).num_rows() as u64;
             }
-            for g in prune::row_groups(meta, &self.arrow, &tests) {
+            for g in prune::row_groups(meta, &self.arrow, tests) {
                 let group_rows = meta.row_group(g).num_rows() as u64;
-                let mut selection = prune::pages(meta, &self.arrow, &tests, g);
+                let stats = stats.get(f).copied().flatten();
+                let mut selection = prune::pages(meta, stats, &self.arrow, tests, g);
                 if live_only {
                     selection = self.without_deleted(selection, firsts[g], group_rows);
                 }
@@ -719,7 +720,7 @@ impl ColumnPart {
     pub fn verify(&self) -> Result<u64> {
         let all: Vec<usize> = (0..self.schema.len()).collect();
         let mut rows = 0u64;
-        for u in &self.plan_over(&[], false).units {
+        for u in &self.plan_over(&[], &[], false).units {
             self.read(u, &all, |b| {
                 rows += b.num_rows() as u64;
                 Ok(true)
@@ -749,7 +750,7 @@ impl ColumnPart {
         columns: &[usize],
         f: impl FnMut(RecordBatch) -> Result<bool>,
     ) -> Result<()> {
-        self.read_units(&self.plan(&[]).units, columns, f)
+        self.read_units(&self.plan_all().units, columns, f)
     }
 }
 

@@ -7,7 +7,11 @@
 //! many at once. [`ColumnPart::read_units`] fetches the units ahead of the
 //! one being decoded on a few worker threads, so that requests overlap each
 //! other and the decoding, and hands the batches out in unit order, exactly
-//! as reading the units in turn would.
+//! as reading the units in turn would. A point read's unit
+//! ([`crate::points`]) is decoded on its fetch thread too, as soon as its
+//! bytes are in: its slices' values, so that a lookup's decoding overlaps
+//! its other rows' reads and uses both cores, and the reader only gathers
+//! the rows.
 //!
 //! It reads ahead only where that is what the time is: on the real device
 //! (on a modeled one a read's cost is charged in order and CPU is free, so
@@ -24,7 +28,17 @@ use parking_lot::Mutex;
 use strata_storage::StorageError;
 
 use crate::error::{ColumnsError, Result};
+use crate::points::PointValues;
 use crate::read::{ColumnPart, Fetched, Unit};
+
+/// What a fetch thread hands over for a unit.
+enum Ready {
+    /// Its bytes, to decode.
+    Bytes(Fetched),
+    /// A point read's values, decoded on the fetch thread: only its rows
+    /// are left to gather.
+    Points(PointValues),
+}
 
 /// At most this many fetches run at once for one reader of units.
 pub const WORKERS: usize = 8;
@@ -103,8 +117,7 @@ impl ColumnPart {
             // Owned by this closure, so that its end (however the read
             // ends) drops it before the workers are joined: they then stop.
             let work_tx = work_tx;
-            // `None`: a point read whose slices are all kept needs no bytes.
-            let (done_tx, done_rx) = mpsc::channel::<(usize, Result<Option<Fetched>>)>();
+            let (done_tx, done_rx) = mpsc::channel::<(usize, Result<Ready>)>();
             for w in 0..ahead.workers {
                 let (work_rx, done_tx) = (&work_rx, done_tx.clone());
                 let spawned = std::thread::Builder::new()
@@ -112,11 +125,7 @@ impl ColumnPart {
                     .spawn_scoped(s, move || {
                         // The sender gone (the read ended) ends the worker.
                         while let Ok(i) = { work_rx.lock().recv() } {
-                            let r = if self.is_decoded(&units[i], columns) {
-                                Ok(None)
-                            } else {
-                                self.fetch(&units[i], columns).map(Some)
-                            };
+                            let r = self.fetch_ahead(&units[i], columns);
                             if done_tx.send((i, r)).is_err() {
                                 break;
                             }
@@ -137,7 +146,7 @@ impl ColumnPart {
                 Ok(())
             };
             ask(ahead.units)?;
-            let mut ready: HashMap<usize, Result<Option<Fetched>>> = HashMap::new();
+            let mut ready: HashMap<usize, Result<Ready>> = HashMap::new();
             for (i, u) in units.iter().enumerate() {
                 let fetched = loop {
                     if let Some(r) = ready.remove(&i) {
@@ -153,8 +162,8 @@ impl ColumnPart {
                     Ok(go)
                 };
                 match fetched? {
-                    Some(bytes) => self.decode(u, columns, bytes, each)?,
-                    None => self.read(u, columns, each)?,
+                    Ready::Bytes(bytes) => self.decode(u, columns, bytes, each)?,
+                    Ready::Points(values) => self.gather_points(u, values, each)?,
                 }
                 if !go {
                     break;
@@ -162,6 +171,24 @@ impl ColumnPart {
             }
             Ok(())
         })
+    }
+
+    /// A fetch thread's work on `unit`: its bytes, and for a point read its
+    /// values decoded from them (or found kept, with nothing read).
+    fn fetch_ahead(&self, unit: &Unit, columns: &[usize]) -> Result<Ready> {
+        match self.point_cache(unit) {
+            Some(cache) => {
+                let fetched = if self.is_decoded(unit, columns) {
+                    None
+                } else {
+                    Some(self.fetch(unit, columns)?)
+                };
+                Ok(Ready::Points(
+                    self.point_values(cache, unit, columns, fetched)?,
+                ))
+            }
+            None => Ok(Ready::Bytes(self.fetch(unit, columns)?)),
+        }
     }
 
     /// The fetch threads stopped without answering (they cannot, short of

@@ -78,7 +78,7 @@ fn lookups_through_a_column_tree_find_the_live_rows_and_read_only_their_pages() 
     // of the same comparison reads every page of the column.
     let t_all: Vec<usize> = (0..t.schema().len()).collect();
     let part = ColumnPart::of(&db, &t).unwrap().unwrap();
-    let pruned_bytes = part.plan_bytes(&part.plan(&[eq(1, Value::Int32(5))]), &t_all);
+    let pruned_bytes = part.plan_bytes(&part.plan(&[eq(1, Value::Int32(5))]).unwrap(), &t_all);
     for _ in 0..40 {
         let k = rng.random_range(0..66_666);
         let c = [eq(1, Value::Int32(k))];

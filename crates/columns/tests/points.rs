@@ -150,7 +150,7 @@ fn point_reads_give_the_model_s_rows_and_decode_each_slice_once() {
     );
     // A read of every row of the row groups is decoded in one pass, and
     // keeps no values.
-    let whole = part.plan(&[]).units;
+    let whole = part.plan_all().units;
     assert!(
         whole
             .iter()

@@ -46,7 +46,7 @@ fn gives_the_units_rows_in_order_and_only_reads_ahead_when_it_must() {
     let t = db.table("t").unwrap();
     let part = ColumnPart::of(&db, &t).unwrap().unwrap();
     let all: Vec<usize> = (0..t.schema().len()).collect();
-    let units = part.plan(&[]).units;
+    let units = part.plan_all().units;
     assert_eq!(units.len(), 5, "{} row groups", units.len());
     let cold = part.ahead(&units, &all);
     assert!(cold.workers >= 2 && cold.units >= 2, "{cold:?}");
@@ -62,7 +62,7 @@ fn gives_the_units_rows_in_order_and_only_reads_ahead_when_it_must() {
     let part2 = ColumnPart::of(&db2, &db2.table("t").unwrap())
         .unwrap()
         .unwrap();
-    let lookup = ColumnPart::plan_at(part2.plan(&[]), &positions);
+    let lookup = ColumnPart::plan_at(part2.plan_all(), &positions);
     assert_eq!(lookup.units.len(), 5);
     assert!(part2.ahead(&lookup.units, &all).workers >= 2);
     let want: Vec<Vec<Value>> = positions
@@ -81,7 +81,7 @@ fn a_reader_that_stops_or_fails_ends_the_read() {
     // Stopping after the third batch: exactly three batches, and no
     // worker left behind (the call returns).
     let part = ColumnPart::of(&db, &t).unwrap().unwrap();
-    let units = part.plan(&[]).units;
+    let units = part.plan_all().units;
     assert!(part.ahead(&units, &all).workers >= 2);
     let mut batches = 0;
     part.read_units(&units, &all, |_| {
@@ -119,7 +119,7 @@ fn a_fetch_that_fails_is_the_reads_error() {
     let t = db.table("t").unwrap();
     let part = ColumnPart::of(&db, &t).unwrap().unwrap();
     let all: Vec<usize> = (0..t.schema().len()).collect();
-    let units = part.plan(&[]).units;
+    let units = part.plan_all().units;
     assert!(part.ahead(&units, &all).workers >= 2);
     let file = dir.path().join("db").join(part.file_name(0));
     // Cut the file in the middle of its fourth row group's bytes.
@@ -155,7 +155,7 @@ fn a_modeled_device_reads_in_turn() {
     let t = db.table("t").unwrap();
     let part = ColumnPart::of(&db, &t).unwrap().unwrap();
     let all: Vec<usize> = (0..t.schema().len()).collect();
-    let units = part.plan(&[]).units;
+    let units = part.plan_all().units;
     assert_eq!(part.ahead(&units, &all).workers, 0);
     assert_eq!(read(&part, &units), model);
 }

@@ -50,7 +50,7 @@ fn string_views_hold_the_models_strings_in_scans_and_point_reads() {
     let want_types = |string: ArrowType| vec![ArrowType::Int64, string.clone(), string];
 
     // Every row.
-    let whole = views.plan(&[]).units;
+    let whole = views.plan_all().units;
     let (rows, types) = read(&views, &whole, &cols);
     assert_eq!(types, want_types(ArrowType::Utf8View));
     let want: Vec<Vec<Value>> = model
@@ -58,7 +58,7 @@ fn string_views_hold_the_models_strings_in_scans_and_point_reads() {
         .map(|r| cols.iter().map(|&c| r[c].clone()).collect())
         .collect();
     assert_eq!(rows, want, "a scan of every row");
-    let (rows, types) = read(&plain, &plain.plan(&[]).units, &cols);
+    let (rows, types) = read(&plain, &plain.plan_all().units, &cols);
     assert_eq!((rows, types), (want.clone(), want_types(ArrowType::Utf8)));
 
     // Pruned pages: a range of the key.
@@ -74,7 +74,7 @@ fn string_views_hold_the_models_strings_in_scans_and_point_reads() {
             value: Value::Int64(52_000),
         },
     ];
-    let units = views.plan(&range).units;
+    let units = views.plan(&range).unwrap().units;
     let (rows, _) = read(&views, &units, &cols);
     let kept: Vec<&Vec<Value>> = rows
         .iter()

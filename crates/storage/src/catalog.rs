@@ -143,6 +143,12 @@ pub struct ColumnFile {
     /// before strata recorded it: its footer is found by reading backwards).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tail: u64,
+    /// Bytes at its end that hold its offset index (where each page is) and
+    /// footer, the part of `tail` after the column index (each page's min
+    /// and max): what an open reads, the column index being read only when
+    /// a plan prunes by page; 0 when not recorded (the open reads `tail`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offsets_tail: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
