@@ -6,9 +6,8 @@
 //! column by column), then the offset index (each page's offset, size and
 //! first row). A point read through an index's positions needs only the
 //! offsets, to find the page of each column that holds a row; the column
-//! index, the larger part (for TPC-H's `lineitem` about 365 of the 623 KiB
-//! after the data, most of it the strings' minima and maxima), matters only
-//! to a plan whose comparisons can skip pages.
+//! index, the larger part (for TPC-H's `lineitem` at SF 1, 330 of the 623 KiB
+//! after the data), matters only to a plan whose comparisons can skip pages.
 //!
 //! So an open reads the footer and the offset index, the last
 //! [`ColumnFile::offsets_tail`] bytes of the file, in one request, and a
@@ -117,12 +116,6 @@ impl Footer {
             let _ = self.stats.set(read.map(Arc::new));
         }
         Ok(self.stats.get().and_then(|s| s.as_deref()))
-    }
-
-    /// Whether the column index is in memory: a plan that prunes by page
-    /// reads nothing more.
-    pub fn has_page_stats(&self) -> bool {
-        self.stats.get().is_some()
     }
 }
 

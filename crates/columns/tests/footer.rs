@@ -26,7 +26,7 @@ fn all_rows(part: &ColumnPart) -> Vec<Vec<Value>> {
 }
 
 #[test]
-fn a_files_footer_and_page_index_come_in_one_request() {
+fn a_files_footer_and_offset_index_come_in_one_request_and_its_min_max_once_a_plan_prunes() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::create(&dir.path().join("db"), opts()).unwrap();
     let mut rng = rand::rngs::SmallRng::seed_from_u64(29);
