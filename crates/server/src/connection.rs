@@ -592,8 +592,12 @@ fn into_error_response(e: PgWireError) -> Response {
 /// anything else is split by SQL's tokens.
 fn split(query: &str) -> Vec<String> {
     let body = query.trim_end().trim_end_matches(';').trim();
-    // `-` and `/` start comments; quotes and `$` start literals.
-    let plain = !body.is_empty() && !body.contains([';', '\'', '"', '$', '-', '/']);
+    // `--` and `/*` start comments (a lone `-` or `/` is an operator, as in
+    // pgbench's `abalance + -1234`); quotes and `$` start literals.
+    let plain = !body.is_empty()
+        && !body.contains([';', '\'', '"', '$'])
+        && !body.contains("--")
+        && !body.contains("/*");
     if plain {
         return vec![body.to_string()];
     }
@@ -805,5 +809,26 @@ impl CopyHandler for Connection {
             },
             None => e,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+
+    #[test]
+    fn a_query_string_splits_into_its_statements() {
+        // One statement as it stands: a lone `-` or `/` is an operator.
+        assert_eq!(
+            split("UPDATE a SET v = v + -12 / 2 WHERE k = 3;"),
+            vec!["UPDATE a SET v = v + -12 / 2 WHERE k = 3"]
+        );
+        // Several, split by SQL's tokens; comments and quoted `;` kept apart.
+        assert_eq!(
+            split("SELECT 1; SELECT ';' -- two; three\n; SELECT 2 /* ; */"),
+            vec!["SELECT 1", "SELECT ';'", "SELECT 2"]
+        );
+        assert_eq!(split("SELECT 1--2; no"), vec!["SELECT 1"]);
+        assert!(split("  ;  ").is_empty());
     }
 }
