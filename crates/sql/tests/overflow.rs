@@ -182,3 +182,43 @@ fn sum_of_integers_is_exact_where_a_bigint_would_wrap() {
     assert_eq!(e.exit_code(), strata_storage::exit::BAD_INPUT, "{e}");
     assert_eq!(common::query(&s, "SELECT count(*) FROM t"), [["3"]]);
 }
+
+/// strata's direct UPDATE plans an expression of columns, literals, casts
+/// and operators as it stands, and simplifies the rest first: both give
+/// what DataFusion's own plan gives.
+#[test]
+fn a_direct_update_simplifies_only_what_needs_it_and_answers_as_datafusion_does() {
+    let statements = [
+        // As it stands (checked arithmetic of a column and a literal).
+        "UPDATE t SET a = a + -5 WHERE k = 2",
+        // A NULL operand: NULL, without computing `b * b` (which overflows).
+        "UPDATE t SET b = NULL * (b * b) WHERE k = 1",
+        // `coalesce` runs only simplified.
+        "UPDATE t SET b = coalesce(b, 7) WHERE k = 3",
+    ];
+    let mut answers = Vec::new();
+    for direct in ["true", "false"] {
+        let (_dir, s) = session();
+        s.set("strata.direct_dml", direct).unwrap();
+        for sql in statements {
+            s.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+        // A constant that overflows fails when it is evaluated, either way.
+        let before = all_rows(&s);
+        out_of_range(
+            &s,
+            "UPDATE t SET b = 9223372036854775807 + 1 WHERE k = 2",
+            "BIGINT",
+        );
+        assert_eq!(all_rows(&s), before);
+        answers.push(before);
+    }
+    let max = i32::MAX.to_string();
+    let want = [
+        ["1", max.as_str(), "NULL"],
+        ["2", "-12", &i64::MIN.to_string()],
+        ["3", "0", "7"],
+    ];
+    assert_eq!(answers[0], want, "direct");
+    assert_eq!(answers[1], want, "DataFusion's plan");
+}

@@ -455,11 +455,44 @@ pub(crate) fn physical(
     // so the error names the statement, table and column like every other
     // value that does not fit. The functions that run only simplified are
     // still rewritten, each by its own rule, which computes no constant.
-    let e = match ExprSimplifier::new(info.clone()).simplify(e.clone()) {
-        Ok(e) => e,
-        Err(_) => functions_simplified(e, &info)?,
+    //
+    // An expression the simplifier would not change what it computes (see
+    // [`runs_unsimplified`]) is planned as it stands: simplifying was a tenth
+    // of a one-row UPDATE's instructions.
+    let e = if runs_unsimplified(&e) {
+        e
+    } else {
+        match ExprSimplifier::new(info.clone()).simplify(e.clone()) {
+            Ok(e) => e,
+            Err(_) => functions_simplified(e, &info)?,
+        }
     };
     state.create_physical_expr(e, schema)
+}
+
+/// Whether `e` computes the same simplified or not, and runs as it stands:
+/// a tree of columns, literals other than NULL, casts, DataFusion's own
+/// operators and strata's checked arithmetic alone (`v + -5`, `k = 42`).
+/// Simplifying such a tree only folds constants, which evaluating it
+/// computes anyway (a constant that fails, fails there, as it does after a
+/// failed simplification); the rewrites that change a result or that a
+/// function needs before it runs (a NULL operand of a checked operation,
+/// `coalesce`, `now()`) all need a node left out here.
+pub(crate) fn runs_unsimplified(e: &Expr) -> bool {
+    let other = e.exists(|n| {
+        Ok(!match n {
+            Expr::Column(_)
+            | Expr::BinaryExpr(_)
+            | Expr::Cast(_)
+            | Expr::TryCast(_)
+            | Expr::Not(_)
+            | Expr::Negative(_) => true,
+            Expr::Literal(v, _) => !v.is_null(),
+            Expr::ScalarFunction(f) => crate::rules::overflow::is_checked(&f.func),
+            _ => false,
+        })
+    });
+    matches!(other, Ok(false))
 }
 
 /// `e` with each function call replaced by what the function's own
@@ -477,4 +510,28 @@ fn functions_simplified(e: Expr, info: &SimplifyContext) -> Result<Expr> {
         e => Ok(Transformed::no(e)),
     })
     .map(|t| t.data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs_unsimplified;
+    use datafusion::arrow::datatypes::DataType;
+    use datafusion::common::ScalarValue;
+    use datafusion::functions::core::expr_fn::coalesce;
+    use datafusion::logical_expr::{cast, col, lit};
+
+    #[test]
+    fn only_columns_literals_casts_and_operators_run_unsimplified() {
+        assert!(runs_unsimplified(&col("k").eq(lit(42i64))));
+        assert!(runs_unsimplified(&(col("v") + (-lit(5i64)))));
+        assert!(runs_unsimplified(
+            &cast(col("v"), DataType::Int64).gt(lit(1i32))
+        ));
+        // A NULL operand, a function: simplified first.
+        assert!(!runs_unsimplified(
+            &(col("v") + lit(ScalarValue::Int64(None)))
+        ));
+        assert!(!runs_unsimplified(&coalesce(vec![col("v"), lit(7i64)])));
+        assert!(!runs_unsimplified(&col("v").is_null()));
+    }
 }
