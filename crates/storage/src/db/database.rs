@@ -123,10 +123,23 @@ impl Database {
         }
         // A writer beside it may replace a file or log segment between the
         // reads that make the snapshot: a few tries, each on the newer state.
+        // A checkpoint meanwhile (the log's redo point moved) may have removed
+        // the segment the snapshot began to read, whatever the error says.
+        let redo = || {
+            wal::read_control(&dir.join(wal::WAL_DIR))
+                .ok()
+                .map(|c| c.redo_lsn)
+        };
         let mut tries = 0;
         loop {
+            let before = redo();
             match Self::open_once(dir, opts.clone()) {
-                Err(e) if tries < SNAPSHOT_TRIES && e.may_be_a_writer_beside() => tries += 1,
+                Err(e)
+                    if tries < SNAPSHOT_TRIES
+                        && (e.may_be_a_writer_beside() || redo() != before) =>
+                {
+                    tries += 1
+                }
                 r => return r,
             }
         }
