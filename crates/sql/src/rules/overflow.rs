@@ -243,14 +243,14 @@ impl ScalarUDFImpl for CheckedOp {
     }
 }
 
-/// Whether `e` is NULL for every row: a NULL constant, or a `CASE` none of
-/// whose arms can be taken.
 /// Whether `f` is one of the checked operations here, whose simplification
 /// ([`CheckedOp::simplify`]) acts only on an operand that is always NULL.
 pub(crate) fn is_checked(f: &datafusion::logical_expr::ScalarUDF) -> bool {
     f.inner().is::<CheckedOp>()
 }
 
+/// Whether `e` is NULL for every row: a NULL constant, or a `CASE` none of
+/// whose arms can be taken.
 fn always_null(e: &Expr) -> bool {
     match e {
         Expr::Literal(v, _) => v.is_null(),
