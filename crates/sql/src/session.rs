@@ -362,6 +362,8 @@ struct Engine {
     parsed: crate::parse_cache::ParseCache,
     /// Plans of the point queries run inline, by shape.
     points: crate::dml::point_plans::PointPlans,
+    /// Plans of the writes run inline, by shape.
+    write_plans: crate::dml::write_plans::WritePlans,
 }
 
 /// The tables and views registered in a session's context, and the count of
@@ -482,6 +484,7 @@ impl Engine {
             known: Mutex::new(Known { saves, names }),
             parsed: Default::default(),
             points: Default::default(),
+            write_plans: Default::default(),
         })
     }
 
@@ -649,9 +652,15 @@ impl Engine {
                                 io: device.stats().snapshot() - before,
                             }));
                         }
+                        let saves = self.known.lock().saves;
                         if direct
-                            && let Some(write) =
-                                crate::dml::direct_write::plan(&stmt, &state, &self.writes)
+                            && let Some(write) = self.direct_write(
+                                &stmt,
+                                crate::parse_cache::shape(sql).as_ref(),
+                                &state,
+                                settings,
+                                saves,
+                            )
                         {
                             self.keep(settings, state);
                             let _own = self.writes.writing().then(|| self.db.read_own_writes());

@@ -39,3 +39,4 @@ mod split;
 mod sql;
 mod tpch;
 mod waste;
+mod write_plans;

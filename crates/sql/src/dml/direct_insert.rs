@@ -24,16 +24,18 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
-use datafusion::arrow::datatypes::{DataType, Schema};
+use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::logical_expr::{Expr, ExprSchemable};
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{SetExpr, Statement, TableObject};
 
 use super::direct_dml::{logical, plain_query, single};
+use super::literal_sites::{logical_sites, logical_with, physical_sites, physical_with};
 use super::txn::Writes;
 use crate::error::SqlError;
 
@@ -42,9 +44,33 @@ use crate::error::SqlError;
 pub static TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A one-row INSERT, its values computed.
+#[derive(Clone)]
 pub struct DirectInsert {
     table: String,
     row: RecordBatch,
+    /// How `row` was computed, which a kept plan computes again with other
+    /// literals ([`super::write_plans`]).
+    recipe: Recipe,
+}
+
+/// How an INSERT's row is computed.
+#[derive(Clone)]
+struct Recipe {
+    /// The table's columns as DataFusion's plan has them.
+    schema: SchemaRef,
+    /// Each named column's position and value.
+    values: Vec<(usize, Computed)>,
+}
+
+/// How a named column's value is computed.
+#[derive(Clone)]
+enum Computed {
+    /// An expression that runs unsimplified
+    /// ([`super::filter::runs_unsimplified`]), planned once.
+    Planned(Expr, Arc<dyn PhysicalExpr>),
+    /// One that is simplified first, each time: stable functions (`now()`)
+    /// become the statement's constants there.
+    Simplified(Expr),
 }
 
 /// The plan of `stmt` when it is a one-row `INSERT … VALUES` of constants;
@@ -125,59 +151,93 @@ pub fn plan(
         return None;
     }
     let none = DFSchema::empty();
-    let simplifier = ExprSimplifier::new(
-        SimplifyContext::builder()
-            .with_schema(Arc::new(none.clone()))
-            .with_config_options(state.config_options().clone())
-            .with_query_execution_start_time(state.execution_props().query_execution_start_time)
-            .build(),
-    );
-    let one_row = RecordBatch::try_new_with_options(
-        Arc::new(Schema::empty()),
-        vec![],
-        &RecordBatchOptions::new().with_row_count(Some(1)),
-    )
-    .ok()?;
-    // Columns not named are NULL (strata has no column defaults).
-    let mut columns: Vec<ArrayRef> = schema
-        .fields()
-        .iter()
-        .map(|f| ScalarValue::try_from(f.data_type()).and_then(|v| v.to_array_of_size(1)))
-        .collect::<Result<_, _>>()
-        .ok()?;
+    let mut computed = Vec::with_capacity(targets.len());
     for (&c, value) in targets.iter().zip(&row.content) {
         let want = schema.field(c).data_type();
         let e = logical(state, value, &none)?;
         let e = cast(e, want, &none)?;
-        // Stable functions (`now()`) become the statement's constants here,
-        // as DataFusion's optimizer makes them; they cannot run otherwise.
-        let e = if super::filter::runs_unsimplified(&e) {
-            e
-        } else {
-            simplifier.simplify(e).ok()?
-        };
-        let computed = state
-            .create_physical_expr(e, &none)
-            .and_then(|p| p.evaluate(&one_row))
-            .and_then(|v| v.into_array(1))
+        computed.push((
+            c,
+            if super::filter::runs_unsimplified(&e) {
+                let p = state.create_physical_expr(e.clone(), &none).ok()?;
+                Computed::Planned(e, p)
+            } else {
+                Computed::Simplified(e)
+            },
+        ));
+    }
+    let recipe = Recipe {
+        schema,
+        values: computed,
+    };
+    recipe.row(state, &table).map(|row| DirectInsert {
+        table: name,
+        row,
+        recipe,
+    })
+}
+
+impl Recipe {
+    /// The row, computed in `state` (whose start time is the statement's):
+    /// `None` when a value fails to compute or cast, or is a NULL for a NOT
+    /// NULL column (DataFusion's path then gives its error).
+    fn row(&self, state: &SessionState, table: &strata_storage::Table) -> Option<RecordBatch> {
+        let none = DFSchema::empty();
+        let one_row = RecordBatch::try_new_with_options(
+            Arc::new(Schema::empty()),
+            vec![],
+            &RecordBatchOptions::new().with_row_count(Some(1)),
+        )
+        .ok()?;
+        // Columns not named are NULL (strata has no column defaults).
+        let mut columns: Vec<ArrayRef> = self
+            .schema
+            .fields()
+            .iter()
+            .map(|f| ScalarValue::try_from(f.data_type()).and_then(|v| v.to_array_of_size(1)))
+            .collect::<Result<_, _>>()
             .ok()?;
-        if computed.data_type() != want {
+        let mut simplifier = None;
+        for (c, value) in &self.values {
+            let p = match value {
+                Computed::Planned(_, p) => p.clone(),
+                Computed::Simplified(e) => {
+                    // Stable functions (`now()`) become the statement's
+                    // constants here, as DataFusion's optimizer makes them;
+                    // they cannot run otherwise.
+                    let simplifier = simplifier.get_or_insert_with(|| {
+                        ExprSimplifier::new(
+                            SimplifyContext::builder()
+                                .with_schema(Arc::new(none.clone()))
+                                .with_config_options(state.config_options().clone())
+                                .with_query_execution_start_time(
+                                    state.execution_props().query_execution_start_time,
+                                )
+                                .build(),
+                        )
+                    });
+                    let e = simplifier.simplify(e.clone()).ok()?;
+                    state.create_physical_expr(e, &none).ok()?
+                }
+            };
+            let computed = p.evaluate(&one_row).and_then(|v| v.into_array(1)).ok()?;
+            if computed.data_type() != self.schema.field(*c).data_type() {
+                return None;
+            }
+            columns[*c] = computed;
+        }
+        // A NULL for a NOT NULL column: DataFusion's VALUES refuses it first,
+        // and its error is said as strata's (`crate::statement::values_null`).
+        let declared = strata_columns::convert::arrow_schema(table.schema());
+        if columns
+            .iter()
+            .zip(declared.fields())
+            .any(|(a, f)| !f.is_nullable() && a.null_count() > 0)
+        {
             return None;
         }
-        columns[c] = computed;
+        RecordBatch::try_new(self.schema.clone(), columns).ok()
     }
-    // A NULL for a NOT NULL column: DataFusion's VALUES refuses it first,
-    // and its error is said as strata's (`crate::statement::values_null`).
-    let declared = strata_columns::convert::arrow_schema(table.schema());
-    if columns
-        .iter()
-        .zip(declared.fields())
-        .any(|(a, f)| !f.is_nullable() && a.null_count() > 0)
-    {
-        return None;
-    }
-    let row = RecordBatch::try_new(schema, columns).ok()?;
-    Some(DirectInsert { table: name, row })
 }
 
 /// `e` cast to `want` as the INSERT's projection casts it: a number cast to
@@ -193,9 +253,83 @@ fn cast(e: Expr, want: &DataType, schema: &DFSchema) -> Option<Expr> {
 }
 
 impl DirectInsert {
+    /// The table it inserts into.
+    pub fn table_name(&self) -> &str {
+        &self.table
+    }
+
     /// Inserts the row: the count of rows inserted (one).
     pub fn run(&self, writes: &Writes) -> Result<u64, SqlError> {
         TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         super::insert(writes, &self.table, std::slice::from_ref(&self.row), None).map(|(n, _)| n)
+    }
+
+    /// The literal nodes of its values, in the VALUES' order, when each
+    /// value planned once has the same ones as the expression it was
+    /// planned from ([`super::literal_sites`]).
+    pub(crate) fn literal_sites(&self) -> Option<Vec<ScalarValue>> {
+        let mut sites = Vec::new();
+        for (_, value) in &self.recipe.values {
+            match value {
+                Computed::Planned(e, p) => {
+                    let mut logical = Vec::new();
+                    let mut physical = Vec::new();
+                    logical_sites(e, &mut logical);
+                    physical_sites(p, &mut physical)?;
+                    if logical != physical {
+                        return None;
+                    }
+                    sites.extend(logical);
+                }
+                Computed::Simplified(e) => logical_sites(e, &mut sites),
+            }
+        }
+        Some(sites)
+    }
+
+    /// The same INSERT with `values` at its literals' sites (in the order
+    /// [`DirectInsert::literal_sites`] gives them), computed in `state`;
+    /// `None` where [`plan`] would give none.
+    pub(crate) fn with_literals(
+        &self,
+        values: &[ScalarValue],
+        state: &SessionState,
+        writes: &Writes,
+    ) -> Option<DirectInsert> {
+        let table = writes.database().table(&self.table).ok()?;
+        if table.is_cold() || table.columns().is_some() {
+            return None;
+        }
+        let mut at = values;
+        let mut computed = Vec::with_capacity(self.recipe.values.len());
+        for (c, value) in &self.recipe.values {
+            computed.push((
+                *c,
+                match value {
+                    Computed::Planned(e, p) => {
+                        let mut logical = at;
+                        let e = logical_with(e, &mut logical)?;
+                        let p = physical_with(p, &mut at)?;
+                        if logical.len() != at.len() {
+                            return None;
+                        }
+                        Computed::Planned(e, p)
+                    }
+                    Computed::Simplified(e) => Computed::Simplified(logical_with(e, &mut at)?),
+                },
+            ));
+        }
+        if !at.is_empty() {
+            return None;
+        }
+        let recipe = Recipe {
+            schema: self.recipe.schema.clone(),
+            values: computed,
+        };
+        recipe.row(state, &table).map(|row| DirectInsert {
+            table: self.table.clone(),
+            row,
+            recipe,
+        })
     }
 }

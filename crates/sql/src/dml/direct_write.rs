@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use datafusion::common::ScalarValue;
 use datafusion::execution::SessionState;
 use datafusion::sql::parser::Statement as DfStatement;
 
@@ -14,6 +15,7 @@ use crate::error::SqlError;
 
 /// A write planned from the syntax tree: an UPDATE or DELETE
 /// ([`direct_dml::plan`]) or a one-row INSERT … VALUES ([`direct_insert::plan`]).
+#[derive(Clone)]
 pub enum DirectWrite {
     Rows(DmlExec),
     Row(direct_insert::DirectInsert),
@@ -28,6 +30,39 @@ pub fn plan(stmt: &DfStatement, state: &SessionState, writes: &Arc<Writes>) -> O
 }
 
 impl DirectWrite {
+    /// The table it writes.
+    pub fn table_name(&self) -> &str {
+        match self {
+            DirectWrite::Rows(exec) => exec.table_name(),
+            DirectWrite::Row(row) => row.table_name(),
+        }
+    }
+
+    /// Its literals' sites ([`super::literal_sites`]), when each literal is
+    /// one.
+    pub(crate) fn literal_sites(&self) -> Option<Vec<ScalarValue>> {
+        match self {
+            DirectWrite::Rows(exec) => exec.literal_sites(),
+            DirectWrite::Row(row) => row.literal_sites(),
+        }
+    }
+
+    /// The same write with `values` at its literals' sites, planned in
+    /// `state`; `None` when they do not fit it.
+    pub(crate) fn with_literals(
+        &self,
+        values: &[ScalarValue],
+        state: &SessionState,
+        writes: &Writes,
+    ) -> Option<DirectWrite> {
+        match self {
+            DirectWrite::Rows(exec) => exec.with_literals(values).map(DirectWrite::Rows),
+            DirectWrite::Row(row) => row
+                .with_literals(values, state, writes)
+                .map(DirectWrite::Row),
+        }
+    }
+
     /// Applies it (the caller holds the read guard its session needs): the
     /// rows changed. A NULL refused by a NOT NULL column is worded with the
     /// statement's VALUES, as on DataFusion's path.

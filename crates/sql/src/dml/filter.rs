@@ -3,6 +3,7 @@
 //! and the rest, the index or heap pages that hold candidates, and the
 //! candidates' tuple ids.
 
+use super::literal_sites::{logical_sites, logical_with, physical_sites, physical_with};
 use crate::error::SqlError;
 use crate::scan::pushdown::unqualified;
 use crate::scan::pushdown::{Pushed, classify_for};
@@ -11,7 +12,7 @@ use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{DFSchema, DataFusionError, Result};
+use datafusion::common::{DFSchema, DataFusionError, Result, ScalarValue};
 use datafusion::logical_expr::Expr;
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
@@ -41,7 +42,9 @@ pub(super) struct Filter {
     pub(super) on_bytes: bool,
     /// The whole WHERE (none: every row), evaluated on every candidate row.
     pub(super) expr: Option<Arc<dyn PhysicalExpr>>,
-    pub(super) text: Option<String>,
+    /// The WHERE's conjuncts as logical expressions over unqualified
+    /// columns: what `expr` was made from, and what `EXPLAIN` shows.
+    pub(super) filters: Vec<Expr>,
 }
 
 /// The WHERE's conjuncts as comparisons strata evaluates on the stored
@@ -85,18 +88,77 @@ impl Filter {
             .iter()
             .map(unqualified)
             .collect::<Result<Vec<_>>>()?;
-        let (expr, text) = match conjunction(filters) {
-            Some(e) => (
-                Some(physical(state, e.clone(), schema)?),
-                Some(e.to_string()),
-            ),
-            None => (None, None),
+        let expr = match conjunction(filters.clone()) {
+            Some(e) => Some(physical(state, e, schema)?),
+            None => None,
         };
         Ok(Filter {
             conjuncts,
             on_bytes,
             expr,
-            text,
+            filters,
+        })
+    }
+
+    /// The WHERE as `EXPLAIN` shows it; `None` without one.
+    pub(super) fn text(&self) -> Option<String> {
+        conjunction(self.filters.clone()).map(|e| e.to_string())
+    }
+
+    /// Whether the WHERE runs as it stands, unsimplified
+    /// ([`runs_unsimplified`]): then its literals are sites
+    /// ([`super::literal_sites`]), appended to `logical` and `physical`.
+    pub(super) fn sites(
+        &self,
+        logical: &mut Vec<ScalarValue>,
+        physical: &mut Vec<ScalarValue>,
+    ) -> Option<()> {
+        let Some(expr) = &self.expr else {
+            return Some(());
+        };
+        let whole = conjunction(self.filters.clone())?;
+        if !runs_unsimplified(&whole) {
+            return None;
+        }
+        logical_sites(&whole, logical);
+        physical_sites(expr, physical)
+    }
+
+    /// The same WHERE with the values at the front of `values` at its
+    /// literals' sites (advanced past them), its comparisons with `table`'s
+    /// stored bytes made again from them; `None` when they do not fit.
+    pub(super) fn with_literals(
+        &self,
+        table: &Table,
+        values: &mut &[ScalarValue],
+    ) -> Option<Filter> {
+        let mut logical = *values;
+        let filters = self
+            .filters
+            .iter()
+            .map(|f| logical_with(f, &mut logical))
+            .collect::<Option<Vec<_>>>()?;
+        let expr = match &self.expr {
+            Some(e) => Some(physical_with(e, values)?),
+            None => None,
+        };
+        if logical.len() != values.len() {
+            return None;
+        }
+        let mut conjuncts = Vec::new();
+        let mut on_bytes = true;
+        for f in &filters {
+            match classify_for(f, table) {
+                Pushed::Strata(c) => conjuncts.extend(c),
+                Pushed::Residual => on_bytes = false,
+                Pushed::No => return None,
+            }
+        }
+        Some(Filter {
+            conjuncts,
+            on_bytes,
+            expr,
+            filters,
         })
     }
 
@@ -140,12 +202,20 @@ pub(super) fn choose_index(
     let pred = Predicate {
         conjuncts: conjuncts.to_vec(),
     };
+    let bound: Vec<(usize, KeyRange)> = table
+        .indexes()
+        .iter()
+        .enumerate()
+        .map(|(i, index)| (i, pred.range_on(index.key_cols[0])))
+        .filter(|(_, range)| *range != KeyRange::all())
+        .collect();
+    // One index to try: nothing to compare.
+    if bound.len() < 2 {
+        return Ok(bound.first().map(|(i, _)| *i));
+    }
     let mut best: Option<(usize, f64)> = None;
-    for (i, index) in table.indexes().iter().enumerate() {
-        let range = pred.range_on(index.key_cols[0]);
-        if range == KeyRange::all() {
-            continue;
-        }
+    for (i, range) in bound {
+        let index = &table.indexes()[i];
         let (lo, hi) = range.encoded(&index.key_types[0]);
         let estimate = index.btree.estimate_range(&lo, &hi)?;
         if best.is_none_or(|(_, b)| estimate < b) {

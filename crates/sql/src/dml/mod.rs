@@ -34,11 +34,13 @@ pub mod direct_insert;
 pub mod direct_select;
 pub mod direct_write;
 mod filter;
+mod literal_sites;
 pub mod point_plans;
 pub mod returning;
 pub mod row_check;
 mod table_schemas;
 pub mod txn;
+pub mod write_plans;
 
 use std::fmt;
 use std::sync::Arc;
@@ -51,7 +53,7 @@ use datafusion::arrow::datatypes::{
 };
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{DFSchema, DataFusionError, Result};
+use datafusion::common::{DFSchema, DataFusionError, Result, ScalarValue};
 use datafusion::datasource::sink::DataSink;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
@@ -228,8 +230,9 @@ pub(crate) fn insert(
 #[derive(Clone)]
 enum Op {
     Delete,
-    /// New values: (table column, expression over the old row, its text).
-    Update(Vec<(usize, Arc<dyn PhysicalExpr>, String)>),
+    /// New values: (table column, expression over the old row, the logical
+    /// expression it was made from, over unqualified columns).
+    Update(Vec<(usize, Arc<dyn PhysicalExpr>, Expr)>),
 }
 
 /// Runs an `UPDATE` or `DELETE` when executed (planning changes nothing, so
@@ -304,8 +307,7 @@ impl DmlExec {
                     )));
                 }
                 let e = unqualified(&e)?;
-                let text = e.to_string();
-                set.push((c, physical(state, e, schema)?, text));
+                set.push((c, physical(state, e.clone(), schema)?, e));
             }
             Ok(Op::Update(set))
         })
@@ -342,6 +344,72 @@ impl DmlExec {
             index,
             props: Arc::new(props),
         })
+    }
+
+    /// The literal nodes of its expressions (the SET values', then the
+    /// WHERE's) when every one runs unsimplified, so that each literal of
+    /// the statement is one node ([`literal_sites`]).
+    pub(crate) fn literal_sites(&self) -> Option<Vec<ScalarValue>> {
+        let mut logical = Vec::new();
+        let mut physical = Vec::new();
+        if let Op::Update(set) = &self.op {
+            for (_, p, e) in set {
+                if !runs_unsimplified(e) {
+                    return None;
+                }
+                literal_sites::logical_sites(e, &mut logical);
+                literal_sites::physical_sites(p, &mut physical)?;
+            }
+        }
+        self.filter.sites(&mut logical, &mut physical)?;
+        (logical == physical).then_some(logical)
+    }
+
+    /// The same statement with `values` at its literals' sites (in the
+    /// order [`DmlExec::literal_sites`] gives them), planned as
+    /// [`DmlExec::new`] would plan it; `None` when a value does not fit.
+    pub(crate) fn with_literals(&self, values: &[ScalarValue]) -> Option<DmlExec> {
+        let what = match self.op {
+            Op::Delete => "DELETE",
+            Op::Update(_) => "UPDATE",
+        };
+        let db = self.writes.database();
+        refuse_columnar_change(db, &self.table, what).ok()?;
+        let t = db.table(&self.table).ok()?;
+        let mut at = values;
+        let op = match &self.op {
+            Op::Delete => Op::Delete,
+            Op::Update(set) => Op::Update(
+                set.iter()
+                    .map(|(c, p, e)| {
+                        let mut logical = at;
+                        let e = literal_sites::logical_with(e, &mut logical)?;
+                        let p = literal_sites::physical_with(p, &mut at)?;
+                        (logical.len() == at.len()).then_some((*c, p, e))
+                    })
+                    .collect::<Option<Vec<_>>>()?,
+            ),
+        };
+        let filter = self.filter.with_literals(&t, &mut at)?;
+        if !at.is_empty() {
+            return None;
+        }
+        let index = choose_index(&t, &filter.conjuncts)
+            .ok()?
+            .map(|i| t.indexes()[i].def.name.clone());
+        Some(DmlExec {
+            op,
+            writes: self.writes.clone(),
+            table: self.table.clone(),
+            filter,
+            index,
+            props: self.props.clone(),
+        })
+    }
+
+    /// The table it changes.
+    pub fn table_name(&self) -> &str {
+        &self.table
     }
 
     /// Runs the statement in one transaction; the number of rows changed.
@@ -530,7 +598,7 @@ impl DmlExec {
 /// expressions' values on it.
 fn assign(
     table: &Table,
-    set: &[(usize, Arc<dyn PhysicalExpr>, String)],
+    set: &[(usize, Arc<dyn PhysicalExpr>, Expr)],
     old: &RecordBatch,
 ) -> Result<RecordBatch, SqlError> {
     let mut columns: Vec<ArrayRef> = old.columns().to_vec();
@@ -586,7 +654,7 @@ impl DisplayAs for DmlExec {
         match &self.op {
             Op::Delete => write!(f, "StrataDeleteExec: table={}", self.table)?,
             Op::Update(set) => {
-                let set: Vec<String> = set.iter().map(|(_, _, text)| text.clone()).collect();
+                let set: Vec<String> = set.iter().map(|(_, _, e)| e.to_string()).collect();
                 write!(
                     f,
                     "StrataUpdateExec: table={}, set=[{}]",
@@ -602,7 +670,7 @@ impl DisplayAs for DmlExec {
             )?,
             None => write!(f, ", rows by heap scan")?,
         }
-        if let Some(text) = &self.filter.text {
+        if let Some(text) = self.filter.text() {
             write!(f, ", where=[{text}]")?;
         }
         Ok(())

@@ -31,7 +31,9 @@ use datafusion::sql::parser::Statement as DfStatement;
 
 use super::{Engine, LONG_STATEMENT, QueryResult, SqlError, SqlSession};
 use crate::dml::direct_select::{self, DirectSelect};
+use crate::dml::direct_write::DirectWrite;
 use crate::dml::{self, direct_dml};
+use crate::parse_cache::Shape;
 use crate::statement::{self, Kind};
 
 /// Statements answered inline in this process (tests assert they were).
@@ -192,7 +194,7 @@ impl Engine {
                     && is_plain(&stmt)
                     && matches!(self.writes.try_start_writing(), Ok(true)) =>
             {
-                let write = crate::dml::direct_write::plan(&stmt, &state, &self.writes);
+                let write = self.direct_write(&stmt, shape.as_ref(), &state, settings, saves);
                 self.keep(settings, state);
                 let write = write?;
                 // A read statement in progress: waiting for it is the
@@ -222,6 +224,35 @@ impl Engine {
                 None
             }
         }
+    }
+}
+
+impl Engine {
+    /// A write planned from its syntax tree ([`crate::dml::direct_write`]),
+    /// or for a statement of a shape planned before under these settings
+    /// and this catalog, the kept plan with its own literals
+    /// ([`crate::dml::write_plans`]); `None` leaves it to DataFusion.
+    pub(super) fn direct_write(
+        &self,
+        stmt: &DfStatement,
+        shape: Option<&Shape>,
+        state: &SessionState,
+        settings: u64,
+        saves: u64,
+    ) -> Option<DirectWrite> {
+        if let Some(shape) = shape
+            && let Some(write) = self
+                .write_plans
+                .plan(shape, settings, saves, state, &self.writes)
+        {
+            return Some(write);
+        }
+        let write = crate::dml::direct_write::plan(stmt, state, &self.writes)?;
+        if let Some(shape) = shape {
+            self.write_plans
+                .learn(shape, &write, state, settings, saves, &self.writes);
+        }
+        Some(write)
     }
 }
 
