@@ -197,7 +197,7 @@ impl Recipe {
             .map(|f| ScalarValue::try_from(f.data_type()).and_then(|v| v.to_array_of_size(1)))
             .collect::<Result<_, _>>()
             .ok()?;
-        let mut simplifier = None;
+        let mut context = None;
         for (c, value) in &self.values {
             let p = match value {
                 Computed::Planned(_, p) => p.clone(),
@@ -205,18 +205,19 @@ impl Recipe {
                     // Stable functions (`now()`) become the statement's
                     // constants here, as DataFusion's optimizer makes them;
                     // they cannot run otherwise.
-                    let simplifier = simplifier.get_or_insert_with(|| {
-                        ExprSimplifier::new(
-                            SimplifyContext::builder()
-                                .with_schema(Arc::new(none.clone()))
-                                .with_config_options(state.config_options().clone())
-                                .with_query_execution_start_time(
-                                    state.execution_props().query_execution_start_time,
-                                )
-                                .build(),
-                        )
+                    let info = context.get_or_insert_with(|| {
+                        SimplifyContext::builder()
+                            .with_schema(Arc::new(none.clone()))
+                            .with_config_options(state.config_options().clone())
+                            .with_query_execution_start_time(
+                                state.execution_props().query_execution_start_time,
+                            )
+                            .build()
                     });
-                    let e = simplifier.simplify(e.clone()).ok()?;
+                    let e = match super::filter::functions_only(e, info) {
+                        Some(e) => e,
+                        None => ExprSimplifier::new(info.clone()).simplify(e.clone()).ok()?,
+                    };
                     state.create_physical_expr(e, &none).ok()?
                 }
             };

@@ -531,6 +531,8 @@ pub(crate) fn physical(
     // of a one-row UPDATE's instructions.
     let e = if runs_unsimplified(&e) {
         e
+    } else if let Some(e) = functions_only(&e, &info) {
+        e
     } else {
         match ExprSimplifier::new(info.clone()).simplify(e.clone()) {
             Ok(e) => e,
@@ -542,7 +544,8 @@ pub(crate) fn physical(
 
 /// Whether `e` computes the same simplified or not, and runs as it stands:
 /// a tree of columns, literals other than NULL, casts, DataFusion's own
-/// operators and strata's checked arithmetic alone (`v + -5`, `k = 42`).
+/// operators and strata's checked arithmetic alone (`v + -5`, `k = 42`),
+/// and names given to any of them (`CURRENT_TIMESTAMP` is `now()` named so).
 /// Simplifying such a tree only folds constants, which evaluating it
 /// computes anyway (a constant that fails, fails there, as it does after a
 /// failed simplification); the rewrites that change a result or that a
@@ -552,6 +555,7 @@ pub(crate) fn runs_unsimplified(e: &Expr) -> bool {
     let other = e.exists(|n| {
         Ok(!match n {
             Expr::Column(_)
+            | Expr::Alias(_)
             | Expr::BinaryExpr(_)
             | Expr::Cast(_)
             | Expr::TryCast(_)
@@ -563,6 +567,16 @@ pub(crate) fn runs_unsimplified(e: &Expr) -> bool {
         })
     });
     matches!(other, Ok(false))
+}
+
+/// `e` with each function call replaced by what the function's own
+/// `simplify` makes of it, when that leaves a tree that runs unsimplified
+/// ([`runs_unsimplified`]): `now()` becomes the statement's start time, and
+/// the rest of DataFusion's simplifier would only fold constants (a fifth of
+/// a one-row INSERT's instructions, for pgbench's `CURRENT_TIMESTAMP`).
+pub(crate) fn functions_only(e: &Expr, info: &SimplifyContext) -> Option<Expr> {
+    let f = functions_simplified(e.clone(), info).ok()?;
+    runs_unsimplified(&f).then_some(f)
 }
 
 /// `e` with each function call replaced by what the function's own
@@ -584,7 +598,7 @@ fn functions_simplified(e: Expr, info: &SimplifyContext) -> Result<Expr> {
 
 #[cfg(test)]
 mod tests {
-    use super::runs_unsimplified;
+    use super::{functions_only, runs_unsimplified};
     use datafusion::arrow::datatypes::DataType;
     use datafusion::common::ScalarValue;
     use datafusion::functions::core::expr_fn::coalesce;
@@ -603,5 +617,29 @@ mod tests {
         ));
         assert!(!runs_unsimplified(&coalesce(vec![col("v"), lit(7i64)])));
         assert!(!runs_unsimplified(&col("v").is_null()));
+    }
+
+    #[test]
+    fn now_becomes_the_statements_time_without_the_whole_simplifier() {
+        use datafusion::arrow::datatypes::TimeUnit;
+        use datafusion::logical_expr::simplify::SimplifyContext;
+        let start =
+            datafusion::common::arrow::temporal_conversions::timestamp_s_to_datetime(1_700_000_000)
+                .unwrap()
+                .and_utc();
+        let info = SimplifyContext::builder()
+            .with_query_execution_start_time(Some(start))
+            .build();
+        let now = datafusion::functions::datetime::expr_fn::now();
+        // As SQL's CURRENT_TIMESTAMP plans: `now()` named.
+        let e = cast(
+            now.alias("current_timestamp()"),
+            DataType::Timestamp(TimeUnit::Microsecond, None),
+        );
+        let f = functions_only(&e, &info).expect("now() simplified by itself");
+        assert!(runs_unsimplified(&f));
+        assert!(f.to_string().contains("1700000000"), "{f}");
+        // coalesce becomes a CASE, which the whole simplifier is for.
+        assert!(functions_only(&coalesce(vec![col("v"), lit(7i64)]), &info).is_none());
     }
 }
