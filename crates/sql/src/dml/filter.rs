@@ -61,6 +61,22 @@ pub(super) fn on_bytes(table: &Table, filters: &[Expr]) -> Option<Vec<Comparison
     Some(conjuncts)
 }
 
+/// The WHERE's comparisons on `table`'s stored bytes, and whether they are
+/// the whole WHERE; the first conjunct that cannot be evaluated on the
+/// table's rows alone as the error.
+fn classified<'a>(table: &Table, filters: &'a [Expr]) -> Result<(Vec<Comparison>, bool), &'a Expr> {
+    let mut conjuncts = Vec::new();
+    let mut on_bytes = true;
+    for f in filters {
+        match classify_for(f, table) {
+            Pushed::Strata(c) => conjuncts.extend(c),
+            Pushed::Residual => on_bytes = false,
+            Pushed::No => return Err(f),
+        }
+    }
+    Ok((conjuncts, on_bytes))
+}
+
 impl Filter {
     pub(super) fn new(
         table: &Table,
@@ -68,22 +84,14 @@ impl Filter {
         state: &dyn Session,
         filters: Vec<Expr>,
     ) -> Result<Filter> {
-        let mut conjuncts = Vec::new();
-        let mut on_bytes = true;
-        for f in &filters {
-            match classify_for(f, table) {
-                Pushed::Strata(c) => conjuncts.extend(c),
-                Pushed::Residual => on_bytes = false,
-                Pushed::No => {
-                    return Err(DataFusionError::Plan(format!(
-                        "the condition {f} cannot be evaluated on the rows of '{}' alone \
-                         (subqueries, other tables and volatile functions are not supported in \
-                         the WHERE of UPDATE and DELETE)",
-                        table.name()
-                    )));
-                }
-            }
-        }
+        let (conjuncts, on_bytes) = classified(table, &filters).map_err(|f| {
+            DataFusionError::Plan(format!(
+                "the condition {f} cannot be evaluated on the rows of '{}' alone \
+                 (subqueries, other tables and volatile functions are not supported in \
+                 the WHERE of UPDATE and DELETE)",
+                table.name()
+            ))
+        })?;
         let filters = filters
             .iter()
             .map(unqualified)
@@ -145,15 +153,7 @@ impl Filter {
         if logical.len() != values.len() {
             return None;
         }
-        let mut conjuncts = Vec::new();
-        let mut on_bytes = true;
-        for f in &filters {
-            match classify_for(f, table) {
-                Pushed::Strata(c) => conjuncts.extend(c),
-                Pushed::Residual => on_bytes = false,
-                Pushed::No => return None,
-            }
-        }
+        let (conjuncts, on_bytes) = classified(table, &filters).ok()?;
         Some(Filter {
             conjuncts,
             on_bytes,

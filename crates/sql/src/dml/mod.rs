@@ -34,6 +34,7 @@ pub mod direct_insert;
 pub mod direct_select;
 pub mod direct_write;
 mod filter;
+mod kept_plans;
 mod literal_sites;
 pub mod point_plans;
 pub mod returning;

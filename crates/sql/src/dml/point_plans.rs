@@ -31,7 +31,6 @@
 //! empties the cache) and while the table's name still opens the same table
 //! object.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -40,19 +39,16 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
     BinaryOperator, Expr, SetExpr, Statement, UnaryOperator, Value as AstValue,
 };
-use parking_lot::Mutex;
 use strata_access::predicate::{CmpOp, Comparison};
 use strata_storage::row::{DataType, Value};
 
 use super::direct_dml::ident_name;
 use super::direct_select::DirectSelect;
+use super::kept_plans::ByShape;
 use super::txn::Writes;
 use crate::options::{AccessPathSetting, StrataOptions};
 use crate::parse_cache::{Literal, Shape};
 use crate::scan::pushdown::flip;
-
-/// Plans kept per session; when full, the cache starts over.
-const CAPACITY: usize = 256;
 
 /// Point queries this process planned from a kept plan (tests assert it).
 pub static HITS: AtomicU64 = AtomicU64::new(0);
@@ -102,8 +98,7 @@ struct Kept {
 /// A session's point plans by shape.
 #[derive(Default)]
 pub struct PointPlans {
-    /// The catalog saves count the plans were made at, and the plans.
-    kept: Mutex<(u64, HashMap<String, Arc<Kept>>)>,
+    kept: ByShape<Kept>,
 }
 
 impl PointPlans {
@@ -122,14 +117,7 @@ impl PointPlans {
         writes: &Writes,
         state: Option<&SessionState>,
     ) -> Option<DirectSelect> {
-        let kept = {
-            let mut k = self.kept.lock();
-            if k.0 != saves {
-                *k = (saves, HashMap::new());
-                return None;
-            }
-            k.1.get(&shape.key)?.clone()
-        };
+        let kept = self.kept.get(saves, &shape.key)?;
         if kept.settings.load(Ordering::Acquire) != settings {
             if state.is_none_or(|s| Depends::of(s) != kept.depends) {
                 return None;
@@ -173,21 +161,14 @@ impl PointPlans {
         let Some(slots) = slots(stmt, shape, plan) else {
             return;
         };
-        let kept = Arc::new(Kept {
+        let kept = Kept {
             settings: AtomicU64::new(settings),
             depends: Depends::of(state),
             name: plan.table_name().to_string(),
             plan: plan.clone(),
             slots,
-        });
-        let mut k = self.kept.lock();
-        if k.0 != saves {
-            *k = (saves, HashMap::new());
-        }
-        if k.1.len() >= CAPACITY {
-            k.1.clear();
-        }
-        k.1.insert(shape.key.clone(), kept);
+        };
+        self.kept.insert(saves, &shape.key, kept);
     }
 }
 

@@ -29,21 +29,17 @@
 //! empties the cache) and while its table's name opens the same table
 //! object.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::common::config::SqlParserOptions;
 use datafusion::execution::SessionState;
-use parking_lot::Mutex;
 
 use super::direct_write::DirectWrite;
+use super::kept_plans::ByShape;
 use super::literal_sites::{Binding, bind};
 use super::txn::Writes;
 use crate::parse_cache::Shape;
-
-/// Plans kept per session; when full, the cache starts over.
-const CAPACITY: usize = 256;
 
 /// Writes this process planned from a kept plan (tests assert it).
 pub static HITS: AtomicU64 = AtomicU64::new(0);
@@ -84,8 +80,7 @@ struct Kept {
 /// A session's write plans by shape.
 #[derive(Default)]
 pub struct WritePlans {
-    /// The catalog saves count the plans were made at, and the plans.
-    kept: Mutex<(u64, HashMap<String, Arc<Kept>>)>,
+    kept: ByShape<Kept>,
 }
 
 impl WritePlans {
@@ -101,14 +96,7 @@ impl WritePlans {
         state: &SessionState,
         writes: &Writes,
     ) -> Option<DirectWrite> {
-        let kept = {
-            let mut k = self.kept.lock();
-            if k.0 != saves {
-                *k = (saves, HashMap::new());
-                return None;
-            }
-            k.1.get(&shape.key)?.clone()
-        };
+        let kept = self.kept.get(saves, &shape.key)?;
         if kept.settings.load(Ordering::Acquire) != settings {
             if Depends::of(state) != kept.depends {
                 return None;
@@ -147,20 +135,13 @@ impl WritePlans {
         let Ok(table) = writes.database().table(plan.table_name()) else {
             return;
         };
-        let kept = Arc::new(Kept {
+        let kept = Kept {
             settings: AtomicU64::new(settings),
             depends: Depends::of(state),
             table,
             plan: plan.clone(),
             binding,
-        });
-        let mut k = self.kept.lock();
-        if k.0 != saves {
-            *k = (saves, HashMap::new());
-        }
-        if k.1.len() >= CAPACITY {
-            k.1.clear();
-        }
-        k.1.insert(shape.key.clone(), kept);
+        };
+        self.kept.insert(saves, &shape.key, kept);
     }
 }
