@@ -546,6 +546,7 @@ fn oltp_statements_run_on_the_connection_and_answer_as_planned_ones() {
     let before = INLINE.load(Relaxed);
     let hits = strata_sql::parse_cache::HITS.load(Relaxed);
     let planned = strata_sql::dml::point_plans::HITS.load(Relaxed);
+    let written = strata_sql::dml::write_plans::HITS.load(Relaxed);
     for (aid, delta) in [(7, 5), (7, -2), (900, 40)] {
         let (tags, rows) = simple(
             &mut c,
@@ -573,6 +574,11 @@ fn oltp_statements_run_on_the_connection_and_answer_as_planned_ones() {
     assert!(hits >= 4, "{hits} statements parsed from the cache");
     let planned = strata_sql::dml::point_plans::HITS.load(Relaxed) - planned;
     assert!(planned >= 2, "{planned} point queries from a kept plan");
+    // The third block's UPDATE and INSERT have the first's shapes (the
+    // second's negative delta is a shape of its own): both are the first
+    // block's kept plans with their own literals (`strata_sql::dml::write_plans`).
+    let written = strata_sql::dml::write_plans::HITS.load(Relaxed) - written;
+    assert!(written >= 2, "{written} writes from a kept plan");
     let (_, rows) = simple(
         &mut c,
         "SELECT aid, abalance FROM acc WHERE aid IN (7, 900) ORDER BY aid",
