@@ -35,7 +35,7 @@ use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{SetExpr, Statement, TableObject};
 
 use super::direct_dml::{logical, plain_query, single};
-use super::literal_sites::{logical_sites, logical_with, physical_sites, physical_with};
+use super::literal_sites::{logical_sites, logical_with, paired_sites, paired_with};
 use super::txn::Writes;
 use crate::error::SqlError;
 
@@ -272,16 +272,7 @@ impl DirectInsert {
         let mut sites = Vec::new();
         for (_, value) in &self.recipe.values {
             match value {
-                Computed::Planned(e, p) => {
-                    let mut logical = Vec::new();
-                    let mut physical = Vec::new();
-                    logical_sites(e, &mut logical);
-                    physical_sites(p, &mut physical)?;
-                    if logical != physical {
-                        return None;
-                    }
-                    sites.extend(logical);
-                }
+                Computed::Planned(e, p) => paired_sites(std::slice::from_ref(e), p, &mut sites)?,
                 Computed::Simplified(e) => logical_sites(e, &mut sites),
             }
         }
@@ -295,9 +286,8 @@ impl DirectInsert {
         &self,
         values: &[ScalarValue],
         state: &SessionState,
-        writes: &Writes,
+        table: &strata_storage::Table,
     ) -> Option<DirectInsert> {
-        let table = writes.database().table(&self.table).ok()?;
         if table.is_cold() || table.columns().is_some() {
             return None;
         }
@@ -308,13 +298,8 @@ impl DirectInsert {
                 *c,
                 match value {
                     Computed::Planned(e, p) => {
-                        let mut logical = at;
-                        let e = logical_with(e, &mut logical)?;
-                        let p = physical_with(p, &mut at)?;
-                        if logical.len() != at.len() {
-                            return None;
-                        }
-                        Computed::Planned(e, p)
+                        let (mut e, p) = paired_with(std::slice::from_ref(e), p, &mut at)?;
+                        Computed::Planned(e.pop()?, p)
                     }
                     Computed::Simplified(e) => Computed::Simplified(logical_with(e, &mut at)?),
                 },
@@ -327,7 +312,7 @@ impl DirectInsert {
             schema: self.recipe.schema.clone(),
             values: computed,
         };
-        recipe.row(state, &table).map(|row| DirectInsert {
+        recipe.row(state, table).map(|row| DirectInsert {
             table: self.table.clone(),
             row,
             recipe,

@@ -48,17 +48,18 @@ impl DirectWrite {
     }
 
     /// The same write with `values` at its literals' sites, planned in
-    /// `state`; `None` when they do not fit it.
+    /// `state` against `table` (the one its name opens now); `None` when
+    /// they do not fit it.
     pub(crate) fn with_literals(
         &self,
         values: &[ScalarValue],
         state: &SessionState,
-        writes: &Writes,
+        table: &strata_storage::Table,
     ) -> Option<DirectWrite> {
         match self {
-            DirectWrite::Rows(exec) => exec.with_literals(values).map(DirectWrite::Rows),
+            DirectWrite::Rows(exec) => exec.with_literals(values, table).map(DirectWrite::Rows),
             DirectWrite::Row(row) => row
-                .with_literals(values, state, writes)
+                .with_literals(values, state, table)
                 .map(DirectWrite::Row),
         }
     }

@@ -3,7 +3,7 @@
 //! and the rest, the index or heap pages that hold candidates, and the
 //! candidates' tuple ids.
 
-use super::literal_sites::{logical_sites, logical_with, physical_sites, physical_with};
+use super::literal_sites::{paired_sites, paired_with};
 use crate::error::SqlError;
 use crate::scan::pushdown::unqualified;
 use crate::scan::pushdown::{Pushed, classify_for};
@@ -115,21 +115,15 @@ impl Filter {
 
     /// Whether the WHERE runs as it stands, unsimplified
     /// ([`runs_unsimplified`]): then its literals are sites
-    /// ([`super::literal_sites`]), appended to `logical` and `physical`.
-    pub(super) fn sites(
-        &self,
-        logical: &mut Vec<ScalarValue>,
-        physical: &mut Vec<ScalarValue>,
-    ) -> Option<()> {
+    /// ([`super::literal_sites`]), appended to `out`.
+    pub(super) fn sites(&self, out: &mut Vec<ScalarValue>) -> Option<()> {
         let Some(expr) = &self.expr else {
             return Some(());
         };
-        let whole = conjunction(self.filters.clone())?;
-        if !runs_unsimplified(&whole) {
+        if !self.filters.iter().all(runs_unsimplified) {
             return None;
         }
-        logical_sites(&whole, logical);
-        physical_sites(expr, physical)
+        paired_sites(&self.filters, expr, out)
     }
 
     /// The same WHERE with the values at the front of `values` at its
@@ -140,19 +134,13 @@ impl Filter {
         table: &Table,
         values: &mut &[ScalarValue],
     ) -> Option<Filter> {
-        let mut logical = *values;
-        let filters = self
-            .filters
-            .iter()
-            .map(|f| logical_with(f, &mut logical))
-            .collect::<Option<Vec<_>>>()?;
-        let expr = match &self.expr {
-            Some(e) => Some(physical_with(e, values)?),
-            None => None,
+        let (filters, expr) = match &self.expr {
+            Some(e) => {
+                let (filters, e) = paired_with(&self.filters, e, values)?;
+                (filters, Some(e))
+            }
+            None => (Vec::new(), None),
         };
-        if logical.len() != values.len() {
-            return None;
-        }
         let (conjuncts, on_bytes) = classified(table, &filters).ok()?;
         Some(Filter {
             conjuncts,

@@ -114,7 +114,7 @@ pub(crate) fn logical_sites(e: &Expr, out: &mut Vec<ScalarValue>) {
 
 /// Appends the literal nodes of `e` in visiting order; `None` when one
 /// carries field metadata, which a replacement would not keep.
-pub(crate) fn physical_sites(e: &Arc<dyn PhysicalExpr>, out: &mut Vec<ScalarValue>) -> Option<()> {
+fn physical_sites(e: &Arc<dyn PhysicalExpr>, out: &mut Vec<ScalarValue>) -> Option<()> {
     let mut plain = true;
     let _ = e.apply(|n| {
         if let Some(l) = n.downcast_ref::<PhysicalLiteral>() {
@@ -151,7 +151,7 @@ pub(crate) fn logical_with(e: &Expr, values: &mut &[ScalarValue]) -> Option<Expr
 }
 
 /// [`logical_with`] for a physical expression.
-pub(crate) fn physical_with(
+fn physical_with(
     e: &Arc<dyn PhysicalExpr>,
     values: &mut &[ScalarValue],
 ) -> Option<Arc<dyn PhysicalExpr>> {
@@ -175,6 +175,38 @@ pub(crate) fn physical_with(
         .ok()?
         .data;
     (!short).then_some(e)
+}
+
+/// Appends the literal nodes of `logical` (in order) when `physical`, the
+/// expression made from them, has the same ones; `None` otherwise.
+pub(crate) fn paired_sites(
+    logical: &[Expr],
+    physical: &Arc<dyn PhysicalExpr>,
+    out: &mut Vec<ScalarValue>,
+) -> Option<()> {
+    let mut l = Vec::new();
+    for e in logical {
+        logical_sites(e, &mut l);
+    }
+    let mut p = Vec::new();
+    physical_sites(physical, &mut p)?;
+    (l == p).then(|| out.extend(l))
+}
+
+/// `logical` and `physical` (paired as [`paired_sites`] pairs them) with
+/// the first values of `values` at their sites, advanced past them.
+pub(crate) fn paired_with(
+    logical: &[Expr],
+    physical: &Arc<dyn PhysicalExpr>,
+    values: &mut &[ScalarValue],
+) -> Option<(Vec<Expr>, Arc<dyn PhysicalExpr>)> {
+    let mut at = *values;
+    let logical = logical
+        .iter()
+        .map(|e| logical_with(e, &mut at))
+        .collect::<Option<Vec<_>>>()?;
+    let physical = physical_with(physical, values)?;
+    (at.len() == values.len()).then_some((logical, physical))
 }
 
 #[cfg(test)]

@@ -254,6 +254,12 @@ pub struct DmlExec {
 /// but no delete set (converted before delete sets existed).
 fn refuse_columnar_change(db: &strata_storage::Database, name: &str, what: &str) -> Result<()> {
     let table = db.table(name).map_err(|e| external(e.into()))?;
+    refuse_columnar_change_of(&table, what)
+}
+
+/// [`refuse_columnar_change`] of a table already open.
+fn refuse_columnar_change_of(table: &Table, what: &str) -> Result<()> {
+    let name = table.name();
     match table.columns() {
         Some(c) if c.rows() > 0 && table.delete_set().is_none() => Err(external(
             strata_storage::StorageError::Columnar {
@@ -351,51 +357,46 @@ impl DmlExec {
     /// WHERE's) when every one runs unsimplified, so that each literal of
     /// the statement is one node ([`literal_sites`]).
     pub(crate) fn literal_sites(&self) -> Option<Vec<ScalarValue>> {
-        let mut logical = Vec::new();
-        let mut physical = Vec::new();
+        let mut sites = Vec::new();
         if let Op::Update(set) = &self.op {
             for (_, p, e) in set {
                 if !runs_unsimplified(e) {
                     return None;
                 }
-                literal_sites::logical_sites(e, &mut logical);
-                literal_sites::physical_sites(p, &mut physical)?;
+                literal_sites::paired_sites(std::slice::from_ref(e), p, &mut sites)?;
             }
         }
-        self.filter.sites(&mut logical, &mut physical)?;
-        (logical == physical).then_some(logical)
+        self.filter.sites(&mut sites)?;
+        Some(sites)
     }
 
     /// The same statement with `values` at its literals' sites (in the
     /// order [`DmlExec::literal_sites`] gives them), planned as
     /// [`DmlExec::new`] would plan it; `None` when a value does not fit.
-    pub(crate) fn with_literals(&self, values: &[ScalarValue]) -> Option<DmlExec> {
+    pub(crate) fn with_literals(&self, values: &[ScalarValue], t: &Table) -> Option<DmlExec> {
         let what = match self.op {
             Op::Delete => "DELETE",
             Op::Update(_) => "UPDATE",
         };
-        let db = self.writes.database();
-        refuse_columnar_change(db, &self.table, what).ok()?;
-        let t = db.table(&self.table).ok()?;
+        refuse_columnar_change_of(t, what).ok()?;
         let mut at = values;
         let op = match &self.op {
             Op::Delete => Op::Delete,
             Op::Update(set) => Op::Update(
                 set.iter()
                     .map(|(c, p, e)| {
-                        let mut logical = at;
-                        let e = literal_sites::logical_with(e, &mut logical)?;
-                        let p = literal_sites::physical_with(p, &mut at)?;
-                        (logical.len() == at.len()).then_some((*c, p, e))
+                        let (mut e, p) =
+                            literal_sites::paired_with(std::slice::from_ref(e), p, &mut at)?;
+                        Some((*c, p, e.pop()?))
                     })
                     .collect::<Option<Vec<_>>>()?,
             ),
         };
-        let filter = self.filter.with_literals(&t, &mut at)?;
+        let filter = self.filter.with_literals(t, &mut at)?;
         if !at.is_empty() {
             return None;
         }
-        let index = choose_index(&t, &filter.conjuncts)
+        let index = choose_index(t, &filter.conjuncts)
             .ok()?
             .map(|i| t.indexes()[i].def.name.clone());
         Some(DmlExec {

@@ -109,7 +109,7 @@ impl WritePlans {
             return None;
         }
         let values = kept.binding.values(&shape.literals)?;
-        let plan = kept.plan.with_literals(&values, state, writes)?;
+        let plan = kept.plan.with_literals(&values, state, &table)?;
         HITS.fetch_add(1, Ordering::Relaxed);
         Some(plan)
     }
