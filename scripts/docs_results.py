@@ -145,6 +145,9 @@ BLOCKS = {
     "serve-mixed": [
         E("results/serve/mixed.md", tables=[0], lines=r"^(Made by|Target|- `--device)"),
     ],
+    "serve-lookup-tails": [
+        E("results/serve/lookup-tails/lookup-tails.md", tables=[0, 1], lines=r"^Made by"),
+    ],
     "serve-crash": [
         E("results/serve/crash.md", lines=r"^(Made by|\d+ kills)"),
     ],

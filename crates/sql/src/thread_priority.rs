@@ -30,6 +30,13 @@
 //!
 //! Raising nice (or entering the idle class) needs no privilege; going back
 //! does, so a thread keeps what it was given.
+//!
+//! Tried and not kept: the other side, a short time slice for the threads
+//! that answer connections (`sched_setattr`'s `sched_runtime`, which Linux
+//! 6.12's EEVDF takes from any thread; a waking thread with a shorter slice
+//! may preempt the running one). Beside two CPU-bound statements it left
+//! warm lookups' p99 and their slowest where they were
+//! (`scripts/lookup_tails.sh`, results/serve/lookup-tails).
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
