@@ -129,7 +129,10 @@ pub fn plan(
         return None;
     };
     let table = writes.database().table(&name).ok()?;
-    if table.is_cold() || table.columns().is_some() {
+    // A columnar table takes the row into its delta, through the same
+    // `super::insert` as here; a cold one takes no writes, and the planned
+    // path says so.
+    if table.is_cold() {
         return None;
     }
     let schema = super::table_schemas::of(writes.database(), &name, &table)?.arrow;
@@ -288,7 +291,7 @@ impl DirectInsert {
         state: &SessionState,
         table: &strata_storage::Table,
     ) -> Option<DirectInsert> {
-        if table.is_cold() || table.columns().is_some() {
+        if table.is_cold() {
             return None;
         }
         let mut at = values;
